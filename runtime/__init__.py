@@ -1,0 +1,148 @@
+"""Amber's pure core: messages, lifecycle, events, the reducer and the timeline.
+
+Nothing here starts a thread, reads a clock or does I/O (the stores aside):
+time and ids arrive inside events, and ``apply`` is deterministic. ``runtime``
+never imports ``actors``, ``pykka`` or ``trio``.
+"""
+
+from ._category import AGENT_SENDER as AGENT_SENDER
+from ._category import INPUT_CATEGORIES as INPUT_CATEGORIES
+from ._category import Category as Category
+from ._category import CategorySpec as CategorySpec
+from ._category import category_of as category_of
+from ._category import new_message as new_message
+from ._codec import from_data as from_data
+from ._codec import from_json as from_json
+from ._codec import to_data as to_data
+from ._codec import to_json as to_json
+from ._diff import FieldChange as FieldChange
+from ._diff import StateDiff as StateDiff
+from ._diff import TurnChange as TurnChange
+from ._diff import diff as diff
+from ._errors import AmberError as AmberError
+from ._errors import DecodeError as DecodeError
+from ._errors import DuplicateMessage as DuplicateMessage
+from ._errors import EventRejected as EventRejected
+from ._errors import ForeignEvent as ForeignEvent
+from ._errors import IllegalTransition as IllegalTransition
+from ._errors import InvalidEvent as InvalidEvent
+from ._errors import InvalidInput as InvalidInput
+from ._errors import InvalidMessage as InvalidMessage
+from ._errors import ReplayMismatch as ReplayMismatch
+from ._errors import SeqMismatch as SeqMismatch
+from ._errors import SeqOutOfRange as SeqOutOfRange
+from ._errors import StatusConflict as StatusConflict
+from ._errors import TurnConflict as TurnConflict
+from ._errors import UnknownMessage as UnknownMessage
+from ._errors import UnmatchedToolResult as UnmatchedToolResult
+from ._events import EVENT_TYPES as EVENT_TYPES
+from ._events import BranchImported as BranchImported
+from ._events import Event as Event
+from ._events import MessageAdded as MessageAdded
+from ._events import MetadataUpdated as MetadataUpdated
+from ._events import OrphanRecovered as OrphanRecovered
+from ._events import RolledBack as RolledBack
+from ._events import StatusChanged as StatusChanged
+from ._events import TurnEnded as TurnEnded
+from ._events import TurnOutcome as TurnOutcome
+from ._events import TurnStarted as TurnStarted
+from ._input import InputLimits as InputLimits
+from ._input import UserInput as UserInput
+from ._input import validate_input as validate_input
+from ._json import FrozenJSON as FrozenJSON
+from ._json import freeze as freeze
+from ._json import thaw as thaw
+from ._lifecycle import TRANSITIONS as TRANSITIONS
+from ._lifecycle import Driver as Driver
+from ._lifecycle import Transition as Transition
+from ._lifecycle import check_transition as check_transition
+from ._lifecycle import is_terminal as is_terminal
+from ._message import Attachment as Attachment
+from ._message import BrowserElement as BrowserElement
+from ._message import Message as Message
+from ._message import MessageType as MessageType
+from ._message import Role as Role
+from ._message import Status as Status
+from ._message import ToolCall as ToolCall
+from ._message import Usage as Usage
+from ._reducer import INTERRUPTED_MARK as INTERRUPTED_MARK
+from ._reducer import apply as apply
+from ._state import STATUS_ORDER as STATUS_ORDER
+from ._state import SessionState as SessionState
+from ._timeline import Timeline as Timeline
+from ._timeline import replay as replay
+from ._timeline import verify as verify
+from ._turn import Turn as Turn
+from ._turn import TurnStatus as TurnStatus
+
+__all__ = [
+    "AGENT_SENDER",
+    "EVENT_TYPES",
+    "INPUT_CATEGORIES",
+    "INTERRUPTED_MARK",
+    "STATUS_ORDER",
+    "TRANSITIONS",
+    "AmberError",
+    "Attachment",
+    "BranchImported",
+    "BrowserElement",
+    "Category",
+    "CategorySpec",
+    "DecodeError",
+    "Driver",
+    "DuplicateMessage",
+    "Event",
+    "EventRejected",
+    "FieldChange",
+    "ForeignEvent",
+    "FrozenJSON",
+    "IllegalTransition",
+    "InputLimits",
+    "InvalidEvent",
+    "InvalidInput",
+    "InvalidMessage",
+    "Message",
+    "MessageAdded",
+    "MessageType",
+    "MetadataUpdated",
+    "OrphanRecovered",
+    "ReplayMismatch",
+    "Role",
+    "RolledBack",
+    "SeqMismatch",
+    "SeqOutOfRange",
+    "SessionState",
+    "StateDiff",
+    "Status",
+    "StatusChanged",
+    "StatusConflict",
+    "Timeline",
+    "ToolCall",
+    "Transition",
+    "Turn",
+    "TurnChange",
+    "TurnConflict",
+    "TurnEnded",
+    "TurnOutcome",
+    "TurnStarted",
+    "TurnStatus",
+    "UnknownMessage",
+    "UnmatchedToolResult",
+    "Usage",
+    "UserInput",
+    "apply",
+    "category_of",
+    "check_transition",
+    "diff",
+    "freeze",
+    "from_data",
+    "from_json",
+    "is_terminal",
+    "new_message",
+    "replay",
+    "thaw",
+    "to_data",
+    "to_json",
+    "validate_input",
+    "verify",
+]

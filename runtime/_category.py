@@ -1,0 +1,235 @@
+"""Message categories (DESIGN §2): what a message is, from its fields.
+
+A category fixes a message's role, type, usual sender, initial status and
+final statuses. ``category_of`` reads it back from a message; ``new_message``
+builds a message of a category with those fields filled in.
+
+Categories that share role and type are told apart by a metadata flag
+(``is_cronjob``, ``is_compaction``, ``is_nudge``, ``is_crash_notice``,
+``is_system_prompt``) or, for notifications, by the ``Notification`` sender.
+
+One deliberate widening of DESIGN §2's table: cron prompts, compaction
+requests and background alerts may end ``interrupted`` or ``error`` as well as
+``processed``. A turn claims every pending input at once, so when a user
+question and a cron prompt share a turn that is interrupted, both must end in
+the same terminal status; ``processed`` would claim work that never finished.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from ._message import Message, MessageType, Role, Status
+
+__all__ = [
+    "AGENT_SENDER",
+    "Category",
+    "CategorySpec",
+    "INPUT_CATEGORIES",
+    "category_of",
+    "new_message",
+]
+
+AGENT_SENDER = "Amber"
+"""Default display name of the agent (a reply's ``sender``)."""
+
+_INPUT_FINALS = frozenset({Status.PROCESSED, Status.INTERRUPTED, Status.ERROR})
+
+
+@attrs.frozen(kw_only=True)
+class CategorySpec:
+    """The fixed fields of one message category."""
+
+    role: Role
+    """Role of every message of the category."""
+    type: MessageType
+    """Type of every message of the category."""
+    sender: str | None
+    """Sender it always has, or None when the caller names it (a user, a tool, the agent)."""
+    flag: str | None
+    """Metadata key set to True that marks the category, if role and type are shared."""
+    initial: Status
+    """Status it is added with."""
+    finals: frozenset[Status]
+    """Statuses it may end in."""
+    stored: bool = True
+    """False for the system prompt, which is virtual and never enters history."""
+
+
+class Category(enum.Enum):
+    """The message categories of DESIGN §2."""
+
+    USER_QUESTION = CategorySpec(
+        role=Role.USER, type=MessageType.TEXT, sender=None, flag=None,
+        initial=Status.PENDING_AGENT, finals=_INPUT_FINALS,
+    )  # fmt: skip
+    """A person's input from a channel."""
+    CRON_PROMPT = CategorySpec(
+        role=Role.USER, type=MessageType.TEXT, sender="Cronjob", flag="is_cronjob",
+        initial=Status.PENDING_AGENT, finals=_INPUT_FINALS,
+    )  # fmt: skip
+    """A prompt a scheduled job posts."""
+    COMPACTION_REQUEST = CategorySpec(
+        role=Role.USER, type=MessageType.TEXT, sender="System", flag="is_compaction",
+        initial=Status.PENDING_AGENT, finals=_INPUT_FINALS,
+    )  # fmt: skip
+    """The virtual question posted when the user asks to compact history."""
+    BACKGROUND_ALERT = CategorySpec(
+        role=Role.SYSTEM, type=MessageType.TEXT, sender="System", flag=None,
+        initial=Status.PENDING_AGENT, finals=_INPUT_FINALS,
+    )  # fmt: skip
+    """A wake-up posted when background work finishes; the model sees it as a user turn."""
+    THOUGHT = CategorySpec(
+        role=Role.ASSISTANT, type=MessageType.THOUGHT, sender=None, flag=None,
+        initial=Status.RESPONDED, finals=frozenset({Status.RESPONDED, Status.DELIVERED}),
+    )  # fmt: skip
+    """The model's reasoning."""
+    TOOL_CALL = CategorySpec(
+        role=Role.TOOL, type=MessageType.TOOL_CALL, sender=None, flag=None,
+        initial=Status.RESPONDED,
+        finals=frozenset({Status.RESPONDED, Status.DELIVERED, Status.INTERRUPTED}),
+    )  # fmt: skip
+    """A tool call the model asked for."""
+    TOOL_RESULT = CategorySpec(
+        role=Role.TOOL, type=MessageType.TOOL_RESULT, sender=None, flag=None,
+        initial=Status.RESPONDED, finals=frozenset({Status.RESPONDED, Status.DELIVERED}),
+    )  # fmt: skip
+    """What a tool returned (sender: the tool's name)."""
+    REPLY = CategorySpec(
+        role=Role.ASSISTANT, type=MessageType.TEXT, sender=None, flag=None,
+        initial=Status.PENDING, finals=frozenset({Status.DELIVERED}),
+    )  # fmt: skip
+    """The agent's text for the user."""
+    NOTIFICATION = CategorySpec(
+        role=Role.ASSISTANT, type=MessageType.TEXT, sender="Notification", flag=None,
+        initial=Status.PENDING, finals=frozenset({Status.DELIVERED}),
+    )  # fmt: skip
+    """A light notice for the user, never sent to the model."""
+    CRASH_NOTICE = CategorySpec(
+        role=Role.ASSISTANT, type=MessageType.TEXT, sender=None, flag="is_crash_notice",
+        initial=Status.PENDING, finals=frozenset({Status.DELIVERED}),
+    )  # fmt: skip
+    """The notice a failed turn leaves for the user."""
+    NUDGE = CategorySpec(
+        role=Role.SYSTEM, type=MessageType.TEXT, sender="System", flag="is_nudge",
+        initial=Status.RESPONDED, finals=frozenset({Status.RESPONDED}),
+    )  # fmt: skip
+    """The self-healing prompt added after an empty model response."""
+    SYSTEM_PROMPT = CategorySpec(
+        role=Role.SYSTEM, type=MessageType.TEXT, sender="System", flag="is_system_prompt",
+        initial=Status.RESPONDED, finals=frozenset({Status.RESPONDED}), stored=False,
+    )  # fmt: skip
+    """The system instructions: virtual, passed to projections, never stored."""
+
+    @property
+    def spec(self) -> CategorySpec:
+        """The category's fixed fields."""
+        return self.value  # type: ignore[no-any-return]
+
+    @property
+    def label(self) -> str:
+        """Lower-case words for error messages (``tool result``)."""
+        return self.name.lower().replace("_", " ")
+
+    @property
+    def is_input(self) -> bool:
+        """True for the categories that wait for a turn (initial ``pending_agent``)."""
+        return self.spec.initial is Status.PENDING_AGENT
+
+
+INPUT_CATEGORIES = frozenset(c for c in Category if c.is_input)
+"""Categories a turn claims: user questions, cron prompts, compaction requests, alerts."""
+
+_FLAGGED = {
+    (spec.role, spec.type): [
+        c for c in Category if (c.spec.role, c.spec.type) == (spec.role, spec.type) and c.spec.flag
+    ]
+    for spec in (c.spec for c in Category)
+}
+
+
+def category_of(message: Message) -> Category:
+    """Return the category of ``message`` (DESIGN §2).
+
+    Flags are checked first, then the ``Notification`` sender, then the
+    role/type default. Role/type pairs are checked when the message is built,
+    so every message has a category.
+    """
+    role, type_ = message.role, message.type
+    metadata = message.metadata
+    if metadata:
+        for category in _FLAGGED[(role, type_)]:
+            if metadata.get(category.spec.flag) is True:
+                return category
+    return _DEFAULT[(role, type_, message.sender == "Notification")]
+
+
+_DEFAULT: dict[tuple[Role, MessageType, bool], Category] = {}
+for _category in Category:
+    _spec = _category.spec
+    if _spec.flag is None:
+        _notification = _spec.sender == "Notification"
+        _DEFAULT[(_spec.role, _spec.type, _notification)] = _category
+        if not _notification:
+            _DEFAULT.setdefault((_spec.role, _spec.type, True), _category)
+
+
+def new_message(
+    category: Category,
+    *,
+    id: str,
+    session_id: str,
+    created_at: datetime,
+    content: str = "",
+    sender: str | None = None,
+    metadata: Any = None,
+    **fields: Any,
+) -> Message:
+    """Build a message of ``category`` in its initial status.
+
+    Role, type, status, the fixed sender and the category's metadata flag are
+    filled in; ``sender`` defaults to ``AGENT_SENDER`` for agent output and
+    must be given for user questions and tool results.
+
+    Raises:
+        InvalidMessage: the fields contradict the category.
+    """
+    from ._errors import InvalidMessage  # local: keeps the import graph flat
+
+    spec = category.spec
+    if spec.sender is not None:
+        if sender is not None and sender != spec.sender:
+            raise InvalidMessage(
+                f"A {category.label} is always sent by {spec.sender!r} (got sender {sender!r})."
+            )
+        sender = spec.sender
+    elif sender is None:
+        if category in (Category.USER_QUESTION, Category.TOOL_RESULT):
+            who = "the user's display name" if category is Category.USER_QUESTION else "the tool's name"
+            raise InvalidMessage(f"A {category.label} needs a sender: pass {who} as sender=.")
+        sender = AGENT_SENDER
+    meta = dict(metadata or {})
+    if spec.flag is not None:
+        meta[spec.flag] = True
+    message = Message(
+        id=id,
+        session_id=session_id,
+        role=spec.role,
+        type=spec.type,
+        status=spec.initial,
+        created_at=created_at,
+        content=content,
+        sender=sender,
+        metadata=meta,
+        **fields,
+    )
+    if category_of(message) is not category:
+        raise InvalidMessage(
+            f"Message {id!r} was built as a {category.label} but reads back as a "
+            f"{category_of(message).label}; check its sender and metadata flags."
+        )
+    return message

@@ -1,0 +1,135 @@
+"""``diff(a, b)``: what changed between two states of a session."""
+
+from __future__ import annotations
+
+import attrs
+
+from ._json import FrozenJSON
+from ._message import Message
+from ._state import SessionState
+from ._turn import TurnStatus
+
+__all__ = ["FieldChange", "StateDiff", "TurnChange", "diff"]
+
+_FIELDS = tuple(f.name for f in attrs.fields(Message) if f.name != "metadata")
+
+
+@attrs.frozen(kw_only=True)
+class FieldChange:
+    """One field of one message that differs.
+
+    Metadata changes are reported per key, as ``field="metadata.<key>"``; a
+    key that is absent on one side reads as ``None`` there.
+    """
+
+    message_id: str
+    """The message."""
+    field: str
+    """``status``, ``active``, ``turn_id``, ``metadata.<key>`` …"""
+    before: object
+    """Value in the first state."""
+    after: object
+    """Value in the second state."""
+
+
+@attrs.frozen(kw_only=True)
+class TurnChange:
+    """A turn whose status differs (``None``: the turn does not exist there)."""
+
+    turn_id: str
+    """The turn."""
+    before: TurnStatus | None
+    """Status in the first state."""
+    after: TurnStatus | None
+    """Status in the second state."""
+
+
+@attrs.frozen(kw_only=True)
+class StateDiff:
+    """What changed from state ``a`` to state ``b``."""
+
+    before_seq: int
+    """Seq of the first state."""
+    after_seq: int
+    """Seq of the second state."""
+    added: tuple[Message, ...] = ()
+    """Messages in ``b`` only, in ``b``'s order."""
+    removed: tuple[Message, ...] = ()
+    """Messages in ``a`` only (never within one timeline; possible across a fork)."""
+    changed: tuple[FieldChange, ...] = ()
+    """Field changes of messages in both."""
+    turns: tuple[TurnChange, ...] = ()
+    """Turns started, ended or recovered."""
+
+    @property
+    def status_changes(self) -> tuple[FieldChange, ...]:
+        """Only the status changes."""
+        return tuple(c for c in self.changed if c.field == "status")
+
+    @property
+    def metadata_changes(self) -> tuple[FieldChange, ...]:
+        """Only the metadata changes."""
+        return tuple(c for c in self.changed if c.field.startswith("metadata."))
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed or self.turns)
+
+
+def _message_changes(before: Message, after: Message) -> list[FieldChange]:
+    changes = [
+        FieldChange(message_id=after.id, field=name, before=old, after=new)
+        for name in _FIELDS
+        if (old := getattr(before, name)) != (new := getattr(after, name))
+    ]
+    if before.metadata is not after.metadata and before.metadata != after.metadata:
+        missing: FrozenJSON = None
+        for key in sorted(set(before.metadata) | set(after.metadata)):
+            old = before.metadata.get(key, missing)
+            new = after.metadata.get(key, missing)
+            if old != new or (key in before.metadata) != (key in after.metadata):
+                changes.append(
+                    FieldChange(message_id=after.id, field=f"metadata.{key}", before=old, after=new)
+                )
+    return changes
+
+
+def diff(a: SessionState, b: SessionState) -> StateDiff:
+    """What changed from ``a`` to ``b`` (usually two states of one timeline).
+
+    Messages are matched by id, so two sessions (a fork and its source) can be
+    compared too. Shared structure makes this cheap: a message object that is
+    the same in both states is skipped without comparing fields.
+    """
+    added: list[Message] = []
+    changed: list[FieldChange] = []
+    a_messages = a.messages
+    for position, message in enumerate(b.messages):
+        if position < len(a_messages) and a_messages[position] is message:
+            continue
+        old_position = a.index.get(message.id)
+        if old_position is None:
+            added.append(message)
+            continue
+        old = a_messages[old_position]
+        if old is not message:
+            changed.extend(_message_changes(old, message))
+    removed = [m for m in a_messages if m.id not in b.index]
+    turns = [
+        TurnChange(
+            turn_id=turn_id,
+            before=a.turns[turn_id].status if turn_id in a.turns else None,
+            after=b.turns[turn_id].status if turn_id in b.turns else None,
+        )
+        for turn_id in sorted(set(a.turns) | set(b.turns))
+        if a.turns.get(turn_id) is not b.turns.get(turn_id)
+        and (a.turns[turn_id].status if turn_id in a.turns else None)
+        != (b.turns[turn_id].status if turn_id in b.turns else None)
+    ]
+    return StateDiff(
+        before_seq=a.seq,
+        after_seq=b.seq,
+        added=tuple(added),
+        removed=tuple(removed),
+        changed=tuple(changed),
+        turns=tuple(turns),
+    )

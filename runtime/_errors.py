@@ -1,0 +1,117 @@
+"""Amber's exceptions, one root split by cause.
+
+Every class also subclasses the matching built-in, so ``except ValueError``
+keeps working for callers that do not know Amber::
+
+    AmberError
+    ├── InvalidInput (ValueError)          user input rejected before it became a message
+    ├── InvalidMessage (ValueError)        a message whose fields contradict each other
+    ├── InvalidEvent (ValueError)          an event whose own fields are malformed
+    ├── EventRejected (ValueError)         a well-formed event that cannot apply to this state
+    │   ├── IllegalTransition              a status change the lifecycle does not allow
+    │   ├── StatusConflict                 compare-and-set lost: the status is not the expected one
+    │   ├── SeqMismatch                    the event's seq is not the next one
+    │   ├── ForeignEvent                   the event belongs to another session
+    │   ├── UnknownMessage (+ KeyError)    the event names a message the session does not have
+    │   ├── DuplicateMessage               the message id is already in the session
+    │   ├── TurnConflict                   no active turn, another turn active, or a wrong turn id
+    │   └── UnmatchedToolResult            a tool result that answers no open tool call of its turn
+    ├── DecodeError (ValueError)           JSON that is not a valid Amber value
+    ├── SeqOutOfRange (IndexError)         a timeline asked for a seq it does not hold
+    └── ReplayMismatch (AssertionError)    a replayed log does not reproduce the recorded states
+
+When an event is rejected the state is unchanged: ``apply`` raises before it
+builds anything, and the old state stays what it was.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AmberError",
+    "DecodeError",
+    "DuplicateMessage",
+    "EventRejected",
+    "ForeignEvent",
+    "IllegalTransition",
+    "InvalidEvent",
+    "InvalidInput",
+    "InvalidMessage",
+    "ReplayMismatch",
+    "SeqMismatch",
+    "SeqOutOfRange",
+    "StatusConflict",
+    "TurnConflict",
+    "UnknownMessage",
+    "UnmatchedToolResult",
+]
+
+
+class AmberError(Exception):
+    """Root of every error Amber raises on purpose."""
+
+
+class InvalidInput(AmberError, ValueError):
+    """User input that cannot become a message; nothing was stored."""
+
+
+class InvalidMessage(AmberError, ValueError):
+    """A message whose fields contradict each other or its category."""
+
+
+class InvalidEvent(AmberError, ValueError):
+    """An event whose own fields are malformed (independent of any state)."""
+
+
+class EventRejected(AmberError, ValueError):
+    """A well-formed event that cannot apply to the given state.
+
+    The state is unchanged: ``apply`` validates before it builds.
+    """
+
+
+class IllegalTransition(EventRejected):
+    """A status change that the lifecycle table does not allow."""
+
+
+class StatusConflict(EventRejected):
+    """Compare-and-set failed: the message's status is not the expected one."""
+
+
+class SeqMismatch(EventRejected):
+    """The event's seq is not the state's seq plus one."""
+
+
+class ForeignEvent(EventRejected):
+    """The event belongs to another session."""
+
+
+class UnknownMessage(EventRejected, KeyError):
+    """The event names a message id the session does not hold."""
+
+    def __str__(self) -> str:
+        # KeyError would quote the message; keep it readable.
+        return str(self.args[0]) if self.args else ""
+
+
+class DuplicateMessage(EventRejected):
+    """The message id is already used in this session."""
+
+
+class TurnConflict(EventRejected):
+    """The event needs a turn state the session is not in."""
+
+
+class UnmatchedToolResult(EventRejected):
+    """A tool result that answers no open tool call of its own turn."""
+
+
+class DecodeError(AmberError, ValueError):
+    """JSON that does not decode to a valid Amber value."""
+
+
+class SeqOutOfRange(AmberError, IndexError):
+    """A timeline was asked for a seq outside the range it holds."""
+
+
+class ReplayMismatch(AmberError, AssertionError):
+    """Replaying a stored log did not reproduce a recorded state."""

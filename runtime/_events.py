@@ -1,0 +1,270 @@
+"""Events: every change to a session, as a frozen value (DESIGN §4).
+
+Each event carries what the reducer needs and nothing it must invent: the
+session id, its seq (the session's next, gapless), the wall-clock time ``at``,
+ids, and monotonic durations measured by whoever ran the work. ``apply`` reads
+no clock and makes no id.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any, ClassVar
+
+import attrs
+from pyrsistent import pvector
+from pyrsistent.typing import PMap, PVector
+
+from ._errors import InvalidEvent
+from ._json import FrozenJSON, freeze_map
+from ._message import Message, Status
+from ._turn import Turn
+
+__all__ = [
+    "EVENT_TYPES",
+    "BranchImported",
+    "Event",
+    "MessageAdded",
+    "MetadataUpdated",
+    "OrphanRecovered",
+    "RolledBack",
+    "StatusChanged",
+    "TurnEnded",
+    "TurnOutcome",
+    "TurnStarted",
+]
+
+
+def _name(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise InvalidEvent(
+            f"{type(instance).__name__}.{attribute.name} must be a non-empty str "
+            f"(got {value!r} that is a {type(value).__name__!r})."
+        )
+
+
+def _seq(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidEvent(
+            f"{type(instance).__name__}.{attribute.name} must be a non-negative int "
+            f"(got {value!r} that is a {type(value).__name__!r})."
+        )
+
+
+def _positive(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    _seq(instance, attribute, value)
+    if value == 0:
+        raise InvalidEvent(
+            f"{type(instance).__name__}.{attribute.name} must be at least 1 (got 0); "
+            "a session's first event has seq 1."
+        )
+
+
+def _aware(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, datetime) or value.utcoffset() is None:
+        raise InvalidEvent(
+            f"{type(instance).__name__}.{attribute.name} must be a timezone-aware datetime "
+            f"(got {value!r}); use datetime.now(timezone.utc)."
+        )
+
+
+def _duration(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise InvalidEvent(
+            f"{type(instance).__name__}.{attribute.name} must be a non-negative number of "
+            f"milliseconds or None (got {value!r}); measure it with time.monotonic()."
+        )
+
+
+def _instance(kind: type) -> Any:
+    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if not isinstance(value, kind):
+            raise InvalidEvent(
+                f"{type(instance).__name__}.{attribute.name} must be a {kind.__name__} "
+                f"(got {value!r} that is a {type(value).__name__!r})."
+            )
+
+    return check
+
+
+def _messages(value: object) -> PVector[Message]:
+    items = pvector(value)  # type: ignore[arg-type]
+    for i, item in enumerate(items):
+        if not isinstance(item, Message):
+            raise InvalidEvent(
+                f"messages[{i}] must be a Message (got {item!r} that is a {type(item).__name__!r})."
+            )
+    return items
+
+
+def _turns(value: object) -> PVector[Turn]:
+    items = pvector(value)  # type: ignore[arg-type]
+    for i, item in enumerate(items):
+        if not isinstance(item, Turn):
+            raise InvalidEvent(
+                f"turns[{i}] must be a Turn (got {item!r} that is a {type(item).__name__!r})."
+            )
+    return items
+
+
+@attrs.frozen(kw_only=True)
+class Event:
+    """Fields every event has. Use a subclass; ``kind`` names it in JSON."""
+
+    kind: ClassVar[str] = "event"
+
+    session_id: str = attrs.field(validator=_name)
+    """The session it changes."""
+    seq: int = attrs.field(validator=_positive)
+    """Its place in the session's log: the previous event's seq plus one."""
+    at: datetime = attrs.field(validator=_aware)
+    """Wall-clock time it happened (display and recovery age; never ordering)."""
+
+
+@attrs.frozen(kw_only=True)
+class MessageAdded(Event):
+    """A message joins the session in its category's initial status."""
+
+    kind: ClassVar[str] = "message_added"
+
+    message: Message = attrs.field(validator=_instance(Message))
+    """The message; its ``event_seq`` is stamped with this event's seq if None."""
+
+
+@attrs.frozen(kw_only=True)
+class StatusChanged(Event):
+    """Compare-and-set of one message's status (deliveries)."""
+
+    kind: ClassVar[str] = "status_changed"
+
+    message_id: str = attrs.field(validator=_name)
+    """The message to change."""
+    expected: Status = attrs.field(converter=Status)
+    """The status it must have now, or the change is rejected."""
+    status: Status = attrs.field(converter=Status)
+    """The status it gets."""
+
+
+@attrs.frozen(kw_only=True)
+class MetadataUpdated(Event):
+    """Keys set in one message's metadata (a platform message id, say)."""
+
+    kind: ClassVar[str] = "metadata_updated"
+
+    message_id: str = attrs.field(validator=_name)
+    """The message to change."""
+    metadata: PMap[str, FrozenJSON] = attrs.field(
+        converter=lambda v: freeze_map(v, path="$.metadata")
+    )
+    """Keys to set (merged over the existing ones)."""
+
+
+@attrs.frozen(kw_only=True)
+class TurnStarted(Event):
+    """A turn begins and claims every pending input of the session."""
+
+    kind: ClassVar[str] = "turn_started"
+
+    turn_id: str = attrs.field(validator=_name)
+    """The new turn's id (unique in the session)."""
+
+
+class TurnOutcome(enum.StrEnum):
+    """How a turn ended; its claimed inputs take this status."""
+
+    PROCESSED = "processed"
+    """The turn finished with a reply."""
+    INTERRUPTED = "interrupted"
+    """New input or a user cancelled it."""
+    ERROR = "error"
+    """The model or the runtime failed."""
+
+
+@attrs.frozen(kw_only=True)
+class TurnEnded(Event):
+    """The active turn ends; its inputs and unanswered tool calls are settled.
+
+    On ``interrupted``, the turn's unanswered tool calls become interrupted.
+    ``partial`` holds output cut short (reasoning or reply text streamed so
+    far): it is kept, marked ``metadata["interrupted"] = True``.
+    """
+
+    kind: ClassVar[str] = "turn_ended"
+
+    turn_id: str = attrs.field(validator=_name)
+    """The turn that ends (must be the active one)."""
+    outcome: TurnOutcome = attrs.field(converter=TurnOutcome)
+    """How it ended."""
+    reason: str | None = None
+    """Why, for people (``interrupted by msg_7``, the model's error)."""
+    metrics: PMap[str, FrozenJSON] = attrs.field(
+        factory=dict, converter=lambda v: freeze_map(v, path="$.metrics")
+    )
+    """Turn metrics (tool calls, tokens, time …)."""
+    duration_ms: float | None = attrs.field(default=None, validator=_duration)
+    """Monotonic duration of the turn, measured by the runner."""
+    partial: PVector[Message] = attrs.field(factory=pvector, converter=_messages)
+    """Output cut short by an interrupt or error: thoughts and replies of this turn."""
+
+
+@attrs.frozen(kw_only=True)
+class OrphanRecovered(Event):
+    """A turn whose runner died is abandoned; its inputs go back to pending."""
+
+    kind: ClassVar[str] = "orphan_recovered"
+
+    turn_id: str = attrs.field(validator=_name)
+    """The abandoned turn (must be the active one)."""
+    reason: str | None = None
+    """Why (``processing for 412 s after restart``)."""
+
+
+@attrs.frozen(kw_only=True)
+class BranchImported(Event):
+    """A new session starts from another session's state (a fork).
+
+    Must be the first event of an empty session. Messages keep their ids and
+    payloads; their ``event_seq`` becomes this event's seq.
+    """
+
+    kind: ClassVar[str] = "branch_imported"
+
+    source_session_id: str = attrs.field(validator=_name)
+    """The session it was forked from."""
+    source_seq: int = attrs.field(validator=_seq)
+    """The source's seq it was forked at."""
+    messages: PVector[Message] = attrs.field(factory=pvector, converter=_messages)
+    """The source's messages at that seq, rewritten to this session."""
+    turns: PVector[Turn] = attrs.field(factory=pvector, converter=_turns)
+    """The source's turns at that seq, in start order."""
+
+
+@attrs.frozen(kw_only=True)
+class RolledBack(Event):
+    """Messages added after ``to_seq`` become inactive; payloads are kept."""
+
+    kind: ClassVar[str] = "rolled_back"
+
+    to_seq: int = attrs.field(validator=_seq)
+    """The last seq whose messages stay active."""
+    reason: str | None = None
+    """Why, for people."""
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.kind: cls
+    for cls in (
+        MessageAdded,
+        StatusChanged,
+        MetadataUpdated,
+        TurnStarted,
+        TurnEnded,
+        OrphanRecovered,
+        BranchImported,
+        RolledBack,
+    )
+}
+"""Every event class by its ``kind``."""

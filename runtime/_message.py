@@ -1,0 +1,322 @@
+"""The message model: frozen ``Message`` snapshots and their parts.
+
+A ``Message`` is a frozen attrs value. JSON-like fields (metadata, tool
+arguments) are frozen into pyrsistent collections on the way in, so a message
+can be shared between actors, states and threads without copying. A change to
+a message (its status, say) is a new message built with ``attrs.evolve``; the
+old one is untouched.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any
+
+import attrs
+from pyrsistent import PVector as PVectorABC
+from pyrsistent import pvector
+from pyrsistent.typing import PMap, PVector
+
+from ._errors import InvalidMessage
+from ._json import FrozenJSON, freeze_map
+
+__all__ = [
+    "Attachment",
+    "BrowserElement",
+    "Message",
+    "MessageType",
+    "Role",
+    "Status",
+    "ToolCall",
+    "Usage",
+]
+
+
+class Role(enum.StrEnum):
+    """Which kind of party produced a message."""
+
+    USER = "user"
+    """A person, a cron trigger, or a system-made prompt that starts a turn."""
+    ASSISTANT = "assistant"
+    """The agent: replies, thoughts, notifications, crash notices."""
+    TOOL = "tool"
+    """A tool call the agent asked for, or the result a tool returned."""
+    SYSTEM = "system"
+    """The runtime itself: background alerts, empty-response nudges, the system prompt."""
+
+
+class MessageType(enum.StrEnum):
+    """The shape of a message's payload."""
+
+    TEXT = "text"
+    """Plain text for the model or the user."""
+    THOUGHT = "thought"
+    """Reasoning the model produced before acting."""
+    TOOL_CALL = "tool_call"
+    """A structured request to run a tool (``Message.tool_call`` is set)."""
+    TOOL_RESULT = "tool_result"
+    """What a tool returned (``Message.tool_call_id`` is set)."""
+
+
+class Status(enum.StrEnum):
+    """Where a message is in its lifecycle (DESIGN §3)."""
+
+    PENDING_AGENT = "pending_agent"
+    """Accepted input waiting for a turn to claim it."""
+    PROCESSING = "processing"
+    """Claimed by the active turn."""
+    PROCESSED = "processed"
+    """Its turn ended normally (terminal)."""
+    INTERRUPTED = "interrupted"
+    """Its turn was interrupted, or a tool call was left unanswered by it (terminal)."""
+    ERROR = "error"
+    """Its turn failed (terminal)."""
+    PENDING = "pending"
+    """Outbound text waiting for an adapter to send it."""
+    RESPONDED = "responded"
+    """An intermediate (thought, tool call, tool result) recorded; not yet rendered."""
+    DELIVERED = "delivered"
+    """An adapter sent, rendered or silently absorbed it."""
+
+
+def _non_empty(name: str) -> Any:
+    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if not isinstance(value, str) or not value:
+            raise InvalidMessage(
+                f"{type(instance).__name__}.{name} must be a non-empty str "
+                f"(got {value!r} that is a {type(value).__name__!r})."
+            )
+
+    return check
+
+
+def _optional_str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise InvalidMessage(
+            f"{type(instance).__name__}.{attribute.name} must be a str or None "
+            f"(got {value!r} that is a {type(value).__name__!r})."
+        )
+
+
+def _optional_count(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise InvalidMessage(
+            f"{type(instance).__name__}.{attribute.name} must be a non-negative int or None "
+            f"(got {value!r})."
+        )
+
+
+def _aware(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, datetime) or value.utcoffset() is None:
+        raise InvalidMessage(
+            f"{type(instance).__name__}.{attribute.name} must be a timezone-aware datetime "
+            f"(got {value!r}); use datetime.now(timezone.utc)."
+        )
+
+
+def _enum(kind: type[enum.Enum]) -> Any:
+    def convert(value: object) -> Any:
+        try:
+            return kind(value)
+        except ValueError:
+            allowed = ", ".join(repr(m.value) for m in kind)
+            raise InvalidMessage(
+                f"{kind.__name__} must be one of {allowed} (got {value!r})."
+            ) from None
+
+    return convert
+
+
+@attrs.frozen(kw_only=True)
+class ToolCall:
+    """A structured request to run one tool."""
+
+    id: str = attrs.field(validator=_non_empty("id"))
+    """The provider's call id; a tool result names it in ``tool_call_id``."""
+    name: str = attrs.field(validator=_non_empty("name"))
+    """The tool to run."""
+    arguments: PMap[str, FrozenJSON] = attrs.field(
+        factory=dict, converter=lambda v: freeze_map(v, path="$.arguments")
+    )
+    """Parsed JSON arguments, frozen."""
+    index: int = attrs.field(default=0, validator=_optional_count)
+    """Position of this call among the calls of one model response."""
+
+
+@attrs.frozen(kw_only=True)
+class Attachment:
+    """A file the user attached. The bytes live in an artifact store, never here."""
+
+    id: str = attrs.field(validator=_non_empty("id"))
+    """Artifact-store key."""
+    name: str = attrs.field(validator=_non_empty("name"))
+    """File name as the user gave it (``data.csv``)."""
+    kind: str = attrs.field(default="file", validator=_non_empty("kind"))
+    """``image``, ``file``, ``audio`` … (images are sent to models as image parts)."""
+    media_type: str = attrs.field(default="application/octet-stream", validator=_non_empty("media_type"))
+    """MIME type (``image/png``)."""
+    size: int = attrs.field(default=0, validator=_optional_count)
+    """Size in bytes."""
+    width: int | None = attrs.field(default=None, validator=_optional_count)
+    """Pixel width, for images."""
+    height: int | None = attrs.field(default=None, validator=_optional_count)
+    """Pixel height, for images."""
+    sha256: str | None = attrs.field(default=None, validator=_optional_str)
+    """Hex digest of the bytes, to check the artifact store."""
+
+
+@attrs.frozen(kw_only=True)
+class BrowserElement:
+    """A page element the user selected. Always untrusted page data."""
+
+    url: str = attrs.field(validator=_non_empty("url"))
+    """The page's URL."""
+    title: str = attrs.field(default="", validator=_optional_str)
+    """The page's title."""
+    tag: str = attrs.field(default="", validator=_optional_str)
+    """The element's tag name (``div``)."""
+    selector: str = attrs.field(default="", validator=_optional_str)
+    """A CSS selector that finds the element."""
+    text: str = attrs.field(default="", validator=_optional_str)
+    """The element's visible text."""
+    html: str = attrs.field(default="", validator=_optional_str)
+    """The element's outer HTML, size-limited by input validation."""
+
+    @property
+    def size(self) -> int:
+        """Characters this element carries (what input limits count)."""
+        return sum(len(s) for s in (self.url, self.title, self.tag, self.selector, self.text, self.html))
+
+
+@attrs.frozen(kw_only=True)
+class Usage:
+    """Token usage reported by a model call."""
+
+    input_tokens: int = attrs.field(default=0, validator=_optional_count)
+    """Prompt tokens."""
+    output_tokens: int = attrs.field(default=0, validator=_optional_count)
+    """Completion tokens, reasoning included."""
+    cache_read_tokens: int = attrs.field(default=0, validator=_optional_count)
+    """Prompt tokens served from the provider's cache."""
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+_ROLE_TYPES = frozenset(
+    {
+        (Role.USER, MessageType.TEXT),
+        (Role.SYSTEM, MessageType.TEXT),
+        (Role.ASSISTANT, MessageType.TEXT),
+        (Role.ASSISTANT, MessageType.THOUGHT),
+        (Role.TOOL, MessageType.TOOL_CALL),
+        (Role.TOOL, MessageType.TOOL_RESULT),
+    }
+)
+
+
+def _tuple_of(kind: type) -> Any:
+    def convert(value: object) -> PVector[Any]:
+        if value is None:
+            return pvector()
+        items = list(value)  # type: ignore[call-overload]
+        if isinstance(value, PVectorABC) and all(isinstance(item, kind) for item in items):
+            return value  # type: ignore[return-value]
+        for i, item in enumerate(items):
+            if not isinstance(item, kind):
+                raise InvalidMessage(
+                    f"Message.{kind.__name__.lower()}s[{i}] must be a {kind.__name__} "
+                    f"(got {item!r} that is a {type(item).__name__!r})."
+                )
+        return pvector(items)
+
+    return convert
+
+
+@attrs.frozen(kw_only=True)
+class Message:
+    """One immutable message of a session (DESIGN §2).
+
+    Build messages with ``new_message`` (which fills role, type, sender and
+    initial status from a ``Category``) or directly; either way the fields are
+    checked against each other and JSON-like fields are frozen.
+    """
+
+    id: str = attrs.field(validator=_non_empty("id"))
+    """Stable id (``msg_…``), given by the caller, never by the reducer."""
+    session_id: str = attrs.field(validator=_non_empty("session_id"))
+    """The session this message belongs to."""
+    role: Role = attrs.field(converter=_enum(Role))
+    """Who produced it."""
+    type: MessageType = attrs.field(converter=_enum(MessageType))
+    """The payload's shape."""
+    status: Status = attrs.field(converter=_enum(Status))
+    """Where it is in its lifecycle."""
+    created_at: datetime = attrs.field(validator=_aware)
+    """Wall-clock time it was created, from the event that added it."""
+    content: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    """Text (for a tool call: a human-readable rendering of the call)."""
+    sender: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    """Display sender: a user name, the agent name, ``Cronjob``, ``System``, ``Notification``, a tool name."""
+    parent_id: str | None = attrs.field(default=None, validator=_optional_str)
+    """The user message a turn output answers, or the tool call a result answers."""
+    turn_id: str | None = attrs.field(default=None, validator=_optional_str)
+    """The turn that produced or consumed it; None until a turn claims an input."""
+    chatbot_id: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    """The platform (``cli``, ``discord`` …)."""
+    channel_id: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    """The platform's channel or thread."""
+    tool_call: ToolCall | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(ToolCall))
+    )
+    """The call, for ``tool_call`` messages."""
+    tool_call_id: str | None = attrs.field(default=None, validator=_optional_str)
+    """The call a ``tool_result`` answers."""
+    is_error: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    """True when a tool result reports a failure."""
+    error_type: str | None = attrs.field(default=None, validator=_optional_str)
+    """The failure's kind (``timeout``, ``ValueError`` …) for an error result."""
+    attachments: PVector[Attachment] = attrs.field(factory=pvector, converter=_tuple_of(Attachment))
+    """Files attached to it (references, never bytes)."""
+    browser_elements: PVector[BrowserElement] = attrs.field(
+        factory=pvector, converter=_tuple_of(BrowserElement)
+    )
+    """Page elements the user selected (untrusted)."""
+    metadata: PMap[str, FrozenJSON] = attrs.field(
+        factory=dict, converter=lambda v: freeze_map(v, path="$.metadata")
+    )
+    """Frozen JSON-like extras (``is_cronjob``, ``turn_metrics``, ``tool_name`` …)."""
+    event_seq: int | None = attrs.field(default=None, validator=_optional_count)
+    """Seq of the event that added it to its session (set by the reducer if None)."""
+    active: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    """False once rolled back; the payload is never rewritten."""
+
+    def __attrs_post_init__(self) -> None:
+        if (self.role, self.type) not in _ROLE_TYPES:
+            allowed = ", ".join(sorted(f"{r}/{t}" for r, t in _ROLE_TYPES))
+            raise InvalidMessage(
+                f"Message {self.id!r} has role/type {self.role}/{self.type}, which no message "
+                f"category uses; expected one of {allowed}."
+            )
+        if (self.type is MessageType.TOOL_CALL) != (self.tool_call is not None):
+            raise InvalidMessage(
+                f"Message {self.id!r} of type {self.type} must "
+                + ("carry a ToolCall in tool_call." if self.tool_call is None else "not carry a tool_call.")
+            )
+        if (self.type is MessageType.TOOL_RESULT) != (self.tool_call_id is not None):
+            raise InvalidMessage(
+                f"Message {self.id!r} of type {self.type} must "
+                + (
+                    "name the call it answers in tool_call_id."
+                    if self.tool_call_id is None
+                    else "not carry a tool_call_id."
+                )
+            )
+        if (self.is_error or self.error_type is not None) and self.type is not MessageType.TOOL_RESULT:
+            raise InvalidMessage(
+                f"Message {self.id!r} of type {self.type} cannot carry is_error or error_type; "
+                "only tool results report tool failures."
+            )

@@ -1,0 +1,221 @@
+"""``SessionState``: one session at one seq, as a persistent value (DESIGN §5).
+
+Updating one message costs O(log n) and copies only a path of the tries
+below; the rest of the history is shared with the previous state, so keeping
+every state of a session is cheap.
+
+Two choices here are about CPython's cyclic garbage collector (DESIGN §13):
+
+- The message sequence is pyrsistent's pure-Python ``PVector``. The C
+  ``pvector`` is one GC object whose traversal walks its whole trie, so every
+  young collection visits every message of every new state and a step costs
+  O(n) (measured: 25 µs/step at 1k states, 400 µs/step at 5k). The pure-Python
+  trie is made of ordinary nodes, which age into the old generation like any
+  other object, so the cost stays flat.
+- The id indexes are ``immutables.Map`` (a C HAMT whose nodes are separate
+  GC objects) for the same reason; pyrsistent's ``pmap`` stores its buckets in
+  a C ``pvector``.
+
+Small collections inside values (metadata, tool arguments) stay ``pmap`` and
+``pvector``: their traversal is bounded by their own small size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+import attrs
+from immutables import Map
+from pyrsistent._pvector import python_pvector
+from pyrsistent.typing import PVector
+
+from ._category import category_of
+from ._errors import UnknownMessage
+from ._message import Message, MessageType, Status
+from ._turn import Turn, TurnStatus
+
+__all__ = ["STATUS_ORDER", "SessionState"]
+
+STATUS_ORDER: tuple[Status, ...] = tuple(Status)
+"""The order of ``SessionState.counts``."""
+_ZERO_COUNTS = (0,) * len(STATUS_ORDER)
+_STATUS_INDEX = {status: i for i, status in enumerate(STATUS_ORDER)}
+_EMPTY_MAP: Map[Any, Any] = Map()
+
+
+def status_index(status: Status) -> int:
+    """Position of ``status`` in ``SessionState.counts``."""
+    return _STATUS_INDEX[status]
+
+
+def new_vector(items: Iterable[Any] = ()) -> PVector[Any]:
+    """A GC-friendly persistent vector (see the module docstring)."""
+    return python_pvector(items)  # type: ignore[no-any-return]
+
+
+@attrs.frozen(kw_only=True)
+class SessionState:
+    """A session at one seq. Build the first one with ``SessionState.empty``.
+
+    Only ``apply`` makes new states; every state a timeline holds stays equal
+    to itself (and hashes equal) whatever happens after it.
+    """
+
+    session_id: str
+    """The session."""
+    seq: int = 0
+    """Seq of the last event applied (0: nothing yet)."""
+    updated_at: datetime | None = None
+    """Wall-clock time of the last event applied."""
+    messages: PVector[Message] = attrs.field(factory=new_vector)
+    """Every message, in the order it was added (rolled-back ones included)."""
+    index: Map[str, int] = _EMPTY_MAP
+    """Message id -> position in ``messages``."""
+    queued: Map[str, int] = _EMPTY_MAP
+    """Active inputs waiting for a turn (``pending_agent``): id -> position."""
+    turns: Map[str, Turn] = _EMPTY_MAP
+    """Every turn, active or ended, by id."""
+    active_turn_id: str | None = None
+    """The turn running now, if any."""
+    tool_calls: Map[str, str] = _EMPTY_MAP
+    """Tool call id -> id of the ``tool_call`` message."""
+    tool_results: Map[str, str] = _EMPTY_MAP
+    """Tool call id -> id of the ``tool_result`` message that answers it."""
+    counts: tuple[int, ...] = _ZERO_COUNTS
+    """How many messages have each status, in ``STATUS_ORDER``."""
+
+    @classmethod
+    def empty(cls, session_id: str) -> SessionState:
+        """The state of a session before its first event."""
+        return cls(session_id=session_id)
+
+    @property
+    def active_turn(self) -> Turn | None:
+        """The running turn, or None."""
+        return None if self.active_turn_id is None else self.turns[self.active_turn_id]
+
+    def message(self, message_id: str) -> Message:
+        """The message with ``message_id``.
+
+        Raises:
+            UnknownMessage: the session has no such message.
+        """
+        position = self.index.get(message_id)
+        if position is None:
+            raise UnknownMessage(
+                f"Session {self.session_id!r} has no message {message_id!r} at seq {self.seq}."
+            )
+        return self.messages[position]
+
+    def get(self, message_id: str) -> Message | None:
+        """The message with ``message_id``, or None."""
+        position = self.index.get(message_id)
+        return None if position is None else self.messages[position]
+
+    def __contains__(self, message_id: object) -> bool:
+        return message_id in self.index
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self.messages)
+
+    def count(self, status: Status) -> int:
+        """How many messages have ``status`` (rolled-back ones included)."""
+        return self.counts[_STATUS_INDEX[status]]
+
+    def status_counts(self) -> dict[Status, int]:
+        """Non-zero message counts by status."""
+        return {s: n for s, n in zip(STATUS_ORDER, self.counts, strict=True) if n}
+
+    def turn_list(self) -> list[Turn]:
+        """Every turn in start order."""
+        return sorted(self.turns.values(), key=lambda turn: turn.started_seq)
+
+    def active_messages(self) -> Iterator[Message]:
+        """Messages that are not rolled back, in order."""
+        return (m for m in self.messages if m.active)
+
+
+def build_state(
+    *,
+    session_id: str,
+    seq: int,
+    updated_at: datetime | None,
+    messages: Iterable[Message],
+    turns: Iterable[Turn],
+) -> SessionState:
+    """Build a state from its messages and turns, deriving every index.
+
+    Used to read snapshots and to import branches. The caller checks that the
+    parts agree (see ``check_consistent``).
+    """
+    vector = new_vector(messages)
+    index: dict[str, int] = {}
+    queued: dict[str, int] = {}
+    calls: dict[str, str] = {}
+    results: dict[str, str] = {}
+    counts = [0] * len(STATUS_ORDER)
+    for position, message in enumerate(vector):
+        index[message.id] = position
+        counts[_STATUS_INDEX[message.status]] += 1
+        if message.status is Status.PENDING_AGENT and message.active:
+            queued[message.id] = position
+        if message.type is MessageType.TOOL_CALL and message.tool_call is not None:
+            calls[message.tool_call.id] = message.id
+        elif message.type is MessageType.TOOL_RESULT and message.tool_call_id is not None:
+            results[message.tool_call_id] = message.id
+    turn_map = {turn.id: turn for turn in turns}
+    active = [turn.id for turn in turn_map.values() if turn.status is TurnStatus.ACTIVE]
+    return SessionState(
+        session_id=session_id,
+        seq=seq,
+        updated_at=updated_at,
+        messages=vector,
+        index=Map(index),
+        queued=Map(queued),
+        turns=Map(turn_map),
+        active_turn_id=active[0] if active else None,
+        tool_calls=Map(calls),
+        tool_results=Map(results),
+        counts=tuple(counts),
+    )
+
+
+def check_consistent(state: SessionState) -> list[str]:
+    """Problems that make ``state``'s parts disagree (empty when sound).
+
+    Checks what a snapshot or an imported branch could get wrong: ids unique,
+    one active turn at most, processing inputs exactly those of the active
+    turn, results answering a call of their own turn, categories valid.
+    """
+    problems: list[str] = []
+    if len(state.index) != len(state.messages):
+        problems.append("message ids are not unique")
+    active = [t.id for t in state.turns.values() if t.status is TurnStatus.ACTIVE]
+    if len(active) > 1:
+        problems.append(f"more than one active turn: {sorted(active)}")
+    claimed = set(state.active_turn.input_ids) if state.active_turn else set()
+    for message in state.messages:
+        if message.session_id != state.session_id:
+            problems.append(f"message {message.id!r} belongs to session {message.session_id!r}")
+        category_of(message)
+        processing = message.status is Status.PROCESSING
+        if processing != (message.id in claimed):
+            problems.append(
+                f"message {message.id!r} is {message.status} but "
+                + ("is not claimed by the active turn" if processing else "is claimed by the active turn")
+            )
+        if message.turn_id is not None and message.turn_id not in state.turns:
+            problems.append(f"message {message.id!r} names unknown turn {message.turn_id!r}")
+        if message.type is MessageType.TOOL_RESULT:
+            call_id = state.tool_calls.get(message.tool_call_id or "")
+            call = state.get(call_id) if call_id else None
+            if call is None:
+                problems.append(f"tool result {message.id!r} answers no known tool call")
+            elif call.turn_id != message.turn_id:
+                problems.append(f"tool result {message.id!r} answers a call of another turn")
+    return problems
