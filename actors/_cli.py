@@ -7,7 +7,14 @@ script reports its version and the core's event vocabulary.
 from __future__ import annotations
 
 import argparse
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
+
+
+def _version() -> str:
+    try:
+        return version("amber")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "(not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="amber",
         description="Amber: an immutable-state actor runtime for LLM agent sessions.",
     )
-    parser.add_argument("--version", action="version", version=f"amber {version('amber')}")
+    parser.add_argument("--version", action="version", version=f"amber {_version()}")
     parser.add_argument(
         "command",
         nargs="?",

@@ -27,9 +27,9 @@ from ._message import Message, MessageType, Role, Status
 
 __all__ = [
     "AGENT_SENDER",
+    "INPUT_CATEGORIES",
     "Category",
     "CategorySpec",
-    "INPUT_CATEGORIES",
     "category_of",
     "new_message",
 ]
@@ -128,7 +128,7 @@ class Category(enum.Enum):
     @property
     def spec(self) -> CategorySpec:
         """The category's fixed fields."""
-        return self.value  # type: ignore[no-any-return]
+        return self.value
 
     @property
     def label(self) -> str:
@@ -163,7 +163,7 @@ def category_of(message: Message) -> Category:
     metadata = message.metadata
     if metadata:
         for category in _FLAGGED[(role, type_)]:
-            if metadata.get(category.spec.flag) is True:
+            if metadata.get(category.spec.flag or "") is True:
                 return category
     return _DEFAULT[(role, type_, message.sender == "Notification")]
 
@@ -209,7 +209,11 @@ def new_message(
         sender = spec.sender
     elif sender is None:
         if category in (Category.USER_QUESTION, Category.TOOL_RESULT):
-            who = "the user's display name" if category is Category.USER_QUESTION else "the tool's name"
+            who = (
+                "the user's display name"
+                if category is Category.USER_QUESTION
+                else "the tool's name"
+            )
             raise InvalidMessage(f"A {category.label} needs a sender: pass {who} as sender=.")
         sender = AGENT_SENDER
     meta = dict(metadata or {})

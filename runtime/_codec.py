@@ -26,7 +26,16 @@ from pyrsistent import typing as ptyping
 from ._errors import DecodeError
 from ._events import EVENT_TYPES, Event, TurnOutcome
 from ._json import freeze, freeze_map, thaw
-from ._message import Attachment, BrowserElement, Message, MessageType, Role, Status, ToolCall, Usage
+from ._message import (
+    Attachment,
+    BrowserElement,
+    Message,
+    MessageType,
+    Role,
+    Status,
+    ToolCall,
+    Usage,
+)
 from ._state import SessionState, build_state, check_consistent
 from ._turn import Turn, TurnStatus
 
@@ -69,7 +78,9 @@ def _strict_enum(value: object, kind: type[enum.Enum]) -> enum.Enum:
         return kind(value)
     except ValueError:
         allowed = ", ".join(repr(m.value) for m in kind)
-        raise ValueError(f"{value!r} is not a {kind.__name__} (expected one of {allowed})") from None
+        raise ValueError(
+            f"{value!r} is not a {kind.__name__} (expected one of {allowed})"
+        ) from None
 
 
 # cattrs' defaults coerce ("1" -> 1, 1 -> "1"); a store row must decode exactly.
@@ -148,12 +159,12 @@ def _structure_event(value: object, _: type) -> Event:
         raise TypeError(f"expected an object with a 'kind', got {value!r}")
     data = dict(value)
     kind = data.pop("kind", None)
-    structure = _EVENT_STRUCTURE.get(kind)  # type: ignore[arg-type]
+    structure = _EVENT_STRUCTURE.get(kind)
     if structure is None:
         raise ValueError(
             f"unknown event kind {kind!r}; expected one of {', '.join(sorted(EVENT_TYPES))}"
         )
-    return structure(data, EVENT_TYPES[kind])  # type: ignore[index, no-any-return]
+    return structure(data, EVENT_TYPES[kind])
 
 
 _converter.register_unstructure_hook_func(

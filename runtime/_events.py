@@ -17,7 +17,7 @@ from pyrsistent import pvector
 from pyrsistent.typing import PMap, PVector
 
 from ._errors import InvalidEvent
-from ._json import FrozenJSON, freeze_map
+from ._json import FrozenJSON, freeze_metadata, freeze_metrics
 from ._message import Message, Status
 from ._turn import Turn
 
@@ -91,7 +91,7 @@ def _instance(kind: type) -> Any:
 
 
 def _messages(value: object) -> PVector[Message]:
-    items = pvector(value)  # type: ignore[arg-type]
+    items: PVector[Any] = pvector(value)  # type: ignore[arg-type]
     for i, item in enumerate(items):
         if not isinstance(item, Message):
             raise InvalidEvent(
@@ -101,7 +101,7 @@ def _messages(value: object) -> PVector[Message]:
 
 
 def _turns(value: object) -> PVector[Turn]:
-    items = pvector(value)  # type: ignore[arg-type]
+    items: PVector[Any] = pvector(value)  # type: ignore[arg-type]
     for i, item in enumerate(items):
         if not isinstance(item, Turn):
             raise InvalidEvent(
@@ -156,9 +156,7 @@ class MetadataUpdated(Event):
 
     message_id: str = attrs.field(validator=_name)
     """The message to change."""
-    metadata: PMap[str, FrozenJSON] = attrs.field(
-        converter=lambda v: freeze_map(v, path="$.metadata")
-    )
+    metadata: PMap[str, FrozenJSON] = attrs.field(converter=freeze_metadata)
     """Keys to set (merged over the existing ones)."""
 
 
@@ -200,9 +198,7 @@ class TurnEnded(Event):
     """How it ended."""
     reason: str | None = None
     """Why, for people (``interrupted by msg_7``, the model's error)."""
-    metrics: PMap[str, FrozenJSON] = attrs.field(
-        factory=dict, converter=lambda v: freeze_map(v, path="$.metrics")
-    )
+    metrics: PMap[str, FrozenJSON] = attrs.field(factory=dict, converter=freeze_metrics)
     """Turn metrics (tool calls, tokens, time …)."""
     duration_ms: float | None = attrs.field(default=None, validator=_duration)
     """Monotonic duration of the turn, measured by the runner."""

@@ -117,7 +117,11 @@ def validate_input(user_input: UserInput, limits: InputLimits | None = None) -> 
     _check_types("browser_elements", user_input.browser_elements, BrowserElement)
     if not user_input.sender:
         raise InvalidInput("Input needs a sender (the person's display name); got an empty one.")
-    if not user_input.text.strip() and not user_input.attachments and not user_input.browser_elements:
+    if (
+        not user_input.text.strip()
+        and not user_input.attachments
+        and not user_input.browser_elements
+    ):
         raise InvalidInput(
             "Input text is empty and nothing is attached; send some text, an attachment "
             "or a browser element."

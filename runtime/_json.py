@@ -20,14 +20,16 @@ from pyrsistent import pmap, pvector
 if TYPE_CHECKING:
     from pyrsistent.typing import PMap, PVector
 
-__all__ = ["JSONValue", "FrozenJSON", "freeze", "freeze_map", "thaw"]
+__all__ = ["FrozenJSON", "JSONValue", "freeze", "freeze_map", "thaw"]
 
 if TYPE_CHECKING:
     JSONValue: TypeAlias = (
-        "None | bool | int | float | str | list[JSONValue] | tuple[JSONValue, ...]"
-        " | Mapping[str, JSONValue] | PMap[str, JSONValue] | PVector[JSONValue]"
+        "bool | int | float | str | list[JSONValue] | tuple[JSONValue, ...]"
+        " | Mapping[str, JSONValue] | PMap[str, JSONValue] | PVector[JSONValue] | None"
     )
-    FrozenJSON: TypeAlias = "None | bool | int | float | str | PVector[FrozenJSON] | PMap[str, FrozenJSON]"
+    FrozenJSON: TypeAlias = (
+        "bool | int | float | str | PVector[FrozenJSON] | PMap[str, FrozenJSON] | None"
+    )
 else:
     # At run time the aliases are plain ``Any``, so that attrs and cattrs can
     # resolve annotations that use them; the codec hooks on the container type.
@@ -70,7 +72,9 @@ def freeze(value: object, *, path: str = "$") -> FrozenJSON:
         return freeze_map(value, path=path)
     if isinstance(value, (list, tuple, PVectorABC)):
         frozen = [freeze(item, path=f"{path}[{i}]") for i, item in enumerate(value)]
-        if isinstance(value, PVectorABC) and all(a is b for a, b in zip(frozen, value, strict=True)):
+        if isinstance(value, PVectorABC) and all(
+            a is b for a, b in zip(frozen, value, strict=True)
+        ):
             return value
         return pvector(frozen)
     raise TypeError(
@@ -104,6 +108,21 @@ def freeze_map(value: object, *, path: str = "$") -> PMap[str, FrozenJSON]:
     if unchanged:
         return value  # type: ignore[return-value]
     return pmap(items) if items else _EMPTY
+
+
+def freeze_metadata(value: object) -> PMap[str, FrozenJSON]:
+    """attrs converter for ``metadata`` fields."""
+    return freeze_map(value, path="$.metadata")
+
+
+def freeze_arguments(value: object) -> PMap[str, FrozenJSON]:
+    """attrs converter for tool-call ``arguments``."""
+    return freeze_map(value, path="$.arguments")
+
+
+def freeze_metrics(value: object) -> PMap[str, FrozenJSON]:
+    """attrs converter for turn ``metrics``."""
+    return freeze_map(value, path="$.metrics")
 
 
 def thaw(value: object) -> object:

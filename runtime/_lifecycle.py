@@ -54,7 +54,9 @@ TRANSITIONS: dict[tuple[Status, Status], Transition] = {
     (Status.PROCESSING, Status.PROCESSED): Transition(INPUT_CATEGORIES, Driver.TURN_ENDED),
     (Status.PROCESSING, Status.INTERRUPTED): Transition(INPUT_CATEGORIES, Driver.TURN_ENDED),
     (Status.PROCESSING, Status.ERROR): Transition(INPUT_CATEGORIES, Driver.TURN_ENDED),
-    (Status.PROCESSING, Status.PENDING_AGENT): Transition(INPUT_CATEGORIES, Driver.ORPHAN_RECOVERED),
+    (Status.PROCESSING, Status.PENDING_AGENT): Transition(
+        INPUT_CATEGORIES, Driver.ORPHAN_RECOVERED
+    ),
     (Status.PENDING, Status.DELIVERED): Transition(_OUTBOUND, Driver.STATUS_CHANGED),
     (Status.RESPONDED, Status.DELIVERED): Transition(_INTERMEDIATE, Driver.STATUS_CHANGED),
     (Status.RESPONDED, Status.INTERRUPTED): Transition(_CALL, Driver.TURN_ENDED),
@@ -65,7 +67,9 @@ TRANSITIONS: dict[tuple[Status, Status], Transition] = {
 
 def _exits(category: Category, status: Status) -> list[Status]:
     return [
-        to for (frm, to), rule in TRANSITIONS.items() if frm is status and category in rule.categories
+        to
+        for (frm, to), rule in TRANSITIONS.items()
+        if frm is status and category in rule.categories
     ]
 
 

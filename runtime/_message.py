@@ -10,8 +10,9 @@ old one is untouched.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 from pyrsistent import PVector as PVectorABC
@@ -19,7 +20,10 @@ from pyrsistent import pvector
 from pyrsistent.typing import PMap, PVector
 
 from ._errors import InvalidMessage
-from ._json import FrozenJSON, freeze_map
+from ._json import FrozenJSON, freeze_arguments, freeze_metadata
+
+_E = TypeVar("_E", bound=enum.Enum)
+_T = TypeVar("_T")
 
 __all__ = [
     "Attachment",
@@ -115,17 +119,24 @@ def _aware(instance: object, attribute: attrs.Attribute[Any], value: object) -> 
         )
 
 
-def _enum(kind: type[enum.Enum]) -> Any:
-    def convert(value: object) -> Any:
-        try:
-            return kind(value)
-        except ValueError:
-            allowed = ", ".join(repr(m.value) for m in kind)
-            raise InvalidMessage(
-                f"{kind.__name__} must be one of {allowed} (got {value!r})."
-            ) from None
+def _to_enum(kind: type[_E], value: object) -> _E:
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = ", ".join(repr(m.value) for m in kind)
+        raise InvalidMessage(f"{kind.__name__} must be one of {allowed} (got {value!r}).") from None
 
-    return convert
+
+def _role(value: object) -> Role:
+    return _to_enum(Role, value)
+
+
+def _type(value: object) -> MessageType:
+    return _to_enum(MessageType, value)
+
+
+def _status(value: object) -> Status:
+    return _to_enum(Status, value)
 
 
 @attrs.frozen(kw_only=True)
@@ -136,9 +147,7 @@ class ToolCall:
     """The provider's call id; a tool result names it in ``tool_call_id``."""
     name: str = attrs.field(validator=_non_empty("name"))
     """The tool to run."""
-    arguments: PMap[str, FrozenJSON] = attrs.field(
-        factory=dict, converter=lambda v: freeze_map(v, path="$.arguments")
-    )
+    arguments: PMap[str, FrozenJSON] = attrs.field(factory=dict, converter=freeze_arguments)
     """Parsed JSON arguments, frozen."""
     index: int = attrs.field(default=0, validator=_optional_count)
     """Position of this call among the calls of one model response."""
@@ -154,7 +163,9 @@ class Attachment:
     """File name as the user gave it (``data.csv``)."""
     kind: str = attrs.field(default="file", validator=_non_empty("kind"))
     """``image``, ``file``, ``audio`` … (images are sent to models as image parts)."""
-    media_type: str = attrs.field(default="application/octet-stream", validator=_non_empty("media_type"))
+    media_type: str = attrs.field(
+        default="application/octet-stream", validator=_non_empty("media_type")
+    )
     """MIME type (``image/png``)."""
     size: int = attrs.field(default=0, validator=_optional_count)
     """Size in bytes."""
@@ -186,7 +197,9 @@ class BrowserElement:
     @property
     def size(self) -> int:
         """Characters this element carries (what input limits count)."""
-        return sum(len(s) for s in (self.url, self.title, self.tag, self.selector, self.text, self.html))
+        return sum(
+            len(s) for s in (self.url, self.title, self.tag, self.selector, self.text, self.html)
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -218,22 +231,29 @@ _ROLE_TYPES = frozenset(
 )
 
 
-def _tuple_of(kind: type) -> Any:
-    def convert(value: object) -> PVector[Any]:
-        if value is None:
-            return pvector()
-        items = list(value)  # type: ignore[call-overload]
-        if isinstance(value, PVectorABC) and all(isinstance(item, kind) for item in items):
-            return value  # type: ignore[return-value]
-        for i, item in enumerate(items):
-            if not isinstance(item, kind):
-                raise InvalidMessage(
-                    f"Message.{kind.__name__.lower()}s[{i}] must be a {kind.__name__} "
-                    f"(got {item!r} that is a {type(item).__name__!r})."
-                )
-        return pvector(items)
+def _vector_of(kind: type[_T], field: str, value: object) -> PVector[_T]:
+    if value is None:
+        return pvector()
+    if not isinstance(value, Iterable) or isinstance(value, (str, bytes)):
+        raise InvalidMessage(f"Message.{field} must be a list (got {value!r}).")
+    items = list(value)
+    for i, item in enumerate(items):
+        if not isinstance(item, kind):
+            raise InvalidMessage(
+                f"Message.{field}[{i}] must be a {kind.__name__} "
+                f"(got {item!r} that is a {type(item).__name__!r})."
+            )
+    if isinstance(value, PVectorABC):
+        return value
+    return pvector(items)
 
-    return convert
+
+def _attachments(value: object) -> PVector[Attachment]:
+    return _vector_of(Attachment, "attachments", value)
+
+
+def _browser_elements(value: object) -> PVector[BrowserElement]:
+    return _vector_of(BrowserElement, "browser_elements", value)
 
 
 @attrs.frozen(kw_only=True)
@@ -249,18 +269,18 @@ class Message:
     """Stable id (``msg_…``), given by the caller, never by the reducer."""
     session_id: str = attrs.field(validator=_non_empty("session_id"))
     """The session this message belongs to."""
-    role: Role = attrs.field(converter=_enum(Role))
+    role: Role = attrs.field(converter=_role)
     """Who produced it."""
-    type: MessageType = attrs.field(converter=_enum(MessageType))
+    type: MessageType = attrs.field(converter=_type)
     """The payload's shape."""
-    status: Status = attrs.field(converter=_enum(Status))
+    status: Status = attrs.field(converter=_status)
     """Where it is in its lifecycle."""
     created_at: datetime = attrs.field(validator=_aware)
     """Wall-clock time it was created, from the event that added it."""
     content: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
     """Text (for a tool call: a human-readable rendering of the call)."""
     sender: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
-    """Display sender: a user name, the agent name, ``Cronjob``, ``System``, ``Notification``, a tool name."""
+    """Display sender: a user, the agent, ``Cronjob``, ``System``, ``Notification``, a tool."""
     parent_id: str | None = attrs.field(default=None, validator=_optional_str)
     """The user message a turn output answers, or the tool call a result answers."""
     turn_id: str | None = attrs.field(default=None, validator=_optional_str)
@@ -279,15 +299,13 @@ class Message:
     """True when a tool result reports a failure."""
     error_type: str | None = attrs.field(default=None, validator=_optional_str)
     """The failure's kind (``timeout``, ``ValueError`` …) for an error result."""
-    attachments: PVector[Attachment] = attrs.field(factory=pvector, converter=_tuple_of(Attachment))
+    attachments: PVector[Attachment] = attrs.field(factory=pvector, converter=_attachments)
     """Files attached to it (references, never bytes)."""
     browser_elements: PVector[BrowserElement] = attrs.field(
-        factory=pvector, converter=_tuple_of(BrowserElement)
+        factory=pvector, converter=_browser_elements
     )
     """Page elements the user selected (untrusted)."""
-    metadata: PMap[str, FrozenJSON] = attrs.field(
-        factory=dict, converter=lambda v: freeze_map(v, path="$.metadata")
-    )
+    metadata: PMap[str, FrozenJSON] = attrs.field(factory=dict, converter=freeze_metadata)
     """Frozen JSON-like extras (``is_cronjob``, ``turn_metrics``, ``tool_name`` …)."""
     event_seq: int | None = attrs.field(default=None, validator=_optional_count)
     """Seq of the event that added it to its session (set by the reducer if None)."""
@@ -304,7 +322,11 @@ class Message:
         if (self.type is MessageType.TOOL_CALL) != (self.tool_call is not None):
             raise InvalidMessage(
                 f"Message {self.id!r} of type {self.type} must "
-                + ("carry a ToolCall in tool_call." if self.tool_call is None else "not carry a tool_call.")
+                + (
+                    "carry a ToolCall in tool_call."
+                    if self.tool_call is None
+                    else "not carry a tool_call."
+                )
             )
         if (self.type is MessageType.TOOL_RESULT) != (self.tool_call_id is not None):
             raise InvalidMessage(
@@ -315,7 +337,9 @@ class Message:
                     else "not carry a tool_call_id."
                 )
             )
-        if (self.is_error or self.error_type is not None) and self.type is not MessageType.TOOL_RESULT:
+        if (
+            self.is_error or self.error_type is not None
+        ) and self.type is not MessageType.TOOL_RESULT:
             raise InvalidMessage(
                 f"Message {self.id!r} of type {self.type} cannot carry is_error or error_type; "
                 "only tool results report tool failures."

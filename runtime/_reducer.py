@@ -48,7 +48,13 @@ from ._turn import Turn, TurnStatus
 __all__ = ["INTERRUPTED_MARK", "apply"]
 
 _NEEDS_TURN = frozenset(
-    {Category.THOUGHT, Category.TOOL_CALL, Category.TOOL_RESULT, Category.NUDGE, Category.CRASH_NOTICE}
+    {
+        Category.THOUGHT,
+        Category.TOOL_CALL,
+        Category.TOOL_RESULT,
+        Category.NUDGE,
+        Category.CRASH_NOTICE,
+    }
 )
 _PARTIAL = frozenset({Category.THOUGHT, Category.REPLY})
 _RESERVED_FLAGS = frozenset(c.spec.flag for c in Category if c.spec.flag)
@@ -73,7 +79,7 @@ def apply(state: SessionState, event: Event) -> SessionState:
     handler = _HANDLERS.get(type(event))
     if handler is None:
         raise TypeError(
-            f"apply() takes an Amber event (one of {', '.join(sorted(c.__name__ for c in _HANDLERS))}); "
+            f"apply() takes an Amber event (one of {_EVENT_NAMES}); "
             f"got {event!r} that is a {type(event).__name__!r}."
         )
     if event.session_id != state.session_id:
@@ -108,13 +114,14 @@ def _message_added(state: SessionState, event: MessageAdded) -> SessionState:
                 f"{message.turn_id!r}; inputs are added unclaimed (turn_id=None) and a "
                 "TurnStarted event claims them."
             )
-    elif message.turn_id is not None or category in _NEEDS_TURN:
-        if turn is None or message.turn_id != turn.id:
-            where = f"turn {turn.id!r} is active" if turn else "no turn is active"
-            raise TurnConflict(
-                f"Message {message.id!r} ({category.label}) names turn {message.turn_id!r} but "
-                f"{where}; turn output is added while its turn runs."
-            )
+    elif (message.turn_id is not None or category in _NEEDS_TURN) and (
+        turn is None or message.turn_id != turn.id
+    ):
+        where = f"turn {turn.id!r} is active" if turn else "no turn is active"
+        raise TurnConflict(
+            f"Message {message.id!r} ({category.label}) names turn {message.turn_id!r} but "
+            f"{where}; turn output is added while its turn runs."
+        )
     if message.event_seq is None:
         message = attrs.evolve(message, event_seq=event.seq)
     position = len(state.messages)
@@ -128,14 +135,16 @@ def _message_added(state: SessionState, event: MessageAdded) -> SessionState:
     if category.is_input:
         changes["queued"] = state.queued.set(message.id, position)
     elif category is Category.TOOL_CALL:
-        assert message.tool_call is not None and turn is not None
+        assert message.tool_call is not None
+        assert turn is not None
         call_id = message.tool_call.id
         changes["tool_calls"] = state.tool_calls.set(call_id, message.id)
         changes["turns"] = state.turns.set(
             turn.id, attrs.evolve(turn, open_calls=turn.open_calls.set(call_id, message.id))
         )
     elif category is Category.TOOL_RESULT:
-        assert message.tool_call_id is not None and turn is not None
+        assert message.tool_call_id is not None
+        assert turn is not None
         call_id = message.tool_call_id
         changes["tool_results"] = state.tool_results.set(call_id, message.id)
         changes["turns"] = state.turns.set(
@@ -271,7 +280,8 @@ def _turn_started(state: SessionState, event: TurnStarted) -> SessionState:
         )
     if event.turn_id in state.turns:
         raise TurnConflict(
-            f"TurnStarted seq {event.seq} reuses turn id {event.turn_id!r}; give each turn a new id."
+            f"TurnStarted seq {event.seq} reuses turn id {event.turn_id!r}; "
+            "give each turn a new id."
         )
     if not state.queued:
         raise TurnConflict(
@@ -371,9 +381,7 @@ def _turn_ended(state: SessionState, event: TurnEnded) -> SessionState:
         reason=event.reason,
         metrics=event.metrics,
         duration_ms=event.duration_ms,
-        open_calls=pmap()
-        if event.outcome is TurnOutcome.INTERRUPTED
-        else turn.open_calls,
+        open_calls=pmap() if event.outcome is TurnOutcome.INTERRUPTED else turn.open_calls,
     )
     return attrs.evolve(
         state,
@@ -486,3 +494,4 @@ _HANDLERS: dict[type[Event], Callable[[SessionState, Any], SessionState]] = {
     BranchImported: _branch_imported,
     RolledBack: _rolled_back,
 }
+_EVENT_NAMES = ", ".join(sorted(cls.__name__ for cls in _HANDLERS))

@@ -52,7 +52,7 @@ def status_index(status: Status) -> int:
 
 def new_vector(items: Iterable[Any] = ()) -> PVector[Any]:
     """A GC-friendly persistent vector (see the module docstring)."""
-    return python_pvector(items)  # type: ignore[no-any-return]
+    return python_pvector(items)  # type: ignore[no-untyped-call, no-any-return]
 
 
 @attrs.frozen(kw_only=True)
@@ -207,7 +207,11 @@ def check_consistent(state: SessionState) -> list[str]:
         if processing != (message.id in claimed):
             problems.append(
                 f"message {message.id!r} is {message.status} but "
-                + ("is not claimed by the active turn" if processing else "is claimed by the active turn")
+                + (
+                    "is not claimed by the active turn"
+                    if processing
+                    else "is claimed by the active turn"
+                )
             )
         if message.turn_id is not None and message.turn_id not in state.turns:
             problems.append(f"message {message.id!r} names unknown turn {message.turn_id!r}")

@@ -174,7 +174,9 @@ def replay(events: Iterable[Event], *, base: SessionState | None = None) -> Time
     events = list(events)
     if base is None:
         if not events:
-            raise ValueError("replay() needs at least one event or a base state to know the session.")
+            raise ValueError(
+                "replay() needs at least one event or a base state to know the session."
+            )
         base = SessionState.empty(events[0].session_id)
     return Timeline.from_state(base).extend(events)
 
@@ -206,7 +208,9 @@ def verify(
         if replayed != state:
             delta = diff(state, replayed)
             details = [f"{len(delta.added)} added", f"{len(delta.removed)} removed"]
-            details += [f"{c.message_id}.{c.field}: {c.before!r} -> {c.after!r}" for c in delta.changed[:5]]
+            details += [
+                f"{c.message_id}.{c.field}: {c.before!r} -> {c.after!r}" for c in delta.changed[:5]
+            ]
             if not delta:
                 details.append("messages equal; indexes, turns or counters differ")
             raise ReplayMismatch(

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 import attrs
+from pyrsistent import PMap as PMapABC
+from pyrsistent import PVector as PVectorABC
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
-from ._json import FrozenJSON, freeze_map
+from ._json import FrozenJSON, freeze_metrics
 
 __all__ = ["Turn", "TurnStatus"]
 
@@ -29,6 +32,14 @@ class TurnStatus(enum.StrEnum):
     """Abandoned after its runner died; its inputs went back to pending."""
 
 
+def _ids(value: Iterable[str]) -> PVector[str]:
+    return value if isinstance(value, PVectorABC) else pvector(value)
+
+
+def _calls(value: Mapping[str, str]) -> PMap[str, str]:
+    return value if isinstance(value, PMapABC) else pmap(value)
+
+
 @attrs.frozen(kw_only=True)
 class Turn:
     """One turn of a session, active or ended."""
@@ -41,9 +52,9 @@ class Turn:
     """Wall-clock start (from the ``TurnStarted`` event)."""
     started_seq: int
     """Seq of its ``TurnStarted`` event."""
-    input_ids: PVector[str] = attrs.field(factory=pvector, converter=pvector)
+    input_ids: PVector[str] = attrs.field(factory=pvector, converter=_ids)
     """Ids of the inputs it claimed, in session order."""
-    open_calls: PMap[str, str] = attrs.field(factory=pmap, converter=pmap)
+    open_calls: PMap[str, str] = attrs.field(factory=pmap, converter=_calls)
     """Its tool calls still waiting for a result: tool call id -> message id."""
     ended_at: datetime | None = None
     """Wall-clock end, once ended."""
@@ -51,9 +62,7 @@ class Turn:
     """Seq of the event that ended it."""
     reason: str | None = None
     """Why it ended (interrupts, errors, recovery)."""
-    metrics: PMap[str, FrozenJSON] = attrs.field(
-        factory=pmap, converter=lambda v: freeze_map(v, path="$.metrics")
-    )
+    metrics: PMap[str, FrozenJSON] = attrs.field(factory=pmap, converter=freeze_metrics)
     """Turn metrics, as the runner reported them."""
     duration_ms: float | None = None
     """Monotonic duration, as the runner measured it."""

@@ -40,7 +40,8 @@ def check_lifecycle(before: SessionState, after: SessionState) -> None:
         message = after.message(change.message_id)
         category = category_of(message)
         old, new = change.before, change.after
-        assert isinstance(old, Status) and isinstance(new, Status)
+        assert isinstance(old, Status)
+        assert isinstance(new, Status)
         if is_terminal(category, old):
             raise _fail(
                 1, "terminal statuses never change", after.seq,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hypothesis import strategies as st
@@ -37,7 +37,7 @@ __all__ = [
     "user_inputs",
 ]
 
-EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 _ids = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1, max_size=12)
 _texts = st.text(max_size=40)
 _times = st.integers(min_value=0, max_value=10**9).map(lambda s: EPOCH + timedelta(seconds=s))
@@ -54,8 +54,9 @@ def json_values(max_leaves: int = 10) -> st.SearchStrategy[Any]:
     )
     return st.recursive(
         leaves,
-        lambda children: st.lists(children, max_size=4)
-        | st.dictionaries(_texts, children, max_size=4),
+        lambda children: (
+            st.lists(children, max_size=4) | st.dictionaries(_texts, children, max_size=4)
+        ),
         max_leaves=max_leaves,
     )
 
@@ -165,7 +166,9 @@ def messages(draw: st.DrawFn, category: Category | None = None, session_id: str 
         created_at=draw(_times),
         content=draw(_texts),
         sender=sender,
-        metadata=draw(_json_objects().map(lambda d: {k: v for k, v in d.items() if not k.startswith("is_")})),
+        metadata=draw(
+            _json_objects().map(lambda d: {k: v for k, v in d.items() if not k.startswith("is_")})
+        ),
         chatbot_id=draw(st.sampled_from(["cli", "discord", "wechat"])),
         channel_id=draw(_ids),
         parent_id=draw(st.none() | _ids),
@@ -199,7 +202,12 @@ def events(session_id: str = "s") -> st.SearchStrategy[Event]:
             **common,
         ),
         st.builds(OrphanRecovered, turn_id=_ids, reason=st.none() | _texts, **common),
-        st.builds(RolledBack, to_seq=st.integers(min_value=0, max_value=10**6), reason=st.none() | _texts, **common),
+        st.builds(
+            RolledBack,
+            to_seq=st.integers(min_value=0, max_value=10**6),
+            reason=st.none() | _texts,
+            **common,
+        ),
     )
 
 
@@ -247,21 +255,40 @@ def session_events(draw: st.DrawFn, session_id: str = "s", max_steps: int = 40) 
         if turn is None and state.seq > 0 and not state.queued:
             options.append("rollback")
         action = draw(st.sampled_from(options))
-        base = {"session_id": session_id, "created_at": clock}
+        base: dict[str, Any] = {"session_id": session_id, "created_at": clock}
         turn_id = turn.id if turn else None
         if action == "input":
-            category = draw(st.sampled_from([Category.USER_QUESTION, Category.USER_QUESTION, Category.CRON_PROMPT, Category.BACKGROUND_ALERT]))
+            category = draw(
+                st.sampled_from(
+                    [
+                        Category.USER_QUESTION,
+                        Category.USER_QUESTION,
+                        Category.CRON_PROMPT,
+                        Category.BACKGROUND_ALERT,
+                    ]
+                )
+            )
             sender = "Chii" if category is Category.USER_QUESTION else None
-            message = new_message(category, id=fresh("msg_in"), content=draw(_texts), sender=sender, **base)
+            message = new_message(
+                category, id=fresh("msg_in"), content=draw(_texts), sender=sender, **base
+            )
             emit(lambda message=message, **kw: MessageAdded(message=message, **kw))
         elif action == "start":
             emit(lambda **kw: TurnStarted(turn_id=fresh("turn"), **kw))
         elif action == "thought":
-            message = new_message(Category.THOUGHT, id=fresh("msg_th"), content=draw(_texts), turn_id=turn_id, **base)
+            message = new_message(
+                Category.THOUGHT, id=fresh("msg_th"), content=draw(_texts), turn_id=turn_id, **base
+            )
             emit(lambda message=message, **kw: MessageAdded(message=message, **kw))
         elif action == "call":
-            call = ToolCall(id=fresh("call"), name=draw(st.sampled_from(["sh", "search"])), arguments={"q": draw(_texts)})
-            message = new_message(Category.TOOL_CALL, id=fresh("msg_call"), tool_call=call, turn_id=turn_id, **base)
+            call = ToolCall(
+                id=fresh("call"),
+                name=draw(st.sampled_from(["sh", "search"])),
+                arguments={"q": draw(_texts)},
+            )
+            message = new_message(
+                Category.TOOL_CALL, id=fresh("msg_call"), tool_call=call, turn_id=turn_id, **base
+            )
             emit(lambda message=message, **kw: MessageAdded(message=message, **kw))
         elif action == "result":
             assert turn is not None
@@ -273,19 +300,39 @@ def session_events(draw: st.DrawFn, session_id: str = "s", max_steps: int = 40) 
             )  # fmt: skip
             emit(lambda message=message, **kw: MessageAdded(message=message, **kw))
         elif action == "reply":
-            message = new_message(Category.REPLY, id=fresh("msg_reply"), content=draw(_texts), turn_id=turn_id, **base)
+            message = new_message(
+                Category.REPLY, id=fresh("msg_reply"), content=draw(_texts), turn_id=turn_id, **base
+            )
             emit(lambda message=message, **kw: MessageAdded(message=message, **kw))
         elif action == "deliver":
             target = draw(st.sampled_from(undelivered))
-            emit(lambda target=target, **kw: StatusChanged(message_id=target.id, expected=target.status, status=Status.DELIVERED, **kw))
+            emit(
+                lambda target=target, **kw: StatusChanged(
+                    message_id=target.id, expected=target.status, status=Status.DELIVERED, **kw
+                )
+            )
         elif action == "end":
+            assert turn is not None
             outcome = draw(st.sampled_from(list(TurnOutcome)))
             partial = []
             if outcome is not TurnOutcome.PROCESSED and draw(st.booleans()):
-                partial.append(new_message(Category.REPLY, id=fresh("msg_part"), content=draw(_texts), turn_id=turn_id, **base))
-            emit(lambda outcome=outcome, partial=partial, **kw: TurnEnded(turn_id=turn_id, outcome=outcome, partial=partial, **kw))
+                partial.append(
+                    new_message(
+                        Category.REPLY,
+                        id=fresh("msg_part"),
+                        content=draw(_texts),
+                        turn_id=turn_id,
+                        **base,
+                    )
+                )
+            emit(
+                lambda outcome=outcome, partial=partial, tid=turn.id, **kw: TurnEnded(
+                    turn_id=tid, outcome=outcome, partial=partial, **kw
+                )
+            )
         elif action == "recover":
-            emit(lambda **kw: OrphanRecovered(turn_id=turn_id, reason="runner died", **kw))
+            assert turn is not None
+            emit(lambda tid=turn.id, **kw: OrphanRecovered(turn_id=tid, reason="runner died", **kw))
         elif action == "rollback":
             to_seq = draw(st.integers(min_value=0, max_value=state.seq - 1))
             probe = RolledBack(session_id=session_id, seq=state.seq + 1, at=clock, to_seq=to_seq)
