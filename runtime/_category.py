@@ -55,7 +55,7 @@ class CategorySpec:
     initial: Status
     """Status it is added with."""
     finals: frozenset[Status]
-    """Statuses it may end in."""
+    """Statuses it ends in once settled (DESIGN §2)."""
     stored: bool = True
     """False for the system prompt, which is virtual and never enters history."""
 
@@ -85,18 +85,18 @@ class Category(enum.Enum):
     """A wake-up posted when background work finishes; the model sees it as a user turn."""
     THOUGHT = CategorySpec(
         role=Role.ASSISTANT, type=MessageType.THOUGHT, sender=None, flag=None,
-        initial=Status.RESPONDED, finals=frozenset({Status.RESPONDED, Status.DELIVERED}),
+        initial=Status.RESPONDED, finals=frozenset({Status.DELIVERED}),
     )  # fmt: skip
     """The model's reasoning."""
     TOOL_CALL = CategorySpec(
         role=Role.TOOL, type=MessageType.TOOL_CALL, sender=None, flag=None,
         initial=Status.RESPONDED,
-        finals=frozenset({Status.RESPONDED, Status.DELIVERED, Status.INTERRUPTED}),
+        finals=frozenset({Status.DELIVERED, Status.INTERRUPTED}),
     )  # fmt: skip
     """A tool call the model asked for."""
     TOOL_RESULT = CategorySpec(
         role=Role.TOOL, type=MessageType.TOOL_RESULT, sender=None, flag=None,
-        initial=Status.RESPONDED, finals=frozenset({Status.RESPONDED, Status.DELIVERED}),
+        initial=Status.RESPONDED, finals=frozenset({Status.DELIVERED}),
     )  # fmt: skip
     """What a tool returned (sender: the tool's name)."""
     REPLY = CategorySpec(

@@ -12,11 +12,13 @@ turns, and every index is derived again on decode.
 from __future__ import annotations
 
 import enum
+import re
 import typing
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
+import attrs
 import cattrs
 import orjson
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
@@ -154,7 +156,7 @@ def _unstructure_event(event: Event) -> dict[str, Any]:
     return {"kind": event.kind, **data}
 
 
-def _structure_event(value: object, _: type) -> Event:
+def _structure_event(value: object, wanted: type[Event]) -> Event:
     if not isinstance(value, dict):
         raise TypeError(f"expected an object with a 'kind', got {value!r}")
     data = dict(value)
@@ -164,7 +166,10 @@ def _structure_event(value: object, _: type) -> Event:
         raise ValueError(
             f"unknown event kind {kind!r}; expected one of {', '.join(sorted(EVENT_TYPES))}"
         )
-    return structure(data, EVENT_TYPES[kind])
+    cls = EVENT_TYPES[kind]
+    if not issubclass(cls, wanted):
+        raise ValueError(f"expected a {wanted.kind!r} event, got kind {kind!r}")
+    return structure(data, cls)
 
 
 _converter.register_unstructure_hook_func(
@@ -185,18 +190,32 @@ def _unstructure_state(state: SessionState) -> dict[str, Any]:
     }
 
 
+@attrs.frozen(kw_only=True)
+class _StateData:
+    """The stored parts of a ``SessionState``; indexes are derived on decode."""
+
+    session_id: str
+    seq: int
+    updated_at: datetime | None
+    messages: list[Message]
+    turns: list[Turn]
+
+
+_structure_state_data = make_dict_structure_fn(
+    _StateData, _converter, _cattrs_forbid_extra_keys=True
+)
+
+
 def _structure_state(value: object, _: type) -> SessionState:
     if not isinstance(value, dict):
         raise TypeError(f"expected a state object, got {value!r}")
-    extra = set(value) - {"session_id", "seq", "updated_at", "messages", "turns"}
-    if extra:
-        raise ValueError(f"unknown keys {sorted(extra)} in a session state")
+    data = _structure_state_data(value, _StateData)
     state = build_state(
-        session_id=_converter.structure(value["session_id"], str),
-        seq=_converter.structure(value["seq"], int),
-        updated_at=_converter.structure(value["updated_at"], datetime | None),  # type: ignore[arg-type]
-        messages=_converter.structure(value["messages"], list[Message]),
-        turns=_converter.structure(value["turns"], list[Turn]),
+        session_id=data.session_id,
+        seq=data.seq,
+        updated_at=data.updated_at,
+        messages=data.messages,
+        turns=data.turns,
     )
     problems = check_consistent(state)
     if problems:
@@ -230,8 +249,19 @@ def from_data(data: object, kind: type[T]) -> T:
 def _explain(exc: BaseException) -> str:
     if isinstance(exc, (cattrs.ClassValidationError, cattrs.IterableValidationError)):
         lines = cattrs.transform_error(exc, path="$", format_exception=_format)
-        return "; ".join(lines)
-    return f"{exc} @ $"
+        return "; ".join(_field_path(line) for line in lines)
+    return _field_path(f"{str(exc).rstrip('.')} @ $")
+
+
+_OWN_CHECK = re.compile(r"^(?P<cls>[A-Z]\w*)\.(?P<field>\w+) must .* @ (?P<path>\$\S*)$", re.S)
+
+
+def _field_path(line: str) -> str:
+    """Point a class's own field check (raised from ``__init__``) at the field's path."""
+    match = _OWN_CHECK.match(line)
+    if match is None:
+        return line
+    return f"{line[: match.start('path')]}{match['path']}.{match['field']}".replace("$.$", "$")
 
 
 def _format(exc: BaseException, _type: Any) -> str:
@@ -239,7 +269,7 @@ def _format(exc: BaseException, _type: Any) -> str:
         return "required field missing"
     if isinstance(exc, cattrs.ForbiddenExtraKeysError):
         return f"unknown field(s) {sorted(exc.extra_fields)}"
-    return str(exc) or type(exc).__name__
+    return str(exc).rstrip(".") or type(exc).__name__
 
 
 def to_json(value: Any) -> bytes:

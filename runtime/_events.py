@@ -18,7 +18,7 @@ from pyrsistent.typing import PMap, PVector
 
 from ._errors import InvalidEvent
 from ._json import FrozenJSON, freeze_metadata, freeze_metrics
-from ._message import Message, Status
+from ._message import Message, Status, article
 from ._turn import Turn
 
 __all__ = [
@@ -83,7 +83,7 @@ def _instance(kind: type) -> Any:
     def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         if not isinstance(value, kind):
             raise InvalidEvent(
-                f"{type(instance).__name__}.{attribute.name} must be a {kind.__name__} "
+                f"{type(instance).__name__}.{attribute.name} must be {article(kind.__name__)} "
                 f"(got {value!r} that is a {type(value).__name__!r})."
             )
 

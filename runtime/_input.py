@@ -18,7 +18,7 @@ from pyrsistent.typing import PVector
 
 from ._category import Category, new_message
 from ._errors import InvalidInput, InvalidMessage
-from ._message import Attachment, BrowserElement, Message
+from ._message import Attachment, BrowserElement, Message, article
 
 __all__ = ["InputLimits", "UserInput", "validate_input"]
 
@@ -96,7 +96,7 @@ def _check_types(name: str, items: Iterable[object], kind: type) -> None:
     for i, item in enumerate(items):
         if not isinstance(item, kind):
             raise InvalidInput(
-                f"{name}[{i}] must be a {kind.__name__} (got {item!r} that is a "
+                f"{name}[{i}] must be {article(kind.__name__)} (got {item!r} that is a "
                 f"{type(item).__name__!r})."
             )
 

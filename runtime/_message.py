@@ -84,6 +84,11 @@ class Status(enum.StrEnum):
     """An adapter sent, rendered or silently absorbed it."""
 
 
+def article(noun: str) -> str:
+    """``noun`` with its indefinite article (``an Attachment``, ``a Message``)."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 def _non_empty(name: str) -> Any:
     def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         if not isinstance(value, str) or not value:
@@ -100,6 +105,22 @@ def _optional_str(instance: object, attribute: attrs.Attribute[Any], value: obje
         raise InvalidMessage(
             f"{type(instance).__name__}.{attribute.name} must be a str or None "
             f"(got {value!r} that is a {type(value).__name__!r})."
+        )
+
+
+def _str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str):
+        raise InvalidMessage(
+            f"{type(instance).__name__}.{attribute.name} must be a str "
+            f"(got {value!r} that is a {type(value).__name__!r})."
+        )
+
+
+def _count(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidMessage(
+            f"{type(instance).__name__}.{attribute.name} must be a non-negative int "
+            f"(got {value!r})."
         )
 
 
@@ -149,7 +170,7 @@ class ToolCall:
     """The tool to run."""
     arguments: PMap[str, FrozenJSON] = attrs.field(factory=dict, converter=freeze_arguments)
     """Parsed JSON arguments, frozen."""
-    index: int = attrs.field(default=0, validator=_optional_count)
+    index: int = attrs.field(default=0, validator=_count)
     """Position of this call among the calls of one model response."""
 
 
@@ -167,7 +188,7 @@ class Attachment:
         default="application/octet-stream", validator=_non_empty("media_type")
     )
     """MIME type (``image/png``)."""
-    size: int = attrs.field(default=0, validator=_optional_count)
+    size: int = attrs.field(default=0, validator=_count)
     """Size in bytes."""
     width: int | None = attrs.field(default=None, validator=_optional_count)
     """Pixel width, for images."""
@@ -183,15 +204,15 @@ class BrowserElement:
 
     url: str = attrs.field(validator=_non_empty("url"))
     """The page's URL."""
-    title: str = attrs.field(default="", validator=_optional_str)
+    title: str = attrs.field(default="", validator=_str)
     """The page's title."""
-    tag: str = attrs.field(default="", validator=_optional_str)
+    tag: str = attrs.field(default="", validator=_str)
     """The element's tag name (``div``)."""
-    selector: str = attrs.field(default="", validator=_optional_str)
+    selector: str = attrs.field(default="", validator=_str)
     """A CSS selector that finds the element."""
-    text: str = attrs.field(default="", validator=_optional_str)
+    text: str = attrs.field(default="", validator=_str)
     """The element's visible text."""
-    html: str = attrs.field(default="", validator=_optional_str)
+    html: str = attrs.field(default="", validator=_str)
     """The element's outer HTML, size-limited by input validation."""
 
     @property
@@ -206,11 +227,11 @@ class BrowserElement:
 class Usage:
     """Token usage reported by a model call."""
 
-    input_tokens: int = attrs.field(default=0, validator=_optional_count)
+    input_tokens: int = attrs.field(default=0, validator=_count)
     """Prompt tokens."""
-    output_tokens: int = attrs.field(default=0, validator=_optional_count)
+    output_tokens: int = attrs.field(default=0, validator=_count)
     """Completion tokens, reasoning included."""
-    cache_read_tokens: int = attrs.field(default=0, validator=_optional_count)
+    cache_read_tokens: int = attrs.field(default=0, validator=_count)
     """Prompt tokens served from the provider's cache."""
 
     @property
@@ -240,7 +261,7 @@ def _vector_of(kind: type[_T], field: str, value: object) -> PVector[_T]:
     for i, item in enumerate(items):
         if not isinstance(item, kind):
             raise InvalidMessage(
-                f"Message.{field}[{i}] must be a {kind.__name__} "
+                f"Message.{field}[{i}] must be {article(kind.__name__)} "
                 f"(got {item!r} that is a {type(item).__name__!r})."
             )
     if isinstance(value, PVectorABC):

@@ -14,7 +14,9 @@ EXAMPLES = sorted((pathlib.Path(__file__).parent.parent / "examples").glob("*.py
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_example_runs(path: pathlib.Path) -> None:
     """The example exits 0 and prints something."""
-    result = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
 
@@ -22,7 +24,9 @@ def test_example_runs(path: pathlib.Path) -> None:
 def test_tour_shows_the_interrupt() -> None:
     """The tour prints the interrupt's effect and a verified replay."""
     path = next(p for p in EXAMPLES if p.name == "timeline_tour.py")
-    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, check=True
+    ).stdout
     assert "msg_call_002     responded -> interrupted" in out
     assert "pending [interrupted]" in out
     assert "Replay verified against" in out
