@@ -140,7 +140,7 @@ class TimelineMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.turn is not None)
     @rule(data=st.data())
     def tool_result(self, data: st.DataObject) -> None:
-        known = sorted(self.open_calls) + ["call_bogus"]
+        known = [*sorted(self.open_calls), "call_bogus"]
         call_id = data.draw(st.sampled_from(known))
         if call_id not in self.open_calls:
             message = new_message(
