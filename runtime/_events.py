@@ -16,6 +16,7 @@ import attrs
 from pyrsistent import pvector
 from pyrsistent.typing import PMap, PVector
 
+from ._checks import EVENT_CHECKS as _check
 from ._errors import InvalidEvent
 from ._json import FrozenJSON, freeze_metadata, freeze_metrics
 from ._message import Message, Status, article
@@ -36,14 +37,6 @@ __all__ = [
 ]
 
 
-def _name(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, str) or not value:
-        raise InvalidEvent(
-            f"{type(instance).__name__}.{attribute.name} must be a non-empty str "
-            f"(got {value!r} that is a {type(value).__name__!r})."
-        )
-
-
 def _seq(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidEvent(
@@ -58,14 +51,6 @@ def _positive(instance: object, attribute: attrs.Attribute[Any], value: object) 
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be at least 1 (got 0); "
             "a session's first event has seq 1."
-        )
-
-
-def _aware(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, datetime) or value.utcoffset() is None:
-        raise InvalidEvent(
-            f"{type(instance).__name__}.{attribute.name} must be a timezone-aware datetime "
-            f"(got {value!r}); use datetime.now(timezone.utc)."
         )
 
 
@@ -116,11 +101,11 @@ class Event:
 
     kind: ClassVar[str] = "event"
 
-    session_id: str = attrs.field(validator=_name)
+    session_id: str = attrs.field(validator=_check.non_empty_str)
     """The session it changes."""
     seq: int = attrs.field(validator=_positive)
     """Its place in the session's log: the previous event's seq plus one."""
-    at: datetime = attrs.field(validator=_aware)
+    at: datetime = attrs.field(validator=_check.aware)
     """Wall-clock time it happened (display and recovery age; never ordering)."""
 
 
@@ -140,7 +125,7 @@ class StatusChanged(Event):
 
     kind: ClassVar[str] = "status_changed"
 
-    message_id: str = attrs.field(validator=_name)
+    message_id: str = attrs.field(validator=_check.non_empty_str)
     """The message to change."""
     expected: Status = attrs.field(converter=Status)
     """The status it must have now, or the change is rejected."""
@@ -154,7 +139,7 @@ class MetadataUpdated(Event):
 
     kind: ClassVar[str] = "metadata_updated"
 
-    message_id: str = attrs.field(validator=_name)
+    message_id: str = attrs.field(validator=_check.non_empty_str)
     """The message to change."""
     metadata: PMap[str, FrozenJSON] = attrs.field(converter=freeze_metadata)
     """Keys to set (merged over the existing ones)."""
@@ -166,7 +151,7 @@ class TurnStarted(Event):
 
     kind: ClassVar[str] = "turn_started"
 
-    turn_id: str = attrs.field(validator=_name)
+    turn_id: str = attrs.field(validator=_check.non_empty_str)
     """The new turn's id (unique in the session)."""
 
 
@@ -192,7 +177,7 @@ class TurnEnded(Event):
 
     kind: ClassVar[str] = "turn_ended"
 
-    turn_id: str = attrs.field(validator=_name)
+    turn_id: str = attrs.field(validator=_check.non_empty_str)
     """The turn that ends (must be the active one)."""
     outcome: TurnOutcome = attrs.field(converter=TurnOutcome)
     """How it ended."""
@@ -212,7 +197,7 @@ class OrphanRecovered(Event):
 
     kind: ClassVar[str] = "orphan_recovered"
 
-    turn_id: str = attrs.field(validator=_name)
+    turn_id: str = attrs.field(validator=_check.non_empty_str)
     """The abandoned turn (must be the active one)."""
     reason: str | None = None
     """Why (``processing for 412 s after restart``)."""
@@ -228,7 +213,7 @@ class BranchImported(Event):
 
     kind: ClassVar[str] = "branch_imported"
 
-    source_session_id: str = attrs.field(validator=_name)
+    source_session_id: str = attrs.field(validator=_check.non_empty_str)
     """The session it was forked from."""
     source_seq: int = attrs.field(validator=_seq)
     """The source's seq it was forked at."""

@@ -12,13 +12,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import attrs
 from pyrsistent import PVector as PVectorABC
 from pyrsistent import pvector
 from pyrsistent.typing import PMap, PVector
 
+from ._checks import MESSAGE_CHECKS as _check
 from ._errors import InvalidMessage
 from ._json import FrozenJSON, freeze_arguments, freeze_metadata
 
@@ -89,57 +90,6 @@ def article(noun: str) -> str:
     return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
-def _non_empty(name: str) -> Any:
-    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if not isinstance(value, str) or not value:
-            raise InvalidMessage(
-                f"{type(instance).__name__}.{name} must be a non-empty str "
-                f"(got {value!r} that is a {type(value).__name__!r})."
-            )
-
-    return check
-
-
-def _optional_str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not isinstance(value, str):
-        raise InvalidMessage(
-            f"{type(instance).__name__}.{attribute.name} must be a str or None "
-            f"(got {value!r} that is a {type(value).__name__!r})."
-        )
-
-
-def _str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, str):
-        raise InvalidMessage(
-            f"{type(instance).__name__}.{attribute.name} must be a str "
-            f"(got {value!r} that is a {type(value).__name__!r})."
-        )
-
-
-def _count(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidMessage(
-            f"{type(instance).__name__}.{attribute.name} must be a non-negative int "
-            f"(got {value!r})."
-        )
-
-
-def _optional_count(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise InvalidMessage(
-            f"{type(instance).__name__}.{attribute.name} must be a non-negative int or None "
-            f"(got {value!r})."
-        )
-
-
-def _aware(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, datetime) or value.utcoffset() is None:
-        raise InvalidMessage(
-            f"{type(instance).__name__}.{attribute.name} must be a timezone-aware datetime "
-            f"(got {value!r}); use datetime.now(timezone.utc)."
-        )
-
-
 def _to_enum(kind: type[_E], value: object) -> _E:
     try:
         return kind(value)
@@ -164,13 +114,13 @@ def _status(value: object) -> Status:
 class ToolCall:
     """A structured request to run one tool."""
 
-    id: str = attrs.field(validator=_non_empty("id"))
+    id: str = attrs.field(validator=_check.non_empty_str)
     """The provider's call id; a tool result names it in ``tool_call_id``."""
-    name: str = attrs.field(validator=_non_empty("name"))
+    name: str = attrs.field(validator=_check.non_empty_str)
     """The tool to run."""
     arguments: PMap[str, FrozenJSON] = attrs.field(factory=dict, converter=freeze_arguments)
     """Parsed JSON arguments, frozen."""
-    index: int = attrs.field(default=0, validator=_count)
+    index: int = attrs.field(default=0, validator=_check.count)
     """Position of this call among the calls of one model response."""
 
 
@@ -178,23 +128,23 @@ class ToolCall:
 class Attachment:
     """A file the user attached. The bytes live in an artifact store, never here."""
 
-    id: str = attrs.field(validator=_non_empty("id"))
+    id: str = attrs.field(validator=_check.non_empty_str)
     """Artifact-store key."""
-    name: str = attrs.field(validator=_non_empty("name"))
+    name: str = attrs.field(validator=_check.non_empty_str)
     """File name as the user gave it (``data.csv``)."""
-    kind: str = attrs.field(default="file", validator=_non_empty("kind"))
+    kind: str = attrs.field(default="file", validator=_check.non_empty_str)
     """``image``, ``file``, ``audio`` … (images are sent to models as image parts)."""
     media_type: str = attrs.field(
-        default="application/octet-stream", validator=_non_empty("media_type")
+        default="application/octet-stream", validator=_check.non_empty_str
     )
     """MIME type (``image/png``)."""
-    size: int = attrs.field(default=0, validator=_count)
+    size: int = attrs.field(default=0, validator=_check.count)
     """Size in bytes."""
-    width: int | None = attrs.field(default=None, validator=_optional_count)
+    width: int | None = attrs.field(default=None, validator=_check.optional_count)
     """Pixel width, for images."""
-    height: int | None = attrs.field(default=None, validator=_optional_count)
+    height: int | None = attrs.field(default=None, validator=_check.optional_count)
     """Pixel height, for images."""
-    sha256: str | None = attrs.field(default=None, validator=_optional_str)
+    sha256: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Hex digest of the bytes, to check the artifact store."""
 
 
@@ -202,17 +152,17 @@ class Attachment:
 class BrowserElement:
     """A page element the user selected. Always untrusted page data."""
 
-    url: str = attrs.field(validator=_non_empty("url"))
+    url: str = attrs.field(validator=_check.non_empty_str)
     """The page's URL."""
-    title: str = attrs.field(default="", validator=_str)
+    title: str = attrs.field(default="", validator=_check.string)
     """The page's title."""
-    tag: str = attrs.field(default="", validator=_str)
+    tag: str = attrs.field(default="", validator=_check.string)
     """The element's tag name (``div``)."""
-    selector: str = attrs.field(default="", validator=_str)
+    selector: str = attrs.field(default="", validator=_check.string)
     """A CSS selector that finds the element."""
-    text: str = attrs.field(default="", validator=_str)
+    text: str = attrs.field(default="", validator=_check.string)
     """The element's visible text."""
-    html: str = attrs.field(default="", validator=_str)
+    html: str = attrs.field(default="", validator=_check.string)
     """The element's outer HTML, size-limited by input validation."""
 
     @property
@@ -227,11 +177,11 @@ class BrowserElement:
 class Usage:
     """Token usage reported by a model call."""
 
-    input_tokens: int = attrs.field(default=0, validator=_count)
+    input_tokens: int = attrs.field(default=0, validator=_check.count)
     """Prompt tokens."""
-    output_tokens: int = attrs.field(default=0, validator=_count)
+    output_tokens: int = attrs.field(default=0, validator=_check.count)
     """Completion tokens, reasoning included."""
-    cache_read_tokens: int = attrs.field(default=0, validator=_count)
+    cache_read_tokens: int = attrs.field(default=0, validator=_check.count)
     """Prompt tokens served from the provider's cache."""
 
     @property
@@ -286,9 +236,9 @@ class Message:
     checked against each other and JSON-like fields are frozen.
     """
 
-    id: str = attrs.field(validator=_non_empty("id"))
+    id: str = attrs.field(validator=_check.non_empty_str)
     """Stable id (``msg_…``), given by the caller, never by the reducer."""
-    session_id: str = attrs.field(validator=_non_empty("session_id"))
+    session_id: str = attrs.field(validator=_check.non_empty_str)
     """The session this message belongs to."""
     role: Role = attrs.field(converter=_role)
     """Who produced it."""
@@ -296,15 +246,15 @@ class Message:
     """The payload's shape."""
     status: Status = attrs.field(converter=_status)
     """Where it is in its lifecycle."""
-    created_at: datetime = attrs.field(validator=_aware)
+    created_at: datetime = attrs.field(validator=_check.aware)
     """Wall-clock time it was created, from the event that added it."""
     content: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
     """Text (for a tool call: a human-readable rendering of the call)."""
     sender: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
     """Display sender: a user, the agent, ``Cronjob``, ``System``, ``Notification``, a tool."""
-    parent_id: str | None = attrs.field(default=None, validator=_optional_str)
+    parent_id: str | None = attrs.field(default=None, validator=_check.optional_string)
     """The user message a turn output answers, or the tool call a result answers."""
-    turn_id: str | None = attrs.field(default=None, validator=_optional_str)
+    turn_id: str | None = attrs.field(default=None, validator=_check.optional_string)
     """The turn that produced or consumed it; None until a turn claims an input."""
     chatbot_id: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
     """The platform (``cli``, ``discord`` …)."""
@@ -314,11 +264,11 @@ class Message:
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(ToolCall))
     )
     """The call, for ``tool_call`` messages."""
-    tool_call_id: str | None = attrs.field(default=None, validator=_optional_str)
+    tool_call_id: str | None = attrs.field(default=None, validator=_check.optional_string)
     """The call a ``tool_result`` answers."""
     is_error: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
     """True when a tool result reports a failure."""
-    error_type: str | None = attrs.field(default=None, validator=_optional_str)
+    error_type: str | None = attrs.field(default=None, validator=_check.optional_string)
     """The failure's kind (``timeout``, ``ValueError`` …) for an error result."""
     attachments: PVector[Attachment] = attrs.field(factory=pvector, converter=_attachments)
     """Files attached to it (references, never bytes)."""
@@ -328,7 +278,7 @@ class Message:
     """Page elements the user selected (untrusted)."""
     metadata: PMap[str, FrozenJSON] = attrs.field(factory=dict, converter=freeze_metadata)
     """Frozen JSON-like extras (``is_cronjob``, ``turn_metrics``, ``tool_name`` …)."""
-    event_seq: int | None = attrs.field(default=None, validator=_optional_count)
+    event_seq: int | None = attrs.field(default=None, validator=_check.optional_count)
     """Seq of the event that added it to its session (set by the reducer if None)."""
     active: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     """False once rolled back; the payload is never rewritten."""
