@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 from pyrsistent import pmap
 
 from ._category import Category, category_of
@@ -42,6 +41,7 @@ from ._events import (
 )
 from ._lifecycle import Driver, check_transition
 from ._message import Message, Status
+from ._replace import replace
 from ._state import SessionState, build_state, check_consistent, status_index
 from ._turn import Turn, TurnStatus
 
@@ -123,7 +123,7 @@ def _message_added(state: SessionState, event: MessageAdded) -> SessionState:
             f"{where}; turn output is added while its turn runs."
         )
     if message.event_seq is None:
-        message = attrs.evolve(message, event_seq=event.seq)
+        message = replace(message, event_seq=event.seq)
     position = len(state.messages)
     changes: dict[str, Any] = {
         "seq": event.seq,
@@ -140,7 +140,7 @@ def _message_added(state: SessionState, event: MessageAdded) -> SessionState:
         call_id = message.tool_call.id
         changes["tool_calls"] = state.tool_calls.set(call_id, message.id)
         changes["turns"] = state.turns.set(
-            turn.id, attrs.evolve(turn, open_calls=turn.open_calls.set(call_id, message.id))
+            turn.id, replace(turn, open_calls=turn.open_calls.set(call_id, message.id))
         )
     elif category is Category.TOOL_RESULT:
         assert message.tool_call_id is not None
@@ -148,9 +148,9 @@ def _message_added(state: SessionState, event: MessageAdded) -> SessionState:
         call_id = message.tool_call_id
         changes["tool_results"] = state.tool_results.set(call_id, message.id)
         changes["turns"] = state.turns.set(
-            turn.id, attrs.evolve(turn, open_calls=turn.open_calls.remove(call_id))
+            turn.id, replace(turn, open_calls=turn.open_calls.remove(call_id))
         )
-    return attrs.evolve(state, **changes)
+    return replace(state, **changes)
 
 
 def _check_new_message(state: SessionState, message: Message, seq: int) -> Category:
@@ -240,11 +240,11 @@ def _status_changed(state: SessionState, event: StatusChanged) -> SessionState:
             f"{event.expected}, but it is {message.status}; read the state again and retry."
         )
     check_transition(message, event.status, Driver.STATUS_CHANGED)
-    return attrs.evolve(
+    return replace(
         state,
         seq=event.seq,
         updated_at=event.at,
-        messages=state.messages.set(position, attrs.evolve(message, status=event.status)),
+        messages=state.messages.set(position, replace(message, status=event.status)),
         counts=_bump(state.counts, message.status, event.status),
     )
 
@@ -264,11 +264,11 @@ def _metadata_updated(state: SessionState, event: MetadataUpdated) -> SessionSta
         )
     message = state.messages[position]
     metadata = message.metadata.update(event.metadata)
-    return attrs.evolve(
+    return replace(
         state,
         seq=event.seq,
         updated_at=event.at,
-        messages=state.messages.set(position, attrs.evolve(message, metadata=metadata)),
+        messages=state.messages.set(position, replace(message, metadata=metadata)),
     )
 
 
@@ -294,7 +294,7 @@ def _turn_started(state: SessionState, event: TurnStarted) -> SessionState:
     for position in positions:
         message = state.messages[position]
         check_transition(message, Status.PROCESSING, Driver.TURN_STARTED)
-        messages[position] = attrs.evolve(message, status=Status.PROCESSING, turn_id=event.turn_id)
+        messages[position] = replace(message, status=Status.PROCESSING, turn_id=event.turn_id)
         ids.append(message.id)
     counts = list(state.counts)
     counts[status_index(Status.PENDING_AGENT)] -= len(ids)
@@ -306,7 +306,7 @@ def _turn_started(state: SessionState, event: TurnStarted) -> SessionState:
         started_seq=event.seq,
         input_ids=ids,
     )
-    return attrs.evolve(
+    return replace(
         state,
         seq=event.seq,
         updated_at=event.at,
@@ -343,7 +343,7 @@ def _turn_ended(state: SessionState, event: TurnEnded) -> SessionState:
         position = state.index[message_id]
         message = state.messages[position]
         check_transition(message, input_status, Driver.TURN_ENDED)
-        messages[position] = attrs.evolve(message, status=input_status)
+        messages[position] = replace(message, status=input_status)
         counts[status_index(message.status)] -= 1
         counts[status_index(input_status)] += 1
     if event.outcome is TurnOutcome.INTERRUPTED:
@@ -351,7 +351,7 @@ def _turn_ended(state: SessionState, event: TurnEnded) -> SessionState:
             position = state.index[message_id]
             message = state.messages[position]
             check_transition(message, Status.INTERRUPTED, Driver.TURN_ENDED)
-            messages[position] = attrs.evolve(message, status=Status.INTERRUPTED)
+            messages[position] = replace(message, status=Status.INTERRUPTED)
             counts[status_index(message.status)] -= 1
             counts[status_index(Status.INTERRUPTED)] += 1
     index = state.index
@@ -365,7 +365,7 @@ def _turn_ended(state: SessionState, event: TurnEnded) -> SessionState:
                 f"{partial.turn_id!r})."
             )
         seen.add(partial.id)
-        marked = attrs.evolve(
+        marked = replace(
             partial,
             event_seq=event.seq,
             metadata=partial.metadata.set(INTERRUPTED_MARK, True),
@@ -373,7 +373,7 @@ def _turn_ended(state: SessionState, event: TurnEnded) -> SessionState:
         index = index.set(marked.id, len(messages))
         messages.append(marked)
         counts[status_index(marked.status)] += 1
-    ended = attrs.evolve(
+    ended = replace(
         turn,
         status=turn_status,
         ended_at=event.at,
@@ -383,7 +383,7 @@ def _turn_ended(state: SessionState, event: TurnEnded) -> SessionState:
         duration_ms=event.duration_ms,
         open_calls=pmap() if event.outcome is TurnOutcome.INTERRUPTED else turn.open_calls,
     )
-    return attrs.evolve(
+    return replace(
         state,
         seq=event.seq,
         updated_at=event.at,
@@ -403,19 +403,19 @@ def _orphan_recovered(state: SessionState, event: OrphanRecovered) -> SessionSta
         position = state.index[message_id]
         message = state.messages[position]
         check_transition(message, Status.PENDING_AGENT, Driver.ORPHAN_RECOVERED)
-        messages[position] = attrs.evolve(message, status=Status.PENDING_AGENT, turn_id=None)
+        messages[position] = replace(message, status=Status.PENDING_AGENT, turn_id=None)
         queued = queued.set(message_id, position)
     counts = list(state.counts)
     counts[status_index(Status.PROCESSING)] -= len(turn.input_ids)
     counts[status_index(Status.PENDING_AGENT)] += len(turn.input_ids)
-    recovered = attrs.evolve(
+    recovered = replace(
         turn,
         status=TurnStatus.RECOVERED,
         ended_at=event.at,
         ended_seq=event.seq,
         reason=event.reason,
     )
-    return attrs.evolve(
+    return replace(
         state,
         seq=event.seq,
         updated_at=event.at,
@@ -434,7 +434,7 @@ def _branch_imported(state: SessionState, event: BranchImported) -> SessionState
             f"{state.session_id!r} already has {len(state.messages)} messages; fork into a new "
             "session id."
         )
-    messages = [attrs.evolve(m, event_seq=event.seq) for m in event.messages]
+    messages = [replace(m, event_seq=event.seq) for m in event.messages]
     imported = build_state(
         session_id=state.session_id,
         seq=event.seq,
@@ -480,8 +480,8 @@ def _rolled_back(state: SessionState, event: RolledBack) -> SessionState:
         )
     evolver = messages.evolver()
     for position, message in suffix:
-        evolver[position] = attrs.evolve(message, active=False)
-    return attrs.evolve(state, seq=event.seq, updated_at=event.at, messages=evolver.persistent())
+        evolver[position] = replace(message, active=False)
+    return replace(state, seq=event.seq, updated_at=event.at, messages=evolver.persistent())
 
 
 _HANDLERS: dict[type[Event], Callable[[SessionState, Any], SessionState]] = {

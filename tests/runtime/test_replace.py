@@ -1,0 +1,36 @@
+"""replace(): the reducer's trusted evolve gives what attrs.evolve gives."""
+
+from __future__ import annotations
+
+import attrs
+from hypothesis import given
+from hypothesis import strategies as st
+
+from runtime import Message, SessionState, Status
+from runtime._replace import replace
+from runtime.testing import messages
+
+
+class TestReplace:
+    @given(
+        messages(), st.sampled_from(list(Status)), st.booleans(), st.none() | st.text(min_size=1)
+    )
+    def test_same_as_evolve(
+        self, message: Message, status: Status, active: bool, turn_id: str | None
+    ) -> None:
+        """replace() equals attrs.evolve() and leaves the original untouched."""
+        before = attrs.evolve(message)
+        changed = replace(message, status=status, active=active, turn_id=turn_id)
+        assert changed == attrs.evolve(message, status=status, active=active, turn_id=turn_id)
+        assert hash(changed) == hash(
+            attrs.evolve(message, status=status, active=active, turn_id=turn_id)
+        )
+        assert message == before
+        assert type(changed) is Message
+
+    def test_no_changes_copies(self) -> None:
+        """Without changes it returns an equal, distinct object."""
+        state = SessionState.empty("s")
+        copy = replace(state)
+        assert copy == state
+        assert copy is not state
