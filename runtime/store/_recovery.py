@@ -53,7 +53,7 @@ def recover_orphans(
     """
     if not isinstance(now, datetime) or now.utcoffset() is None:
         raise ValueError(
-            f"now must be a timezone-aware datetime (got {now!r}); pass datetime.now(timezone.utc)."
+            f"now must be a timezone-aware datetime (got {now!r}); use datetime.now(timezone.utc)."
         )
     if not isinstance(older_than, timedelta) or older_than < timedelta(0):
         raise ValueError(

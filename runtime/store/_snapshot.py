@@ -190,7 +190,8 @@ def decode_snapshot(
                 try:
                     values.append(decoders[part](item))
                 except DecodeError as exc:
-                    raise corrupt(f"{part} chunk {number} item {index}: {exc}") from None
+                    problem = str(exc).rstrip(".")
+                    raise corrupt(f"{part} chunk {number} item {index}: {problem}") from None
         items[part] = values
     state = build_state(
         session_id=session_id,
