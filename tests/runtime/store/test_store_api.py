@@ -8,7 +8,6 @@ from datetime import timedelta
 import attrs
 import orjson
 import pytest
-from scenario import T0, continue_session, conversation
 
 from runtime import (
     Category,
@@ -34,6 +33,8 @@ from runtime.store import (
     StoreClosed,
     UnknownSession,
 )
+
+from .scenario import T0, continue_session, conversation
 
 UNKNOWN = r"^The (memory store|store '.*') has no session 'nope'; list_sessions\(\) shows the sessions it holds\.$"
 

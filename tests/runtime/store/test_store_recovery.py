@@ -8,10 +8,11 @@ from datetime import datetime, timedelta
 
 import attrs
 import pytest
-from scenario import T0, continue_session, conversation
 
 from runtime import MessageType, OrphanRecovered, SessionState, Status, TurnStatus
 from runtime.store import DEFAULT_ORPHAN_AGE, SQLiteStore, Store, recover_orphans
+
+from .scenario import T0, continue_session, conversation
 
 OpenStore = Callable[..., SQLiteStore]
 

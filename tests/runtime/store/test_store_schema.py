@@ -7,10 +7,11 @@ import sqlite3
 from collections.abc import Callable
 
 import pytest
-from scenario import conversation
 
 from runtime.store import SCHEMA_VERSION, SchemaVersionError, SQLiteStore
 from runtime.store._schema import APPLICATION_ID, MIGRATIONS, migrate
+
+from .scenario import conversation
 
 OpenStore = Callable[..., SQLiteStore]
 

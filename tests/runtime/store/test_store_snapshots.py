@@ -9,11 +9,12 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scenario import continue_session, conversation
 
 from runtime import Event, replay
 from runtime.store import MemoryStore, SQLiteStore
 from runtime.testing import session_events
+
+from .scenario import continue_session, conversation
 
 
 def chunks(path: pathlib.Path, session_id: str = "s") -> dict[tuple[str, int], int]:

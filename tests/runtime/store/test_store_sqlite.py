@@ -10,10 +10,11 @@ from collections.abc import Callable
 
 import orjson
 import pytest
-from scenario import continue_session, conversation
 
 from runtime import StatusChanged, to_json
 from runtime.store import CorruptRow, NotAStore, SeqConflict, SQLiteStore
+
+from .scenario import continue_session, conversation
 
 OpenStore = Callable[..., SQLiteStore]
 
