@@ -23,11 +23,19 @@ import attrs
 from pyrsistent import pmap, pvector
 
 from .._codec import from_data
+from .._errors import DecodeError
 from .._json import freeze_map
 from .._message import Attachment, BrowserElement, Message, MessageType, Role, Status, ToolCall
 from .._turn import Turn, TurnStatus
 
-__all__ = ["decode_message", "decode_turn"]
+__all__ = [
+    "MESSAGE_FIELDS",
+    "TURN_FIELDS",
+    "decode_message",
+    "decode_message_row",
+    "decode_turn",
+    "decode_turn_row",
+]
 
 T = TypeVar("T")
 
@@ -145,46 +153,43 @@ def _items(value: object, kind: type[T]) -> Any:
     return pvector(from_data(item, kind) for item in value) if value else _EMPTY_VECTOR
 
 
-def _fast_message(data: object) -> Message:
-    if type(data) is not dict or data.keys() != _MESSAGE_KEYS:
-        raise _Slow
-    values = (
-        _name(data["id"]),
-        _name(data["session_id"]),
-        _ROLES[data["role"]],
-        _TYPES[data["type"]],
-        _STATUSES[data["status"]],
-        _time(data["created_at"]),
-        _str(data["content"]),
-        _str(data["sender"]),
-        _optional_str(data["parent_id"]),
-        _optional_str(data["turn_id"]),
-        _str(data["chatbot_id"]),
-        _str(data["channel_id"]),
-        _tool_call(data["tool_call"]),
-        _optional_str(data["tool_call_id"]),
-        _bool(data["is_error"]),
-        _optional_str(data["error_type"]),
-        _items(data["attachments"], Attachment),
-        _items(data["browser_elements"], BrowserElement),
-        _json_map(data["metadata"]),
-        _optional_count(data["event_seq"]),
-        _bool(data["active"]),
-    )
+def _message_from_row(row: list[Any]) -> Message:
+    """A message from its values in ``Message`` field order."""
+    (id_, session_id, role, type_, status, created_at, content, sender, parent_id, turn_id,
+     chatbot_id, channel_id, tool_call, tool_call_id, is_error, error_type, attachments,
+     browser_elements, metadata, event_seq, active) = row  # fmt: skip
     message = object.__new__(Message)
-    for name, value in zip(_MESSAGE_FIELDS, values, strict=True):
-        _set(message, name, value)
+    _set(message, "id", _name(id_))
+    _set(message, "session_id", _name(session_id))
+    _set(message, "role", _ROLES[role])
+    _set(message, "type", _TYPES[type_])
+    _set(message, "status", _STATUSES[status])
+    _set(message, "created_at", _time(created_at))
+    _set(message, "content", _str(content))
+    _set(message, "sender", _str(sender))
+    _set(message, "parent_id", _optional_str(parent_id))
+    _set(message, "turn_id", _optional_str(turn_id))
+    _set(message, "chatbot_id", _str(chatbot_id))
+    _set(message, "channel_id", _str(channel_id))
+    _set(message, "tool_call", _tool_call(tool_call))
+    _set(message, "tool_call_id", _optional_str(tool_call_id))
+    _set(message, "is_error", _bool(is_error))
+    _set(message, "error_type", _optional_str(error_type))
+    _set(message, "attachments", _items(attachments, Attachment))
+    _set(message, "browser_elements", _items(browser_elements, BrowserElement))
+    _set(message, "metadata", _json_map(metadata))
+    _set(message, "event_seq", _optional_count(event_seq))
+    _set(message, "active", _bool(active))
     # The field validators' checks were made above, value by value; the
     # cross-field checks are the class's own.
     message.__attrs_post_init__()
     return message
 
 
-def _fast_turn(data: object) -> Turn:
-    if type(data) is not dict or data.keys() != _TURN_KEYS:
-        raise _Slow
-    input_ids = data["input_ids"]
-    open_calls = data["open_calls"]
+def _turn_from_row(row: list[Any]) -> Turn:
+    """A turn from its values in ``Turn`` field order."""
+    (id_, status, started_at, started_seq, input_ids, open_calls, ended_at, ended_seq, reason,
+     metrics, duration) = row  # fmt: skip
     if type(input_ids) is not list or type(open_calls) is not dict:
         raise _Slow
     for item in input_ids:
@@ -192,28 +197,35 @@ def _fast_turn(data: object) -> Turn:
     for key, item in open_calls.items():
         _str(key)
         _str(item)
-    duration = data["duration_ms"]
     if duration is not None:
         if type(duration) is not float and type(duration) is not int:
             raise _Slow
         duration = float(duration)
-    values = (
-        _str(data["id"]),
-        _TURN_STATUSES[data["status"]],
-        _time(data["started_at"]),
-        _int(data["started_seq"]),
-        pvector(input_ids) if input_ids else _EMPTY_VECTOR,
-        pmap(open_calls) if open_calls else _EMPTY_MAP,
-        _optional_time(data["ended_at"]),
-        _optional_int(data["ended_seq"]),
-        _optional_str(data["reason"]),
-        _json_map(data["metrics"]),
-        duration,
-    )
     turn = object.__new__(Turn)
-    for name, value in zip(_TURN_FIELDS, values, strict=True):
-        _set(turn, name, value)
+    _set(turn, "id", _str(id_))
+    _set(turn, "status", _TURN_STATUSES[status])
+    _set(turn, "started_at", _time(started_at))
+    _set(turn, "started_seq", _int(started_seq))
+    _set(turn, "input_ids", pvector(input_ids) if input_ids else _EMPTY_VECTOR)
+    _set(turn, "open_calls", pmap(open_calls) if open_calls else _EMPTY_MAP)
+    _set(turn, "ended_at", _optional_time(ended_at))
+    _set(turn, "ended_seq", _optional_int(ended_seq))
+    _set(turn, "reason", _optional_str(reason))
+    _set(turn, "metrics", _json_map(metrics))
+    _set(turn, "duration_ms", duration)
     return turn
+
+
+def _fast_message(data: object) -> Message:
+    if type(data) is not dict or data.keys() != _MESSAGE_KEYS:
+        raise _Slow
+    return _message_from_row([data[name] for name in _MESSAGE_FIELDS])
+
+
+def _fast_turn(data: object) -> Turn:
+    if type(data) is not dict or data.keys() != _TURN_KEYS:
+        raise _Slow
+    return _turn_from_row([data[name] for name in _TURN_FIELDS])
 
 
 def decode_message(data: object) -> Message:
@@ -242,3 +254,49 @@ def decode_turn(data: object) -> Turn:
         except Exception:  # any doubt: the codec gives the answer and the error text
             pass
     return from_data(data, Turn)
+
+
+MESSAGE_FIELDS: list[str] = list(_MESSAGE_FIELDS)
+"""The order of a message's values in a snapshot row."""
+TURN_FIELDS: list[str] = list(_TURN_FIELDS)
+"""The order of a turn's values in a snapshot row."""
+
+
+def _from_row(
+    fields: list[str], row: object, fast: Any, known: list[str], decode: Any, kind: str
+) -> Any:
+    if fields == known and type(row) is list and len(row) == len(known):
+        try:
+            return fast(row)
+        except Exception:  # any doubt: the codec gives the answer and the error text
+            pass
+    if type(row) is not list or len(row) != len(fields):
+        raise DecodeError(
+            f"Cannot decode {kind} from JSON: expected a row of {len(fields)} values "
+            f"({', '.join(fields)}), got {row!r:.80}."
+        )
+    return decode(dict(zip(fields, row, strict=True)))
+
+
+def decode_message_row(fields: list[str], row: object) -> Message:
+    """Decode one message stored as a row of values in the order of ``fields``.
+
+    Exactly as ``from_data(dict(zip(fields, row)), Message)`` would.
+
+    Raises:
+        DecodeError: as the codec does, naming the bad field's path.
+    """
+    known = MESSAGE_FIELDS if FAST_MESSAGES else []
+    result: Message = _from_row(fields, row, _message_from_row, known, decode_message, "Message")
+    return result
+
+
+def decode_turn_row(fields: list[str], row: object) -> Turn:
+    """Decode one turn stored as a row of values in the order of ``fields``.
+
+    Raises:
+        DecodeError: as the codec does, naming the bad field's path.
+    """
+    known = TURN_FIELDS if FAST_TURNS else []
+    result: Turn = _from_row(fields, row, _turn_from_row, known, decode_turn, "Turn")
+    return result

@@ -1,7 +1,9 @@
 """Snapshots of a session's state, stored in chunks so that each writes only what changed.
 
 A snapshot is the state at one seq: its messages and turns in the codec's
-JSON (``to_data``), split into chunks of ``chunk_size`` items, plus a small
+JSON (``to_data``), split into chunks of ``chunk_size`` items (each chunk
+names the fields once and holds one row of values per item, which halves
+its size and its parsing time), plus a small
 record listing, for each chunk, the seq of the snapshot that wrote the
 chunk's current version. Messages are appended and seldom change once their
 turn is over, so a new snapshot rewrites the last chunk or two and the chunks
@@ -29,7 +31,7 @@ from .._errors import CorruptRow, DecodeError
 from .._message import Message
 from .._state import SessionState, build_state, check_consistent
 from .._turn import Turn
-from ._fast import decode_message, decode_turn
+from ._fast import MESSAGE_FIELDS, TURN_FIELDS, decode_message_row, decode_turn_row
 
 __all__ = ["PARTS", "Refs", "SnapshotPlan", "decode_snapshot", "plan_snapshot"]
 
@@ -40,6 +42,8 @@ PARTS = ("messages", "turns")
 Refs = dict[str, list[int]]
 """For each part, the seq of the snapshot that wrote each chunk's current version."""
 _RECORD_KEYS = frozenset({"format", "seq", "updated_at", "chunk_size", "counts", *PARTS})
+_CHUNK_KEYS = frozenset({"fields", "rows"})
+_FIELDS = {"messages": MESSAGE_FIELDS, "turns": TURN_FIELDS}
 
 
 @attrs.frozen(kw_only=True)
@@ -54,6 +58,16 @@ class SnapshotPlan:
     """``(part, chunk number, JSON text)`` of every chunk to (re)write."""
     refs: Refs
     """The record's chunk versions, to plan the next snapshot against."""
+
+
+def _encode_chunk(part: str, items: list[Any]) -> str:
+    """A chunk as JSON: the field names once, then one row of values per item."""
+    fields = _FIELDS[part]
+    rows = []
+    for item in items:
+        data = to_data(item)
+        rows.append([data[name] for name in fields])
+    return orjson.dumps({"fields": fields, "rows": rows}).decode()
 
 
 def _parts(state: SessionState) -> dict[str, list[Any]]:
@@ -95,8 +109,7 @@ def plan_snapshot(
                 versions.append(old_refs[number])
             else:
                 versions.append(head.seq)
-                text = orjson.dumps([to_data(item) for item in chunk]).decode()
-                chunks.append((part, number, text))
+                chunks.append((part, number, _encode_chunk(part, chunk)))
         new_refs[part] = versions
     record = {
         "format": SNAPSHOT_FORMAT,
@@ -158,9 +171,9 @@ def decode_snapshot(
         raise corrupt(f"updated_at is not a timestamp: {data['updated_at']!r}") from None
     refs: Refs = {}
     items: dict[str, list[Any]] = {}
-    decoders: dict[str, Callable[[object], Message | Turn]] = {
-        "messages": decode_message,
-        "turns": decode_turn,
+    decoders: dict[str, Callable[[list[str], object], Message | Turn]] = {
+        "messages": decode_message_row,
+        "turns": decode_turn_row,
     }
     for part in PARTS:
         versions = data[part]
@@ -182,13 +195,19 @@ def decode_snapshot(
                     f"{part} chunk {number} has version {stored}, the record expects {version}"
                 )
             chunk = _loads(text, corrupt, f"{part} chunk {number}")
-            if type(chunk) is not list or not chunk or len(chunk) > size:
-                raise corrupt(f"{part} chunk {number} must be a list of 1 to {size} items")
-            if number < len(versions) - 1 and len(chunk) != size:
-                raise corrupt(f"{part} chunk {number} holds {len(chunk)} items, expected {size}")
-            for index, item in enumerate(chunk):
+            if type(chunk) is not dict or chunk.keys() != _CHUNK_KEYS:
+                raise corrupt(f"{part} chunk {number} must be an object with fields and rows")
+            fields, rows = chunk["fields"], chunk["rows"]
+            if type(fields) is not list or any(type(name) is not str for name in fields):
+                raise corrupt(f"{part} chunk {number} must name its fields, got {fields!r:.80}")
+            if type(rows) is not list or not rows or len(rows) > size:
+                raise corrupt(f"{part} chunk {number} must hold 1 to {size} rows")
+            if number < len(versions) - 1 and len(rows) != size:
+                raise corrupt(f"{part} chunk {number} holds {len(rows)} rows, expected {size}")
+            decode = decoders[part]
+            for index, row in enumerate(rows):
                 try:
-                    values.append(decoders[part](item))
+                    values.append(decode(fields, row))
                 except DecodeError as exc:
                     problem = str(exc).rstrip(".")
                     raise corrupt(f"{part} chunk {number} item {index}: {problem}") from None

@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 
 from runtime import Category, DecodeError, Message, ToolCall, Turn, from_data, new_message, to_data
 from runtime.store import _fast
-from runtime.store._fast import decode_message, decode_turn
+from runtime.store._fast import (
+    MESSAGE_FIELDS,
+    TURN_FIELDS,
+    decode_message,
+    decode_message_row,
+    decode_turn,
+    decode_turn_row,
+)
 from runtime.testing import messages, timelines
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -140,3 +147,50 @@ class TestDamagedInput:
     def test_several_fields_at_once(self, changes: dict[str, Any]) -> None:
         """Several fields replaced at once still agree with the codec."""
         agree(decode_message, {**sample_message(), **changes}, Message)
+
+
+class TestRows:
+    def test_row_in_field_order(self) -> None:
+        """A row of values in the known field order decodes like its dict."""
+        data = sample_message()
+        assert decode_message_row(MESSAGE_FIELDS, [data[f] for f in MESSAGE_FIELDS]) == from_data(
+            data, Message
+        )
+        turn = sample_turn()
+        assert decode_turn_row(TURN_FIELDS, [turn[f] for f in TURN_FIELDS]) == from_data(turn, Turn)
+
+    def test_other_field_order(self) -> None:
+        """Rows written with another field order (another version) decode through the codec."""
+        data = sample_message()
+        fields = sorted(MESSAGE_FIELDS, reverse=True)
+        assert decode_message_row(fields, [data[f] for f in fields]) == from_data(data, Message)
+
+    def test_unknown_field(self) -> None:
+        """A row naming a field Message does not have fails as the codec does."""
+        data = sample_message()
+        fields = [*MESSAGE_FIELDS, "colour"]
+        with pytest.raises(
+            DecodeError,
+            match=r"^Cannot decode Message from JSON: unknown field\(s\) \['colour'\] @ \$\.$",
+        ):
+            decode_message_row(fields, [*(data[f] for f in MESSAGE_FIELDS), "red"])
+
+    @pytest.mark.parametrize("row", [None, {}, ["x"], "row"], ids=repr)
+    def test_wrong_rows(self, row: Any) -> None:
+        """A row that is not a list of the right length is a DecodeError saying what was expected."""
+        with pytest.raises(
+            DecodeError,
+            match=r"^Cannot decode Turn from JSON: expected a row of 11 values \(id, status, started_at, .*, duration_ms\), got .*\.$",
+        ):
+            decode_turn_row(TURN_FIELDS, row)
+
+    @pytest.mark.parametrize("field", MESSAGE_FIELDS)
+    @pytest.mark.parametrize("value", ODD_VALUES, ids=repr)
+    def test_damaged_row_agrees_with_the_codec(self, field: str, value: Any) -> None:
+        """A row with any value replaced decodes (or fails, same message) as with the codec."""
+        data = {**sample_message(), field: value}
+        agree(
+            lambda d: decode_message_row(MESSAGE_FIELDS, [d[f] for f in MESSAGE_FIELDS]),
+            data,
+            Message,
+        )

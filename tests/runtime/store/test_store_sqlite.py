@@ -340,7 +340,7 @@ class TestCorruptSnapshots:
             .fetchone()
         )
         items = orjson.loads(chunk)
-        items[1]["status"] = "bogus"
+        items["rows"][1][items["fields"].index("status")] = "bogus"
         tamper(
             stored,
             (
@@ -351,6 +351,36 @@ class TestCorruptSnapshots:
         with pytest.raises(
             CorruptRow,
             match=r"^Session 's' snapshot at seq 10 is corrupt: messages chunk 0 item 1: Cannot decode Message from JSON: 'bogus' is not a Status \(expected one of .*\) @ \$\.status"
+            + self.REBUILD,
+        ):
+            open_store().load_state("s")
+
+    def test_bad_chunk_shape(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """A chunk that is not fields-and-rows, or a row of the wrong length, is CorruptRow."""
+        where = "WHERE session_id = 's' AND part = 'messages' AND chunk = 0"
+        (chunk,) = raw(stored).execute(f"SELECT body FROM snapshot_chunks {where}").fetchone()
+        items = orjson.loads(chunk)
+        tamper(
+            stored,
+            (
+                f"UPDATE snapshot_chunks SET body = ? {where}",
+                (orjson.dumps(items["rows"]).decode(),),
+            ),
+        )
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' snapshot at seq 10 is corrupt: messages chunk 0 must be an object with fields and rows"
+            + self.REBUILD,
+        ):
+            open_store().load_state("s")
+        items["rows"][2] = items["rows"][2][:-1]
+        tamper(
+            stored,
+            (f"UPDATE snapshot_chunks SET body = ? {where}", (orjson.dumps(items).decode(),)),
+        )
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' snapshot at seq 10 is corrupt: messages chunk 0 item 2: Cannot decode Message from JSON: expected a row of 21 values \(id, session_id, .*, active\), got \[.*"
             + self.REBUILD,
         ):
             open_store().load_state("s")
