@@ -66,7 +66,9 @@ class MemoryStore:
         return log
 
     def _head(self, session_id: str) -> SessionState:
-        return self._heads.get(session_id) or SessionState.empty(session_id)
+        # Not ``get(...) or empty``: a state with no messages is falsy (it has a length).
+        head = self._heads.get(session_id)
+        return SessionState.empty(session_id) if head is None else head
 
     def append(self, events: Iterable[Event]) -> dict[str, SessionState]:
         """Keep ``events`` (one or many sessions), all or nothing.
@@ -194,6 +196,7 @@ class MemoryStore:
         return self.append(events)[session_id]
 
     def __contains__(self, session_id: object) -> bool:
+        self._open()
         return session_id in self._logs
 
     def close(self) -> None:

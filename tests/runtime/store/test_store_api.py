@@ -144,6 +144,30 @@ class TestAppend:
         assert "s" not in store
 
 
+class TestForks:
+    def test_a_fork_is_stored_like_any_session(self, store: Store) -> None:
+        """A fork (BranchImported first) is stored, snapshotted and reloaded equal."""
+        events = conversation("s", 30)
+        store.append(events)
+        fork = store.load_timeline("s").fork(11, "f", at=T0)
+        more = [
+            question("f", 2, id="fork_q"),
+            TurnStarted(session_id="f", seq=3, at=T0, turn_id="fork_t"),
+        ]
+        store.append([*fork.events(), *more])
+        assert store.load_state("f") == fork.extend(more).head
+        assert store.load_timeline("f", from_snapshot=True).head == fork.extend(more).head
+
+    def test_an_empty_fork(self, store: Store) -> None:
+        """A fork with no messages (a falsy state: it has length 0) takes the next events."""
+        store.append(conversation("s", 1))
+        fork = store.load_timeline("s").fork(0, "f", at=T0)
+        assert len(fork.head) == 0
+        store.append(fork.events())
+        store.append([question("f", 2)])
+        assert store.load_state("f").seq == 2
+
+
 class TestLoadState:
     @pytest.mark.parametrize("every", [1, 2, 5, 13, 1000])
     def test_equals_a_full_replay(self, make_store: Callable[..., Store], every: int) -> None:

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from runtime import StatusChanged, to_json
-from runtime.store import CorruptRow, NotAStore, SeqConflict, SQLiteStore
+from runtime.store import CorruptRow, NotAStore, SeqConflict, SQLiteStore, StoreError
 
 from .scenario import continue_session, conversation
 
@@ -481,6 +481,13 @@ class TestNotAStore:
             NotAStore, match=r"^'.*' is a directory; pass the path of a store file\.$"
         ):
             SQLiteStore(tmp_path)
+
+    def test_missing_directory(self, tmp_path: pathlib.Path) -> None:
+        """A path in a directory that does not exist is a StoreError saying so."""
+        with pytest.raises(
+            StoreError, match=r"^Cannot open '.*nowhere/amber\.db': unable to open database file\.$"
+        ):
+            SQLiteStore(tmp_path / "nowhere" / "amber.db")
 
     def test_empty_file_becomes_a_store(self, tmp_path: pathlib.Path) -> None:
         """An empty file (an SQLite database with nothing in it) becomes a new store."""

@@ -56,9 +56,10 @@ class StoreMachine(RuleBasedStateMachine):
         heads = self.store.append(events)
         for event in events:
             self.model.setdefault(event.session_id, []).append(event)
-            self.heads[event.session_id] = apply(
-                self.heads.get(event.session_id) or SessionState.empty(event.session_id), event
-            )
+            head = self.heads.get(event.session_id)
+            if head is None:
+                head = SessionState.empty(event.session_id)
+            self.heads[event.session_id] = apply(head, event)
         assert heads == {sid: self.heads[sid] for sid in {e.session_id for e in events}}
 
     def take(self, session_id: str) -> Event:
