@@ -17,42 +17,37 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 import attrs
-import orjson
-from immutables import Map
 
-from .._codec import from_json, to_json
-from .._errors import (
-    CorruptRow,
-    DecodeError,
-    EventRejected,
-    SeqConflict,
-    SessionExists,
-    StoreClosed,
-    StoreError,
-    UnknownSession,
-)
+from .._codec import to_json
+from .._errors import CorruptRow, SessionExists, StoreClosed, UnknownSession
 from .._events import Event
-from .._message import Status
-from .._reducer import apply
 from .._state import SessionState
 from .._timeline import Timeline
 from .._timeline import verify as verify_log
 from ._batch import check_batch, check_session_id
 from ._protocol import SessionInfo
+from ._rows import (
+    Transaction,
+    read_events,
+    read_snapshot,
+    read_summaries,
+    replay_rows,
+    session_row,
+    write_snapshot,
+    write_summary,
+)
 from ._schema import connect
-from ._snapshot import Refs, SnapshotPlan, decode_snapshot, plan_snapshot
+from ._snapshot import Refs, plan_snapshot
 from ._transfer import export_data, parse_export
 
 __all__ = ["SQLiteStore"]
-
-_STATUSES = {status.value: status for status in Status}
 
 
 @attrs.frozen(kw_only=True)
@@ -127,11 +122,11 @@ class SQLiteStore:
             )
         return self._db
 
-    def _read(self) -> _Transaction:
-        return _Transaction(self._conn(), "BEGIN", self._path)
+    def _read(self) -> Transaction:
+        return Transaction(self._conn(), "BEGIN", self._path)
 
-    def _write(self) -> _Transaction:
-        return _Transaction(self._conn(), "BEGIN IMMEDIATE", self._path)
+    def _write(self) -> Transaction:
+        return Transaction(self._conn(), "BEGIN IMMEDIATE", self._path)
 
     def _remember(self, session_id: str, entry: _Entry) -> None:
         self._cache[session_id] = entry
@@ -139,108 +134,15 @@ class SQLiteStore:
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
 
-    def _session_row(self, session_id: str) -> tuple[int, datetime] | None:
-        row = (
-            self._conn()
-            .execute("SELECT seq, created_at FROM sessions WHERE session_id = ?", (session_id,))
-            .fetchone()
-        )
-        if row is None:
-            return None
-        seq, created_at = row
-        try:
-            return seq, datetime.fromisoformat(created_at)
-        except (TypeError, ValueError):
-            raise CorruptRow(
-                f"Session {session_id!r} seq {seq}: its summary row has created_at "
-                f"{created_at!r}, which is not a timestamp."
-            ) from None
-
     def _unknown(self, session_id: str) -> UnknownSession:
         return UnknownSession(
             f"The store {str(self._path)!r} has no session {session_id!r}; list_sessions() shows "
             "the sessions it holds."
         )
 
-    def _stored_events(self, session_id: str, after: int) -> Iterator[Event]:
-        """Decoded events after seq ``after``, each checked against its row and the seq before."""
-        rows = self._conn().execute(
-            "SELECT seq, kind, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
-            (session_id, after),
-        )
-        expected = after + 1
-        for seq, kind, body in rows:
-            where = f"Session {session_id!r} event seq {seq}"
-            if seq != expected:
-                raise CorruptRow(
-                    f"Session {session_id!r} event seq {expected} is missing: the next stored "
-                    f"event has seq {seq}. The log has a gap and cannot be replayed past seq "
-                    f"{expected - 1}; restore the file from a backup."
-                )
-            if not isinstance(body, str):
-                raise CorruptRow(
-                    f"{where} is corrupt: its body is {type(body).__name__}, not JSON text."
-                )
-            try:
-                event = from_json(body, Event)
-            except DecodeError as exc:
-                raise CorruptRow(f"{where} is corrupt: {exc}") from None
-            if event.session_id != session_id or event.seq != seq or event.kind != kind:
-                raise CorruptRow(
-                    f"{where} is foreign: its row says {kind!r} but its body is a {event.kind!r} "
-                    f"event of session {event.session_id!r} seq {event.seq}."
-                    if event.kind != kind
-                    else f"{where} is foreign: its body is an event of session "
-                    f"{event.session_id!r} seq {event.seq}."
-                )
-            yield event
-            expected += 1
-
-    def _replay(self, base: SessionState, *, upto: int) -> Timeline:
-        timeline = Timeline.from_state(base)
-        entries = timeline.entries.evolver()
-        state = base
-        for event in self._stored_events(base.session_id, base.seq):
-            try:
-                state = apply(state, event)
-            except EventRejected as exc:
-                raise CorruptRow(
-                    f"Session {base.session_id!r} event seq {event.seq} does not apply to the "
-                    f"state before it: {exc} The log is damaged or was written by other software."
-                ) from None
-            entries.append((event, state))
-        timeline = attrs.evolve(timeline, entries=entries.persistent())
-        if timeline.last_seq != upto:
-            raise CorruptRow(
-                f"Session {base.session_id!r} seq {upto}: its summary row says the log ends at seq "
-                f"{upto}, but it ends at seq {timeline.last_seq}."
-            )
-        return timeline
-
-    def _read_snapshot(self, session_id: str) -> tuple[SessionState, Refs | None]:
-        """The session's snapshot state (empty if none) and its chunk versions."""
-        db = self._conn()
-        row = db.execute(
-            "SELECT seq, record FROM snapshots WHERE session_id = ?", (session_id,)
-        ).fetchone()
-        if row is None:
-            return SessionState.empty(session_id), None
-        seq, record = row
-        chunks = {
-            (part, number): (version, body)
-            for part, number, version, body in db.execute(
-                "SELECT part, chunk, seq, body FROM snapshot_chunks WHERE session_id = ?",
-                (session_id,),
-            )
-        }
-        state, refs, chunk_size = decode_snapshot(
-            session_id, seq, record, lambda part, number: chunks.get((part, number))
-        )
-        return state, (refs if chunk_size == self._chunk_size else None)
-
     def _entry(self, session_id: str) -> _Entry | None:
         """The session's cached entry, checked against the file (call inside a transaction)."""
-        row = self._session_row(session_id)
+        row = session_row(self._conn(), session_id)
         if row is None:
             self._cache.pop(session_id, None)
             return None
@@ -249,13 +151,13 @@ class SQLiteStore:
         if entry is not None and entry.head.seq == seq:
             self._cache.move_to_end(session_id)
             return entry
-        snapshot, refs = self._read_snapshot(session_id)
+        snapshot, refs = read_snapshot(self._conn(), session_id, self._chunk_size)
         if snapshot.seq > seq:
             raise CorruptRow(
                 f"Session {session_id!r} snapshot at seq {snapshot.seq} is ahead of the log, which "
                 f"ends at seq {seq}."
             )
-        head = self._replay(snapshot, upto=seq).head
+        head = replay_rows(self._conn(), snapshot, upto=seq).head
         entry = _Entry(
             head=head,
             created_at=created_at,
@@ -264,23 +166,6 @@ class SQLiteStore:
         )
         self._remember(session_id, entry)
         return entry
-
-    def _write_snapshot(self, plan: SnapshotPlan, session_id: str) -> None:
-        db = self._conn()
-        db.executemany(
-            "INSERT OR REPLACE INTO snapshot_chunks (session_id, part, chunk, seq, body) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [(session_id, part, number, plan.seq, body) for part, number, body in plan.chunks],
-        )
-        for part, versions in plan.refs.items():
-            db.execute(
-                "DELETE FROM snapshot_chunks WHERE session_id = ? AND part = ? AND chunk >= ?",
-                (session_id, part, len(versions)),
-            )
-        db.execute(
-            "INSERT OR REPLACE INTO snapshots (session_id, seq, record) VALUES (?, ?, ?)",
-            (session_id, plan.seq, plan.record),
-        )
 
     def _snapshot_entry(self, entry: _Entry, *, force: bool) -> _Entry:
         """Write a snapshot of ``entry.head`` if one is due (or ``force``); the new entry."""
@@ -291,7 +176,7 @@ class SQLiteStore:
         plan = plan_snapshot(
             head, previous=entry.snapshot, refs=entry.refs, chunk_size=self._chunk_size
         )
-        self._write_snapshot(plan, head.session_id)
+        write_snapshot(self._conn(), plan, head.session_id)
         return attrs.evolve(entry, snapshot=head, refs=plan.refs)
 
     def _store(
@@ -318,33 +203,9 @@ class SQLiteStore:
                 snapshot=previous.snapshot if previous else None,
                 refs=previous.refs if previous else None,
             )
-            self._write_summary(entry)
+            write_summary(self._conn(), head, entry.created_at)
             entries[session_id] = self._snapshot_entry(entry, force=False)
         return entries
-
-    def _write_summary(self, entry: _Entry) -> None:
-        head = entry.head
-        assert head.updated_at is not None
-        turn = head.active_turn
-        counts = {str(status): n for status, n in head.status_counts().items()}
-        self._conn().execute(
-            "INSERT INTO sessions (session_id, seq, created_at, updated_at, messages, counts, "
-            "active_turn_id, turn_started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, "
-            "updated_at = excluded.updated_at, messages = excluded.messages, "
-            "counts = excluded.counts, active_turn_id = excluded.active_turn_id, "
-            "turn_started_at = excluded.turn_started_at",
-            (
-                head.session_id,
-                head.seq,
-                entry.created_at.isoformat(),
-                head.updated_at.isoformat(),
-                len(head.messages),
-                orjson.dumps(counts).decode(),
-                None if turn is None else turn.id,
-                None if turn is None else turn.started_at.isoformat(),
-            ),
-        )
 
     def _append(self, events: Iterable[Event]) -> tuple[dict[str, SessionState], dict[str, _Entry]]:
         """``append`` inside an open write transaction: the heads and the entries to cache.
@@ -416,15 +277,15 @@ class SQLiteStore:
         """
         check_session_id(session_id)
         with self._read():
-            row = self._session_row(session_id)
+            row = session_row(self._conn(), session_id)
             if row is None:
                 raise self._unknown(session_id)
             base = (
-                self._read_snapshot(session_id)[0]
+                read_snapshot(self._conn(), session_id, self._chunk_size)[0]
                 if from_snapshot
                 else SessionState.empty(session_id)
             )
-            return self._replay(base, upto=row[0])
+            return replay_rows(self._conn(), base, upto=row[0])
 
     def events(self, session_id: str, *, after: int = 0) -> list[Event]:
         """The session's events with seq above ``after``, in seq order.
@@ -437,9 +298,9 @@ class SQLiteStore:
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
             raise ValueError(f"after must be a non-negative int seq (got {after!r}).")
         with self._read():
-            if self._session_row(session_id) is None:
+            if session_row(self._conn(), session_id) is None:
                 raise self._unknown(session_id)
-            return list(self._stored_events(session_id, after))
+            return list(read_events(self._conn(), session_id, after))
 
     def session(self, session_id: str) -> SessionInfo:
         """The session's summary (read from its summary row, not its state).
@@ -449,7 +310,7 @@ class SQLiteStore:
         """
         check_session_id(session_id)
         with self._read():
-            rows = self._summaries("WHERE s.session_id = ?", (session_id,))
+            rows = read_summaries(self._conn(), "WHERE s.session_id = ?", (session_id,))
         if not rows:
             raise self._unknown(session_id)
         return rows[0]
@@ -457,17 +318,8 @@ class SQLiteStore:
     def list_sessions(self) -> list[SessionInfo]:
         """Every stored session, most recently active first."""
         with self._read():
-            infos = self._summaries("", ())
+            infos = read_summaries(self._conn(), "", ())
         return sorted(infos, key=lambda info: (info.updated_at, info.session_id), reverse=True)
-
-    def _summaries(self, where: str, params: tuple[Any, ...]) -> list[SessionInfo]:
-        rows = self._conn().execute(
-            "SELECT s.session_id, s.seq, s.created_at, s.updated_at, s.messages, s.counts, "
-            "s.active_turn_id, s.turn_started_at, coalesce(p.seq, 0) FROM sessions AS s "
-            f"LEFT JOIN snapshots AS p ON p.session_id = s.session_id {where}",
-            params,
-        )
-        return [_summary(row) for row in rows]
 
     def snapshot(self, session_id: str, *, rebuild: bool = False) -> int:
         """Snapshot the session's head now (if its latest snapshot is older).
@@ -486,10 +338,10 @@ class SQLiteStore:
         check_session_id(session_id)
         with self._write():
             if rebuild:
-                row = self._session_row(session_id)
+                row = session_row(self._conn(), session_id)
                 if row is None:
                     raise self._unknown(session_id)
-                head = self._replay(SessionState.empty(session_id), upto=row[0]).head
+                head = replay_rows(self._conn(), SessionState.empty(session_id), upto=row[0]).head
                 entry = _Entry(head=head, created_at=row[1], snapshot=None, refs=None)
             else:
                 found = self._entry(session_id)
@@ -512,11 +364,11 @@ class SQLiteStore:
         """
         check_session_id(session_id)
         with self._read():
-            row = self._session_row(session_id)
+            row = session_row(self._conn(), session_id)
             if row is None:
                 raise self._unknown(session_id)
-            timeline = self._replay(SessionState.empty(session_id), upto=row[0])
-            snapshot, _ = self._read_snapshot(session_id)
+            timeline = replay_rows(self._conn(), SessionState.empty(session_id), upto=row[0])
+            snapshot, _ = read_snapshot(self._conn(), session_id, self._chunk_size)
         recorded = [snapshot] if snapshot.seq else []
         return verify_log(timeline.events(), recorded, base=SessionState.empty(session_id))
 
@@ -542,7 +394,7 @@ class SQLiteStore:
         """
         session_id, events = parse_export(data)
         with self._write():
-            row = self._session_row(session_id)
+            row = session_row(self._conn(), session_id)
             if row is not None:
                 raise SessionExists(
                     f"Cannot import session {session_id!r}: the store already holds it (at seq "
@@ -557,7 +409,7 @@ class SQLiteStore:
         if not isinstance(session_id, str):
             return False
         with self._read():
-            return self._session_row(session_id) is not None
+            return session_row(self._conn(), session_id) is not None
 
     def close(self) -> None:
         """Close the file; later calls raise ``StoreClosed``. Closing twice is fine."""
@@ -581,61 +433,3 @@ class SQLiteStore:
     def __repr__(self) -> str:
         state = "closed" if self._db is None else "open"
         return f"<SQLiteStore {str(self._path)!r} {state}>"
-
-
-def _summary(row: tuple[Any, ...]) -> SessionInfo:
-    session_id, seq, created, updated, messages, counts, turn_id, started, snapshot_seq = row
-    try:
-        raw_counts = orjson.loads(counts)
-        return SessionInfo(
-            session_id=session_id,
-            seq=seq,
-            created_at=datetime.fromisoformat(created),
-            updated_at=datetime.fromisoformat(updated),
-            messages=messages,
-            counts=Map({_STATUSES[key]: value for key, value in raw_counts.items()}),
-            active_turn_id=turn_id,
-            active_turn_started_at=None if started is None else datetime.fromisoformat(started),
-            snapshot_seq=snapshot_seq,
-        )
-    except (TypeError, ValueError, KeyError, AttributeError, orjson.JSONDecodeError) as exc:
-        raise CorruptRow(
-            f"Session {session_id!r} seq {seq}: its summary row does not decode ({exc!r})."
-        ) from None
-
-
-class _Transaction:
-    """``with``: BEGIN … COMMIT, or ROLLBACK on any error (SQLite errors become StoreErrors)."""
-
-    def __init__(self, db: sqlite3.Connection, begin: str, path: Path) -> None:
-        self._db, self._begin, self._path = db, begin, path
-
-    def __enter__(self) -> None:
-        try:
-            self._db.execute(self._begin)
-        except sqlite3.Error as exc:
-            raise StoreError(f"Cannot start a transaction on {str(self._path)!r}: {exc}.") from exc
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc is None:
-            try:
-                self._db.execute("COMMIT")
-                return
-            except sqlite3.Error as error:
-                exc = error
-        if self._db.in_transaction:
-            self._db.execute("ROLLBACK")
-        if isinstance(exc, sqlite3.IntegrityError):
-            raise SeqConflict(
-                f"{str(self._path)!r} refused the write ({exc}); another writer changed the "
-                "session. Nothing in this batch was stored; load the session again and retry."
-            ) from exc
-        if isinstance(exc, sqlite3.Error):
-            raise StoreError(
-                f"Cannot write {str(self._path)!r}: {exc}. Nothing in this batch was stored."
-            ) from exc
