@@ -20,6 +20,7 @@ from ._diff import StateDiff as StateDiff
 from ._diff import TurnChange as TurnChange
 from ._diff import diff as diff
 from ._errors import AmberError as AmberError
+from ._errors import CorruptRow as CorruptRow
 from ._errors import DecodeError as DecodeError
 from ._errors import DuplicateMessage as DuplicateMessage
 from ._errors import EventRejected as EventRejected
@@ -28,12 +29,19 @@ from ._errors import IllegalTransition as IllegalTransition
 from ._errors import InvalidEvent as InvalidEvent
 from ._errors import InvalidInput as InvalidInput
 from ._errors import InvalidMessage as InvalidMessage
+from ._errors import NotAStore as NotAStore
 from ._errors import ReplayMismatch as ReplayMismatch
+from ._errors import SchemaVersionError as SchemaVersionError
+from ._errors import SeqConflict as SeqConflict
 from ._errors import SeqMismatch as SeqMismatch
 from ._errors import SeqOutOfRange as SeqOutOfRange
+from ._errors import SessionExists as SessionExists
 from ._errors import StatusConflict as StatusConflict
+from ._errors import StoreClosed as StoreClosed
+from ._errors import StoreError as StoreError
 from ._errors import TurnConflict as TurnConflict
 from ._errors import UnknownMessage as UnknownMessage
+from ._errors import UnknownSession as UnknownSession
 from ._errors import UnmatchedToolResult as UnmatchedToolResult
 from ._events import EVENT_TYPES as EVENT_TYPES
 from ._events import BranchImported as BranchImported
@@ -88,6 +96,7 @@ __all__ = [
     "BrowserElement",
     "Category",
     "CategorySpec",
+    "CorruptRow",
     "DecodeError",
     "Driver",
     "DuplicateMessage",
@@ -105,17 +114,23 @@ __all__ = [
     "MessageAdded",
     "MessageType",
     "MetadataUpdated",
+    "NotAStore",
     "OrphanRecovered",
     "ReplayMismatch",
     "Role",
     "RolledBack",
+    "SchemaVersionError",
+    "SeqConflict",
     "SeqMismatch",
     "SeqOutOfRange",
+    "SessionExists",
     "SessionState",
     "StateDiff",
     "Status",
     "StatusChanged",
     "StatusConflict",
+    "StoreClosed",
+    "StoreError",
     "Timeline",
     "ToolCall",
     "Transition",
@@ -127,6 +142,7 @@ __all__ = [
     "TurnStarted",
     "TurnStatus",
     "UnknownMessage",
+    "UnknownSession",
     "UnmatchedToolResult",
     "Usage",
     "UserInput",

@@ -18,7 +18,15 @@ keeps working for callers that do not know Amber::
     │   └── UnmatchedToolResult            a tool result that answers no open tool call of its turn
     ├── DecodeError (ValueError)           JSON that is not a valid Amber value
     ├── SeqOutOfRange (IndexError)         a timeline asked for a seq it does not hold
-    └── ReplayMismatch (AssertionError)    a replayed log does not reproduce the recorded states
+    ├── ReplayMismatch (AssertionError)    a replayed log does not reproduce the recorded states
+    └── StoreError (RuntimeError)          an event store cannot do what was asked
+        ├── SeqConflict                    an append whose seq is taken or skips one (none stored)
+        ├── UnknownSession (+ KeyError)    the store holds no event of that session
+        ├── SessionExists                  an import into a session that already has events
+        ├── CorruptRow                     a stored row that does not decode or does not fit
+        ├── NotAStore                      the file is not an Amber store
+        ├── SchemaVersionError             the store's schema is newer than this Amber, or unknown
+        └── StoreClosed                    the store was used after ``close()``
 
 When an event is rejected the state is unchanged: ``apply`` raises before it
 builds anything, and the old state stays what it was.
@@ -28,6 +36,7 @@ from __future__ import annotations
 
 __all__ = [
     "AmberError",
+    "CorruptRow",
     "DecodeError",
     "DuplicateMessage",
     "EventRejected",
@@ -36,12 +45,19 @@ __all__ = [
     "InvalidEvent",
     "InvalidInput",
     "InvalidMessage",
+    "NotAStore",
     "ReplayMismatch",
+    "SchemaVersionError",
+    "SeqConflict",
     "SeqMismatch",
     "SeqOutOfRange",
+    "SessionExists",
     "StatusConflict",
+    "StoreClosed",
+    "StoreError",
     "TurnConflict",
     "UnknownMessage",
+    "UnknownSession",
     "UnmatchedToolResult",
 ]
 
@@ -115,3 +131,45 @@ class SeqOutOfRange(AmberError, IndexError):
 
 class ReplayMismatch(AmberError, AssertionError):
     """Replaying a stored log did not reproduce a recorded state."""
+
+
+class StoreError(AmberError, RuntimeError):
+    """An event store cannot do what was asked (see the subclasses)."""
+
+
+class SeqConflict(StoreError):
+    """An append whose seq is already taken (another writer won) or skips one.
+
+    The whole batch was refused: no event of it was stored.
+    """
+
+
+class UnknownSession(StoreError, KeyError):
+    """The store holds no event of the session."""
+
+    def __str__(self) -> str:
+        # KeyError would quote the message; keep it readable.
+        return str(self.args[0]) if self.args else ""
+
+
+class SessionExists(StoreError):
+    """An import names a session the store already holds."""
+
+
+class CorruptRow(StoreError):
+    """A stored row that does not decode or does not fit its place.
+
+    The message names the session and the seq. Rows are never skipped.
+    """
+
+
+class NotAStore(StoreError):
+    """The file is not an Amber store (another SQLite database, or not SQLite)."""
+
+
+class SchemaVersionError(StoreError):
+    """The store's schema version is newer than this Amber reads, or unknown."""
+
+
+class StoreClosed(StoreError):
+    """The store was used after ``close()``."""

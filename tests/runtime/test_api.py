@@ -11,12 +11,13 @@ import sys
 import pytest
 
 import runtime
+import runtime.store
 import runtime.testing
 
 PACKAGE = pathlib.Path(runtime.__file__).parent
 
 
-@pytest.mark.parametrize("module", [runtime, runtime.testing])
+@pytest.mark.parametrize("module", [runtime, runtime.store, runtime.testing])
 class TestPublicNames:
     def test_all_is_sorted_and_unique(self, module: object) -> None:
         """__all__ is sorted (constants, classes, then functions) and has no repeats."""
@@ -47,6 +48,7 @@ class TestPurity:
         ("module", "banned"),
         [
             ("runtime", {"actors", "pykka", "trio"}),
+            ("runtime.store", {"actors", "pykka", "trio"}),
             # Hypothesis itself imports trio when it is installed; the AST test
             # below pins that no runtime.testing module does.
             ("runtime.testing", {"actors", "pykka"}),

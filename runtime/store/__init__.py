@@ -1,0 +1,47 @@
+"""Durable event stores: an append-only log per session, snapshots, recovery (DESIGN §9).
+
+``SQLiteStore`` keeps sessions in one SQLite file (WAL, ``synchronous=FULL``,
+one transaction per batch); ``MemoryStore`` keeps them in memory for tests.
+Both follow the ``Store`` protocol: every event is applied before it is
+stored, a batch is all or nothing, reads never skip a bad row.
+``recover_orphans`` gives back the inputs of turns whose runner died.
+See ``docs/store.md``.
+"""
+
+from .._errors import CorruptRow as CorruptRow
+from .._errors import NotAStore as NotAStore
+from .._errors import SchemaVersionError as SchemaVersionError
+from .._errors import SeqConflict as SeqConflict
+from .._errors import SessionExists as SessionExists
+from .._errors import StoreClosed as StoreClosed
+from .._errors import StoreError as StoreError
+from .._errors import UnknownSession as UnknownSession
+from ._memory import MemoryStore as MemoryStore
+from ._protocol import SessionInfo as SessionInfo
+from ._protocol import Store as Store
+from ._recovery import DEFAULT_ORPHAN_AGE as DEFAULT_ORPHAN_AGE
+from ._recovery import recover_orphans as recover_orphans
+from ._schema import SCHEMA_VERSION as SCHEMA_VERSION
+from ._sqlite import SQLiteStore as SQLiteStore
+from ._transfer import EXPORT_FORMAT as EXPORT_FORMAT
+from ._transfer import EXPORT_VERSION as EXPORT_VERSION
+
+__all__ = [
+    "DEFAULT_ORPHAN_AGE",
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "SCHEMA_VERSION",
+    "CorruptRow",
+    "MemoryStore",
+    "NotAStore",
+    "SQLiteStore",
+    "SchemaVersionError",
+    "SeqConflict",
+    "SessionExists",
+    "SessionInfo",
+    "Store",
+    "StoreClosed",
+    "StoreError",
+    "UnknownSession",
+    "recover_orphans",
+]

@@ -1,0 +1,220 @@
+"""The SQLite store's schema: recognising a file, creating it, migrating it.
+
+An Amber store is an SQLite file whose header carries Amber's application id
+and whose ``amber_meta`` table records the schema version. Opening a file
+checks both before anything is written, so a foreign database is never
+touched. Migrations run in one ``BEGIN IMMEDIATE`` transaction (a crash
+leaves the file as it was) and are idempotent: each step is written so that
+running it again changes nothing.
+
+Version 1 tables::
+
+    amber_meta       key -> value ('schema_version', 'application')
+    sessions         one summary row per session (seq, times, counts, active turn)
+    events           (session_id, seq) -> kind, JSON body; append-only, gapless
+    snapshots        session_id -> the latest snapshot's seq and record
+    snapshot_chunks  (session_id, part, chunk) -> version seq, JSON list of items
+
+The database enforces what it can on its own: the primary key makes
+``(session_id, seq)`` unique, a trigger refuses an event whose seq is not
+the session's last plus one, and two more refuse to change or delete events.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from .._errors import NotAStore, SchemaVersionError, StoreError
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "connect", "migrate"]
+
+APPLICATION_ID = 0x416D6272
+"""SQLite header application id of an Amber store (``'Ambr'``)."""
+SCHEMA_VERSION = 1
+"""The schema this Amber writes, and the newest it reads."""
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+_V1 = (
+    """CREATE TABLE IF NOT EXISTS amber_meta (
+        key   TEXT PRIMARY KEY NOT NULL,
+        value TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS sessions (
+        session_id      TEXT PRIMARY KEY NOT NULL CHECK (length(session_id) > 0),
+        seq             INTEGER NOT NULL CHECK (typeof(seq) = 'integer' AND seq >= 1),
+        created_at      TEXT NOT NULL,
+        updated_at      TEXT NOT NULL,
+        messages        INTEGER NOT NULL,
+        counts          TEXT NOT NULL,
+        active_turn_id  TEXT,
+        turn_started_at TEXT
+    )""",
+    """CREATE TABLE IF NOT EXISTS events (
+        session_id TEXT NOT NULL,
+        seq        INTEGER NOT NULL CHECK (typeof(seq) = 'integer' AND seq >= 1),
+        kind       TEXT NOT NULL,
+        body       TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID""",
+    """CREATE TRIGGER IF NOT EXISTS events_gapless BEFORE INSERT ON events
+    WHEN NEW.seq IS NOT
+        coalesce((SELECT max(seq) FROM events WHERE session_id = NEW.session_id), 0) + 1
+    BEGIN
+        SELECT RAISE(ABORT, 'amber: an event''s seq must be its session''s last seq plus one');
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
+    BEGIN
+        SELECT RAISE(ABORT, 'amber: events are append-only');
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
+    BEGIN
+        SELECT RAISE(ABORT, 'amber: events are append-only');
+    END""",
+    """CREATE TABLE IF NOT EXISTS snapshots (
+        session_id TEXT PRIMARY KEY NOT NULL,
+        seq        INTEGER NOT NULL CHECK (typeof(seq) = 'integer' AND seq >= 1),
+        record     TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS snapshot_chunks (
+        session_id TEXT NOT NULL,
+        part       TEXT NOT NULL CHECK (part IN ('messages', 'turns')),
+        chunk      INTEGER NOT NULL CHECK (typeof(chunk) = 'integer' AND chunk >= 0),
+        seq        INTEGER NOT NULL,
+        body       TEXT NOT NULL,
+        PRIMARY KEY (session_id, part, chunk)
+    ) WITHOUT ROWID""",
+    "INSERT OR IGNORE INTO amber_meta (key, value) VALUES ('application', 'amber')",
+)
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1}
+"""Steps that take a store from version ``n - 1`` to ``n``; each is idempotent."""
+
+
+def _describe(db: sqlite3.Connection) -> tuple[int, list[str]]:
+    application_id = db.execute("PRAGMA application_id").fetchone()[0]
+    tables = [
+        row[0]
+        for row in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+            "ORDER BY name"
+        )
+    ]
+    return application_id, tables
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (or create) the store at ``path``, migrated to ``SCHEMA_VERSION``.
+
+    Raises:
+        NotAStore: the file is not SQLite, or is another application's database.
+        SchemaVersionError: the store is newer than this Amber, or its version is unknown.
+        StoreError: the file cannot be opened or switched to WAL.
+    """
+    if path.is_dir():
+        raise NotAStore(f"{str(path)!r} is a directory; pass the path of a store file.")
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(_SQLITE_MAGIC))
+    except FileNotFoundError:
+        header = b""
+    except OSError as exc:
+        raise StoreError(f"Cannot read {str(path)!r}: {exc}.") from exc
+    if header and header != _SQLITE_MAGIC:
+        raise NotAStore(
+            f"{str(path)!r} is not an Amber store: it is not an SQLite database (it starts with "
+            f"{header[:16]!r}). Pass the path of an Amber store, or a new path to create one."
+        )
+    try:
+        db = sqlite3.connect(path, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(f"Cannot open {str(path)!r}: {exc}.") from exc
+    try:
+        _check_identity(db, path)
+        mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if mode != "wal":
+            raise StoreError(
+                f"Cannot switch {str(path)!r} to write-ahead logging (the journal mode stays "
+                f"{mode!r}); put the store on a local file system."
+            )
+        # FULL: a commit is on disk before append() returns (WAL's default, NORMAL,
+        # may lose the last commits on power loss).
+        db.execute("PRAGMA synchronous = FULL")
+        db.execute("PRAGMA busy_timeout = 10000")
+        migrate(db, path)
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise NotAStore(
+            f"{str(path)!r} cannot be read as an SQLite database ({exc}); it is not an Amber "
+            "store, or it is damaged."
+        ) from exc
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _check_identity(db: sqlite3.Connection, path: Path) -> None:
+    application_id, tables = _describe(db)
+    if application_id == APPLICATION_ID or (application_id == 0 and not tables):
+        return
+    listed = ", ".join(tables) if tables else "none"
+    raise NotAStore(
+        f"{str(path)!r} is an SQLite database but not an Amber store (application id "
+        f"{application_id:#x}, tables: {listed}). Pass the path of an Amber store, or a new path "
+        "to create one; Amber does not write into other databases."
+    )
+
+
+def schema_version(db: sqlite3.Connection, path: Path) -> int:
+    """The version the store records (0 for a new, empty file).
+
+    Raises:
+        SchemaVersionError: the store records no version, or one that is not a known number.
+    """
+    application_id, tables = _describe(db)
+    if application_id == 0 and not tables:
+        return 0
+    row = None
+    if "amber_meta" in tables:
+        row = db.execute("SELECT value FROM amber_meta WHERE key = 'schema_version'").fetchone()
+    raw = None if row is None else row[0]
+    if not isinstance(raw, str) or not raw.isdigit() or int(raw) < 1:
+        raise SchemaVersionError(
+            f"{str(path)!r} is an Amber store with an unknown schema version ({raw!r}; expected "
+            f"a number from 1 to {SCHEMA_VERSION}). It may be damaged; restore it from a backup."
+        )
+    return int(raw)
+
+
+def migrate(db: sqlite3.Connection, path: Path) -> int:
+    """Bring the store up to ``SCHEMA_VERSION`` in one transaction; returns the version.
+
+    Running it again on a store that is up to date changes nothing.
+
+    Raises:
+        SchemaVersionError: the store is newer than this Amber, or its version is unknown.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        # Read inside the write lock: another process may have migrated meanwhile.
+        version = schema_version(db, path)
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{str(path)!r} has schema version {version}, newer than this Amber reads "
+                f"(up to {SCHEMA_VERSION}); upgrade amber to open it."
+            )
+        if version < SCHEMA_VERSION:
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[target]:
+                    db.execute(statement)
+                db.execute(
+                    "INSERT OR REPLACE INTO amber_meta (key, value) VALUES ('schema_version', ?)",
+                    (str(target),),
+                )
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return SCHEMA_VERSION

@@ -1,0 +1,236 @@
+"""Snapshots of a session's state, stored in chunks so that each writes only what changed.
+
+A snapshot is the state at one seq: its messages and turns in the codec's
+JSON (``to_data``), split into chunks of ``chunk_size`` items (each chunk
+names the fields once and holds one row of values per item, which halves
+its size and its parsing time), plus a small
+record listing, for each chunk, the seq of the snapshot that wrote the
+chunk's current version. Messages are appended and seldom change once their
+turn is over, so a new snapshot rewrites the last chunk or two and the chunks
+whose messages changed (found by identity: an unchanged message is the same
+object in both states): the bytes written are O(what changed), not the
+whole history (DESIGN §13).
+
+Reading puts the chunks back together, decodes them with the fast strict
+decoders of ``_fast`` and derives every index as the codec does, then checks
+the state for consistency. Every problem is a ``CorruptRow`` naming the
+session, the snapshot's seq and the chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import attrs
+import orjson
+
+from .._codec import to_data
+from .._errors import CorruptRow, DecodeError
+from .._message import Message
+from .._state import SessionState, build_state, check_consistent
+from .._turn import Turn
+from ._fast import MESSAGE_FIELDS, TURN_FIELDS, decode_message_row, decode_turn_row
+
+__all__ = ["PARTS", "Refs", "SnapshotPlan", "decode_snapshot", "plan_snapshot"]
+
+SNAPSHOT_FORMAT = 1
+"""The layout of a snapshot record this Amber writes and reads."""
+PARTS = ("messages", "turns")
+"""The parts of a state a snapshot stores in chunks."""
+Refs = dict[str, list[int]]
+"""For each part, the seq of the snapshot that wrote each chunk's current version."""
+_RECORD_KEYS = frozenset({"format", "seq", "updated_at", "chunk_size", "counts", *PARTS})
+_CHUNK_KEYS = frozenset({"fields", "rows"})
+_FIELDS = {"messages": MESSAGE_FIELDS, "turns": TURN_FIELDS}
+
+
+@attrs.frozen(kw_only=True)
+class SnapshotPlan:
+    """What to write for one snapshot."""
+
+    seq: int
+    """The snapshot's seq (the head's)."""
+    record: str
+    """The snapshot record (JSON text)."""
+    chunks: list[tuple[str, int, str]]
+    """``(part, chunk number, JSON text)`` of every chunk to (re)write."""
+    refs: Refs
+    """The record's chunk versions, to plan the next snapshot against."""
+
+
+def _encode_chunk(part: str, items: list[Any]) -> str:
+    """A chunk as JSON: the field names once, then one row of values per item."""
+    fields = _FIELDS[part]
+    rows = []
+    for item in items:
+        data = to_data(item)
+        rows.append([data[name] for name in fields])
+    return orjson.dumps({"fields": fields, "rows": rows}).decode()
+
+
+def _parts(state: SessionState) -> dict[str, list[Any]]:
+    return {"messages": state.messages.tolist(), "turns": state.turn_list()}
+
+
+def plan_snapshot(
+    head: SessionState,
+    *,
+    previous: SessionState | None,
+    refs: Refs | None,
+    chunk_size: int,
+) -> SnapshotPlan:
+    """Plan the snapshot of ``head``, rewriting only chunks that differ from ``previous``.
+
+    Args:
+        head: the state to snapshot.
+        previous: the state of the session's current snapshot, if any.
+        refs: that snapshot's chunk versions.
+        chunk_size: items per chunk (must be the one ``refs`` was made with).
+    """
+    new_parts = _parts(head)
+    old_parts = _parts(previous) if previous is not None and refs is not None else None
+    chunks: list[tuple[str, int, str]] = []
+    new_refs: Refs = {}
+    for part in PARTS:
+        items = new_parts[part]
+        old = old_parts[part] if old_parts is not None else []
+        old_refs = refs[part] if refs is not None and old_parts is not None else []
+        versions: list[int] = []
+        for number, start in enumerate(range(0, len(items), chunk_size)):
+            chunk = items[start : start + chunk_size]
+            same = number < len(old_refs) and len(old) >= start + len(chunk)
+            if same:
+                same = all(
+                    a is b for a, b in zip(chunk, old[start : start + len(chunk)], strict=True)
+                )
+            if same:
+                versions.append(old_refs[number])
+            else:
+                versions.append(head.seq)
+                chunks.append((part, number, _encode_chunk(part, chunk)))
+        new_refs[part] = versions
+    record = {
+        "format": SNAPSHOT_FORMAT,
+        "seq": head.seq,
+        "updated_at": None if head.updated_at is None else head.updated_at.isoformat(),
+        "chunk_size": chunk_size,
+        "counts": list(head.counts),
+        **new_refs,
+    }
+    return SnapshotPlan(
+        seq=head.seq, record=orjson.dumps(record).decode(), chunks=chunks, refs=new_refs
+    )
+
+
+def decode_snapshot(
+    session_id: str,
+    seq: int,
+    record: object,
+    read_chunk: Callable[[str, int], tuple[int, object] | None],
+) -> tuple[SessionState, Refs, int]:
+    """Rebuild the state a snapshot holds.
+
+    Args:
+        session_id: the session (from the row's key).
+        seq: the snapshot's seq (from the row).
+        record: the snapshot record (JSON text).
+        read_chunk: ``(part, number) -> (version seq, JSON text)`` or None if missing.
+
+    Returns:
+        The state at ``seq``, the snapshot's chunk versions and its chunk size.
+
+    Raises:
+        CorruptRow: naming the session, the seq and what is wrong.
+    """
+    where = f"Session {session_id!r} snapshot at seq {seq}"
+
+    def corrupt(problem: str) -> CorruptRow:
+        return CorruptRow(
+            f"{where} is corrupt: {problem}. Snapshots can be rebuilt from the event log: "
+            "store.snapshot(session_id, rebuild=True)."
+        )
+
+    data = _loads(record, corrupt)
+    if type(data) is not dict or data.keys() != _RECORD_KEYS:
+        got = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise corrupt(f"expected a record with keys {sorted(_RECORD_KEYS)}, got {got}")
+    if data["format"] != SNAPSHOT_FORMAT:
+        raise corrupt(f"expected format {SNAPSHOT_FORMAT}, got {data['format']!r}")
+    if data["seq"] != seq or type(data["seq"]) is not int:
+        raise corrupt(f"the record says seq {data['seq']!r}")
+    size = data["chunk_size"]
+    if type(size) is not int or size < 1:
+        raise corrupt(f"chunk_size must be a positive integer, got {size!r}")
+    try:
+        updated_at = (
+            None if data["updated_at"] is None else datetime.fromisoformat(data["updated_at"])
+        )
+    except (TypeError, ValueError):
+        raise corrupt(f"updated_at is not a timestamp: {data['updated_at']!r}") from None
+    refs: Refs = {}
+    items: dict[str, list[Any]] = {}
+    decoders: dict[str, Callable[[list[str], object], Message | Turn]] = {
+        "messages": decode_message_row,
+        "turns": decode_turn_row,
+    }
+    for part in PARTS:
+        versions = data[part]
+        if type(versions) is not list or any(
+            type(v) is not int or not 0 < v <= seq for v in versions
+        ):
+            raise corrupt(
+                f"{part} must list chunk versions (seqs up to {seq}), got {versions!r:.80}"
+            )
+        refs[part] = versions
+        values: list[Any] = []
+        for number, version in enumerate(versions):
+            found = read_chunk(part, number)
+            if found is None:
+                raise corrupt(f"{part} chunk {number} is missing")
+            stored, text = found
+            if stored != version:
+                raise corrupt(
+                    f"{part} chunk {number} has version {stored}, the record expects {version}"
+                )
+            chunk = _loads(text, corrupt, f"{part} chunk {number}")
+            if type(chunk) is not dict or chunk.keys() != _CHUNK_KEYS:
+                raise corrupt(f"{part} chunk {number} must be an object with fields and rows")
+            fields, rows = chunk["fields"], chunk["rows"]
+            if type(fields) is not list or any(type(name) is not str for name in fields):
+                raise corrupt(f"{part} chunk {number} must name its fields, got {fields!r:.80}")
+            if type(rows) is not list or not rows or len(rows) > size:
+                raise corrupt(f"{part} chunk {number} must hold 1 to {size} rows")
+            if number < len(versions) - 1 and len(rows) != size:
+                raise corrupt(f"{part} chunk {number} holds {len(rows)} rows, expected {size}")
+            decode = decoders[part]
+            for index, row in enumerate(rows):
+                try:
+                    values.append(decode(fields, row))
+                except DecodeError as exc:
+                    problem = str(exc).rstrip(".")
+                    raise corrupt(f"{part} chunk {number} item {index}: {problem}") from None
+        items[part] = values
+    state = build_state(
+        session_id=session_id,
+        seq=seq,
+        updated_at=updated_at,
+        messages=items["messages"],
+        turns=items["turns"],
+    )
+    problems = check_consistent(state)
+    if list(state.counts) != data["counts"]:
+        problems.append(f"counts {data['counts']!r} do not match the messages {list(state.counts)}")
+    if problems:
+        raise corrupt("; ".join(problems))
+    return state, refs, size
+
+
+def _loads(text: object, corrupt: Callable[[str], CorruptRow], what: str = "the record") -> Any:
+    if not isinstance(text, str):
+        raise corrupt(f"{what} is a {type(text).__name__}, expected JSON text")
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise corrupt(f"{what} is not JSON ({exc})") from None

@@ -1,0 +1,435 @@
+"""``SQLiteStore``: the embedded default store, one SQLite file (DESIGN §9).
+
+Durability: the file is in WAL mode with ``synchronous=FULL``, and
+``append`` returns only after its transaction has committed, so an event
+the caller goes on to apply and announce survives a crash or a power cut.
+A batch is one transaction (group commit: one fsync for many events), and a
+transaction is all or nothing, so no event is ever half-written.
+
+Every event is applied to its session's head before it is stored, so the
+log holds only events that apply. Heads are cached (least recently used
+first out); before each write the cache is checked against the file, so
+another process writing the same file cannot make it stale.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import attrs
+
+from .._codec import to_json
+from .._errors import CorruptRow, SessionExists, StoreClosed, UnknownSession
+from .._events import Event
+from .._state import SessionState
+from .._timeline import Timeline
+from .._timeline import verify as verify_log
+from ._batch import check_batch, check_session_id
+from ._protocol import SessionInfo
+from ._rows import (
+    Transaction,
+    read_events,
+    read_snapshot,
+    read_summaries,
+    replay_rows,
+    session_row,
+    write_snapshot,
+    write_summary,
+)
+from ._schema import connect
+from ._snapshot import Refs, plan_snapshot
+from ._transfer import export_data, parse_export
+
+__all__ = ["SQLiteStore"]
+
+
+@attrs.frozen(kw_only=True)
+class _Entry:
+    """A cached session: its head and what its latest snapshot holds."""
+
+    head: SessionState
+    created_at: datetime
+    snapshot: SessionState | None
+    refs: Refs | None
+
+
+def _positive(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"{name} must be a positive int (got {value!r} that is a {type(value).__name__!r})."
+        )
+    return value
+
+
+class SQLiteStore:
+    """An event store in one SQLite file.
+
+    Args:
+        path: the store file; created (with its schema) if it does not exist.
+        snapshot_every: snapshot a session once this many events have been
+            stored since its last snapshot (checked after each ``append``).
+        chunk_size: messages (and turns) per snapshot chunk; a snapshot
+            rewrites only the chunks that changed.
+        cache_size: how many session heads to keep in memory.
+
+    Raises:
+        NotAStore: ``path`` is not an Amber store (another SQLite database, or not SQLite).
+        SchemaVersionError: the store was written by a newer Amber, or its version is unknown.
+        StoreError: the file cannot be opened.
+
+    A store is not thread-safe: use it from one thread (SQLite refuses calls from
+    another) and close it when done, or use it as a context manager.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        snapshot_every: int = 100,
+        chunk_size: int = 64,
+        cache_size: int = 128,
+    ) -> None:
+        self._snapshot_every = _positive("snapshot_every", snapshot_every)
+        self._chunk_size = _positive("chunk_size", chunk_size)
+        self._cache_size = _positive("cache_size", cache_size)
+        self._path = Path(path)
+        self._db: sqlite3.Connection | None = connect(self._path)
+        self._cache: OrderedDict[str, _Entry] = OrderedDict()
+
+    # -- plumbing ----------------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        """The store file."""
+        return self._path
+
+    @property
+    def snapshot_every(self) -> int:
+        """Events between snapshots of a session."""
+        return self._snapshot_every
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise StoreClosed(
+                f"The store {str(self._path)!r} is closed; open a new SQLiteStore to use it again."
+            )
+        return self._db
+
+    def _read(self) -> Transaction:
+        return Transaction(self._conn(), "BEGIN", self._path)
+
+    def _write(self) -> Transaction:
+        return Transaction(self._conn(), "BEGIN IMMEDIATE", self._path)
+
+    def _remember(self, session_id: str, entry: _Entry) -> None:
+        self._cache[session_id] = entry
+        self._cache.move_to_end(session_id)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    def _unknown(self, session_id: str) -> UnknownSession:
+        return UnknownSession(
+            f"The store {str(self._path)!r} has no session {session_id!r}; list_sessions() shows "
+            "the sessions it holds."
+        )
+
+    def _entry(self, session_id: str) -> _Entry | None:
+        """The session's cached entry, checked against the file (call inside a transaction)."""
+        row = session_row(self._conn(), session_id)
+        if row is None:
+            self._cache.pop(session_id, None)
+            return None
+        seq, created_at = row
+        entry = self._cache.get(session_id)
+        if entry is not None and entry.head.seq == seq:
+            self._cache.move_to_end(session_id)
+            return entry
+        snapshot, refs = read_snapshot(self._conn(), session_id, self._chunk_size)
+        if snapshot.seq > seq:
+            raise CorruptRow(
+                f"Session {session_id!r} snapshot at seq {snapshot.seq} is ahead of the log, which "
+                f"ends at seq {seq}."
+            )
+        head = replay_rows(self._conn(), snapshot, upto=seq).head
+        entry = _Entry(
+            head=head,
+            created_at=created_at,
+            snapshot=snapshot if snapshot.seq else None,
+            refs=refs,
+        )
+        self._remember(session_id, entry)
+        return entry
+
+    def _snapshot_entry(self, entry: _Entry, *, force: bool) -> _Entry:
+        """Write a snapshot of ``entry.head`` if one is due (or ``force``); the new entry."""
+        head = entry.head
+        done = entry.snapshot.seq if entry.snapshot is not None else 0
+        if head.seq == done or (not force and head.seq - done < self._snapshot_every):
+            return entry
+        plan = plan_snapshot(
+            head, previous=entry.snapshot, refs=entry.refs, chunk_size=self._chunk_size
+        )
+        write_snapshot(self._conn(), plan, head.session_id)
+        return attrs.evolve(entry, snapshot=head, refs=plan.refs)
+
+    def _store(
+        self,
+        batch: list[Event],
+        heads: Mapping[str, SessionState],
+        old: Mapping[str, _Entry | None],
+    ) -> dict[str, _Entry]:
+        """Insert the batch and update summaries and snapshots (inside a write transaction)."""
+        db = self._conn()
+        db.executemany(
+            "INSERT INTO events (session_id, seq, kind, body) VALUES (?, ?, ?, ?)",
+            [(e.session_id, e.seq, e.kind, to_json(e).decode()) for e in batch],
+        )
+        first_at: dict[str, datetime] = {}
+        for event in batch:
+            first_at.setdefault(event.session_id, event.at)
+        entries: dict[str, _Entry] = {}
+        for session_id, head in heads.items():
+            previous = old.get(session_id)
+            entry = _Entry(
+                head=head,
+                created_at=previous.created_at if previous else first_at[session_id],
+                snapshot=previous.snapshot if previous else None,
+                refs=previous.refs if previous else None,
+            )
+            write_summary(self._conn(), head, entry.created_at)
+            entries[session_id] = self._snapshot_entry(entry, force=False)
+        return entries
+
+    def _append(self, events: Iterable[Event]) -> tuple[dict[str, SessionState], dict[str, _Entry]]:
+        """``append`` inside an open write transaction: the heads and the entries to cache.
+
+        The caller caches the entries once the transaction has committed.
+        """
+        old: dict[str, _Entry | None] = {}
+
+        def head(session_id: str) -> SessionState:
+            entry = old[session_id] = self._entry(session_id)
+            return entry.head if entry is not None else SessionState.empty(session_id)
+
+        batch, heads = check_batch(events, head)
+        return heads, (self._store(batch, heads, old) if batch else {})
+
+    # -- the Store protocol ----------------------------------------------------------
+
+    def append(self, events: Iterable[Event]) -> dict[str, SessionState]:
+        """Store ``events`` (one or many sessions) in one durable transaction.
+
+        Each event must carry its session's next seq and apply to its head; the
+        whole batch is checked before anything is written. When this returns,
+        the events are on disk.
+
+        Returns:
+            The new head of every session the batch touched.
+
+        Raises:
+            SeqConflict: an event's seq is taken or skips one; nothing was stored.
+            EventRejected: an event does not apply to its session's head; nothing was stored.
+            StoreError: the file cannot be written; nothing was stored.
+        """
+        if isinstance(events, Event):
+            raise TypeError(
+                "append() takes an iterable of events; wrap a single event in a list: "
+                "append([event])."
+            )
+        with self._write():
+            heads, entries = self._append(events)
+        for session_id, entry in entries.items():
+            self._remember(session_id, entry)
+        return heads
+
+    def load_state(self, session_id: str) -> SessionState:
+        """The session's latest state: its snapshot plus the events after it.
+
+        Raises:
+            UnknownSession: the store has no such session.
+            CorruptRow: a row on the way does not decode or does not fit.
+        """
+        check_session_id(session_id)
+        with self._read():
+            entry = self._entry(session_id)
+        if entry is None:
+            raise self._unknown(session_id)
+        return entry.head
+
+    def load_timeline(self, session_id: str, *, from_snapshot: bool = False) -> Timeline:
+        """Every state of the session, for time travel.
+
+        By default the timeline is replayed from the first event, so
+        ``at(seq)`` reaches every state. With ``from_snapshot=True`` it starts
+        at the latest snapshot (``first_seq``) and holds only the states after
+        it: cheaper, for when only recent history matters.
+
+        Raises:
+            UnknownSession: the store has no such session.
+            CorruptRow: a row does not decode, does not apply, or the log has a gap.
+        """
+        check_session_id(session_id)
+        with self._read():
+            row = session_row(self._conn(), session_id)
+            if row is None:
+                raise self._unknown(session_id)
+            base = (
+                read_snapshot(self._conn(), session_id, self._chunk_size)[0]
+                if from_snapshot
+                else SessionState.empty(session_id)
+            )
+            return replay_rows(self._conn(), base, upto=row[0])
+
+    def events(self, session_id: str, *, after: int = 0) -> list[Event]:
+        """The session's events with seq above ``after``, in seq order.
+
+        Raises:
+            UnknownSession: the store has no such session.
+            CorruptRow: a row does not decode, or the log has a gap.
+        """
+        check_session_id(session_id)
+        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+            raise ValueError(f"after must be a non-negative int seq (got {after!r}).")
+        with self._read():
+            if session_row(self._conn(), session_id) is None:
+                raise self._unknown(session_id)
+            return list(read_events(self._conn(), session_id, after))
+
+    def session(self, session_id: str) -> SessionInfo:
+        """The session's summary (read from its summary row, not its state).
+
+        Raises:
+            UnknownSession: the store has no such session.
+        """
+        check_session_id(session_id)
+        with self._read():
+            rows = read_summaries(self._conn(), "WHERE s.session_id = ?", (session_id,))
+        if not rows:
+            raise self._unknown(session_id)
+        return rows[0]
+
+    def list_sessions(self) -> list[SessionInfo]:
+        """Every stored session, most recently active first."""
+        with self._read():
+            infos = read_summaries(self._conn(), "", ())
+        return sorted(infos, key=lambda info: (info.updated_at, info.session_id), reverse=True)
+
+    def snapshot(self, session_id: str, *, rebuild: bool = False) -> int:
+        """Snapshot the session's head now (if its latest snapshot is older).
+
+        Args:
+            session_id: the session.
+            rebuild: replay the whole log and rewrite every chunk, ignoring the
+                current snapshot (the way out of a corrupt snapshot).
+
+        Returns:
+            The snapshot's seq.
+
+        Raises:
+            UnknownSession: the store has no such session.
+        """
+        check_session_id(session_id)
+        with self._write():
+            if rebuild:
+                row = session_row(self._conn(), session_id)
+                if row is None:
+                    raise self._unknown(session_id)
+                head = replay_rows(self._conn(), SessionState.empty(session_id), upto=row[0]).head
+                entry = _Entry(head=head, created_at=row[1], snapshot=None, refs=None)
+            else:
+                found = self._entry(session_id)
+                if found is None:
+                    raise self._unknown(session_id)
+                entry = found
+            entry = self._snapshot_entry(entry, force=True)
+        self._remember(session_id, entry)
+        return entry.head.seq
+
+    def verify(self, session_id: str) -> Timeline:
+        """Replay the whole log and check the snapshot reproduces the same state.
+
+        Returns:
+            The replayed timeline.
+
+        Raises:
+            ReplayMismatch: the snapshot differs from the replayed state at its seq.
+            CorruptRow: a row does not decode or does not apply.
+        """
+        check_session_id(session_id)
+        with self._read():
+            row = session_row(self._conn(), session_id)
+            if row is None:
+                raise self._unknown(session_id)
+            timeline = replay_rows(self._conn(), SessionState.empty(session_id), upto=row[0])
+            snapshot, _ = read_snapshot(self._conn(), session_id, self._chunk_size)
+        recorded = [snapshot] if snapshot.seq else []
+        return verify_log(timeline.events(), recorded, base=SessionState.empty(session_id))
+
+    def export_session(self, session_id: str) -> dict[str, Any]:
+        """The session as JSON-ready data: its whole event log (see ``import_session``).
+
+        Raises:
+            UnknownSession: the store has no such session.
+        """
+        return export_data(session_id, self.events(session_id))
+
+    def import_session(self, data: Mapping[str, Any] | str | bytes) -> SessionState:
+        """Store a session from ``export_session`` data (or its JSON text).
+
+        Every event is checked and applied as ``append`` does, in one transaction.
+
+        Returns:
+            The imported session's head.
+
+        Raises:
+            DecodeError: ``data`` is not a session export.
+            SessionExists: the store already holds that session.
+        """
+        session_id, events = parse_export(data)
+        with self._write():
+            row = session_row(self._conn(), session_id)
+            if row is not None:
+                raise SessionExists(
+                    f"Cannot import session {session_id!r}: the store already holds it (at seq "
+                    f"{row[0]}). Import it into another store, or fork it under a new id."
+                )
+            heads, entries = self._append(events)
+        for key, entry in entries.items():
+            self._remember(key, entry)
+        return heads[session_id]
+
+    def __contains__(self, session_id: object) -> bool:
+        if not isinstance(session_id, str):
+            return False
+        with self._read():
+            return session_row(self._conn(), session_id) is not None
+
+    def close(self) -> None:
+        """Close the file; later calls raise ``StoreClosed``. Closing twice is fine."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+            self._cache.clear()
+
+    def __enter__(self) -> Self:
+        self._conn()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._db is None else "open"
+        return f"<SQLiteStore {str(self._path)!r} {state}>"

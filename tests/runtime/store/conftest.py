@@ -1,0 +1,56 @@
+"""Fixtures for the store tests: both stores, and a way to reopen the SQLite one."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from runtime.store import MemoryStore, SQLiteStore, Store
+
+OpenStore = Callable[..., SQLiteStore]
+
+
+@pytest.fixture
+def db_path(tmp_path: pathlib.Path) -> pathlib.Path:
+    """Where a test's SQLite store lives."""
+    return tmp_path / "amber.db"
+
+
+@pytest.fixture
+def open_store(db_path: pathlib.Path) -> Iterator[OpenStore]:
+    """Open ``SQLiteStore(path or db_path, **options)``; all are closed after the test."""
+    opened: list[SQLiteStore] = []
+
+    def open_(path: pathlib.Path | None = None, **options: object) -> SQLiteStore:
+        store = SQLiteStore(path or db_path, **options)  # type: ignore[arg-type]
+        opened.append(store)
+        return store
+
+    yield open_
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def make_store(
+    request: pytest.FixtureRequest, open_store: OpenStore, tmp_path: pathlib.Path
+) -> Callable[..., Store]:
+    """A factory of fresh, empty stores of each kind (``snapshot_every`` … as options)."""
+    made = 0
+
+    def make(**options: object) -> Store:
+        nonlocal made
+        made += 1
+        if request.param == "memory":
+            return MemoryStore(**options)  # type: ignore[arg-type]
+        return open_store(tmp_path / f"store{made}.db", **options)
+
+    return make
+
+
+@pytest.fixture
+def store(make_store: Callable[..., Store]) -> Store:
+    """A fresh store of each kind, snapshotting every 5 events."""
+    return make_store(snapshot_every=5)

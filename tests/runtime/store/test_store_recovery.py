@@ -1,0 +1,111 @@
+"""Recovery after a crash (seed 000 §4.4): orphaned turns give their inputs back."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+import attrs
+import pytest
+
+from runtime import MessageType, OrphanRecovered, SessionState, Status, TurnStatus
+from runtime.store import DEFAULT_ORPHAN_AGE, SQLiteStore, Store, recover_orphans
+
+from .scenario import T0, continue_session, conversation
+
+OpenStore = Callable[..., SQLiteStore]
+
+
+def mid_tool_call(store: Store, session_id: str = "s") -> SessionState:
+    """Store a session whose turn has called a tool and died waiting for the result."""
+    events = conversation(session_id, 4)  # question, turn start, thought, tool call
+    return store.append(events)[session_id]
+
+
+class TestRecoverOrphans:
+    def test_idle_turn_gives_its_inputs_back(self, store: Store) -> None:
+        """An active turn idle for longer than the threshold is recovered: inputs go back to pending_agent."""
+        head = mid_tool_call(store)
+        now = head.updated_at + timedelta(seconds=301)
+        (event,) = recover_orphans(store, now=now)
+        assert event == OrphanRecovered(
+            session_id="s", seq=5, at=now, turn_id="t2",
+            reason="no activity for 301 s (more than 300 s) when the runtime started; its runner is presumed dead",
+        )  # fmt: skip
+        state = store.load_state("s")
+        assert state.message("m1").status is Status.PENDING_AGENT
+        assert state.message("m1").turn_id is None
+        assert "m1" in state.queued
+        assert state.turns["t2"].status is TurnStatus.RECOVERED
+        assert state.active_turn_id is None
+        assert store.events("s")[-1] == event
+
+    def test_no_invented_tool_results(self, store: Store) -> None:
+        """A tool call left without a result gets no stored result; it stays as it was."""
+        head = mid_tool_call(store)
+        call = next(m for m in head.messages if m.type is MessageType.TOOL_CALL)
+        recover_orphans(store, now=head.updated_at + timedelta(hours=1))
+        state = store.load_state("s")
+        assert [m for m in state.messages if m.type is MessageType.TOOL_RESULT] == []
+        assert state.message(call.id) == call
+        assert len(state.messages) == len(head.messages)
+
+    def test_recent_activity_is_left_alone(self, store: Store) -> None:
+        """A turn whose session had an event within the threshold is not recovered."""
+        head = mid_tool_call(store)
+        assert recover_orphans(store, now=head.updated_at + timedelta(seconds=299)) == []
+        assert recover_orphans(store, now=head.updated_at + DEFAULT_ORPHAN_AGE) != []
+
+    def test_threshold_is_configurable(self, store: Store) -> None:
+        """older_than sets the threshold."""
+        head = mid_tool_call(store)
+        now = head.updated_at + timedelta(seconds=30)
+        assert recover_orphans(store, now=now, older_than=timedelta(minutes=1)) == []
+        assert len(recover_orphans(store, now=now, older_than=timedelta(seconds=10))) == 1
+
+    def test_long_turn_with_recent_output_is_left_alone(self, store: Store) -> None:
+        """Idleness counts from the session's last event: a turn that started long ago but
+        stored output recently is alive, not orphaned."""
+        head = mid_tool_call(store)
+        assert head.active_turn is not None
+        result = continue_session(head, 1)[0][0]  # the tool's result, an hour later
+        store.append([attrs.evolve(result, at=head.active_turn.started_at + timedelta(hours=1))])
+        now = head.active_turn.started_at + timedelta(hours=1, seconds=10)
+        assert recover_orphans(store, now=now) == []
+        assert len(recover_orphans(store, now=now + timedelta(seconds=300))) == 1
+
+    def test_only_sessions_with_an_active_turn(self, store: Store) -> None:
+        """Sessions with no active turn are untouched; all recoveries share one batch."""
+        store.append(conversation("done", 11))
+        mid_tool_call(store, "a")
+        mid_tool_call(store, "b")
+        now = T0 + timedelta(days=1)
+        recovered = recover_orphans(store, now=now)
+        assert sorted(e.session_id for e in recovered) == ["a", "b"]
+        assert store.load_state("done").seq == 11
+        assert recover_orphans(store, now=now) == []  # nothing left to recover
+
+    def test_after_reopening(self, open_store: OpenStore, db_path: pathlib.Path) -> None:
+        """A store reopened after a crash recovers the turn its dead writer left active."""
+        head = mid_tool_call(open_store())
+        store = open_store()
+        recover_orphans(store, now=head.updated_at + timedelta(minutes=10))
+        assert store.load_state("s").message("m1").status is Status.PENDING_AGENT
+        assert open_store().load_state("s") == store.load_state("s")
+
+    def test_now_must_be_aware(self, store: Store) -> None:
+        """``now`` must carry a UTC offset (the store reads no clock)."""
+        with pytest.raises(
+            ValueError,
+            match=r"^now must be a timezone-aware datetime \(got datetime\.datetime\(2026, 1, 1, 0, 0\)\); use datetime\.now\(timezone\.utc\)\.$",
+        ):
+            recover_orphans(store, now=datetime(2026, 1, 1))
+
+    def test_threshold_must_not_be_negative(self, store: Store) -> None:
+        """older_than must be a non-negative timedelta."""
+        with pytest.raises(
+            ValueError,
+            match=r"^older_than must be a non-negative timedelta \(got datetime\.timedelta\(days=-1, seconds=86399\)\), like timedelta\(seconds=300\)\.$",
+        ):
+            recover_orphans(store, now=T0, older_than=timedelta(seconds=-1))

@@ -1,0 +1,113 @@
+"""Snapshots: chunked writes of what changed, and loads that equal a full replay."""
+
+from __future__ import annotations
+
+import itertools
+import pathlib
+import sqlite3
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runtime import Event, replay
+from runtime.store import MemoryStore, SQLiteStore
+from runtime.testing import session_events
+
+from .scenario import continue_session, conversation
+
+
+def chunks(path: pathlib.Path, session_id: str = "s") -> dict[tuple[str, int], int]:
+    """(part, chunk) -> the seq of the snapshot that wrote its current version."""
+    db = sqlite3.connect(path)
+    rows = db.execute(
+        "SELECT part, chunk, seq FROM snapshot_chunks WHERE session_id = ?", (session_id,)
+    )
+    return {(part, chunk): seq for part, chunk, seq in rows}
+
+
+class TestChunks:
+    def test_a_snapshot_rewrites_only_what_changed(self, tmp_path: pathlib.Path) -> None:
+        """Old chunks keep their version; only chunks with new or changed items are written."""
+        path = tmp_path / "s.db"
+        with SQLiteStore(path, snapshot_every=1000, chunk_size=4) as store:
+            store.append(conversation("s", 44))
+            store.snapshot("s")
+            first = chunks(path)
+            assert set(first.values()) == {44}
+            events = continue_session(store.load_state("s"), 11)[0]
+            store.append(events)
+            store.snapshot("s")
+            second = chunks(path)
+        rewritten = {key for key, seq in second.items() if seq == 55}
+        kept = {key for key, seq in second.items() if seq == 44}
+        assert kept, "every chunk was rewritten"
+        assert rewritten >= set(second) - set(first)  # new chunks are written
+        # Only the tail of the message list changed.
+        last_kept = max(chunk for part, chunk in kept if part == "messages")
+        assert all(chunk > last_kept - 2 for part, chunk in rewritten if part == "messages")
+
+    def test_no_new_snapshot_when_nothing_changed(self, tmp_path: pathlib.Path) -> None:
+        """Snapshotting a head that is already snapshotted writes nothing."""
+        with SQLiteStore(tmp_path / "s.db", snapshot_every=5) as store:
+            store.append(conversation("s", 10))
+            statements: list[str] = []
+            store._conn().set_trace_callback(statements.append)
+            assert store.snapshot("s") == 10
+            assert not any("snapshot" in s for s in statements if s.startswith("INSERT"))
+
+    def test_changing_the_chunk_size(self, tmp_path: pathlib.Path) -> None:
+        """A store reopened with another chunk size reads the old snapshot and rewrites it whole."""
+        path = tmp_path / "s.db"
+        events = conversation("s", 60)
+        with SQLiteStore(path, snapshot_every=20, chunk_size=3) as store:
+            store.append(events[:40])
+        with SQLiteStore(path, snapshot_every=20, chunk_size=50) as store:
+            assert store.load_state("s") == replay(events[:40]).head
+            store.append(events[40:])
+            assert set(chunks(path).values()) == {60}
+            assert max(chunk for _, chunk in chunks(path)) == 0
+        with SQLiteStore(path) as store:
+            assert store.load_state("s") == replay(events).head
+            store.verify("s")
+
+
+def split(events: list[Event], cuts: list[int]) -> list[list[Event]]:
+    points = sorted({0, len(events), *(c % (len(events) + 1) for c in cuts)})
+    return [events[a:b] for a, b in itertools.pairwise(points)]
+
+
+class TestEqualsReplay:
+    @settings(
+        max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        log=session_events(max_steps=60),
+        every=st.integers(min_value=1, max_value=12),
+        chunk=st.integers(min_value=1, max_value=9),
+        cuts=st.lists(st.integers(min_value=0, max_value=80), max_size=6),
+    )
+    def test_sqlite(
+        self, tmp_path_factory: Any, log: list[Event], every: int, chunk: int, cuts: list[int]
+    ) -> None:
+        """For any legal log, K, chunk size and batching: a cold load equals a full replay."""
+        path = tmp_path_factory.mktemp("eq") / "s.db"
+        with SQLiteStore(path, snapshot_every=every, chunk_size=chunk) as store:
+            for batch in split(log, cuts):
+                store.append(batch)
+        with SQLiteStore(path, snapshot_every=every, chunk_size=chunk) as store:
+            assert store.load_state("s") == replay(log).head
+            timeline = store.load_timeline("s", from_snapshot=True)
+            assert timeline.head == replay(log).head
+            assert timeline.first_seq == store.session("s").snapshot_seq
+            store.verify("s")
+
+    @settings(max_examples=40, deadline=None)
+    @given(log=session_events(max_steps=60), every=st.integers(min_value=1, max_value=12))
+    def test_memory(self, log: list[Event], every: int) -> None:
+        """The memory store's snapshots also reproduce the replayed states."""
+        store = MemoryStore(snapshot_every=every)
+        for event in log:
+            store.append([event])
+        assert store.load_timeline("s", from_snapshot=True).head == replay(log).head
+        store.verify("s")

@@ -1,0 +1,499 @@
+"""``SQLiteStore`` on its own: durability settings, what the database enforces, reopening,
+several writers on one file, corrupt rows and files that are not stores."""
+
+from __future__ import annotations
+
+import hashlib
+import pathlib
+import sqlite3
+from collections.abc import Callable
+
+import orjson
+import pytest
+
+from runtime import StatusChanged, to_json
+from runtime.store import CorruptRow, NotAStore, SeqConflict, SQLiteStore, StoreError
+
+from .scenario import continue_session, conversation
+
+OpenStore = Callable[..., SQLiteStore]
+
+
+def raw(path: pathlib.Path) -> sqlite3.Connection:
+    """A plain connection to the store file, for looking and tampering."""
+    return sqlite3.connect(path, isolation_level=None)
+
+
+def tamper(path: pathlib.Path, *statements: tuple[str, tuple[object, ...]]) -> None:
+    """Change rows behind the store's back (the append-only triggers dropped first)."""
+    db = raw(path)
+    db.execute("DROP TRIGGER IF EXISTS events_no_update")
+    db.execute("DROP TRIGGER IF EXISTS events_no_delete")
+    db.execute("DROP TRIGGER IF EXISTS events_gapless")
+    for sql, params in statements:
+        db.execute(sql, params)
+    db.close()
+
+
+def body(path: pathlib.Path, seq: int) -> str:
+    return raw(path).execute("SELECT body FROM events WHERE seq = ?", (seq,)).fetchone()[0]
+
+
+class TestDurability:
+    def test_wal_and_full_sync(self, open_store: OpenStore, db_path: pathlib.Path) -> None:
+        """The file is in WAL mode and the store's connection commits with synchronous=FULL."""
+        store = open_store()
+        assert raw(db_path).execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert store._conn().execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+
+    def test_one_batch_is_one_transaction(self, open_store: OpenStore) -> None:
+        """A batch of 50 events (with a snapshot) is written in one transaction: one commit."""
+        store = open_store(snapshot_every=20)
+        store.append(conversation("s", 1))
+        events = continue_session(store.load_state("s"), 50)[0]
+        statements: list[str] = []
+        store._conn().set_trace_callback(statements.append)
+        store.append(events)
+        assert statements[0] == "BEGIN IMMEDIATE"
+        assert statements[-1] == "COMMIT"
+        assert [s for s in statements if s in {"BEGIN", "BEGIN IMMEDIATE", "COMMIT"}] == [
+            "BEGIN IMMEDIATE",
+            "COMMIT",
+        ]
+        assert any(s.startswith("INSERT OR REPLACE INTO snapshots") for s in statements)
+
+    def test_reopen_reads_what_was_written(self, open_store: OpenStore) -> None:
+        """Closing and opening the file again gives back every event and the same states."""
+        store = open_store(snapshot_every=7)
+        events = conversation("s", 40)
+        store.append(events[:20])
+        store.append(events[20:])
+        infos = store.list_sessions()
+        head = store.load_state("s")
+        store.close()
+        again = open_store(snapshot_every=7)
+        assert again.events("s") == events
+        assert again.load_state("s") == head
+        assert again.list_sessions() == infos
+
+
+class TestDatabaseEnforcement:
+    def test_gap_refused_by_the_database(
+        self, open_store: OpenStore, db_path: pathlib.Path
+    ) -> None:
+        """Even bypassing the store, SQLite refuses an event whose seq is not last + 1."""
+        store = open_store()
+        events = conversation("s", 3)
+        store.append(events[:1])
+        db = raw(db_path)
+        with pytest.raises(
+            sqlite3.IntegrityError,
+            match=r"^amber: an event's seq must be its session's last seq plus one$",
+        ):
+            db.execute(
+                "INSERT INTO events VALUES (?, ?, ?, ?)",
+                ("s", 3, events[2].kind, to_json(events[2]).decode()),
+            )
+        with pytest.raises(sqlite3.IntegrityError):
+            db.execute(
+                "INSERT INTO events VALUES (?, ?, ?, ?)",
+                ("s", 1, events[0].kind, to_json(events[0]).decode()),
+            )
+
+    def test_events_are_append_only(self, open_store: OpenStore, db_path: pathlib.Path) -> None:
+        """SQLite refuses to change or delete a stored event."""
+        open_store().append(conversation("s", 2))
+        db = raw(db_path)
+        with pytest.raises(sqlite3.IntegrityError, match=r"^amber: events are append-only$"):
+            db.execute("UPDATE events SET body = '{}' WHERE seq = 1")
+        with pytest.raises(sqlite3.IntegrityError, match=r"^amber: events are append-only$"):
+            db.execute("DELETE FROM events")
+
+
+class TestSeveralWriters:
+    def test_a_stale_writer_gets_a_conflict(self, open_store: OpenStore) -> None:
+        """Two stores on one file: the head cache is checked against the file before writing."""
+        a, b = open_store(), open_store()
+        events = conversation("s", 5)
+        a.append(events[:3])
+        b.append(continue_session(b.load_state("s"), 1)[0])  # seq 4, behind a's back
+        with pytest.raises(
+            SeqConflict,
+            match=r"^Cannot append \w+ seq 4 to session 's': the store already holds seq 4 \(the head is at seq 4\); another writer got there first: load the session again and rebuild the event\. Nothing in this batch was stored\.$",
+        ):
+            a.append([events[3]])
+        assert a.load_state("s") == b.load_state("s")
+        a.append(continue_session(a.load_state("s"), 1)[0])
+        assert b.load_state("s").seq == 5
+
+
+class TestOptions:
+    @pytest.mark.parametrize("option", ["snapshot_every", "chunk_size", "cache_size"])
+    @pytest.mark.parametrize("value", [0, -1, True, "5"])
+    def test_positive_ints(self, db_path: pathlib.Path, option: str, value: object) -> None:
+        """Tuning options must be positive ints."""
+        with pytest.raises(
+            ValueError,
+            match=rf"^{option} must be a positive int \(got {value!r} that is a '{type(value).__name__}'\)\.$",
+        ):
+            SQLiteStore(db_path, **{option: value})  # type: ignore[arg-type]
+
+    def test_small_cache(self, open_store: OpenStore) -> None:
+        """With a cache of one head, sessions are reloaded from the file as needed."""
+        store = open_store(cache_size=1, snapshot_every=3)
+        a, b = conversation("a", 10), conversation("b", 10)
+        for i in range(0, 10, 2):
+            store.append(a[i : i + 2] + b[i : i + 2])
+        assert store.events("a") == a
+        assert store.load_state("b").seq == 10
+        assert store.load_state("a").seq == 10
+
+    def test_repr(self, open_store: OpenStore) -> None:
+        """The repr names the file and whether it is open."""
+        store = open_store()
+        assert repr(store).endswith("amber.db' open>")
+        store.close()
+        assert repr(store).endswith("amber.db' closed>")
+
+
+@pytest.fixture
+def stored(open_store: OpenStore, db_path: pathlib.Path) -> pathlib.Path:
+    """A file holding session 's' (12 events, snapshotted at seq 10) and 'x' (4 events)."""
+    store = open_store(snapshot_every=10)
+    events = conversation("s", 12)
+    store.append(events[:10])
+    store.append(events[10:])
+    store.append(conversation("x", 4))
+    store.close()
+    return db_path
+
+
+class TestCorruptEvents:
+    def test_bad_json(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """An event body that is not JSON is CorruptRow naming the session and seq."""
+        tamper(
+            stored,
+            ("UPDATE events SET body = '{\"kind\": ' WHERE session_id = 's' AND seq = 11", ()),
+        )
+        store = open_store()
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' event seq 11 is corrupt: Cannot decode Event: not valid JSON \(.*\)\.$",
+        ):
+            store.load_state("s")
+        with pytest.raises(CorruptRow, match=r"^Session 's' event seq 11 is corrupt"):
+            store.events("s")
+        with pytest.raises(CorruptRow, match=r"^Session 's' event seq 11 is corrupt"):
+            store.export_session("s")
+        assert store.load_state("x").seq == 4  # other sessions are unaffected
+
+    def test_unknown_kind(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """An event of an unknown kind is CorruptRow, never skipped."""
+        data = orjson.loads(body(stored, 2)) | {"kind": "bogus"}
+        tamper(
+            stored,
+            (
+                "UPDATE events SET body = ? WHERE session_id = 's' AND seq = 2",
+                (orjson.dumps(data).decode(),),
+            ),
+        )
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' event seq 2 is corrupt: Cannot decode Event from JSON: unknown event kind 'bogus'; expected one of .* @ \$\.$",
+        ):
+            open_store().load_timeline("s")
+
+    def test_seq_gap(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """A missing event is CorruptRow naming the missing seq."""
+        tamper(stored, ("DELETE FROM events WHERE session_id = 's' AND seq = 11", ()))
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' event seq 11 is missing: the next stored event has seq 12\. The log has a gap and cannot be replayed past seq 10; restore the file from a backup\.$",
+        ):
+            open_store().load_state("s")
+        with pytest.raises(CorruptRow, match=r"^Session 's' event seq 11 is missing"):
+            open_store().events("s", after=3)
+
+    def test_body_of_another_session(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """An event whose body names another session than its row is CorruptRow."""
+        foreign = (
+            raw(stored)
+            .execute("SELECT body FROM events WHERE session_id = 'x' AND seq = 3")
+            .fetchone()[0]
+        )
+        tamper(
+            stored,
+            (
+                "UPDATE events SET body = ?, kind = ? WHERE session_id = 's' AND seq = 3",
+                (foreign, orjson.loads(foreign)["kind"]),
+            ),
+        )
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' event seq 3 is foreign: its body is an event of session 'x' seq 3\.$",
+        ):
+            open_store().events("s")
+
+    def test_body_of_another_seq(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """An event whose body has another seq (or kind) than its row is CorruptRow."""
+        tamper(
+            stored,
+            ("UPDATE events SET body = ? WHERE session_id = 's' AND seq = 3", (body(stored, 4),)),
+        )
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' event seq 3 is foreign: its row says 'message_added' but its body is a 'message_added' event of session 's' seq 4\.$|^Session 's' event seq 3 is foreign: its body is an event of session 's' seq 4\.$",
+        ):
+            open_store().load_timeline("s")
+
+    def test_kind_column_disagrees(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """A row whose kind column disagrees with its body is CorruptRow."""
+        tamper(
+            stored,
+            ("UPDATE events SET kind = 'rolled_back' WHERE session_id = 's' AND seq = 2", ()),
+        )
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' event seq 2 is foreign: its row says 'rolled_back' but its body is a 'turn_started' event of session 's' seq 2\.$",
+        ):
+            open_store().events("s")
+
+    def test_event_that_does_not_apply(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """A stored event that decodes but does not apply is CorruptRow."""
+        bogus = StatusChanged(
+            session_id="s",
+            seq=11,
+            at=conversation("s", 1)[0].at,
+            message_id="nope",
+            expected="pending",
+            status="delivered",
+        )
+        tamper(
+            stored,
+            (
+                "UPDATE events SET body = ?, kind = ? WHERE session_id = 's' AND seq = 11",
+                (to_json(bogus).decode(), bogus.kind),
+            ),
+        )
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' event seq 11 does not apply to the state before it: StatusChanged seq 11 names message 'nope', which session 's' does not have\. The log is damaged or was written by other software\.$",
+        ):
+            open_store().load_state("s")
+
+    def test_summary_ahead_of_log(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """A summary row that claims more events than the log holds is CorruptRow."""
+        tamper(stored, ("UPDATE sessions SET seq = 13 WHERE session_id = 's'", ()))
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' seq 13: its summary row says the log ends at seq 13, but it ends at seq 12\.$",
+        ):
+            open_store().load_state("s")
+
+    def test_summary_that_does_not_decode(
+        self, stored: pathlib.Path, open_store: OpenStore
+    ) -> None:
+        """A damaged summary row is CorruptRow naming the session and seq."""
+        tamper(stored, ("UPDATE sessions SET counts = 'oops' WHERE session_id = 'x'", ()))
+        with pytest.raises(
+            CorruptRow, match=r"^Session 'x' seq 4: its summary row does not decode \(.*\)\.$"
+        ):
+            open_store().list_sessions()
+
+
+class TestCorruptSnapshots:
+    REBUILD = r"\. Snapshots can be rebuilt from the event log: store\.snapshot\(session_id, rebuild=True\)\.$"
+
+    def test_record_not_json(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """A snapshot record that is not JSON is CorruptRow; rebuilding the snapshot mends it."""
+        tamper(stored, ("UPDATE snapshots SET record = 'nope' WHERE session_id = 's'", ()))
+        store = open_store()
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' snapshot at seq 10 is corrupt: the record is not JSON \(.*\)"
+            + self.REBUILD,
+        ):
+            store.load_state("s")
+        assert store.load_timeline("s").last_seq == 12  # the log itself is fine
+        assert store.snapshot("s", rebuild=True) == 12
+        assert store.verify("s").head == store.load_state("s")
+
+    def test_missing_chunk(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """A chunk the record lists but the file lacks is CorruptRow."""
+        tamper(
+            stored, ("DELETE FROM snapshot_chunks WHERE session_id = 's' AND part = 'turns'", ())
+        )
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' snapshot at seq 10 is corrupt: turns chunk 0 is missing"
+            + self.REBUILD,
+        ):
+            open_store().load_state("s")
+
+    def test_bad_item(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """A message in a chunk that does not decode is CorruptRow naming chunk, item and field."""
+        (chunk,) = (
+            raw(stored)
+            .execute(
+                "SELECT body FROM snapshot_chunks WHERE session_id = 's' AND part = 'messages' AND chunk = 0"
+            )
+            .fetchone()
+        )
+        items = orjson.loads(chunk)
+        items["rows"][1][items["fields"].index("status")] = "bogus"
+        tamper(
+            stored,
+            (
+                "UPDATE snapshot_chunks SET body = ? WHERE session_id = 's' AND part = 'messages' AND chunk = 0",
+                (orjson.dumps(items).decode(),),
+            ),
+        )
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' snapshot at seq 10 is corrupt: messages chunk 0 item 1: Cannot decode Message from JSON: 'bogus' is not a Status \(expected one of .*\) @ \$\.status"
+            + self.REBUILD,
+        ):
+            open_store().load_state("s")
+
+    def test_bad_chunk_shape(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """A chunk that is not fields-and-rows, or a row of the wrong length, is CorruptRow."""
+        where = "WHERE session_id = 's' AND part = 'messages' AND chunk = 0"
+        (chunk,) = raw(stored).execute(f"SELECT body FROM snapshot_chunks {where}").fetchone()
+        items = orjson.loads(chunk)
+        tamper(
+            stored,
+            (
+                f"UPDATE snapshot_chunks SET body = ? {where}",
+                (orjson.dumps(items["rows"]).decode(),),
+            ),
+        )
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' snapshot at seq 10 is corrupt: messages chunk 0 must be an object with fields and rows"
+            + self.REBUILD,
+        ):
+            open_store().load_state("s")
+        items["rows"][2] = items["rows"][2][:-1]
+        tamper(
+            stored,
+            (f"UPDATE snapshot_chunks SET body = ? {where}", (orjson.dumps(items).decode(),)),
+        )
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' snapshot at seq 10 is corrupt: messages chunk 0 item 2: Cannot decode Message from JSON: expected a row of 21 values \(id, session_id, .*, active\), got \[.*"
+            + self.REBUILD,
+        ):
+            open_store().load_state("s")
+
+    def test_inconsistent_state(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """A snapshot whose parts disagree is CorruptRow listing the problems."""
+        (record,) = (
+            raw(stored).execute("SELECT record FROM snapshots WHERE session_id = 's'").fetchone()
+        )
+        data = orjson.loads(record)
+        data["counts"][0] += 1
+        tamper(
+            stored,
+            (
+                "UPDATE snapshots SET record = ? WHERE session_id = 's'",
+                (orjson.dumps(data).decode(),),
+            ),
+        )
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' snapshot at seq 10 is corrupt: counts \[.*\] do not match the messages \[.*\]"
+            + self.REBUILD,
+        ):
+            open_store().load_state("s")
+
+    def test_wrong_version(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """A chunk whose version is not the one the record expects is CorruptRow."""
+        tamper(
+            stored,
+            (
+                "UPDATE snapshot_chunks SET seq = 3 WHERE session_id = 's' AND part = 'messages' AND chunk = 0",
+                (),
+            ),
+        )
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' snapshot at seq 10 is corrupt: messages chunk 0 has version 3, the record expects 10"
+            + self.REBUILD,
+        ):
+            open_store().load_state("s")
+
+    def test_snapshot_ahead_of_log(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """A snapshot newer than the log is CorruptRow."""
+        tamper(stored, ("UPDATE sessions SET seq = 9 WHERE session_id = 's'", ()))
+        with pytest.raises(
+            CorruptRow,
+            match=r"^Session 's' snapshot at seq 10 is ahead of the log, which ends at seq 9\.$",
+        ):
+            open_store().load_state("s")
+
+
+def digest(path: pathlib.Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class TestNotAStore:
+    def test_text_file(self, tmp_path: pathlib.Path) -> None:
+        """A file that is not SQLite is NotAStore, and is left alone."""
+        path = tmp_path / "notes.txt"
+        path.write_text("hello world, these are my notes\n")
+        with pytest.raises(
+            NotAStore,
+            match=r"^'.*notes\.txt' is not an Amber store: it is not an SQLite database \(it starts with b'hello world, the'\)\. Pass the path of an Amber store, or a new path to create one\.$",
+        ):
+            SQLiteStore(path)
+        assert path.read_text() == "hello world, these are my notes\n"
+
+    def test_other_sqlite_database(self, tmp_path: pathlib.Path) -> None:
+        """Another application's SQLite database is NotAStore and is not written to."""
+        path = tmp_path / "app.db"
+        db = sqlite3.connect(path)
+        db.execute("CREATE TABLE users (name TEXT)")
+        db.execute("CREATE TABLE orders (id INTEGER)")
+        db.commit()
+        db.close()
+        before = digest(path)
+        with pytest.raises(
+            NotAStore,
+            match=r"^'.*app\.db' is an SQLite database but not an Amber store \(application id 0x0, tables: orders, users\)\. Pass the path of an Amber store, or a new path to create one; Amber does not write into other databases\.$",
+        ):
+            SQLiteStore(path)
+        assert digest(path) == before
+        assert not (tmp_path / "app.db-wal").exists()
+
+    def test_damaged_sqlite_file(self, tmp_path: pathlib.Path) -> None:
+        """A file with an SQLite header and garbage after it is NotAStore."""
+        path = tmp_path / "broken.db"
+        path.write_bytes(b"SQLite format 3\x00" + b"\xff" * 200)
+        with pytest.raises(
+            NotAStore,
+            match=r"^'.*broken\.db' cannot be read as an SQLite database \(.*\); it is not an Amber store, or it is damaged\.$",
+        ):
+            SQLiteStore(path)
+
+    def test_directory(self, tmp_path: pathlib.Path) -> None:
+        """A directory is NotAStore."""
+        with pytest.raises(
+            NotAStore, match=r"^'.*' is a directory; pass the path of a store file\.$"
+        ):
+            SQLiteStore(tmp_path)
+
+    def test_missing_directory(self, tmp_path: pathlib.Path) -> None:
+        """A path in a directory that does not exist is a StoreError saying so."""
+        with pytest.raises(
+            StoreError, match=r"^Cannot open '.*nowhere/amber\.db': unable to open database file\.$"
+        ):
+            SQLiteStore(tmp_path / "nowhere" / "amber.db")
+
+    def test_empty_file_becomes_a_store(self, tmp_path: pathlib.Path) -> None:
+        """An empty file (an SQLite database with nothing in it) becomes a new store."""
+        path = tmp_path / "empty.db"
+        path.touch()
+        with SQLiteStore(path) as store:
+            store.append(conversation("s", 1))
+        with SQLiteStore(path) as store:
+            assert store.load_state("s").seq == 1
