@@ -120,6 +120,11 @@ class SessionState:
     def __len__(self) -> int:
         return len(self.messages)
 
+    def __bool__(self) -> bool:
+        # A state is a value, not a container: an empty session is still a
+        # state, so ``state or default`` must not replace it.
+        return True
+
     def __iter__(self) -> Iterator[Message]:
         return iter(self.messages)
 

@@ -34,3 +34,11 @@ class TestReplace:
         copy = replace(state)
         assert copy == state
         assert copy is not state
+
+
+class TestStateTruth:
+    def test_empty_state_is_truthy(self) -> None:
+        """An empty session's state is a value, so ``state or default`` keeps it."""
+        state = SessionState.empty("s")
+        assert len(state) == 0
+        assert bool(state) is True
