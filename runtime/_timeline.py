@@ -9,29 +9,72 @@ number of later events.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
+from typing import overload
 
 import attrs
-from pyrsistent.typing import PVector
 
 from ._diff import StateDiff, diff
 from ._errors import ReplayMismatch, SeqOutOfRange
 from ._events import BranchImported, Event
 from ._reducer import apply
-from ._state import SessionState, new_vector
+from ._state import SessionState
 
-__all__ = ["Timeline", "replay", "verify"]
+__all__ = ["Entries", "Timeline", "replay", "verify"]
 
 
-@attrs.frozen(kw_only=True)
+class Entries(Sequence[tuple[Event, SessionState]]):
+    """A read-only view of a timeline's ``(event, state)`` pairs, in seq order."""
+
+    __slots__ = ("_count", "_log")
+
+    def __init__(self, log: list[tuple[Event, SessionState]], count: int) -> None:
+        self._log = log
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[Event, SessionState]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[Event, SessionState]]: ...
+
+    def __getitem__(
+        self, index: int | slice
+    ) -> tuple[Event, SessionState] | list[tuple[Event, SessionState]]:
+        if isinstance(index, slice):
+            return self._log[: self._count][index]
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError(f"entry {index} out of range for {self._count} entries")
+        return self._log[index]
+
+    def __iter__(self) -> Iterator[tuple[Event, SessionState]]:
+        log = self._log
+        return (log[i] for i in range(self._count))
+
+
+@attrs.frozen(kw_only=True, eq=False)
 class Timeline:
-    """Every state of one session from ``base`` on, with the event that made each."""
+    """Every state of one session from ``base`` on, with the event that made each.
+
+    A timeline is a value: ``append`` returns a new timeline and the old one
+    still holds exactly what it held. Versions made by appending share one
+    private, append-only list of entries (each version knows how many it
+    sees), so ``at(seq)`` is one list index, O(1), and ``append`` is O(1).
+    Appending to a version that is no longer the newest (branching from an
+    old timeline object) copies its entries first, O(n); a fork of the
+    *session* (``fork``) starts a new, small timeline instead.
+    """
 
     base: SessionState
     """The state before the first entry (empty, or a snapshot)."""
-    entries: PVector[tuple[Event, SessionState]] = attrs.field(factory=new_vector)
-    """``(event, state after it)`` for each event, in seq order."""
+    _log: list[tuple[Event, SessionState]] = attrs.field(factory=list, alias="log", repr=False)
+    _count: int = attrs.field(default=0, alias="count")
 
     @classmethod
     def start(cls, session_id: str) -> Timeline:
@@ -44,6 +87,11 @@ class Timeline:
         return cls(base=state)
 
     @property
+    def entries(self) -> Entries:
+        """``(event, state after it)`` for each event, in seq order (a read-only view)."""
+        return Entries(self._log, self._count)
+
+    @property
     def session_id(self) -> str:
         """The session."""
         return self.base.session_id
@@ -51,7 +99,7 @@ class Timeline:
     @property
     def head(self) -> SessionState:
         """The latest state."""
-        return self.entries[-1][1] if self.entries else self.base
+        return self._log[self._count - 1][1] if self._count else self.base
 
     @property
     def first_seq(self) -> int:
@@ -61,10 +109,38 @@ class Timeline:
     @property
     def last_seq(self) -> int:
         """The highest seq ``at`` accepts (the head's)."""
-        return self.base.seq + len(self.entries)
+        return self.base.seq + self._count
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return self._count
+
+    def __bool__(self) -> bool:
+        # A timeline is a value, not a container: an empty one is still a timeline.
+        return True
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Timeline):
+            return NotImplemented
+        if self._count != other._count or self.base != other.base:
+            return False
+        if self._log is other._log:
+            return True
+        return all(a == b for a, b in zip(self.entries, other.entries, strict=True))
+
+    def __hash__(self) -> int:
+        return hash((self.base, self._count, self.head))
+
+    def _grown(self, new: list[tuple[Event, SessionState]]) -> Timeline:
+        log, count = self._log, self._count
+        if new and len(log) == count:
+            log.extend(new)
+            # Another thread may have extended the same version first; then
+            # our entries are not the ones at ``count`` and we branch off.
+            if log[count] is new[0]:
+                return Timeline(base=self.base, log=log, count=count + len(new))
+        branch = log[:count]
+        branch.extend(new)
+        return Timeline(base=self.base, log=branch, count=len(branch))
 
     def append(self, event: Event) -> Timeline:
         """The timeline with ``event`` applied to the head.
@@ -72,17 +148,21 @@ class Timeline:
         Raises:
             EventRejected: the event does not fit the head; this timeline is unchanged.
         """
-        state = apply(self.head, event)
-        return attrs.evolve(self, entries=self.entries.append((event, state)))
+        return self._grown([(event, apply(self.head, event))])
 
     def extend(self, events: Iterable[Event]) -> Timeline:
-        """The timeline with every event applied in order."""
-        entries = self.entries.evolver()
+        """The timeline with every event applied in order (all or nothing)."""
+        new: list[tuple[Event, SessionState]] = []
         state = self.head
         for event in events:
             state = apply(state, event)
-            entries.append((event, state))
-        return attrs.evolve(self, entries=entries.persistent())
+            new.append((event, state))
+        return self._grown(new) if new else self
+
+    @classmethod
+    def _assemble(cls, base: SessionState, entries: list[tuple[Event, SessionState]]) -> Timeline:
+        """A timeline from entries the caller applied itself (trusted; used by stores)."""
+        return cls(base=base, log=entries, count=len(entries))
 
     def _position(self, seq: int, *, what: str = "state") -> int:
         if isinstance(seq, bool) or not isinstance(seq, int):
@@ -106,7 +186,7 @@ class Timeline:
             SeqOutOfRange: the timeline does not hold that seq.
         """
         position = self._position(seq)
-        return self.base if position == 0 else self.entries[position - 1][1]
+        return self.base if position == 0 else self._log[position - 1][1]
 
     def event(self, seq: int) -> Event:
         """The event with ``seq``.
@@ -114,7 +194,7 @@ class Timeline:
         Raises:
             SeqOutOfRange: the timeline does not hold that seq.
         """
-        return self.entries[self._position(seq, what="event") - 1][0]
+        return self._log[self._position(seq, what="event") - 1][0]
 
     def events(self) -> list[Event]:
         """Every event, in seq order."""

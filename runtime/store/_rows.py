@@ -97,8 +97,7 @@ def read_events(db: sqlite3.Connection, session_id: str, after: int) -> Iterator
 
 def replay_rows(db: sqlite3.Connection, base: SessionState, *, upto: int) -> Timeline:
     """The timeline from ``base`` over the stored events after it, which must end at ``upto``."""
-    timeline = Timeline.from_state(base)
-    entries = timeline.entries.evolver()
+    entries: list[tuple[Event, SessionState]] = []
     state = base
     for event in read_events(db, base.session_id, base.seq):
         try:
@@ -109,7 +108,7 @@ def replay_rows(db: sqlite3.Connection, base: SessionState, *, upto: int) -> Tim
                 f"state before it: {exc} The log is damaged or was written by other software."
             ) from None
         entries.append((event, state))
-    timeline = attrs.evolve(timeline, entries=entries.persistent())
+    timeline = Timeline._assemble(base, entries)
     if timeline.last_seq != upto:
         raise CorruptRow(
             f"Session {base.session_id!r} seq {upto}: its summary row says the log ends at seq "
