@@ -114,17 +114,17 @@ def diff(a: SessionState, b: SessionState) -> StateDiff:
         if old is not message:
             changed.extend(_message_changes(old, message))
     removed = [m for m in a_messages if m.id not in b.index]
-    turns = [
-        TurnChange(
-            turn_id=turn_id,
-            before=a.turns[turn_id].status if turn_id in a.turns else None,
-            after=b.turns[turn_id].status if turn_id in b.turns else None,
-        )
-        for turn_id in sorted(set(a.turns) | set(b.turns))
-        if a.turns.get(turn_id) is not b.turns.get(turn_id)
-        and (a.turns[turn_id].status if turn_id in a.turns else None)
-        != (b.turns[turn_id].status if turn_id in b.turns else None)
-    ]
+    a_turns = {turn.id: turn for turn in a.turn_list()}
+    b_turns = {turn.id: turn for turn in b.turn_list()}
+    turns = []
+    for turn_id in sorted(a_turns.keys() | b_turns.keys()):
+        before, after = a_turns.get(turn_id), b_turns.get(turn_id)
+        if before is after:
+            continue
+        before_status = None if before is None else before.status
+        after_status = None if after is None else after.status
+        if before_status != after_status:
+            turns.append(TurnChange(turn_id=turn_id, before=before_status, after=after_status))
     return StateDiff(
         before_seq=a.seq,
         after_seq=b.seq,

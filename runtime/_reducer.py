@@ -139,17 +139,13 @@ def _message_added(state: SessionState, event: MessageAdded) -> SessionState:
         assert turn is not None
         call_id = message.tool_call.id
         changes["tool_calls"] = state.tool_calls.set(call_id, message.id)
-        changes["turns"] = state.turns.set(
-            turn.id, replace(turn, open_calls=turn.open_calls.set(call_id, message.id))
-        )
+        changes["active_turn"] = replace(turn, open_calls=turn.open_calls.set(call_id, message.id))
     elif category is Category.TOOL_RESULT:
         assert message.tool_call_id is not None
         assert turn is not None
         call_id = message.tool_call_id
         changes["tool_results"] = state.tool_results.set(call_id, message.id)
-        changes["turns"] = state.turns.set(
-            turn.id, replace(turn, open_calls=turn.open_calls.remove(call_id))
-        )
+        changes["active_turn"] = replace(turn, open_calls=turn.open_calls.remove(call_id))
     return replace(state, **changes)
 
 
@@ -312,8 +308,7 @@ def _turn_started(state: SessionState, event: TurnStarted) -> SessionState:
         updated_at=event.at,
         messages=messages.persistent(),
         queued=type(state.queued)(),
-        turns=state.turns.set(turn.id, turn),
-        active_turn_id=turn.id,
+        active_turn=turn,
         counts=tuple(counts),
     )
 
@@ -390,7 +385,7 @@ def _turn_ended(state: SessionState, event: TurnEnded) -> SessionState:
         messages=messages.persistent(),
         index=index,
         turns=state.turns.set(turn.id, ended),
-        active_turn_id=None,
+        active_turn=None,
         counts=tuple(counts),
     )
 
@@ -422,7 +417,7 @@ def _orphan_recovered(state: SessionState, event: OrphanRecovered) -> SessionSta
         messages=messages.persistent(),
         queued=queued,
         turns=state.turns.set(turn.id, recovered),
-        active_turn_id=None,
+        active_turn=None,
         counts=tuple(counts),
     )
 

@@ -76,9 +76,11 @@ class SessionState:
     queued: Map[str, int] = _EMPTY_MAP
     """Active inputs waiting for a turn (``pending_agent``): id -> position."""
     turns: Map[str, Turn] = _EMPTY_MAP
-    """Every turn, active or ended, by id."""
-    active_turn_id: str | None = None
-    """The turn running now, if any."""
+    """Every ended turn (processed, interrupted, error, recovered), by id."""
+    active_turn: Turn | None = None
+    """The turn running now, if any. It joins ``turns`` when it ends, so the
+    bookkeeping of each tool call (its open calls) touches this small value,
+    not a map that grows with the session."""
     tool_calls: Map[str, str] = _EMPTY_MAP
     """Tool call id -> id of the ``tool_call`` message."""
     tool_results: Map[str, str] = _EMPTY_MAP
@@ -92,9 +94,16 @@ class SessionState:
         return cls(session_id=session_id)
 
     @property
-    def active_turn(self) -> Turn | None:
-        """The running turn, or None."""
-        return None if self.active_turn_id is None else self.turns[self.active_turn_id]
+    def active_turn_id(self) -> str | None:
+        """The running turn's id, or None."""
+        return None if self.active_turn is None else self.active_turn.id
+
+    def turn(self, turn_id: str) -> Turn | None:
+        """The turn with ``turn_id``, active or ended, or None."""
+        active = self.active_turn
+        if active is not None and active.id == turn_id:
+            return active
+        return self.turns.get(turn_id)
 
     def message(self, message_id: str) -> Message:
         """The message with ``message_id``.
@@ -137,8 +146,11 @@ class SessionState:
         return {s: n for s, n in zip(STATUS_ORDER, self.counts, strict=True) if n}
 
     def turn_list(self) -> list[Turn]:
-        """Every turn in start order."""
-        return sorted(self.turns.values(), key=lambda turn: turn.started_seq)
+        """Every turn, the active one included, in start order."""
+        turns = list(self.turns.values())
+        if self.active_turn is not None:
+            turns.append(self.active_turn)
+        return sorted(turns, key=lambda turn: turn.started_seq)
 
     def active_messages(self) -> Iterator[Message]:
         """Messages that are not rolled back, in order."""
@@ -174,7 +186,11 @@ def build_state(
         elif message.type is MessageType.TOOL_RESULT and message.tool_call_id is not None:
             results[message.tool_call_id] = message.id
     turn_map = {turn.id: turn for turn in turns}
-    active = [turn.id for turn in turn_map.values() if turn.status is TurnStatus.ACTIVE]
+    active = [turn for turn in turn_map.values() if turn.status is TurnStatus.ACTIVE]
+    if active:
+        # One active turn is the norm; any others stay in the map, where
+        # check_consistent reports them.
+        del turn_map[active[0].id]
     return SessionState(
         session_id=session_id,
         seq=seq,
@@ -183,7 +199,7 @@ def build_state(
         index=Map(index),
         queued=Map(queued),
         turns=Map(turn_map),
-        active_turn_id=active[0] if active else None,
+        active_turn=active[0] if active else None,
         tool_calls=Map(calls),
         tool_results=Map(results),
         counts=tuple(counts),
@@ -200,9 +216,11 @@ def check_consistent(state: SessionState) -> list[str]:
     problems: list[str] = []
     if len(state.index) != len(state.messages):
         problems.append("message ids are not unique")
-    active = [t.id for t in state.turns.values() if t.status is TurnStatus.ACTIVE]
+    active = [t.id for t in state.turn_list() if t.status is TurnStatus.ACTIVE]
     if len(active) > 1:
         problems.append(f"more than one active turn: {sorted(active)}")
+    if state.active_turn is not None and state.active_turn.status is not TurnStatus.ACTIVE:
+        problems.append(f"the active turn {state.active_turn.id!r} is {state.active_turn.status}")
     claimed = set(state.active_turn.input_ids) if state.active_turn else set()
     for message in state.messages:
         if message.session_id != state.session_id:
@@ -218,7 +236,7 @@ def check_consistent(state: SessionState) -> list[str]:
                     else "is claimed by the active turn"
                 )
             )
-        if message.turn_id is not None and message.turn_id not in state.turns:
+        if message.turn_id is not None and state.turn(message.turn_id) is None:
             problems.append(f"message {message.id!r} names unknown turn {message.turn_id!r}")
         if message.type is MessageType.TOOL_RESULT:
             call_id = state.tool_calls.get(message.tool_call_id or "")

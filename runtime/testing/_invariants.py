@@ -57,11 +57,11 @@ def check_lifecycle(before: SessionState, after: SessionState) -> None:
 
 def check_single_turn(state: SessionState) -> None:
     """Invariant 2: at most one active turn; an input is processing iff its turn is active."""
-    active = [t.id for t in state.turns.values() if t.status is TurnStatus.ACTIVE]
+    active = [t.id for t in state.turn_list() if t.status is TurnStatus.ACTIVE]
     if len(active) > 1:
         raise _fail(2, "one active turn", state.seq, f"turns {sorted(active)} are all active")
-    if (state.active_turn_id is None) != (not active):
-        raise _fail(2, "one active turn", state.seq, "active_turn_id disagrees with the turns")
+    if state.active_turn_id != (active[0] if active else None):
+        raise _fail(2, "one active turn", state.seq, "active_turn disagrees with the turns")
     claimed = set(state.active_turn.input_ids) if state.active_turn else set()
     for message in state.messages:
         processing = message.status is Status.PROCESSING
