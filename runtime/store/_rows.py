@@ -15,7 +15,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import attrs
 import orjson
 from immutables import Map
 
