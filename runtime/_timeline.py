@@ -27,10 +27,11 @@ __all__ = ["Entries", "Timeline", "replay", "verify"]
 class Entries(Sequence[tuple[Event, SessionState]]):
     """A read-only view of a timeline's ``(event, state)`` pairs, in seq order."""
 
-    __slots__ = ("_count", "_log")
+    __slots__ = ("_count", "_events", "_states")
 
-    def __init__(self, log: list[tuple[Event, SessionState]], count: int) -> None:
-        self._log = log
+    def __init__(self, events: list[Event], states: list[SessionState], count: int) -> None:
+        self._events = events
+        self._states = states
         self._count = count
 
     def __len__(self) -> int:
@@ -46,16 +47,16 @@ class Entries(Sequence[tuple[Event, SessionState]]):
         self, index: int | slice
     ) -> tuple[Event, SessionState] | list[tuple[Event, SessionState]]:
         if isinstance(index, slice):
-            return self._log[: self._count][index]
+            return list(self)[index]
         if index < 0:
             index += self._count
         if not 0 <= index < self._count:
             raise IndexError(f"entry {index} out of range for {self._count} entries")
-        return self._log[index]
+        return self._events[index], self._states[index]
 
     def __iter__(self) -> Iterator[tuple[Event, SessionState]]:
-        log = self._log
-        return (log[i] for i in range(self._count))
+        events, states = self._events, self._states
+        return ((events[i], states[i]) for i in range(self._count))
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -64,8 +65,9 @@ class Timeline:
 
     A timeline is a value: ``append`` returns a new timeline and the old one
     still holds exactly what it held. Versions made by appending share one
-    private, append-only list of entries (each version knows how many it
-    sees), so ``at(seq)`` is one list index, O(1), and ``append`` is O(1).
+    private, append-only pair of lists, events and states (each version knows
+    how many entries it sees), so ``at(seq)`` is one list index, O(1), and
+    ``append`` is O(1).
     Appending to a version that is no longer the newest (branching from an
     old timeline object) copies its entries first, O(n); a fork of the
     *session* (``fork``) starts a new, small timeline instead.
@@ -73,7 +75,8 @@ class Timeline:
 
     base: SessionState
     """The state before the first entry (empty, or a snapshot)."""
-    _log: list[tuple[Event, SessionState]] = attrs.field(factory=list, alias="log", repr=False)
+    _events: list[Event] = attrs.field(factory=list, alias="events", repr=False)
+    _states: list[SessionState] = attrs.field(factory=list, alias="states", repr=False)
     _count: int = attrs.field(default=0, alias="count")
 
     @classmethod
@@ -89,7 +92,7 @@ class Timeline:
     @property
     def entries(self) -> Entries:
         """``(event, state after it)`` for each event, in seq order (a read-only view)."""
-        return Entries(self._log, self._count)
+        return Entries(self._events, self._states, self._count)
 
     @property
     def session_id(self) -> str:
@@ -99,7 +102,7 @@ class Timeline:
     @property
     def head(self) -> SessionState:
         """The latest state."""
-        return self._log[self._count - 1][1] if self._count else self.base
+        return self._states[self._count - 1] if self._count else self.base
 
     @property
     def first_seq(self) -> int:
@@ -123,24 +126,34 @@ class Timeline:
             return NotImplemented
         if self._count != other._count or self.base != other.base:
             return False
-        if self._log is other._log:
+        if self._states is other._states and self._events is other._events:
             return True
-        return all(a == b for a, b in zip(self.entries, other.entries, strict=True))
+        n = self._count
+        return self._events[:n] == other._events[:n] and self._states[:n] == other._states[:n]
 
     def __hash__(self) -> int:
         return hash((self.base, self._count, self.head))
 
-    def _grown(self, new: list[tuple[Event, SessionState]]) -> Timeline:
-        log, count = self._log, self._count
-        if new and len(log) == count:
-            log.extend(new)
-            # Another thread may have extended the same version first; then
-            # our entries are not the ones at ``count`` and we branch off.
-            if log[count] is new[0]:
-                return Timeline(base=self.base, log=log, count=count + len(new))
-        branch = log[:count]
-        branch.extend(new)
-        return Timeline(base=self.base, log=branch, count=len(branch))
+    def _grown(self, events: list[Event], states: list[SessionState]) -> Timeline:
+        shared_events, shared_states, count = self._events, self._states, self._count
+        if events and len(shared_events) == count and len(shared_states) == count:
+            shared_events.extend(events)
+            shared_states.extend(states)
+            # Another thread may have grown the same version at the same time;
+            # then the entries at ``count`` are not ours and we branch off.
+            if shared_events[count] is events[0] and shared_states[count] is states[0]:
+                return Timeline(
+                    base=self.base,
+                    events=shared_events,
+                    states=shared_states,
+                    count=count + len(events),
+                )
+        return Timeline(
+            base=self.base,
+            events=shared_events[:count] + events,
+            states=shared_states[:count] + states,
+            count=count + len(events),
+        )
 
     def append(self, event: Event) -> Timeline:
         """The timeline with ``event`` applied to the head.
@@ -148,21 +161,25 @@ class Timeline:
         Raises:
             EventRejected: the event does not fit the head; this timeline is unchanged.
         """
-        return self._grown([(event, apply(self.head, event))])
+        return self._grown([event], [apply(self.head, event)])
 
     def extend(self, events: Iterable[Event]) -> Timeline:
         """The timeline with every event applied in order (all or nothing)."""
-        new: list[tuple[Event, SessionState]] = []
+        applied: list[Event] = []
+        states: list[SessionState] = []
         state = self.head
         for event in events:
             state = apply(state, event)
-            new.append((event, state))
-        return self._grown(new) if new else self
+            applied.append(event)
+            states.append(state)
+        return self._grown(applied, states) if applied else self
 
     @classmethod
-    def _assemble(cls, base: SessionState, entries: list[tuple[Event, SessionState]]) -> Timeline:
-        """A timeline from entries the caller applied itself (trusted; used by stores)."""
-        return cls(base=base, log=entries, count=len(entries))
+    def _assemble(
+        cls, base: SessionState, events: list[Event], states: list[SessionState]
+    ) -> Timeline:
+        """A timeline from events the caller applied itself (trusted; used by stores)."""
+        return cls(base=base, events=events, states=states, count=len(events))
 
     def _position(self, seq: int, *, what: str = "state") -> int:
         if isinstance(seq, bool) or not isinstance(seq, int):
@@ -186,7 +203,7 @@ class Timeline:
             SeqOutOfRange: the timeline does not hold that seq.
         """
         position = self._position(seq)
-        return self.base if position == 0 else self._log[position - 1][1]
+        return self.base if position == 0 else self._states[position - 1]
 
     def event(self, seq: int) -> Event:
         """The event with ``seq``.
@@ -194,17 +211,16 @@ class Timeline:
         Raises:
             SeqOutOfRange: the timeline does not hold that seq.
         """
-        return self._log[self._position(seq, what="event") - 1][0]
+        return self._events[self._position(seq, what="event") - 1]
 
     def events(self) -> list[Event]:
         """Every event, in seq order."""
-        return [event for event, _ in self.entries]
+        return self._events[: self._count]
 
     def states(self) -> Iterator[SessionState]:
         """Every state from the base to the head."""
         yield self.base
-        for _, state in self.entries:
-            yield state
+        yield from self._states[: self._count]
 
     def diff(self, a: int, b: int) -> StateDiff:
         """What changed from the state at seq ``a`` to the state at seq ``b``."""

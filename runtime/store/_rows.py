@@ -96,7 +96,8 @@ def read_events(db: sqlite3.Connection, session_id: str, after: int) -> Iterator
 
 def replay_rows(db: sqlite3.Connection, base: SessionState, *, upto: int) -> Timeline:
     """The timeline from ``base`` over the stored events after it, which must end at ``upto``."""
-    entries: list[tuple[Event, SessionState]] = []
+    events: list[Event] = []
+    states: list[SessionState] = []
     state = base
     for event in read_events(db, base.session_id, base.seq):
         try:
@@ -106,8 +107,9 @@ def replay_rows(db: sqlite3.Connection, base: SessionState, *, upto: int) -> Tim
                 f"Session {base.session_id!r} event seq {event.seq} does not apply to the "
                 f"state before it: {exc} The log is damaged or was written by other software."
             ) from None
-        entries.append((event, state))
-    timeline = Timeline._assemble(base, entries)
+        events.append(event)
+        states.append(state)
+    timeline = Timeline._assemble(base, events, states)
     if timeline.last_seq != upto:
         raise CorruptRow(
             f"Session {base.session_id!r} seq {upto}: its summary row says the log ends at seq "

@@ -18,6 +18,7 @@ from runtime import (
     Status,
     Timeline,
     TurnOutcome,
+    TurnStarted,
     TurnStatus,
     diff,
     replay,
@@ -238,3 +239,37 @@ class TestProperties:
         ]
         assert fork.head.active_turn_id == source.active_turn_id
         check_invariants(fork)
+
+
+class TestVersions:
+    def test_old_version_branches_without_touching_newer(self, session: Session) -> None:
+        """Appending to an older version leaves every other version as it was."""
+        session.ask("u1")
+        old = session.timeline
+        session.start("t1")
+        newer = session.timeline
+        branch = old.append(TurnStarted(session_id="sess", seq=2, at=T0, turn_id="other"))
+        assert newer.head.active_turn_id == "t1"
+        assert branch.head.active_turn_id == "other"
+        assert len(old) == 1
+        assert old.at(1) is newer.at(1) is branch.at(1)
+        assert [e.seq for e in branch.events()] == [1, 2]
+
+    def test_equal_timelines(self, session: Session) -> None:
+        """Timelines compare by what they hold, not by how they were built."""
+        seed_trace(session)
+        rebuilt = replay(session.timeline.events())
+        assert rebuilt == session.timeline
+        assert hash(rebuilt) == hash(session.timeline)
+        assert rebuilt != replay(session.timeline.events()[:5])
+
+    def test_entries_view(self, session: Session) -> None:
+        """entries is a read-only sequence of (event, state) pairs."""
+        seed_trace(session)
+        entries = session.timeline.entries
+        assert len(entries) == 11
+        assert entries[0] == (session.timeline.event(1), session.timeline.at(1))
+        assert entries[-1][1] is session.timeline.head
+        assert [e.seq for e, _ in entries[2:4]] == [3, 4]
+        with pytest.raises(IndexError):
+            entries[11]
