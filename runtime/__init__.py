@@ -1,4 +1,4 @@
-"""Amber's pure core: messages, lifecycle, events, the reducer and the timeline.
+"""Amber's pure core: messages, lifecycle, events, the reducer, the timeline and projections.
 
 Nothing here starts a thread, reads a clock or does I/O (the stores aside):
 time and ids arrive inside events, and ``apply`` is deterministic. ``runtime``
@@ -28,12 +28,15 @@ from ._errors import IllegalTransition as IllegalTransition
 from ._errors import InvalidEvent as InvalidEvent
 from ._errors import InvalidInput as InvalidInput
 from ._errors import InvalidMessage as InvalidMessage
+from ._errors import MissingArtifact as MissingArtifact
+from ._errors import ProjectionError as ProjectionError
 from ._errors import ReplayMismatch as ReplayMismatch
 from ._errors import SeqMismatch as SeqMismatch
 from ._errors import SeqOutOfRange as SeqOutOfRange
 from ._errors import StatusConflict as StatusConflict
 from ._errors import TurnConflict as TurnConflict
 from ._errors import UnknownMessage as UnknownMessage
+from ._errors import UnknownTurn as UnknownTurn
 from ._errors import UnmatchedToolResult as UnmatchedToolResult
 from ._events import EVENT_TYPES as EVENT_TYPES
 from ._events import BranchImported as BranchImported
@@ -46,6 +49,7 @@ from ._events import StatusChanged as StatusChanged
 from ._events import TurnEnded as TurnEnded
 from ._events import TurnOutcome as TurnOutcome
 from ._events import TurnStarted as TurnStarted
+from ._history import session_history as session_history
 from ._input import InputLimits as InputLimits
 from ._input import UserInput as UserInput
 from ._input import validate_input as validate_input
@@ -105,7 +109,9 @@ __all__ = [
     "MessageAdded",
     "MessageType",
     "MetadataUpdated",
+    "MissingArtifact",
     "OrphanRecovered",
+    "ProjectionError",
     "ReplayMismatch",
     "Role",
     "RolledBack",
@@ -127,6 +133,7 @@ __all__ = [
     "TurnStarted",
     "TurnStatus",
     "UnknownMessage",
+    "UnknownTurn",
     "UnmatchedToolResult",
     "Usage",
     "UserInput",
@@ -140,6 +147,7 @@ __all__ = [
     "is_terminal",
     "new_message",
     "replay",
+    "session_history",
     "thaw",
     "to_data",
     "to_json",

@@ -7,10 +7,13 @@ runs every check that applies to a timeline.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .._category import category_of
 from .._diff import diff
+from .._history import INPUT_PHASE, phase_of, session_history
 from .._lifecycle import TRANSITIONS, is_terminal
-from .._message import MessageType, Status
+from .._message import Message, MessageType, Status
 from .._state import SessionState
 from .._timeline import Timeline, replay
 from .._turn import TurnStatus
@@ -19,6 +22,7 @@ __all__ = [
     "InvariantViolation",
     "check_invariants",
     "check_lifecycle",
+    "check_phased_order",
     "check_replay",
     "check_seq",
     "check_single_turn",
@@ -123,17 +127,82 @@ def check_replay(timeline: Timeline) -> None:
 
 
 def check_invariants(timeline: Timeline) -> None:
-    """Check invariants 1, 2, 3 and 5 over every state of ``timeline``.
+    """Check invariants 1, 2, 3, 5 and 8 over every state of ``timeline``.
 
     Invariant 6 (past states never change) needs references held over time;
     ``LifecycleMachine``-style tests check it by keeping states and hashes.
+    Invariant 7 needs the provider views built with your options (an
+    artifact store for current-turn images): call ``check_provider_view``.
     """
     check_seq(timeline)
     previous: SessionState | None = None
     for state in timeline.states():
         check_single_turn(state)
         check_tool_pairing(state)
+        check_phased_order(state)
         if previous is not None:
             check_lifecycle(previous, state)
         previous = state
     check_replay(timeline)
+
+
+def check_phased_order(state: SessionState, history: Sequence[Message] | None = None) -> None:
+    """Invariant 8: ``session_history`` keeps the phased order inside each turn.
+
+    Checks that the history holds every active message exactly once; that
+    each turn's output is contiguous and in phase order (thought, tool call,
+    tool result, final text) with the turn's inputs before it; and that turns
+    follow the order their output was stored in.
+
+    Args:
+        state: the state the history was built from.
+        history: the history to check; by default ``session_history(state)``.
+    """
+    history = session_history(state) if history is None else history
+    name = "session_history keeps the phased order"
+    expected = [m.id for m in state.messages if m.active]
+    got = [m.id for m in history]
+    if sorted(got) != sorted(expected) or len(set(got)) != len(got):
+        missing = sorted(set(expected) - set(got))
+        extra = sorted(set(got) - set(expected))
+        raise _fail(
+            8, name, state.seq,
+            f"history must hold each active message once (missing {missing}, extra {extra}, "
+            f"{len(got) - len(set(got))} repeated)",
+        )  # fmt: skip
+    last_phase: dict[str, int] = {}
+    started: list[str] = []
+    for message in history:
+        turn_id = message.turn_id
+        if turn_id is None:
+            continue
+        phase = phase_of(message)
+        if phase == INPUT_PHASE:
+            if turn_id in last_phase and last_phase[turn_id] > INPUT_PHASE:
+                raise _fail(
+                    8, name, state.seq,
+                    f"input {message.id!r} comes after output of its turn {turn_id!r}",
+                )  # fmt: skip
+            continue
+        if turn_id not in last_phase or last_phase[turn_id] == INPUT_PHASE:
+            started.append(turn_id)
+        elif started[-1] != turn_id:
+            raise _fail(
+                8, name, state.seq,
+                f"output of turn {turn_id!r} is split by output of turn {started[-1]!r} "
+                f"at message {message.id!r}",
+            )  # fmt: skip
+        if phase < last_phase.get(turn_id, INPUT_PHASE):
+            raise _fail(
+                8, name, state.seq,
+                f"message {message.id!r} (phase {phase}) comes after phase "
+                f"{last_phase[turn_id]} in turn {turn_id!r}",
+            )  # fmt: skip
+        last_phase[turn_id] = phase
+    first_output: dict[str, int] = {}
+    for position, message in enumerate(state.messages):
+        if message.active and message.turn_id is not None and phase_of(message) != INPUT_PHASE:
+            first_output.setdefault(message.turn_id, position)
+    positions = [first_output[t] for t in started]
+    if positions != sorted(positions):
+        raise _fail(8, name, state.seq, f"turns are out of order: {started}")
