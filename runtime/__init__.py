@@ -5,12 +5,16 @@ time and ids arrive inside events, and ``apply`` is deterministic. ``runtime``
 never imports ``actors``, ``pykka`` or ``trio``.
 """
 
+from ._artifacts import ArtifactStore as ArtifactStore
 from ._category import AGENT_SENDER as AGENT_SENDER
 from ._category import INPUT_CATEGORIES as INPUT_CATEGORIES
 from ._category import Category as Category
 from ._category import CategorySpec as CategorySpec
 from ._category import category_of as category_of
 from ._category import new_message as new_message
+from ._clean import IMAGE_MEDIA_TYPES as IMAGE_MEDIA_TYPES
+from ._clean import NOTIFICATION_PREFIX as NOTIFICATION_PREFIX
+from ._clean import clean_history as clean_history
 from ._codec import from_data as from_data
 from ._codec import from_json as from_json
 from ._codec import to_data as to_data
@@ -78,15 +82,30 @@ from ._timeline import replay as replay
 from ._timeline import verify as verify
 from ._turn import Turn as Turn
 from ._turn import TurnStatus as TurnStatus
+from ._view import ImagePart as ImagePart
+from ._view import ModelView as ModelView
+from ._view import ReasoningPart as ReasoningPart
+from ._view import TextPart as TextPart
+from ._view import ToolResultPart as ToolResultPart
+from ._view import ToolUsePart as ToolUsePart
+from ._view import ViewMessage as ViewMessage
+from ._view import ViewPart as ViewPart
+from ._view import ViewRole as ViewRole
+from ._window import TokenCounter as TokenCounter
+from ._window import Window as Window
+from ._window import approx_tokens as approx_tokens
 
 __all__ = [
     "AGENT_SENDER",
     "EVENT_TYPES",
+    "IMAGE_MEDIA_TYPES",
     "INPUT_CATEGORIES",
     "INTERRUPTED_MARK",
+    "NOTIFICATION_PREFIX",
     "STATUS_ORDER",
     "TRANSITIONS",
     "AmberError",
+    "ArtifactStore",
     "Attachment",
     "BranchImported",
     "BrowserElement",
@@ -101,6 +120,7 @@ __all__ = [
     "ForeignEvent",
     "FrozenJSON",
     "IllegalTransition",
+    "ImagePart",
     "InputLimits",
     "InvalidEvent",
     "InvalidInput",
@@ -110,8 +130,10 @@ __all__ = [
     "MessageType",
     "MetadataUpdated",
     "MissingArtifact",
+    "ModelView",
     "OrphanRecovered",
     "ProjectionError",
+    "ReasoningPart",
     "ReplayMismatch",
     "Role",
     "RolledBack",
@@ -122,8 +144,12 @@ __all__ = [
     "Status",
     "StatusChanged",
     "StatusConflict",
+    "TextPart",
     "Timeline",
+    "TokenCounter",
     "ToolCall",
+    "ToolResultPart",
+    "ToolUsePart",
     "Transition",
     "Turn",
     "TurnChange",
@@ -137,9 +163,15 @@ __all__ = [
     "UnmatchedToolResult",
     "Usage",
     "UserInput",
+    "ViewMessage",
+    "ViewPart",
+    "ViewRole",
+    "Window",
     "apply",
+    "approx_tokens",
     "category_of",
     "check_transition",
+    "clean_history",
     "diff",
     "freeze",
     "from_data",

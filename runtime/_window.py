@@ -1,0 +1,90 @@
+"""``Window``: how much history the model's view keeps, by tokens and by messages.
+
+The window keeps the newest history that fits both budgets. It cuts only
+between units the model needs whole: a user message alone, or a run of the
+assistant's output with the tool results that answer it, so a tool call is
+never kept without its result (or the reverse). The current turn (the active
+one, or else the latest) and everything after it are always kept, even when
+they alone exceed the budget. What is left out is older history, never a hole
+in the middle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from ._errors import ProjectionError
+
+__all__ = ["TokenCounter", "Window", "approx_tokens"]
+
+TokenCounter = Callable[[str], int]
+"""Counts the tokens of a text (``lambda s: len(encoding.encode(s))`` with tiktoken)."""
+
+
+def approx_tokens(text: str) -> int:
+    """A rough token count: one token per four characters, rounded up.
+
+    Close enough for English and code with the common BPE tokenizers; plug a
+    real tokenizer into ``Window.count_tokens`` when the budget is tight.
+    """
+    return (len(text) + 3) // 4
+
+
+def _budget(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ProjectionError(
+            f"Window.{attribute.name} must be a non-negative int or None for no limit "
+            f"(got {value!r} that is a {type(value).__name__!r})."
+        )
+
+
+def _count(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ProjectionError(
+            f"Window.{attribute.name} must be a non-negative int "
+            f"(got {value!r} that is a {type(value).__name__!r})."
+        )
+
+
+def _callable(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not callable(value):
+        raise ProjectionError(
+            f"Window.count_tokens must be a function from str to int (got {value!r} that is a "
+            f"{type(value).__name__!r}); pass e.g. approx_tokens."
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Window:
+    """Budgets for the model's view; None means no limit on that axis."""
+
+    max_tokens: int | None = attrs.field(default=None, validator=_budget)
+    """Most tokens the view may hold (estimated with ``count_tokens``)."""
+    max_messages: int | None = attrs.field(default=None, validator=_budget)
+    """Most view messages it may hold (about one per stored message)."""
+    count_tokens: TokenCounter = attrs.field(default=approx_tokens, validator=_callable)
+    """Counts a text's tokens; the default is ``approx_tokens``."""
+    message_tokens: int = attrs.field(default=4, validator=_count)
+    """Tokens added per message for the role and framing."""
+    image_tokens: int = attrs.field(default=1_600, validator=_count)
+    """Tokens counted per image (providers bill roughly 1-2k for a typical photo)."""
+
+    def tokens_of(self, text: str) -> int:
+        """Tokens of ``text`` by ``count_tokens``, checked.
+
+        Raises:
+            ProjectionError: the counter returned something other than a
+                non-negative int.
+        """
+        n = self.count_tokens(text)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ProjectionError(
+                f"Window.count_tokens must return a non-negative int (got {n!r} that is a "
+                f"{type(n).__name__!r} for a text of {len(text)} characters)."
+            )
+        return n
