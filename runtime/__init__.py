@@ -73,6 +73,9 @@ from ._message import Role as Role
 from ._message import Status as Status
 from ._message import ToolCall as ToolCall
 from ._message import Usage as Usage
+from ._providers import to_anthropic as to_anthropic
+from ._providers import to_gemini as to_gemini
+from ._providers import to_openai as to_openai
 from ._reducer import INTERRUPTED_MARK as INTERRUPTED_MARK
 from ._reducer import apply as apply
 from ._state import STATUS_ORDER as STATUS_ORDER
@@ -181,8 +184,11 @@ __all__ = [
     "replay",
     "session_history",
     "thaw",
+    "to_anthropic",
     "to_data",
+    "to_gemini",
     "to_json",
+    "to_openai",
     "validate_input",
     "verify",
 ]
