@@ -94,12 +94,20 @@ from ._view import ToolUsePart as ToolUsePart
 from ._view import ViewMessage as ViewMessage
 from ._view import ViewPart as ViewPart
 from ._view import ViewRole as ViewRole
+from ._visibility import CHANNEL_RULES as CHANNEL_RULES
+from ._visibility import ChannelKind as ChannelKind
+from ._visibility import ChannelRule as ChannelRule
+from ._visibility import Presentation as Presentation
+from ._visibility import Visibility as Visibility
+from ._visibility import channel_rule as channel_rule
+from ._visibility import visibility as visibility
 from ._window import TokenCounter as TokenCounter
 from ._window import Window as Window
 from ._window import approx_tokens as approx_tokens
 
 __all__ = [
     "AGENT_SENDER",
+    "CHANNEL_RULES",
     "EVENT_TYPES",
     "IMAGE_MEDIA_TYPES",
     "INPUT_CATEGORIES",
@@ -114,6 +122,8 @@ __all__ = [
     "BrowserElement",
     "Category",
     "CategorySpec",
+    "ChannelKind",
+    "ChannelRule",
     "DecodeError",
     "Driver",
     "DuplicateMessage",
@@ -135,6 +145,7 @@ __all__ = [
     "MissingArtifact",
     "ModelView",
     "OrphanRecovered",
+    "Presentation",
     "ProjectionError",
     "ReasoningPart",
     "ReplayMismatch",
@@ -169,10 +180,12 @@ __all__ = [
     "ViewMessage",
     "ViewPart",
     "ViewRole",
+    "Visibility",
     "Window",
     "apply",
     "approx_tokens",
     "category_of",
+    "channel_rule",
     "check_transition",
     "clean_history",
     "diff",
@@ -191,4 +204,5 @@ __all__ = [
     "to_openai",
     "validate_input",
     "verify",
+    "visibility",
 ]
