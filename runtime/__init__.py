@@ -78,6 +78,10 @@ from ._providers import to_gemini as to_gemini
 from ._providers import to_openai as to_openai
 from ._reducer import INTERRUPTED_MARK as INTERRUPTED_MARK
 from ._reducer import apply as apply
+from ._segments import Segment as Segment
+from ._segments import SegmentKind as SegmentKind
+from ._segments import ToolState as ToolState
+from ._segments import ui_segments as ui_segments
 from ._state import STATUS_ORDER as STATUS_ORDER
 from ._state import SessionState as SessionState
 from ._timeline import Timeline as Timeline
@@ -151,6 +155,8 @@ __all__ = [
     "ReplayMismatch",
     "Role",
     "RolledBack",
+    "Segment",
+    "SegmentKind",
     "SeqMismatch",
     "SeqOutOfRange",
     "SessionState",
@@ -163,6 +169,7 @@ __all__ = [
     "TokenCounter",
     "ToolCall",
     "ToolResultPart",
+    "ToolState",
     "ToolUsePart",
     "Transition",
     "Turn",
@@ -202,6 +209,7 @@ __all__ = [
     "to_gemini",
     "to_json",
     "to_openai",
+    "ui_segments",
     "validate_input",
     "verify",
     "visibility",
