@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 
 from ._artifacts import ArtifactStore, load_attachment
-from ._category import Category
+from ._category import INPUT_CATEGORIES, Category
 from ._errors import ProjectionError
 from ._history import Block, blocks_newest_first
 from ._message import Attachment, Message
@@ -57,6 +57,7 @@ IMAGE_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/we
 DEFAULT_MAX_RESULT_CHARS = 20_000
 
 _NOTICES = frozenset({Category.BACKGROUND_ALERT, Category.NUDGE})
+_SPOKEN_AS_USER = INPUT_CATEGORIES | {Category.NUDGE}
 _EMPTY_USER_TEXT = "(empty message)"
 _EMPTY_RESULT_TEXT = "(no output)"
 _START_NOTE = "[Start of the conversation]"
@@ -96,6 +97,11 @@ def _browser_line(message: Message) -> list[str]:
     return lines
 
 
+def _interrupted(message: Message) -> bool:
+    metadata = message.metadata
+    return bool(metadata) and metadata.get(INTERRUPTED_MARK) is True
+
+
 class _Builder:
     """Turns one block into view messages; holds the options."""
 
@@ -133,12 +139,12 @@ class _Builder:
         return out
 
     def one(self, message: Message, category: Category) -> ViewMessage | None:
-        if category.is_input or category is Category.NUDGE:
+        if category in _SPOKEN_AS_USER:
             return self.user(message, category)
         if category is Category.NOTIFICATION:
             return None
         text = message.content
-        interrupted = message.metadata.get(INTERRUPTED_MARK) is True
+        interrupted = _interrupted(message)
         part: ViewPart
         if not text.strip():
             return None
@@ -163,12 +169,18 @@ class _Builder:
         return self.view(message, ViewRole.ASSISTANT, (part,))
 
     def user(self, message: Message, category: Category) -> ViewMessage:
-        pieces = [message.content] if message.content.strip() else []
+        content = message.content
+        if not message.attachments and not message.browser_elements:  # the common case
+            text = content if content.strip() else _EMPTY_USER_TEXT
+            if category in _NOTICES:
+                text = NOTIFICATION_PREFIX + text
+            return self.view(message, ViewRole.USER, (TextPart(text=text),))
+        pieces = [content] if content.strip() else []
         pieces.extend(_browser_line(message))
         images: list[ViewPart] = []
         if message.attachments:
             current = message.turn_id is None or message.turn_id == self.current
-            if not current or not category.is_input:
+            if not current or category not in INPUT_CATEGORIES:
                 pieces.append(_stripped_line(list(message.attachments)))
             else:
                 files = []
@@ -343,25 +355,27 @@ def clean_history(
     """
     _check_options(state, window, artifacts, max_result_chars)
     builder = _Builder(state, artifacts, max_result_chars)
-    kept: list[list[ViewMessage]] = []  # units, newest first
+    kept: list[list[ViewMessage]] = []  # blocks (or window units), newest first
     protected = True
     truncated = False
     tokens = count = 0
     for block in blocks_newest_first(state):
         messages = builder.block(block)
+        if window is None:
+            kept.append(messages)
+            continue
         units = _units(messages)
         units.reverse()
         for unit in units:
-            if window is not None:
-                cost = sum(_cost(window, m) for m in unit)
-                if not protected and (
-                    (window.max_tokens is not None and tokens + cost > window.max_tokens)
-                    or (window.max_messages is not None and count + len(unit) > window.max_messages)
-                ):
-                    truncated = True
-                    break
-                tokens += cost
-                count += len(unit)
+            cost = sum(_cost(window, m) for m in unit)
+            if not protected and (
+                (window.max_tokens is not None and tokens + cost > window.max_tokens)
+                or (window.max_messages is not None and count + len(unit) > window.max_messages)
+            ):
+                truncated = True
+                break
+            tokens += cost
+            count += len(unit)
             kept.append(unit)
         if truncated:
             break

@@ -24,26 +24,56 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import attrs
+from pyrsistent.typing import PVector
 
 from ._category import Category, category_of
 from ._message import Message
 from ._state import SessionState
 from ._turn import Turn, TurnStatus
 
-__all__ = ["Block", "blocks_newest_first", "order_key", "phase_of", "session_history"]
+__all__ = [
+    "Block",
+    "blocks_newest_first",
+    "newest_first",
+    "order_key",
+    "phase_of",
+    "session_history",
+]
 
 INPUT_PHASE = -1
 """Phase of a turn's inputs: they come first."""
-_PHASES = {Category.THOUGHT: 0, Category.TOOL_CALL: 1, Category.TOOL_RESULT: 2}
-_TEXT_PHASE = 3
+_PHASES = {
+    category: INPUT_PHASE
+    if category.is_input
+    else {Category.THOUGHT: 0, Category.TOOL_CALL: 1, Category.TOOL_RESULT: 2}.get(category, 3)
+    for category in Category
+}
 
 
 def phase_of(message: Message, category: Category | None = None) -> int:
     """The phase of ``message`` inside its turn: input -1, thought 0, call 1, result 2, text 3."""
-    category = category or category_of(message)
-    if category.is_input:
-        return INPUT_PHASE
-    return _PHASES.get(category, _TEXT_PHASE)
+    return _PHASES[category or category_of(message)]
+
+
+def newest_first(messages: PVector[Message]) -> Iterator[tuple[int, Message]]:
+    """``(position, message)`` from the last message back.
+
+    Reads the vector a leaf (32 messages) at a time when it can: indexing
+    pyrsistent's pure-Python vector walks the trie on every call.
+    """
+    node_for = getattr(type(messages), "_node_for", None)
+    position = len(messages) - 1
+    if node_for is None:  # another vector type: index one by one
+        while position >= 0:
+            yield position, messages[position]
+            position -= 1
+        return
+    while position >= 0:
+        leaf = node_for(messages, position)
+        base = position & ~31
+        for offset in range(position - base, -1, -1):
+            yield base + offset, leaf[offset]
+        position = base - 1
 
 
 @attrs.frozen(kw_only=True)
@@ -63,6 +93,10 @@ def order_key(turn: Turn) -> tuple[bool, int, str]:
     return (turn.status is not TurnStatus.RECOVERED, turn.started_seq, turn.id)
 
 
+def _phase_key(entry: tuple[int, Message, Category]) -> int:
+    return entry[0]
+
+
 def blocks_newest_first(state: SessionState) -> Iterator[Block]:
     """Yield the state's blocks from the newest back (see the module docstring).
 
@@ -72,7 +106,7 @@ def blocks_newest_first(state: SessionState) -> Iterator[Block]:
     messages = state.messages
     index = state.index
     turns = state.turns
-    members: dict[str, list[tuple[Message, Category]]] = {}
+    members: dict[str, list[tuple[int, Message, Category]]] = {}
     anchors: dict[int, list[Turn]] = {}
     claims: dict[str, Turn] = {}
 
@@ -94,25 +128,25 @@ def blocks_newest_first(state: SessionState) -> Iterator[Block]:
         if not found:
             return None
         found.reverse()
-        found.sort(key=lambda pair: phase_of(pair[0], pair[1]))
+        found.sort(key=_phase_key)
         return Block(
             turn_id=turn.id,
-            messages=tuple(m for m, _ in found),
-            categories=tuple(c for _, c in found),
+            messages=tuple(m for _, m, _ in found),
+            categories=tuple(c for _, _, c in found),
         )
 
-    for position in range(len(messages) - 1, -1, -1):
-        message = messages[position]
+    for position, message in newest_first(messages):
         if message.active:
             category = category_of(message)
+            phase = _PHASES[category]
             turn_id = message.turn_id
             if turn_id is not None and turn_id not in members and turn_id in turns:
                 register(turn_id, position)
-            owner = claims.get(message.id) if category.is_input else None
+            owner = claims.get(message.id) if phase == INPUT_PHASE else None
             if owner is not None:
-                members[owner.id].append((message, category))
+                members[owner.id].append((phase, message, category))
             elif turn_id is not None and turn_id in members:
-                members[turn_id].append((message, category))
+                members[turn_id].append((phase, message, category))
             else:
                 yield Block(turn_id=None, messages=(message,), categories=(category,))
         due = anchors.pop(position, None)

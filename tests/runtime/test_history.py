@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import T0, Session
 from hypothesis import given, settings
+from pyrsistent import pvector
 
 from runtime import (
     Category,
@@ -14,6 +15,8 @@ from runtime import (
     TurnOutcome,
     session_history,
 )
+from runtime._history import newest_first
+from runtime._state import new_vector
 from runtime.testing import InvariantViolation, check_phased_order, timelines
 
 
@@ -208,3 +211,15 @@ class TestProperties:
         fork = timeline.fork(head.seq, "forked", at=head.updated_at or T0)
         check_phased_order(fork.head)
         assert [m.id for m in session_history(fork.head)] == [m.id for m in session_history(head)]
+
+
+class TestNewestFirst:
+    @pytest.mark.parametrize("size", [0, 1, 31, 32, 33, 64, 1000, 1057, 33 * 32 + 5])
+    def test_reads_every_position_backwards(self, size: int) -> None:
+        """The leaf-wise walk yields what indexing would, for any trie shape."""
+        vector = new_vector(range(size))
+        assert list(newest_first(vector)) == [(i, i) for i in reversed(range(size))]
+
+    def test_other_vectors_are_indexed(self) -> None:
+        """A vector without pyrsistent's internals (the C pvector) still works."""
+        assert list(newest_first(pvector("abc"))) == [(2, "c"), (1, "b"), (0, "a")]  # type: ignore[arg-type]
