@@ -1,0 +1,201 @@
+"""Projection benchmark: what each view of a long session costs.
+
+Run from the repository root::
+
+    python benchmarks/bench_views.py            # full run (~1 min on 2 cores)
+    python benchmarks/bench_views.py --quick    # smoke run for CI (a few seconds)
+
+Everything runs with CPython's cyclic GC **on**, as users run it. Each figure
+is the median of several repeats (``--repeats``).
+
+What it measures (see ``docs/performance-views.md`` for the findings):
+
+1. every view of a 10,000-message session: ``session_history``,
+   ``clean_history``, ``to_openai``, ``to_anthropic``, ``to_gemini`` (whole
+   history), the same with a 200-message window, ``ui_segments`` of the
+   latest turn and a ``visibility`` lookup; time per emitted message;
+2. linearity: the whole-history views and the windowed one at 1,250 to
+   20,000 messages. Whole views must cost the same per message at every size
+   (linear in what they emit); windowed views must cost the same in total at
+   every size (they touch only the window).
+
+The session is made of turns of ten messages: a question, a thought, three
+tool calls, three results, a notification and a reply; the last turn is
+running. ``--check`` exits with status 1 when a ratio is out of bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+try:
+    import runtime  # noqa: F401
+except ImportError:  # a plain checkout, not installed: use the repository root
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from runtime import (
+    Category,
+    MessageAdded,
+    SessionState,
+    ToolCall,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+    Window,
+    apply,
+    clean_history,
+    new_message,
+    session_history,
+    to_anthropic,
+    to_gemini,
+    to_openai,
+    ui_segments,
+    visibility,
+)
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+PER_TURN = 10
+WINDOW = Window(max_messages=200)
+
+
+def build(messages: int, session_id: str = "bench") -> SessionState:
+    """A session of ``messages`` messages in turns of ten; the last turn is running."""
+    state = SessionState.empty(session_id)
+    seq = 0
+
+    def emit(make: Callable[..., Any], **fields: Any) -> None:
+        nonlocal state, seq
+        seq += 1
+        state = apply(
+            state, make(session_id=session_id, seq=seq, at=T0 + timedelta(seconds=seq), **fields)
+        )
+
+    def add(category: Category, id: str, **fields: Any) -> None:
+        at = T0 + timedelta(seconds=seq)
+        emit(
+            MessageAdded,
+            message=new_message(category, id=id, session_id=session_id, created_at=at, **fields),
+        )
+
+    turns = messages // PER_TURN
+    for n in range(turns):
+        turn = f"t{n}"
+        add(Category.USER_QUESTION, f"u{n}", sender="Chii", content=f"question {n} " * 8)
+        emit(TurnStarted, turn_id=turn)
+        add(Category.THOUGHT, f"th{n}", turn_id=turn, content=f"thinking about {n} " * 10)
+        for k in range(3):
+            call = ToolCall(
+                id=f"call_{n}_{k}", name="sh", arguments={"command": f"ls {k}"}, index=k
+            )
+            add(Category.TOOL_CALL, f"c{n}_{k}", turn_id=turn, tool_call=call)
+        for k in range(3):
+            add(
+                Category.TOOL_RESULT, f"r{n}_{k}", turn_id=turn, sender="sh",
+                tool_call_id=f"call_{n}_{k}", content=f"file_{k}.txt\n" * 20,
+            )  # fmt: skip
+        add(Category.NOTIFICATION, f"n{n}", turn_id=turn, content="progress")
+        add(Category.REPLY, f"a{n}", turn_id=turn, content=f"answer {n} " * 12)
+        if n < turns - 1:
+            emit(TurnEnded, turn_id=turn, outcome=TurnOutcome.PROCESSED)
+    return state
+
+
+def median_seconds(fn: Callable[[], Any], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def views(state: SessionState) -> dict[str, Callable[[], Any]]:
+    latest = state.active_turn_id
+    return {
+        "session_history": lambda: session_history(state),
+        "clean_history": lambda: clean_history(state),
+        "to_openai": lambda: to_openai(state, system="Be brief."),
+        "to_anthropic": lambda: to_anthropic(state, system="Be brief."),
+        "to_gemini": lambda: to_gemini(state, system="Be brief."),
+        "clean_history, 200-message window": lambda: clean_history(state, window=WINDOW),
+        "to_openai, 200-message window": lambda: to_openai(state, window=WINDOW),
+        "ui_segments (latest turn)": lambda: ui_segments(state, latest),
+    }
+
+
+def emitted(result: Any) -> int:
+    if isinstance(result, dict):
+        result = result.get("messages", result.get("contents"))
+    return len(result)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--check", action="store_true", help="exit 1 when a ratio is off")
+    args = parser.parse_args()
+    repeats = args.repeats or (3 if args.quick else 9)
+    size = 2_000 if args.quick else 10_000
+    sizes = [500, 1_000, 2_000] if args.quick else [1_250, 2_500, 5_000, 10_000, 20_000]
+
+    print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores")
+    print(
+        f"command: {' '.join([Path(sys.executable).name, *sys.argv])}; GC on; median of {repeats}"
+    )
+    print()
+
+    state = build(size)
+    print(f"1. views of a {len(state.messages):,}-message session")
+    print(f"   {'view':<36} {'median':>10} {'emitted':>8} {'per emitted':>12}")
+    for name, fn in views(state).items():
+        seconds = median_seconds(fn, repeats)
+        n = emitted(fn())
+        print(
+            f"   {name:<36} {seconds * 1e3:>8.2f} ms {n:>8,} {seconds / max(n, 1) * 1e6:>9.2f} µs"
+        )
+    lookup = median_seconds(
+        lambda: [visibility("silent", Category.THOUGHT) for _ in range(10_000)], repeats
+    )
+    print(f"   {'visibility() lookup':<36} {lookup / 10_000 * 1e6:>9.3f} µs per call")
+    print()
+
+    print("2. linearity (per emitted message for whole views; total for the windowed one)")
+    print(
+        f"   {'messages':>9} {'to_openai':>12} {'to_gemini':>12} {'clean_history':>14} {'windowed':>10}"
+    )
+    rows = []
+    for n in sizes:
+        s = build(n)
+        whole = emitted(to_openai(s))
+        row = (
+            median_seconds(lambda s=s: to_openai(s), repeats) / whole * 1e6,
+            median_seconds(lambda s=s: to_gemini(s), repeats) / whole * 1e6,
+            median_seconds(lambda s=s: clean_history(s), repeats) / whole * 1e6,
+            median_seconds(lambda s=s: clean_history(s, window=WINDOW), repeats) * 1e3,
+        )
+        rows.append(row)
+        print(
+            f"   {n:>9,} {row[0]:>9.2f} µs {row[1]:>9.2f} µs {row[2]:>11.2f} µs {row[3]:>7.2f} ms"
+        )
+    per_message = max(r[0] for r in rows) / min(r[0] for r in rows)
+    windowed = max(r[3] for r in rows) / min(r[3] for r in rows)
+    print(f"   to_openai per message, largest/smallest: {per_message:.2f}x (bound 1.5x)")
+    print(f"   windowed total, largest/smallest: {windowed:.2f}x (bound 1.5x)")
+    if args.check and (per_message > 1.5 or windowed > 1.5):
+        print("FAILED: a view is not linear in what it emits")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
