@@ -170,9 +170,9 @@ def main() -> int:
     print()
 
     print("2. linearity (per emitted message for whole views; total for the windowed one)")
-    print(
-        f"   {'messages':>9} {'to_openai':>12} {'to_gemini':>12} {'clean_history':>14} {'windowed':>10}"
-    )
+    header = ("messages", "to_openai", "to_gemini", "clean_history", "windowed")
+    widths = (9, 12, 12, 14, 10)
+    print("   " + " ".join(f"{h:>{w}}" for h, w in zip(header, widths, strict=True)))
     rows = []
     for n in sizes:
         s = build(n)
