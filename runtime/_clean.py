@@ -274,6 +274,37 @@ class _Builder:
         )
 
 
+class _CurrentTurn:
+    """Which blocks a window must keep: the current turn's, and everything newer.
+
+    The current turn is the active one, or else the latest. Its inputs may sit
+    in an older block (a recovered turn claimed them first), so it is done
+    only once its own block and all of its inputs have gone by.
+    """
+
+    def __init__(self, state: SessionState) -> None:
+        self.state = state
+        self.turn_id = state.active_turn_id
+        self.waiting: set[str] | None = None
+        if self.turn_id is not None:
+            self.waiting = self.inputs(self.turn_id)
+
+    def inputs(self, turn_id: str) -> set[str]:
+        found = (self.state.get(i) for i in self.state.turns[turn_id].input_ids)
+        return {m.id for m in found if m is not None and m.active}
+
+    def protects(self, block: Block) -> bool:
+        """Whether ``block`` (the next one, newest first) must be kept."""
+        if self.waiting is None:
+            if block.turn_id is None:
+                return True  # newer than any turn
+            self.turn_id = block.turn_id
+            self.waiting = self.inputs(block.turn_id)
+        keep = bool(self.waiting) or block.turn_id == self.turn_id
+        self.waiting.difference_update(m.id for m in block.messages)
+        return keep
+
+
 def _units(messages: list[ViewMessage]) -> list[list[ViewMessage]]:
     """Split a block's view messages where a window may cut."""
     units: list[list[ViewMessage]] = []
@@ -356,7 +387,7 @@ def clean_history(
     _check_options(state, window, artifacts, max_result_chars)
     builder = _Builder(state, artifacts, max_result_chars)
     kept: list[list[ViewMessage]] = []  # blocks (or window units), newest first
-    protected = True
+    current = _CurrentTurn(state)
     truncated = False
     tokens = count = 0
     for block in blocks_newest_first(state):
@@ -364,6 +395,7 @@ def clean_history(
         if window is None:
             kept.append(messages)
             continue
+        protected = current.protects(block)
         units = _units(messages)
         units.reverse()
         for unit in units:
@@ -379,10 +411,6 @@ def clean_history(
             kept.append(unit)
         if truncated:
             break
-        if block.turn_id is not None and (
-            state.active_turn_id is None or block.turn_id == state.active_turn_id
-        ):
-            protected = False
     kept.reverse()
     out = [m for unit in kept for m in unit]
     note = None

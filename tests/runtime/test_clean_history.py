@@ -17,6 +17,7 @@ from runtime import (
     Category,
     ImagePart,
     MissingArtifact,
+    OrphanRecovered,
     ModelView,
     ProjectionError,
     ReasoningPart,
@@ -430,6 +431,22 @@ class TestWindow:
         view = clean_history(session.state, window=Window(max_messages=0))
         assert [m.source_id for m in view.messages] == [None, "u2", "c2", "r2", "a2"]
 
+    def test_keeps_the_question_a_recovered_turn_claimed_first(self, session: Session) -> None:
+        """The rerun's question sits in the dead turn's block; the window keeps both."""
+        self.long_session(session, 2)
+        session.ask("u9")
+        session.start("t8")
+        session.call("c8", "call_8", turn_id="t8", parent="u9")
+        session.do(OrphanRecovered, turn_id="t8", reason="runner died")
+        session.start("t9")
+        session.reply("a9", turn_id="t9", text="redone")
+        expected = [None, "u9", "c8", None, "a9"]  # note, question, dead call + its answer, rerun
+        view = clean_history(session.state, window=Window(max_messages=0))
+        assert [m.source_id for m in view.messages] == expected
+        session.end("t9")
+        view = clean_history(session.state, window=Window(max_messages=0))
+        assert [m.source_id for m in view.messages] == expected
+
     def test_counts_tokens_with_the_given_counter(self, session: Session) -> None:
         """The pluggable counter decides; tokens are reported on the view."""
         self.long_session(session, 3)
@@ -580,5 +597,8 @@ class TestProperties:
                 state, artifacts=AnyBytes(), window=Window(max_messages=budget)
             )
             check_view(state, windowed)
+            if state.active_turn is not None:  # the current turn is always kept
+                kept = {m.source_id for m in windowed.messages}
+                assert set(state.active_turn.input_ids) <= kept
             assert windowed.truncated or len(windowed) <= len(full) + 1
             assert (state, hash(state), to_json(state)) == before
