@@ -26,9 +26,11 @@ its cost grows with what else is in memory, not with the view.
 
 The session is made of turns of ten messages: a question, a thought, three
 tool calls, three results, a notification and a reply; the last turn is
-running. ``--check`` exits with status 1 when the windowed view's total or the frozen
-whole view's per-message cost varies by more than 1.5x across sizes (on the
-fastest of the repeats, which a busy machine disturbs least).
+running. ``--check`` exits with status 1 when the windowed view's total or
+the frozen whole view's per-message cost varies by more than ``BOUND`` (2.5x)
+across sizes 16x apart, on the fastest of the repeats (which a busy machine
+disturbs least): enough to catch a view that is not linear, not so tight that
+a noisy neighbour fails it.
 """
 
 from __future__ import annotations
@@ -74,6 +76,9 @@ from runtime import (
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 PER_TURN = 10
 WINDOW = Window(max_messages=200)
+BOUND = 2.5
+"""Largest/smallest ratio --check allows across sizes 16x apart: a quadratic view
+would show ~16x; run-to-run noise on a shared 2-core VM reaches ~2x."""
 
 
 def build(messages: int, session_id: str = "bench") -> SessionState:
@@ -135,6 +140,7 @@ SAMPLES: list[float] = []
 
 def median_seconds(fn: Callable[[], Any], repeats: int) -> float:
     """The median of ``repeats`` timings (the fastest is kept in ``SAMPLES``)."""
+    fn()  # warm up: first-touch page faults and caches are not the view's cost
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -243,9 +249,9 @@ def main() -> int:
     frozen_whole = spread([f[1] for f in fastest])
     print(
         f"   largest/smallest fastest run: windowed {windowed:.2f}x, "
-        f"to_openai frozen {frozen_whole:.2f}x (--check bound 1.5x)"
+        f"to_openai frozen {frozen_whole:.2f}x (--check bound {BOUND}x)"
     )
-    if args.check and (windowed > 1.5 or frozen_whole > 1.5):
+    if args.check and (windowed > BOUND or frozen_whole > BOUND):
         print("FAILED: a view is not linear in what it emits")
         return 1
     return 0
