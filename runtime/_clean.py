@@ -46,7 +46,7 @@ from ._view import (
     ViewPart,
     ViewRole,
 )
-from ._window import Window
+from ._window import CurrentTurn, Window, cost, units
 
 __all__ = ["IMAGE_MEDIA_TYPES", "NOTIFICATION_PREFIX", "clean_history"]
 
@@ -274,62 +274,6 @@ class _Builder:
         )
 
 
-class _CurrentTurn:
-    """Which blocks a window must keep: the current turn's, and everything newer.
-
-    The current turn is the active one, or else the latest. Its inputs may sit
-    in an older block (a recovered turn claimed them first), so it is done
-    only once its own block and all of its inputs have gone by.
-    """
-
-    def __init__(self, state: SessionState) -> None:
-        self.state = state
-        self.turn_id = state.active_turn_id
-        self.waiting: set[str] | None = None
-        if self.turn_id is not None:
-            self.waiting = self.inputs(self.turn_id)
-
-    def inputs(self, turn_id: str) -> set[str]:
-        found = (self.state.get(i) for i in self.state.turns[turn_id].input_ids)
-        return {m.id for m in found if m is not None and m.active}
-
-    def protects(self, block: Block) -> bool:
-        """Whether ``block`` (the next one, newest first) must be kept."""
-        if self.waiting is None:
-            if block.turn_id is None:
-                return True  # newer than any turn
-            self.turn_id = block.turn_id
-            self.waiting = self.inputs(block.turn_id)
-        keep = bool(self.waiting) or block.turn_id == self.turn_id
-        self.waiting.difference_update(m.id for m in block.messages)
-        return keep
-
-
-def _units(messages: list[ViewMessage]) -> list[list[ViewMessage]]:
-    """Split a block's view messages where a window may cut."""
-    units: list[list[ViewMessage]] = []
-    previous: ViewMessage | None = None
-    for message in messages:
-        joins = previous is not None and (
-            message.role is ViewRole.TOOL or (_is_call(message) and _is_call(previous))
-        )
-        if joins:
-            units[-1].append(message)
-        else:
-            units.append([message])
-        previous = message
-    return units
-
-
-def _is_call(message: ViewMessage) -> bool:
-    return isinstance(message.parts[0], ToolUsePart)
-
-
-def _cost(window: Window, message: ViewMessage) -> int:
-    images = sum(1 for part in message.parts if isinstance(part, ImagePart))
-    return window.message_tokens + window.tokens_of(message.text) + images * window.image_tokens
-
-
 def _check_options(
     state: object, window: object, artifacts: object, max_result_chars: object
 ) -> None:
@@ -387,7 +331,7 @@ def clean_history(
     _check_options(state, window, artifacts, max_result_chars)
     builder = _Builder(state, artifacts, max_result_chars)
     kept: list[list[ViewMessage]] = []  # blocks (or window units), newest first
-    current = _CurrentTurn(state)
+    current = CurrentTurn(state)
     truncated = False
     tokens = count = 0
     for block in blocks_newest_first(state):
@@ -396,17 +340,15 @@ def clean_history(
             kept.append(messages)
             continue
         protected = current.protects(block)
-        units = _units(messages)
-        units.reverse()
-        for unit in units:
-            cost = sum(_cost(window, m) for m in unit)
+        for unit in reversed(units(messages)):
+            unit_tokens = sum(cost(window, m) for m in unit)
             if not protected and (
-                (window.max_tokens is not None and tokens + cost > window.max_tokens)
+                (window.max_tokens is not None and tokens + unit_tokens > window.max_tokens)
                 or (window.max_messages is not None and count + len(unit) > window.max_messages)
             ):
                 truncated = True
                 break
-            tokens += cost
+            tokens += unit_tokens
             count += len(unit)
             kept.append(unit)
         if truncated:
@@ -423,7 +365,7 @@ def clean_history(
         lead = ViewMessage(role=ViewRole.USER, parts=(TextPart(text=note),))
         out.insert(0, lead)
         if window is not None:
-            tokens += _cost(window, lead)
+            tokens += cost(window, lead)
     return ModelView(
         session_id=state.session_id,
         seq=state.seq,

@@ -17,8 +17,11 @@ from typing import Any
 import attrs
 
 from ._errors import ProjectionError
+from ._history import Block
+from ._state import SessionState
+from ._view import ImagePart, ToolUsePart, ViewMessage, ViewRole
 
-__all__ = ["TokenCounter", "Window", "approx_tokens"]
+__all__ = ["CurrentTurn", "TokenCounter", "Window", "approx_tokens", "cost", "is_call", "units"]
 
 TokenCounter = Callable[[str], int]
 """Counts the tokens of a text (``lambda s: len(encoding.encode(s))`` with tiktoken)."""
@@ -88,3 +91,61 @@ class Window:
                 f"{type(n).__name__!r} for a text of {len(text)} characters)."
             )
         return n
+
+
+class CurrentTurn:
+    """Which blocks a window must keep: the current turn's, and everything newer.
+
+    The current turn is the active one, or else the latest. Its inputs may sit
+    in an older block (a recovered turn claimed them first), so it is done
+    only once its own block and all of its inputs have gone by.
+    """
+
+    def __init__(self, state: SessionState) -> None:
+        self.state = state
+        self.turn_id = state.active_turn_id
+        self.waiting: set[str] | None = None
+        if self.turn_id is not None:
+            self.waiting = self.inputs(self.turn_id)
+
+    def inputs(self, turn_id: str) -> set[str]:
+        found = (self.state.get(i) for i in self.state.turns[turn_id].input_ids)
+        return {m.id for m in found if m is not None and m.active}
+
+    def protects(self, block: Block) -> bool:
+        """Whether ``block`` (the next one, newest first) must be kept."""
+        if self.waiting is None:
+            if block.turn_id is None:
+                return True  # newer than any turn
+            self.turn_id = block.turn_id
+            self.waiting = self.inputs(block.turn_id)
+        keep = bool(self.waiting) or block.turn_id == self.turn_id
+        self.waiting.difference_update(m.id for m in block.messages)
+        return keep
+
+
+def units(messages: list[ViewMessage]) -> list[list[ViewMessage]]:
+    """Split a block's view messages where a window may cut."""
+    units: list[list[ViewMessage]] = []
+    previous: ViewMessage | None = None
+    for message in messages:
+        joins = previous is not None and (
+            message.role is ViewRole.TOOL or (is_call(message) and is_call(previous))
+        )
+        if joins:
+            units[-1].append(message)
+        else:
+            units.append([message])
+        previous = message
+    return units
+
+
+def is_call(message: ViewMessage) -> bool:
+    """True for a view message that is a tool call."""
+    return isinstance(message.parts[0], ToolUsePart)
+
+
+def cost(window: Window, message: ViewMessage) -> int:
+    """Tokens ``message`` takes by ``window``'s counter."""
+    images = sum(1 for part in message.parts if isinstance(part, ImagePart))
+    return window.message_tokens + window.tokens_of(message.text) + images * window.image_tokens
