@@ -146,39 +146,38 @@ def to_openai(
     text = _system("to_openai", system)
     if text is not None:
         out.append({"role": system_role, "content": text})
-    for role, messages in _runs(view):
+    for role, run in _runs(view):
         if role is ViewRole.ASSISTANT:
-            texts: list[str] = []
-            calls: list[dict[str, Any]] = []
-            for message in messages:
-                for part in message.parts:
-                    if isinstance(part, TextPart):
-                        texts.append(part.text)
-                    elif isinstance(part, ToolUsePart):
-                        calls.append(
-                            {
-                                "id": part.call_id,
-                                "type": "function",
-                                "function": {"name": part.name, "arguments": part.arguments_json()},
-                            }
-                        )
-            if not texts and not calls:
-                continue
-            entry: dict[str, Any] = {
-                "role": "assistant",
-                "content": "\n\n".join(texts) if texts else None,
-            }
-            if calls:
-                entry["tool_calls"] = calls
-            out.append(entry)
+            entry = _openai_assistant(run)
+            if entry is not None:
+                out.append(entry)
         elif role is ViewRole.TOOL:
-            for message in messages:
+            for message in run:
                 result = message.parts[0]
                 assert isinstance(result, ToolResultPart)
                 out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.text})
         else:
-            out.extend(_openai_user(message) for message in messages)
+            out.extend(_openai_user(message) for message in run)
     return out
+
+
+def _openai_assistant(run: list[ViewMessage]) -> dict[str, Any] | None:
+    """One assistant message: text joined, calls with JSON-string arguments; reasoning left out."""
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for message in run:
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                texts.append(part.text)
+            elif isinstance(part, ToolUsePart):
+                function = {"name": part.name, "arguments": part.arguments_json()}
+                calls.append({"id": part.call_id, "type": "function", "function": function})
+    if not texts and not calls:
+        return None  # reasoning only: Chat Completions has no field for it
+    entry: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
+    if calls:
+        entry["tool_calls"] = calls  # never an empty list: the API rejects tool_calls=[]
+    return entry
 
 
 def _openai_user(message: ViewMessage) -> dict[str, Any]:
@@ -210,6 +209,54 @@ def _merge(out: list[dict[str, Any]], role: str, key: str, items: list[Any]) -> 
         out.append({"role": role, key: items})
 
 
+def _anthropic_assistant(run: list[ViewMessage]) -> list[dict[str, Any]]:
+    """Blocks of one assistant message: signed thinking first, never alone."""
+    thinking: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = []
+    for message in run:
+        for part in message.parts:
+            if isinstance(part, ReasoningPart):
+                if part.signature is not None:  # unsigned thinking is rejected
+                    thinking.append(
+                        {"type": "thinking", "thinking": part.text, "signature": part.signature}
+                    )
+            elif isinstance(part, TextPart):
+                blocks.append({"type": "text", "text": part.text})
+            elif isinstance(part, ToolUsePart):
+                use_id = _anthropic_id(part.call_id)
+                input_ = part.arguments_dict()
+                blocks.append(
+                    {"type": "tool_use", "id": use_id, "name": part.name, "input": input_}
+                )
+    return thinking + blocks if blocks else []
+
+
+def _anthropic_user(run: list[ViewMessage]) -> list[dict[str, Any]]:
+    """Blocks of user text, images and tool results (a run of results precedes any text)."""
+    blocks: list[dict[str, Any]] = []
+    for message in run:
+        for part in message.parts:
+            if isinstance(part, ToolResultPart):
+                block: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": _anthropic_id(part.call_id),
+                    "content": part.text,
+                }
+                if part.is_error:
+                    block["is_error"] = True
+                blocks.append(block)
+            elif isinstance(part, TextPart):
+                blocks.append({"type": "text", "text": part.text})
+            elif isinstance(part, ImagePart):
+                source = {
+                    "type": "base64",
+                    "media_type": part.attachment.media_type.lower(),
+                    "data": _b64(part.data),
+                }
+                blocks.append({"type": "image", "source": source})
+    return blocks
+
+
 def to_anthropic(
     source: SessionState | ModelView,
     *,
@@ -227,57 +274,10 @@ def to_anthropic(
     text = _system("to_anthropic", system)
     messages: list[dict[str, Any]] = []
     for role, run in _runs(view):
-        blocks: list[dict[str, Any]] = []
         if role is ViewRole.ASSISTANT:
-            thinking: list[dict[str, Any]] = []
-            for message in run:
-                for part in message.parts:
-                    if isinstance(part, ReasoningPart):
-                        if part.signature is not None:
-                            thinking.append(
-                                {
-                                    "type": "thinking",
-                                    "thinking": part.text,
-                                    "signature": part.signature,
-                                }
-                            )
-                    elif isinstance(part, TextPart):
-                        blocks.append({"type": "text", "text": part.text})
-                    elif isinstance(part, ToolUsePart):
-                        blocks.append(
-                            {
-                                "type": "tool_use",
-                                "id": _anthropic_id(part.call_id),
-                                "name": part.name,
-                                "input": part.arguments_dict(),
-                            }
-                        )
-            # Thinking goes first and never alone: with nothing after it, drop it.
-            if blocks:
-                blocks = thinking + blocks
-            _merge(messages, "assistant", "content", blocks)
-            continue
-        for message in run:
-            for part in message.parts:
-                if isinstance(part, ToolResultPart):
-                    block: dict[str, Any] = {
-                        "type": "tool_result",
-                        "tool_use_id": _anthropic_id(part.call_id),
-                        "content": part.text,
-                    }
-                    if part.is_error:
-                        block["is_error"] = True
-                    blocks.append(block)
-                elif isinstance(part, TextPart):
-                    blocks.append({"type": "text", "text": part.text})
-                elif isinstance(part, ImagePart):
-                    source_block = {
-                        "type": "base64",
-                        "media_type": part.attachment.media_type.lower(),
-                        "data": _b64(part.data),
-                    }
-                    blocks.append({"type": "image", "source": source_block})
-        _merge(messages, "user", "content", blocks)
+            _merge(messages, "assistant", "content", _anthropic_assistant(run))
+        else:
+            _merge(messages, "user", "content", _anthropic_user(run))
     if messages and messages[-1]["role"] == "assistant":
         # A final assistant message is a prefill, which may not end in whitespace.
         last = messages[-1]["content"][-1]
@@ -288,6 +288,41 @@ def to_anthropic(
         out["system"] = text
     out["messages"] = messages
     return out
+
+
+def _gemini_model(run: list[ViewMessage]) -> list[dict[str, Any]]:
+    """Parts of one model content: thoughts first, never alone; calls without ids."""
+    thoughts: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for message in run:
+        for part in message.parts:
+            if isinstance(part, ReasoningPart):
+                thoughts.append({"text": part.text, "thought": True})
+            elif isinstance(part, TextPart):
+                parts.append({"text": part.text})
+            elif isinstance(part, ToolUsePart):
+                call = {"name": part.name, "args": part.arguments_dict()}
+                parts.append({"function_call": call})
+    return thoughts + parts if parts else []
+
+
+def _gemini_user(run: list[ViewMessage]) -> list[dict[str, Any]]:
+    """Parts of user text, images and one function response per call, in call order."""
+    parts: list[dict[str, Any]] = []
+    for message in run:
+        for part in message.parts:
+            if isinstance(part, ToolResultPart):
+                response = {"error" if part.is_error else "output": part.text}
+                parts.append({"function_response": {"name": part.name, "response": response}})
+            elif isinstance(part, TextPart):
+                parts.append({"text": part.text})
+            elif isinstance(part, ImagePart):
+                media_type = part.attachment.media_type.lower()
+                if media_type in _GEMINI_IMAGES:
+                    parts.append({"inline_data": {"mime_type": media_type, "data": part.data}})
+                else:
+                    parts.append({"text": _unsent_image(part, "Gemini")})
+    return parts
 
 
 def to_gemini(
@@ -309,39 +344,10 @@ def to_gemini(
     text = _system("to_gemini", system)
     contents: list[dict[str, Any]] = []
     for role, run in _runs(view):
-        parts: list[dict[str, Any]] = []
         if role is ViewRole.ASSISTANT:
-            thoughts: list[dict[str, Any]] = []
-            for message in run:
-                for part in message.parts:
-                    if isinstance(part, ReasoningPart):
-                        thoughts.append({"text": part.text, "thought": True})
-                    elif isinstance(part, TextPart):
-                        parts.append({"text": part.text})
-                    elif isinstance(part, ToolUsePart):
-                        parts.append(
-                            {"function_call": {"name": part.name, "args": part.arguments_dict()}}
-                        )
-            if parts:
-                parts = thoughts + parts
-            _merge(contents, "model", "parts", parts)
-            continue
-        for message in run:
-            for part in message.parts:
-                if isinstance(part, ToolResultPart):
-                    key = "error" if part.is_error else "output"
-                    parts.append(
-                        {"function_response": {"name": part.name, "response": {key: part.text}}}
-                    )
-                elif isinstance(part, TextPart):
-                    parts.append({"text": part.text})
-                elif isinstance(part, ImagePart):
-                    media_type = part.attachment.media_type.lower()
-                    if media_type in _GEMINI_IMAGES:
-                        parts.append({"inline_data": {"mime_type": media_type, "data": part.data}})
-                    else:
-                        parts.append({"text": _unsent_image(part, "Gemini")})
-        _merge(contents, "user", "parts", parts)
+            _merge(contents, "model", "parts", _gemini_model(run))
+        else:
+            _merge(contents, "user", "parts", _gemini_user(run))
     out: dict[str, Any] = {"contents": contents}
     if text is not None:
         out["system_instruction"] = {"parts": [{"text": text}]}
