@@ -27,10 +27,10 @@ its cost grows with what else is in memory, not with the view.
 The session is made of turns of ten messages: a question, a thought, three
 tool calls, three results, a notification and a reply; the last turn is
 running. ``--check`` exits with status 1 when the windowed view's total or
-the frozen whole view's per-message cost varies by more than ``BOUND`` (2.5x)
-across sizes 16x apart, on the fastest of the repeats (which a busy machine
-disturbs least): enough to catch a view that is not linear, not so tight that
-a noisy neighbour fails it.
+the frozen whole view's per-message cost varies by more than ``BOUND``
+(2.5x) across sizes 16x apart, on the fastest of the repeats (which a busy
+machine disturbs least): enough to catch a view that is not linear, not so
+tight that a noisy neighbour fails it.
 """
 
 from __future__ import annotations
