@@ -1,16 +1,20 @@
-"""Amber's pure core: messages, lifecycle, events, the reducer and the timeline.
+"""Amber's pure core: messages, lifecycle, events, the reducer, the timeline and projections.
 
 Nothing here starts a thread, reads a clock or does I/O (the stores aside):
 time and ids arrive inside events, and ``apply`` is deterministic. ``runtime``
 never imports ``actors``, ``pykka`` or ``trio``.
 """
 
+from ._artifacts import ArtifactStore as ArtifactStore
 from ._category import AGENT_SENDER as AGENT_SENDER
 from ._category import INPUT_CATEGORIES as INPUT_CATEGORIES
 from ._category import Category as Category
 from ._category import CategorySpec as CategorySpec
 from ._category import category_of as category_of
 from ._category import new_message as new_message
+from ._clean import IMAGE_MEDIA_TYPES as IMAGE_MEDIA_TYPES
+from ._clean import NOTIFICATION_PREFIX as NOTIFICATION_PREFIX
+from ._clean import clean_history as clean_history
 from ._codec import from_data as from_data
 from ._codec import from_json as from_json
 from ._codec import to_data as to_data
@@ -29,7 +33,9 @@ from ._errors import IllegalTransition as IllegalTransition
 from ._errors import InvalidEvent as InvalidEvent
 from ._errors import InvalidInput as InvalidInput
 from ._errors import InvalidMessage as InvalidMessage
+from ._errors import MissingArtifact as MissingArtifact
 from ._errors import NotAStore as NotAStore
+from ._errors import ProjectionError as ProjectionError
 from ._errors import ReplayMismatch as ReplayMismatch
 from ._errors import SchemaVersionError as SchemaVersionError
 from ._errors import SeqConflict as SeqConflict
@@ -42,6 +48,7 @@ from ._errors import StoreError as StoreError
 from ._errors import TurnConflict as TurnConflict
 from ._errors import UnknownMessage as UnknownMessage
 from ._errors import UnknownSession as UnknownSession
+from ._errors import UnknownTurn as UnknownTurn
 from ._errors import UnmatchedToolResult as UnmatchedToolResult
 from ._events import EVENT_TYPES as EVENT_TYPES
 from ._events import BranchImported as BranchImported
@@ -54,6 +61,7 @@ from ._events import StatusChanged as StatusChanged
 from ._events import TurnEnded as TurnEnded
 from ._events import TurnOutcome as TurnOutcome
 from ._events import TurnStarted as TurnStarted
+from ._history import session_history as session_history
 from ._input import InputLimits as InputLimits
 from ._input import UserInput as UserInput
 from ._input import validate_input as validate_input
@@ -73,8 +81,15 @@ from ._message import Role as Role
 from ._message import Status as Status
 from ._message import ToolCall as ToolCall
 from ._message import Usage as Usage
+from ._providers import to_anthropic as to_anthropic
+from ._providers import to_gemini as to_gemini
+from ._providers import to_openai as to_openai
 from ._reducer import INTERRUPTED_MARK as INTERRUPTED_MARK
 from ._reducer import apply as apply
+from ._segments import Segment as Segment
+from ._segments import SegmentKind as SegmentKind
+from ._segments import ToolState as ToolState
+from ._segments import ui_segments as ui_segments
 from ._state import STATUS_ORDER as STATUS_ORDER
 from ._state import SessionState as SessionState
 from ._timeline import Timeline as Timeline
@@ -82,20 +97,45 @@ from ._timeline import replay as replay
 from ._timeline import verify as verify
 from ._turn import Turn as Turn
 from ._turn import TurnStatus as TurnStatus
+from ._view import ImagePart as ImagePart
+from ._view import ModelView as ModelView
+from ._view import ReasoningPart as ReasoningPart
+from ._view import TextPart as TextPart
+from ._view import ToolResultPart as ToolResultPart
+from ._view import ToolUsePart as ToolUsePart
+from ._view import ViewMessage as ViewMessage
+from ._view import ViewPart as ViewPart
+from ._view import ViewRole as ViewRole
+from ._visibility import CHANNEL_RULES as CHANNEL_RULES
+from ._visibility import ChannelKind as ChannelKind
+from ._visibility import ChannelRule as ChannelRule
+from ._visibility import Presentation as Presentation
+from ._visibility import Visibility as Visibility
+from ._visibility import channel_rule as channel_rule
+from ._visibility import visibility as visibility
+from ._window import TokenCounter as TokenCounter
+from ._window import Window as Window
+from ._window import approx_tokens as approx_tokens
 
 __all__ = [
     "AGENT_SENDER",
+    "CHANNEL_RULES",
     "EVENT_TYPES",
+    "IMAGE_MEDIA_TYPES",
     "INPUT_CATEGORIES",
     "INTERRUPTED_MARK",
+    "NOTIFICATION_PREFIX",
     "STATUS_ORDER",
     "TRANSITIONS",
     "AmberError",
+    "ArtifactStore",
     "Attachment",
     "BranchImported",
     "BrowserElement",
     "Category",
     "CategorySpec",
+    "ChannelKind",
+    "ChannelRule",
     "CorruptRow",
     "DecodeError",
     "Driver",
@@ -106,6 +146,7 @@ __all__ = [
     "ForeignEvent",
     "FrozenJSON",
     "IllegalTransition",
+    "ImagePart",
     "InputLimits",
     "InvalidEvent",
     "InvalidInput",
@@ -114,12 +155,19 @@ __all__ = [
     "MessageAdded",
     "MessageType",
     "MetadataUpdated",
+    "MissingArtifact",
+    "ModelView",
     "NotAStore",
     "OrphanRecovered",
+    "Presentation",
+    "ProjectionError",
+    "ReasoningPart",
     "ReplayMismatch",
     "Role",
     "RolledBack",
     "SchemaVersionError",
+    "Segment",
+    "SegmentKind",
     "SeqConflict",
     "SeqMismatch",
     "SeqOutOfRange",
@@ -131,8 +179,13 @@ __all__ = [
     "StatusConflict",
     "StoreClosed",
     "StoreError",
+    "TextPart",
     "Timeline",
+    "TokenCounter",
     "ToolCall",
+    "ToolResultPart",
+    "ToolState",
+    "ToolUsePart",
     "Transition",
     "Turn",
     "TurnChange",
@@ -143,12 +196,21 @@ __all__ = [
     "TurnStatus",
     "UnknownMessage",
     "UnknownSession",
+    "UnknownTurn",
     "UnmatchedToolResult",
     "Usage",
     "UserInput",
+    "ViewMessage",
+    "ViewPart",
+    "ViewRole",
+    "Visibility",
+    "Window",
     "apply",
+    "approx_tokens",
     "category_of",
+    "channel_rule",
     "check_transition",
+    "clean_history",
     "diff",
     "freeze",
     "from_data",
@@ -156,9 +218,15 @@ __all__ = [
     "is_terminal",
     "new_message",
     "replay",
+    "session_history",
     "thaw",
+    "to_anthropic",
     "to_data",
+    "to_gemini",
     "to_json",
+    "to_openai",
+    "ui_segments",
     "validate_input",
     "verify",
+    "visibility",
 ]

@@ -17,6 +17,9 @@ keeps working for callers that do not know Amber::
     │   ├── TurnConflict                   no active turn, another turn active, or a wrong turn id
     │   └── UnmatchedToolResult            a tool result that answers no open tool call of its turn
     ├── DecodeError (ValueError)           JSON that is not a valid Amber value
+    ├── ProjectionError (ValueError)       a view (history, provider view, segments) cannot be built
+    │   ├── MissingArtifact (+ LookupError) a current-turn image the artifact store cannot give back
+    │   └── UnknownTurn (+ KeyError)       a projection names a turn the session does not have
     ├── SeqOutOfRange (IndexError)         a timeline asked for a seq it does not hold
     ├── ReplayMismatch (AssertionError)    a replayed log does not reproduce the recorded states
     └── StoreError (RuntimeError)          an event store cannot do what was asked
@@ -45,7 +48,9 @@ __all__ = [
     "InvalidEvent",
     "InvalidInput",
     "InvalidMessage",
+    "MissingArtifact",
     "NotAStore",
+    "ProjectionError",
     "ReplayMismatch",
     "SchemaVersionError",
     "SeqConflict",
@@ -58,6 +63,7 @@ __all__ = [
     "TurnConflict",
     "UnknownMessage",
     "UnknownSession",
+    "UnknownTurn",
     "UnmatchedToolResult",
 ]
 
@@ -123,6 +129,25 @@ class UnmatchedToolResult(EventRejected):
 
 class DecodeError(AmberError, ValueError):
     """JSON that does not decode to a valid Amber value."""
+
+
+class ProjectionError(AmberError, ValueError):
+    """A projection (history, provider view, UI segments) cannot be built as asked.
+
+    Projections never change the state; nothing was built.
+    """
+
+
+class MissingArtifact(ProjectionError, LookupError):
+    """A current-turn image whose bytes the artifact store lacks or cannot vouch for."""
+
+
+class UnknownTurn(ProjectionError, KeyError):
+    """A projection names a turn the session does not have."""
+
+    def __str__(self) -> str:
+        # KeyError would quote the message; keep it readable.
+        return str(self.args[0]) if self.args else ""
 
 
 class SeqOutOfRange(AmberError, IndexError):

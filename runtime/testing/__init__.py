@@ -7,6 +7,8 @@ import ``actors``, ``pykka`` or ``trio``.
 from ._invariants import InvariantViolation as InvariantViolation
 from ._invariants import check_invariants as check_invariants
 from ._invariants import check_lifecycle as check_lifecycle
+from ._invariants import check_phased_order as check_phased_order
+from ._invariants import check_provider_view as check_provider_view
 from ._invariants import check_replay as check_replay
 from ._invariants import check_seq as check_seq
 from ._invariants import check_single_turn as check_single_turn
@@ -27,6 +29,8 @@ __all__ = [
     "browser_elements",
     "check_invariants",
     "check_lifecycle",
+    "check_phased_order",
+    "check_provider_view",
     "check_replay",
     "check_seq",
     "check_single_turn",

@@ -212,12 +212,21 @@ def events(session_id: str = "s") -> st.SearchStrategy[Event]:
 
 
 @st.composite
-def session_events(draw: st.DrawFn, session_id: str = "s", max_steps: int = 40) -> list[Event]:
+def session_events(
+    draw: st.DrawFn, session_id: str = "s", max_steps: int = 40, *, rich: bool = False
+) -> list[Event]:
     """A legal event log of one session, built by construction.
 
     Inputs arrive (also mid-turn), turns start, think, call tools, get results,
     reply, deliver, and end processed, interrupted or in error, or die and are
     recovered; now and then a finished stretch is rolled back.
+
+    With ``rich=True`` every stored category shows up, for projection tests:
+    inputs carry attachments (images and files, no sha256) and browser
+    elements; compaction requests, notifications (inside and outside turns),
+    nudges, crash notices and replies outside any turn are added; thoughts may
+    carry a ``signature``; results may be errors with a type or be long; turns
+    may leave partial thoughts as well as partial replies.
     """
     state = SessionState.empty(session_id)
     log: list[Event] = []
@@ -254,31 +263,40 @@ def session_events(draw: st.DrawFn, session_id: str = "s", max_steps: int = 40) 
             options.append("deliver")
         if turn is None and state.seq > 0 and not state.queued:
             options.append("rollback")
+        if rich:
+            options += ["notify", "aside"]
+            if turn is not None:
+                options += ["nudge", "crash"]
         action = draw(st.sampled_from(options))
         base: dict[str, Any] = {"session_id": session_id, "created_at": clock}
         turn_id = turn.id if turn else None
         if action == "input":
-            category = draw(
-                st.sampled_from(
-                    [
-                        Category.USER_QUESTION,
-                        Category.USER_QUESTION,
-                        Category.CRON_PROMPT,
-                        Category.BACKGROUND_ALERT,
-                    ]
-                )
-            )
+            inputs = [
+                Category.USER_QUESTION,
+                Category.USER_QUESTION,
+                Category.CRON_PROMPT,
+                Category.BACKGROUND_ALERT,
+            ]
+            if rich:
+                inputs.append(Category.COMPACTION_REQUEST)
+            category = draw(st.sampled_from(inputs))
             sender = "Chii" if category is Category.USER_QUESTION else None
+            extra: dict[str, Any] = {}
+            if rich and category is Category.USER_QUESTION:
+                extra["attachments"] = draw(st.lists(_session_attachments(fresh), max_size=2))
+                extra["browser_elements"] = draw(st.lists(browser_elements(), max_size=2))
             message = new_message(
-                category, id=fresh("msg_in"), content=draw(_texts), sender=sender, **base
+                category, id=fresh("msg_in"), content=draw(_texts), sender=sender, **base, **extra
             )
             emit(lambda message=message, **kw: MessageAdded(message=message, **kw))
         elif action == "start":
             emit(lambda **kw: TurnStarted(turn_id=fresh("turn"), **kw))
         elif action == "thought":
+            signed = rich and draw(st.booleans())
             message = new_message(
-                Category.THOUGHT, id=fresh("msg_th"), content=draw(_texts), turn_id=turn_id, **base
-            )
+                Category.THOUGHT, id=fresh("msg_th"), content=draw(_texts), turn_id=turn_id,
+                metadata={"signature": f"sig_{counter}"} if signed else None, **base,
+            )  # fmt: skip
             emit(lambda message=message, **kw: MessageAdded(message=message, **kw))
         elif action == "call":
             call = ToolCall(
@@ -293,10 +311,16 @@ def session_events(draw: st.DrawFn, session_id: str = "s", max_steps: int = 40) 
         elif action == "result":
             assert turn is not None
             call_id = draw(st.sampled_from(sorted(turn.open_calls)))
+            is_error = draw(st.booleans())
+            content = draw(_texts)
+            if rich and draw(st.booleans()):
+                content = content * draw(st.integers(min_value=1, max_value=200))
             message = new_message(
                 Category.TOOL_RESULT, id=fresh("msg_res"), tool_call_id=call_id, sender="sh",
-                parent_id=turn.open_calls[call_id], turn_id=turn_id, content=draw(_texts),
-                is_error=draw(st.booleans()), **base,
+                parent_id=turn.open_calls[call_id], turn_id=turn_id, content=content,
+                is_error=is_error,
+                error_type=draw(st.none() | st.just("timeout")) if rich and is_error else None,
+                **base,
             )  # fmt: skip
             emit(lambda message=message, **kw: MessageAdded(message=message, **kw))
         elif action == "reply":
@@ -325,6 +349,17 @@ def session_events(draw: st.DrawFn, session_id: str = "s", max_steps: int = 40) 
                         **base,
                     )
                 )
+            if rich and outcome is not TurnOutcome.PROCESSED and draw(st.booleans()):
+                partial.insert(
+                    0,
+                    new_message(
+                        Category.THOUGHT,
+                        id=fresh("msg_part"),
+                        content=draw(_texts),
+                        turn_id=turn_id,
+                        **base,
+                    ),
+                )
             emit(
                 lambda outcome=outcome, partial=partial, tid=turn.id, **kw: TurnEnded(
                     turn_id=tid, outcome=outcome, partial=partial, **kw
@@ -333,6 +368,19 @@ def session_events(draw: st.DrawFn, session_id: str = "s", max_steps: int = 40) 
         elif action == "recover":
             assert turn is not None
             emit(lambda tid=turn.id, **kw: OrphanRecovered(turn_id=tid, reason="runner died", **kw))
+        elif action in ("notify", "aside", "nudge", "crash"):
+            category = {
+                "notify": Category.NOTIFICATION,
+                "aside": Category.REPLY,
+                "nudge": Category.NUDGE,
+                "crash": Category.CRASH_NOTICE,
+            }[action]
+            in_turn = action in ("nudge", "crash") or (turn_id is not None and draw(st.booleans()))
+            message = new_message(
+                category, id=fresh("msg_" + action), content=draw(_texts),
+                turn_id=turn_id if in_turn else None, **base,
+            )  # fmt: skip
+            emit(lambda message=message, **kw: MessageAdded(message=message, **kw))
         elif action == "rollback":
             to_seq = draw(st.integers(min_value=0, max_value=state.seq - 1))
             probe = RolledBack(session_id=session_id, seq=state.seq + 1, at=clock, to_seq=to_seq)
@@ -344,6 +392,22 @@ def session_events(draw: st.DrawFn, session_id: str = "s", max_steps: int = 40) 
     return log
 
 
+def _session_attachments(fresh: Any) -> st.SearchStrategy[Attachment]:
+    """Attachments with unique ids and no digest (a test store can serve any bytes)."""
+    return st.builds(
+        lambda kind, media_type, stem: Attachment(
+            id=fresh("att"),
+            name=f"{stem}.{media_type.split('/')[1]}",
+            kind=kind,
+            media_type=media_type,
+            size=1024,
+        ),
+        st.sampled_from(["image", "file"]),
+        st.sampled_from(["image/png", "image/jpeg", "image/gif", "image/svg+xml", "text/csv"]),
+        _ids,
+    )
+
+
 def category_needs_delivery(message: Message) -> bool:
     """True for messages an adapter marks delivered (all but nudges)."""
     from .._category import category_of
@@ -351,8 +415,10 @@ def category_needs_delivery(message: Message) -> bool:
     return category_of(message) is not Category.NUDGE
 
 
-def timelines(session_id: str = "s", max_steps: int = 40) -> st.SearchStrategy[Timeline]:
+def timelines(
+    session_id: str = "s", max_steps: int = 40, *, rich: bool = False
+) -> st.SearchStrategy[Timeline]:
     """Timelines of legal sessions (see ``session_events``)."""
-    return session_events(session_id, max_steps).map(
+    return session_events(session_id, max_steps, rich=rich).map(
         lambda log: Timeline.start(session_id).extend(log)
     )

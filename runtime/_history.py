@@ -1,0 +1,179 @@
+"""``session_history``: every active message, turn by turn, in phased order (DESIGN §6).
+
+Inside a turn the messages are put back in the order of their lifecycle,
+whatever order they were stored in (async tools make them overlap): the
+turn's inputs first, then thoughts (phase 0), tool calls (1), tool results (2)
+and final text (3), each phase in stored order (seed 000 §5.1).
+
+Turns come in the order they ran. That order is read from message positions,
+not from ``Turn.started_seq`` (a fork keeps the source's seqs on the turns it
+imports, so seqs of imported and new turns do not compare): a turn claims only
+input that arrived after the previous turn started, so the position of its
+earliest input orders it. Turns that share an input (a turn whose runner died,
+then the turn that claimed its input again) are ordered recovered-first. An
+input belongs to the first turn that claimed it, so a recovered turn's work
+stays after the question that caused it. Messages outside any turn (a
+notification, pending input) stand alone at their position.
+
+The walk runs from the newest message back, so a window that needs only the
+last few turns (``clean_history``) touches only them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import attrs
+from pyrsistent.typing import PVector
+
+from ._category import Category, category_of
+from ._message import Message
+from ._state import SessionState
+from ._turn import Turn, TurnStatus
+
+__all__ = [
+    "Block",
+    "blocks_newest_first",
+    "newest_first",
+    "order_key",
+    "phase_of",
+    "session_history",
+]
+
+INPUT_PHASE = -1
+"""Phase of a turn's inputs: they come first."""
+_PHASES = {
+    category: INPUT_PHASE
+    if category.is_input
+    else {Category.THOUGHT: 0, Category.TOOL_CALL: 1, Category.TOOL_RESULT: 2}.get(category, 3)
+    for category in Category
+}
+
+
+def phase_of(message: Message, category: Category | None = None) -> int:
+    """The phase of ``message`` inside its turn: input -1, thought 0, call 1, result 2, text 3."""
+    return _PHASES[category or category_of(message)]
+
+
+def newest_first(messages: PVector[Message]) -> Iterator[tuple[int, Message]]:
+    """``(position, message)`` from the last message back.
+
+    Reads the vector a leaf (32 messages) at a time when it can: indexing
+    pyrsistent's pure-Python vector walks the trie on every call.
+    """
+    node_for = getattr(type(messages), "_node_for", None)
+    position = len(messages) - 1
+    if node_for is None:  # another vector type: index one by one
+        while position >= 0:
+            yield position, messages[position]
+            position -= 1
+        return
+    while position >= 0:
+        leaf = node_for(messages, position)
+        base = position & ~31
+        for offset in range(position - base, -1, -1):
+            yield base + offset, leaf[offset]
+        position = base - 1
+
+
+@attrs.frozen(kw_only=True)
+class Block:
+    """One turn's active messages in phased order, or one message outside any turn."""
+
+    turn_id: str | None
+    """The turn, or None for a message that stands alone."""
+    messages: tuple[Message, ...]
+    """The messages, in phased order (inputs first)."""
+    categories: tuple[Category, ...]
+    """``category_of`` each message, computed once."""
+
+
+def order_key(turn: Turn) -> tuple[bool, int, str]:
+    """Orders turns that share their first input: every claimer but the last was recovered."""
+    return (turn.status is not TurnStatus.RECOVERED, turn.started_seq, turn.id)
+
+
+def _phase_key(entry: tuple[int, Message, Category]) -> int:
+    return entry[0]
+
+
+def blocks_newest_first(state: SessionState) -> Iterator[Block]:
+    """Yield the state's blocks from the newest back (see the module docstring).
+
+    Each block is complete when yielded; the walk touches only the messages
+    of the blocks it has yielded so far (plus rolled-back ones among them).
+    """
+    messages = state.messages
+    index = state.index
+    turn_of = state.turn
+    members: dict[str, list[tuple[int, Message, Category]]] = {}
+    anchors: dict[int, list[Turn]] = {}
+    claims: dict[str, Turn] = {}
+
+    def register(turn_id: str, position: int) -> None:
+        turn = turn_of(turn_id)
+        assert turn is not None, turn_id  # every turn_id in a valid state names a turn
+        members[turn_id] = []
+        anchor = position
+        for input_id in turn.input_ids:
+            where = index.get(input_id)
+            if where is not None and where < anchor:
+                anchor = where
+            known = claims.get(input_id)
+            if known is None or order_key(turn) < order_key(known):
+                claims[input_id] = turn
+        anchors.setdefault(anchor, []).append(turn)
+
+    def finish(turn: Turn) -> Block | None:
+        found = members.pop(turn.id)
+        if not found:
+            return None
+        found.reverse()
+        found.sort(key=_phase_key)
+        return Block(
+            turn_id=turn.id,
+            messages=tuple(m for _, m, _ in found),
+            categories=tuple(c for _, _, c in found),
+        )
+
+    for position, message in newest_first(messages):
+        if message.active:
+            category = category_of(message)
+            phase = _PHASES[category]
+            turn_id = message.turn_id
+            if turn_id is not None and turn_id not in members and turn_of(turn_id) is not None:
+                register(turn_id, position)
+            owner = claims.get(message.id) if phase == INPUT_PHASE else None
+            if owner is not None:
+                members[owner.id].append((phase, message, category))
+            elif turn_id is not None and turn_id in members:
+                members[turn_id].append((phase, message, category))
+            else:
+                yield Block(turn_id=None, messages=(message,), categories=(category,))
+        due = anchors.pop(position, None)
+        if due:
+            for turn in sorted(due, key=order_key, reverse=True):
+                block = finish(turn)
+                if block is not None:
+                    yield block
+
+
+def session_history(state: SessionState) -> tuple[Message, ...]:
+    """Every active message of ``state``, turn by turn, each turn in phased order.
+
+    Inside a turn: its inputs, then thoughts, tool calls, tool results and
+    final text (replies, crash notices, nudges, notifications), each phase in
+    the order it was stored. Rolled-back messages are left out; the stored
+    messages are returned as they are.
+
+    Raises:
+        TypeError: ``state`` is not a ``SessionState``.
+    """
+    if not isinstance(state, SessionState):
+        raise TypeError(
+            f"session_history() takes a SessionState (got {state!r} that is a "
+            f"{type(state).__name__!r}); pass timeline.head or timeline.at(seq)."
+        )
+    blocks = list(blocks_newest_first(state))
+    blocks.reverse()
+    return tuple(m for block in blocks for m in block.messages)

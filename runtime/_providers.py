@@ -1,0 +1,354 @@
+"""Provider views: the model's view spelled for OpenAI, Anthropic and Gemini (DESIGN §6).
+
+Each function takes a state (or a ``ModelView`` already built by
+``clean_history``) and returns plain dicts and lists, ready to pass to the
+official SDK. What each API accepts is listed in ``PROVIDERS.md``; in short:
+
+- OpenAI Chat Completions: the system prompt is the first message; an
+  assistant message carries its tool calls (arguments as a JSON string) and is
+  followed by one ``tool`` message per call; reasoning is never sent (there is
+  no field for it), except interrupted reasoning, which the view made text.
+- Anthropic Messages: the system prompt is the top-level ``system``; roles
+  alternate user/assistant (same-role neighbours are merged); tool results are
+  ``tool_result`` blocks opening the next user message; ``tool_use.input`` is
+  an object; reasoning goes back only as a signed ``thinking`` block, first in
+  its message and never alone.
+- Gemini: the system prompt is ``system_instruction``; roles alternate
+  user/model; function calls sit in a model content and their responses, one
+  per call in the same order, open the next user content. Call ids are not
+  sent: Vertex AI rejects the ``id`` field and Gemini pairs by order.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from typing import Any, Literal
+
+from ._artifacts import ArtifactStore
+from ._category import Category, category_of
+from ._clean import DEFAULT_MAX_RESULT_CHARS, clean_history
+from ._errors import ProjectionError
+from ._message import Message
+from ._state import SessionState
+from ._view import (
+    ImagePart,
+    ModelView,
+    ReasoningPart,
+    TextPart,
+    ToolResultPart,
+    ToolUsePart,
+    ViewMessage,
+    ViewRole,
+)
+from ._window import Window
+
+__all__ = ["to_anthropic", "to_gemini", "to_openai"]
+
+_GEMINI_IMAGES = frozenset({"image/png", "image/jpeg", "image/webp"})
+_ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+def _view(
+    name: str,
+    source: SessionState | ModelView,
+    window: Window | None,
+    artifacts: ArtifactStore | None,
+    max_result_chars: int | None,
+) -> ModelView:
+    if isinstance(source, ModelView):
+        if (
+            window is not None
+            or artifacts is not None
+            or max_result_chars != DEFAULT_MAX_RESULT_CHARS
+        ):
+            raise ProjectionError(
+                f"{name}() got a ModelView and view options; window, artifacts and "
+                "max_result_chars apply when the view is built, so pass them to clean_history() "
+                "or pass the state instead of the view."
+            )
+        return source
+    if not isinstance(source, SessionState):
+        raise TypeError(
+            f"{name}() takes a SessionState or a ModelView (got {source!r} that is a "
+            f"{type(source).__name__!r}); pass timeline.head or timeline.at(seq)."
+        )
+    return clean_history(
+        source, window=window, artifacts=artifacts, max_result_chars=max_result_chars
+    )
+
+
+def _system(name: str, system: str | Message | None) -> str | None:
+    if system is None:
+        return None
+    if isinstance(system, Message):
+        if category_of(system) is not Category.SYSTEM_PROMPT:
+            raise TypeError(
+                f"{name}(system=...) takes the system prompt as a str or a system prompt "
+                f"Message (got message {system.id!r}, a {category_of(system).label})."
+            )
+        system = system.content
+    if not isinstance(system, str):
+        raise TypeError(
+            f"{name}(system=...) takes a str, a system prompt Message or None (got "
+            f"{system!r} that is a {type(system).__name__!r})."
+        )
+    return system if system.strip() else None
+
+
+def _runs(view: ModelView) -> list[tuple[ViewRole, list[ViewMessage]]]:
+    """Consecutive view messages of one role."""
+    runs: list[tuple[ViewRole, list[ViewMessage]]] = []
+    for message in view.messages:
+        if runs and runs[-1][0] is message.role:
+            runs[-1][1].append(message)
+        else:
+            runs.append((message.role, [message]))
+    return runs
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _unsent_image(part: ImagePart, provider: str) -> str:
+    name = part.attachment.name
+    return f"[Image {name} not shown: {provider} does not accept {part.attachment.media_type}]"
+
+
+def to_openai(
+    source: SessionState | ModelView,
+    *,
+    system: str | Message | None = None,
+    system_role: Literal["system", "developer"] = "system",
+    window: Window | None = None,
+    artifacts: ArtifactStore | None = None,
+    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+) -> list[dict[str, Any]]:
+    """The ``messages`` list for OpenAI Chat Completions.
+
+    Args:
+        source: a state (the view is built with ``clean_history`` and the
+            options below) or a ``ModelView`` built already.
+        system: the system prompt (a str or a system prompt ``Message``).
+        system_role: ``system``, or ``developer`` for models that want it.
+        window, artifacts, max_result_chars: as for ``clean_history``.
+
+    Raises:
+        MissingArtifact, ProjectionError, TypeError: as ``clean_history``; a
+        ``ModelView`` passed with view options is a ``ProjectionError``.
+    """
+    view = _view("to_openai", source, window, artifacts, max_result_chars)
+    if system_role not in ("system", "developer"):
+        raise ProjectionError(f"system_role must be 'system' or 'developer' (got {system_role!r}).")
+    out: list[dict[str, Any]] = []
+    text = _system("to_openai", system)
+    if text is not None:
+        out.append({"role": system_role, "content": text})
+    for role, run in _runs(view):
+        if role is ViewRole.ASSISTANT:
+            entry = _openai_assistant(run)
+            if entry is not None:
+                out.append(entry)
+        elif role is ViewRole.TOOL:
+            for message in run:
+                result = message.parts[0]
+                assert isinstance(result, ToolResultPart)
+                out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.text})
+        else:
+            out.extend(_openai_user(message) for message in run)
+    return out
+
+
+def _openai_assistant(run: list[ViewMessage]) -> dict[str, Any] | None:
+    """One assistant message: text joined, calls with JSON-string arguments; reasoning left out."""
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for message in run:
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                texts.append(part.text)
+            elif isinstance(part, ToolUsePart):
+                function = {"name": part.name, "arguments": part.arguments_json()}
+                calls.append({"id": part.call_id, "type": "function", "function": function})
+    if not texts and not calls:
+        return None  # reasoning only: Chat Completions has no field for it
+    entry: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
+    if calls:
+        entry["tool_calls"] = calls  # never an empty list: the API rejects tool_calls=[]
+    return entry
+
+
+def _openai_user(message: ViewMessage) -> dict[str, Any]:
+    if len(message.parts) == 1 and isinstance(message.parts[0], TextPart):
+        return {"role": "user", "content": message.parts[0].text}
+    content: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            content.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            url = f"data:{part.attachment.media_type};base64,{_b64(part.data)}"
+            content.append({"type": "image_url", "image_url": {"url": url}})
+    return {"role": "user", "content": content}
+
+
+def _anthropic_id(call_id: str) -> str:
+    """Anthropic wants tool ids matching ``[a-zA-Z0-9_-]+``; others are hashed, stably."""
+    if _ANTHROPIC_ID.match(call_id):
+        return call_id
+    return "toolu_" + hashlib.sha256(call_id.encode()).hexdigest()[:24]
+
+
+def _merge(out: list[dict[str, Any]], role: str, key: str, items: list[Any]) -> None:
+    if not items:
+        return
+    if out and out[-1]["role"] == role:
+        out[-1][key].extend(items)
+    else:
+        out.append({"role": role, key: items})
+
+
+def _anthropic_assistant(run: list[ViewMessage]) -> list[dict[str, Any]]:
+    """Blocks of one assistant message: signed thinking first, never alone."""
+    thinking: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = []
+    for message in run:
+        for part in message.parts:
+            if isinstance(part, ReasoningPart):
+                if part.signature is not None:  # unsigned thinking is rejected
+                    thinking.append(
+                        {"type": "thinking", "thinking": part.text, "signature": part.signature}
+                    )
+            elif isinstance(part, TextPart):
+                blocks.append({"type": "text", "text": part.text})
+            elif isinstance(part, ToolUsePart):
+                use_id = _anthropic_id(part.call_id)
+                input_ = part.arguments_dict()
+                blocks.append(
+                    {"type": "tool_use", "id": use_id, "name": part.name, "input": input_}
+                )
+    return thinking + blocks if blocks else []
+
+
+def _anthropic_user(run: list[ViewMessage]) -> list[dict[str, Any]]:
+    """Blocks of user text, images and tool results (a run of results precedes any text)."""
+    blocks: list[dict[str, Any]] = []
+    for message in run:
+        for part in message.parts:
+            if isinstance(part, ToolResultPart):
+                block: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": _anthropic_id(part.call_id),
+                    "content": part.text,
+                }
+                if part.is_error:
+                    block["is_error"] = True
+                blocks.append(block)
+            elif isinstance(part, TextPart):
+                blocks.append({"type": "text", "text": part.text})
+            elif isinstance(part, ImagePart):
+                source = {
+                    "type": "base64",
+                    "media_type": part.attachment.media_type.lower(),
+                    "data": _b64(part.data),
+                }
+                blocks.append({"type": "image", "source": source})
+    return blocks
+
+
+def to_anthropic(
+    source: SessionState | ModelView,
+    *,
+    system: str | Message | None = None,
+    window: Window | None = None,
+    artifacts: ArtifactStore | None = None,
+    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+) -> dict[str, Any]:
+    """``system`` and ``messages`` for Anthropic Messages (``client.messages.create(**view)``).
+
+    ``system`` is left out when there is no system prompt. Arguments and
+    errors are as for ``to_openai``.
+    """
+    view = _view("to_anthropic", source, window, artifacts, max_result_chars)
+    text = _system("to_anthropic", system)
+    messages: list[dict[str, Any]] = []
+    for role, run in _runs(view):
+        if role is ViewRole.ASSISTANT:
+            _merge(messages, "assistant", "content", _anthropic_assistant(run))
+        else:
+            _merge(messages, "user", "content", _anthropic_user(run))
+    if messages and messages[-1]["role"] == "assistant":
+        # A final assistant message is a prefill, which may not end in whitespace.
+        last = messages[-1]["content"][-1]
+        if last["type"] == "text":
+            last["text"] = last["text"].rstrip()
+    out: dict[str, Any] = {}
+    if text is not None:
+        out["system"] = text
+    out["messages"] = messages
+    return out
+
+
+def _gemini_model(run: list[ViewMessage]) -> list[dict[str, Any]]:
+    """Parts of one model content: thoughts first, never alone; calls without ids."""
+    thoughts: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for message in run:
+        for part in message.parts:
+            if isinstance(part, ReasoningPart):
+                thoughts.append({"text": part.text, "thought": True})
+            elif isinstance(part, TextPart):
+                parts.append({"text": part.text})
+            elif isinstance(part, ToolUsePart):
+                call = {"name": part.name, "args": part.arguments_dict()}
+                parts.append({"function_call": call})
+    return thoughts + parts if parts else []
+
+
+def _gemini_user(run: list[ViewMessage]) -> list[dict[str, Any]]:
+    """Parts of user text, images and one function response per call, in call order."""
+    parts: list[dict[str, Any]] = []
+    for message in run:
+        for part in message.parts:
+            if isinstance(part, ToolResultPart):
+                response = {"error" if part.is_error else "output": part.text}
+                parts.append({"function_response": {"name": part.name, "response": response}})
+            elif isinstance(part, TextPart):
+                parts.append({"text": part.text})
+            elif isinstance(part, ImagePart):
+                media_type = part.attachment.media_type.lower()
+                if media_type in _GEMINI_IMAGES:
+                    parts.append({"inline_data": {"mime_type": media_type, "data": part.data}})
+                else:
+                    parts.append({"text": _unsent_image(part, "Gemini")})
+    return parts
+
+
+def to_gemini(
+    source: SessionState | ModelView,
+    *,
+    system: str | Message | None = None,
+    window: Window | None = None,
+    artifacts: ArtifactStore | None = None,
+    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+) -> dict[str, Any]:
+    """``contents`` and ``system_instruction`` for Gemini (google-genai).
+
+    ``system_instruction`` is a Content (``{"parts": [{"text": ...}]}``), left
+    out when there is no system prompt; pass it in the request config. Image
+    bytes are raw ``bytes`` (what google-genai takes; base64 them for REST).
+    Arguments and errors are as for ``to_openai``.
+    """
+    view = _view("to_gemini", source, window, artifacts, max_result_chars)
+    text = _system("to_gemini", system)
+    contents: list[dict[str, Any]] = []
+    for role, run in _runs(view):
+        if role is ViewRole.ASSISTANT:
+            _merge(contents, "model", "parts", _gemini_model(run))
+        else:
+            _merge(contents, "user", "parts", _gemini_user(run))
+    out: dict[str, Any] = {"contents": contents}
+    if text is not None:
+        out["system_instruction"] = {"parts": [{"text": text}]}
+    return out

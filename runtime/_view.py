@@ -1,0 +1,165 @@
+"""The model's view as values: what ``clean_history`` returns and the provider views read.
+
+A ``ModelView`` is a list of ``ViewMessage``s, one per stored message that
+the model sees (plus the few the view synthesizes: an interrupted tool result,
+a note that earlier history was left out). Each holds typed parts. Provider
+views (``to_openai``, ``to_anthropic``, ``to_gemini``) only regroup and spell
+these parts; every decision about what the model sees is made once, here and
+in ``clean_history``.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from typing import Any
+
+import attrs
+from pyrsistent.typing import PMap
+
+from ._json import FrozenJSON, thaw
+from ._message import Attachment
+
+__all__ = [
+    "ImagePart",
+    "ModelView",
+    "ReasoningPart",
+    "TextPart",
+    "ToolResultPart",
+    "ToolUsePart",
+    "ViewMessage",
+    "ViewPart",
+    "ViewRole",
+]
+
+
+class ViewRole(enum.StrEnum):
+    """Who speaks a ``ViewMessage``, before a provider maps it to its own roles."""
+
+    USER = "user"
+    """A person's input, or a runtime notice the model reads as user text."""
+    ASSISTANT = "assistant"
+    """The model's own text, reasoning or tool calls."""
+    TOOL = "tool"
+    """The result of one tool call."""
+
+
+@attrs.frozen(kw_only=True)
+class TextPart:
+    """Text the model reads (markers for stripped or interrupted content included)."""
+
+    text: str
+    """Never empty or blank."""
+
+
+@attrs.frozen(kw_only=True)
+class ImagePart:
+    """An image of the current turn, with its bytes loaded from the artifact store."""
+
+    attachment: Attachment
+    """The attachment it was loaded for."""
+    data: bytes = attrs.field(repr=lambda data: f"<{len(data)} bytes>")
+    """The image's bytes."""
+
+
+@attrs.frozen(kw_only=True)
+class ReasoningPart:
+    """Reasoning of the current turn (providers that cannot take it back drop it)."""
+
+    text: str
+    """The reasoning text."""
+    signature: str | None = None
+    """The provider's signature (``metadata["signature"]``), needed to send it back to Anthropic."""
+
+
+@attrs.frozen(kw_only=True)
+class ToolUsePart:
+    """A tool call the model made."""
+
+    call_id: str
+    """The call's id; the ``ToolResultPart`` that answers it names it."""
+    name: str
+    """The tool."""
+    arguments: PMap[str, FrozenJSON]
+    """The arguments, frozen."""
+
+    def arguments_dict(self) -> dict[str, Any]:
+        """The arguments as a plain dict (what Anthropic and Gemini want)."""
+        return {key: thaw(value) for key, value in self.arguments.items()}
+
+    def arguments_json(self) -> str:
+        """The arguments as a compact JSON string (what OpenAI wants)."""
+        return arguments_json(self.arguments)
+
+
+@attrs.frozen(kw_only=True)
+class ToolResultPart:
+    """What a tool call returned, as the model reads it."""
+
+    call_id: str
+    """The call it answers."""
+    name: str
+    """The tool's name (Gemini pairs responses by name)."""
+    text: str
+    """The result text: excerpted when oversized, never empty."""
+    is_error: bool = False
+    """True when the tool failed (or the call was interrupted)."""
+    synthesized: bool = False
+    """True when the call had no result and the view made one up (interrupted)."""
+    excerpted: bool = False
+    """True when ``text`` is a head + tail excerpt of a larger stored result."""
+
+
+def arguments_json(arguments: PMap[str, FrozenJSON]) -> str:
+    """Tool-call arguments as compact JSON, non-ASCII kept as is."""
+    return json.dumps(thaw(arguments), ensure_ascii=False, separators=(",", ":"))
+
+
+ViewPart = TextPart | ImagePart | ReasoningPart | ToolUsePart | ToolResultPart
+"""Any part of a ``ViewMessage``."""
+
+
+@attrs.frozen(kw_only=True)
+class ViewMessage:
+    """One message of the model's view; most come from one stored message."""
+
+    role: ViewRole
+    """Who speaks it."""
+    parts: tuple[ViewPart, ...]
+    """What it says, never empty. A tool message has exactly one ``ToolResultPart``."""
+    source_id: str | None = None
+    """Id of the stored message it was made from; None when the view made it up."""
+    turn_id: str | None = None
+    """The turn of that message."""
+    event_seq: int | None = None
+    """The ``event_seq`` of that message (a reference back into the store)."""
+
+    @property
+    def text(self) -> str:
+        """The text of its text-like parts, joined by blank lines (for counting and display)."""
+        out = []
+        for part in self.parts:
+            if isinstance(part, TextPart | ReasoningPart | ToolResultPart):
+                out.append(part.text)
+            elif isinstance(part, ToolUsePart):
+                out.append(f"{part.name}({part.arguments_json()})")
+        return "\n\n".join(out)
+
+
+@attrs.frozen(kw_only=True)
+class ModelView:
+    """The model's view of a session at one seq (``clean_history``'s result)."""
+
+    session_id: str
+    """The session."""
+    seq: int
+    """The seq of the state it was built from."""
+    messages: tuple[ViewMessage, ...]
+    """The view, oldest first; it never starts with an assistant or tool message."""
+    truncated: bool = False
+    """True when a window left older history out (a note says so at the top)."""
+    tokens: int | None = None
+    """Estimated tokens of ``messages`` by the window's counter; None without a window."""
+
+    def __len__(self) -> int:
+        return len(self.messages)

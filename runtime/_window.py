@@ -1,0 +1,157 @@
+"""``Window``: how much history the model's view keeps, by tokens and by messages.
+
+The window keeps the newest history that fits both budgets. It cuts only
+between units the model needs whole: a user message alone, or a run of the
+assistant's output with the tool results that answer it, so a tool call is
+never kept without its result (or the reverse). The current turn (the active
+one, or else the latest) and everything after it are always kept, even when
+they alone exceed the budget. What is left out is older history, never a hole
+in the middle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from ._errors import ProjectionError
+from ._history import Block
+from ._state import SessionState
+from ._turn import Turn
+from ._view import ImagePart, ToolUsePart, ViewMessage, ViewRole
+
+__all__ = ["CurrentTurn", "TokenCounter", "Window", "approx_tokens", "cost", "is_call", "units"]
+
+TokenCounter = Callable[[str], int]
+"""Counts the tokens of a text (``lambda s: len(encoding.encode(s))`` with tiktoken)."""
+
+
+def approx_tokens(text: str) -> int:
+    """A rough token count: one token per four characters, rounded up.
+
+    Close enough for English and code with the common BPE tokenizers; plug a
+    real tokenizer into ``Window.count_tokens`` when the budget is tight.
+    """
+    return (len(text) + 3) // 4
+
+
+def _budget(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ProjectionError(
+            f"Window.{attribute.name} must be a non-negative int or None for no limit "
+            f"(got {value!r} that is a {type(value).__name__!r})."
+        )
+
+
+def _count(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ProjectionError(
+            f"Window.{attribute.name} must be a non-negative int "
+            f"(got {value!r} that is a {type(value).__name__!r})."
+        )
+
+
+def _callable(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not callable(value):
+        raise ProjectionError(
+            f"Window.count_tokens must be a function from str to int (got {value!r} that is a "
+            f"{type(value).__name__!r}); pass e.g. approx_tokens."
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Window:
+    """Budgets for the model's view; None means no limit on that axis."""
+
+    max_tokens: int | None = attrs.field(default=None, validator=_budget)
+    """Most tokens the view may hold (estimated with ``count_tokens``)."""
+    max_messages: int | None = attrs.field(default=None, validator=_budget)
+    """Most view messages it may hold (about one per stored message)."""
+    count_tokens: TokenCounter = attrs.field(default=approx_tokens, validator=_callable)
+    """Counts a text's tokens; the default is ``approx_tokens``."""
+    message_tokens: int = attrs.field(default=4, validator=_count)
+    """Tokens added per message for the role and framing."""
+    image_tokens: int = attrs.field(default=1_600, validator=_count)
+    """Tokens counted per image (providers bill roughly 1-2k for a typical photo)."""
+
+    def tokens_of(self, text: str) -> int:
+        """Tokens of ``text`` by ``count_tokens``, checked.
+
+        Raises:
+            ProjectionError: the counter returned something other than a
+                non-negative int.
+        """
+        n = self.count_tokens(text)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ProjectionError(
+                f"Window.count_tokens must return a non-negative int (got {n!r} that is a "
+                f"{type(n).__name__!r} for a text of {len(text)} characters)."
+            )
+        return n
+
+
+class CurrentTurn:
+    """Which blocks a window must keep: the current turn's, and everything newer.
+
+    The current turn is the active one, or else the latest. Its inputs may sit
+    in an older block (a recovered turn claimed them first), so it is done
+    only once its own block and all of its inputs have gone by.
+    """
+
+    def __init__(self, state: SessionState) -> None:
+        self.state = state
+        self.turn_id = state.active_turn_id
+        self.waiting: set[str] | None = None
+        if self.turn_id is not None:
+            self.waiting = self.inputs(self.turn_id)
+
+    def _turn(self, turn_id: str) -> Turn:
+        turn = self.state.turn(turn_id)
+        assert turn is not None, turn_id  # the current turn exists in its own state
+        return turn
+
+    def inputs(self, turn_id: str) -> set[str]:
+        found = (self.state.get(i) for i in self._turn(turn_id).input_ids)
+        return {m.id for m in found if m is not None and m.active}
+
+    def protects(self, block: Block) -> bool:
+        """Whether ``block`` (the next one, newest first) must be kept."""
+        if self.waiting is None:
+            if block.turn_id is None:
+                return True  # newer than any turn
+            self.turn_id = block.turn_id
+            self.waiting = self.inputs(block.turn_id)
+        keep = bool(self.waiting) or block.turn_id == self.turn_id
+        self.waiting.difference_update(m.id for m in block.messages)
+        return keep
+
+
+def units(messages: list[ViewMessage]) -> list[list[ViewMessage]]:
+    """Split a block's view messages where a window may cut."""
+    units: list[list[ViewMessage]] = []
+    previous: ViewMessage | None = None
+    for message in messages:
+        joins = previous is not None and (
+            message.role is ViewRole.TOOL or (is_call(message) and is_call(previous))
+        )
+        if joins:
+            units[-1].append(message)
+        else:
+            units.append([message])
+        previous = message
+    return units
+
+
+def is_call(message: ViewMessage) -> bool:
+    """True for a view message that is a tool call."""
+    return isinstance(message.parts[0], ToolUsePart)
+
+
+def cost(window: Window, message: ViewMessage) -> int:
+    """Tokens ``message`` takes by ``window``'s counter."""
+    images = sum(1 for part in message.parts if isinstance(part, ImagePart))
+    return window.message_tokens + window.tokens_of(message.text) + images * window.image_tokens
