@@ -150,7 +150,16 @@ class SessionState:
         turns = list(self.turns.values())
         if self.active_turn is not None:
             turns.append(self.active_turn)
-        return sorted(turns, key=lambda turn: turn.started_seq)
+        index = self.index
+
+        # By the position of the first input a turn claimed, then by start:
+        # positions are this session's own, while the seqs of turns imported
+        # by a fork are the source's (a fork of a fork would misorder them).
+        def key(turn: Turn) -> tuple[int, int]:
+            first = index.get(turn.input_ids[0], -1) if turn.input_ids else -1
+            return first, turn.started_seq
+
+        return sorted(turns, key=key)
 
     def active_messages(self) -> Iterator[Message]:
         """Messages that are not rolled back, in order."""

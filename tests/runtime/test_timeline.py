@@ -273,3 +273,20 @@ class TestVersions:
         assert [e.seq for e, _ in entries[2:4]] == [3, 4]
         with pytest.raises(IndexError):
             entries[11]
+
+
+class TestForkOfFork:
+    def test_turns_stay_in_order(self, session: Session) -> None:
+        """A fork of a fork lists its turns in the order they ran, whatever their source seqs."""
+        seed_trace(session)
+        session.ask("u2")
+        session.start("t2")
+        session.end("t2")
+        fork = Session("f1")
+        fork.timeline = session.timeline.fork(session.timeline.last_seq, "f1", at=T0)
+        fork.ask("u3")
+        fork.start("t3")
+        fork.end("t3")
+        again = fork.timeline.fork(fork.timeline.last_seq, "f2", at=T0)
+        assert [t.id for t in again.head.turn_list()] == ["turn_1", "t2", "t3"]
+        check_invariants(again)
