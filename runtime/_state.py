@@ -31,7 +31,6 @@ from immutables import Map
 from pyrsistent._pvector import python_pvector
 from pyrsistent.typing import PVector
 
-from ._category import category_of
 from ._errors import UnknownMessage
 from ._message import Message, MessageType, Status
 from ._turn import Turn, TurnStatus
@@ -231,11 +230,17 @@ def check_consistent(state: SessionState) -> list[str]:
     if state.active_turn is not None and state.active_turn.status is not TurnStatus.ACTIVE:
         problems.append(f"the active turn {state.active_turn.id!r} is {state.active_turn.status}")
     claimed = set(state.active_turn.input_ids) if state.active_turn else set()
+    turn_ids = set(state.turns.keys())
+    if state.active_turn is not None:
+        turn_ids.add(state.active_turn.id)
+    session_id = state.session_id
+    processing_status = Status.PROCESSING
+    # One pass, the common case first: this runs on every snapshot read.
+    # (Every Message has a category: its role/type pair is checked when built.)
     for message in state.messages:
-        if message.session_id != state.session_id:
+        if message.session_id != session_id:
             problems.append(f"message {message.id!r} belongs to session {message.session_id!r}")
-        category_of(message)
-        processing = message.status is Status.PROCESSING
+        processing = message.status is processing_status
         if processing != (message.id in claimed):
             problems.append(
                 f"message {message.id!r} is {message.status} but "
@@ -245,7 +250,7 @@ def check_consistent(state: SessionState) -> list[str]:
                     else "is claimed by the active turn"
                 )
             )
-        if message.turn_id is not None and state.turn(message.turn_id) is None:
+        if message.turn_id is not None and message.turn_id not in turn_ids:
             problems.append(f"message {message.id!r} names unknown turn {message.turn_id!r}")
         if message.type is MessageType.TOOL_RESULT:
             call_id = state.tool_calls.get(message.tool_call_id or "")

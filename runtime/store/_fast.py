@@ -16,6 +16,7 @@ the fast path turns itself off.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -143,7 +144,21 @@ def _optional_time(value: object) -> datetime | None:
 def _json_map(value: object) -> Any:
     if type(value) is not dict:
         raise _Slow
-    return freeze_map(value) if value else _EMPTY_MAP
+    if not value:
+        return _EMPTY_MAP
+    try:
+        # Flat metadata repeats a lot ({"tool_name": "sh"}); a frozen map is a
+        # value, so equal ones can share one object. The key carries each
+        # value's type: True == 1 and 1.0 == 1, but they must not share.
+        key = tuple((k, type(v), v) for k, v in value.items())
+        return _frozen_flat(key)
+    except TypeError:  # a nested list or dict is unhashable: freeze it fully
+        return freeze_map(value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _frozen_flat(key: tuple[tuple[str, type, Any], ...]) -> Any:
+    return freeze_map({k: v for k, _, v in key})
 
 
 def _items(value: object, kind: type[T]) -> Any:
