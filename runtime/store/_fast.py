@@ -66,6 +66,12 @@ _TURN_STATUSES = {member.value: member for member in TurnStatus}
 _EMPTY_VECTOR: Any = pvector()
 _EMPTY_MAP: Any = pmap()
 _set = object.__setattr__
+# The slots' own descriptors, in field order: setting through them skips the
+# name lookup object.__setattr__ makes on every call.
+_MESSAGE_SETTERS = tuple(Message.__dict__[field.name].__set__ for field in attrs.fields(Message))
+_TOOL_CALL_SETTERS = tuple(
+    ToolCall.__dict__[field.name].__set__ for field in attrs.fields(ToolCall)
+)
 
 
 class _Slow(Exception):
@@ -119,13 +125,22 @@ def _tool_call(value: object) -> ToolCall | None:
         return None
     if type(value) is not dict or value.keys() != _TOOL_CALL_KEYS:
         raise _Slow
-    arguments = value["arguments"]
-    if type(arguments) is not dict or type(value["index"]) is not int:
+    id_, name, index = value["id"], value["name"], value["index"]
+    if (
+        type(id_) is not str
+        or not id_
+        or type(name) is not str
+        or not name
+        or type(index) is not int
+        or index < 0
+    ):
         raise _Slow
-    # ToolCall's own validators check the ids and the index.
-    return ToolCall(
-        id=_str(value["id"]), name=_str(value["name"]), arguments=arguments, index=value["index"]
-    )
+    call = object.__new__(ToolCall)
+    for setter, item in zip(
+        _TOOL_CALL_SETTERS, (id_, name, _json_map(value["arguments"]), index), strict=True
+    ):
+        setter(call, item)
+    return call
 
 
 def _time(value: object) -> datetime:
@@ -173,30 +188,53 @@ def _message_from_row(row: list[Any]) -> Message:
     (id_, session_id, role, type_, status, created_at, content, sender, parent_id, turn_id,
      chatbot_id, channel_id, tool_call, tool_call_id, is_error, error_type, attachments,
      browser_elements, metadata, event_seq, active) = row  # fmt: skip
+    # The field validators' checks, inline: this runs once per message of
+    # every snapshot read, and a call per field was most of its cost.
+    if (
+        type(id_) is not str
+        or not id_
+        or type(session_id) is not str
+        or not session_id
+        or type(content) is not str
+        or type(sender) is not str
+        or type(chatbot_id) is not str
+        or type(channel_id) is not str
+        or type(is_error) is not bool
+        or type(active) is not bool
+        or (parent_id is not None and type(parent_id) is not str)
+        or (turn_id is not None and type(turn_id) is not str)
+        or (tool_call_id is not None and type(tool_call_id) is not str)
+        or (error_type is not None and type(error_type) is not str)
+        or (event_seq is not None and (type(event_seq) is not int or event_seq < 0))
+    ):
+        raise _Slow
+    values = (
+        id_,
+        session_id,
+        _ROLES[role],
+        _TYPES[type_],
+        _STATUSES[status],
+        _time(created_at),
+        content,
+        sender,
+        parent_id,
+        turn_id,
+        chatbot_id,
+        channel_id,
+        _tool_call(tool_call),
+        tool_call_id,
+        is_error,
+        error_type,
+        _items(attachments, Attachment),
+        _items(browser_elements, BrowserElement),
+        _json_map(metadata),
+        event_seq,
+        active,
+    )
     message = object.__new__(Message)
-    _set(message, "id", _name(id_))
-    _set(message, "session_id", _name(session_id))
-    _set(message, "role", _ROLES[role])
-    _set(message, "type", _TYPES[type_])
-    _set(message, "status", _STATUSES[status])
-    _set(message, "created_at", _time(created_at))
-    _set(message, "content", _str(content))
-    _set(message, "sender", _str(sender))
-    _set(message, "parent_id", _optional_str(parent_id))
-    _set(message, "turn_id", _optional_str(turn_id))
-    _set(message, "chatbot_id", _str(chatbot_id))
-    _set(message, "channel_id", _str(channel_id))
-    _set(message, "tool_call", _tool_call(tool_call))
-    _set(message, "tool_call_id", _optional_str(tool_call_id))
-    _set(message, "is_error", _bool(is_error))
-    _set(message, "error_type", _optional_str(error_type))
-    _set(message, "attachments", _items(attachments, Attachment))
-    _set(message, "browser_elements", _items(browser_elements, BrowserElement))
-    _set(message, "metadata", _json_map(metadata))
-    _set(message, "event_seq", _optional_count(event_seq))
-    _set(message, "active", _bool(active))
-    # The field validators' checks were made above, value by value; the
-    # cross-field checks are the class's own.
+    for setter, value in zip(_MESSAGE_SETTERS, values, strict=True):
+        setter(message, value)
+    # The cross-field checks are the class's own.
     message.__attrs_post_init__()
     return message
 
