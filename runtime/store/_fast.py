@@ -96,26 +96,8 @@ def _int(value: object) -> int:
     return value
 
 
-def _name(value: object) -> str:
-    if type(value) is not str or not value:
-        raise _Slow
-    return value
-
-
-def _optional_count(value: object) -> int | None:
-    if value is not None and (type(value) is not int or value < 0):
-        raise _Slow
-    return value
-
-
 def _optional_int(value: object) -> int | None:
     if value is not None and type(value) is not int:
-        raise _Slow
-    return value
-
-
-def _bool(value: object) -> bool:
-    if type(value) is not bool:
         raise _Slow
     return value
 
