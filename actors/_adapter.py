@@ -1,0 +1,204 @@
+"""Adapters: actors that show a session's messages on a channel and report delivery.
+
+The gateway tells every adapter an ``Update`` when a message joins a session
+or changes status, and a ``Delta`` for each live piece of a streaming model
+message. An adapter serves one platform (its ``platform`` matches the
+messages' ``chatbot_id``) and one ``ChannelKind``; the base class applies the
+channel's visibility rule (``runtime.channel_rule``) and reports delivery
+through the gateway exactly once per message it sends or absorbs.
+
+Subclasses override ``render`` (and, for live output, ``on_delta``).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from typing import Protocol
+
+import attrs
+import pykka
+
+from runtime import (
+    Category,
+    ChannelKind,
+    Message,
+    Presentation,
+    Status,
+    Visibility,
+    category_of,
+    channel_rule,
+)
+
+__all__ = ["Adapter", "DeliverySink", "Delta", "DeltaKind", "Update"]
+
+_UNDELIVERED = frozenset({Status.PENDING, Status.RESPONDED})
+_log = logging.getLogger("amber.adapters")
+
+
+def _deliverable(message: Message) -> bool:
+    """True when ``message`` waits for an adapter (nudges stay ``responded``)."""
+    return message.status in _UNDELIVERED and Status.DELIVERED in category_of(message).spec.finals
+
+
+@attrs.frozen(kw_only=True)
+class Update:
+    """A message that joined a session or changed status."""
+
+    session_id: str
+    """The session."""
+    seq: int
+    """The seq of the event that made the change."""
+    message: Message
+    """The message as it is after the change."""
+    previous: Status | None = None
+    """Its status before the change; None for a message that just joined."""
+
+    @property
+    def is_new(self) -> bool:
+        """True when the message just joined the session."""
+        return self.previous is None
+
+
+class DeltaKind(enum.StrEnum):
+    """What a live piece of a model message is."""
+
+    TEXT = "text"
+    """Reply text."""
+    REASONING = "reasoning"
+    """Reasoning."""
+    TOOL_CALL = "tool_call"
+    """A fragment of a tool call (its name, or a piece of its arguments)."""
+
+
+@attrs.frozen(kw_only=True)
+class Delta:
+    """A live piece of a streaming model message; never stored."""
+
+    session_id: str
+    """The session."""
+    turn_id: str
+    """The turn streaming it."""
+    stream_id: str
+    """Id of the model message being streamed (the same for all its pieces)."""
+    kind: DeltaKind
+    """Text, reasoning or a tool-call fragment."""
+    text: str
+    """The piece (for a tool call: a piece of its argument JSON)."""
+    chatbot_id: str = ""
+    """Platform of the turn's input (who should show it)."""
+    channel_id: str = ""
+    """Channel of the turn's input."""
+    index: int | None = None
+    """Tool index, for tool-call fragments."""
+    name: str | None = None
+    """Tool name, when the fragment carries it."""
+
+
+class DeliverySink(Protocol):
+    """Where adapters report what they delivered (the gateway)."""
+
+    def delivered(self, session_id: str, message_id: str, expected: Status) -> None:
+        """``message_id`` of ``session_id`` was sent or absorbed; it had status ``expected``."""
+        ...
+
+
+class Adapter(pykka.ThreadingActor):
+    """Base of adapter actors: visibility rules and delivery reports.
+
+    Args:
+        platform: the ``chatbot_id`` of the messages it serves (``cli``,
+            ``discord`` …); messages of other platforms are ignored.
+        kind: how its channel renders (``ChannelKind``); subclasses fix it.
+    """
+
+    kind: ChannelKind = ChannelKind.CLI
+    """How the channel renders; see ``runtime.CHANNEL_RULES``."""
+
+    def __init__(self, *, platform: str) -> None:
+        super().__init__()
+        if not isinstance(platform, str) or not platform:
+            raise TypeError(
+                f"platform must be a non-empty str naming the chatbot_id it serves "
+                f"(got {platform!r})."
+            )
+        self.platform = platform
+        self._sink: DeliverySink | None = None
+
+    def attach(self, sink: DeliverySink) -> None:
+        """Called by the gateway when the adapter is registered."""
+        self._sink = sink
+
+    def wants(self, message: Message) -> bool:
+        """True when this adapter serves ``message`` (same platform)."""
+        return message.chatbot_id == self.platform
+
+    def on_update(self, update: Update) -> None:
+        """Handle one update: render or absorb new output, then report delivery."""
+        message = update.message
+        if not self.wants(message):
+            return
+        rule = channel_rule(self.kind, message)
+        if rule.visibility is Visibility.HIDDEN:
+            return
+        if not update.is_new:
+            if rule.visibility is Visibility.SHOWN:
+                try:
+                    self.changed(update, rule.presentation)
+                except Exception:
+                    _log.exception(
+                        "%s could not show the change of message %r of session %r to %s.",
+                        type(self).__name__,
+                        message.id,
+                        update.session_id,
+                        message.status,
+                    )
+            return
+        if rule.visibility is Visibility.SHOWN:
+            try:
+                self.render(update, rule.presentation)
+            except Exception:
+                # The contract: a message that fails to render stays undelivered, and
+                # the adapter goes on with the next update.
+                _log.exception(
+                    "%s could not render message %r of session %r; it stays %s.",
+                    type(self).__name__,
+                    message.id,
+                    update.session_id,
+                    message.status,
+                )
+                return
+        if _deliverable(message):
+            # Inputs (pending_agent) are shown but never delivered: the person posted them.
+            # Nudges stay responded: nothing delivers them.
+            self.deliver(message)
+
+    def render(self, update: Update, presentation: Presentation) -> None:
+        """Show a new message; the base class then reports output delivered.
+
+        Inputs (``pending_agent``) come here too, so a channel can echo them;
+        they are never reported delivered. Raise to leave output undelivered
+        (it stays ``pending``/``responded``): the base class logs the error to
+        the ``amber.adapters`` logger and goes on with the next update.
+        """
+        raise NotImplementedError
+
+    def changed(self, update: Update, presentation: Presentation) -> None:
+        """A shown message changed status (a tool call interrupted, an input processed)."""
+
+    def on_delta(self, delta: Delta) -> None:
+        """A live piece of a streaming model message (default: ignored)."""
+
+    def deliver(self, message: Message) -> None:
+        """Report ``message`` delivered (status ``pending`` or ``responded`` now)."""
+        if self._sink is None:
+            raise RuntimeError(
+                f"{type(self).__name__} is not attached to a gateway; register it with the "
+                "runtime (Runtime(adapters=[...])) before it delivers."
+            )
+        self._sink.delivered(message.session_id, message.id, message.status)
+
+    @staticmethod
+    def category(message: Message) -> Category:
+        """The message's category (a shortcut for subclasses)."""
+        return category_of(message)

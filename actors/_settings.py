@@ -1,0 +1,65 @@
+"""``Settings``: the knobs of a runtime's sessions, with checked values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from runtime import AGENT_SENDER, ArtifactStore, InputLimits, Window
+
+__all__ = ["Settings"]
+
+
+def _positive_or_none(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(
+            f"Settings.{attribute.name} must be a positive number of seconds or None "
+            f"(got {value!r})."
+        )
+
+
+def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(
+            f"Settings.{attribute.name} must be a non-negative number (got {value!r})."
+        )
+
+
+def _count(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"Settings.{attribute.name} must be a non-negative int (got {value!r}).")
+
+
+@attrs.frozen(kw_only=True)
+class Settings:
+    """How sessions run. Every field has a default that suits a chat bot."""
+
+    system_prompt: str | None = None
+    """The system prompt given to the model on every call."""
+    agent_name: str = AGENT_SENDER
+    """The ``sender`` of the agent's messages."""
+    window: Window | None = None
+    """Token and message budget of the model's view (None: all history)."""
+    artifacts: ArtifactStore | None = None
+    """Where attachment bytes are read from (images for the model)."""
+    max_result_chars: int | None = 20_000
+    """Tool results longer than this reach the model as head + tail excerpts."""
+    input_limits: InputLimits = attrs.field(factory=InputLimits)
+    """Limits on user input (text size, attachments, browser elements)."""
+    max_nudges: int = attrs.field(default=2, validator=_count)
+    """Empty model responses nudged and retried in one turn before it fails."""
+    max_model_calls: int = attrs.field(default=25, validator=_count)
+    """Model calls in one turn before it fails (a loop guard)."""
+    model_timeout: float | None = attrs.field(default=300.0, validator=_positive_or_none)
+    """Seconds one model call may take before it fails the turn."""
+    passivate_after: float | None = attrs.field(default=300.0, validator=_positive_or_none)
+    """Idle seconds before a session's actor stops (it is reloaded on the next message)."""
+    recover_after: float = attrs.field(default=300.0, validator=_non_negative)
+    """Seconds a turn left active by a dead runner waits before its input is taken back."""
+    store_timeout: float = attrs.field(default=60.0, validator=_positive_or_none)
+    """Seconds to wait for the store to commit or load before giving up."""
+    ask_timeout: float = attrs.field(default=30.0, validator=_positive_or_none)
+    """Seconds the runtime waits for a session actor to answer."""
