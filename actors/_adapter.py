@@ -129,6 +129,13 @@ class Adapter(pykka.ThreadingActor):
         """Called by the gateway when the adapter is registered."""
         self._sink = sink
 
+    def on_receive(self, message: object) -> None:
+        """The gateway tells ``Update`` and ``Delta`` values; they go to ``on_update``/``on_delta``."""
+        if isinstance(message, Update):
+            self.on_update(message)
+        elif isinstance(message, Delta):
+            self.on_delta(message)
+
     def wants(self, message: Message) -> bool:
         """True when this adapter serves ``message`` (same platform)."""
         return message.chatbot_id == self.platform
