@@ -1,7 +1,111 @@
 """Amber's actors and effects: pykka actors own state, trio runs effects.
 
-The runtime system, gateway, session, tool and adapter actors, model providers
-and the ``amber`` CLI live here. They build on the pure core in ``runtime``.
+``Runtime`` is what a chat bot embeds: it owns the store thread, the trio
+effects loop, the ``Gateway``, one actor per tool and one per live session.
+Models stream ``Chunk`` values (``ScriptedModel`` for tests and demos); tools
+are ``@tool`` functions; adapters show messages on a channel and report
+delivery. Everything a session does is an event in ``runtime``'s pure core.
 """
 
-__all__: list[str] = []
+from ._adapter import Adapter as Adapter
+from ._adapter import Delta as Delta
+from ._adapter import DeltaKind as DeltaKind
+from ._adapter import DeliverySink as DeliverySink
+from ._adapter import Update as Update
+from ._effects import EffectHandle as EffectHandle
+from ._effects import Effects as Effects
+from ._effects import EffectsStopped as EffectsStopped
+from ._gateway import Gateway as Gateway
+from ._gateway import Subscription as Subscription
+from ._ids import Clock as Clock
+from ._ids import IdFactory as IdFactory
+from ._ids import SequentialIds as SequentialIds
+from ._ids import random_ids as random_ids
+from ._ids import utc_now as utc_now
+from ._model import AssembledCall as AssembledCall
+from ._model import Chunk as Chunk
+from ._model import MessageFinish as MessageFinish
+from ._model import MessageStart as MessageStart
+from ._model import Model as Model
+from ._model import ModelRequest as ModelRequest
+from ._model import ModelResponse as ModelResponse
+from ._model import ReasoningDelta as ReasoningDelta
+from ._model import StreamAssembler as StreamAssembler
+from ._model import StreamError as StreamError
+from ._model import TextDelta as TextDelta
+from ._model import ToolCallDelta as ToolCallDelta
+from ._model import ToolSpec as ToolSpec
+from ._runtime import Runtime as Runtime
+from ._runtime import RuntimeStopped as RuntimeStopped
+from ._scripted import Delay as Delay
+from ._scripted import Fail as Fail
+from ._scripted import ModelFailure as ModelFailure
+from ._scripted import Response as Response
+from ._scripted import ScriptedModel as ScriptedModel
+from ._scripted import ScriptExhausted as ScriptExhausted
+from ._scripted import call as call
+from ._scripted import calls as calls
+from ._scripted import empty as empty
+from ._scripted import error as error
+from ._scripted import reply as reply
+from ._session import ModelTimeout as ModelTimeout
+from ._session import SessionActor as SessionActor
+from ._settings import Settings as Settings
+from ._tool_actor import ToolStats as ToolStats
+from ._tools import Tool as Tool
+from ._tools import Toolbox as Toolbox
+from ._tools import ToolOutcome as ToolOutcome
+
+from ._tools import tool as tool
+
+__all__ = [
+    "Adapter",
+    "AssembledCall",
+    "Chunk",
+    "Clock",
+    "Delay",
+    "DeliverySink",
+    "Delta",
+    "DeltaKind",
+    "EffectHandle",
+    "Effects",
+    "EffectsStopped",
+    "Fail",
+    "Gateway",
+    "IdFactory",
+    "MessageFinish",
+    "MessageStart",
+    "Model",
+    "ModelFailure",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelTimeout",
+    "ReasoningDelta",
+    "Response",
+    "Runtime",
+    "RuntimeStopped",
+    "ScriptExhausted",
+    "ScriptedModel",
+    "SequentialIds",
+    "SessionActor",
+    "Settings",
+    "StreamAssembler",
+    "StreamError",
+    "Subscription",
+    "TextDelta",
+    "Tool",
+    "ToolCallDelta",
+    "ToolOutcome",
+    "ToolSpec",
+    "ToolStats",
+    "Toolbox",
+    "Update",
+    "call",
+    "calls",
+    "empty",
+    "error",
+    "random_ids",
+    "reply",
+    "tool",
+    "utc_now",
+]

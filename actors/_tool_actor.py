@@ -1,0 +1,121 @@
+"""Tool actors: one pykka actor per tool runs its calls as trio effects.
+
+A session actor tells a ``RunTool`` to the tool's actor with an effect handle
+it keeps (so an interrupt cancels the run even before it starts); the run
+tells the session a ``ToolDone`` with the outcome. A tool's failure, timeout
+or bad arguments are outcomes, never exceptions that reach the session.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import pykka
+
+from ._effects import EffectHandle, Effects
+from ._tools import Tool, ToolOutcome
+
+__all__ = ["RunTool", "ToolActor", "ToolDone", "ToolStats"]
+
+log = logging.getLogger("amber.tools")
+
+
+@attrs.frozen(kw_only=True)
+class RunTool:
+    """Run one tool call and tell ``reply_to`` a ``ToolDone``."""
+
+    run_id: int
+    """The caller's id for this run (stale answers are recognised by it)."""
+    call_id: str
+    """The tool call id."""
+    arguments: Mapping[str, Any]
+    """Parsed arguments."""
+    reply_to: pykka.ActorRef[Any]
+    """Who gets the ``ToolDone``."""
+    handle: EffectHandle
+    """The effect handle the caller cancels on interrupt."""
+
+
+@attrs.frozen(kw_only=True)
+class ToolDone:
+    """A tool call finished (its outcome may be an error)."""
+
+    run_id: int
+    """As in ``RunTool``."""
+    call_id: str
+    """The tool call id."""
+    outcome: ToolOutcome
+    """What the tool returned, or the error."""
+
+
+@attrs.frozen(kw_only=True)
+class ToolStats:
+    """Counts for one tool since its actor started."""
+
+    name: str
+    """The tool."""
+    calls: int
+    """Runs started."""
+    errors: int
+    """Runs that ended with an error outcome."""
+    cancelled: int
+    """Runs cancelled (interrupts, shutdown)."""
+    in_flight: int
+    """Runs not finished yet."""
+
+
+class ToolActor(pykka.ThreadingActor):
+    """Runs the calls of one tool on the effects loop."""
+
+    def __init__(self, tool: Tool, effects: Effects) -> None:
+        super().__init__()
+        self.tool = tool
+        self._effects = effects
+        self._lock = threading.Lock()
+        self._calls = self._errors = self._cancelled = self._in_flight = 0
+
+    def on_receive(self, message: Any) -> Any:
+        """Handle a ``RunTool``."""
+        if not isinstance(message, RunTool):
+            raise TypeError(f"ToolActor takes RunTool messages; got {message!r}.")
+        self._effects.submit(
+            lambda: self._run(message), name=f"tool {self.tool.name}", handle=message.handle
+        )
+        return None
+
+    async def _run(self, request: RunTool) -> None:
+        with self._lock:
+            self._calls += 1
+            self._in_flight += 1
+        finished = False
+        try:
+            outcome = await self.tool.invoke(request.arguments)
+            finished = True
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                if not finished:
+                    self._cancelled += 1
+                elif outcome.is_error:
+                    self._errors += 1
+        try:
+            request.reply_to.tell(
+                ToolDone(run_id=request.run_id, call_id=request.call_id, outcome=outcome)
+            )
+        except pykka.ActorDeadError:
+            log.debug("tool %s finished for a session that has stopped", self.tool.name)
+
+    def stats(self) -> ToolStats:
+        """The tool's counts."""
+        with self._lock:
+            return ToolStats(
+                name=self.tool.name,
+                calls=self._calls,
+                errors=self._errors,
+                cancelled=self._cancelled,
+                in_flight=self._in_flight,
+            )
