@@ -1,0 +1,302 @@
+"""Reference chat-channel adapters: a live-render one and a silent one.
+
+``LiveChannelAdapter`` draws a turn the way seed 000 §6.1 shows it on
+Discord: a 💭 line for a thought, a ``⏳ 🛠️ tool(args)`` line for a tool call
+that is edited in place to ✅ or ❌ when its result arrives (⏹ when the turn
+is interrupted first), then the reply with a header of turn metrics.
+
+``SilentChannelAdapter`` is the WeChat-like channel: no in-place edits, so
+thoughts and tool traffic are absorbed (reported delivered, never sent), and
+only replies, notifications and crash notices are posted, split into chunks
+the platform accepts.
+
+Both send through a ``ChatPlatform`` (``FakePlatform`` in tests), keyed by
+each message's ``channel_id``. Which messages reach ``render`` is the
+``Adapter`` base class's business (``runtime.channel_rule``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+
+from runtime import (
+    INTERRUPTED_MARK,
+    Category,
+    ChannelKind,
+    Message,
+    Presentation,
+    Status,
+    thaw,
+)
+
+from ._adapter import Adapter, Update
+from ._platform import ChatPlatform
+
+__all__ = [
+    "LiveChannelAdapter",
+    "SilentChannelAdapter",
+    "clip",
+    "format_turn_metrics",
+    "split_text",
+]
+
+_TEXT_OUT = frozenset({Category.REPLY, Category.NOTIFICATION, Category.CRASH_NOTICE})
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_MAX_OPEN_CALLS = 4096
+"""Status lines remembered per adapter; older ones can no longer be edited."""
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, ending in ``…`` when cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)] + "…"
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def _count(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return value
+
+
+def _plural(n: float, one: str, many: str) -> str:
+    return f"{n:,.0f} {one if n == 1 else many}"
+
+
+def format_turn_metrics(metrics: object) -> str:
+    """A one-line summary of a reply's ``turn_metrics`` (seed 000 §6.1).
+
+    Reads ``session_turns``, ``context_tokens``, ``turn_tool_calls``,
+    ``turn_tokens`` and ``turn_time`` (seconds); missing or non-numeric
+    entries are left out, so anything else gives ``""``.
+
+    >>> format_turn_metrics({"session_turns": 3, "context_tokens": 8421, "turn_tool_calls": 1,
+    ...                      "turn_tokens": 1042, "turn_time": 2.1})
+    '3 turns · 8,421 ctx tokens · 1 tool call · 1,042 tokens · 2.1 s'
+    """
+    if not isinstance(metrics, Mapping):
+        return ""
+    parts: list[str] = []
+    if (turns := _count(metrics.get("session_turns"))) is not None:
+        parts.append(_plural(turns, "turn", "turns"))
+    if (context := _count(metrics.get("context_tokens"))) is not None:
+        parts.append(f"{context:,.0f} ctx tokens")
+    if (calls := _count(metrics.get("turn_tool_calls"))) is not None:
+        parts.append(_plural(calls, "tool call", "tool calls"))
+    if (tokens := _count(metrics.get("turn_tokens"))) is not None:
+        parts.append(_plural(tokens, "token", "tokens"))
+    if (seconds := _count(metrics.get("turn_time"))) is not None:
+        parts.append(f"{seconds:.1f} s")
+    return " · ".join(parts)
+
+
+def _pack(units: list[str], separator: str, limit: int) -> list[str]:
+    """Join ``units`` with ``separator`` greedily into chunks of at most ``limit``."""
+    chunks: list[str] = []
+    current = ""
+    for unit in units:
+        joined = f"{current}{separator}{unit}" if current else unit
+        if len(joined) <= limit:
+            current = joined
+        else:
+            if current:
+                chunks.append(current)
+            current = unit
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _split_paragraph(paragraph: str, limit: int) -> list[str]:
+    """A paragraph longer than ``limit`` split on line breaks; a long line cut hard."""
+    units: list[str] = []
+    for line in paragraph.split("\n"):
+        units.extend(line[i : i + limit] for i in range(0, len(line), limit))
+    return _pack([u for u in units if u.strip()], "\n", limit)
+
+
+def split_text(text: str, limit: int = 2000) -> list[str]:
+    """Split ``text`` into chunks of at most ``limit`` characters for a chat platform.
+
+    Paragraphs (blank-line separated) are kept whole when they fit, else split
+    on line breaks, and a line longer than ``limit`` is cut hard. Blank lines
+    and trailing spaces around paragraphs are dropped (indentation is kept);
+    whitespace-only text gives no chunks.
+
+    Raises:
+        ValueError: ``limit`` is less than 1.
+    """
+    if limit < 1:
+        raise ValueError(f"split_text() needs a limit of at least 1 character (got {limit!r}).")
+    units: list[str] = []
+    for paragraph in _PARAGRAPH_BREAK.split(text):
+        paragraph = paragraph.strip("\n").rstrip()
+        if not paragraph.strip():
+            continue
+        if len(paragraph) <= limit:
+            units.append(paragraph)
+        else:
+            units.extend(_split_paragraph(paragraph, limit))
+    return _pack(units, "\n\n", limit)
+
+
+def _interrupted(message: Message) -> bool:
+    return message.metadata.get(INTERRUPTED_MARK) is True
+
+
+def _outbound_text(message: Message, header: str = "") -> str:
+    text = message.content.strip()
+    if header:
+        text = f"{header}\n{text}" if text else header
+    if _interrupted(message):
+        text = f"{text}\n(interrupted)" if text else "(interrupted)"
+    return text
+
+
+def _tool_label(message: Message, limit: int) -> str:
+    call = message.tool_call
+    assert call is not None
+    arguments = json.dumps(thaw(call.arguments), ensure_ascii=False, separators=(",", ":"))
+    return f"🛠️ {call.name}({clip(arguments, limit)})"
+
+
+def _check_limit(max_chars: object) -> int:
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+        raise ValueError(
+            f"max_chars must be a positive int, the platform's message size limit "
+            f"(got {max_chars!r})."
+        )
+    return max_chars
+
+
+class _ChatAdapter(Adapter):
+    """What both reference chat adapters share: a platform client and chunked sends."""
+
+    def __init__(self, client: ChatPlatform, *, platform: str, max_chars: int) -> None:
+        super().__init__(platform=platform)
+        self.client = client
+        self.max_chars = _check_limit(max_chars)
+
+    def send_text(self, message: Message, text: str) -> list[str]:
+        """Post ``text`` on ``message``'s channel in chunks; return their platform ids.
+
+        A failure part-way leaves the chunks already posted; the message stays
+        undelivered, so a retry posts the whole text again.
+        """
+        return [
+            self.client.send(message.channel_id, chunk)
+            for chunk in split_text(text, self.max_chars)
+        ]
+
+
+class LiveChannelAdapter(_ChatAdapter):
+    """A Discord-like channel: live status lines for thoughts and tools, edited in place.
+
+    Args:
+        client: the chat platform it posts to (a ``FakePlatform`` in tests).
+        platform: the ``chatbot_id`` it serves (default ``discord``).
+        max_chars: the platform's message size; longer replies are split.
+        label_chars: how much of a thought or of a call's arguments a status
+            line shows.
+    """
+
+    kind = ChannelKind.LIVE
+
+    def __init__(
+        self,
+        client: ChatPlatform,
+        *,
+        platform: str = "discord",
+        max_chars: int = 2000,
+        label_chars: int = 120,
+    ) -> None:
+        super().__init__(client, platform=platform, max_chars=max_chars)
+        self.label_chars = _check_limit(label_chars)
+        # (session_id, tool_call_id) -> (platform message id, label after the status emoji)
+        self._lines: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def render(self, update: Update, presentation: Presentation) -> None:
+        """Post a thought or tool line, edit a call's line for its result, or post text."""
+        message = update.message
+        category = self.category(message)
+        if category is Category.THOUGHT:
+            line = f"💭 {clip(_first_line(message.content), self.label_chars)}"
+            self.client.send(
+                message.channel_id, line + (" (interrupted)" if _interrupted(message) else "")
+            )
+        elif category is Category.TOOL_CALL:
+            label = _tool_label(message, self.label_chars)
+            line_id = self.client.send(message.channel_id, f"⏳ {label}")
+            self._remember(update.session_id, message, line_id, label)
+        elif category is Category.TOOL_RESULT:
+            self._settle(update.session_id, message)
+        elif category in _TEXT_OUT:
+            header = ""
+            if category is Category.REPLY:
+                metrics = format_turn_metrics(message.metadata.get("turn_metrics"))
+                header = f"⏱ {metrics}" if metrics else ""
+            self.send_text(message, _outbound_text(message, header))
+        # Inputs: the person posted them on the channel already.
+
+    def changed(self, update: Update, presentation: Presentation) -> None:
+        """Edit the line of a tool call its turn left unanswered to ⏹."""
+        message = update.message
+        if message.tool_call is None or message.status is not Status.INTERRUPTED:
+            return
+        line = self._lines.pop((update.session_id, message.tool_call.id), None)
+        if line is not None:
+            line_id, label = line
+            self.client.edit(line_id, f"⏹ {label} (interrupted)")
+
+    def _remember(self, session_id: str, call: Message, line_id: str, label: str) -> None:
+        assert call.tool_call is not None
+        if len(self._lines) >= _MAX_OPEN_CALLS:
+            # A call whose turn errored never gets a result or an interrupt: forget the oldest.
+            del self._lines[next(iter(self._lines))]
+        self._lines[(session_id, call.tool_call.id)] = (line_id, label)
+
+    def _settle(self, session_id: str, result: Message) -> None:
+        key = (session_id, result.tool_call_id or "")
+        line = self._lines.get(key)
+        label = line[1] if line is not None else f"🛠️ {result.sender}"
+        text = f"❌ {label} ({result.error_type or 'error'})" if result.is_error else f"✅ {label}"
+        if line is None:
+            # The call was drawn before this adapter started: post the outcome instead.
+            self.client.send(result.channel_id, text)
+        else:
+            self.client.edit(line[0], text)
+            del self._lines[key]
+
+
+class SilentChannelAdapter(_ChatAdapter):
+    """A WeChat-like channel: only replies, notifications and crash notices are posted.
+
+    Thoughts, tool calls and tool results never reach ``render``: the channel
+    rule absorbs them, so the base class reports them delivered unsent.
+
+    Args:
+        client: the chat platform it posts to (a ``FakePlatform`` in tests).
+        platform: the ``chatbot_id`` it serves (default ``wechat``).
+        max_chars: the platform's message size; longer text is split on
+            paragraph boundaries.
+    """
+
+    kind = ChannelKind.SILENT
+
+    def __init__(
+        self, client: ChatPlatform, *, platform: str = "wechat", max_chars: int = 2000
+    ) -> None:
+        super().__init__(client, platform=platform, max_chars=max_chars)
+
+    def render(self, update: Update, presentation: Presentation) -> None:
+        """Post outbound text in chunks; inputs are not echoed."""
+        message = update.message
+        if self.category(message) in _TEXT_OUT:
+            self.send_text(message, _outbound_text(message))
