@@ -8,9 +8,9 @@ delivery. Everything a session does is an event in ``runtime``'s pure core.
 """
 
 from ._adapter import Adapter as Adapter
+from ._adapter import DeliverySink as DeliverySink
 from ._adapter import Delta as Delta
 from ._adapter import DeltaKind as DeltaKind
-from ._adapter import DeliverySink as DeliverySink
 from ._adapter import Update as Update
 from ._effects import EffectHandle as EffectHandle
 from ._effects import Effects as Effects
@@ -55,7 +55,6 @@ from ._tool_actor import ToolStats as ToolStats
 from ._tools import Tool as Tool
 from ._tools import Toolbox as Toolbox
 from ._tools import ToolOutcome as ToolOutcome
-
 from ._tools import tool as tool
 
 __all__ = [

@@ -130,7 +130,7 @@ class Adapter(pykka.ThreadingActor):
         self._sink = sink
 
     def on_receive(self, message: object) -> None:
-        """The gateway tells ``Update`` and ``Delta`` values; they go to ``on_update``/``on_delta``."""
+        """Dispatch the gateway's ``Update`` and ``Delta`` tells to ``on_update``/``on_delta``."""
         if isinstance(message, Update):
             self.on_update(message)
         elif isinstance(message, Delta):

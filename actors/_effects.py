@@ -8,6 +8,7 @@ a cancel-scope cancel, not a flag the effect has to poll.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -105,7 +106,7 @@ class Effects:
     def _run(self) -> None:
         try:
             trio.run(self._main)
-        except BaseException as exc:  # noqa: BLE001 - reported to start() and logged
+        except BaseException as exc:
             self._failure = exc
             log.exception("the trio effects loop failed")
         finally:
@@ -189,10 +190,8 @@ class Effects:
             return
         stop = self._stop
         if stop is not None:
-            try:
+            with contextlib.suppress(EffectsStopped):
                 self.call_soon(stop.set)
-            except EffectsStopped:
-                pass
         thread.join(timeout)
         if thread.is_alive():
             log.warning("the trio effects loop did not stop within %s s", timeout)

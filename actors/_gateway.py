@@ -9,6 +9,7 @@ and to subscribers. Adapters report deliveries to it; it routes them back.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -73,10 +74,8 @@ class Subscription:
     def close(self) -> None:
         """Stop receiving; pending callbacks still run first."""
         self._gateway._unsubscribe(self)
-        try:
+        with contextlib.suppress(pykka.ActorDeadError):
             self._ref.stop(block=False)
-        except pykka.ActorDeadError:
-            pass
 
     def __enter__(self) -> Subscription:
         return self
@@ -118,9 +117,11 @@ class Gateway:
         if message.status not in (Status.PENDING, Status.RESPONDED):
             return False
         for entry in self._adapters:
-            if entry.platform == message.chatbot_id:
-                if channel_rule(entry.kind, message).visibility is not Visibility.HIDDEN:
-                    return True
+            if (
+                entry.platform == message.chatbot_id
+                and channel_rule(entry.kind, message).visibility is not Visibility.HIDDEN
+            ):
+                return True
         return False
 
     def publish(self, update: Update) -> None:
@@ -219,9 +220,10 @@ class Gateway:
         runtime = self._runtime
         session_id = _session_id(session_id)
         if category is Category.NOTIFICATION:
-            return runtime._session_call(
+            added: Message = runtime._session_call(
                 session_id, lambda p: p.add_output(category, content, **fields)
             )
+            return added
         if not category.is_input:
             allowed = "cron prompts, compaction requests, background alerts and notifications"
             raise ValueError(

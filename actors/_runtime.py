@@ -122,6 +122,7 @@ class Runtime:
         self._store_arg = store
         self._adapter_refs = list(adapters)
         self._lock = threading.RLock()
+        self._live_changed = threading.Condition(self._lock)
         self._live: dict[str, _Live] = {}
         self._state = "new"
         self._store: StoreThread | None = None
@@ -317,6 +318,11 @@ class Runtime:
         with self._lock:
             return sorted(self._live)
 
+    def wait_passivated(self, session_id: str, *, timeout: float | None = 30.0) -> bool:
+        """Wait until the session has no live actor; False if it still has one after ``timeout``."""
+        with self._live_changed:
+            return self._live_changed.wait_for(lambda: session_id not in self._live, timeout)
+
     def subscribe(
         self,
         callback: Callable[[Update | Delta], object],
@@ -419,6 +425,7 @@ class Runtime:
             if not agreed:
                 return
             del self._live[session_id]
+            self._live_changed.notify_all()
         ref.stop(block=False)
         log.debug("session %s passivated at seq %d", session_id, seq)
 

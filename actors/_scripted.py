@@ -78,11 +78,15 @@ Step = Chunk | Delay | Fail
 """One step of a scripted response."""
 
 
+def _steps(value: Iterable[Step]) -> tuple[Step, ...]:
+    return tuple(value)
+
+
 @attrs.frozen
 class Response:
     """One model call's worth of steps."""
 
-    steps: tuple[Step, ...] = attrs.field(converter=tuple)
+    steps: tuple[Step, ...] = attrs.field(converter=_steps)
     """Streamed in order."""
 
     def then(self, *more: Step) -> Response:

@@ -16,6 +16,7 @@ interrupted) and a new turn starts that sees everything.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -164,9 +165,9 @@ class SessionActor(pykka.ThreadingActor):
         sid = self.session_id
         known = store.call(lambda s: sid in s).result(self._svc.settings.store_timeout)
         if known:
-            self.timeline = store.call(
-                lambda s: s.load_timeline(sid, from_snapshot=True)
-            ).result(self._svc.settings.store_timeout)
+            self.timeline = store.call(lambda s: s.load_timeline(sid, from_snapshot=True)).result(
+                self._svc.settings.store_timeout
+            )
         state = self.state_now()
         for message in state:
             if message.status in _UNDELIVERED and message.active:
@@ -282,7 +283,8 @@ class SessionActor(pykka.ThreadingActor):
                 log.exception("session %s: could not record the stopped turn", self.session_id)
         self._closed = True
         for _, future in self._waiters:
-            future.set_exception(RuntimeError("The runtime stopped before the session was idle."))
+            stopped = RuntimeError("The runtime stopped before the session was idle.")
+            future.set_exception((RuntimeError, stopped, None))
         self._waiters.clear()
 
     # -- messages from effects and adapters ----------------------------------
@@ -334,11 +336,10 @@ class SessionActor(pykka.ThreadingActor):
         self._svc.store.append(events).result(self._svc.settings.store_timeout)
         self.timeline = after
         previous = before.head
-        for offset, event in enumerate(events):
+        for event in events:
             state = after.at(event.seq)
             self._announce(previous, state, event)
             previous = state
-        del offset
 
     def _announce(self, before: SessionState, after: SessionState, event: Event) -> None:
         ids: list[str]
@@ -564,7 +565,7 @@ class SessionActor(pykka.ThreadingActor):
         run.tool_calls += len(response.tool_calls)
         messages += [self._result_message(call, outcome) for call, outcome in immediate]
         specs = [(MessageAdded, {"message": m}) for m in messages]
-        self._commit(self._events(*specs))  # type: ignore[arg-type]
+        self._commit(self._events(*specs))
         for call_message, arguments in runnable:
             assert call_message.tool_call is not None
             self._start_tool(call_message.tool_call, arguments)
@@ -643,7 +644,9 @@ class SessionActor(pykka.ThreadingActor):
             return
         del run.tools[report.call_id]
         call_message = self.state_now().message(self.state_now().tool_calls[report.call_id])
-        self._commit([self._event(MessageAdded, message=self._result_message(call_message, report.outcome))])
+        self._commit(
+            [self._event(MessageAdded, message=self._result_message(call_message, report.outcome))]
+        )
         if not run.tools:
             self._call_model()
 
@@ -661,7 +664,9 @@ class SessionActor(pykka.ThreadingActor):
             "turn_tokens": run.tokens,
             "turn_time": round(elapsed, 3),
         }
-        messages.append(self._output(Category.REPLY, response.text, metadata={"turn_metrics": metrics}))
+        messages.append(
+            self._output(Category.REPLY, response.text, metadata={"turn_metrics": metrics})
+        )
         specs: list[tuple[type[Event], dict[str, Any]]] = [
             (MessageAdded, {"message": m}) for m in messages
         ]
@@ -760,7 +765,8 @@ class SessionActor(pykka.ThreadingActor):
         """A turn left active by a runner that is gone: give its input back now or later."""
         state = self.state_now()
         turn = state.active_turn
-        assert turn is not None and state.updated_at is not None
+        assert turn is not None
+        assert state.updated_at is not None
         age = (self._svc.clock() - state.updated_at).total_seconds()
         wait = self._svc.settings.recover_after - age
         if wait <= 0:
@@ -810,7 +816,7 @@ class SessionActor(pykka.ThreadingActor):
         if not self._waiters or not self.is_idle():
             return
         state = self.state_now()
-        keep = []
+        keep: list[tuple[bool, ThreadingFuture[SessionState]]] = []
         for settled, future in self._waiters:
             if settled and self._awaiting:
                 keep.append((settled, future))
@@ -820,10 +826,8 @@ class SessionActor(pykka.ThreadingActor):
 
 
 def _tell(ref: pykka.ActorRef[Any], message: Any) -> None:
-    try:
+    with contextlib.suppress(pykka.ActorDeadError):
         ref.tell(message)
-    except pykka.ActorDeadError:
-        pass
 
 
 def _model_effect(
@@ -844,7 +848,7 @@ def _model_effect(
             error = ModelTimeout(
                 f"the model did not finish within {timeout} s (Settings.model_timeout)"
             )
-        except Exception as exc:  # noqa: BLE001 - a model failure ends the turn as error
+        except Exception as exc:
             error = exc
         _tell(ref, _ModelEnded(run_id, error, (time.monotonic() - started) * 1000))
 

@@ -57,7 +57,9 @@ class StoreThread:
             reach, which keeps collections short as history grows (DESIGN §13).
     """
 
-    def __init__(self, store: Store, *, max_batch: int = 256, gc_freeze_every: int = 10_000) -> None:
+    def __init__(
+        self, store: Store, *, max_batch: int = 256, gc_freeze_every: int = 10_000
+    ) -> None:
         self._store = store
         self._max_batch = max_batch
         self._gc_every = gc_freeze_every
@@ -148,7 +150,7 @@ class StoreThread:
     def _run(self, request: _Call) -> None:
         try:
             value = request.fn(self._store)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+        except BaseException as exc:
             request.future.set_exception(exc)
         else:
             request.future.set_result(value)
@@ -158,7 +160,7 @@ class StoreThread:
         if len(batch) > 1:
             try:
                 heads = self._store.append(events)
-            except Exception:  # noqa: BLE001 - retried one by one below, each gets its answer
+            except Exception:
                 log.debug("a group commit of %d requests failed; retrying each", len(batch))
             else:
                 self._done(len(events))
@@ -170,7 +172,7 @@ class StoreThread:
         for request in batch:
             try:
                 heads = self._store.append(request.events)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            except BaseException as exc:
                 request.future.set_exception(exc)
             else:
                 self._done(len(request.events))

@@ -126,7 +126,9 @@ def connect(path: Path) -> sqlite3.Connection:
             f"{header[:16]!r}). Pass the path of an Amber store, or a new path to create one."
         )
     try:
-        db = sqlite3.connect(path, isolation_level=None)
+        # One thread at a time uses a store, but not always the one that opened it:
+        # a runtime opens it, then hands it to its store thread.
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:
         raise StoreError(f"Cannot open {str(path)!r}: {exc}.") from exc
     try:

@@ -84,8 +84,9 @@ class SQLiteStore:
         SchemaVersionError: the store was written by a newer Amber, or its version is unknown.
         StoreError: the file cannot be opened.
 
-    A store is not thread-safe: use it from one thread (SQLite refuses calls from
-    another) and close it when done, or use it as a context manager.
+    A store is not thread-safe: use it from one thread at a time (a ``Runtime``
+    hands it to its store thread) and close it when done, or use it as a
+    context manager.
     """
 
     def __init__(

@@ -1,0 +1,478 @@
+"""The runtime end to end: the turn loop, interrupts, failures, delivery, passivation, restarts."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from harness import WAIT, Recorder, RuntimeFactory, Signal, make_runtime, shape, when
+
+from actors import (
+    Delta,
+    DeltaKind,
+    Runtime,
+    ScriptedModel,
+    SequentialIds,
+    Settings,
+    Update,
+    call,
+    calls,
+    empty,
+    error,
+    reply,
+    tool,
+)
+from runtime import (
+    INTERRUPTED_MARK,
+    Category,
+    InvalidInput,
+    MessageAdded,
+    MessageType,
+    Role,
+    Status,
+    TurnStatus,
+    UnknownSession,
+    clean_history,
+    to_openai,
+)
+from runtime.testing import check_invariants
+
+__all__ = ["make_runtime"]
+
+SEED_OUTPUT = (
+    "=== STDOUT ===\n"
+    "============================= test session starts =============================\n"
+    "collected 5 items\n\n"
+    "tests/test_history.py ..... [100%]\n"
+    "============================== 5 passed in 0.42s ===============================\n"
+    "=== STDERR ===\n"
+)
+
+
+@tool(name="run_shell_command")
+def stub_shell(command: str) -> str:
+    """Run a shell command (a stub that answers like seed 000's example)."""
+    return SEED_OUTPUT
+
+
+def initial_statuses(runtime: Runtime, session_id: str) -> dict[str, Status]:
+    """Each message's status in the event that added it."""
+    out: dict[str, Status] = {}
+    for event in runtime.timeline(session_id).events():
+        if isinstance(event, MessageAdded):
+            out[event.message.id] = event.message.status
+    return out
+
+
+class TestSeedTrace:
+    def test_seed_000_example_6_1(self, make_runtime: RuntimeFactory) -> None:
+        """Seed 000 §6.1: the same records, senders, parents and statuses, end to end."""
+        model = ScriptedModel(
+            [
+                call(
+                    "run_shell_command",
+                    {"command": "uv run pytest tests/test_history.py"},
+                    reasoning="我需要使用 uv pytest 来运行 history 模块的单元测试。",
+                ),
+                reply("我已经成功运行了 history 模块的单元测试，全部 5 个测试用例均已顺利通过。"),  # noqa: RUF001,
+            ]
+        )
+        rt = make_runtime(
+            model=model,
+            tools=[stub_shell],
+            adapters=[Recorder.start(platform="discord")],
+            settings=Settings(agent_name="Kesoku", passivate_after=None),
+        )
+        user = rt.send(
+            "sess_agent_history",
+            "运行 agent 历史模块的单元测试",
+            sender="Chii",
+            chatbot_id="discord",
+            channel_id="1234567890123",
+        )
+        state = rt.wait_idle("sess_agent_history", timeout=WAIT)
+        messages = list(state)
+        call_id = messages[2].id
+        assert shape(messages) == [
+            (Role.USER, MessageType.TEXT, "Chii", None, Status.PROCESSED),
+            (Role.ASSISTANT, MessageType.THOUGHT, "Kesoku", user.id, Status.DELIVERED),
+            (Role.TOOL, MessageType.TOOL_CALL, "Kesoku", user.id, Status.DELIVERED),
+            (Role.TOOL, MessageType.TOOL_RESULT, "run_shell_command", call_id, Status.DELIVERED),
+            (Role.ASSISTANT, MessageType.TEXT, "Kesoku", user.id, Status.DELIVERED),
+        ]
+        initial = initial_statuses(rt, "sess_agent_history")
+        assert [initial[m.id] for m in messages] == [
+            Status.PENDING_AGENT,
+            Status.RESPONDED,
+            Status.RESPONDED,
+            Status.RESPONDED,
+            Status.PENDING,
+        ]
+        assert all(m.chatbot_id == "discord" and m.channel_id == "1234567890123" for m in messages)
+        call_message, result, final = messages[2], messages[3], messages[4]
+        assert call_message.content == (
+            "Calling tool `run_shell_command` with arguments:\n```json\n{\n"
+            '  "command": "uv run pytest tests/test_history.py"\n}\n```'
+        )
+        assert call_message.metadata["tool_name"] == "run_shell_command"
+        assert dict(call_message.metadata["tool_arguments"]) == {
+            "command": "uv run pytest tests/test_history.py"
+        }
+        assert result.content == SEED_OUTPUT
+        assert result.metadata["tool_name"] == "run_shell_command"
+        metrics = final.metadata["turn_metrics"]
+        assert set(metrics) == {
+            "session_turns",
+            "context_tokens",
+            "turn_tool_calls",
+            "turn_tokens",
+            "turn_time",
+        }
+        assert metrics["session_turns"] == 1
+        assert metrics["turn_tool_calls"] == 1
+        assert metrics["turn_tokens"] > 0
+        assert metrics["turn_time"] >= 0
+        check_invariants(rt.timeline("sess_agent_history"))
+
+    def test_second_call_sees_the_tool_result(self, make_runtime: RuntimeFactory) -> None:
+        """The model's second call is shown the call and its result, in provider shape."""
+        model = ScriptedModel([call("run_shell_command", {"command": "ls"}), reply("done")])
+        rt = make_runtime(model=model, tools=[stub_shell])
+        rt.send("s", "list files")
+        rt.wait_idle("s", timeout=WAIT)
+        second = model.requests[1]
+        assert second.call_index == 1
+        openai = to_openai(second.view)
+        assert [m["role"] for m in openai] == ["user", "assistant", "tool"]
+        assert openai[2]["content"] == SEED_OUTPUT
+        assert [spec.name for spec in second.tools] == ["run_shell_command"]
+
+
+class TestInput:
+    def test_invalid_input_stores_nothing(self, make_runtime: RuntimeFactory) -> None:
+        """Empty text with nothing attached is refused before anything is stored."""
+        rt = make_runtime(model=ScriptedModel([]))
+        with pytest.raises(InvalidInput):
+            rt.send("s", "")
+        assert rt.sessions() == []
+        with pytest.raises(UnknownSession):
+            rt.state("s")
+
+    def test_send_returns_the_stored_message(self, make_runtime: RuntimeFactory) -> None:
+        """send() answers once the message is stored, pending_agent, with its event seq."""
+        rt = make_runtime(model=ScriptedModel([reply("hi").after(0.05)]))
+        message = rt.send("s", "hello", sender="Chii")
+        assert message.status is Status.PENDING_AGENT
+        assert message.event_seq == 1
+        assert rt.wait_idle("s", timeout=WAIT).message(message.id).status is Status.PROCESSED
+
+    @pytest.mark.parametrize(
+        "category",
+        [Category.CRON_PROMPT, Category.COMPACTION_REQUEST, Category.BACKGROUND_ALERT],
+    )
+    def test_posted_inputs_start_turns(
+        self, make_runtime: RuntimeFactory, category: Category
+    ) -> None:
+        """Cron prompts, compaction requests and alerts start turns like user input."""
+        model = ScriptedModel([reply("ok")])
+        rt = make_runtime(model=model)
+        posted = rt.post("s", category, "wake up")
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert state.message(posted.id).status is Status.PROCESSED
+        assert model.calls_made == 1
+
+    def test_notifications_never_reach_the_model(self, make_runtime: RuntimeFactory) -> None:
+        """A posted notification is stored for the user and left out of the model's view."""
+        model = ScriptedModel([reply("ok")])
+        rt = make_runtime(model=model)
+        note = rt.post("s", Category.NOTIFICATION, "backup finished")
+        rt.send("s", "hi")
+        rt.wait_idle("s", timeout=WAIT)
+        assert note.status is Status.PENDING
+        assert all("backup" not in m.text for m in model.requests[0].view.messages)
+
+    def test_posting_turn_output_is_refused(self, make_runtime: RuntimeFactory) -> None:
+        """post() names what it takes when given a category a turn makes."""
+        rt = make_runtime(model=ScriptedModel([]))
+        with pytest.raises(ValueError, match=r"^post\(\) takes cron prompts, .* a reply is made"):
+            rt.post("s", Category.REPLY, "x")
+
+
+class TestFailures:
+    def test_model_error_ends_the_turn_with_a_crash_notice(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """A failing model ends the turn as error and leaves a pending crash notice."""
+        rt = make_runtime(model=ScriptedModel([error("provider is down")]))
+        user = rt.send("s", "hi")
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert state.message(user.id).status is Status.ERROR
+        notice = list(state)[-1]
+        assert notice.metadata["is_crash_notice"] is True
+        assert notice.status is Status.PENDING
+        assert "provider is down" in notice.content
+        (turn,) = state.turn_list()
+        assert turn.status is TurnStatus.ERROR
+        assert "ModelFailure" in (turn.reason or "")
+
+    def test_empty_response_is_nudged_and_retried(self, make_runtime: RuntimeFactory) -> None:
+        """An empty answer adds a nudge and calls the model again."""
+        model = ScriptedModel([empty(), reply("here you go")])
+        rt = make_runtime(model=model)
+        user = rt.send("s", "hi")
+        state = rt.wait_idle("s", timeout=WAIT)
+        kinds = [(m.role, m.metadata.get("is_nudge")) for m in state]
+        assert kinds == [(Role.USER, None), (Role.SYSTEM, True), (Role.ASSISTANT, None)]
+        assert state.message(user.id).status is Status.PROCESSED
+        assert "[System Notification]" in str(to_openai(model.requests[1].view))
+
+    def test_empty_responses_are_bounded(self, make_runtime: RuntimeFactory) -> None:
+        """After max_nudges nudges, the next empty answer fails the turn."""
+        model = ScriptedModel([empty(), empty(), empty()])
+        rt = make_runtime(model=model, settings=Settings(max_nudges=2, passivate_after=None))
+        user = rt.send("s", "hi")
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert state.message(user.id).status is Status.ERROR
+        assert model.calls_made == 3
+
+    def test_tool_exception_becomes_an_error_result(self, make_runtime: RuntimeFactory) -> None:
+        """A tool that raises gives the model an error result; the turn goes on."""
+
+        @tool
+        def explode() -> str:
+            """Always fails."""
+            raise RuntimeError("kaboom")
+
+        model = ScriptedModel([call("explode"), reply("it failed")])
+        rt = make_runtime(model=model, tools=[explode])
+        user = rt.send("s", "try it")
+        state = rt.wait_idle("s", timeout=WAIT)
+        result = next(m for m in state if m.type is MessageType.TOOL_RESULT)
+        assert result.is_error
+        assert result.error_type == "exception"
+        assert "kaboom" in result.content
+        assert state.message(user.id).status is Status.PROCESSED
+
+    def test_tool_timeout_becomes_an_error_result(self, make_runtime: RuntimeFactory) -> None:
+        """A tool over its timeout is cancelled and reported as a timeout."""
+
+        @tool(timeout=0.2)
+        async def slow() -> str:
+            """Never finishes in time."""
+            await trio.sleep(30)
+            return "late"
+
+        rt = make_runtime(model=ScriptedModel([call("slow"), reply("too slow")]), tools=[slow])
+        user = rt.send("s", "go")
+        state = rt.wait_idle("s", timeout=WAIT)
+        result = next(m for m in state if m.type is MessageType.TOOL_RESULT)
+        assert result.is_error
+        assert result.error_type == "timeout"
+        assert state.message(user.id).status is Status.PROCESSED
+
+    def test_unknown_tool_and_bad_json_become_error_results(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """A call to a missing tool, or with broken JSON, is answered with an error the model reads."""
+        model = ScriptedModel(
+            [calls([("nope", {}), ("run_shell_command", '{"command": ')]), reply("sorry")]
+        )
+        rt = make_runtime(model=model, tools=[stub_shell])
+        rt.send("s", "go")
+        state = rt.wait_idle("s", timeout=WAIT)
+        results = [m for m in state if m.type is MessageType.TOOL_RESULT]
+        assert [r.error_type for r in results] == ["unknown_tool", "invalid_arguments"]
+        assert "run_shell_command" in results[0].content
+        assert "not valid JSON" in results[1].content
+        check_invariants(rt.timeline("s"))
+
+    def test_exhausted_script_fails_the_turn(self, make_runtime: RuntimeFactory) -> None:
+        """A model that raises mid-script is a model failure, not a crashed session."""
+        rt = make_runtime(model=ScriptedModel([]))
+        user = rt.send("s", "hi")
+        assert rt.wait_idle("s", timeout=WAIT).message(user.id).status is Status.ERROR
+        # The session still works afterwards.
+        assert rt.state("s").active_turn is None
+
+
+class TestInterrupts:
+    def test_interrupt_mid_tool(self, make_runtime: RuntimeFactory) -> None:
+        """New input while a tool runs: the tool is cancelled, its call interrupted, a new turn answers."""
+        started = Signal()
+        cancelled = Signal()
+
+        @tool
+        async def wait_forever() -> str:
+            """Blocks until cancelled."""
+            started.set()
+            try:
+                await trio.sleep_forever()
+            finally:
+                cancelled.set()
+            return "never"
+
+        model = ScriptedModel([call("wait_forever", reasoning="wait"), reply("second answer")])
+        rt = make_runtime(model=model, tools=[wait_forever])
+        first = rt.send("s", "first")
+        started.wait()
+        second = rt.send("s", "second")
+        state = rt.wait_idle("s", timeout=WAIT)
+        cancelled.wait()
+        assert state.message(first.id).status is Status.INTERRUPTED
+        assert state.message(second.id).status is Status.PROCESSED
+        tool_call = next(m for m in state if m.type is MessageType.TOOL_CALL)
+        assert tool_call.status is Status.INTERRUPTED
+        assert not any(m.type is MessageType.TOOL_RESULT for m in state)
+        turns = state.turn_list()
+        assert [t.status for t in turns] == [TurnStatus.INTERRUPTED, TurnStatus.PROCESSED]
+        assert turns[0].reason == f"interrupted by {second.id}"
+        # The new turn's model saw both inputs and a synthesized interrupted result.
+        view = to_openai(model.requests[1].view)
+        assert [m["role"] for m in view] == ["user", "assistant", "tool", "user"]
+        check_invariants(rt.timeline("s"))
+
+    def test_interrupt_mid_stream_keeps_partial_text(self, make_runtime: RuntimeFactory) -> None:
+        """New input while the reply streams: the text so far is kept, marked interrupted."""
+        model = ScriptedModel(
+            [reply("a long answer that streams slowly", piece=4, delay=0.05), reply("ok")]
+        )
+        rt = make_runtime(model=model)
+        streaming, callback = when(lambda d: isinstance(d, Delta) and d.kind is DeltaKind.TEXT)
+        rt.subscribe(callback, deltas=True)
+        first = rt.send("s", "first")
+        streaming.wait()
+        rt.send("s", "second")
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert state.message(first.id).status is Status.INTERRUPTED
+        partial = [m for m in state if m.metadata.get(INTERRUPTED_MARK) is True]
+        assert len(partial) == 1
+        assert partial[0].type is MessageType.TEXT
+        assert "a long answer that streams slowly".startswith(partial[0].content)
+        assert 0 < len(partial[0].content) < len("a long answer that streams slowly")
+        check_invariants(rt.timeline("s"))
+
+    def test_explicit_interrupt(self, make_runtime: RuntimeFactory) -> None:
+        """Runtime.interrupt() ends the running turn without new input."""
+        model = ScriptedModel([reply("slow", delay=0.05).after(30)])
+        rt = make_runtime(model=model)
+        started, callback = when(lambda u: isinstance(u, Update) and u.seq == 2)
+        rt.subscribe(callback)
+        user = rt.send("s", "hi")
+        started.wait()
+        assert rt.interrupt("s") is True
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert state.message(user.id).status is Status.INTERRUPTED
+        assert rt.interrupt("s") is False
+
+
+class TestSessions:
+    def test_two_sessions_run_concurrently(self, make_runtime: RuntimeFactory) -> None:
+        """Two sessions with slow tools overlap instead of queueing behind each other."""
+        barrier = threading.Barrier(2, timeout=WAIT)
+
+        @tool
+        def meet() -> str:
+            """Returns once the other session's call has started too."""
+            barrier.wait()
+            return "met"
+
+        model = ScriptedModel(lambda r: call("meet") if r.call_index == 0 else reply("done"))
+        rt = make_runtime(model=model, tools=[meet])
+        a = rt.send("a", "go")
+        b = rt.send("b", "go")
+        assert rt.wait_idle("a", timeout=WAIT).message(a.id).status is Status.PROCESSED
+        assert rt.wait_idle("b", timeout=WAIT).message(b.id).status is Status.PROCESSED
+
+    def test_passivation_and_rehydration(self, make_runtime: RuntimeFactory) -> None:
+        """An idle session's actor stops; the next message reloads it from the store."""
+        model = ScriptedModel(lambda r: reply(f"answer {r.state.seq}"))
+        rt = make_runtime(model=model, settings=Settings(passivate_after=0.05))
+        rt.send("s", "one")
+        rt.wait_idle("s", timeout=WAIT)
+        assert rt.wait_passivated("s", timeout=WAIT)
+        assert rt.live_sessions() == []
+        before = rt.state("s")
+        second = rt.send("s", "two")
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert state.message(second.id).status is Status.PROCESSED
+        assert list(state)[: len(before)] == list(before)
+        check_invariants(rt.timeline("s"))
+
+    def test_shutdown_mid_turn_then_restart_answers(self, tmp_path: Path) -> None:
+        """Stopping with a turn in flight gives its input back; the next runtime answers it."""
+        db = tmp_path / "amber.db"
+        started = Signal()
+
+        @tool
+        async def hang() -> str:
+            """Blocks until cancelled."""
+            started.set()
+            await trio.sleep_forever()
+            return "never"
+
+        first = Runtime(
+            model=ScriptedModel([call("hang")]), tools=[hang], store=db, ids=SequentialIds("a")
+        ).start()
+        user = first.send("s", "please")
+        started.wait()
+        first.stop()
+        with Runtime(
+            model=ScriptedModel([reply("answered after restart")]), store=db, ids=SequentialIds("b")
+        ) as second:
+            state = second.wait_idle("s", timeout=WAIT)
+            assert state.message(user.id).status is Status.PROCESSED
+            assert list(state)[-1].content == "answered after restart"
+            turns = state.turn_list()
+            assert [t.status for t in turns][-2:] == [TurnStatus.RECOVERED, TurnStatus.PROCESSED]
+            check_invariants(second.timeline("s"))
+
+    def test_stop_leaves_no_threads(self, tmp_path: Path) -> None:
+        """After stop(), no actor, effects or store thread is left running."""
+        before = {t.ident for t in threading.enumerate()}
+        with Runtime(model=ScriptedModel([reply("hi")]), store=tmp_path / "x.db") as rt:
+            rt.send("s", "hi")
+            rt.wait_idle("s", timeout=WAIT)
+        left = [t for t in threading.enumerate() if t.ident not in before and t.is_alive()]
+        assert left == []
+
+
+class TestDelivery:
+    def test_adapter_delivers_each_message_once(self, make_runtime: RuntimeFactory) -> None:
+        """Every pending/responded output of the adapter's platform is delivered exactly once."""
+        log: list[Any] = []
+        model = ScriptedModel(
+            [call("run_shell_command", {"command": "ls"}, reasoning="hm"), reply("ok")]
+        )
+        rt = make_runtime(
+            model=model, tools=[stub_shell], adapters=[Recorder.start(platform="test", log=log)]
+        )
+        rt.send("s", "go", chatbot_id="test")
+        state = rt.wait_idle("s", timeout=WAIT)
+        outputs = [m for m in state if m.role is not Role.USER]
+        assert all(m.status is Status.DELIVERED for m in outputs)
+        delivered = [
+            e for e in rt.timeline("s").events() if getattr(e, "status", None) is Status.DELIVERED
+        ]
+        assert sorted(e.message_id for e in delivered) == sorted(m.id for m in outputs)
+
+    def test_other_platforms_are_not_delivered(self, make_runtime: RuntimeFactory) -> None:
+        """Output for a platform without an adapter stays pending; idle does not wait for it."""
+        rt = make_runtime(
+            model=ScriptedModel([reply("hi")]), adapters=[Recorder.start(platform="x")]
+        )
+        rt.send("s", "go", chatbot_id="y")
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert list(state)[-1].status is Status.PENDING
+
+
+def test_model_view_is_clean_history(make_runtime: RuntimeFactory) -> None:
+    """The model is called with clean_history of the state it was given."""
+    model = ScriptedModel([reply("hi")])
+    rt = make_runtime(model=model)
+    rt.send("s", "hello")
+    rt.wait_idle("s", timeout=WAIT)
+    request = model.requests[0]
+    assert request.view == clean_history(request.state)
