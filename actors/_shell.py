@@ -30,7 +30,7 @@ from collections.abc import Mapping
 
 import trio
 
-from ._tools import InvalidTool, Tool, ToolOutcome, _check_timeout, _clip, tool
+from ._tools import InvalidTool, Tool, ToolOutcome, _check_timeout, _clip, _excerpt, tool
 
 __all__ = ["shell_tool"]
 
@@ -235,7 +235,7 @@ def _outcome(
         content=content,
         is_error=timed_out is not None or bool(returncode),
         error_type="timeout" if timed_out is not None else "exit_status" if returncode else None,
-        summary=(summary or "(no output)")[:_SUMMARY_CHARS],
+        summary=_excerpt(summary or "(no output)", _SUMMARY_CHARS),
         truncated=bool(out_cut or err_cut),
     )
 

@@ -64,6 +64,11 @@ class TestOutput:
         outcome = invoke(shell_tool(), "printf 'a'; printf 'b' >&2")
         assert outcome.content == "=== STDOUT ===\na\n=== STDERR ===\nb"
 
+    def test_long_summary_is_cut(self) -> None:
+        """The summary is at most 200 characters."""
+        outcome = invoke(shell_tool(), "printf '%0300d\\n' 0")
+        assert outcome.summary == "0" * 199 + "…"
+
     def test_no_output(self) -> None:
         """No output at all: empty sections, summary '(no output)'."""
         outcome = invoke(shell_tool(), "true")
