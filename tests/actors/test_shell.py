@@ -157,8 +157,8 @@ class TestTimeout:
     def test_background_child_does_not_hold_the_answer(self) -> None:
         """A background child that keeps the pipes open delays the answer by a short grace only."""
         started = time.monotonic()
-        outcome = invoke(shell_tool(timeout=30), "sleep 2 & echo done")
-        assert time.monotonic() - started < 1.9
+        outcome = invoke(shell_tool(timeout=30), "sleep 4 & echo done")
+        assert time.monotonic() - started < BOUND
         assert (outcome.error_type, outcome.summary) == (None, "done")
 
 
