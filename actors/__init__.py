@@ -12,6 +12,12 @@ from ._adapter import DeliverySink as DeliverySink
 from ._adapter import Delta as Delta
 from ._adapter import DeltaKind as DeltaKind
 from ._adapter import Update as Update
+from ._adapter import awaits_delivery as awaits_delivery
+from ._channels import LiveChannelAdapter as LiveChannelAdapter
+from ._channels import SilentChannelAdapter as SilentChannelAdapter
+from ._channels import format_turn_metrics as format_turn_metrics
+from ._channels import split_text as split_text
+from ._cli_adapter import CliAdapter as CliAdapter
 from ._effects import EffectHandle as EffectHandle
 from ._effects import Effects as Effects
 from ._effects import EffectsStopped as EffectsStopped
@@ -35,6 +41,12 @@ from ._model import StreamError as StreamError
 from ._model import TextDelta as TextDelta
 from ._model import ToolCallDelta as ToolCallDelta
 from ._model import ToolSpec as ToolSpec
+from ._platform import ChatPlatform as ChatPlatform
+from ._platform import FakePlatform as FakePlatform
+from ._platform import PlatformAction as PlatformAction
+from ._platform import PlatformActionKind as PlatformActionKind
+from ._platform import PlatformError as PlatformError
+from ._platform import PlatformMessage as PlatformMessage
 from ._runtime import Runtime as Runtime
 from ._runtime import RuntimeStopped as RuntimeStopped
 from ._scripted import Delay as Delay
@@ -51,16 +63,22 @@ from ._scripted import reply as reply
 from ._session import ModelTimeout as ModelTimeout
 from ._session import SessionActor as SessionActor
 from ._settings import Settings as Settings
+from ._shell import shell_tool as shell_tool
 from ._tool_actor import ToolStats as ToolStats
+from ._tools import ERROR_TYPES as ERROR_TYPES
+from ._tools import InvalidTool as InvalidTool
 from ._tools import Tool as Tool
 from ._tools import Toolbox as Toolbox
 from ._tools import ToolOutcome as ToolOutcome
 from ._tools import tool as tool
 
 __all__ = [
+    "ERROR_TYPES",
     "Adapter",
     "AssembledCall",
+    "ChatPlatform",
     "Chunk",
+    "CliAdapter",
     "Clock",
     "Delay",
     "DeliverySink",
@@ -70,8 +88,11 @@ __all__ = [
     "Effects",
     "EffectsStopped",
     "Fail",
+    "FakePlatform",
     "Gateway",
     "IdFactory",
+    "InvalidTool",
+    "LiveChannelAdapter",
     "MessageFinish",
     "MessageStart",
     "Model",
@@ -79,6 +100,10 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelTimeout",
+    "PlatformAction",
+    "PlatformActionKind",
+    "PlatformError",
+    "PlatformMessage",
     "ReasoningDelta",
     "Response",
     "Runtime",
@@ -88,6 +113,7 @@ __all__ = [
     "SequentialIds",
     "SessionActor",
     "Settings",
+    "SilentChannelAdapter",
     "StreamAssembler",
     "StreamError",
     "Subscription",
@@ -99,12 +125,16 @@ __all__ = [
     "ToolStats",
     "Toolbox",
     "Update",
+    "awaits_delivery",
     "call",
     "calls",
     "empty",
     "error",
+    "format_turn_metrics",
     "random_ids",
     "reply",
+    "shell_tool",
+    "split_text",
     "tool",
     "utc_now",
 ]

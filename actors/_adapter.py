@@ -30,14 +30,14 @@ from runtime import (
     channel_rule,
 )
 
-__all__ = ["Adapter", "DeliverySink", "Delta", "DeltaKind", "Update"]
+__all__ = ["Adapter", "DeliverySink", "Delta", "DeltaKind", "Update", "awaits_delivery"]
 
 _UNDELIVERED = frozenset({Status.PENDING, Status.RESPONDED})
 _log = logging.getLogger("amber.adapters")
 
 
-def _deliverable(message: Message) -> bool:
-    """True when ``message`` waits for an adapter (nudges stay ``responded``)."""
+def awaits_delivery(message: Message) -> bool:
+    """True when ``message`` waits for an adapter to deliver it (nudges stay ``responded``)."""
     return message.status in _UNDELIVERED and Status.DELIVERED in category_of(message).spec.finals
 
 
@@ -134,7 +134,12 @@ class Adapter(pykka.ThreadingActor):
         if isinstance(message, Update):
             self.on_update(message)
         elif isinstance(message, Delta):
-            self.on_delta(message)
+            try:
+                self.on_delta(message)
+            except Exception:
+                _log.exception(
+                    "%s could not show a live delta of %s", type(self).__name__, message.session_id
+                )
 
     def wants(self, message: Message) -> bool:
         """True when this adapter serves ``message`` (same platform)."""
@@ -175,7 +180,7 @@ class Adapter(pykka.ThreadingActor):
                     message.status,
                 )
                 return
-        if _deliverable(message):
+        if awaits_delivery(message):
             # Inputs (pending_agent) are shown but never delivered: the person posted them.
             # Nudges stay responded: nothing delivers them.
             self.deliver(message)

@@ -29,7 +29,7 @@ from runtime import (
     new_message,
 )
 
-from ._adapter import Delta, Update
+from ._adapter import Delta, Update, awaits_delivery
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -114,7 +114,7 @@ class Gateway:
 
     def expects_delivery(self, message: Message) -> bool:
         """True when a registered adapter will report ``message`` delivered."""
-        if message.status not in (Status.PENDING, Status.RESPONDED):
+        if not awaits_delivery(message):
             return False
         for entry in self._adapters:
             if (

@@ -49,7 +49,7 @@ from runtime import (
 )
 from runtime._events import Event
 
-from ._adapter import Delta, DeltaKind, Update
+from ._adapter import Delta, DeltaKind, Update, awaits_delivery
 from ._model import (
     AssembledCall,
     MessageStart,
@@ -68,8 +68,6 @@ from ._tools import ToolOutcome
 __all__ = ["SessionActor"]
 
 log = logging.getLogger("amber.session")
-
-_UNDELIVERED = frozenset({Status.PENDING, Status.RESPONDED})
 
 
 class ModelTimeout(TimeoutError):
@@ -154,7 +152,8 @@ class SessionActor(pykka.ThreadingActor):
         self._next_run_id = 0
         self._waiters: list[tuple[bool, ThreadingFuture[SessionState]]] = []
         self._awaiting: set[str] = set()  # messages an adapter will deliver
-        self._idle_token = 0
+        self._tokens = {"idle": 0, "orphan": 0}  # the live timer of each kind
+        self._idle_armed_at: int | None = None  # seq the idle timer was armed at
         self._closed = False
 
     # -- lifecycle -----------------------------------------------------------
@@ -170,7 +169,7 @@ class SessionActor(pykka.ThreadingActor):
             )
         state = self.state_now()
         for message in state:
-            if message.status in _UNDELIVERED and message.active:
+            if message.active and awaits_delivery(message):
                 self._announce_one(Update(session_id=sid, seq=state.seq, message=message))
         turn = state.active_turn
         if turn is not None:
@@ -375,11 +374,10 @@ class SessionActor(pykka.ThreadingActor):
 
     def _announce_one(self, update: Update) -> None:
         message = update.message
-        if message.status in _UNDELIVERED:
-            if update.is_new and self._svc.gateway.expects_delivery(message):
-                self._awaiting.add(message.id)
-        else:
+        if not awaits_delivery(message):
             self._awaiting.discard(message.id)
+        elif update.is_new and self._svc.gateway.expects_delivery(message):
+            self._awaiting.add(message.id)
         self._svc.gateway.publish(update)
 
     # -- the turn loop ----------------------------------------------------------
@@ -782,35 +780,52 @@ class SessionActor(pykka.ThreadingActor):
             )
             self._maybe_start_turn()
             return
-        token = self._idle_token = self._idle_token + 1
-        self._timer(wait, _Wake("orphan", token))
+        self._timer(wait, "orphan")
 
-    def _timer(self, seconds: float, wake: _Wake) -> None:
+    def _timer(self, seconds: float, kind: str) -> None:
+        """Tell this actor ``_Wake(kind)`` in ``seconds``; it replaces the timer of that kind."""
+        token = self._tokens[kind] = self._tokens[kind] + 1
+        wake = _Wake(kind, token)
         ref = self.actor_ref
 
         async def sleep_then_tell() -> None:
             await trio.sleep(seconds)
             _tell(ref, wake)
 
-        self._svc.effects.submit(sleep_then_tell, name=f"timer {wake.kind} {self.session_id}")
+        self._svc.effects.submit(sleep_then_tell, name=f"timer {kind} {self.session_id}")
 
     def _on_wake(self, wake: _Wake) -> None:
-        if wake.token != self._idle_token:
-            return
+        if wake.token != self._tokens[wake.kind]:
+            return  # replaced by a later timer of the same kind
         if wake.kind == "orphan":
             turn = self.state_now().active_turn
             if turn is not None and self._run is None:
                 self._orphaned(turn.id)
-        elif wake.kind == "idle" and self.is_idle() and not self._closed:
+            return
+        self._idle_armed_at = None
+        if self.is_idle() and not self._closed:
+            # The runtime asks close_if_idle(seq) from another thread; if anything
+            # happens first, the seq differs and the actor stays.
             self._svc.passivate(self.session_id, self.actor_ref, self.state_now().seq)
 
     def _after(self) -> None:
-        """After each message: wake idle waiters, arm the passivation timer."""
+        """After each message: wake idle waiters, arm the passivation timer.
+
+        The timer is armed once per idle seq (re-armed after it fires, in case
+        the runtime could not passivate), not on every message: re-arming on
+        every wake would let two timers replace each other forever.
+        """
         self._notify()
         passivate_after = self._svc.settings.passivate_after
-        if passivate_after is not None and self.is_idle() and not self._closed:
-            self._idle_token += 1
-            self._timer(passivate_after, _Wake("idle", self._idle_token))
+        if passivate_after is None or self._closed:
+            return
+        if not self.is_idle():
+            self._idle_armed_at = None
+            return
+        seq = self.state_now().seq
+        if self._idle_armed_at != seq:
+            self._idle_armed_at = seq
+            self._timer(passivate_after, "idle")
 
     def _notify(self) -> None:
         if not self._waiters or not self.is_idle():
