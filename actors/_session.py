@@ -732,7 +732,7 @@ class SessionActor(pykka.ThreadingActor):
         self._end_turn(
             TurnOutcome.ERROR,
             reason,
-            notice=f"Sorry, something went wrong and I could not finish: {reason}.",
+            notice=f"Sorry, something went wrong and I could not finish: {reason.rstrip('.')}.",
         )
         # A failed turn does not retry by itself; new input starts the next one.
         self._maybe_start_turn()
