@@ -331,6 +331,13 @@ def _turn_ended(state: SessionState, event: TurnEnded) -> SessionState:
             "output; add finished output with MessageAdded, partial output only comes with "
             "interrupted or error."
         )
+    if turn.open_calls and event.outcome is TurnOutcome.PROCESSED:
+        waiting = ", ".join(sorted(turn.open_calls))
+        raise EventRejected(
+            f"TurnEnded seq {event.seq} ends turn {turn.id!r} as processed while tool calls "
+            f"{waiting} have no result; add their results first, or end the turn as "
+            "interrupted or error."
+        )
     turn_status, input_status = _TURN_STATUS[event.outcome]
     messages = state.messages.evolver()
     counts = list(state.counts)

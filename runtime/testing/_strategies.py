@@ -337,7 +337,10 @@ def session_events(
             )
         elif action == "end":
             assert turn is not None
-            outcome = draw(st.sampled_from(list(TurnOutcome)))
+            outcomes = list(TurnOutcome)
+            if turn.open_calls:  # a processed turn has answered all its calls
+                outcomes.remove(TurnOutcome.PROCESSED)
+            outcome = draw(st.sampled_from(outcomes))
             partial = []
             if outcome is not TurnOutcome.PROCESSED and draw(st.booleans()):
                 partial.append(

@@ -202,7 +202,7 @@ class TestToolPairing:
         session.ask()
         session.start()
         session.call("c1", "call_1")
-        session.end()
+        session.end(outcome=TurnOutcome.ERROR)
         session.ask("u2")
         session.start("t2")
         rejects(
@@ -210,6 +210,18 @@ class TestToolPairing:
             "Tool result 'r1' answers tool call 'call_1', but that call belongs to another turn; "
             "a result answers exactly one open call of its own turn.",
             MessageAdded, message=session.message(Category.TOOL_RESULT, "r1", turn_id="t2", tool_call_id="call_1"),
+        )  # fmt: skip
+
+    def test_processed_turn_needs_every_result(self, session: Session) -> None:
+        """A turn cannot end processed while one of its tool calls waits for a result."""
+        session.ask()
+        session.start()
+        session.call("c1", "call_1")
+        rejects(
+            session, EventRejected,
+            "TurnEnded seq 4 ends turn 't1' as processed while tool calls call_1 have no result; "
+            "add their results first, or end the turn as interrupted or error.",
+            TurnEnded, turn_id="t1", outcome=TurnOutcome.PROCESSED,
         )  # fmt: skip
 
     def test_result_parent_must_be_its_call(self, session: Session) -> None:

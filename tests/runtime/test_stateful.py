@@ -172,7 +172,7 @@ class TimelineMachine(RuleBasedStateMachine):
     @rule(outcome=st.sampled_from(list(TurnOutcome)))
     def end_turn(self, outcome: TurnOutcome) -> None:
         event = self.make(TurnEnded, turn_id=self.turn or "t_none", outcome=outcome)
-        if self.turn is None:
+        if self.turn is None or (self.open_calls and outcome is TurnOutcome.PROCESSED):
             self.reject(event, EventRejected)
             return
         self.accept(event)
