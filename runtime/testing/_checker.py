@@ -50,6 +50,8 @@ class TimelineChecker:
         self._checks = (*STATE_CHECKS, *extra_checks)
         self._views = views
         self._every_state = every_state
+        self.compared = -1
+        """The seq of the last state ``compare`` found equal to the replay."""
 
     @property
     def seq(self) -> int:
@@ -127,8 +129,11 @@ class TimelineChecker:
                 f"compare() needs a state the checker has replayed (seq {self.timeline.first_seq}"
                 f" to {self.seq}); got seq {state.seq}."
             )
+        if state.seq == self.compared:
+            return
         replayed = self.timeline.at(state.seq)
         if replayed is state or replayed == state:
+            self.compared = state.seq
             return
         detail = f"{who}'s state differs from the replay of the log"
         for message in state.messages:

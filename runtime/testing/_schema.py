@@ -21,11 +21,18 @@ __all__ = ["arguments_for", "invalid_arguments_for"]
 _KEYS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8)
 
 
-def arguments_for(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+def arguments_for(
+    schema: Mapping[str, Any], *, text: st.SearchStrategy[str] | None = None
+) -> st.SearchStrategy[dict[str, Any]]:
     """Argument objects that fit ``schema`` (a tool's ``parameters``).
 
     Optional properties are sometimes left out; strings stay short so runs
     stay fast.
+
+    Args:
+        schema: the object schema.
+        text: draws strings that have no length bounds (default: any text
+            up to 20 characters); a few fixed strings draw much faster.
 
     Raises:
         ValueError: ``schema`` is not an object schema.
@@ -34,10 +41,12 @@ def arguments_for(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]
         raise ValueError(
             f"arguments_for() takes an object schema (a tool's parameters); got {dict(schema)!r}."
         )
-    return _object(schema, schema.get("$defs", {}), depth=0)
+    return _object(schema, _Context(schema.get("$defs", {}), text), depth=0)
 
 
-def invalid_arguments_for(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
+def invalid_arguments_for(
+    schema: Mapping[str, Any], *, text: st.SearchStrategy[str] | None = None
+) -> st.SearchStrategy[Any]:
     """Arguments that do not fit ``schema``: a required one missing, one of the wrong type,
     an unknown one (when ``additionalProperties`` is false), or not an object at all.
 
@@ -45,7 +54,7 @@ def invalid_arguments_for(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
     """
     properties: Mapping[str, Any] = schema.get("properties", {})
     required = [name for name in schema.get("required", []) if name in properties]
-    valid = arguments_for(schema)
+    valid = arguments_for(schema, text=text)
     options: list[st.SearchStrategy[Any]] = [
         st.one_of(st.lists(json_values(3), max_size=3), st.integers(), st.text(max_size=5)),
     ]
@@ -85,6 +94,12 @@ def _wrong_value(schema: Mapping[str, Any]) -> Any:
     return None
 
 
+class _Context:
+    def __init__(self, defs: Mapping[str, Any], text: st.SearchStrategy[str] | None) -> None:
+        self.defs = defs
+        self.text = text
+
+
 def _resolve(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str, Any]:
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
@@ -93,21 +108,21 @@ def _resolve(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str,
     return schema
 
 
-def _value(
-    schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int
-) -> st.SearchStrategy[Any]:
-    schema = _resolve(schema, defs)
+def _value(schema: Mapping[str, Any], context: _Context, depth: int) -> st.SearchStrategy[Any]:
+    schema = _resolve(schema, context.defs)
     if "const" in schema:
         return st.just(schema["const"])
     if "enum" in schema:
         return st.sampled_from(list(schema["enum"]))
     for key in ("anyOf", "oneOf"):
         if key in schema:
-            return st.one_of([_value(option, defs, depth) for option in schema[key]])
+            return st.one_of([_value(option, context, depth) for option in schema[key]])
     kind = schema.get("type")
     if isinstance(kind, list):
-        return st.one_of([_value({**schema, "type": k}, defs, depth) for k in kind])
+        return st.one_of([_value({**schema, "type": k}, context, depth) for k in kind])
     if kind == "string":
+        if context.text is not None and "minLength" not in schema and "maxLength" not in schema:
+            return context.text
         low = schema.get("minLength", 0)
         return st.text(min_size=low, max_size=max(low, min(schema.get("maxLength", 20), 20)))
     if kind == "integer":
@@ -127,9 +142,9 @@ def _value(
         low = schema.get("minItems", 0)
         items = schema.get("items", {})
         high = max(low, min(schema.get("maxItems", 3), 3 if depth < 3 else low))
-        return st.lists(_value(items, defs, depth + 1), min_size=low, max_size=high)
+        return st.lists(_value(items, context, depth + 1), min_size=low, max_size=high)
     if kind == "object":
-        return _object(schema, defs, depth + 1)
+        return _object(schema, context, depth + 1)
     return json_values(4)
 
 
@@ -142,12 +157,16 @@ def _bound(schema: Mapping[str, Any], key: str) -> Any:
 
 
 def _object(
-    schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int
+    schema: Mapping[str, Any], context: _Context, depth: int
 ) -> st.SearchStrategy[dict[str, Any]]:
     properties: Mapping[str, Any] = schema.get("properties", {})
     required = set(schema.get("required", []))
-    fixed = {name: _value(properties[name], defs, depth) for name in properties if name in required}
+    fixed = {
+        name: _value(properties[name], context, depth) for name in properties if name in required
+    }
     optional = {
-        name: _value(sub, defs, depth) for name, sub in properties.items() if name not in required
+        name: _value(sub, context, depth)
+        for name, sub in properties.items()
+        if name not in required
     }
     return st.fixed_dictionaries(fixed, optional=optional)
