@@ -13,11 +13,12 @@ that ``amber inspect`` opens.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, NoReturn, cast
 
 import attrs
 import hypothesis.errors
@@ -165,6 +166,9 @@ class LifecycleMachine(RuleBasedStateMachine):
     """Most model answers a drawn turn plan holds."""
     plan_options: ClassVar[Mapping[str, bool]] = {}
     """Options of ``turn_plans`` (``errors``, ``empty``, ``invalid_calls``, ``pauses``)."""
+    report_at: ClassVar[str] = "quiet"
+    """When a violation seen after a step is raised: at the next ``quiet`` point (a wait, a
+    settle, teardown; replays stay deterministic) or at once (``step``)."""
     restart_every: ClassVar[int] = 15
     """Steps between restarts, at least (a restart costs as much as ten other steps)."""
     failures_dir: ClassVar[str | None] = None
@@ -252,6 +256,10 @@ class LifecycleMachine(RuleBasedStateMachine):
         }
         self._channels: list[str] = []
         self._touched: set[str] = set()
+        self.violation: InvariantViolation | None = None
+        self._crashes = _CrashLog()
+        logging.getLogger("pykka").addHandler(self._crashes)
+        """The first violation the checks found (raised at the next quiet point)."""
         self._dirty: set[str] = set()  # sessions a step acted on since the last check
         self._busy: set[str] = set()  # sessions that may change between steps
         self._since_restart = 0
@@ -330,7 +338,12 @@ class LifecycleMachine(RuleBasedStateMachine):
         )
         self._touched.add(session)
         self._dirty.add(session)
-        message = self.runtime.send(session, user_input)
+        try:
+            message = self.runtime.send(session, user_input)
+        except pykka.ActorDeadError:
+            message = None
+        if message is None:
+            _raise(self._dead(session))
         self.accepted[session].append(message.id)
         return message.id
 
@@ -375,17 +388,28 @@ class LifecycleMachine(RuleBasedStateMachine):
             metadata[PLAN_KEY] = key
         self._touched.add(session)
         self._dirty.add(session)
-        message = self.runtime.post(
-            session, category, f"{category.label} #{next(self._counter)}",
-            chatbot_id=channel, channel_id="general", metadata=metadata,
-        )  # fmt: skip
+        try:
+            message = self.runtime.post(
+                session, category, f"{category.label} #{next(self._counter)}",
+                chatbot_id=channel, channel_id="general", metadata=metadata,
+            )  # fmt: skip
+        except pykka.ActorDeadError:
+            message = None
+        if message is None:
+            _raise(self._dead(session))
         if category.is_input:
             self.accepted[session].append(message.id)
 
     @rule(session=_of("_session_names"))
     def interrupt(self, session: str) -> None:
         """The user stops the running turn (if any)."""
-        if self.runtime.interrupt(session):
+        try:
+            interrupted: bool | None = self.runtime.interrupt(session)
+        except pykka.ActorDeadError:
+            interrupted = None
+        if interrupted is None:
+            _raise(self._dead(session))
+        if interrupted:
             self._dirty.add(session)
 
     @precondition(lambda self: bool(self._tools))
@@ -405,15 +429,15 @@ class LifecycleMachine(RuleBasedStateMachine):
         """Wait for the session's turns to end; every input it accepted is final (invariant 9)."""
         if self.accepted[session]:
             state = self._wait_idle(session, settled=False)
+            self._quiescent(session)
             check_settled(state, self.accepted[session])
-            self._check_views(session, idle=True)
 
     @rule(session=_of("_session_names"))
     def settle(self, session: str) -> None:
         """Wait until adapters have reported every output of the session delivered."""
         if self._known(session):
             self._wait_idle(session, settled=True)
-            self._check_views(session, idle=True)
+            self._quiescent(session)
 
     @precondition(lambda self: self._since_restart >= self.restart_every)
     @rule()
@@ -428,12 +452,43 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     @invariant()
     def amber_invariants(self) -> None:
-        """DESIGN §11 on every new stored state, the runtime's heads and the deliveries."""
-        self.check_now()
+        """DESIGN §11 on every new stored state, the runtime's heads and the deliveries.
+
+        What the checks find while turns run is kept and raised at the next
+        quiet point (a wait, a settle, or teardown), so that a failure always
+        shows at the same step of an example when Hypothesis replays it.
+        Set ``report_at = "step"`` to raise at once.
+        """
+        self._since_restart += 1  # here, not in check_now: preconditions must not depend on timing
+        self._observe()
+        if self.report_at == "step" and self.violation is not None:
+            _raise(self.violation)
+
+    def _observe(self) -> None:
+        if self.violation is not None:
+            return
+        try:
+            self.check_now()
+        except InvariantViolation as exc:
+            self.violation = exc
+
+    def _quiescent(self, session: str | None = None) -> None:
+        """At a quiet point: let adapters finish, check everything, raise what was found."""
+        for ref in self.runtime.gateway.adapters:
+            try:
+                ref.proxy().platform.get(timeout=self.wait_timeout)  # a barrier: mailbox order
+            except pykka.ActorDeadError:
+                pass
+        if session is not None:
+            self._dirty.add(session)
+        self._observe()
+        if self.violation is not None:
+            _raise(self.violation)
+        if session is not None:
+            self._check_views(session)
 
     def check_now(self) -> None:
         """Check every session now (what the invariant runs after each step)."""
-        self._since_restart += 1
         problems = self.calls.problems
         if problems:
             record = problems[0]
@@ -507,9 +562,7 @@ class LifecycleMachine(RuleBasedStateMachine):
                     session_id=session, message_id=event.message.id,
                 )  # fmt: skip
 
-    def _check_views(self, session: str, *, idle: bool) -> None:
-        self._dirty.add(session)
-        self.check_now()
+    def _check_views(self, session: str, *, idle: bool = True) -> None:
         if idle and self.compare_heads != "never":
             self._compare_head(session)
         if self.check_views == "never" or (self.check_views == "idle" and not idle):
@@ -526,11 +579,38 @@ class LifecycleMachine(RuleBasedStateMachine):
     def _known(self, session: str) -> bool:
         return session in self._touched
 
+    def _dead(self, session: str) -> InvariantViolation:
+        """The session's actor died: say so, with the exception that killed it."""
+        self._observe()
+        if self.violation is not None:
+            return self.violation
+        why = self._crashes.last or "see the 'pykka' and 'amber.session' logs"
+        detail = (
+            f"the session actor of {session!r} died ({why}), so its inputs can never reach a "
+            "final status; an exception escaped the actor (a runtime bug, or a part that broke "
+            "its contract in a way the runtime does not survive)"
+        )
+        return InvariantViolation(
+            f"Invariant 9 (every accepted user message reaches a final status) broken in "
+            f"session {session!r}: {detail}",
+            invariant=9, name="every accepted user message reaches a final status",
+            detail=detail, session_id=session,
+        )  # fmt: skip
+
     def _wait_idle(self, session: str, *, settled: bool) -> SessionState:
+        dead = False
         try:
             return self.runtime.wait_idle(session, timeout=self.wait_timeout, settled=settled)
+        except pykka.ActorDeadError:
+            dead = True
         except TimeoutError:
-            raise self._stuck(session, settled) from None
+            pass
+        # Raised out here, with no exception context, so that Hypothesis sees one failure
+        # however the stuck session showed itself (a timeout, or a dead actor).
+        self._observe()  # a violation seen on the way is the likelier cause
+        if self.violation is None and (dead or self._crashes.last is not None):
+            _raise(self._dead(session))
+        _raise(self.violation or self._stuck(session, settled))
 
     def _stuck(self, session: str, settled: bool) -> InvariantViolation:
         state = self.runtime.state(session)
@@ -585,6 +665,7 @@ class LifecycleMachine(RuleBasedStateMachine):
                 assert failure is not None
                 self._save_failure(failure)
         finally:
+            logging.getLogger("pykka").removeHandler(self._crashes)
             if isinstance(self._store, RestartableMemoryStore):
                 self._store.discard()
             elif hasattr(self, "_tmp"):
@@ -598,10 +679,10 @@ class LifecycleMachine(RuleBasedStateMachine):
                 continue
             state = self._wait_idle(session, settled=True)
             check_settled(state, self.accepted[session])
-        self.check_now()
+        self._quiescent()
         for session in self.sessions:
             if self._known(session):
-                self._check_views(session, idle=True)
+                self._check_views(session)
                 checker = self._checkers[session]
                 checker.past.check(checker.timeline)
         left = self.calls.wait_quiet(self.cancel_grace)
@@ -633,6 +714,26 @@ class LifecycleMachine(RuleBasedStateMachine):
         lines = [f"Amber saved the sessions of this example in {path}; time-travel with:"]
         lines += [f"    {command}" for command in inspect_commands(saved, path)]
         failure.add_note("\n".join(lines))
+
+
+def _raise(violation: BaseException) -> NoReturn:
+    """Raise ``violation`` from one place with no context (one failure for Hypothesis)."""
+    violation.__context__ = None
+    violation.__cause__ = None
+    raise violation
+
+
+class _CrashLog(logging.Handler):
+    """Remembers the last exception that killed an actor (pykka logs it)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.last: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            self.last = f"{type(error).__name__}: {error}"
 
 
 class _KeptSQLite(SQLiteStore):
@@ -687,8 +788,8 @@ def lifecycle_machine(
     if model is not None:
 
         def make_model(self: LifecycleMachine) -> Model:
-            if isinstance(model, Model):
-                return model
+            if not callable(model) or (hasattr(model, "stream") and not isinstance(model, type)):
+                return model  # type: ignore[return-value]
             made: Model = model()
             return made
 

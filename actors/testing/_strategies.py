@@ -134,11 +134,12 @@ def turn_plans(
     first: st.SearchStrategy[Any] = each
     if specs:
         first = st.one_of(tool_uses(specs, invalid=options.get("invalid_calls", True)), each)
-    return st.builds(
+    # The default plan first: examples shrink towards "the model just answers".
+    return st.just(TurnPlan()) | st.builds(
         lambda head, rest: TurnPlan(head, *rest),
         first,
         st.lists(each, max_size=max(0, max_answers - 1)),
-    ) | st.just(TurnPlan())
+    )
 
 
 def model_responses(
