@@ -8,6 +8,11 @@ pin the contracts of your own parts; the pytest plugin (loaded by the
 invariant checks over values — is ``runtime.testing``.
 """
 
+from ._contracts import AdapterContract as AdapterContract
+from ._contracts import ToolContract as ToolContract
+from ._contracts import check_adapter_updates as check_adapter_updates
+from ._contracts import check_tool_call as check_tool_call
+from ._contracts import updates_of as updates_of
 from ._instrument import CallLedger as CallLedger
 from ._instrument import CallRecord as CallRecord
 from ._instrument import InstrumentedTool as InstrumentedTool
@@ -37,6 +42,7 @@ from ._strategies import turn_plans as turn_plans
 __all__ = [
     "FAILURES_ENV",
     "PLAN_KEY",
+    "AdapterContract",
     "Answer",
     "CallLedger",
     "CallRecord",
@@ -52,12 +58,16 @@ __all__ = [
     "RestartableMemoryStore",
     "Say",
     "SayNothing",
+    "ToolContract",
     "ToolFault",
     "TurnPlan",
     "UseTools",
     "answers",
+    "check_adapter_updates",
+    "check_tool_call",
     "lifecycle_machine",
     "model_responses",
     "tool_uses",
     "turn_plans",
+    "updates_of",
 ]

@@ -206,7 +206,7 @@ class ToolContract:
         prop()
 
     def test_cancelled_calls_end_promptly(self) -> None:
-        """A call cancelled at any moment ends within ``grace`` seconds (trio.Cancelled or a result)."""
+        """A call cancelled at any moment ends within ``grace`` seconds (cancelled, or a result)."""
         tool_ = self._tool()
 
         @self._settings()
@@ -287,7 +287,7 @@ def check_adapter_updates(
         proxy.platform.get(timeout=timeout)  # a barrier: every update before it is handled
     except pykka.ActorDeadError:
         raise _contract(
-            rule, f"the adapter died while handling updates (an exception out of on_receive?)"
+            rule, "the adapter died while handling updates (an exception out of on_receive?)"
         ) from None
     expected: dict[str, Status] = {}
     labels: dict[str, str] = {}

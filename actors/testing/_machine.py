@@ -12,6 +12,7 @@ that ``amber inspect`` opens.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -41,6 +42,7 @@ from runtime import (
 )
 from runtime.store import SQLiteStore, Store
 from runtime.testing import (
+    FINAL_INPUT_STATUSES,
     InvariantViolation,
     TimelineChecker,
     check_provider_views,
@@ -475,10 +477,8 @@ class LifecycleMachine(RuleBasedStateMachine):
     def _quiescent(self, session: str | None = None) -> None:
         """At a quiet point: let adapters finish, check everything, raise what was found."""
         for ref in self.runtime.gateway.adapters:
-            try:
+            with contextlib.suppress(pykka.ActorDeadError):
                 ref.proxy().platform.get(timeout=self.wait_timeout)  # a barrier: mailbox order
-            except pykka.ActorDeadError:
-                pass
         if session is not None:
             self._dirty.add(session)
         self._observe()
@@ -610,7 +610,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         self._observe()  # a violation seen on the way is the likelier cause
         if self.violation is None and (dead or self._crashes.last is not None):
             _raise(self._dead(session))
-        _raise(self.violation or self._stuck(session, settled))
+        return _raise(self.violation or self._stuck(session, settled))
 
     def _stuck(self, session: str, settled: bool) -> InvariantViolation:
         state = self.runtime.state(session)
@@ -628,9 +628,14 @@ class LifecycleMachine(RuleBasedStateMachine):
                 if turn is not None
                 else f"inputs {sorted(state.queued)} wait and no turn runs"
             )
+            waiting = [
+                m.id
+                for m in state
+                if m.id in self.accepted[session] and m.status not in FINAL_INPUT_STATUSES
+            ]
             detail = (
-                f"after {self.wait_timeout} s of waiting, {what}; inputs not final: "
-                f"{[m.id for m in state if m.id in self.accepted[session]]}; {running}"
+                f"after {self.wait_timeout} s of waiting, {what}; inputs not final: {waiting}; "
+                f"{running}"
             )
             number, name = 9, "every accepted user message reaches a final status"
         else:
@@ -789,7 +794,7 @@ def lifecycle_machine(
 
         def make_model(self: LifecycleMachine) -> Model:
             if not callable(model) or (hasattr(model, "stream") and not isinstance(model, type)):
-                return model  # type: ignore[return-value]
+                return model
             made: Model = model()
             return made
 

@@ -1,4 +1,4 @@
-"""Amber's pytest plugin (entry point ``amber``): fixtures, and failing runtimes kept for time travel.
+"""Amber's pytest plugin (entry point ``amber``): fixtures; failing runtimes kept for time travel.
 
 Loaded automatically once ``amber`` is installed; ``-p no:amber`` turns it
 off. Importing it imports nothing of Amber: the fixtures import ``actors``

@@ -131,15 +131,16 @@ def turn_plans(
     """
     specs = _specs(tools)
     each = answers(specs, **options)
-    first: st.SearchStrategy[Any] = each
-    if specs:
-        first = st.one_of(tool_uses(specs, invalid=options.get("invalid_calls", True)), each)
-    # The default plan first: examples shrink towards "the model just answers".
-    return st.just(TurnPlan()) | st.builds(
-        lambda head, rest: TurnPlan(head, *rest),
-        first,
-        st.lists(each, max_size=max(0, max_answers - 1)),
-    )
+    rest = st.lists(each, max_size=max(0, max_answers - 1))
+    plans: list[st.SearchStrategy[TurnPlan]] = [
+        # The default plan first: examples shrink towards "the model just answers".
+        st.just(TurnPlan()),
+        st.builds(lambda head, more: TurnPlan(head, *more), each, rest),
+    ]
+    if specs:  # agents mostly call a tool first, then answer
+        uses = tool_uses(specs, invalid=options.get("invalid_calls", True))
+        plans += [st.builds(lambda head, more: TurnPlan(head, *more), uses, rest)] * 2
+    return st.one_of(plans)
 
 
 def model_responses(

@@ -52,7 +52,9 @@ FAST = settings(max_examples=40, deadline=None, suppress_health_check=list(Healt
 
 def session_with_a_call() -> Timeline:
     """s: a question, a turn, a tool call and its result, a reply; the turn ended processed."""
-    q = new_message(Category.USER_QUESTION, id="q", session_id="s", created_at=T0, content="hi", sender="Chii")
+    q = new_message(
+        Category.USER_QUESTION, id="q", session_id="s", created_at=T0, content="hi", sender="Chii"
+    )
     events = [
         MessageAdded(session_id="s", seq=1, at=T0, message=q),
         TurnStarted(session_id="s", seq=2, at=T0, turn_id="t1"),
@@ -82,20 +84,28 @@ class TestCorruptedStatesAreCaught:
     def test_processing_outside_the_active_turn(self) -> None:
         """Invariant 2: an input processing with no active turn."""
         state = with_message(session_with_a_call().head, "q", status=Status.PROCESSING)
-        with pytest.raises(InvariantViolation, match=r"^Invariant 2 \(processing iff its turn is active\) broken at seq 6: message 'q' is processing and not claimed by the active turn$") as caught:
+        with pytest.raises(
+            InvariantViolation,
+            match=r"^Invariant 2 \(processing iff its turn is active\) broken at seq 6: message 'q' is processing and not claimed by the active turn$",
+        ) as caught:
             check_single_turn(state)
         assert (caught.value.invariant, caught.value.seq, caught.value.message_id) == (2, 6, "q")
 
     def test_result_for_an_unknown_call(self) -> None:
         """Invariant 3: a result whose call does not exist."""
         state = with_message(session_with_a_call().head, "r", tool_call_id="call_9")
-        with pytest.raises(InvariantViolation, match=r"^Invariant 3 \(results answer a call\) broken at seq 6: result 'r' answers unknown call 'call_9'$"):
+        with pytest.raises(
+            InvariantViolation,
+            match=r"^Invariant 3 \(results answer a call\) broken at seq 6: result 'r' answers unknown call 'call_9'$",
+        ):
             check_tool_pairing(state)
 
     def test_result_of_another_turn(self) -> None:
         """Invariant 3: a result that names another turn than its call."""
         state = with_message(session_with_a_call().head, "r", turn_id="t0")
-        with pytest.raises(InvariantViolation, match=r"^Invariant 3 \(results answer a call of the same turn\)"):
+        with pytest.raises(
+            InvariantViolation, match=r"^Invariant 3 \(results answer a call of the same turn\)"
+        ):
             check_tool_pairing(state)
 
     def test_ended_turn_with_an_open_call(self) -> None:
@@ -103,7 +113,10 @@ class TestCorruptedStatesAreCaught:
         state = session_with_a_call().head
         turn = attrs.evolve(state.turns["t1"], open_calls={"call_1": "c"})
         state = attrs.evolve(state, turns=state.turns.set("t1", turn))
-        with pytest.raises(InvariantViolation, match=r"^Invariant 4 \(after a turn ends nothing of it is processing\) broken at seq 6: turn 't1' ended processed with tool calls \['call_1'\] still open$"):
+        with pytest.raises(
+            InvariantViolation,
+            match=r"^Invariant 4 \(after a turn ends nothing of it is processing\) broken at seq 6: turn 't1' ended processed with tool calls \['call_1'\] still open$",
+        ):
             check_turn_ends(state)
         assert turn.status is TurnStatus.PROCESSED
 
@@ -111,12 +124,18 @@ class TestCorruptedStatesAreCaught:
         """Invariant 5: a gap in the fed log, and a state that is not the replay."""
         timeline = session_with_a_call()
         checker = TimelineChecker("s")
-        with pytest.raises(InvariantViolation, match=r"^Invariant 5 \(gapless seq\) broken at seq 2: expected seq 1$"):
+        with pytest.raises(
+            InvariantViolation,
+            match=r"^Invariant 5 \(gapless seq\) broken at seq 2: expected seq 1$",
+        ):
             checker.feed(timeline.events()[1:])
         checker = TimelineChecker("s")
         checker.feed(timeline.events())
         corrupted = with_message(timeline.head, "a", content="something else")
-        with pytest.raises(InvariantViolation, match=r"^Invariant 5 \(replay reproduces every state\) broken at seq 6: the runtime's state differs from the replay of the log; message 'a'"):
+        with pytest.raises(
+            InvariantViolation,
+            match=r"^Invariant 5 \(replay reproduces every state\) broken at seq 6: the runtime's state differs from the replay of the log; message 'a'",
+        ):
             checker.compare(corrupted, who="the runtime")
 
     def test_a_kept_state_changed_in_place(self) -> None:
@@ -125,28 +144,48 @@ class TestCorruptedStatesAreCaught:
         past = PastStates()
         past.remember(timeline.at(5))
         object.__setattr__(timeline.at(5).message("a"), "content", "rewritten")
-        with pytest.raises(InvariantViolation, match=r"^Invariant 6 \(past states never change\) broken at seq 5"):
+        with pytest.raises(
+            InvariantViolation, match=r"^Invariant 6 \(past states never change\) broken at seq 5"
+        ):
             past.check(session_with_a_call())
 
     def test_invalid_provider_view(self) -> None:
         """Invariant 7: a view with an unanswered tool call."""
-        view = [{"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "{}"}}]}]
-        with pytest.raises(InvariantViolation, match=r"^Invariant 7 \(the openai view is valid for its API\) broken at seq 0: tool calls \['c1'\] are never answered$"):
+        view = [
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+                ],
+            }
+        ]
+        with pytest.raises(
+            InvariantViolation,
+            match=r"^Invariant 7 \(the openai view is valid for its API\) broken at seq 0: tool calls \['c1'\] are never answered$",
+        ):
             check_provider_view(view, "openai")
 
     def test_history_out_of_phase(self) -> None:
         """Invariant 8: a history with the reply before the tool call."""
         state = session_with_a_call().head
         history = [state.message(i) for i in ("q", "a", "c", "r")]
-        with pytest.raises(InvariantViolation, match=r"^Invariant 8 \(session_history keeps the phased order\) broken at seq 6: message 'c' \(phase 1\) comes after phase 3 in turn 't1'$"):
+        with pytest.raises(
+            InvariantViolation,
+            match=r"^Invariant 8 \(session_history keeps the phased order\) broken at seq 6: message 'c' \(phase 1\) comes after phase 3 in turn 't1'$",
+        ):
             check_phased_order(state, history)
 
     def test_unsettled_and_lost_inputs(self) -> None:
         """Invariant 9: an accepted input not final, and one missing from the session."""
         timeline = session_with_a_call()
-        with pytest.raises(InvariantViolation, match=r"^Invariant 9 \(every accepted user message reaches a final status\) broken at seq 2: input 'q' is processing \(turn 't1'\), not processed, interrupted or error$"):
+        with pytest.raises(
+            InvariantViolation,
+            match=r"^Invariant 9 \(every accepted user message reaches a final status\) broken at seq 2: input 'q' is processing \(turn 't1'\), not processed, interrupted or error$",
+        ):
             check_settled(timeline.at(2))
-        with pytest.raises(InvariantViolation, match=r"accepted input 'zz' is not in the session \(lost\)"):
+        with pytest.raises(
+            InvariantViolation, match=r"accepted input 'zz' is not in the session \(lost\)"
+        ):
             check_settled(timeline.head, ["q", "zz"])
         check_settled(timeline.head, ["q"])
 
@@ -191,7 +230,16 @@ class TestStrategies:
             validate_input(bad)  # type: ignore[arg-type]
 
     @FAST
-    @given(invalid_arguments_for({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": False}))
+    @given(
+        invalid_arguments_for(
+            {
+                "type": "object",
+                "properties": {"n": {"type": "integer"}},
+                "required": ["n"],
+                "additionalProperties": False,
+            }
+        )
+    )
     def test_invalid_arguments_break_the_schema(self, arguments: object) -> None:
         """Each invalid argument object lacks n, has a wrong n, an extra key, or is no object."""
         assert not (

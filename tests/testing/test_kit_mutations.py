@@ -63,7 +63,9 @@ def assert_readable(error: BaseException, tmp_path: Path) -> None:
     """The failure carries the shrunk steps and the command to open its saved sessions."""
     text = notes(error)
     assert "state = Buggy()" in text
-    steps = [line for line in text.splitlines() if line.startswith("state.") and "invariants" not in line]
+    steps = [
+        line for line in text.splitlines() if line.startswith("state.") and "invariants" not in line
+    ]
     assert 1 <= len(steps) <= 6, text
     saved = list(tmp_path.glob("*.db"))
     assert saved, "no saved session"
