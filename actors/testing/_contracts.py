@@ -31,6 +31,7 @@ from runtime import (
     Status,
     Timeline,
     Visibility,
+    category_of,
     channel_rule,
     diff,
 )
@@ -293,7 +294,7 @@ def check_adapter_updates(
     labels: dict[str, str] = {}
     for update in updates:
         message = update.message
-        labels[message.id] = f"{message.id!r} ({attrs.evolve(message).type}, {message.status})"
+        labels[message.id] = f"{message.id!r} ({category_of(message).label}, {message.status})"
         if (
             update.is_new
             and message.chatbot_id == platform
