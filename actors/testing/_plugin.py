@@ -47,12 +47,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Point ``$AMBER_FAILURES_DIR`` at the chosen folder (unless it is set already)."""
-    chosen = config.getoption("amber_failures") or config.getini("amber_failures")
-    folder = Path(chosen)
+    """Point ``$AMBER_FAILURES_DIR`` at the chosen folder.
+
+    ``--amber-failures`` wins, then an ``$AMBER_FAILURES_DIR`` already set,
+    then the ``amber_failures`` ini option (relative to the rootdir).
+    """
+    option = config.getoption("amber_failures")
+    if option is None and os.environ.get(FAILURES_ENV):
+        return
+    folder = Path(option or config.getini("amber_failures"))
     if not folder.is_absolute():
-        folder = config.rootpath / folder
-    os.environ.setdefault(FAILURES_ENV, str(folder))
+        folder = (Path.cwd() if option else config.rootpath) / folder
+    os.environ[FAILURES_ENV] = str(folder)
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -87,9 +87,7 @@ class TestAdapterContract:
 
     def test_adapter_that_never_delivers(self) -> None:
         """Output never reported is listed."""
-        with pytest.raises(
-            InvariantViolation, match=r"the adapter never reported .* delivered\n"
-        ):
+        with pytest.raises(InvariantViolation, match=r"the adapter never reported .* delivered\n"):
             run_adapter(lambda: NeverDelivers.start(platform="discord"))
 
     def test_reference_adapter_passes(self) -> None:
