@@ -11,6 +11,7 @@ model's streams.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import itertools
 import threading
@@ -238,11 +239,13 @@ class ObservedModel:
             if fault is ModelFault.SLOW:
                 await trio.sleep(self.slow_seconds)
             count = 0
-            async for chunk in self.inner.stream(request):
-                yield chunk
-                count += 1
-                if fault is ModelFault.FAIL_MID_STREAM and count == 1:
-                    raise ModelFailure("the kit made this model call fail mid-stream")
+            # aclosing: the inner stream is closed when this one ends, however it ends.
+            async with contextlib.aclosing(self.inner.stream(request)) as stream:  # type: ignore[type-var]
+                async for chunk in stream:
+                    yield chunk
+                    count += 1
+                    if fault is ModelFault.FAIL_MID_STREAM and count == 1:
+                        raise ModelFailure("the kit made this model call fail mid-stream")
         except trio.Cancelled:
             how = "cancelled"
             raise

@@ -598,6 +598,9 @@ class LifecycleMachine(RuleBasedStateMachine):
         )  # fmt: skip
 
     def _wait_idle(self, session: str, *, settled: bool) -> SessionState:
+        self._observe()
+        if self.violation is not None:  # no need to wait for what is broken already
+            _raise(self.violation)
         dead = False
         try:
             return self.runtime.wait_idle(session, timeout=self.wait_timeout, settled=settled)
@@ -673,8 +676,8 @@ class LifecycleMachine(RuleBasedStateMachine):
             logging.getLogger("pykka").removeHandler(self._crashes)
             if isinstance(self._store, RestartableMemoryStore):
                 self._store.discard()
-            elif hasattr(self, "_tmp"):
-                self._store.close()
+            elif isinstance(self._store, _KeptSQLite):
+                self._store.discard()
                 self._tmp.cleanup()
 
     def _liveness(self) -> None:

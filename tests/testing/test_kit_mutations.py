@@ -34,7 +34,7 @@ from runtime.testing import InvariantViolation
 
 pytestmark = pytest.mark.slow
 
-FAST = {"wait_timeout": 0.3, "cancel_grace": 0.3, "stop_timeout": 0.3}
+FAST = {"wait_timeout": 0.2, "cancel_grace": 0.2, "stop_timeout": 0.2}
 
 
 def run_machine(tmp_path: Path, **options: Any) -> InvariantViolation:
