@@ -23,6 +23,7 @@ import pykka
 import trio
 
 from runtime import (
+    AuditRow,
     Category,
     Message,
     SessionState,
@@ -300,6 +301,14 @@ class Runtime:
             except pykka.ActorDeadError:
                 pass
         return self._call_store(lambda s: s.load_state(session_id))
+
+    def model_calls(self, session_id: str, turn_id: str | None = None) -> tuple[AuditRow, ...]:
+        """The session's model calls (audit rows) in sequence order, running ones included.
+
+        Raises:
+            UnknownSession: the store has no such session.
+        """
+        return self.state(session_id).model_calls(turn_id)
 
     def timeline(self, session_id: str) -> Timeline:
         """Every state of the session since its first event, read from the store.

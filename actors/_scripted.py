@@ -211,6 +211,9 @@ class ScriptedModel:
     check what the model was shown.
     """
 
+    name = "scripted"
+    """The model's name (recorded in model-call audit rows)."""
+
     def __init__(self, script: Script, *, fallback: Response | None = None) -> None:
         if not callable(script):
             script = list(script)

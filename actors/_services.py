@@ -38,6 +38,12 @@ class Services:
     passivate: Callable[[str, pykka.ActorRef[Any], int], None]
     """Called by an idle session actor: ``(session_id, its ref, its seq)``."""
 
+    @property
+    def model_name(self) -> str | None:
+        """The model's ``name`` attribute, if it has one (recorded in audit rows)."""
+        name = getattr(self.model, "name", None)
+        return name if isinstance(name, str) and name else None
+
     def tool_actor(self, name: str) -> pykka.ActorRef[Any]:
         """The actor that runs tool ``name`` (it must exist)."""
         return self.tool_refs[name]

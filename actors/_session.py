@@ -29,10 +29,15 @@ from pykka import ThreadingFuture
 from runtime import (
     INPUT_CATEGORIES,
     AmberError,
+    AuditCall,
+    AuditConflict,
+    AuditStatus,
     Category,
     EventRejected,
     Message,
     MessageAdded,
+    ModelCallFinished,
+    ModelCallStarted,
     OrphanRecovered,
     SessionState,
     Status,
@@ -127,6 +132,8 @@ class _Run:
         self.tokens = 0
         self.context_tokens = 0
         self.nudges = 0
+        self.source_key = ""  # the audit key of the current model call
+        self.operation_id: str | None = None  # its audit row, once opened
 
     def handles(self) -> list[Any]:
         out = [handle for _, handle in self.tools.values()]
@@ -429,6 +436,8 @@ class SessionActor(pykka.ThreadingActor):
             tools=self._svc.tool_specs,
             system=settings.system_prompt,
         )
+        run.source_key = f"{run.turn_id}#{run.call_index}"
+        run.operation_id = None
         run.call_index += 1
         run_id = self._new_run_id()
         run.model_run = run_id
@@ -448,14 +457,19 @@ class SessionActor(pykka.ThreadingActor):
         if run is None or report.run_id != run.model_run or run.assembler is None:
             return
         chunk = report.chunk
-        try:
-            run.assembler.feed(chunk)
-        except StreamError as exc:
-            self._fail(f"the model's stream is malformed: {exc}")
-            return
         if isinstance(chunk, MessageStart):
             if chunk.id:
                 run.stream_id = chunk.id
+            if not self._open_call(chunk.id or run.stream_id):
+                return
+        elif run.operation_id is None and not self._open_call(run.stream_id):
+            return  # a stream without MessageStart: the row opens at its first chunk
+        try:
+            run.assembler.feed(chunk)
+        except StreamError as exc:
+            self._model_failed(f"the model's stream is malformed: {exc}", None)
+            return
+        if isinstance(chunk, MessageStart):
             return
         kind = index = name = None
         if isinstance(chunk, TextDelta):
@@ -485,15 +499,35 @@ class SessionActor(pykka.ThreadingActor):
             return
         run.model_handle = None
         if report.error is not None:
-            self._fail(_describe(report.error, "the model call failed"))
+            self._model_failed(_describe(report.error, "the model call failed"), report.duration_ms)
             return
         assert run.assembler is not None
         try:
             response = run.assembler.response()
         except StreamError as exc:
-            self._fail(f"the model's stream is malformed: {exc}")
+            self._model_failed(f"the model's stream is malformed: {exc}", report.duration_ms)
             return
         run.assembler = None
+        if run.operation_id is None and not self._open_call(response.id or run.stream_id):
+            return
+        self._commit(
+            [
+                self._event(
+                    ModelCallFinished,
+                    operation_id=run.operation_id,
+                    status=AuditStatus.COMPLETED,
+                    duration_ms=report.duration_ms,
+                    usage=response.usage,
+                    content=response.text,
+                    reasoning=response.reasoning,
+                    tool_calls=[
+                        AuditCall(id=c.id, name=c.name, arguments_json=c.arguments_json)
+                        for c in response.tool_calls
+                    ],
+                    stop_reason=response.stop_reason,
+                )
+            ]
+        )
         if response.usage is not None:
             run.tokens += response.usage.total_tokens
             if response.usage.input_tokens:
@@ -505,6 +539,55 @@ class SessionActor(pykka.ThreadingActor):
             self._record_calls(response)
         else:
             self._finish(response)
+
+    def _open_call(self, operation_id: str) -> bool:
+        """Open (or, the same again, confirm) the audit row of the current model call.
+
+        A start that contradicts the call's row fails the turn; returns False then.
+        """
+        run = self._run
+        assert run is not None
+        state = self.state_now()
+        known = state.audit_keys.get(run.source_key)
+        sequence = state.audit[known].sequence if known else len(state.audit) + 1
+        try:
+            self._commit(
+                [
+                    self._event(
+                        ModelCallStarted,
+                        operation_id=operation_id,
+                        source_key=run.source_key,
+                        turn_id=run.turn_id,
+                        sequence=sequence,
+                        model=self._svc.model_name,
+                    )
+                ]
+            )
+        except AuditConflict as exc:
+            self._fail(f"the model-call audit refused the call's start: {exc}")
+            return False
+        run.operation_id = run.operation_id or operation_id
+        return True
+
+    def _model_failed(self, reason: str, duration_ms: float | None) -> None:
+        """Close the current call's audit row as failed, then fail the turn."""
+        run = self._run
+        assert run is not None
+        opened = run.operation_id is not None or self._open_call(run.stream_id)
+        if opened and self._run is run:
+            self._commit(
+                [
+                    self._event(
+                        ModelCallFinished,
+                        operation_id=run.operation_id,
+                        status=AuditStatus.FAILED,
+                        duration_ms=duration_ms,
+                        error=reason,
+                    )
+                ]
+            )
+        if self._run is run:
+            self._fail(reason)
 
     def _output(self, category: Category, content: str, **fields: Any) -> Message:
         run = self._run

@@ -26,7 +26,8 @@ from typing import Any
 import attrs
 import orjson
 
-from .._codec import to_data
+from .._audit import AuditRow
+from .._codec import from_data, to_data
 from .._errors import CorruptRow, DecodeError
 from .._message import Message
 from .._state import SessionState, build_state, check_consistent
@@ -35,13 +36,15 @@ from ._fast import MESSAGE_FIELDS, TURN_FIELDS, decode_message_row, decode_turn_
 
 __all__ = ["PARTS", "Refs", "SnapshotPlan", "decode_snapshot", "plan_snapshot"]
 
-SNAPSHOT_FORMAT = 1
-"""The layout of a snapshot record this Amber writes and reads."""
+SNAPSHOT_FORMAT = 2
+"""The layout of a snapshot record this Amber writes (2 adds the model-call audit rows;
+format 1 records, which have none, are still read)."""
 PARTS = ("messages", "turns")
 """The parts of a state a snapshot stores in chunks."""
 Refs = dict[str, list[int]]
 """For each part, the seq of the snapshot that wrote each chunk's current version."""
-_RECORD_KEYS = frozenset({"format", "seq", "updated_at", "chunk_size", "counts", *PARTS})
+_RECORD_KEYS_V1 = frozenset({"format", "seq", "updated_at", "chunk_size", "counts", *PARTS})
+_RECORD_KEYS = _RECORD_KEYS_V1 | {"audit"}
 _CHUNK_KEYS = frozenset({"fields", "rows"})
 _FIELDS = {"messages": MESSAGE_FIELDS, "turns": TURN_FIELDS}
 
@@ -117,6 +120,8 @@ def plan_snapshot(
         "updated_at": None if head.updated_at is None else head.updated_at.isoformat(),
         "chunk_size": chunk_size,
         "counts": list(head.counts),
+        # Audit rows are few (one per model call) and small: kept whole in the record.
+        "audit": [to_data(row) for row in head.model_calls()],
         **new_refs,
     }
     return SnapshotPlan(
@@ -153,11 +158,19 @@ def decode_snapshot(
         )
 
     data = _loads(record, corrupt)
-    if type(data) is not dict or data.keys() != _RECORD_KEYS:
-        got = sorted(data) if isinstance(data, dict) else type(data).__name__
-        raise corrupt(f"expected a record with keys {sorted(_RECORD_KEYS)}, got {got}")
-    if data["format"] != SNAPSHOT_FORMAT:
-        raise corrupt(f"expected format {SNAPSHOT_FORMAT}, got {data['format']!r}")
+    if type(data) is not dict or data.get("format") not in (1, SNAPSHOT_FORMAT):
+        got = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise corrupt(f"expected format 1 or {SNAPSHOT_FORMAT}, got {got!r}")
+    keys = _RECORD_KEYS if data["format"] == SNAPSHOT_FORMAT else _RECORD_KEYS_V1
+    if data.keys() != keys:
+        raise corrupt(f"expected a record with keys {sorted(keys)}, got {sorted(data)}")
+    rows = data.get("audit", [])
+    if type(rows) is not list:
+        raise corrupt(f"audit must be a list of rows, got {type(rows).__name__}")
+    try:
+        audit = [from_data(row, AuditRow) for row in rows]
+    except (DecodeError, TypeError) as exc:
+        raise corrupt(f"audit rows: {str(exc).rstrip('.')}") from None
     if data["seq"] != seq or type(data["seq"]) is not int:
         raise corrupt(f"the record says seq {data['seq']!r}")
     size = data["chunk_size"]
@@ -218,6 +231,7 @@ def decode_snapshot(
         updated_at=updated_at,
         messages=items["messages"],
         turns=items["turns"],
+        audit=audit,
     )
     problems = check_consistent(state)
     if list(state.counts) != data["counts"]:

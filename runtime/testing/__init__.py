@@ -4,6 +4,7 @@ Needs Hypothesis (``pip install 'amber[testing]'``). Importing it does not
 import ``actors``, ``pykka`` or ``trio``.
 """
 
+from ._audit_checks import check_audit as check_audit
 from ._invariants import InvariantViolation as InvariantViolation
 from ._invariants import check_invariants as check_invariants
 from ._invariants import check_lifecycle as check_lifecycle
@@ -27,6 +28,7 @@ __all__ = [
     "InvariantViolation",
     "attachments",
     "browser_elements",
+    "check_audit",
     "check_invariants",
     "check_lifecycle",
     "check_phased_order",

@@ -130,7 +130,7 @@ def check_replay(timeline: Timeline) -> None:
 
 
 def check_invariants(timeline: Timeline) -> None:
-    """Check invariants 1, 2, 3, 5 and 8 over every state of ``timeline``.
+    """Check invariants 1, 2, 3, 4 (audit rows), 5, 8 and 10 over every state of ``timeline``.
 
     Invariant 6 (past states never change) needs references held over time;
     ``LifecycleMachine``-style tests check it by keeping states and hashes.
@@ -143,6 +143,10 @@ def check_invariants(timeline: Timeline) -> None:
         check_single_turn(state)
         check_tool_pairing(state)
         check_phased_order(state)
+        if state.audit or (previous is not None and previous.audit):
+            from ._audit_checks import check_audit  # imports this module
+
+            check_audit(state, previous)
         if previous is not None:
             check_lifecycle(previous, state)
         previous = state
