@@ -24,6 +24,7 @@ from ._codec import from_data as from_data
 from ._codec import from_json as from_json
 from ._codec import to_data as to_data
 from ._codec import to_json as to_json
+from ._diff import AuditChange as AuditChange
 from ._diff import FieldChange as FieldChange
 from ._diff import StateDiff as StateDiff
 from ._diff import TurnChange as TurnChange
@@ -140,6 +141,7 @@ __all__ = [
     "ArtifactStore",
     "Attachment",
     "AuditCall",
+    "AuditChange",
     "AuditConflict",
     "AuditRow",
     "AuditStatus",

@@ -302,3 +302,18 @@ class TestChecks:
         )
         with pytest.raises(InvariantViolation, match=r"^Invariant 10 \(finished rows never change"):
             check_audit(after, before)
+
+
+class TestDiff:
+    def test_diff_lists_model_call_changes(self, turn: Session) -> None:
+        """diff() reports rows that started, finished or were closed."""
+        start(turn)
+        before = turn.state.seq
+        finish(turn)
+        start(turn, "op2", "t1#1", 2)
+        turn.end(outcome=TurnOutcome.INTERRUPTED)
+        changes = turn.timeline.diff(before, turn.state.seq).model_calls
+        assert [(c.operation_id, c.before, c.after) for c in changes] == [
+            ("op1", AuditStatus.RUNNING, AuditStatus.COMPLETED),
+            ("op2", None, AuditStatus.INTERRUPTED),
+        ]
