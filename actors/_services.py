@@ -37,6 +37,8 @@ class Services:
     clock: Clock
     passivate: Callable[[str, pykka.ActorRef[Any], int], None]
     """Called by an idle session actor: ``(session_id, its ref, its seq)``."""
+    forget: Callable[[str, pykka.ActorRef[Any]], None]
+    """Called by a session actor that stops on its own: ``(session_id, its ref)``."""
 
     @property
     def model_name(self) -> str | None:

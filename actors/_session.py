@@ -296,7 +296,27 @@ class SessionActor(pykka.ThreadingActor):
     # -- messages from effects and adapters ----------------------------------
 
     def on_receive(self, message: Any) -> Any:
-        """Handle reports from effects, tools, adapters and timers."""
+        """Handle reports from effects, tools, adapters and timers.
+
+        A failure here (a store that cannot write, say) must not leave a turn
+        hanging: the turn is failed if possible; if even that fails, the actor
+        stops and the session is reloaded from the store on its next message.
+        """
+        try:
+            self._receive(message)
+        except Exception as exc:
+            log.exception("session %s failed handling %s", self.session_id, type(message).__name__)
+            try:
+                if self._run is not None:
+                    self._fail(f"the runtime failed: {type(exc).__name__}: {exc}")
+                self._after()
+            except Exception:
+                log.exception("session %s cannot go on; it stops and reloads", self.session_id)
+                self._svc.forget(self.session_id, self.actor_ref)
+                self.stop()
+        return None
+
+    def _receive(self, message: Any) -> None:
         if isinstance(message, _Chunk):
             self._on_chunk(message)
         elif isinstance(message, _ModelEnded):
@@ -309,9 +329,8 @@ class SessionActor(pykka.ThreadingActor):
             self._on_wake(message)
         else:
             log.warning("session %s ignores an unknown message %r", self.session_id, message)
-            return None
+            return
         self._after()
-        return None
 
     # -- events ---------------------------------------------------------------
 
