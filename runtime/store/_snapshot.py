@@ -29,7 +29,8 @@ import orjson
 from .._audit import AuditRow
 from .._codec import from_data, to_data
 from .._errors import CorruptRow, DecodeError
-from .._state import SessionState, build_state, check_consistent
+from .._state import SessionState, check_consistent
+from ._assemble import assemble_state
 from ._fast import (
     MESSAGE_FIELDS,
     TURN_FIELDS,
@@ -238,7 +239,7 @@ def decode_snapshot(
                         raise corrupt(f"{part} chunk {number} item {index}: {problem}") from None
             values += decoded
         items[part] = values
-    state = build_state(
+    state = assemble_state(
         session_id=session_id,
         seq=seq,
         updated_at=updated_at,
