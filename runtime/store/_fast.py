@@ -97,9 +97,10 @@ class _Slow(Exception):
 
 
 def _tool_call(value: dict[str, Any]) -> ToolCall:
-    if type(value) is not dict or value.keys() != _TOOL_CALL_KEYS:
+    # Four keys, and these four (a KeyError otherwise): exactly ToolCall's fields.
+    if type(value) is not dict or len(value) != len(_TOOL_CALL_KEYS):
         raise _Slow
-    id_, name, index = value["id"], value["name"], value["index"]
+    id_, name, arguments, index = value["id"], value["name"], value["arguments"], value["index"]
     if (
         type(id_) is not str
         or not id_
@@ -109,18 +110,7 @@ def _tool_call(value: dict[str, Any]) -> ToolCall:
         or index < 0
     ):
         raise _Slow
-    return _new_tool_call(id_, name, _json_map(value["arguments"]), index)
-
-
-def _time(value: object) -> datetime:
-    if type(value) is not str:
-        raise _Slow
-    parsed = _fromisoformat(value)
-    # fromisoformat gives a fixed-offset tzinfo or none: this is the
-    # codec's utcoffset() check, without a call.
-    if parsed.tzinfo is None:
-        raise _Slow
-    return parsed
+    return _new_tool_call(id_, name, _json_map(arguments), index)
 
 
 def _json_map(value: object) -> Any:
@@ -170,7 +160,13 @@ def _message_from_row(row: object) -> Message:
         or (tool_call_id is not None and type(tool_call_id) is not str)
         or (error_type is not None and type(error_type) is not str)
         or (event_seq is not None and (type(event_seq) is not int or event_seq < 0))
+        or type(created_at) is not str
     ):
+        raise _Slow
+    created = _fromisoformat(created_at)
+    # fromisoformat gives a fixed-offset tzinfo or none: the codec's
+    # utcoffset() check, without a call.
+    if created.tzinfo is None:
         raise _Slow
     role, kind = _ROLES[role], _TYPES[type_]
     # Message.__attrs_post_init__'s cross-field rules, inline (the call was a
@@ -188,7 +184,7 @@ def _message_from_row(row: object) -> Message:
         role,
         kind,
         _STATUSES[status],
-        _time(created_at),
+        created,
         content,
         sender,
         parent_id,
@@ -201,7 +197,7 @@ def _message_from_row(row: object) -> Message:
         error_type,
         _EMPTY_VECTOR if attachments == [] else _items(attachments, Attachment),
         _EMPTY_VECTOR if browser_elements == [] else _items(browser_elements, BrowserElement),
-        _json_map(metadata),
+        _EMPTY_MAP if metadata == {} else _json_map(metadata),
         event_seq,
         active,
     )
@@ -220,7 +216,13 @@ def _turn_from_row(row: object) -> Turn:
         or (reason is not None and type(reason) is not str)
         or type(input_ids) is not list
         or type(open_calls) is not dict
+        or type(started_at) is not str
+        or (ended_at is not None and type(ended_at) is not str)
     ):
+        raise _Slow
+    started = _fromisoformat(started_at)
+    ended = None if ended_at is None else _fromisoformat(ended_at)
+    if started.tzinfo is None or (ended is not None and ended.tzinfo is None):
         raise _Slow
     for item in input_ids:
         if type(item) is not str:
@@ -235,11 +237,11 @@ def _turn_from_row(row: object) -> Turn:
     return _new_turn(
         id_,
         _TURN_STATUSES[status],
-        _time(started_at),
+        started,
         started_seq,
         pvector(input_ids) if input_ids else _EMPTY_VECTOR,
         pmap(open_calls) if open_calls else _EMPTY_MAP,
-        None if ended_at is None else _time(ended_at),
+        ended,
         ended_seq,
         reason,
         _json_map(metrics),
