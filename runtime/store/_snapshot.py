@@ -12,9 +12,10 @@ object in both states): the bytes written are O(what changed), not the
 whole history (DESIGN §13).
 
 Reading puts the chunks back together, decodes them with the fast strict
-decoders of ``_fast`` and derives every index as the codec does, then checks
-the state for consistency. Every problem is a ``CorruptRow`` naming the
-session, the snapshot's seq and the chunk.
+decoders of ``_fast``, derives every index (``_assemble``: the state
+``build_state`` would build), then checks the state for consistency. Every
+problem is a ``CorruptRow`` naming the session, the snapshot's seq and the
+chunk.
 """
 
 from __future__ import annotations
