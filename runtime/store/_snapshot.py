@@ -12,9 +12,10 @@ object in both states): the bytes written are O(what changed), not the
 whole history (DESIGN §13).
 
 Reading puts the chunks back together, decodes them with the fast strict
-decoders of ``_fast`` and derives every index as the codec does, then checks
-the state for consistency. Every problem is a ``CorruptRow`` naming the
-session, the snapshot's seq and the chunk.
+decoders of ``_fast``, derives every index (``_assemble``: the state
+``build_state`` would build), then checks the state for consistency. Every
+problem is a ``CorruptRow`` naming the session, the snapshot's seq and the
+chunk.
 """
 
 from __future__ import annotations
@@ -29,10 +30,16 @@ import orjson
 from .._audit import AuditRow
 from .._codec import from_data, to_data
 from .._errors import CorruptRow, DecodeError
-from .._message import Message
-from .._state import SessionState, build_state, check_consistent
-from .._turn import Turn
-from ._fast import MESSAGE_FIELDS, TURN_FIELDS, decode_message_row, decode_turn_row
+from .._state import SessionState, check_consistent
+from ._assemble import assemble_state
+from ._fast import (
+    MESSAGE_FIELDS,
+    TURN_FIELDS,
+    decode_message_row,
+    decode_message_rows,
+    decode_turn_row,
+    decode_turn_rows,
+)
 
 __all__ = ["PARTS", "Refs", "SnapshotPlan", "decode_snapshot", "plan_snapshot"]
 
@@ -47,6 +54,14 @@ _RECORD_KEYS_V1 = frozenset({"format", "seq", "updated_at", "chunk_size", "count
 _RECORD_KEYS = _RECORD_KEYS_V1 | {"audit"}
 _CHUNK_KEYS = frozenset({"fields", "rows"})
 _FIELDS = {"messages": MESSAGE_FIELDS, "turns": TURN_FIELDS}
+_ROWS: dict[str, Callable[[list[str], list[object]], list[Any] | None]] = {
+    "messages": decode_message_rows,
+    "turns": decode_turn_rows,
+}
+_ROW: dict[str, Callable[[list[str], object], Any]] = {
+    "messages": decode_message_row,
+    "turns": decode_turn_row,
+}
 
 
 @attrs.frozen(kw_only=True)
@@ -184,10 +199,6 @@ def decode_snapshot(
         raise corrupt(f"updated_at is not a timestamp: {data['updated_at']!r}") from None
     refs: Refs = {}
     items: dict[str, list[Any]] = {}
-    decoders: dict[str, Callable[[list[str], object], Message | Turn]] = {
-        "messages": decode_message_row,
-        "turns": decode_turn_row,
-    }
     for part in PARTS:
         versions = data[part]
         if type(versions) is not list or any(
@@ -217,15 +228,19 @@ def decode_snapshot(
                 raise corrupt(f"{part} chunk {number} must hold 1 to {size} rows")
             if number < len(versions) - 1 and len(rows) != size:
                 raise corrupt(f"{part} chunk {number} holds {len(rows)} rows, expected {size}")
-            decode = decoders[part]
-            for index, row in enumerate(rows):
-                try:
-                    values.append(decode(fields, row))
-                except DecodeError as exc:
-                    problem = str(exc).rstrip(".")
-                    raise corrupt(f"{part} chunk {number} item {index}: {problem}") from None
+            decoded = _ROWS[part](fields, rows)
+            if decoded is None:  # some row needs a closer look: one by one
+                decode = _ROW[part]
+                decoded = []
+                for index, row in enumerate(rows):
+                    try:
+                        decoded.append(decode(fields, row))
+                    except DecodeError as exc:
+                        problem = str(exc).rstrip(".")
+                        raise corrupt(f"{part} chunk {number} item {index}: {problem}") from None
+            values += decoded
         items[part] = values
-    state = build_state(
+    state = assemble_state(
         session_id=session_id,
         seq=seq,
         updated_at=updated_at,
