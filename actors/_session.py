@@ -75,6 +75,10 @@ __all__ = ["SessionActor"]
 log = logging.getLogger("amber.session")
 
 
+_Spec = tuple[type[Event], dict[str, Any]]
+"""An event to build: its class and fields (seq, session and time are added)."""
+
+
 class ModelTimeout(TimeoutError):
     """A model call took longer than ``Settings.model_timeout``."""
 
@@ -104,6 +108,12 @@ class _Delivered:
         self.expected = expected
 
 
+class _StartTurn:
+    """Start a turn if input waits (told by the actor to itself, so callers need not wait)."""
+
+    __slots__ = ()
+
+
 class _Wake:
     __slots__ = ("kind", "token")
 
@@ -130,7 +140,8 @@ class _Run:
         self.tools: dict[str, tuple[int, Any]] = {}  # call id -> (run id, handle)
         self.tool_calls = 0
         self.tokens = 0
-        self.context_tokens = 0
+        self.context_tokens: int | None = None  # from usage, the window, or counted at the end
+        self.last_view: Any = None
         self.nudges = 0
         self.source_key = ""  # the audit key of the current model call
         self.operation_id: str | None = None  # its audit row, once opened
@@ -216,8 +227,9 @@ class SessionActor(pykka.ThreadingActor):
         stored = self.state_now().message(message.id)
         if self._run is not None:
             self._end_turn(TurnOutcome.INTERRUPTED, f"interrupted by {message.id}")
-        self._maybe_start_turn()
-        self._after()
+        # Building the model's view can take a while on a long session: the caller
+        # gets its answer once the input is stored, and the turn starts next.
+        self.actor_ref.tell(_StartTurn())
         return stored
 
     def add_output(self, category: Category, content: str, **fields: Any) -> Message:
@@ -240,8 +252,7 @@ class SessionActor(pykka.ThreadingActor):
         if self._run is None:
             return False
         self._end_turn(TurnOutcome.INTERRUPTED, reason)
-        self._maybe_start_turn()
-        self._after()
+        self.actor_ref.tell(_StartTurn())
         return True
 
     def when_idle(self, settled: bool = False) -> ThreadingFuture[SessionState]:
@@ -327,6 +338,8 @@ class SessionActor(pykka.ThreadingActor):
             self._on_delivered(message)
         elif isinstance(message, _Wake):
             self._on_wake(message)
+        elif isinstance(message, _StartTurn):
+            self._maybe_start_turn()
         else:
             log.warning("session %s ignores an unknown message %r", self.session_id, message)
             return
@@ -441,11 +454,10 @@ class SessionActor(pykka.ThreadingActor):
         except AmberError as exc:
             self._fail(f"the model's view could not be built: {exc}")
             return
-        run.context_tokens = (
-            view.tokens
-            if view.tokens is not None
-            else sum(approx_tokens(m.text) for m in view.messages)
-        )
+        # Counting the view's tokens costs a walk of it; without a window it is
+        # done once, when the turn ends, and only if the model reports no usage.
+        run.context_tokens = view.tokens
+        run.last_view = view
         request = ModelRequest(
             session_id=self.session_id,
             turn_id=run.turn_id,
@@ -529,35 +541,33 @@ class SessionActor(pykka.ThreadingActor):
         run.assembler = None
         if run.operation_id is None and not self._open_call(response.id or run.stream_id):
             return
-        self._commit(
-            [
-                self._event(
-                    ModelCallFinished,
-                    operation_id=run.operation_id,
-                    status=AuditStatus.COMPLETED,
-                    duration_ms=report.duration_ms,
-                    usage=response.usage,
-                    content=response.text,
-                    reasoning=response.reasoning,
-                    tool_calls=[
-                        AuditCall(id=c.id, name=c.name, arguments_json=c.arguments_json)
-                        for c in response.tool_calls
-                    ],
-                    stop_reason=response.stop_reason,
-                )
-            ]
+        # The row's finish is stored in the same commit as what the answer leads to.
+        finished: _Spec = (
+            ModelCallFinished,
+            {
+                "operation_id": run.operation_id,
+                "status": AuditStatus.COMPLETED,
+                "duration_ms": report.duration_ms,
+                "usage": response.usage,
+                "content": response.text,
+                "reasoning": response.reasoning,
+                "tool_calls": [
+                    AuditCall(id=c.id, name=c.name, arguments_json=c.arguments_json)
+                    for c in response.tool_calls
+                ],
+                "stop_reason": response.stop_reason,
+            },
         )
         if response.usage is not None:
             run.tokens += response.usage.total_tokens
             if response.usage.input_tokens:
                 run.context_tokens = response.usage.input_tokens
         if response.is_empty:
-            self._empty_response()
-            return
-        if response.tool_calls:
-            self._record_calls(response)
+            self._empty_response(finished)
+        elif response.tool_calls:
+            self._record_calls(response, finished)
         else:
-            self._finish(response)
+            self._finish(response, finished)
 
     def _open_call(self, operation_id: str) -> bool:
         """Open (or, the same again, confirm) the audit row of the current model call.
@@ -625,11 +635,12 @@ class SessionActor(pykka.ThreadingActor):
             **fields,
         )
 
-    def _empty_response(self) -> None:
+    def _empty_response(self, finished: _Spec) -> None:
         run = self._run
         assert run is not None
         limit = self._svc.settings.max_nudges
         if run.nudges >= limit:
+            self._commit(self._events(finished))
             self._fail(f"the model answered with nothing {run.nudges + 1} times in a row")
             return
         run.nudges += 1
@@ -640,10 +651,10 @@ class SessionActor(pykka.ThreadingActor):
             sender="System",
             metadata={"nudge": run.nudges},
         )
-        self._commit([self._event(MessageAdded, message=nudge)])
+        self._commit(self._events(finished, (MessageAdded, {"message": nudge})))
         self._call_model()
 
-    def _record_calls(self, response: ModelResponse) -> None:
+    def _record_calls(self, response: ModelResponse, finished: _Spec) -> None:
         run = self._run
         assert run is not None
         messages: list[Message] = []
@@ -664,7 +675,7 @@ class SessionActor(pykka.ThreadingActor):
                 runnable.append((call_message, arguments))
         run.tool_calls += len(response.tool_calls)
         messages += [self._result_message(call, outcome) for call, outcome in immediate]
-        specs = [(MessageAdded, {"message": m}) for m in messages]
+        specs: list[_Spec] = [finished, *((MessageAdded, {"message": m}) for m in messages)]
         self._commit(self._events(*specs))
         for call_message, arguments in runnable:
             assert call_message.tool_call is not None
@@ -750,13 +761,16 @@ class SessionActor(pykka.ThreadingActor):
         if not run.tools:
             self._call_model()
 
-    def _finish(self, response: ModelResponse) -> None:
+    def _finish(self, response: ModelResponse, finished: _Spec) -> None:
         run = self._run
         assert run is not None
         messages: list[Message] = []
         if response.reasoning.strip():
             messages.append(self._output(Category.THOUGHT, response.reasoning))
         elapsed = time.monotonic() - run.started
+        if run.context_tokens is None:
+            view = run.last_view
+            run.context_tokens = sum(approx_tokens(m.text) for m in view.messages) if view else 0
         metrics = {
             "session_turns": len(self.state_now().turns) + 1,
             "context_tokens": run.context_tokens,
@@ -767,9 +781,7 @@ class SessionActor(pykka.ThreadingActor):
         messages.append(
             self._output(Category.REPLY, response.text, metadata={"turn_metrics": metrics})
         )
-        specs: list[tuple[type[Event], dict[str, Any]]] = [
-            (MessageAdded, {"message": m}) for m in messages
-        ]
+        specs: list[_Spec] = [finished, *((MessageAdded, {"message": m}) for m in messages)]
         specs.append(
             (
                 TurnEnded,
