@@ -34,6 +34,7 @@ from rich.text import Text
 from runtime import SessionState, Status, TurnEnded, TurnOutcome
 from runtime.store import SQLiteStore
 
+from ._adapter import Delta, Update
 from ._cli_adapter import CliAdapter
 from ._ids import SequentialIds
 from ._runtime import Runtime
@@ -200,9 +201,12 @@ def run_demo(
             rt.send(session, question, **person)
             _wait(rt, session)
         console.print(Rule(Text("turn 3, interrupted by turn 4", style="dim"), style="dim"))
-        rt.send(session, QUESTIONS[2], **person)
-        if not started.wait(_WAIT):
-            raise DemoFailed(f"The report tool did not start within {_WAIT:g} s.")
+        shown = threading.Event()
+        with rt.subscribe(lambda item: _on_shown(item, shown), session_id=session):
+            rt.send(session, QUESTIONS[2], **person)
+            # Interrupt once the tool runs and its call is on screen, as a person would.
+            if not (started.wait(_WAIT) and shown.wait(_WAIT)):
+                raise DemoFailed(f"The report tool did not start within {_WAIT:g} s.")
         rt.send(session, QUESTIONS[3], **person)  # interrupts the running turn
         state = _wait(rt, session)
         events = rt.call_store(lambda s: s.events(session))
@@ -212,6 +216,15 @@ def run_demo(
     return DemoResult(
         session_id=session, db=db, state=state, events=len(events), interrupt_seq=interrupt.seq
     )
+
+
+def _on_shown(item: Update | Delta, shown: threading.Event) -> None:
+    """Set ``shown`` once the ``write_report`` call is delivered (drawn on the terminal)."""
+    if not isinstance(item, Update):
+        return
+    call = item.message.tool_call
+    if call is not None and call.name == "write_report" and item.message.status is Status.DELIVERED:
+        shown.set()
 
 
 def _wait(rt: Runtime, session: str) -> SessionState:
