@@ -243,7 +243,7 @@ def print_summary(result: DemoResult, console: Console, *, db_arg: str) -> None:
         f"{count} {status}" for status, count in sorted(statuses.items(), key=lambda i: -i[1])
     )
     session = shlex.quote(result.session_id)
-    db = "" if db_arg == "amber.db" else f" --db {shlex.quote(db_arg)}"
+    db = f" --db {shlex.quote(db_arg)}"
     console.print(Rule(Text("demo finished", style="bold"), style="dim"))
     turn_text = ", ".join(f"{n} {status}" for status, n in sorted(turns.items()))
     lines = [
@@ -253,10 +253,12 @@ def print_summary(result: DemoResult, console: Console, *, db_arg: str) -> None:
         ("Events   ", f"{result.events}, stored in {result.db}"),
     ]
     for label, value in lines:
-        console.print(Text.assemble((label, "bold"), value))
+        console.print(Text.assemble((label, "bold"), value), soft_wrap=True)
     seq = result.interrupt_seq
     console.print()
-    console.print(Text.assemble(("Inspect it: ", "bold"), f"amber inspect {session}{db}"))
+    console.print(
+        Text.assemble(("Inspect it: ", "bold"), f"amber inspect {session}{db}"), soft_wrap=True
+    )
     hints = [
         (f"amber timeline {session}{db}", "one line per event"),
         (f"amber show {session} --at {seq - 1}{db}", "the state just before the interrupt"),
@@ -265,6 +267,7 @@ def print_summary(result: DemoResult, console: Console, *, db_arg: str) -> None:
     ]
     width = max(len(command) for command, _ in hints)
     for command, what in hints:
-        console.print(Text.assemble("  ", (command.ljust(width), "cyan"), "  ", (what, "dim")))
+        line = Text.assemble("  ", (command.ljust(width), "cyan"), "  ", (what, "dim"))
+        console.print(line, soft_wrap=True)
     if statuses.get(Status.PENDING) or statuses.get(Status.PENDING_AGENT):
         console.print(Text("(some messages are still pending: see amber show)", style="yellow"))

@@ -245,13 +245,13 @@ def recover(older_than: float, dry_run: bool, db: str, as_json: bool) -> None:
         )
         return
     console = stdout_console()
-    verb = "Would recover" if dry_run else "Recovered"
+    verb, then = ("Would recover", "would be") if dry_run else ("Recovered", "are")
     for session, turn, seq in recovered:
         console.print(
             Text.assemble(
                 f"{verb} ",
                 (session, "bold"),
-                f": {turn} (seq {seq}); its inputs are pending again.",
+                f": {turn} (seq {seq}); its inputs {then} pending again.",
             )
         )
     if not recovered:

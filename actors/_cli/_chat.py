@@ -13,6 +13,7 @@ every event is on disk.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -85,7 +86,12 @@ def chat_model(*, shell: bool) -> ScriptedModel:
             result = _last_result(request.view)
             if result is None:
                 return reply("Done.")
-            summary = result.text.strip().splitlines()[-1] if result.text.strip() else ""
+            lines = [
+                line
+                for line in result.text.splitlines()
+                if line.strip() and not (line.startswith("===") and line.endswith("==="))
+            ]
+            summary = lines[-1] if lines else "(no output)"
             verdict = "It failed" if result.is_error else "Done"
             return reply(f"{verdict}: `{summary[:200]}`")
         text = _last_input(request.view).strip()
@@ -104,7 +110,12 @@ def chat_model(*, shell: bool) -> ScriptedModel:
 
 
 class ChatLoop:
-    """The read-send-wait loop, with Ctrl-C handling; ``read`` is ``input`` in real use."""
+    """The read-send-wait loop, with Ctrl-C handling; ``read`` is ``input`` in real use.
+
+    A Ctrl-C (``KeyboardInterrupt``) may land anywhere in the loop: while a
+    turn runs it interrupts the turn, at the prompt it warns; either way the
+    loop is then *armed*, and the next Ctrl-C leaves. Typing a line disarms it.
+    """
 
     def __init__(
         self, rt: Runtime, session: str, console: Console, read: Callable[[str], str]
@@ -114,13 +125,16 @@ class ChatLoop:
         self.console = console
         self.read = read
         self.armed = False
-        """True after one Ctrl-C: the next one exits."""
+        """True after one Ctrl-C: the next one leaves."""
+        self.busy = False
+        """True while a turn for the last line may be running."""
 
     def run(self) -> None:
         """Loop until Ctrl-D, ``/exit`` or a second Ctrl-C."""
         while True:
             try:
-                text = self.read("you> ")
+                if not self.step():
+                    return
             except EOFError:
                 self.console.print()
                 return
@@ -129,31 +143,26 @@ class ChatLoop:
                     self.console.print()
                     return
                 self.armed = True
-                self.console.print(Text("\n(Ctrl-C again, Ctrl-D or /exit to leave)", style="dim"))
-                continue
-            self.armed = False
-            if text.strip() in ("/exit", "/quit"):
-                return
-            if not text.strip():
-                continue
-            if not self.turn(text):
-                return
+                if self.busy:
+                    self.rt.interrupt(self.session, "interrupted by Ctrl-C")
+                    notice = Text("⏹ interrupted (Ctrl-C again to leave)", style="dark_orange")
+                else:
+                    notice = Text("\n(Ctrl-C again, Ctrl-D or /exit to leave)", style="dim")
+                self.console.print(notice)
 
-    def turn(self, text: str) -> bool:
-        """Send ``text`` and wait for the answer; False when the user asked to leave."""
-        try:
-            self.rt.send(self.session, text, sender="you", chatbot_id="cli", channel_id="chat")
+    def step(self) -> bool:
+        """Wait for the running turn, or read a line and send it; False to leave."""
+        if self.busy:
             self.rt.wait_idle(self.session, timeout=None)
+            self.busy = False
             return True
-        except KeyboardInterrupt:
-            pass
-        self.rt.interrupt(self.session, "interrupted by Ctrl-C")
-        self.console.print(Text("⏹ interrupted (Ctrl-C again to leave)", style="dark_orange"))
-        self.armed = True
-        try:
-            self.rt.wait_idle(self.session, timeout=30)
-        except KeyboardInterrupt:
+        text = self.read("you> ")
+        if text.strip() in ("/exit", "/quit"):
             return False
+        if text.strip():
+            self.armed = False
+            self.busy = True
+            self.rt.send(self.session, text, sender="you", chatbot_id="cli", channel_id="chat")
         return True
 
 
@@ -187,16 +196,20 @@ def chat(session_id: str | None, shell: bool, stream: bool, db: str) -> None:
             ("amber chat", "bold"),
             f" · session {session_id} ({note}) in {db} · 'help' for what the scripted model does",
             style="dim",
-        )
+        ),
+        soft_wrap=True,
     )
     try:
-        with Runtime(
+        runtime = Runtime(
             model=chat_model(shell=shell),
             store=Path(db),
             tools=chat_tools(shell=shell),
             adapters=[adapter],
-        ) as rt:
+        )
+        # A second Ctrl-C while the first is being handled: leave all the same.
+        with runtime as rt, contextlib.suppress(KeyboardInterrupt):
             ChatLoop(rt, session_id, console, console.input).run()
     except KeyboardInterrupt:
         raise CliError("Interrupted while stopping the runtime.", ExitCode.INTERRUPTED) from None
-    console.print(Text(f"Bye. Stored in {db}: amber timeline {session_id} --db {db}", style="dim"))
+    bye = Text(f"Bye. Stored in {db}: amber timeline {session_id} --db {db}", style="dim")
+    console.print(bye, soft_wrap=True)
