@@ -7,8 +7,8 @@ green, changed rows marked ``~``), the active turn and every message. ``v``
 cycles the right side through the projections of that state (history, the
 model's view, the provider requests).
 
-Keys: up/down or k/j step one state, PageUp/PageDown a page, Home/End the
-ends, ``[``/``]`` the previous/next turn boundary, ``e`` the next error
+Keys: up/down or k/j step one state, PageUp/PageDown a page, Home/End (g/G)
+the ends, ``[``/``]`` the previous/next turn boundary, ``e`` the next error
 (a failed turn or a tool error), ``v`` the next view, ``q`` quits.
 """
 
@@ -60,6 +60,8 @@ class InspectApp(App[None]):
         Binding("q", "quit", "Quit"),
         Binding("j", "step(1)", "Next", show=False),
         Binding("k", "step(-1)", "Previous", show=False),
+        Binding("home,g", "go_to_end(0)", "First", show=False, priority=True),
+        Binding("end,G", "go_to_end(1)", "Last", show=False, priority=True),
         Binding("[", "turn(-1)", "Prev turn"),
         Binding("]", "turn(1)", "Next turn"),
         Binding("e", "next_error", "Next error"),
@@ -170,6 +172,10 @@ class InspectApp(App[None]):
     def action_step(self, delta: int) -> None:
         """Move the cursor by ``delta`` states."""
         self._go(self.seq + delta)
+
+    def action_go_to_end(self, last: int) -> None:
+        """Move the cursor to the empty state (0) or the head (1)."""
+        self._go(self.timeline.last_seq if last else self.timeline.first_seq)
 
     def action_turn(self, direction: int) -> None:
         """Jump to the previous/next turn start or end."""
