@@ -239,7 +239,7 @@ def resolve_seq(seq: int, timeline: Timeline, *, option: str = "--at") -> int:
 
 def stdout_console() -> Console:
     """A console on the current stdout (colors only on a terminal, no auto-highlighting)."""
-    return Console(highlight=False, soft_wrap=False)
+    return Console(highlight=False, soft_wrap=True)
 
 
 def _default(value: Any) -> Any:
