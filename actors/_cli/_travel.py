@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import attrs
 import click
 from rich.console import Console
 from rich.json import JSON
@@ -325,6 +326,7 @@ def diff_data(delta: StateDiff) -> dict[str, Any]:
 
 
 _EVENTS_SHOWN = 20
+_FORK_FIELDS = frozenset({"session_id", "event_seq"})
 
 
 @click.command("diff")
@@ -341,6 +343,9 @@ _EVENTS_SHOWN = 20
 def diff_command(session: str, a: int, b: int, other: str | None, db: str, as_json: bool) -> None:
     """What changed in SESSION from seq A to seq B (default: the head).
 
+    With --other, B is read from that session (a fork), and the session_id
+    and event_seq fields, which always differ in a fork, are left out.
+
     Lists added messages, field changes (status, metadata keys …) and turn
     changes, then the events in between. Negative seqs count back from the
     head; put them after '--' (amber diff demo -- -2 -1).
@@ -351,6 +356,10 @@ def diff_command(session: str, a: int, b: int, other: str | None, db: str, as_js
     seq_a = resolve_seq(a, line, option="A")
     seq_b = resolve_seq(b, other_line, option="B")
     delta = diff(line.at(seq_a), other_line.at(seq_b))
+    if other is not None:
+        # A fork's messages always differ from the source's in these two: leave them out.
+        kept = tuple(c for c in delta.changed if c.field not in _FORK_FIELDS)
+        delta = attrs.evolve(delta, changed=kept)
     if as_json:
         emit_json({"session_id": session, "other_session_id": other, **diff_data(delta)})
         return
