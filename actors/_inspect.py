@@ -28,11 +28,11 @@ from runtime import AmberError, Event, SessionState, Timeline, TurnEnded, TurnSt
 from ._cli._render import (
     describe_event,
     diff_view,
-    message_table,
+    message_lines,
     state_header,
     time_text,
 )
-from ._cli._views import VIEWS, view_renderable
+from ._cli._views import VIEWS, view_parts
 
 __all__ = ["InspectApp", "is_error_event"]
 
@@ -97,16 +97,21 @@ class InspectApp(App[None]):
         )
         table = self.query_one("#timeline", DataTable)
         table.add_columns("seq", "time", "what changed")
-        table.add_row("0", "", Text("(empty: before the first event)", style="dim"))
+        rows: list[tuple[Text | str, ...]] = [
+            ("0", "", Text("(empty: before the first event)", style="dim"))
+        ]
         before = line.base
         for event, after in line.entries:
             style = "bold red" if is_error_event(event, after) else ""
-            table.add_row(
-                Text(str(event.seq), style=style),
-                time_text(event.at),
-                describe_event(event, before, after),
+            rows.append(
+                (
+                    Text(str(event.seq), style=style),
+                    time_text(event.at),
+                    describe_event(event, before, after),
+                )
             )
             before = after
+        table.add_rows(rows)
         table.focus()
         table.move_cursor(row=self.seq - line.first_seq)
         self.show(self.seq)
@@ -151,14 +156,14 @@ class InspectApp(App[None]):
             del kept
         parts.append(Text())
         if messages:
-            parts.append(message_table(messages, changes=delta, title="Messages"))
+            parts.extend(message_lines(messages, changes=delta, title="Messages"))
         if hidden:
             parts.append(Text(f"({hidden} earlier unchanged messages not shown)", style="dim"))
         return Group(*parts)
 
     def _projection(self, state: SessionState) -> RenderableType:
         try:
-            return view_renderable(self.view, state)
+            return Group(*view_parts(self.view, state))
         except AmberError as exc:  # a view that cannot be built is shown, not fatal
             return Text(f"{type(exc).__name__}: {exc}", style="red")
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import orjson
 from rich.console import Group, RenderableType
 from rich.table import Table
-from rich.text import Text
+from rich.text import Span, Text
 
 from runtime import (
     AGENT_SENDER,
@@ -45,6 +45,7 @@ __all__ = [
     "diff_view",
     "excerpt",
     "message_detail",
+    "message_lines",
     "message_table",
     "state_header",
     "status_text",
@@ -67,9 +68,13 @@ _OUTCOME_STYLES = {"processed": "green", "interrupted": "dark_orange", "error": 
 _EXCERPT = 72
 
 
+def _label(category: Category) -> str:
+    return category.name.lower().replace("_", " ")
+
+
 def category_label(message: Message) -> str:
     """``user question``, ``tool call`` … (``rolled back`` messages keep theirs)."""
-    return category_of(message).name.lower().replace("_", " ")
+    return _label(category_of(message))
 
 
 def status_text(status: Status | str) -> Text:
@@ -86,10 +91,52 @@ def time_text(at: datetime | None, *, date: bool = False) -> str:
     return f"{utc:%Y-%m-%d} {stamp}" if date else stamp
 
 
+# Control characters from stored content (a tool's ANSI colors, a stray escape) are
+# shown as \x1b and never sent to the terminal, where they could rewrite the screen.
+_CONTROL = str.maketrans(
+    {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if c not in (0x09, 0x0A)}
+)
+
+
+def safe(text: str) -> str:
+    """``text`` with control characters (but tabs and newlines) spelled out as ``\\xNN``."""
+    return text.translate(_CONTROL)
+
+
 def excerpt(text: str, limit: int = _EXCERPT) -> str:
     """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    line = " ".join(text.split())
+    line = safe(" ".join(text.split()))
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+Part = str | tuple[str, str] | Text
+"""A piece of a line: plain text, ``(text, style)``, or a styled ``Text``."""
+
+
+def join(*parts: Part) -> Text:
+    """One ``Text`` from pieces, like ``Text.assemble`` but in one pass.
+
+    A timeline prints one line per event, so this is on the hot path; the
+    pieces must already be safe (``excerpt``/``safe``).
+    """
+    plain: list[str] = []
+    spans: list[Span] = []
+    offset = 0
+    for part in parts:
+        if isinstance(part, Text):
+            text = part.plain
+            if part.style:
+                spans.append(Span(offset, offset + len(text), part.style))
+            spans.extend(span.move(offset) for span in part.spans)
+        elif isinstance(part, tuple):
+            text, style = part
+            if style and text:
+                spans.append(Span(offset, offset + len(text), style))
+        else:
+            text = part
+        plain.append(text)
+        offset += len(text)
+    return Text("".join(plain), spans=spans)
 
 
 def _compact(value: object) -> str:
@@ -144,16 +191,18 @@ def describe_event(event: Event, before: SessionState, after: SessionState) -> T
     """What an event changed, on one line (``before``/``after``: the states around it)."""
     if isinstance(event, MessageAdded):
         message = after.get(event.message.id) or event.message
-        line = Text.assemble(("+ ", "green"), (message.id, "bold"), " ", category_label(message))
-        if message.sender and category_of(message) is Category.USER_QUESTION:
-            line.append(f" from {message.sender}")
-        line.append(": ")
-        line.append_text(message_summary(message))
-        return line
+        category = category_of(message)
+        sender = f" from {safe(message.sender)}" if category is Category.USER_QUESTION else ""
+        return join(
+            ("+ ", "green"),
+            (safe(message.id), "bold"),
+            f" {_label(category)}{sender}: ",
+            message_summary(message),
+        )
     if isinstance(event, StatusChanged):
         changed = after.get(event.message_id)
         label = category_label(changed) if changed is not None else "message"
-        return Text.assemble(
+        return join(
             (event.message_id, "bold"),
             f" {label}: ",
             status_text(event.expected),
@@ -162,33 +211,33 @@ def describe_event(event: Event, before: SessionState, after: SessionState) -> T
         )
     if isinstance(event, MetadataUpdated):
         keys = ", ".join(f"{k}={_compact(v)}" for k, v in event.metadata.items())
-        return Text.assemble((event.message_id, "bold"), f" metadata: {excerpt(keys, 60)}")
+        return join((event.message_id, "bold"), f" metadata: {excerpt(keys, 60)}")
     if isinstance(event, TurnStarted):
         turn = after.active_turn
         claimed = ", ".join(turn.input_ids) if turn is not None else "nothing"
-        return Text.assemble(("▶ ", "cyan"), (event.turn_id, "bold"), f" starts, claims {claimed}")
+        return join(("▶ ", "cyan"), (event.turn_id, "bold"), f" starts, claims {claimed}")
     if isinstance(event, TurnEnded):
         return _describe_turn_end(event, before)
     if isinstance(event, OrphanRecovered):
         turn = before.active_turn
         inputs = ", ".join(turn.input_ids) if turn is not None else "-"
-        return Text.assemble(
+        return join(
             ("↺ ", "yellow"),
             (event.turn_id, "bold"),
             " recovered",
-            f" ({event.reason})" if event.reason else "",
+            f" ({excerpt(event.reason, 80)})" if event.reason else "",
             f"; {inputs} back to ",
             status_text(Status.PENDING_AGENT),
         )
     if isinstance(event, BranchImported):
-        return Text.assemble(
+        return join(
             ("⑂ ", "cyan"),
             f"forked from {event.source_session_id} at seq {event.source_seq}: ",
             f"{len(event.messages)} messages, {len(event.turns)} turns",
         )
     if isinstance(event, RolledBack):
         gone = len(touched_ids(event, before, after))
-        reason = f" ({event.reason})" if event.reason else ""
+        reason = f" ({excerpt(event.reason, 80)})" if event.reason else ""
         return Text(f"⟲ rolled back to seq {event.to_seq}: {gone} messages inactive{reason}")
     return Text(event.kind)
 
@@ -196,24 +245,24 @@ def describe_event(event: Event, before: SessionState, after: SessionState) -> T
 def _describe_turn_end(event: TurnEnded, before: SessionState) -> Text:
     turn = before.active_turn
     outcome = str(event.outcome)
-    line = Text.assemble(
-        ("■ ", _OUTCOME_STYLES.get(outcome, "")),
+    style = _OUTCOME_STYLES.get(outcome, "")
+    rest = f" ({excerpt(event.reason, 60)})" if event.reason else ""
+    if turn is not None:
+        inputs = len(turn.input_ids)
+        rest += f"; {inputs} input{'s' * (inputs != 1)} → {outcome}"
+        if outcome == "interrupted" and turn.open_calls:
+            rest += f", {len(turn.open_calls)} unanswered call(s) interrupted"
+    if event.partial:
+        rest += f", partial output kept: {', '.join(m.id for m in event.partial)}"
+    metrics = format_turn_metrics(thaw(event.metrics))
+    return join(
+        ("■ ", style),
         (event.turn_id, "bold"),
         " ends ",
-        (outcome, _OUTCOME_STYLES.get(outcome, "")),
+        (outcome, style),
+        rest,
+        (f" · {metrics}" if metrics else "", "dim"),
     )
-    if event.reason:
-        line.append(f" ({excerpt(event.reason, 60)})")
-    if turn is not None:
-        line.append(f"; {len(turn.input_ids)} input{'s' * (len(turn.input_ids) != 1)} → {outcome}")
-        if outcome == "interrupted" and turn.open_calls:
-            line.append(f", {len(turn.open_calls)} unanswered call(s) interrupted")
-    if event.partial:
-        line.append(f", partial output kept: {', '.join(m.id for m in event.partial)}")
-    metrics = format_turn_metrics(thaw(event.metrics))
-    if metrics:
-        line.append(f" · {metrics}", style="dim")
-    return line
 
 
 def state_header(state: SessionState, *, last_seq: int, event: Event | None) -> Text:
@@ -238,48 +287,84 @@ def state_header(state: SessionState, *, last_seq: int, event: Event | None) -> 
     return line
 
 
-def message_table(
-    messages: Iterable[Message],
-    *,
-    changes: StateDiff | None = None,
-    full: bool = False,
-    title: str | None = None,
-) -> Table:
-    """One row per message; rows ``changes`` added or changed are marked and highlighted."""
-    added = {m.id for m in changes.added} if changes else set()
-    changed: dict[str, list[str]] = {}
-    for change in changes.changed if changes else ():
-        changed.setdefault(change.message_id, []).append(change.field)
+def _marks(changes: StateDiff | None) -> tuple[set[str], set[str]]:
+    if changes is None:
+        return set(), set()
+    return {m.id for m in changes.added}, {c.message_id for c in changes.changed}
+
+
+def _content(message: Message, limit: int) -> Text:
+    content = message_summary(message, limit)
+    if message.sender and message.sender != AGENT_SENDER and message.tool_call is None:
+        return join((f"{safe(message.sender)}: ", "dim"), content)
+    return content
+
+
+def message_lines(
+    messages: Iterable[Message], *, changes: StateDiff | None = None, title: str | None = None
+) -> list[Text]:
+    """One line per message (seq, id, category, status, content), as aligned columns.
+
+    Rows ``changes`` added are marked ``+`` on green, rows it changed ``~``.
+    Each line is cut to the width it is drawn in (``no_wrap``, ellipsis).
+    Built by hand rather than as a ``rich`` table: a table lays out every
+    row (milliseconds each), which a state of thousands of messages cannot
+    afford.
+    """
+    added, changed = _marks(changes)
+    rows = []
+    for message in messages:
+        status = str(message.status) + ("" if message.active else " (rolled back)")
+        seq = "" if message.event_seq is None else str(message.event_seq)
+        rows.append((message, seq, safe(message.id), category_label(message), status))
+    w_seq = max([3, *(len(r[1]) for r in rows)])
+    w_id = max([2, *(len(r[2]) for r in rows)])
+    w_cat = max([8, *(len(r[3]) for r in rows)])
+    w_status = max([6, *(len(r[4]) for r in rows)])
+    lines: list[Text] = []
+    if title:
+        lines.append(Text(title, style="bold"))
+    header = f"  {'seq':>{w_seq}}  {'id':<{w_id}}  {'category':<{w_cat}}  {'status':<{w_status}}"
+    lines.append(Text(header + "  content", style="bold", no_wrap=True, overflow="ellipsis"))
+    for message, seq, ident, category, status in rows:
+        mark = "+" if message.id in added else "~" if message.id in changed else " "
+        line = join(
+            (mark, "bold green" if mark == "+" else "bold yellow"),
+            " ",
+            (f"{seq:>{w_seq}}", "dim"),
+            f"  {ident:<{w_id}}  {category:<{w_cat}}  ",
+            (f"{status:<{w_status}}", STATUS_STYLES.get(message.status, "")),
+            "  ",
+            _content(message, 200),
+        )
+        if mark != " ":
+            line.stylize_before("on dark_green" if mark == "+" else "on grey23")
+        line.no_wrap, line.overflow = True, "ellipsis"
+        lines.append(line)
+    return lines
+
+
+def message_table(messages: Iterable[Message], *, title: str | None = None) -> Table:
+    """Every message with its whole content (``--full``): a table whose content column wraps."""
     table = Table(title=title, title_justify="left", box=None, pad_edge=False, header_style="bold")
-    table.add_column("", width=1, no_wrap=True)
     table.add_column("seq", justify="right", no_wrap=True, style="dim")
     table.add_column("id", no_wrap=True)
     table.add_column("category", no_wrap=True)
     table.add_column("status", no_wrap=True)
     table.add_column("content", overflow="fold", ratio=1)
     for message in messages:
-        mark, style = "", ""
-        if message.id in added:
-            mark, style = "+", "on dark_green"
-        elif message.id in changed:
-            mark, style = "~", "on grey23"
         status = status_text(message.status)
         if not message.active:
             status.append(" (rolled back)", style="dim")
-        content = Text(message.content) if full else message_summary(message, 200)
-        if message.sender and message.sender != AGENT_SENDER and not message.tool_call:
-            content = Text.assemble((f"{message.sender}: ", "dim"), content)
-        if not full:
-            # Cut to the column's width rather than squeezing the other columns.
-            content.no_wrap, content.overflow = True, "ellipsis"
+        content = Text(safe(message.content) or "(empty)")
+        if message.sender and message.sender != AGENT_SENDER and message.tool_call is None:
+            content = join((f"{safe(message.sender)}: ", "dim"), content)
         table.add_row(
-            Text(mark, style="bold green" if mark == "+" else "bold yellow"),
             str(message.event_seq if message.event_seq is not None else ""),
-            message.id,
+            safe(message.id),
             category_label(message),
             status,
             content,
-            style=style,
         )
     return table
 
@@ -370,7 +455,7 @@ def message_detail(message: Message) -> RenderableType:
         rows.append(("attachments", Text(names)))
     if message.metadata:
         rows.append(("metadata", Text(_pretty(message.metadata))))
-    rows.append(("content", Text(message.content or "(empty)")))
+    rows.append(("content", Text(safe(message.content) or "(empty)")))
     for label, value in rows:
         table.add_row(label, value)
     return table
@@ -395,5 +480,6 @@ def turn_lines(state: SessionState) -> Sequence[Text]:
         line.append(f"  inputs {', '.join(turn.input_ids)}")
         if turn.reason:
             line.append(f"  ({excerpt(turn.reason, 60)})", style="dim")
+        line.no_wrap = True
         lines.append(line)
     return lines

@@ -9,6 +9,7 @@ prompt and no artifact store (a current-turn image is reported as missing).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -22,6 +23,7 @@ from rich.text import Text
 from runtime import (
     Event,
     ImagePart,
+    Message,
     ModelView,
     ReasoningPart,
     SessionState,
@@ -37,9 +39,9 @@ from runtime import (
     to_openai,
 )
 
-from ._render import excerpt, message_table, state_header, turn_lines
+from ._render import excerpt, message_lines, message_table, state_header, turn_lines
 
-__all__ = ["PROVIDERS", "VIEWS", "print_view", "view_data", "view_renderable"]
+__all__ = ["PROVIDERS", "VIEWS", "print_parts", "print_view", "view_data", "view_parts"]
 
 VIEWS = ("state", "history", "clean", "openai", "anthropic", "gemini")
 """What ``--view`` takes."""
@@ -79,46 +81,71 @@ def print_view(
     full: bool = False,
 ) -> None:
     """Print ``view`` of ``state`` for people, under the state's header and event."""
-    console.print(state_header(state, last_seq=last_seq, event=event), soft_wrap=True)
+    console.print(state_header(state, last_seq=last_seq, event=event))
     if event_line is not None:
-        console.print(Text.assemble(("Event: ", "bold"), event_line), soft_wrap=True)
+        console.print(Text.assemble(("Event: ", "bold"), event_line))
     console.print()
     if view in PROVIDERS and not console.is_terminal:
         # Plain, unwrapped JSON that can be copied as it is.
         console.print(Text(f"{view} request view (no system prompt):", style="bold"))
         click.echo(_json_text(view_data(view, state)))
         return
-    console.print(view_renderable(view, state, full=full), soft_wrap=view in PROVIDERS)
+    print_parts(console, view_parts(view, state, full=full))
 
 
-def view_renderable(view: str, state: SessionState, *, full: bool = False) -> RenderableType:
-    """``view`` of ``state`` as a rich renderable (tables for people, JSON for requests)."""
+def print_parts(console: Console, parts: list[RenderableType]) -> None:
+    """Print renderables; one-line texts go out plain (and fast) when stdout is not a terminal."""
+    if console.is_terminal:
+        console.print(Group(*parts))
+        return
+    out: list[str] = []
+    for part in parts:
+        if isinstance(part, Text) and part.no_wrap:
+            part = part.copy()
+            part.truncate(console.width, overflow="ellipsis")
+            out.append(part.plain + "\n")
+        else:
+            if out:
+                click.echo("".join(out), nl=False)
+                out.clear()
+            console.print(part)
+    click.echo("".join(out), nl=False)
+
+
+def view_parts(view: str, state: SessionState, *, full: bool = False) -> list[RenderableType]:
+    """``view`` of ``state`` as renderables: message lines, tables, or the request as JSON."""
     if view == "state":
         parts: list[RenderableType] = []
         if len(state):
-            parts.append(message_table(state.messages, full=full))
+            parts += _messages(state.messages, full=full)
         turns = turn_lines(state)
         if turns:
             parts.append(Text("\nTurns:", style="bold"))
             parts.extend(turns)
-        return Group(*parts)
+        return parts
     if view == "history":
         history = session_history(state)
-        return Group(
-            Text(f"session_history: {len(history)} messages, phased", style="bold"),
-            message_table(history, full=full),
-        )
+        title = f"session_history: {len(history)} messages, phased"
+        return _messages(history, full=full, title=title)
     if view == "clean":
         model_view = clean_history(state)
         note = ", truncated" if model_view.truncated else ""
-        return Group(
+        return [
             Text(f"clean_history: {len(model_view)} messages{note}", style="bold"),
             _model_view_table(model_view, full=full),
-        )
-    return Group(
+        ]
+    return [
         Text(f"{view} request view (no system prompt):", style="bold"),
         JSON(_json_text(view_data(view, state))),
-    )
+    ]
+
+
+def _messages(
+    messages: Sequence[Message], *, full: bool, title: str | None = None
+) -> list[RenderableType]:
+    if full:
+        return [message_table(messages, title=title)]
+    return list(message_lines(messages, title=title))
 
 
 def _json_text(data: object) -> str:
