@@ -106,9 +106,10 @@ def inspect(session: str, at_seq: int, db: str) -> None:
     """Step through SESSION's states in a terminal UI.
 
     The timeline is on the left, the state at the cursor on the right with
-    the change from the previous state highlighted. Up/down (j/k) step,
-    [ and ] jump between turns, e jumps to the next error, v cycles the
-    view (state, history, model view, provider requests), q quits.
+    the change from the previous state highlighted. Up/down (k/j) step,
+    Home/End (g/G) go to the ends, [ and ] jump between turns, e jumps to
+    the next error, v cycles the view (state, history, model view, provider
+    requests), q quits.
     """
     with open_store(db) as store:
         line = load_timeline(store, session, db)

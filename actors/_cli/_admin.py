@@ -11,7 +11,7 @@ import click
 import orjson
 from rich.text import Text
 
-from runtime import EVENT_TYPES, AmberError
+from runtime import EVENT_TYPES
 from runtime.store import SQLiteStore, recover_orphans
 
 from .._ids import utc_now
@@ -193,10 +193,7 @@ def import_command(file: Path, new_id: str | None, db: str, as_json: bool) -> No
                 "under another id.",
                 ExitCode.CONFLICT,
             )
-        try:
-            head = store.import_session(data)
-        except AmberError:
-            raise
+        head = store.import_session(data)
     if as_json:
         emit_json({"session_id": head.session_id, "seq": head.seq, "messages": len(head)})
         return
