@@ -23,15 +23,20 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 
-from runtime import AmberError, Event, SessionState, Timeline, TurnEnded, TurnStarted, diff
-
-from ._cli._render import (
-    describe_event,
-    diff_view,
-    message_lines,
-    state_header,
-    time_text,
+from runtime import (
+    AmberError,
+    Event,
+    ModelCallFinished,
+    SessionState,
+    Timeline,
+    TurnEnded,
+    TurnStarted,
+    diff,
 )
+
+from ._cli._render import describe_event, diff_view
+from ._cli._tables import message_lines, state_header
+from ._cli._text import time_text
 from ._cli._views import VIEWS, view_parts
 
 __all__ = ["InspectApp", "is_error_event"]
@@ -41,9 +46,11 @@ _MAX_ROWS = 200
 
 
 def is_error_event(event: Event, state: SessionState) -> bool:
-    """A turn that ended in error, or a tool result that is an error."""
+    """A turn that ended in error, a failed model call, or a tool result that is an error."""
     if isinstance(event, TurnEnded):
         return str(event.outcome) == "error"
+    if isinstance(event, ModelCallFinished):
+        return str(event.status) == "failed"
     message = getattr(event, "message", None)
     return bool(message is not None and getattr(message, "is_error", False))
 

@@ -8,7 +8,8 @@
 ``_app.ExitCode`` and docs/cli.md.
 
 Modules: ``_app`` (exit codes, errors, options, the store), ``_render``
-(how values look), ``_travel`` (read-only commands), ``_views`` (``show
+(how values look), ``_text``, ``_render``, ``_tables`` (how values look), ``_travel`` and
+``_diff`` (read-only commands), ``_views`` (``show
 --view``), ``_replay`` (replay and verify), ``_admin`` (commands that write), ``_chat``, and this
 one (the group, ``demo``, ``inspect`` and ``main``).
 """
@@ -28,8 +29,9 @@ from runtime import AmberError
 from ._admin import events, export, fork, import_command, recover
 from ._app import CliError, ExitCode, db_option, fail, open_store, parse_seq, resolve_seq, translate
 from ._chat import chat
+from ._diff import diff_command
 from ._replay import replay_command
-from ._travel import diff_command, load_timeline, sessions, show, timeline
+from ._travel import load_timeline, sessions, show, timeline
 
 __all__ = ["ExitCode", "cli", "main"]
 

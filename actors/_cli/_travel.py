@@ -1,4 +1,4 @@
-"""The read-only time-travel commands: ``sessions``, ``timeline``, ``show``, ``diff``.
+"""The read-only time-travel commands: ``sessions``, ``timeline``, ``show``.
 
 They open the store without writing to it (a missing file is an error, never
 a new store) and read past states from the log, so they are safe to run
@@ -10,10 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import attrs
 import click
-from rich.console import Console
-from rich.json import JSON
 from rich.table import Table
 from rich.text import Text
 
@@ -22,9 +19,7 @@ from runtime import (
     STATUS_ORDER,
     Event,
     SessionState,
-    StateDiff,
     Timeline,
-    diff,
     to_data,
 )
 from runtime.store import SessionInfo, SQLiteStore
@@ -41,10 +36,15 @@ from ._app import (
     resolve_seq,
     stdout_console,
 )
-from ._render import describe_event, diff_view, join, status_text, time_text, touched_ids
+from ._render import describe_event, touched_ids
+from ._tables import message_detail
+from ._text import join, status_text, time_text
 from ._views import VIEWS, print_view, view_data
 
-__all__ = ["diff_command", "load_timeline", "sessions", "show", "timeline"]
+__all__ = ["event_line", "load_timeline", "sessions", "show", "timeline"]
+
+
+_KIND_WIDTH = max(len(kind) for kind in EVENT_TYPES)
 
 
 def load_timeline(store: SQLiteStore, session_id: str, db: str) -> Timeline:
@@ -123,13 +123,13 @@ def sessions(db: str, as_json: bool) -> None:
     console.print(Text(f"{len(infos)} session(s) in {db}", style="dim"))
 
 
-def _event_line(event: Event, before: SessionState, after: SessionState, width: int) -> Text:
+def event_line(event: Event, before: SessionState, after: SessionState, width: int) -> Text:
     return join(
         (f"{event.seq:>{width}}", "bold"),
         "  ",
         (time_text(event.at), "dim"),
         "  ",
-        (f"{event.kind:<16}", "cyan"),
+        (f"{event.kind:<{_KIND_WIDTH}}", "cyan"),
         "  ",
         describe_event(event, before, after),
     )
@@ -212,7 +212,7 @@ def timeline(
         soft_wrap=True,
     )
     width = len(str(line.last_seq))
-    lines = (_event_line(event, before, after, width) for event, before, after in picked)
+    lines = (event_line(event, before, after, width) for event, before, after in picked)
     if console.is_terminal:
         for text in lines:
             console.print(text)
@@ -307,96 +307,4 @@ def _show_message(line: Timeline, state: SessionState, message_id: str, as_json:
     if as_json:
         emit_json(to_data(message))
         return
-    from ._render import message_detail
-
     stdout_console().print(message_detail(message))
-
-
-def diff_data(delta: StateDiff) -> dict[str, Any]:
-    """A ``StateDiff`` as JSON-ready data."""
-    return {
-        "before_seq": delta.before_seq,
-        "after_seq": delta.after_seq,
-        "added": [to_data(m) for m in delta.added],
-        "removed": [to_data(m) for m in delta.removed],
-        "changed": [
-            {"message_id": c.message_id, "field": c.field, "before": c.before, "after": c.after}
-            for c in delta.changed
-        ],
-        "turns": [
-            {"turn_id": t.turn_id, "before": t.before, "after": t.after} for t in delta.turns
-        ],
-    }
-
-
-_EVENTS_SHOWN = 20
-_FORK_FIELDS = frozenset({"session_id", "event_seq"})
-
-
-@click.command("diff")
-@click.argument("session")
-@click.argument("a", callback=parse_seq)
-@click.argument("b", callback=parse_seq, default="head")
-@click.option(
-    "--other",
-    metavar="SESSION",
-    help="Read B from this session instead (compare a fork with its source).",
-)
-@db_option()
-@json_option
-def diff_command(session: str, a: int, b: int, other: str | None, db: str, as_json: bool) -> None:
-    """What changed in SESSION from seq A to seq B (default: the head).
-
-    With --other, B is read from that session (a fork), and the session_id
-    and event_seq fields, which always differ in a fork, are left out.
-
-    Lists added messages, field changes (status, metadata keys …) and turn
-    changes, then the events in between. Negative seqs count back from the
-    head; put them after '--' (amber diff demo -- -2 -1).
-    """
-    with open_store(db) as store:
-        line = load_timeline(store, session, db)
-        other_line = load_timeline(store, other, db) if other is not None else line
-    seq_a = resolve_seq(a, line, option="A")
-    seq_b = resolve_seq(b, other_line, option="B")
-    delta = diff(line.at(seq_a), other_line.at(seq_b))
-    if other is not None:
-        # A fork's messages always differ from the source's in these two: leave them out.
-        kept = tuple(c for c in delta.changed if c.field not in _FORK_FIELDS)
-        delta = attrs.evolve(delta, changed=kept)
-    if as_json:
-        emit_json({"session_id": session, "other_session_id": other, **diff_data(delta)})
-        return
-    console = stdout_console()
-    title = f"{session} seq {seq_a} → " + (f"{other} seq {seq_b}" if other else f"seq {seq_b}")
-    console.print(Text(title, style="bold"))
-    console.print(diff_view(delta), soft_wrap=True)
-    if other is None and seq_a < seq_b:
-        _events_between(console, line, seq_a, seq_b)
-
-
-def _events_between(console: Console, line: Timeline, a: int, b: int) -> None:
-    count = b - a
-    console.print(Text(f"\n{count} event(s) in between:", style="bold"))
-    width = len(str(b))
-    shown = range(a + 1, min(b, a + _EVENTS_SHOWN) + 1)
-    for seq in shown:
-        console.print(
-            _event_line(line.event(seq), line.at(seq - 1), line.at(seq), width), soft_wrap=True
-        )
-    if count > _EVENTS_SHOWN:
-        console.print(
-            Text(
-                f"… {count - _EVENTS_SHOWN} more: amber timeline {line.session_id} "
-                f"--from {a + _EVENTS_SHOWN + 1} --to {b}",
-                style="dim",
-            )
-        )
-
-
-def print_json_text(console: Console, text: str) -> None:
-    """JSON text, highlighted on a terminal and plain otherwise."""
-    if console.is_terminal:
-        console.print(JSON(text))
-    else:
-        click.echo(text)

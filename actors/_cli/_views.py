@@ -39,7 +39,8 @@ from runtime import (
     to_openai,
 )
 
-from ._render import excerpt, message_lines, message_table, state_header, turn_lines
+from ._tables import message_lines, message_table, model_call_lines, state_header, turn_lines
+from ._text import excerpt
 
 __all__ = ["PROVIDERS", "VIEWS", "print_parts", "print_view", "view_data", "view_parts"]
 
@@ -122,6 +123,10 @@ def view_parts(view: str, state: SessionState, *, full: bool = False) -> list[Re
         if turns:
             parts.append(Text("\nTurns:", style="bold"))
             parts.extend(turns)
+        calls = model_call_lines(state)
+        if calls:
+            parts.append(Text("\nModel calls:", style="bold"))
+            parts.extend(calls)
         return parts
     if view == "history":
         history = session_history(state)

@@ -237,6 +237,18 @@ class TestTimeline:
         kinds = [line.split()[2] for line in call.output.splitlines()[1:]]
         assert kinds == ["message_added", "status_changed", "turn_ended"]  # shown, interrupted
 
+    def test_model_call_events(self, recorded: Recorded) -> None:
+        """Model calls read as numbered calls: started, then completed with cost and outcome."""
+        started = amber("timeline", "demo", "--kind", "model_call_started", "--db", recorded.db)
+        finished = amber("timeline", "demo", "--kind", "model_call_finished", "--db", recorded.db)
+        assert len(started.output.splitlines()) == len(finished.output.splitlines()) == 1 + 6
+        first = finished.output.splitlines()[1]
+        assert "◆ model call #1 run_000001 completed in " in first
+        assert "out tokens → run_shell_command" in first
+        failed = amber("timeline", "broken", "--kind", "model_call_finished", "--db", recorded.db)
+        assert "failed" in failed.output
+        assert "the provider is down" in failed.output
+
     def test_no_match(self, recorded: Recorded) -> None:
         """Filters that match nothing say so and still exit 0."""
         result = amber("timeline", "demo", "--kind", "rolled_back", "--db", recorded.db)
@@ -291,6 +303,18 @@ class TestShow:
         assert "error" in result.output
         assert "crash notice" in result.output
         assert "the provider is down" in amber("timeline", "broken", "--db", recorded.db).output
+
+    def test_model_calls(self, recorded: Recorded) -> None:
+        """The audit rows are listed: one per model call, in order, with status and cost."""
+        out = amber("show", "demo", "--db", recorded.db).output
+        calls = out.split("Model calls:\n", 1)[1].splitlines()
+        assert [line.split()[:3] for line in calls] == [
+            [f"#{n}", f"run_{n:06d}", "completed"] for n in range(1, 7)
+        ]
+        assert "tool_use" in calls[0]
+        broken = amber("show", "broken", "--db", recorded.db).output
+        assert "failed" in broken.split("Model calls:\n", 1)[1]
+        assert "the provider is down" in broken.split("Model calls:\n", 1)[1]
 
     @pytest.mark.parametrize("view", ["openai", "anthropic", "gemini"])
     def test_provider_views_as_they_were(self, recorded: Recorded, view: str) -> None:

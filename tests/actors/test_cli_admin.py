@@ -37,6 +37,20 @@ class TestFork:
             assert head.active_turn_id == "turn_000003"
             assert store.load_state("demo").seq == recorded.demo.events  # the source is as it was
 
+    def test_diff_against_the_source(self, recorded: Recorded, tmp_path: Path) -> None:
+        """A fork equals its source at the fork's seq; later, the diff shows what the source did."""
+        db = recorded.copy(tmp_path)
+        seq = recorded.demo.interrupt_seq - 1
+        amber("fork", "demo", "--at", seq, "--as", "f", "--db", db)
+        same = amber("diff", "demo", seq, "1", "--other", "f", "--db", db)
+        assert same.exit_code == 0
+        assert "no change to messages, turns or model calls" in same.output
+        later = amber("diff", "demo", "--other", "f", "--json", "--db", db, "--", "-1", "-1")
+        data = json.loads(later.output)
+        assert data["other_session_id"] == "f"
+        assert [m["id"] for m in data["removed"]] == ["msg_000015"]  # the reply the fork lacks
+        assert data["model_calls"] == []
+
     def test_ids_are_free_and_explicit_ids_conflict(
         self, recorded: Recorded, tmp_path: Path
     ) -> None:

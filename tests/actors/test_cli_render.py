@@ -7,13 +7,17 @@ from typing import Any
 
 import pytest
 
-from actors._cli._render import describe_event, excerpt, message_lines, safe, touched_ids
+from actors._cli._render import describe_event, touched_ids
+from actors._cli._tables import message_lines
+from actors._cli._text import excerpt, safe
 from runtime import (
     BranchImported,
     Category,
     Event,
     MessageAdded,
     MetadataUpdated,
+    ModelCallFinished,
+    ModelCallStarted,
     OrphanRecovered,
     RolledBack,
     StatusChanged,
@@ -21,6 +25,7 @@ from runtime import (
     ToolCall,
     TurnEnded,
     TurnStarted,
+    Usage,
     diff,
     new_message,
 )
@@ -121,6 +126,41 @@ class TestDescribeEvent:
             "m1",
             "p1",
         }
+
+
+class TestModelCalls:
+    def test_started_finished_and_closed_by_the_turn(self, build: Builder) -> None:
+        """Calls are numbered; a finish says its cost and outcome; a turn end closes running ones."""
+        build.add(Category.USER_QUESTION, "q1", sender="Chii", content="hi")
+        build(TurnStarted, turn_id="t1")
+        assert build(
+            ModelCallStarted, operation_id="op1", source_key="t1#0", turn_id="t1", sequence=1,
+            model="gpt-x",
+        ) == "◆ model call #1 op1 starts (t1, gpt-x)"  # fmt: skip
+        assert build(
+            ModelCallFinished, operation_id="op1", status="completed", duration_ms=1234.5,
+            usage=Usage(input_tokens=1000, output_tokens=20), content="Hello there",
+        ) == "◆ model call #1 op1 completed in 1,234 ms · 1,000 in / 20 out tokens → Hello there"  # fmt: skip
+        build(ModelCallStarted, operation_id="op2", source_key="t1#1", turn_id="t1", sequence=2)
+        assert build(TurnEnded, turn_id="t1", outcome="interrupted") == (
+            "■ t1 ends interrupted; 1 input → interrupted, closes model call op2 (interrupted)"
+        )
+
+    def test_failed(self, build: Builder) -> None:
+        """A failed call shows its error."""
+        build.add(Category.USER_QUESTION, "q1", sender="Chii", content="hi")
+        build(TurnStarted, turn_id="t1")
+        build(ModelCallStarted, operation_id="op1", source_key="t1#0", turn_id="t1", sequence=1)
+        assert (
+            build(
+                ModelCallFinished,
+                operation_id="op1",
+                status="failed",
+                duration_ms=3.25,
+                error="HTTP 529",
+            )
+            == "◆ model call #1 op1 failed in 3.2 ms: HTTP 529"
+        )
 
 
 class TestEscaping:
