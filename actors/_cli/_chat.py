@@ -188,6 +188,8 @@ def chat(session_id: str | None, shell: bool, stream: bool, db: str) -> None:
             existing = 0
         else:
             existing = len(store.load_state(session_id)) if session_id in store else 0
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401  (line editing and history for input())
     console = Console(highlight=False)
     adapter = CliAdapter.start(console=console, echo_inputs=False, stream=stream)
     note = f"continuing, {existing} messages" if existing else "new"
