@@ -16,6 +16,7 @@ one (the group, ``demo``, ``inspect`` and ``main``).
 
 from __future__ import annotations
 
+import errno
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -63,6 +64,10 @@ class AmberGroup(click.Group):
             fail(translate(exc))
         except KeyboardInterrupt:
             fail(CliError("Interrupted.", ExitCode.INTERRUPTED))
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise  # click handles a closed pipe (amber timeline | head)
+            fail(CliError(f"{type(exc).__name__}: {exc}", ExitCode.FAILED))
 
 
 @click.group(cls=AmberGroup, context_settings={"help_option_names": ["-h", "--help"]})

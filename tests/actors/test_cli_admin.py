@@ -210,6 +210,17 @@ class TestExportImport:
         assert "exists already; pass --force" in again.stderr
         assert amber("export", "broken", "-o", file, "--force", "--db", recorded.db).exit_code == 0
 
+    def test_unwritable_output_is_one_line(self, recorded: Recorded, tmp_path: Path) -> None:
+        """An OS error (a missing folder) is a one-line error, exit 1, not a traceback."""
+        result = amber(
+            "export", "demo", "-o", tmp_path / "no" / "such" / "dir.json", "--db", recorded.db
+        )
+        assert result.exit_code == ExitCode.FAILED
+        assert result.stderr.startswith(
+            "amber: FileNotFoundError: [Errno 2] No such file or directory"
+        )
+        assert result.stderr.count("\n") == 1
+
     def test_import_conflict_then_as(self, recorded: Recorded, tmp_path: Path) -> None:
         """Importing a session the store has exits 5; --as stores it under a new id."""
         db = recorded.copy(tmp_path)
