@@ -14,6 +14,8 @@ from rich.text import Span, Text
 
 from runtime import INTERRUPTED_MARK, Category, Message, Status, category_of, thaw
 
+from .._terminal import safe
+
 __all__ = [
     "AUDIT_STYLES",
     "OUTCOME_STYLES",
@@ -80,18 +82,6 @@ def time_text(at: datetime | None, *, date: bool = False) -> str:
     utc = at.astimezone(UTC)
     stamp = utc.strftime("%H:%M:%S.") + f"{utc.microsecond // 1000:03d}"
     return f"{utc:%Y-%m-%d} {stamp}" if date else stamp
-
-
-# Control characters from stored content (a tool's ANSI colors, a stray escape) are
-# shown as \x1b and never sent to the terminal, where they could rewrite the screen.
-_CONTROL = str.maketrans(
-    {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if c not in (0x09, 0x0A)}
-)
-
-
-def safe(text: str) -> str:
-    """``text`` with control characters (but tabs and newlines) spelled out as ``\\xNN``."""
-    return text.translate(_CONTROL)
 
 
 def excerpt(text: str, limit: int = _EXCERPT) -> str:
