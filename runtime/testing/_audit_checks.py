@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from .._audit import AuditStatus
 from .._state import SessionState
-from ._invariants import InvariantViolation
+from ._violation import InvariantViolation, fail
 
 __all__ = ["check_audit"]
 
 
 def _fail(number: int, name: str, seq: int, detail: str) -> InvariantViolation:
-    return InvariantViolation(f"Invariant {number} ({name}) broken at seq {seq}: {detail}")
+    return fail(number, name, seq, detail)
 
 
 def check_audit(state: SessionState, previous: SessionState | None = None) -> None:

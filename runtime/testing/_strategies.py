@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import attrs
 from hypothesis import strategies as st
 
 from .._category import Category, new_message
@@ -19,7 +20,7 @@ from .._events import (
     TurnOutcome,
     TurnStarted,
 )
-from .._input import UserInput
+from .._input import InputLimits, UserInput
 from .._message import Attachment, BrowserElement, Message, Status, ToolCall
 from .._reducer import apply
 from .._state import SessionState
@@ -104,38 +105,90 @@ def browser_elements() -> st.SearchStrategy[BrowserElement]:
     )
 
 
-def user_inputs(*, valid: bool = True) -> st.SearchStrategy[UserInput]:
-    """User inputs; ``valid=False`` draws ones ``validate_input`` must reject."""
+def user_inputs(
+    *, valid: bool = True, limits: InputLimits | None = None
+) -> st.SearchStrategy[UserInput]:
+    """User inputs that ``validate_input(input, limits)`` accepts, or (``valid=False``) rejects.
+
+    Valid inputs: text, an attachment with empty text, browser elements with
+    or without text. Invalid ones break one rule each: blank text with
+    nothing attached, no sender, text over ``max_text_chars``, too many
+    attachments or browser elements, an attachment over
+    ``max_attachment_bytes``, browser elements over ``max_browser_chars``.
+    """
+    limits = limits or InputLimits()
     if valid:
-        return st.one_of(
-            st.builds(UserInput, text=_texts.filter(str.strip), sender=_ids),
+        cap = max(0, min(limits.max_attachments, 3))
+        elements = max(0, min(limits.max_browser_elements, 3))
+        small = attachments().filter(lambda a: a.size <= limits.max_attachment_bytes)
+        options = [
             st.builds(
                 UserInput,
-                text=st.just(""),
+                text=st.text(max_size=min(40, limits.max_text_chars)).filter(str.strip),
                 sender=_ids,
-                attachments=st.lists(attachments(), min_size=1, max_size=3),
-            ),
-            st.builds(
-                UserInput,
-                text=_texts,
-                sender=_ids,
-                browser_elements=st.lists(browser_elements(), min_size=1, max_size=3),
-            ),
-        )
+            )
+        ]
+        if cap:
+            options.append(
+                st.builds(
+                    UserInput,
+                    text=st.just(""),
+                    sender=_ids,
+                    attachments=st.lists(small, min_size=1, max_size=cap),
+                )
+            )
+        if elements:
+            options.append(
+                st.builds(
+                    UserInput,
+                    text=st.text(max_size=min(40, limits.max_text_chars)),
+                    sender=_ids,
+                    browser_elements=st.lists(
+                        browser_elements(), min_size=1, max_size=elements
+                    ).filter(lambda els: sum(e.size for e in els) <= limits.max_browser_chars),
+                )
+            )
+        return st.one_of(options)
+    big = limits.max_attachment_bytes + 1
     return st.one_of(
         st.builds(UserInput, text=st.sampled_from(["", " ", "\n\t"]), sender=_ids),
         st.builds(UserInput, text=st.just("x"), sender=st.just("")),
+        st.builds(UserInput, text=st.just("x" * (limits.max_text_chars + 1)), sender=_ids),
         st.builds(
             UserInput,
             text=st.just("x"),
             sender=_ids,
-            browser_elements=st.lists(browser_elements(), min_size=6, max_size=8),
+            browser_elements=st.lists(
+                browser_elements(),
+                min_size=limits.max_browser_elements + 1,
+                max_size=limits.max_browser_elements + 3,
+            ),
         ),
         st.builds(
             UserInput,
             text=st.just("x"),
             sender=_ids,
-            attachments=st.lists(attachments(), min_size=11, max_size=12),
+            attachments=st.lists(
+                attachments(),
+                min_size=limits.max_attachments + 1,
+                max_size=limits.max_attachments + 2,
+            ),
+        ),
+        st.builds(
+            UserInput,
+            text=st.just("x"),
+            sender=_ids,
+            attachments=attachments().map(lambda a: attrs.evolve(a, size=big)).map(lambda a: [a]),
+        ),
+        st.builds(
+            UserInput,
+            text=st.just("x"),
+            sender=_ids,
+            browser_elements=st.builds(
+                BrowserElement,
+                url=st.just("https://example.com/"),
+                text=st.just("y" * (limits.max_browser_chars + 1)),
+            ).map(lambda e: [e]),
         ),
     )
 

@@ -1,0 +1,73 @@
+"""Amber's property-testing kit, the half that drives a real ``Runtime``.
+
+``LifecycleMachine`` (and ``lifecycle_machine``) run your tools, adapters
+and model inside a runtime under random traffic, checking DESIGN §11 after
+every step; ``ToolContract`` and ``AdapterContract`` are test classes that
+pin the contracts of your own parts; the pytest plugin (loaded by the
+``amber`` entry point) gives fixtures. The pure half — strategies and
+invariant checks over values — is ``runtime.testing``.
+"""
+
+from ._contracts import AdapterContract as AdapterContract
+from ._contracts import ToolContract as ToolContract
+from ._contracts import check_adapter_updates as check_adapter_updates
+from ._contracts import check_tool_call as check_tool_call
+from ._contracts import updates_of as updates_of
+from ._instrument import CallLedger as CallLedger
+from ._instrument import CallRecord as CallRecord
+from ._instrument import InstrumentedTool as InstrumentedTool
+from ._instrument import ModelFault as ModelFault
+from ._instrument import ObservedModel as ObservedModel
+from ._instrument import ToolFault as ToolFault
+from ._machine import LifecycleMachine as LifecycleMachine
+from ._machine import lifecycle_machine as lifecycle_machine
+from ._observe import DeliveryLedger as DeliveryLedger
+from ._observe import DeliveryReport as DeliveryReport
+from ._observe import ObservedRuntime as ObservedRuntime
+from ._plans import PLAN_KEY as PLAN_KEY
+from ._plans import Answer as Answer
+from ._plans import PlannedModel as PlannedModel
+from ._plans import RaiseError as RaiseError
+from ._plans import Say as Say
+from ._plans import SayNothing as SayNothing
+from ._plans import TurnPlan as TurnPlan
+from ._plans import UseTools as UseTools
+from ._store import FAILURES_ENV as FAILURES_ENV
+from ._store import RestartableMemoryStore as RestartableMemoryStore
+from ._strategies import answers as answers
+from ._strategies import model_responses as model_responses
+from ._strategies import tool_uses as tool_uses
+from ._strategies import turn_plans as turn_plans
+
+__all__ = [
+    "FAILURES_ENV",
+    "PLAN_KEY",
+    "AdapterContract",
+    "Answer",
+    "CallLedger",
+    "CallRecord",
+    "DeliveryLedger",
+    "DeliveryReport",
+    "InstrumentedTool",
+    "LifecycleMachine",
+    "ModelFault",
+    "ObservedModel",
+    "ObservedRuntime",
+    "PlannedModel",
+    "RaiseError",
+    "RestartableMemoryStore",
+    "Say",
+    "SayNothing",
+    "ToolContract",
+    "ToolFault",
+    "TurnPlan",
+    "UseTools",
+    "answers",
+    "check_adapter_updates",
+    "check_tool_call",
+    "lifecycle_machine",
+    "model_responses",
+    "tool_uses",
+    "turn_plans",
+    "updates_of",
+]

@@ -1,0 +1,365 @@
+"""Contract tests for your own tools and adapters: base classes pytest collects.
+
+    class TestWordCount(ToolContract):
+        tool = word_count
+
+    class TestSlackAdapter(AdapterContract):
+        def make_adapter(self):
+            return SlackAdapter.start(client=FakeSlack())
+
+Each ``test_*`` method is a Hypothesis property of the contract in
+docs/tools.md or docs/adapters.md; a class sets ``examples`` to run more.
+The same checks are functions too: ``check_tool_call``, ``check_adapter_updates``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import attrs
+import pykka
+import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runtime import (
+    ChannelKind,
+    Status,
+    Timeline,
+    Visibility,
+    category_of,
+    channel_rule,
+    diff,
+)
+from runtime.testing import (
+    InvariantViolation,
+    arguments_for,
+    invalid_arguments_for,
+    timelines,
+)
+
+from .._adapter import Update, awaits_delivery
+from .._tools import Tool, ToolOutcome, tool
+
+__all__ = [
+    "AdapterContract",
+    "ToolContract",
+    "check_adapter_updates",
+    "check_tool_call",
+    "updates_of",
+]
+
+
+def _contract(rule: str, detail: str) -> InvariantViolation:
+    return InvariantViolation(f"Contract ({rule}) broken: {detail}", name=rule, detail=detail)
+
+
+def _in_thread(fn: Callable[[], Any], timeout: float) -> tuple[bool, Any, BaseException | None]:
+    """Run ``fn`` in a daemon thread; (finished, value, error). A call that never ends is left."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="amber-contract", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return not thread.is_alive(), box.get("value"), box.get("error")
+
+
+def check_tool_call(
+    tool_: Tool,
+    arguments: Mapping[str, Any] | Any,
+    *,
+    cancel_after: float | None = None,
+    grace: float = 1.0,
+    expect_error: str | None = None,
+) -> ToolOutcome | None:
+    """Run one call of ``tool_`` the way the runtime does and check the tool contract.
+
+    The call must end within the tool's ``timeout`` plus ``grace`` with a
+    ``ToolOutcome`` (errors included) whose summary is one line of at most
+    200 characters and whose content respects ``max_output_chars``. With
+    ``cancel_after``, the call is cancelled after that many seconds and must
+    end (return, or let ``trio.Cancelled`` through) within ``grace``.
+
+    Args:
+        tool_: the tool.
+        arguments: the model's arguments.
+        cancel_after: cancel the call after this many seconds.
+        grace: how long past its limit (or its cancellation) a call may take.
+        expect_error: the ``error_type`` the outcome must have.
+
+    Returns:
+        The outcome (None when the call was cancelled before it ended).
+
+    Raises:
+        InvariantViolation: the call broke the contract.
+    """
+    rule = "a tool answers every call with a result or an error, cancellation included"
+    name = f"tool {tool_.name!r} called with {arguments!r}"
+
+    async def call() -> ToolOutcome | None:
+        if cancel_after is None:
+            return await tool_.invoke(arguments)
+        with trio.move_on_after(cancel_after):
+            return await tool_.invoke(arguments)
+        return None
+
+    limit = (tool_.timeout or 30.0) if cancel_after is None else cancel_after
+    started = time.monotonic()
+    finished, outcome, error = _in_thread(lambda: trio.run(call), limit + grace)
+    took = time.monotonic() - started
+    if not finished:
+        what = "its cancellation" if cancel_after is not None else "its time limit"
+        raise _contract(
+            rule, f"{name} was still running {grace} s after {what} ({took:.1f} s in all); a tool "
+            "must stop at its limit and when cancelled (async: reach an await; no shielding)",
+        )  # fmt: skip
+    if error is not None:
+        raise _contract(
+            rule, f"{name} raised {type(error).__name__}: {error}; failures must come back as a "
+            "ToolOutcome with is_error (Tool.invoke does this for a plain function)",
+        ) from error  # fmt: skip
+    if outcome is None:
+        return None
+    if not isinstance(outcome, ToolOutcome):
+        raise _contract(rule, f"{name} returned {outcome!r}, not a ToolOutcome")
+    if not isinstance(outcome.content, str):
+        raise _contract(rule, f"{name} answered content {outcome.content!r}, not a str")
+    if len(outcome.content) > tool_.max_output_chars + 64:
+        raise _contract(
+            rule, f"{name} answered {len(outcome.content)} characters, over its limit of "
+            f"{tool_.max_output_chars}",
+        )  # fmt: skip
+    summary = outcome.summary
+    if summary is not None and ("\n" in summary or len(summary) > 200):
+        raise _contract(rule, f"{name} has a summary that is not one line of <= 200 characters")
+    if expect_error is not None and (not outcome.is_error or outcome.error_type != expect_error):
+        raise _contract(
+            rule, f"{name} should be refused with error_type {expect_error!r}; it answered "
+            f"is_error={outcome.is_error}, error_type={outcome.error_type!r}: "
+            f"{outcome.content[:200]!r}",
+        )  # fmt: skip
+    return outcome
+
+
+def _as_tool(value: Tool | Callable[..., Any]) -> Tool:
+    return value if isinstance(value, Tool) else tool(value)
+
+
+class ToolContract:
+    """Tests that your tool answers every call (subclass it as ``TestMyTool``; set ``tool``).
+
+    - valid arguments (drawn from its schema) get an outcome, never an exception;
+    - invalid arguments get an ``invalid_arguments`` error;
+    - a call cancelled at a random moment ends promptly;
+    - the outcome respects the output limit and the one-line summary.
+    """
+
+    tool: ClassVar[Tool | Callable[..., Any]]
+    """The tool under test."""
+    examples: ClassVar[int] = 25
+    """Hypothesis examples per property."""
+    grace: ClassVar[float] = 1.0
+    """Seconds past its limit or its cancellation a call may take."""
+    cancel_delays: ClassVar[Sequence[float]] = (0.0, 0.001, 0.01, 0.05)
+    """When calls are cancelled, in seconds after they start."""
+
+    def _tool(self) -> Tool:
+        return _as_tool(type(self).tool)
+
+    def _settings(self) -> settings:
+        return settings(
+            max_examples=self.examples,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            database=None,
+        )
+
+    def test_valid_arguments_get_an_outcome(self) -> None:
+        """Arguments that fit the schema get a ToolOutcome (a result or an error), not a raise."""
+        tool_ = self._tool()
+
+        @self._settings()
+        @given(arguments_for(tool_.parameters))
+        def prop(arguments: dict[str, Any]) -> None:
+            check_tool_call(tool_, arguments, grace=self.grace)
+
+        prop()
+
+    def test_invalid_arguments_get_an_invalid_arguments_error(self) -> None:
+        """Arguments that break the schema are refused with ``invalid_arguments``."""
+        tool_ = self._tool()
+
+        @self._settings()
+        @given(invalid_arguments_for(tool_.parameters))
+        def prop(arguments: Any) -> None:
+            check_tool_call(tool_, arguments, grace=self.grace, expect_error="invalid_arguments")
+
+        prop()
+
+    def test_cancelled_calls_end_promptly(self) -> None:
+        """A call cancelled at any moment ends within ``grace`` seconds (cancelled, or a result)."""
+        tool_ = self._tool()
+
+        @self._settings()
+        @given(arguments_for(tool_.parameters), st.sampled_from(list(self.cancel_delays)))
+        def prop(arguments: dict[str, Any], delay: float) -> None:
+            check_tool_call(tool_, arguments, cancel_after=delay, grace=self.grace)
+
+        prop()
+
+
+def updates_of(timeline: Timeline, *, platform: str, channel_id: str = "general") -> list[Update]:
+    """The ``Update``s a session actor announces for ``timeline``, as seen on ``platform``.
+
+    Every message joining is an update (``previous=None``), every status
+    change another; messages are moved to ``platform``/``channel_id``.
+    """
+    out: list[Update] = []
+    previous = timeline.base
+    for state in timeline.states():
+        if state is previous:
+            continue
+        change = diff(previous, state)
+        for message in change.added:
+            out.append(
+                Update(
+                    session_id=state.session_id,
+                    seq=state.seq,
+                    message=attrs.evolve(message, chatbot_id=platform, channel_id=channel_id),
+                )
+            )
+        for status in change.status_changes:
+            message = state.message(status.message_id)
+            assert isinstance(status.before, Status)
+            out.append(
+                Update(
+                    session_id=state.session_id,
+                    seq=state.seq,
+                    message=attrs.evolve(message, chatbot_id=platform, channel_id=channel_id),
+                    previous=status.before,
+                )
+            )
+        previous = state
+    return out
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.reports: list[tuple[str, str, Status]] = []
+
+    def delivered(self, session_id: str, message_id: str, expected: Status) -> None:
+        with self.lock:
+            self.reports.append((session_id, message_id, expected))
+
+
+def check_adapter_updates(
+    ref: pykka.ActorRef[Any], updates: Sequence[Update], *, timeout: float = 10.0
+) -> None:
+    """Tell ``updates`` to a started adapter and check the delivery contract.
+
+    Every new message that waits for delivery and that the adapter's channel
+    shows or absorbs is reported delivered exactly once, with the status it
+    was announced with; nothing else is reported (no inputs, nudges, hidden
+    messages, status changes or replays); the adapter survives every update.
+
+    Raises:
+        InvariantViolation: naming the message and what went wrong.
+    """
+    rule = "an adapter reports each output it shows or absorbs delivered exactly once"
+    proxy = ref.proxy()
+    platform = proxy.platform.get(timeout=timeout)
+    kind = ChannelKind(proxy.kind.get(timeout=timeout))
+    sink = _Sink()
+    proxy.attach(sink).get(timeout=timeout)
+    for update in updates:
+        ref.tell(update)
+    try:
+        proxy.platform.get(timeout=timeout)  # a barrier: every update before it is handled
+    except pykka.ActorDeadError:
+        raise _contract(
+            rule, "the adapter died while handling updates (an exception out of on_receive?)"
+        ) from None
+    expected: dict[str, Status] = {}
+    labels: dict[str, str] = {}
+    for update in updates:
+        message = update.message
+        labels[message.id] = f"{message.id!r} ({category_of(message).label}, {message.status})"
+        if (
+            update.is_new
+            and message.chatbot_id == platform
+            and awaits_delivery(message)
+            and channel_rule(kind, message).visibility is not Visibility.HIDDEN
+        ):
+            expected.setdefault(message.id, message.status)
+    with sink.lock:
+        reports = list(sink.reports)
+    counts = Counter(message_id for _, message_id, _ in reports)
+    for _, message_id, status in reports:
+        if message_id not in expected:
+            raise _contract(
+                rule, f"the adapter reported message {labels.get(message_id, message_id)} "
+                "delivered, but it never waited for this adapter to deliver it",
+            )  # fmt: skip
+        if counts[message_id] > 1:
+            raise _contract(
+                rule, f"the adapter reported message {labels[message_id]} delivered "
+                f"{counts[message_id]} times",
+            )  # fmt: skip
+        if status is not expected[message_id]:
+            raise _contract(
+                rule, f"the adapter reported message {labels[message_id]} delivered from "
+                f"{status}, but it was announced {expected[message_id]}",
+            )  # fmt: skip
+    missing = [labels[m] for m in expected if m not in counts]
+    if missing:
+        raise _contract(rule, f"the adapter never reported {', '.join(missing)} delivered")
+
+
+class AdapterContract:
+    """Tests that your adapter keeps the delivery contract (subclass as ``TestMyAdapter``).
+
+    Implement ``make_adapter`` to start your adapter (with a fake client);
+    the tests feed it the updates of random sessions — every category,
+    interrupts, partial output, replays — and check each output it shows or
+    absorbs is reported delivered exactly once, and nothing else.
+    """
+
+    examples: ClassVar[int] = 25
+    """Hypothesis examples per property."""
+    max_steps: ClassVar[int] = 30
+    """Events per drawn session."""
+
+    def make_adapter(self) -> pykka.ActorRef[Any]:
+        """Start and return your adapter actor (stopped by the test)."""
+        raise NotImplementedError("Subclasses of AdapterContract implement make_adapter().")
+
+    def test_reports_each_output_exactly_once(self) -> None:
+        """Random sessions: every shown or absorbed output is reported once, nothing else."""
+
+        @settings(
+            max_examples=self.examples,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            database=None,
+        )
+        @given(timelines(max_steps=self.max_steps, rich=True))
+        def prop(timeline: Timeline) -> None:
+            ref = self.make_adapter()
+            try:
+                platform = ref.proxy().platform.get(timeout=10)
+                check_adapter_updates(ref, updates_of(timeline, platform=platform))
+            finally:
+                ref.stop()
+
+        prop()

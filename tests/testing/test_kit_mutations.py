@@ -1,0 +1,145 @@
+"""Mutation tests: each deliberately buggy part makes the kit fail, naming what broke.
+
+Parts the user plugs in (adapters, tools, models) are run in a
+``LifecycleMachine``: the failure must be an ``InvariantViolation`` whose
+message names the invariant or contract, shrunk to a short readable
+example, with the saved session's ``amber inspect`` command. Invariants the
+core enforces by construction are shown caught on hand-corrupted values in
+``test_kit_checks.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from buggy import (
+    DeliversInputs,
+    DeliversTwice,
+    EditsMessages,
+    NeverDelivers,
+    ReusedCallIds,
+    echo,
+    hangs,
+    raising_tool,
+)
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from actors import FakePlatform
+from actors.testing import lifecycle_machine
+from runtime.testing import InvariantViolation
+
+pytestmark = pytest.mark.slow
+
+FAST = {"wait_timeout": 0.3, "cancel_grace": 0.3, "stop_timeout": 0.3}
+
+
+def run_machine(tmp_path: Path, **options: Any) -> InvariantViolation:
+    """Run a machine with ``options`` until it fails; return the (shrunk) violation."""
+    machine = lifecycle_machine(name="Buggy", failures_dir=str(tmp_path), **FAST, **options)
+    with pytest.raises(InvariantViolation) as caught:
+        run_state_machine_as_test(
+            machine,
+            settings=settings(
+                max_examples=100,
+                stateful_step_count=10,
+                deadline=None,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+                report_multiple_bugs=False,
+            ),
+        )
+    return caught.value
+
+
+def notes(error: BaseException) -> str:
+    return "\n".join(getattr(error, "__notes__", []))
+
+
+def assert_readable(error: BaseException, tmp_path: Path) -> None:
+    """The failure carries the shrunk steps and the command to open its saved sessions."""
+    text = notes(error)
+    assert "state = Buggy()" in text
+    steps = [
+        line for line in text.splitlines() if line.startswith("state.") and "invariants" not in line
+    ]
+    assert 1 <= len(steps) <= 6, text
+    saved = list(tmp_path.glob("*.db"))
+    assert saved, "no saved session"
+    assert re.search(rf"amber inspect s\d --db {re.escape(str(saved[0]))}", text), text
+
+
+class TestAdapterBugs:
+    def test_adapter_that_delivers_twice(self, tmp_path: Path) -> None:
+        """Reporting a message twice breaks invariant 1 (exactly once)."""
+        error = run_machine(
+            tmp_path, adapters=lambda: [DeliversTwice.start(client=FakePlatform("discord"))]
+        )
+        assert re.match(
+            r"^Invariant 1 \(an adapter reports each message delivered exactly once\) broken at "
+            r"seq \d+: adapter DeliversTwice\('discord', run \d\) reported message '\w+' \(.+\) "
+            r"delivered 2 times, but it was announced 1 time\(s\)",
+            str(error),
+        )
+        assert error.invariant == 1
+        assert_readable(error, tmp_path)
+
+    def test_adapter_that_marks_inputs_delivered(self, tmp_path: Path) -> None:
+        """Reporting an input delivered breaks invariant 1 (only output is delivered)."""
+        error = run_machine(
+            tmp_path, adapters=lambda: [DeliversInputs.start(client=FakePlatform("discord"))]
+        )
+        assert "Invariant 1 (only output waiting for delivery is reported delivered)" in str(error)
+        assert "while it was pending_agent" in str(error)
+        assert_readable(error, tmp_path)
+
+    def test_adapter_that_never_delivers(self, tmp_path: Path) -> None:
+        """Output left pending breaks the delivery contract at the next settle."""
+        error = run_machine(tmp_path, adapters=lambda: [NeverDelivers.start(platform="discord")])
+        assert str(error).startswith(
+            "Contract (adapters report every output they show or absorb delivered) broken"
+        )
+        assert "still not reported delivered" in str(error)
+        assert_readable(error, tmp_path)
+
+    def test_adapter_that_edits_messages_in_place(self, tmp_path: Path) -> None:
+        """A message forced open and changed differs from the stored log (invariants 5/6)."""
+        error = run_machine(
+            tmp_path, adapters=lambda: [EditsMessages.start(client=FakePlatform("discord"))]
+        )
+        assert error.invariant in (5, 6)
+        assert "(edited)" in str(error)
+        assert_readable(error, tmp_path)
+
+
+class TestToolBugs:
+    def test_tool_that_never_returns(self, tmp_path: Path) -> None:
+        """A tool with no limit that hangs keeps its input from a final status (invariant 9)."""
+        error = run_machine(tmp_path, tools=[hangs])
+        assert str(error).startswith(
+            "Invariant 9 (every accepted user message reaches a final status) broken"
+        )
+        assert "tool 'hangs' running for" in str(error)
+        assert_readable(error, tmp_path)
+
+    def test_tool_whose_invoke_raises(self, tmp_path: Path) -> None:
+        """An exception out of invoke breaks the tool contract, named with the call."""
+        error = run_machine(tmp_path, tools=[raising_tool()])
+        assert str(error).startswith(
+            "Contract (a tool answers every call with a result or an error) broken by call"
+        )
+        assert "of tool 'query'" in str(error)
+        assert "invoke raised RuntimeError: database is locked" in str(error)
+        assert_readable(error, tmp_path)
+
+
+class TestModelBugs:
+    def test_model_that_reuses_tool_call_ids(self, tmp_path: Path) -> None:
+        """Call ids reused across turns kill the session actor (a runtime bug the kit found)."""
+        error = run_machine(tmp_path, tools=[echo], model=ReusedCallIds)
+        assert "Invariant 9 (every accepted user message reaches a final status)" in str(error)
+        assert "died (DuplicateMessage: Tool call id 'call_0'" in str(error)
+        assert_readable(error, tmp_path)
