@@ -14,7 +14,9 @@ trailer (metrics, interrupted marker) is printed, so nothing shows twice.
 from __future__ import annotations
 
 import logging
+import re
 
+import attrs
 from rich.console import Console, RenderableType
 from rich.json import JSON
 from rich.markdown import Markdown
@@ -34,8 +36,11 @@ from runtime import (
 
 from ._adapter import Adapter, Delta, DeltaKind, Update
 from ._channels import format_turn_metrics
+from ._terminal import safe
 
 __all__ = ["CliAdapter"]
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 _log = logging.getLogger("amber.adapters")
 _STREAMED = {Category.THOUGHT: DeltaKind.REASONING, Category.REPLY: DeltaKind.TEXT}
@@ -99,6 +104,10 @@ class CliAdapter(Adapter):
         """Print a new message (see the module docstring for how each category looks)."""
         self._end_stream()
         message = update.message
+        if _CONTROL.search(message.content):
+            # Stored text is untrusted (tool output, model text): never let an escape
+            # sequence reach the terminal (clear screen, retitle, hyperlinks …).
+            message = attrs.evolve(message, content=safe(message.content))
         category = self.category(message)
         if category.is_input:
             if self.echo_inputs or category is Category.BACKGROUND_ALERT:
@@ -132,7 +141,7 @@ class CliAdapter(Adapter):
                     self.console.print(Text("💭 ", style=_color(Category.THOUGHT)), end="")
                 self._streamed[(delta.session_id, delta.turn_id, delta.kind)] = ""
             style = _color(Category.THOUGHT) if delta.kind is DeltaKind.REASONING else ""
-            self.console.print(Text(delta.text, style=style), end="")
+            self.console.print(Text(safe(delta.text), style=style), end="")
             self._streamed[(delta.session_id, delta.turn_id, delta.kind)] += delta.text
         except Exception:
             _log.exception("CliAdapter could not print a delta of stream %r.", delta.stream_id)

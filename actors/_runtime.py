@@ -23,6 +23,7 @@ import pykka
 import trio
 
 from runtime import (
+    AuditRow,
     Category,
     Message,
     SessionState,
@@ -174,6 +175,7 @@ class Runtime:
                 ids=self.ids,
                 clock=self.clock,
                 passivate=self._request_passivation,
+                forget=self._forget,
             )
             with self._lock:
                 self._state = "running"
@@ -275,7 +277,10 @@ class Runtime:
         entry = self._session_if_needed(session_id)
         if entry is None:
             return self._call_store(lambda s: s.load_state(session_id))
-        future = entry.proxy.when_idle(settled).get(timeout=self.settings.ask_timeout)
+        try:
+            future = entry.proxy.when_idle(settled).get(timeout=self.settings.ask_timeout)
+        except pykka.ActorDeadError:  # passivated or stopped meanwhile: ask again
+            future = self._session_call(session_id, lambda p: p.when_idle(settled))
         try:
             state: SessionState = future.get(timeout=timeout)
         except pykka.Timeout:
@@ -300,6 +305,14 @@ class Runtime:
             except pykka.ActorDeadError:
                 pass
         return self._call_store(lambda s: s.load_state(session_id))
+
+    def model_calls(self, session_id: str, turn_id: str | None = None) -> tuple[AuditRow, ...]:
+        """The session's model calls (audit rows) in sequence order, running ones included.
+
+        Raises:
+            UnknownSession: the store has no such session.
+        """
+        return self.state(session_id).model_calls(turn_id)
 
     def timeline(self, session_id: str) -> Timeline:
         """Every state of the session since its first event, read from the store.
@@ -402,6 +415,13 @@ class Runtime:
             entry.ref.tell(_Delivered(message_id, expected))
         except pykka.ActorDeadError:
             self._session(session_id).ref.tell(_Delivered(message_id, expected))
+
+    def _forget(self, session_id: str, ref: pykka.ActorRef[Any]) -> None:
+        with self._lock:
+            entry = self._live.get(session_id)
+            if entry is not None and entry.ref is ref:
+                del self._live[session_id]
+                self._live_changed.notify_all()
 
     def _request_passivation(self, session_id: str, ref: pykka.ActorRef[Any], seq: int) -> None:
         effects = self._effects

@@ -16,6 +16,7 @@ function of the request, for models that must react to what they see.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -206,12 +207,19 @@ class ScriptedModel:
             that picks the response for each request.
         fallback: what to answer once a list script is used up; None raises
             ``ScriptExhausted`` in the stream (the turn ends as error).
+        keep_requests: how many of the latest requests ``requests`` keeps
+            (each holds a state and a view); None keeps them all.
 
-    ``requests`` records every request it got (thread-safe), so a test can
+    ``requests`` records the requests it got (thread-safe), so a test can
     check what the model was shown.
     """
 
-    def __init__(self, script: Script, *, fallback: Response | None = None) -> None:
+    name = "scripted"
+    """The model's name (recorded in model-call audit rows)."""
+
+    def __init__(
+        self, script: Script, *, fallback: Response | None = None, keep_requests: int | None = 1000
+    ) -> None:
         if not callable(script):
             script = list(script)
             for position, item in enumerate(script):
@@ -224,17 +232,19 @@ class ScriptedModel:
         self._fallback = fallback
         self._lock = threading.Lock()
         self._next = 0
-        self.requests: list[ModelRequest] = []
+        self.requests: deque[ModelRequest] = deque(maxlen=keep_requests)
+        self._calls = 0
 
     @property
     def calls_made(self) -> int:
         """How many times the model was called."""
         with self._lock:
-            return len(self.requests)
+            return self._calls
 
     def _pick(self, request: ModelRequest) -> Response:
         with self._lock:
             self.requests.append(request)
+            self._calls += 1
             if callable(self._script):
                 picked: Response | None = None
             else:

@@ -37,6 +37,14 @@ class Services:
     clock: Clock
     passivate: Callable[[str, pykka.ActorRef[Any], int], None]
     """Called by an idle session actor: ``(session_id, its ref, its seq)``."""
+    forget: Callable[[str, pykka.ActorRef[Any]], None]
+    """Called by a session actor that stops on its own: ``(session_id, its ref)``."""
+
+    @property
+    def model_name(self) -> str | None:
+        """The model's ``name`` attribute, if it has one (recorded in audit rows)."""
+        name = getattr(self.model, "name", None)
+        return name if isinstance(name, str) and name else None
 
     def tool_actor(self, name: str) -> pykka.ActorRef[Any]:
         """The actor that runs tool ``name`` (it must exist)."""

@@ -29,10 +29,15 @@ from pykka import ThreadingFuture
 from runtime import (
     INPUT_CATEGORIES,
     AmberError,
+    AuditCall,
+    AuditConflict,
+    AuditStatus,
     Category,
     EventRejected,
     Message,
     MessageAdded,
+    ModelCallFinished,
+    ModelCallStarted,
     OrphanRecovered,
     SessionState,
     Status,
@@ -70,6 +75,10 @@ __all__ = ["SessionActor"]
 log = logging.getLogger("amber.session")
 
 
+_Spec = tuple[type[Event], dict[str, Any]]
+"""An event to build: its class and fields (seq, session and time are added)."""
+
+
 class ModelTimeout(TimeoutError):
     """A model call took longer than ``Settings.model_timeout``."""
 
@@ -99,6 +108,12 @@ class _Delivered:
         self.expected = expected
 
 
+class _StartTurn:
+    """Start a turn if input waits (told by the actor to itself, so callers need not wait)."""
+
+    __slots__ = ()
+
+
 class _Wake:
     __slots__ = ("kind", "token")
 
@@ -125,8 +140,11 @@ class _Run:
         self.tools: dict[str, tuple[int, Any]] = {}  # call id -> (run id, handle)
         self.tool_calls = 0
         self.tokens = 0
-        self.context_tokens = 0
+        self.context_tokens: int | None = None  # from usage, the window, or counted at the end
+        self.last_view: Any = None
         self.nudges = 0
+        self.source_key = ""  # the audit key of the current model call
+        self.operation_id: str | None = None  # its audit row, once opened
 
     def handles(self) -> list[Any]:
         out = [handle for _, handle in self.tools.values()]
@@ -209,8 +227,9 @@ class SessionActor(pykka.ThreadingActor):
         stored = self.state_now().message(message.id)
         if self._run is not None:
             self._end_turn(TurnOutcome.INTERRUPTED, f"interrupted by {message.id}")
-        self._maybe_start_turn()
-        self._after()
+        # Building the model's view can take a while on a long session: the caller
+        # gets its answer once the input is stored, and the turn starts next.
+        self.actor_ref.tell(_StartTurn())
         return stored
 
     def add_output(self, category: Category, content: str, **fields: Any) -> Message:
@@ -233,8 +252,7 @@ class SessionActor(pykka.ThreadingActor):
         if self._run is None:
             return False
         self._end_turn(TurnOutcome.INTERRUPTED, reason)
-        self._maybe_start_turn()
-        self._after()
+        self.actor_ref.tell(_StartTurn())
         return True
 
     def when_idle(self, settled: bool = False) -> ThreadingFuture[SessionState]:
@@ -289,7 +307,27 @@ class SessionActor(pykka.ThreadingActor):
     # -- messages from effects and adapters ----------------------------------
 
     def on_receive(self, message: Any) -> Any:
-        """Handle reports from effects, tools, adapters and timers."""
+        """Handle reports from effects, tools, adapters and timers.
+
+        A failure here (a store that cannot write, say) must not leave a turn
+        hanging: the turn is failed if possible; if even that fails, the actor
+        stops and the session is reloaded from the store on its next message.
+        """
+        try:
+            self._receive(message)
+        except Exception as exc:
+            log.exception("session %s failed handling %s", self.session_id, type(message).__name__)
+            try:
+                if self._run is not None:
+                    self._fail(f"the runtime failed: {type(exc).__name__}: {exc}")
+                self._after()
+            except Exception:
+                log.exception("session %s cannot go on; it stops and reloads", self.session_id)
+                self._svc.forget(self.session_id, self.actor_ref)
+                self.stop()
+        return None
+
+    def _receive(self, message: Any) -> None:
         if isinstance(message, _Chunk):
             self._on_chunk(message)
         elif isinstance(message, _ModelEnded):
@@ -300,11 +338,12 @@ class SessionActor(pykka.ThreadingActor):
             self._on_delivered(message)
         elif isinstance(message, _Wake):
             self._on_wake(message)
+        elif isinstance(message, _StartTurn):
+            self._maybe_start_turn()
         else:
             log.warning("session %s ignores an unknown message %r", self.session_id, message)
-            return None
+            return
         self._after()
-        return None
 
     # -- events ---------------------------------------------------------------
 
@@ -415,11 +454,10 @@ class SessionActor(pykka.ThreadingActor):
         except AmberError as exc:
             self._fail(f"the model's view could not be built: {exc}")
             return
-        run.context_tokens = (
-            view.tokens
-            if view.tokens is not None
-            else sum(approx_tokens(m.text) for m in view.messages)
-        )
+        # Counting the view's tokens costs a walk of it; without a window it is
+        # done once, when the turn ends, and only if the model reports no usage.
+        run.context_tokens = view.tokens
+        run.last_view = view
         request = ModelRequest(
             session_id=self.session_id,
             turn_id=run.turn_id,
@@ -429,6 +467,8 @@ class SessionActor(pykka.ThreadingActor):
             tools=self._svc.tool_specs,
             system=settings.system_prompt,
         )
+        run.source_key = f"{run.turn_id}#{run.call_index}"
+        run.operation_id = None
         run.call_index += 1
         run_id = self._new_run_id()
         run.model_run = run_id
@@ -448,14 +488,19 @@ class SessionActor(pykka.ThreadingActor):
         if run is None or report.run_id != run.model_run or run.assembler is None:
             return
         chunk = report.chunk
-        try:
-            run.assembler.feed(chunk)
-        except StreamError as exc:
-            self._fail(f"the model's stream is malformed: {exc}")
-            return
         if isinstance(chunk, MessageStart):
             if chunk.id:
                 run.stream_id = chunk.id
+            if not self._open_call(chunk.id or run.stream_id):
+                return
+        elif run.operation_id is None and not self._open_call(run.stream_id):
+            return  # a stream without MessageStart: the row opens at its first chunk
+        try:
+            run.assembler.feed(chunk)
+        except StreamError as exc:
+            self._model_failed(f"the model's stream is malformed: {exc}", None)
+            return
+        if isinstance(chunk, MessageStart):
             return
         kind = index = name = None
         if isinstance(chunk, TextDelta):
@@ -485,26 +530,93 @@ class SessionActor(pykka.ThreadingActor):
             return
         run.model_handle = None
         if report.error is not None:
-            self._fail(_describe(report.error, "the model call failed"))
+            self._model_failed(_describe(report.error, "the model call failed"), report.duration_ms)
             return
         assert run.assembler is not None
         try:
             response = run.assembler.response()
         except StreamError as exc:
-            self._fail(f"the model's stream is malformed: {exc}")
+            self._model_failed(f"the model's stream is malformed: {exc}", report.duration_ms)
             return
         run.assembler = None
+        if run.operation_id is None and not self._open_call(response.id or run.stream_id):
+            return
+        # The row's finish is stored in the same commit as what the answer leads to.
+        finished: _Spec = (
+            ModelCallFinished,
+            {
+                "operation_id": run.operation_id,
+                "status": AuditStatus.COMPLETED,
+                "duration_ms": report.duration_ms,
+                "usage": response.usage,
+                "content": response.text,
+                "reasoning": response.reasoning,
+                "tool_calls": [
+                    AuditCall(id=c.id, name=c.name, arguments_json=c.arguments_json)
+                    for c in response.tool_calls
+                ],
+                "stop_reason": response.stop_reason,
+            },
+        )
         if response.usage is not None:
             run.tokens += response.usage.total_tokens
             if response.usage.input_tokens:
                 run.context_tokens = response.usage.input_tokens
         if response.is_empty:
-            self._empty_response()
-            return
-        if response.tool_calls:
-            self._record_calls(response)
+            self._empty_response(finished)
+        elif response.tool_calls:
+            self._record_calls(response, finished)
         else:
-            self._finish(response)
+            self._finish(response, finished)
+
+    def _open_call(self, operation_id: str) -> bool:
+        """Open (or, the same again, confirm) the audit row of the current model call.
+
+        A start that contradicts the call's row fails the turn; returns False then.
+        """
+        run = self._run
+        assert run is not None
+        state = self.state_now()
+        known = state.audit_keys.get(run.source_key)
+        sequence = state.audit[known].sequence if known else len(state.audit) + 1
+        try:
+            self._commit(
+                [
+                    self._event(
+                        ModelCallStarted,
+                        operation_id=operation_id,
+                        source_key=run.source_key,
+                        turn_id=run.turn_id,
+                        sequence=sequence,
+                        model=self._svc.model_name,
+                    )
+                ]
+            )
+        except AuditConflict as exc:
+            self._fail(f"the model-call audit refused the call's start: {exc}")
+            return False
+        run.operation_id = run.operation_id or operation_id
+        return True
+
+    def _model_failed(self, reason: str, duration_ms: float | None) -> None:
+        """Close the current call's audit row as failed, then fail the turn."""
+        run = self._run
+        assert run is not None
+        opened = run.operation_id is not None or self._open_call(run.stream_id)
+        if opened and self._run is run:
+            self._commit(
+                [
+                    self._event(
+                        ModelCallFinished,
+                        operation_id=run.operation_id,
+                        status=AuditStatus.FAILED,
+                        duration_ms=duration_ms,
+                        error=reason,
+                    )
+                ]
+            )
+        if self._run is run:
+            self._fail(reason)
 
     def _output(self, category: Category, content: str, **fields: Any) -> Message:
         run = self._run
@@ -523,11 +635,12 @@ class SessionActor(pykka.ThreadingActor):
             **fields,
         )
 
-    def _empty_response(self) -> None:
+    def _empty_response(self, finished: _Spec) -> None:
         run = self._run
         assert run is not None
         limit = self._svc.settings.max_nudges
         if run.nudges >= limit:
+            self._commit(self._events(finished))
             self._fail(f"the model answered with nothing {run.nudges + 1} times in a row")
             return
         run.nudges += 1
@@ -538,10 +651,10 @@ class SessionActor(pykka.ThreadingActor):
             sender="System",
             metadata={"nudge": run.nudges},
         )
-        self._commit([self._event(MessageAdded, message=nudge)])
+        self._commit(self._events(finished, (MessageAdded, {"message": nudge})))
         self._call_model()
 
-    def _record_calls(self, response: ModelResponse) -> None:
+    def _record_calls(self, response: ModelResponse, finished: _Spec) -> None:
         run = self._run
         assert run is not None
         messages: list[Message] = []
@@ -562,7 +675,7 @@ class SessionActor(pykka.ThreadingActor):
                 runnable.append((call_message, arguments))
         run.tool_calls += len(response.tool_calls)
         messages += [self._result_message(call, outcome) for call, outcome in immediate]
-        specs = [(MessageAdded, {"message": m}) for m in messages]
+        specs: list[_Spec] = [finished, *((MessageAdded, {"message": m}) for m in messages)]
         self._commit(self._events(*specs))
         for call_message, arguments in runnable:
             assert call_message.tool_call is not None
@@ -648,13 +761,16 @@ class SessionActor(pykka.ThreadingActor):
         if not run.tools:
             self._call_model()
 
-    def _finish(self, response: ModelResponse) -> None:
+    def _finish(self, response: ModelResponse, finished: _Spec) -> None:
         run = self._run
         assert run is not None
         messages: list[Message] = []
         if response.reasoning.strip():
             messages.append(self._output(Category.THOUGHT, response.reasoning))
         elapsed = time.monotonic() - run.started
+        if run.context_tokens is None:
+            view = run.last_view
+            run.context_tokens = sum(approx_tokens(m.text) for m in view.messages) if view else 0
         metrics = {
             "session_turns": len(self.state_now().turns) + 1,
             "context_tokens": run.context_tokens,
@@ -665,9 +781,7 @@ class SessionActor(pykka.ThreadingActor):
         messages.append(
             self._output(Category.REPLY, response.text, metadata={"turn_metrics": metrics})
         )
-        specs: list[tuple[type[Event], dict[str, Any]]] = [
-            (MessageAdded, {"message": m}) for m in messages
-        ]
+        specs: list[_Spec] = [finished, *((MessageAdded, {"message": m}) for m in messages)]
         specs.append(
             (
                 TurnEnded,

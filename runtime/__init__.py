@@ -6,6 +6,11 @@ never imports ``actors``, ``pykka`` or ``trio``.
 """
 
 from ._artifacts import ArtifactStore as ArtifactStore
+from ._audit import AUDIT_CLOSED_BY as AUDIT_CLOSED_BY
+from ._audit import AuditCall as AuditCall
+from ._audit import AuditRow as AuditRow
+from ._audit import AuditStatus as AuditStatus
+from ._audit import model_calls as model_calls
 from ._category import AGENT_SENDER as AGENT_SENDER
 from ._category import INPUT_CATEGORIES as INPUT_CATEGORIES
 from ._category import Category as Category
@@ -19,11 +24,13 @@ from ._codec import from_data as from_data
 from ._codec import from_json as from_json
 from ._codec import to_data as to_data
 from ._codec import to_json as to_json
+from ._diff import AuditChange as AuditChange
 from ._diff import FieldChange as FieldChange
 from ._diff import StateDiff as StateDiff
 from ._diff import TurnChange as TurnChange
 from ._diff import diff as diff
 from ._errors import AmberError as AmberError
+from ._errors import AuditConflict as AuditConflict
 from ._errors import CorruptRow as CorruptRow
 from ._errors import DecodeError as DecodeError
 from ._errors import DuplicateMessage as DuplicateMessage
@@ -55,6 +62,8 @@ from ._events import BranchImported as BranchImported
 from ._events import Event as Event
 from ._events import MessageAdded as MessageAdded
 from ._events import MetadataUpdated as MetadataUpdated
+from ._events import ModelCallFinished as ModelCallFinished
+from ._events import ModelCallStarted as ModelCallStarted
 from ._events import OrphanRecovered as OrphanRecovered
 from ._events import RolledBack as RolledBack
 from ._events import StatusChanged as StatusChanged
@@ -119,6 +128,7 @@ from ._window import approx_tokens as approx_tokens
 
 __all__ = [
     "AGENT_SENDER",
+    "AUDIT_CLOSED_BY",
     "CHANNEL_RULES",
     "EVENT_TYPES",
     "IMAGE_MEDIA_TYPES",
@@ -130,6 +140,11 @@ __all__ = [
     "AmberError",
     "ArtifactStore",
     "Attachment",
+    "AuditCall",
+    "AuditChange",
+    "AuditConflict",
+    "AuditRow",
+    "AuditStatus",
     "BranchImported",
     "BrowserElement",
     "Category",
@@ -156,6 +171,8 @@ __all__ = [
     "MessageType",
     "MetadataUpdated",
     "MissingArtifact",
+    "ModelCallFinished",
+    "ModelCallStarted",
     "ModelView",
     "NotAStore",
     "OrphanRecovered",
@@ -216,6 +233,7 @@ __all__ = [
     "from_data",
     "from_json",
     "is_terminal",
+    "model_calls",
     "new_message",
     "replay",
     "session_history",

@@ -25,6 +25,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from pyrsistent import pvector
 from pyrsistent import typing as ptyping
 
+from ._audit import AuditRow
 from ._errors import DecodeError
 from ._events import EVENT_TYPES, Event, TurnOutcome
 from ._json import freeze, freeze_map, thaw
@@ -187,6 +188,7 @@ def _unstructure_state(state: SessionState) -> dict[str, Any]:
         "updated_at": None if state.updated_at is None else state.updated_at.isoformat(),
         "messages": [_converter.unstructure(m, Message) for m in state.messages],
         "turns": [_converter.unstructure(t, Turn) for t in state.turn_list()],
+        "audit": [_converter.unstructure(r, AuditRow) for r in state.model_calls()],
     }
 
 
@@ -199,6 +201,7 @@ class _StateData:
     updated_at: datetime | None
     messages: list[Message]
     turns: list[Turn]
+    audit: list[AuditRow] = attrs.field(factory=list)
 
 
 _structure_state_data = make_dict_structure_fn(
@@ -216,6 +219,7 @@ def _structure_state(value: object, _: type) -> SessionState:
         updated_at=data.updated_at,
         messages=data.messages,
         turns=data.turns,
+        audit=data.audit,
     )
     problems = check_consistent(state)
     if problems:

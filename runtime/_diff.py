@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import attrs
 
+from ._audit import AuditStatus
 from ._json import FrozenJSON
 from ._message import Message
 from ._state import SessionState
 from ._turn import TurnStatus
 
-__all__ = ["FieldChange", "StateDiff", "TurnChange", "diff"]
+__all__ = ["AuditChange", "FieldChange", "StateDiff", "TurnChange", "diff"]
 
 _FIELDS = tuple(f.name for f in attrs.fields(Message) if f.name != "metadata")
 
@@ -45,6 +46,18 @@ class TurnChange:
 
 
 @attrs.frozen(kw_only=True)
+class AuditChange:
+    """A model call whose audit status differs (``None``: no row there)."""
+
+    operation_id: str
+    """The call."""
+    before: AuditStatus | None
+    """Status in the first state."""
+    after: AuditStatus | None
+    """Status in the second state."""
+
+
+@attrs.frozen(kw_only=True)
 class StateDiff:
     """What changed from state ``a`` to state ``b``."""
 
@@ -60,6 +73,8 @@ class StateDiff:
     """Field changes of messages in both."""
     turns: tuple[TurnChange, ...] = ()
     """Turns started, ended or recovered."""
+    model_calls: tuple[AuditChange, ...] = ()
+    """Model calls started, finished or closed (audit rows)."""
 
     @property
     def status_changes(self) -> tuple[FieldChange, ...]:
@@ -72,7 +87,7 @@ class StateDiff:
         return tuple(c for c in self.changed if c.field.startswith("metadata."))
 
     def __bool__(self) -> bool:
-        return bool(self.added or self.removed or self.changed or self.turns)
+        return bool(self.added or self.removed or self.changed or self.turns or self.model_calls)
 
 
 def _message_changes(before: Message, after: Message) -> list[FieldChange]:
@@ -125,6 +140,18 @@ def diff(a: SessionState, b: SessionState) -> StateDiff:
         after_status = None if after is None else after.status
         if before_status != after_status:
             turns.append(TurnChange(turn_id=turn_id, before=before_status, after=after_status))
+    calls = []
+    if a.audit is not b.audit:
+        for operation_id in sorted(set(a.audit.keys()) | set(b.audit.keys())):
+            old_row, new_row = a.audit.get(operation_id), b.audit.get(operation_id)
+            if old_row is new_row:
+                continue
+            old_status = None if old_row is None else old_row.status
+            new_status = None if new_row is None else new_row.status
+            if old_status != new_status:
+                calls.append(
+                    AuditChange(operation_id=operation_id, before=old_status, after=new_status)
+                )
     return StateDiff(
         before_seq=a.seq,
         after_seq=b.seq,
@@ -132,4 +159,5 @@ def diff(a: SessionState, b: SessionState) -> StateDiff:
         removed=tuple(removed),
         changed=tuple(changed),
         turns=tuple(turns),
+        model_calls=tuple(calls),
     )

@@ -15,7 +15,8 @@ keeps working for callers that do not know Amber::
     │   ├── UnknownMessage (+ KeyError)    the event names a message the session does not have
     │   ├── DuplicateMessage               the message id is already in the session
     │   ├── TurnConflict                   no active turn, another turn active, or a wrong turn id
-    │   └── UnmatchedToolResult            a tool result that answers no open tool call of its turn
+    │   ├── UnmatchedToolResult            a tool result that answers no open tool call of its turn
+    │   └── AuditConflict                  a model-call start or finish contradicting its audit row
     ├── DecodeError (ValueError)           JSON that is not a valid Amber value
     ├── ProjectionError (ValueError)       a view (history, provider view, segments) cannot be built
     │   ├── MissingArtifact (+ LookupError) a current-turn image the artifact store cannot give back
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 __all__ = [
     "AmberError",
+    "AuditConflict",
     "CorruptRow",
     "DecodeError",
     "DuplicateMessage",
@@ -125,6 +127,10 @@ class TurnConflict(EventRejected):
 
 class UnmatchedToolResult(EventRejected):
     """A tool result that answers no open tool call of its own turn."""
+
+
+class AuditConflict(EventRejected):
+    """A model-call start or finish that contradicts the session's audit rows."""
 
 
 class DecodeError(AmberError, ValueError):

@@ -16,10 +16,11 @@ import attrs
 from pyrsistent import pvector
 from pyrsistent.typing import PMap, PVector
 
+from ._audit import AuditCall, AuditStatus
 from ._checks import EVENT_CHECKS as _check
 from ._errors import InvalidEvent
 from ._json import FrozenJSON, freeze_metadata, freeze_metrics
-from ._message import Message, Status, article
+from ._message import Message, Status, Usage, article
 from ._turn import Turn
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "Event",
     "MessageAdded",
     "MetadataUpdated",
+    "ModelCallFinished",
+    "ModelCallStarted",
     "OrphanRecovered",
     "RolledBack",
     "StatusChanged",
@@ -235,6 +238,83 @@ class RolledBack(Event):
     """Why, for people."""
 
 
+def _finish_status(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value not in (AuditStatus.COMPLETED, AuditStatus.FAILED):
+        raise InvalidEvent(
+            f"ModelCallFinished.status must be completed or failed (got {value!r}); a call is "
+            "interrupted or abandoned by the TurnEnded or OrphanRecovered that ends its turn."
+        )
+
+
+def _audit_calls(value: object) -> PVector[AuditCall]:
+    items: PVector[Any] = pvector(value)  # type: ignore[arg-type]
+    for i, item in enumerate(items):
+        if not isinstance(item, AuditCall):
+            raise InvalidEvent(
+                f"tool_calls[{i}] must be an AuditCall (got {item!r} that is a "
+                f"{type(item).__name__!r})."
+            )
+    return items
+
+
+def _optional_usage(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, Usage):
+        raise InvalidEvent(
+            f"{type(instance).__name__}.{attribute.name} must be a Usage or None (got {value!r})."
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ModelCallStarted(Event):
+    """A model call's message started: its audit row opens (``running``).
+
+    Starting again with the same ``source_key``, operation id and sequence
+    changes nothing; the same key with another operation id or sequence is
+    rejected (``AuditConflict``).
+    """
+
+    kind: ClassVar[str] = "model_call_started"
+
+    operation_id: str = attrs.field(validator=_check.non_empty_str)
+    """The provider's message id, or the runtime's model-run id."""
+    source_key: str = attrs.field(validator=_check.non_empty_str)
+    """The runtime's key for the call (``<turn id>#<call index>``)."""
+    turn_id: str = attrs.field(validator=_check.non_empty_str)
+    """The active turn making the call."""
+    sequence: int = attrs.field(validator=_positive)
+    """The session's next call number (the last row's plus one)."""
+    role: str = attrs.field(default="assistant", validator=_check.non_empty_str)
+    """Who calls."""
+    model: str | None = None
+    """The model's name, if known."""
+
+
+@attrs.frozen(kw_only=True)
+class ModelCallFinished(Event):
+    """A model call ended (``completed`` or ``failed``) with what it said and cost."""
+
+    kind: ClassVar[str] = "model_call_finished"
+
+    operation_id: str = attrs.field(validator=_check.non_empty_str)
+    """The call's operation id."""
+    status: AuditStatus = attrs.field(converter=AuditStatus, validator=_finish_status)
+    """``completed`` or ``failed``."""
+    duration_ms: float | None = attrs.field(default=None, validator=_duration)
+    """Monotonic duration, measured where the call ran."""
+    usage: Usage | None = attrs.field(default=None, validator=_optional_usage)
+    """Tokens used, as reported."""
+    content: str = ""
+    """The text the model wrote."""
+    reasoning: str = ""
+    """The reasoning it wrote."""
+    tool_calls: PVector[AuditCall] = attrs.field(factory=pvector, converter=_audit_calls)
+    """The tool calls it asked for, as written."""
+    stop_reason: str | None = None
+    """Why the provider stopped."""
+    error: str | None = None
+    """Why it failed."""
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
@@ -246,6 +326,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         OrphanRecovered,
         BranchImported,
         RolledBack,
+        ModelCallStarted,
+        ModelCallFinished,
     )
 }
 """Every event class by its ``kind``."""

@@ -14,8 +14,10 @@ from typing import Any
 
 from pyrsistent import pmap
 
+from ._audit import AUDIT_CLOSED_BY, AuditRow, AuditStatus
 from ._category import Category, category_of
 from ._errors import (
+    AuditConflict,
     DuplicateMessage,
     EventRejected,
     ForeignEvent,
@@ -32,6 +34,8 @@ from ._events import (
     Event,
     MessageAdded,
     MetadataUpdated,
+    ModelCallFinished,
+    ModelCallStarted,
     OrphanRecovered,
     RolledBack,
     StatusChanged,
@@ -375,6 +379,7 @@ def _turn_ended(state: SessionState, event: TurnEnded) -> SessionState:
         index = index.set(marked.id, len(messages))
         messages.append(marked)
         counts[status_index(marked.status)] += 1
+    audit_changes = _close_audit(state, event, event.outcome.value)
     ended = replace(
         turn,
         status=turn_status,
@@ -394,6 +399,7 @@ def _turn_ended(state: SessionState, event: TurnEnded) -> SessionState:
         turns=state.turns.set(turn.id, ended),
         active_turn=None,
         counts=tuple(counts),
+        **audit_changes,
     )
 
 
@@ -410,6 +416,7 @@ def _orphan_recovered(state: SessionState, event: OrphanRecovered) -> SessionSta
     counts = list(state.counts)
     counts[status_index(Status.PROCESSING)] -= len(turn.input_ids)
     counts[status_index(Status.PENDING_AGENT)] += len(turn.input_ids)
+    audit_changes = _close_audit(state, event, "recovered")
     recovered = replace(
         turn,
         status=TurnStatus.RECOVERED,
@@ -426,6 +433,128 @@ def _orphan_recovered(state: SessionState, event: OrphanRecovered) -> SessionSta
         turns=state.turns.set(turn.id, recovered),
         active_turn=None,
         counts=tuple(counts),
+        **audit_changes,
+    )
+
+
+def _close_audit(
+    state: SessionState, event: TurnEnded | OrphanRecovered, how: str
+) -> dict[str, Any]:
+    """Close the turn's running audit rows (seed 003's terminal reconcile)."""
+    if not state.audit_running:
+        return {}
+    status = AUDIT_CLOSED_BY[how]
+    audit = state.audit
+    why = {
+        "error": "its turn ended with an error",
+        "interrupted": "its turn was interrupted",
+        "processed": "its turn ended without the call finishing",
+        "recovered": "its turn's runner died",
+    }[how]
+    for operation_id in state.audit_running:
+        row = audit[operation_id]
+        audit = audit.set(
+            operation_id,
+            replace(
+                row,
+                status=status,
+                finished_at=event.at,
+                ended_seq=event.seq,
+                error=event.reason or why,
+            ),
+        )
+    return {"audit": audit, "audit_running": ()}
+
+
+def _model_call_started(state: SessionState, event: ModelCallStarted) -> SessionState:
+    turn = state.active_turn
+    if turn is None or turn.id != event.turn_id:
+        where = f"turn {turn.id!r} is active" if turn else "no turn is active"
+        raise TurnConflict(
+            f"ModelCallStarted seq {event.seq} names turn {event.turn_id!r} but {where}; a model "
+            "call starts inside its running turn."
+        )
+    known = state.audit_keys.get(event.source_key)
+    if known is not None:
+        row = state.audit[known]
+        if (row.operation_id, row.sequence, row.turn_id, row.role) == (
+            event.operation_id,
+            event.sequence,
+            event.turn_id,
+            event.role,
+        ):
+            return replace(state, seq=event.seq, updated_at=event.at)  # a replayed start
+        raise AuditConflict(
+            f"ModelCallStarted seq {event.seq} starts call {event.source_key!r} as operation "
+            f"{event.operation_id!r} #{event.sequence}, but that call already started as "
+            f"operation {row.operation_id!r} #{row.sequence}; one call has one operation id and "
+            "one sequence."
+        )
+    if event.operation_id in state.audit:
+        other = state.audit[event.operation_id]
+        raise AuditConflict(
+            f"ModelCallStarted seq {event.seq}: operation {event.operation_id!r} is already call "
+            f"{other.source_key!r}; operation ids are unique in a session."
+        )
+    expected = len(state.audit) + 1
+    if event.sequence != expected:
+        raise AuditConflict(
+            f"ModelCallStarted seq {event.seq} has sequence {event.sequence} but the session's "
+            f"next model call is #{expected}; sequences are strict and gapless."
+        )
+    row = AuditRow(
+        operation_id=event.operation_id,
+        source_key=event.source_key,
+        turn_id=event.turn_id,
+        role=event.role,
+        sequence=event.sequence,
+        status=AuditStatus.RUNNING,
+        started_at=event.at,
+        started_seq=event.seq,
+        model=event.model,
+    )
+    return replace(
+        state,
+        seq=event.seq,
+        updated_at=event.at,
+        audit=state.audit.set(row.operation_id, row),
+        audit_keys=state.audit_keys.set(row.source_key, row.operation_id),
+        audit_running=(*state.audit_running, row.operation_id),
+    )
+
+
+def _model_call_finished(state: SessionState, event: ModelCallFinished) -> SessionState:
+    row = state.audit.get(event.operation_id)
+    if row is None:
+        raise AuditConflict(
+            f"ModelCallFinished seq {event.seq} finishes operation {event.operation_id!r}, which "
+            f"session {state.session_id!r} never started; start it with ModelCallStarted."
+        )
+    fields = {
+        "status": event.status,
+        "duration_ms": event.duration_ms,
+        "usage": event.usage,
+        "content": event.content,
+        "reasoning": event.reasoning,
+        "tool_calls": event.tool_calls,
+        "stop_reason": event.stop_reason,
+        "error": event.error,
+    }
+    if row.status is not AuditStatus.RUNNING:
+        if all(getattr(row, name) == value for name, value in fields.items()):
+            return replace(state, seq=event.seq, updated_at=event.at)  # a replayed finish
+        raise AuditConflict(
+            f"ModelCallFinished seq {event.seq} finishes operation {event.operation_id!r} as "
+            f"{event.status}, but it is {row.status} already (since seq {row.ended_seq}); a "
+            "finished model call never changes."
+        )
+    done = replace(row, finished_at=event.at, ended_seq=event.seq, **fields)
+    return replace(
+        state,
+        seq=event.seq,
+        updated_at=event.at,
+        audit=state.audit.set(row.operation_id, done),
+        audit_running=tuple(i for i in state.audit_running if i != row.operation_id),
     )
 
 
@@ -495,5 +624,7 @@ _HANDLERS: dict[type[Event], Callable[[SessionState, Any], SessionState]] = {
     OrphanRecovered: _orphan_recovered,
     BranchImported: _branch_imported,
     RolledBack: _rolled_back,
+    ModelCallStarted: _model_call_started,
+    ModelCallFinished: _model_call_finished,
 }
 _EVENT_NAMES = ", ".join(sorted(cls.__name__ for cls in _HANDLERS))

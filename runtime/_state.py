@@ -31,6 +31,7 @@ from immutables import Map
 from pyrsistent._pvector import python_pvector
 from pyrsistent.typing import PVector
 
+from ._audit import AuditRow, AuditStatus, model_calls
 from ._errors import UnknownMessage
 from ._message import Message, MessageType, Status
 from ._turn import Turn, TurnStatus
@@ -86,6 +87,12 @@ class SessionState:
     """Tool call id -> id of the ``tool_result`` message that answers it."""
     counts: tuple[int, ...] = _ZERO_COUNTS
     """How many messages have each status, in ``STATUS_ORDER``."""
+    audit: Map[str, AuditRow] = _EMPTY_MAP
+    """Model-call audit rows by operation id (never part of history or counts)."""
+    audit_keys: Map[str, str] = _EMPTY_MAP
+    """Source key of each audit row -> its operation id."""
+    audit_running: tuple[str, ...] = ()
+    """Operation ids of the rows still running (all of the active turn)."""
 
     @classmethod
     def empty(cls, session_id: str) -> SessionState:
@@ -160,6 +167,10 @@ class SessionState:
 
         return sorted(turns, key=key)
 
+    def model_calls(self, turn_id: str | None = None) -> tuple[AuditRow, ...]:
+        """The model-call audit rows in sequence order (only ``turn_id``'s, if given)."""
+        return model_calls(self, turn_id)
+
     def active_messages(self) -> Iterator[Message]:
         """Messages that are not rolled back, in order."""
         return (m for m in self.messages if m.active)
@@ -172,8 +183,9 @@ def build_state(
     updated_at: datetime | None,
     messages: Iterable[Message],
     turns: Iterable[Turn],
+    audit: Iterable[AuditRow] = (),
 ) -> SessionState:
-    """Build a state from its messages and turns, deriving every index.
+    """Build a state from its messages, turns and audit rows, deriving every index.
 
     Used to read snapshots and to import branches. The caller checks that the
     parts agree (see ``check_consistent``).
@@ -199,6 +211,7 @@ def build_state(
         # One active turn is the norm; any others stay in the map, where
         # check_consistent reports them.
         del turn_map[active[0].id]
+    rows = {row.operation_id: row for row in audit}
     return SessionState(
         session_id=session_id,
         seq=seq,
@@ -211,6 +224,13 @@ def build_state(
         tool_calls=Map(calls),
         tool_results=Map(results),
         counts=tuple(counts),
+        audit=Map(rows),
+        audit_keys=Map({row.source_key: row.operation_id for row in rows.values()}),
+        audit_running=tuple(
+            row.operation_id
+            for row in sorted(rows.values(), key=lambda r: r.sequence)
+            if row.status is AuditStatus.RUNNING
+        ),
     )
 
 
@@ -259,4 +279,23 @@ def check_consistent(state: SessionState) -> list[str]:
                 problems.append(f"tool result {message.id!r} answers no known tool call")
             elif call.turn_id != message.turn_id:
                 problems.append(f"tool result {message.id!r} answers a call of another turn")
+    if state.audit:
+        problems += _audit_problems(state)
+    return problems
+
+
+def _audit_problems(state: SessionState) -> list[str]:
+    problems = []
+    rows = model_calls(state)
+    if [row.sequence for row in rows] != list(range(1, len(rows) + 1)):
+        problems.append("audit row sequences are not 1, 2, 3 … without gaps")
+    if len(state.audit_keys) != len(rows):
+        problems.append("audit rows share a source key")
+    active = state.active_turn_id
+    for row in rows:
+        if row.status is AuditStatus.RUNNING and row.turn_id != active:
+            problems.append(
+                f"audit row {row.operation_id!r} is running but its turn {row.turn_id!r} is not "
+                "active"
+            )
     return problems

@@ -139,10 +139,10 @@ def read_snapshot(
             (session_id,),
         )
     }
-    state, refs, chunk_size = decode_snapshot(
+    state, refs, written_with = decode_snapshot(
         session_id, seq, record, lambda part, number: chunks.get((part, number))
     )
-    return state, (refs if chunk_size == chunk_size else None)
+    return state, (refs if written_with == chunk_size else None)
 
 
 def write_snapshot(db: sqlite3.Connection, plan: SnapshotPlan, session_id: str) -> None:

@@ -12,9 +12,10 @@ object in both states): the bytes written are O(what changed), not the
 whole history (DESIGN §13).
 
 Reading puts the chunks back together, decodes them with the fast strict
-decoders of ``_fast`` and derives every index as the codec does, then checks
-the state for consistency. Every problem is a ``CorruptRow`` naming the
-session, the snapshot's seq and the chunk.
+decoders of ``_fast``, derives every index (``_assemble``: the state
+``build_state`` would build), then checks the state for consistency. Every
+problem is a ``CorruptRow`` naming the session, the snapshot's seq and the
+chunk.
 """
 
 from __future__ import annotations
@@ -26,24 +27,41 @@ from typing import Any
 import attrs
 import orjson
 
-from .._codec import to_data
+from .._audit import AuditRow
+from .._codec import from_data, to_data
 from .._errors import CorruptRow, DecodeError
-from .._message import Message
-from .._state import SessionState, build_state, check_consistent
-from .._turn import Turn
-from ._fast import MESSAGE_FIELDS, TURN_FIELDS, decode_message_row, decode_turn_row
+from .._state import SessionState, check_consistent
+from ._assemble import assemble_state
+from ._fast import (
+    MESSAGE_FIELDS,
+    TURN_FIELDS,
+    decode_message_row,
+    decode_message_rows,
+    decode_turn_row,
+    decode_turn_rows,
+)
 
 __all__ = ["PARTS", "Refs", "SnapshotPlan", "decode_snapshot", "plan_snapshot"]
 
-SNAPSHOT_FORMAT = 1
-"""The layout of a snapshot record this Amber writes and reads."""
+SNAPSHOT_FORMAT = 2
+"""The layout of a snapshot record this Amber writes (2 adds the model-call audit rows;
+format 1 records, which have none, are still read)."""
 PARTS = ("messages", "turns")
 """The parts of a state a snapshot stores in chunks."""
 Refs = dict[str, list[int]]
 """For each part, the seq of the snapshot that wrote each chunk's current version."""
-_RECORD_KEYS = frozenset({"format", "seq", "updated_at", "chunk_size", "counts", *PARTS})
+_RECORD_KEYS_V1 = frozenset({"format", "seq", "updated_at", "chunk_size", "counts", *PARTS})
+_RECORD_KEYS = _RECORD_KEYS_V1 | {"audit"}
 _CHUNK_KEYS = frozenset({"fields", "rows"})
 _FIELDS = {"messages": MESSAGE_FIELDS, "turns": TURN_FIELDS}
+_ROWS: dict[str, Callable[[list[str], list[object]], list[Any] | None]] = {
+    "messages": decode_message_rows,
+    "turns": decode_turn_rows,
+}
+_ROW: dict[str, Callable[[list[str], object], Any]] = {
+    "messages": decode_message_row,
+    "turns": decode_turn_row,
+}
 
 
 @attrs.frozen(kw_only=True)
@@ -117,6 +135,8 @@ def plan_snapshot(
         "updated_at": None if head.updated_at is None else head.updated_at.isoformat(),
         "chunk_size": chunk_size,
         "counts": list(head.counts),
+        # Audit rows are few (one per model call) and small: kept whole in the record.
+        "audit": [to_data(row) for row in head.model_calls()],
         **new_refs,
     }
     return SnapshotPlan(
@@ -153,11 +173,19 @@ def decode_snapshot(
         )
 
     data = _loads(record, corrupt)
-    if type(data) is not dict or data.keys() != _RECORD_KEYS:
-        got = sorted(data) if isinstance(data, dict) else type(data).__name__
-        raise corrupt(f"expected a record with keys {sorted(_RECORD_KEYS)}, got {got}")
-    if data["format"] != SNAPSHOT_FORMAT:
-        raise corrupt(f"expected format {SNAPSHOT_FORMAT}, got {data['format']!r}")
+    if type(data) is not dict or data.get("format") not in (1, SNAPSHOT_FORMAT):
+        got = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise corrupt(f"expected format 1 or {SNAPSHOT_FORMAT}, got {got!r}")
+    keys = _RECORD_KEYS if data["format"] == SNAPSHOT_FORMAT else _RECORD_KEYS_V1
+    if data.keys() != keys:
+        raise corrupt(f"expected a record with keys {sorted(keys)}, got {sorted(data)}")
+    rows = data.get("audit", [])
+    if type(rows) is not list:
+        raise corrupt(f"audit must be a list of rows, got {type(rows).__name__}")
+    try:
+        audit = [from_data(row, AuditRow) for row in rows]
+    except (DecodeError, TypeError) as exc:
+        raise corrupt(f"audit rows: {str(exc).rstrip('.')}") from None
     if data["seq"] != seq or type(data["seq"]) is not int:
         raise corrupt(f"the record says seq {data['seq']!r}")
     size = data["chunk_size"]
@@ -171,10 +199,6 @@ def decode_snapshot(
         raise corrupt(f"updated_at is not a timestamp: {data['updated_at']!r}") from None
     refs: Refs = {}
     items: dict[str, list[Any]] = {}
-    decoders: dict[str, Callable[[list[str], object], Message | Turn]] = {
-        "messages": decode_message_row,
-        "turns": decode_turn_row,
-    }
     for part in PARTS:
         versions = data[part]
         if type(versions) is not list or any(
@@ -204,20 +228,25 @@ def decode_snapshot(
                 raise corrupt(f"{part} chunk {number} must hold 1 to {size} rows")
             if number < len(versions) - 1 and len(rows) != size:
                 raise corrupt(f"{part} chunk {number} holds {len(rows)} rows, expected {size}")
-            decode = decoders[part]
-            for index, row in enumerate(rows):
-                try:
-                    values.append(decode(fields, row))
-                except DecodeError as exc:
-                    problem = str(exc).rstrip(".")
-                    raise corrupt(f"{part} chunk {number} item {index}: {problem}") from None
+            decoded = _ROWS[part](fields, rows)
+            if decoded is None:  # some row needs a closer look: one by one
+                decode = _ROW[part]
+                decoded = []
+                for index, row in enumerate(rows):
+                    try:
+                        decoded.append(decode(fields, row))
+                    except DecodeError as exc:
+                        problem = str(exc).rstrip(".")
+                        raise corrupt(f"{part} chunk {number} item {index}: {problem}") from None
+            values += decoded
         items[part] = values
-    state = build_state(
+    state = assemble_state(
         session_id=session_id,
         seq=seq,
         updated_at=updated_at,
         messages=items["messages"],
         turns=items["turns"],
+        audit=audit,
     )
     problems = check_consistent(state)
     if list(state.counts) != data["counts"]:

@@ -6,6 +6,7 @@ events, timelines). The half that drives a real ``Runtime`` (the
 ``LifecycleMachine``, fixtures, contract tests) is ``actors.testing``.
 """
 
+from ._audit_checks import check_audit as check_audit
 from ._checker import TimelineChecker as TimelineChecker
 from ._illegal import IllegalEvent as IllegalEvent
 from ._illegal import illegal_events as illegal_events
@@ -51,6 +52,7 @@ __all__ = [
     "arguments_for",
     "attachments",
     "browser_elements",
+    "check_audit",
     "check_invariants",
     "check_lifecycle",
     "check_phased_order",

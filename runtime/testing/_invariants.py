@@ -211,7 +211,7 @@ def check_replay(timeline: Timeline) -> None:
 def check_invariants(
     timeline: Timeline, *, extra_checks: Iterable[Callable[[SessionState], None]] = ()
 ) -> None:
-    """Check invariants 1, 2, 3, 4, 5 and 8 over every state of ``timeline``.
+    """Check invariants 1, 2, 3, 4 (audit rows included), 5, 8 and 10 over every state.
 
     Invariant 6 (past states never change) needs references held over time:
     use ``PastStates``. Invariant 7 needs the provider views built with your
@@ -229,6 +229,10 @@ def check_invariants(
         for check in checks:
             check(state)
         check_phased_order(state)
+        if state.audit or (previous is not None and previous.audit):
+            from ._audit_checks import check_audit  # imports this module
+
+            check_audit(state, previous)
         if previous is not None:
             check_lifecycle(previous, state)
         previous = state

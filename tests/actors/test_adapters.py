@@ -757,6 +757,15 @@ class TestCliAdapter:
         cli.feed(new(make(Category.THOUGHT, "t", platform="cli", content="[bold]x[/bold] [red]")))
         assert "[bold]x[/bold] [red]" in console.export_text()
 
+    def test_control_characters_never_reach_the_terminal(
+        self, cli: Harness, console: Console
+    ) -> None:
+        """Escape sequences in stored text (tool output, model text) are printed spelled out."""
+        cli.feed(new(make(Category.THOUGHT, "t", platform="cli", content="a\x1b[2Jb\x07")))
+        text = console.export_text()
+        assert "\x1b" not in text and "\x07" not in text  # noqa: PT018
+        assert "a\\x1b[2Jb\\x07" in text
+
     def test_interrupted(self, cli: Harness, console: Console) -> None:
         """Interrupted output is marked; an unanswered call prints ⏹."""
         mark = {INTERRUPTED_MARK: True}

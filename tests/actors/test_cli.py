@@ -1,23 +1,429 @@
-"""The ``amber`` console script (skeleton until the CLI issue)."""
+"""The ``amber`` CLI's read-only commands, its exit codes and its errors.
+
+Every test runs the command through click's test runner against a store
+written by a real run (``amber demo`` plus a session whose model failed).
+"""
 
 from __future__ import annotations
 
-import pytest
+import json
+import sqlite3
+from pathlib import Path
 
-from actors._cli import main
+import pytest
+from cli_support import Recorded, amber, recorded
+
+from actors._cli import ExitCode, main
 from runtime import EVENT_TYPES
+
+__all__ = ["recorded"]
 
 
 class TestMain:
     def test_events_lists_every_kind(self, capsys: pytest.CaptureFixture[str]) -> None:
-        """`amber events` prints one line per event kind."""
+        """`amber events` prints one line per event kind; main() returns the exit code."""
         assert main(["events"]) == 0
         lines = capsys.readouterr().out.splitlines()
         assert [line.split()[0] for line in lines] == list(EVENT_TYPES)
 
-    def test_unknown_command_exits_2(self, capsys: pytest.CaptureFixture[str]) -> None:
-        """An unknown command is a usage error naming the choices."""
-        with pytest.raises(SystemExit) as exc:
-            main(["nope"])
-        assert exc.value.code == 2
-        assert "invalid choice: 'nope'" in capsys.readouterr().err
+    def test_unknown_command_is_a_usage_error(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """An unknown command exits 2 and names itself."""
+        assert main(["nope"]) == ExitCode.USAGE
+        assert "No such command 'nope'" in capsys.readouterr().err
+
+    def test_help_lists_commands_in_order(self) -> None:
+        """The demo comes first, then chat and the time-travel commands."""
+        result = amber("--help")
+        assert result.exit_code == 0
+        listed = [
+            line.split()[0]
+            for line in result.output.split("Commands:")[1].splitlines()
+            if line.strip()
+        ]
+        assert listed[:7] == ["demo", "chat", "sessions", "timeline", "show", "diff", "inspect"]
+        assert "Exit codes: 0 ok, 1 a check failed" in result.output
+
+    def test_exit_codes_are_the_documented_ones(self) -> None:
+        """Scripts rely on these numbers: they never change."""
+        assert {code.name: code.value for code in ExitCode} == {
+            "OK": 0,
+            "FAILED": 1,
+            "USAGE": 2,
+            "NOT_FOUND": 3,
+            "BAD_STORE": 4,
+            "CONFLICT": 5,
+            "INTERRUPTED": 130,
+        }
+
+
+class TestStoreErrors:
+    @pytest.mark.parametrize(
+        "args",
+        [
+            ["sessions"],
+            ["timeline", "demo"],
+            ["show", "demo"],
+            ["diff", "demo", "1", "2"],
+            ["fork", "demo", "--at", "1"],
+            ["replay", "demo", "--verify"],
+            ["export", "demo"],
+            ["recover"],
+            ["inspect", "demo"],
+        ],
+    )
+    def test_a_missing_file_is_not_found_and_not_created(
+        self, tmp_path: Path, args: list[str]
+    ) -> None:
+        """Read commands never make a new store out of a mistyped path."""
+        db = tmp_path / "typo.db"
+        result = amber(*args, "--db", db)
+        assert result.exit_code == ExitCode.NOT_FOUND
+        assert result.stderr == (
+            f"amber: No Amber store at '{db}': the file does not exist. Pass --db PATH (or set "
+            "AMBER_DB) to point at a store; 'amber demo' makes one.\n"
+        )
+        assert not db.exists()
+
+    def test_a_text_file_is_not_a_store(self, tmp_path: Path) -> None:
+        """A file that is not SQLite exits 4 and is left as it was."""
+        path = tmp_path / "notes.txt"
+        path.write_text("hello\n")
+        result = amber("sessions", "--db", path)
+        assert result.exit_code == ExitCode.BAD_STORE
+        assert result.stderr.startswith(f"amber: NotAStore: '{path}' is not an Amber store")
+        assert result.stderr.count("\n") == 1
+        assert path.read_text() == "hello\n"
+
+    def test_another_sqlite_database_is_not_a_store(self, tmp_path: Path) -> None:
+        """Another application's SQLite database exits 4, naming its tables."""
+        path = tmp_path / "app.db"
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE users (name TEXT)")
+        result = amber("timeline", "demo", "--db", path)
+        assert result.exit_code == ExitCode.BAD_STORE
+        assert "is an SQLite database but not an Amber store" in result.stderr
+        assert "tables: users" in result.stderr
+
+    def test_an_empty_file_is_not_a_store(self, tmp_path: Path) -> None:
+        """An empty file is refused, not turned into a store."""
+        path = tmp_path / "empty.db"
+        path.touch()
+        result = amber("sessions", "--db", path)
+        assert result.exit_code == ExitCode.BAD_STORE
+        assert result.stderr == (
+            f"amber: '{path}' is an empty file, not an Amber store. Pass --db PATH to point at a "
+            "store.\n"
+        )
+        assert path.stat().st_size == 0
+
+    def test_amber_db_environment_variable(self, recorded: Recorded, tmp_path: Path) -> None:
+        """$AMBER_DB is the default store."""
+        from click.testing import CliRunner
+
+        from actors._cli import cli
+
+        result = CliRunner(env={"AMBER_DB": str(recorded.db)}).invoke(cli, ["sessions", "--json"])
+        assert result.exit_code == 0
+        assert {s["session_id"] for s in json.loads(result.output)} == {"demo", "broken"}
+
+
+class TestSessionAndSeqErrors:
+    def test_unknown_session_suggests_a_close_one(self, recorded: Recorded) -> None:
+        """A typo exits 3 and suggests the session it probably meant."""
+        result = amber("timeline", "dmeo", "--db", recorded.db)
+        assert result.exit_code == ExitCode.NOT_FOUND
+        assert (
+            result.stderr == f"amber: No session 'dmeo' in '{recorded.db}'; did you mean 'demo'?\n"
+        )
+
+    def test_unknown_session_without_a_close_one(self, recorded: Recorded) -> None:
+        """With nothing close, the error points at `amber sessions`."""
+        result = amber("show", "zzz", "--db", recorded.db)
+        assert result.exit_code == ExitCode.NOT_FOUND
+        assert "it holds 2 session(s); 'amber sessions --db" in result.stderr
+
+    @pytest.mark.parametrize("seq", ["99", "-100"])
+    def test_seq_out_of_range(self, recorded: Recorded, seq: str) -> None:
+        """A seq the session does not hold exits 3 and says which seqs it holds."""
+        last = recorded.demo.events
+        result = amber("show", "demo", "--at", seq, "--db", recorded.db)
+        assert result.exit_code == ExitCode.NOT_FOUND
+        assert result.stderr == (
+            f"amber: Session 'demo' has no seq {seq}: it holds seq 0 (before the first event) to "
+            f"{last}. Pass --at between 0 and {last}, or a negative number to count back from "
+            "the head (-1 is the head).\n"
+        )
+
+    def test_seq_that_is_not_a_number_is_a_usage_error(self, recorded: Recorded) -> None:
+        """`--at foo` exits 2 and says what a seq is."""
+        result = amber("show", "demo", "--at", "foo", "--db", recorded.db)
+        assert result.exit_code == ExitCode.USAGE
+        assert "'foo' is not a seq: pass a number (0 is the empty state" in result.stderr
+
+    def test_message_not_there_yet(self, recorded: Recorded) -> None:
+        """`show --message` before the message exists says when it is added."""
+        reply_id = recorded.demo.state.messages[-1].id
+        added = recorded.demo.state.messages[-1].event_seq
+        result = amber("show", "demo", "--at", "3", "--message", reply_id, "--db", recorded.db)
+        assert result.exit_code == ExitCode.NOT_FOUND
+        assert result.stderr == (
+            f"amber: Session 'demo' has no message '{reply_id}' at seq 3; it is added at seq "
+            f"{added}; pass --at {added} or later.\n"
+        )
+
+
+class TestSessions:
+    def test_table(self, recorded: Recorded) -> None:
+        """One row per session with events, messages, statuses and last activity."""
+        result = amber("sessions", "--db", recorded.db)
+        assert result.exit_code == 0
+        rows = {line.split()[0]: line for line in result.output.splitlines()[1:3]}
+        assert set(rows) == {"demo", "broken"}
+        assert f"demo     {recorded.demo.events}" in rows["demo"]
+        assert "10 delivered" in rows["demo"]
+        assert "2 interrupted" in rows["demo"]
+        assert "1 error" in rows["broken"]
+        assert "2 session(s) in" in result.output
+
+    def test_json(self, recorded: Recorded) -> None:
+        """--json gives every field of the summary."""
+        result = amber("sessions", "--db", recorded.db, "--json")
+        data = {s["session_id"]: s for s in json.loads(result.output)}
+        demo = data["demo"]
+        assert demo["seq"] == recorded.demo.events
+        assert demo["messages"] == len(recorded.demo.state)
+        assert demo["counts"] == {"processed": 3, "interrupted": 2, "delivered": 10}
+        assert demo["active_turn_id"] is None
+        assert demo["updated_at"].endswith("+00:00")
+
+    def test_empty_store(self, tmp_path: Path) -> None:
+        """A store without sessions says how to make one."""
+        from runtime.store import SQLiteStore
+
+        SQLiteStore(tmp_path / "new.db").close()
+        result = amber("sessions", "--db", tmp_path / "new.db")
+        assert result.exit_code == 0
+        assert "No sessions in" in result.output
+        assert "'amber demo'" in result.output
+
+
+class TestTimeline:
+    def test_one_line_per_event(self, recorded: Recorded) -> None:
+        """seq, time, kind and what changed, for every event."""
+        result = amber("timeline", "demo", "--db", recorded.db)
+        assert result.exit_code == 0
+        lines = result.output.splitlines()
+        assert lines[0].startswith(f"demo: {recorded.demo.events} events, ")
+        events = lines[1:]
+        assert len(events) == recorded.demo.events
+        assert events[0].split()[:3] == ["1", events[0].split()[1], "message_added"]
+        assert "+ msg_000001 user question from Chii: What is 2**100?" in events[0]
+        assert "turn_000001 starts, claims msg_000001" in events[1]
+        interrupt = events[recorded.demo.interrupt_seq - 1]
+        assert "turn_ended" in interrupt
+        assert "turn_000003 ends interrupted (interrupted by msg_000014)" in interrupt
+        assert "1 unanswered call(s) interrupted" in interrupt
+
+    def test_filters(self, recorded: Recorded) -> None:
+        """--kind, --from/--to (negative from the head) and --message narrow the list."""
+        ended = amber("timeline", "demo", "--kind", "turn_ended", "--db", recorded.db)
+        assert len(ended.output.splitlines()) == 1 + 4
+        last = amber("timeline", "demo", "--from", "-3", "--db", recorded.db)
+        seqs = [int(line.split()[0]) for line in last.output.splitlines()[1:]]
+        assert seqs == [recorded.demo.events - 2, recorded.demo.events - 1, recorded.demo.events]
+        window = amber("timeline", "demo", "--from", "2", "--to", "3", "--db", recorded.db)
+        assert [line.split()[0] for line in window.output.splitlines()[1:]] == ["2", "3"]
+        call = amber("timeline", "demo", "--message", "msg_000013", "--db", recorded.db)
+        kinds = [line.split()[2] for line in call.output.splitlines()[1:]]
+        assert kinds == ["message_added", "status_changed", "turn_ended"]  # shown, interrupted
+
+    def test_model_call_events(self, recorded: Recorded) -> None:
+        """Model calls read as numbered calls: started, then completed with cost and outcome."""
+        started = amber("timeline", "demo", "--kind", "model_call_started", "--db", recorded.db)
+        finished = amber("timeline", "demo", "--kind", "model_call_finished", "--db", recorded.db)
+        assert len(started.output.splitlines()) == len(finished.output.splitlines()) == 1 + 6
+        first = finished.output.splitlines()[1]
+        assert "◆ model call #1 run_000001 completed in " in first
+        assert "out tokens → run_shell_command" in first
+        failed = amber("timeline", "broken", "--kind", "model_call_finished", "--db", recorded.db)
+        assert "failed" in failed.output
+        assert "the provider is down" in failed.output
+
+    def test_no_match(self, recorded: Recorded) -> None:
+        """Filters that match nothing say so and still exit 0."""
+        result = amber("timeline", "demo", "--kind", "rolled_back", "--db", recorded.db)
+        assert result.exit_code == 0
+        assert "(no event matches)" in result.output
+
+    def test_unknown_kind_is_a_usage_error(self, recorded: Recorded) -> None:
+        """--kind takes only the core's event kinds."""
+        result = amber("timeline", "demo", "--kind", "nope", "--db", recorded.db)
+        assert result.exit_code == ExitCode.USAGE
+
+    def test_json(self, recorded: Recorded) -> None:
+        """--json has the summary line and the whole event."""
+        result = amber("timeline", "demo", "--to", "2", "--json", "--db", recorded.db)
+        data = json.loads(result.output)
+        assert [e["seq"] for e in data] == [1, 2]
+        assert data[1]["kind"] == "turn_started"
+        assert data[1]["summary"] == "▶ turn_000001 starts, claims msg_000001"
+        assert data[0]["event"]["message"]["content"] == "What is 2**100? Compute it, don't guess."
+
+
+class TestShow:
+    def test_state_before_the_interrupt(self, recorded: Recorded) -> None:
+        """The header, the event, every message with its status, the active turn."""
+        seq = recorded.demo.interrupt_seq - 1
+        result = amber("show", "demo", "--at", seq, "--db", recorded.db)
+        assert result.exit_code == 0
+        out = result.output
+        assert out.startswith(f"demo at seq {seq} of {recorded.demo.events} · ")
+        assert "Active turn: turn_000003 (since seq" in out
+        assert "Event: + msg_000014 user question from Chii: Actually, stop" in out
+        rows = {line.split()[1]: line for line in out.splitlines() if " msg_0000" in line[:20]}
+        assert "processing" in rows["msg_000011"]
+        assert "pending_agent" in rows["msg_000014"]
+        assert "write_report" in rows["msg_000013"]
+        assert "delivered" in rows["msg_000013"]
+        assert "turn_000003 active" in out
+
+    def test_head_by_default_and_seq_zero(self, recorded: Recorded) -> None:
+        """No --at is the head; --at 0 is the empty state."""
+        head = amber("show", "demo", "--db", recorded.db)
+        assert f"at seq {recorded.demo.events} of {recorded.demo.events}" in head.output
+        assert "Active turn: none" in head.output
+        empty = amber("show", "demo", "--at", "0", "--db", recorded.db)
+        assert empty.exit_code == 0
+        assert "at seq 0 of" in empty.output
+        assert "0 messages" in empty.output
+
+    def test_a_failed_turn(self, recorded: Recorded) -> None:
+        """A model failure shows as an error input and a crash notice."""
+        result = amber("show", "broken", "--db", recorded.db)
+        assert "error" in result.output
+        assert "crash notice" in result.output
+        assert "the provider is down" in amber("timeline", "broken", "--db", recorded.db).output
+
+    def test_model_calls(self, recorded: Recorded) -> None:
+        """The audit rows are listed: one per model call, in order, with status and cost."""
+        out = amber("show", "demo", "--db", recorded.db).output
+        calls = out.split("Model calls:\n", 1)[1].splitlines()
+        assert [line.split()[:3] for line in calls] == [
+            [f"#{n}", f"run_{n:06d}", "completed"] for n in range(1, 7)
+        ]
+        assert "tool_use" in calls[0]
+        broken = amber("show", "broken", "--db", recorded.db).output
+        assert "failed" in broken.split("Model calls:\n", 1)[1]
+        assert "the provider is down" in broken.split("Model calls:\n", 1)[1]
+
+    @pytest.mark.parametrize("view", ["openai", "anthropic", "gemini"])
+    def test_provider_views_as_they_were(self, recorded: Recorded, view: str) -> None:
+        """The provider request at the interrupt synthesizes the cut tool call's result."""
+        seq = recorded.demo.interrupt_seq
+        result = amber("show", "demo", "--at", seq, "--view", view, "--json", "--db", recorded.db)
+        assert result.exit_code == 0
+        text = result.output
+        json.loads(text)
+        assert "[Interrupted: the call to write_report ended before it returned a result.]" in text
+
+    def test_provider_view_text(self, recorded: Recorded) -> None:
+        """Without --json the request is printed as JSON under the header."""
+        result = amber("show", "demo", "--at", "2", "--view", "openai", "--db", recorded.db)
+        assert "openai request view (no system prompt):" in result.output
+        body = result.output.split("(no system prompt):\n", 1)[1]
+        assert json.loads(body) == [
+            {"role": "user", "content": "What is 2**100? Compute it, don't guess."}
+        ]
+
+    def test_history_and_clean_views(self, recorded: Recorded) -> None:
+        """history is phased session_history; clean is the model's view."""
+        history = amber("show", "demo", "--view", "history", "--db", recorded.db)
+        assert "session_history: 15 messages, phased" in history.output
+        clean = amber(
+            "show", "demo", "--at", recorded.demo.interrupt_seq, "--view", "clean",
+            "--db", recorded.db,
+        )  # fmt: skip
+        assert "clean_history:" in clean.output
+        assert "(made by the view)" in clean.output  # the synthesized interrupted result
+
+    def test_message_in_full(self, recorded: Recorded) -> None:
+        """--message prints every field and the whole content."""
+        result = amber("show", "demo", "--message", "msg_000009", "--db", recorded.db)
+        out = result.output
+        assert "tool result" in out
+        assert "exception" in out
+        assert "ConnectionError: weather service unreachable for 'Tokyo'" in out
+        data = json.loads(
+            amber("show", "demo", "--message", "msg_000009", "--json", "--db", recorded.db).output
+        )
+        assert data["is_error"] is True
+        assert data["error_type"] == "exception"
+
+    def test_json_state(self, recorded: Recorded) -> None:
+        """--json gives the event and the state as the codec writes them."""
+        result = amber("show", "demo", "--at", "2", "--json", "--db", recorded.db)
+        data = json.loads(result.output)
+        assert data["event"]["kind"] == "turn_started"
+        assert data["state"]["seq"] == 2
+        assert [m["status"] for m in data["state"]["messages"]] == ["processing"]
+
+
+class TestDiff:
+    def test_what_the_interrupt_changed(self, recorded: Recorded) -> None:
+        """Status changes of the input and the cut call, the turn, and the event between."""
+        seq = recorded.demo.interrupt_seq
+        result = amber("diff", "demo", seq - 1, seq, "--db", recorded.db)
+        assert result.exit_code == 0
+        out = result.output
+        assert "~ msg_000011 status: processing → interrupted" in out
+        assert "~ msg_000013 status: delivered → interrupted" in out
+        assert "▶ turn_000003 turn: active → interrupted" in out
+        assert "1 event(s) in between:" in out
+
+    def test_negative_seqs_after_double_dash(self, recorded: Recorded) -> None:
+        """`amber diff demo -- -2 -1` compares the last two states."""
+        result = amber("diff", "demo", "--db", recorded.db, "--", "-2", "-1")
+        assert result.exit_code == 0
+        last = recorded.demo.events
+        assert f"demo seq {last - 1} → seq {last}" in result.output
+        assert "pending → delivered" in result.output
+
+    def test_long_ranges_list_the_first_events(self, recorded: Recorded) -> None:
+        """Past 20 events in between, the diff says how to list the rest."""
+        result = amber("diff", "demo", "0", "--db", recorded.db)
+        assert f"{recorded.demo.events} event(s) in between:" in result.output
+        assert "more: amber timeline demo --from 21 --to" in result.output
+
+    def test_json(self, recorded: Recorded) -> None:
+        """--json lists added messages, changes and turns."""
+        seq = recorded.demo.interrupt_seq
+        result = amber("diff", "demo", seq - 1, seq, "--json", "--db", recorded.db)
+        data = json.loads(result.output)
+        assert data["before_seq"] == seq - 1
+        assert data["after_seq"] == seq
+        assert {(c["message_id"], c["after"]) for c in data["changed"]} == {
+            ("msg_000011", "interrupted"),
+            ("msg_000013", "interrupted"),
+        }
+        assert data["turns"] == [
+            {"turn_id": "turn_000003", "before": "active", "after": "interrupted"}
+        ]
+
+    def test_b_out_of_range(self, recorded: Recorded) -> None:
+        """Each seq is checked; B names itself."""
+        result = amber("diff", "demo", "1", "500", "--db", recorded.db)
+        assert result.exit_code == ExitCode.NOT_FOUND
+        assert "Pass B between 0 and" in result.stderr
+
+
+class TestInspectCommand:
+    def test_needs_a_terminal(self, recorded: Recorded) -> None:
+        """Without a terminal, inspect says what to use instead (exit 2)."""
+        result = amber("inspect", "demo", "--db", recorded.db)
+        assert result.exit_code == ExitCode.USAGE
+        assert "amber inspect needs a terminal" in result.stderr
+
+    def test_checks_the_session_first(self, recorded: Recorded) -> None:
+        """A missing session is reported before any terminal check."""
+        result = amber("inspect", "nope", "--db", recorded.db)
+        assert result.exit_code == ExitCode.NOT_FOUND

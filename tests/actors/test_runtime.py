@@ -33,11 +33,13 @@ from runtime import (
     MessageType,
     Role,
     Status,
+    StoreError,
     TurnStatus,
     UnknownSession,
     clean_history,
     to_openai,
 )
+from runtime.store import MemoryStore
 from runtime.testing import check_invariants
 
 __all__ = ["make_runtime"]
@@ -476,3 +478,37 @@ def test_model_view_is_clean_history(make_runtime: RuntimeFactory) -> None:
     rt.wait_idle("s", timeout=WAIT)
     request = model.requests[0]
     assert request.view == clean_history(request.state)
+
+
+class FlakyStore(MemoryStore):
+    """A memory store whose next append fails once ``fail_next`` is set."""
+
+    fail_next = False
+
+    def append(self, events: Any) -> Any:
+        events = list(events)
+        if self.fail_next and any(
+            isinstance(e, MessageAdded) and e.message.type is MessageType.TOOL_RESULT
+            for e in events
+        ):
+            self.fail_next = False
+            raise StoreError("disk full (injected)")
+        return super().append(events)
+
+
+class TestStoreFailures:
+    def test_a_failed_write_fails_the_turn_not_the_session(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """A store error mid-turn ends the turn as error; the session keeps working."""
+        store = FlakyStore()
+        store.fail_next = True
+        model = ScriptedModel([call("run_shell_command", {"command": "ls"}), reply("next")])
+        rt = make_runtime(model=model, tools=[stub_shell], store=store)
+        first = rt.send("s", "go")
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert state.message(first.id).status is Status.ERROR
+        assert "disk full" in (state.turn_list()[0].reason or "")
+        second = rt.send("s", "again")
+        assert rt.wait_idle("s", timeout=WAIT).message(second.id).status is Status.PROCESSED
+        check_invariants(rt.timeline("s"))

@@ -154,6 +154,8 @@ class RuntimeMachine(RuleBasedStateMachine):
                     (m.id, m.status) for m in state if m.role is Role.USER and m.status not in FINAL
                 ]
                 assert stuck == [], f"session {session}: inputs never settled: {stuck}"
+                running = [r.operation_id for r in state.model_calls() if r.status == "running"]
+                assert running == [], f"session {session}: model calls still running: {running}"
                 assert {m.id for m in state if m.role is Role.USER} == set(self.accepted[session])
                 check_invariants(self.runtime.timeline(session))
         finally:

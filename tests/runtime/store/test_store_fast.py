@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime
 from typing import Any
 
@@ -9,15 +10,28 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime import Category, DecodeError, Message, ToolCall, Turn, from_data, new_message, to_data
+from runtime import (
+    Category,
+    DecodeError,
+    Message,
+    MessageType,
+    Role,
+    ToolCall,
+    Turn,
+    from_data,
+    new_message,
+    to_data,
+)
 from runtime.store import _fast
 from runtime.store._fast import (
     MESSAGE_FIELDS,
     TURN_FIELDS,
     decode_message,
     decode_message_row,
+    decode_message_rows,
     decode_turn,
     decode_turn_row,
+    decode_turn_rows,
 )
 from runtime.testing import messages, timelines
 
@@ -138,6 +152,23 @@ class TestDamagedInput:
         agree(decode_message, data, Message)
         agree(decode_turn, data, Turn)
 
+    def test_cross_field_rules(self) -> None:
+        """Every mix of role, type, tool call, call id and error fields agrees with the codec.
+
+        The fast path checks Message.__attrs_post_init__'s rules inline: this pins
+        that it accepts exactly the messages the class accepts.
+        """
+        call = sample_message()["tool_call"]
+        for role, type_, tool_call, tool_call_id, is_error, error_type in itertools.product(
+            [*Role, "robot"], [*MessageType, "poem"], [call, None], ["call_1", None],
+            [True, False], ["timeout", None],
+        ):  # fmt: skip
+            data = {
+                **sample_message(), "role": role, "type": type_, "tool_call": tool_call,
+                "tool_call_id": tool_call_id, "is_error": is_error, "error_type": error_type,
+            }  # fmt: skip
+            agree(decode_message, data, Message)
+
     @given(
         st.dictionaries(
             st.sampled_from(sorted(sample_message())), st.sampled_from(ODD_VALUES), max_size=3
@@ -194,3 +225,48 @@ class TestRows:
             data,
             Message,
         )
+
+
+def as_row(value: Any, fields: list[str]) -> list[Any]:
+    data = to_data(value)
+    return [data[name] for name in fields]
+
+
+class TestChunkRows:
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(messages(), max_size=8))
+    def test_messages_at_once(self, values: list[Message]) -> None:
+        """A chunk's rows decode at once to the messages, as row by row; each is a Message."""
+        rows: list[object] = [as_row(m, MESSAGE_FIELDS) for m in values]
+        decoded = decode_message_rows(MESSAGE_FIELDS, rows)
+        assert decoded == [decode_message_row(MESSAGE_FIELDS, row) for row in rows] == values
+        assert decoded is not None
+        assert all(type(m) is Message for m in decoded)
+
+    @settings(max_examples=30, deadline=None)
+    @given(timelines(max_steps=30))
+    def test_turns_at_once(self, timeline: Any) -> None:
+        """A chunk's turn rows decode at once to the turns."""
+        turns = timeline.head.turn_list()
+        rows: list[object] = [as_row(t, TURN_FIELDS) for t in turns]
+        assert decode_turn_rows(TURN_FIELDS, rows) == turns
+
+    @pytest.mark.parametrize("field", MESSAGE_FIELDS)
+    @pytest.mark.parametrize("value", ODD_VALUES, ids=repr)
+    def test_a_doubtful_row_declines(self, field: str, value: Any) -> None:
+        """A chunk with a row the codec refuses goes row by row (None); what it takes is equal."""
+        data = {**sample_message(), field: value}
+        good = [as_row(from_data(sample_message(), Message), MESSAGE_FIELDS)] * 2
+        decoded = decode_message_rows(MESSAGE_FIELDS, [*good, [data[f] for f in MESSAGE_FIELDS]])
+        verdict, expected = outcome(lambda d: from_data(d, Message), data, Message)
+        if verdict == "error":
+            assert decoded is None
+        else:
+            assert decoded is None or decoded[-1] == expected
+
+    def test_other_fields_decline(self) -> None:
+        """Rows written with another field list go row by row."""
+        rows: list[object] = [as_row(from_data(sample_message(), Message), MESSAGE_FIELDS)]
+        assert decode_message_rows(sorted(MESSAGE_FIELDS), rows) is None
+        assert decode_message_rows(MESSAGE_FIELDS, [*rows, ["x"]]) is None
+        assert decode_turn_rows(TURN_FIELDS, [None]) is None

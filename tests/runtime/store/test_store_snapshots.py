@@ -71,6 +71,21 @@ class TestChunks:
             assert store.load_state("s") == replay(events).head
             store.verify("s")
 
+    def test_a_smaller_chunk_size_is_not_reused(self, tmp_path: pathlib.Path) -> None:
+        """After a chunk size change, unchanged items are not matched to chunks of the old size."""
+        path = tmp_path / "s.db"
+        events = conversation("s", 41)
+        with SQLiteStore(path, snapshot_every=40, chunk_size=3) as store:
+            store.append(events[:40])
+        with SQLiteStore(path, snapshot_every=1000, chunk_size=5) as store:
+            store.load_state("s")
+            store.append(events[40:])
+            store.snapshot("s")
+            assert set(chunks(path).values()) == {41}
+        with SQLiteStore(path) as store:
+            assert store.load_state("s") == replay(events).head
+            store.verify("s")
+
 
 def split(events: list[Event], cuts: list[int]) -> list[list[Event]]:
     points = sorted({0, len(events), *(c % (len(events) + 1) for c in cuts)})

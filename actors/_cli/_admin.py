@@ -1,0 +1,270 @@
+"""Commands that write or move sessions: ``fork``, ``export``, ``import``, ``recover``."""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+from rich.text import Text
+
+from runtime import EVENT_TYPES
+from runtime.store import SQLiteStore, recover_orphans
+
+from .._ids import utc_now
+from ._app import (
+    CliError,
+    ExitCode,
+    db_option,
+    emit_json,
+    json_option,
+    open_store,
+    parse_seq,
+    require_session,
+    resolve_seq,
+    stdout_console,
+)
+
+__all__ = ["events", "export", "fork", "import_command", "recover"]
+
+
+def _free_id(store: SQLiteStore, base: str) -> str:
+    candidate, number = base, 1
+    while candidate in store:
+        number += 1
+        candidate = f"{base}-{number}"
+    return candidate
+
+
+@click.command()
+@click.argument("session")
+@click.option(
+    "--at", "at_seq", metavar="SEQ", callback=parse_seq, required=True, help="The seq to fork from."
+)
+@click.option(
+    "--as", "new_id", metavar="NEW", help="The new session's id (default: SESSION-fork-SEQ)."
+)
+@db_option()
+@json_option
+def fork(session: str, at_seq: int, new_id: str | None, db: str, as_json: bool) -> None:
+    """Start a new session from SESSION's state at a seq.
+
+    The source is left as it is.
+    The fork's first event carries the state at --at. A fork taken mid-turn
+    keeps the active turn: a runtime on this store gives its input back once
+    it is idle for recover_after (or now: amber recover --older-than 0).
+    """
+    with open_store(db) as store:
+        require_session(store, session, db)
+        line = store.load_timeline(session)
+        seq = resolve_seq(at_seq, line)
+        if new_id is not None and new_id in store:
+            raise CliError(
+                f"The store {db!r} already has a session {new_id!r}; pass another --as, or leave "
+                "--as out to get a free id.",
+                ExitCode.CONFLICT,
+            )
+        target = new_id if new_id is not None else _free_id(store, f"{session}-fork-{seq}")
+        forked = line.fork(seq, target, at=utc_now())
+        head = store.append(forked.events())[target]
+    turn = head.active_turn_id
+    if as_json:
+        emit_json(
+            {
+                "session_id": target,
+                "source_session_id": session,
+                "source_seq": seq,
+                "seq": head.seq,
+                "messages": len(head),
+                "turns": len(head.turn_list()),
+                "active_turn_id": turn,
+            }
+        )
+        return
+    console = stdout_console()
+    console.print(
+        Text.assemble(
+            f"Forked {session} at seq {seq} into ",
+            (target, "bold"),
+            f" ({len(head)} messages, {len(head.turn_list())} turns).",
+        )
+    )
+    if turn is not None:
+        console.print(
+            Text(
+                f"It was taken mid-turn: {turn} is still active in the fork. A runtime gives its "
+                f"input back once it is idle for recover_after; now: amber recover --older-than 0 "
+                f"--db {db}",
+                style="yellow",
+            )
+        )
+    console.print(Text(f"Look at it: amber show {target} --db {db}", style="dim"))
+
+
+@click.command()
+@click.argument("session")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to this file."
+)
+@click.option("--force", is_flag=True, help="Overwrite the --output file if it exists.")
+@db_option()
+def export(session: str, output: Path | None, force: bool, db: str) -> None:
+    """Print SESSION as JSON (its whole event log).
+
+    Or write it to --output.
+
+    'amber import' reads it back, into this store or another.
+    """
+    if output is not None and output.exists() and not force:
+        raise CliError(
+            f"{str(output)!r} exists already; pass --force to overwrite it, or another --output.",
+            ExitCode.CONFLICT,
+        )
+    with open_store(db) as store:
+        require_session(store, session, db)
+        data = store.export_session(session)
+    text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+    if output is None:
+        click.echo(text)
+        return
+    output.write_text(text + "\n", encoding="utf-8")
+    stdout_console().print(f"Exported {session} ({data['seq']} events) to {output}.")
+
+
+def _renamed(data: Any, new_id: str) -> Any:
+    """An export with every event and message moved to session ``new_id``."""
+    if not isinstance(data, dict) or not isinstance(data.get("events"), list):
+        return data  # not an export: import_session says why
+    events = []
+    for event in data["events"]:
+        if isinstance(event, dict):
+            event = {**event, "session_id": new_id}
+            for key in ("message",):
+                if isinstance(event.get(key), dict):
+                    event[key] = {**event[key], "session_id": new_id}
+            for key in ("messages", "partial"):
+                if isinstance(event.get(key), list):
+                    event[key] = [
+                        {**m, "session_id": new_id} if isinstance(m, dict) else m
+                        for m in event[key]
+                    ]
+        events.append(event)
+    return {**data, "session_id": new_id, "events": events}
+
+
+@click.command("import")
+@click.argument("file", type=click.Path(allow_dash=True, path_type=Path))
+@click.option("--as", "new_id", metavar="NEW", help="Import under this session id instead.")
+@db_option(create=True)
+@json_option
+def import_command(file: Path, new_id: str | None, db: str, as_json: bool) -> None:
+    """Store a session from an export file (FILE, or - for stdin).
+
+    FILE is what 'amber export' wrote.
+    The events are decoded strictly and applied again before anything is
+    stored; the store is created if it does not exist.
+    """
+    if str(file) == "-":
+        raw = sys.stdin.buffer.read()
+    elif not file.is_file():
+        raise CliError(
+            f"No file {str(file)!r} to import; pass an export's path.", ExitCode.NOT_FOUND
+        )
+    else:
+        raw = file.read_bytes()
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise CliError(
+            f"{str(file)!r} is not an Amber export: it is not JSON ({exc}). Pass a file written by "
+            "'amber export'.",
+            ExitCode.BAD_STORE,
+        ) from None
+    if new_id is not None:
+        data = _renamed(data, new_id)
+    with open_store(db, create=True) as store:
+        session = data.get("session_id") if isinstance(data, dict) else None
+        if isinstance(session, str) and session in store:
+            raise CliError(
+                f"The store {db!r} already has a session {session!r}; pass --as NEW to import it "
+                "under another id.",
+                ExitCode.CONFLICT,
+            )
+        head = store.import_session(data)
+    if as_json:
+        emit_json({"session_id": head.session_id, "seq": head.seq, "messages": len(head)})
+        return
+    stdout_console().print(
+        f"Imported {head.session_id} ({head.seq} events, {len(head)} messages) into {db}."
+    )
+
+
+@click.command()
+@click.option(
+    "--older-than",
+    type=click.FloatRange(min=0),
+    default=300.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Only turns idle for longer than this (a live runner keeps writing).",
+)
+@click.option("--dry-run", is_flag=True, help="Only list what would be recovered.")
+@db_option()
+@json_option
+def recover(older_than: float, dry_run: bool, db: str, as_json: bool) -> None:
+    """Give inputs of dead runners' turns back (orphan recovery).
+
+    A session whose active turn has been idle for more than --older-than
+    seconds gets an orphan_recovered event: its inputs go back to
+    pending_agent, and the next runtime on this store answers them.
+    """
+    now = utc_now()
+    cutoff = now - timedelta(seconds=older_than)
+    with open_store(db) as store:
+        active = [info for info in store.list_sessions() if info.active_turn_id is not None]
+        stale = [info for info in active if info.updated_at <= cutoff]
+        young = [info for info in active if info.updated_at > cutoff]
+        if dry_run:
+            recovered = [(i.session_id, i.active_turn_id, i.seq + 1) for i in stale]
+        else:
+            events = recover_orphans(store, now=now, older_than=timedelta(seconds=older_than))
+            recovered = [(e.session_id, e.turn_id, e.seq) for e in events]
+    if as_json:
+        emit_json(
+            {
+                "dry_run": dry_run,
+                "recovered": [{"session_id": s, "turn_id": t, "seq": q} for s, t, q in recovered],
+                "left_alone": [i.session_id for i in young],
+            }
+        )
+        return
+    console = stdout_console()
+    verb, then = ("Would recover", "would be") if dry_run else ("Recovered", "are")
+    for session, turn, seq in recovered:
+        console.print(
+            Text.assemble(
+                f"{verb} ",
+                (session, "bold"),
+                f": {turn} (seq {seq}); its inputs {then} pending again.",
+            )
+        )
+    if not recovered:
+        console.print(f"No orphaned turns: none idle for more than {older_than:g} s.")
+    if young:
+        names = ", ".join(i.session_id for i in young)
+        console.print(
+            Text(
+                f"Left alone (active less than {older_than:g} s ago, maybe still running): {names}",
+                style="dim",
+            )
+        )
+
+
+@click.command()
+def events() -> None:
+    """List the event kinds the core applies, one per line."""
+    for kind, cls in EVENT_TYPES.items():
+        click.echo(f"{kind:18} {(cls.__doc__ or '').splitlines()[0]}")

@@ -1,0 +1,264 @@
+"""What every ``amber`` command shares: exit codes, errors, options, output, the store.
+
+Exit codes are part of the CLI's contract (scripts rely on them):
+
+====  ============  ==========================================================
+code  name          when
+====  ============  ==========================================================
+0     ``OK``        the command did what was asked
+1     ``FAILED``    a check failed (``replay --verify`` found a divergence) or
+                    an operation could not finish; the message says why
+2     ``USAGE``     bad arguments or options (click's own usage errors)
+3     ``NOT_FOUND`` no such store file, session, seq, message or import file
+4     ``BAD_STORE`` the file is not an Amber store or export, is damaged, or
+                    was written by a newer Amber
+5     ``CONFLICT``  the target session exists already (``fork --as``, ``import``)
+130   ``INTERRUPTED`` stopped by Ctrl-C
+====  ============  ==========================================================
+
+Errors are one line on stderr: what went wrong, what was found, how to fix it.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import enum
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+import orjson
+from rich.console import Console
+
+from runtime import (
+    AmberError,
+    CorruptRow,
+    DecodeError,
+    NotAStore,
+    ReplayMismatch,
+    SchemaVersionError,
+    SeqOutOfRange,
+    SessionExists,
+    Timeline,
+    UnknownMessage,
+    UnknownSession,
+    thaw,
+)
+from runtime.store import SQLiteStore
+
+__all__ = [
+    "DEFAULT_DB",
+    "CliError",
+    "ExitCode",
+    "db_option",
+    "emit_json",
+    "fail",
+    "json_option",
+    "open_store",
+    "parse_seq",
+    "require_session",
+    "resolve_seq",
+    "stdout_console",
+    "translate",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_DB = "amber.db"
+"""The store file every command uses unless told otherwise (``--db`` or ``AMBER_DB``)."""
+
+
+class ExitCode(enum.IntEnum):
+    """The ``amber`` exit codes (see the module docstring)."""
+
+    OK = 0
+    """Done."""
+    FAILED = 1
+    """A check failed or an operation could not finish."""
+    USAGE = 2
+    """Bad arguments."""
+    NOT_FOUND = 3
+    """No such store file, session, seq, message or file."""
+    BAD_STORE = 4
+    """Not an Amber store or export, damaged, or from a newer Amber."""
+    CONFLICT = 5
+    """The target session exists already."""
+    INTERRUPTED = 130
+    """Ctrl-C."""
+
+
+class CliError(Exception):
+    """An error the CLI reports as one line on stderr, with its exit code.
+
+    ``AmberGroup`` prints it as ``amber: <message>`` and exits with ``code``.
+    """
+
+    def __init__(self, message: str, code: ExitCode = ExitCode.FAILED) -> None:
+        super().__init__(" ".join(message.split()))
+        self.code = code
+        """The exit code."""
+
+
+def fail(error: CliError) -> NoReturn:
+    """Print ``error`` on stderr as one line and exit with its code."""
+    click.echo(f"amber: {error}", err=True)
+    raise click.exceptions.Exit(int(error.code))
+
+
+_CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
+    (UnknownSession, ExitCode.NOT_FOUND),
+    (UnknownMessage, ExitCode.NOT_FOUND),
+    (SeqOutOfRange, ExitCode.NOT_FOUND),
+    (NotAStore, ExitCode.BAD_STORE),
+    (CorruptRow, ExitCode.BAD_STORE),
+    (SchemaVersionError, ExitCode.BAD_STORE),
+    (DecodeError, ExitCode.BAD_STORE),
+    (SessionExists, ExitCode.CONFLICT),
+    (ReplayMismatch, ExitCode.FAILED),
+)
+
+
+def translate(exc: AmberError) -> CliError:
+    """The ``CliError`` (message and exit code) for an error from the core or the store."""
+    for kind, code in _CODES:
+        if isinstance(exc, kind):
+            return CliError(f"{type(exc).__name__}: {exc}", code)
+    return CliError(f"{type(exc).__name__}: {exc}", ExitCode.FAILED)
+
+
+# --- options -----------------------------------------------------------------------------
+
+
+def db_option(*, create: bool = False) -> Callable[[F], F]:
+    """``--db PATH``: the store file (default ``./amber.db``, or ``$AMBER_DB``)."""
+    what = "created if missing" if create else "must exist"
+    return click.option(
+        "--db",
+        default=DEFAULT_DB,
+        envvar="AMBER_DB",
+        show_default=True,
+        metavar="PATH",
+        help=f"The Amber store (SQLite file; {what}). Also read from $AMBER_DB.",
+    )
+
+
+def json_option(fn: F) -> F:
+    """``--json``: print data as JSON instead of tables."""
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print the data as JSON (for scripts)."
+    )(fn)
+
+
+SEQ_HELP = (
+    "a number (0 is the empty state before the first event), a negative number to count back "
+    "from the head (-1 is the head), or 'head'"
+)
+
+
+def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A click callback: a seq as an int; ``head`` is -1 (checked against the session later)."""
+    if value is None:
+        return None
+    text = value.strip().lower()
+    if text == "head":
+        return -1
+    try:
+        return int(text)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a seq: pass {SEQ_HELP}.") from None
+
+
+# --- the store ---------------------------------------------------------------------------
+
+
+@contextmanager
+def open_store(db: str, *, create: bool = False) -> Iterator[SQLiteStore]:
+    """Open the store at ``db``; unless ``create``, the file must exist and be a store.
+
+    Read commands never make a new, empty store out of a mistyped path.
+    """
+    path = Path(db)
+    if not create:
+        if not path.exists():
+            raise CliError(
+                f"No Amber store at {db!r}: the file does not exist. Pass --db PATH (or set "
+                "AMBER_DB) to point at a store; 'amber demo' makes one.",
+                ExitCode.NOT_FOUND,
+            )
+        if path.is_file() and path.stat().st_size == 0:
+            raise CliError(
+                f"{db!r} is an empty file, not an Amber store. Pass --db PATH to point at a store.",
+                ExitCode.BAD_STORE,
+            )
+    try:
+        store = SQLiteStore(path)
+    except AmberError as exc:
+        raise translate(exc) from exc
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def require_session(store: SQLiteStore, session_id: str, db: str) -> None:
+    """Fail with ``NOT_FOUND`` (and the closest ids) if the store lacks ``session_id``."""
+    if session_id in store:
+        return
+    known = [info.session_id for info in store.list_sessions()]
+    close = [s for s in known if s.startswith(session_id)] or difflib.get_close_matches(
+        session_id, known, n=3
+    )
+    if close:
+        hint = "did you mean " + " or ".join(repr(s) for s in close[:3]) + "?"
+    elif known:
+        hint = f"it holds {len(known)} session(s); 'amber sessions --db {db}' lists them."
+    else:
+        hint = "it holds no session yet; 'amber demo' makes one."
+    raise CliError(f"No session {session_id!r} in {db!r}; {hint}", ExitCode.NOT_FOUND)
+
+
+def resolve_seq(seq: int, timeline: Timeline, *, option: str = "--at") -> int:
+    """A seq the timeline holds: negatives count back from the head (-1 is the head)."""
+    first, last = timeline.first_seq, timeline.last_seq
+    resolved = last + 1 + seq if seq < 0 else seq
+    if not first <= resolved <= last:
+        raise CliError(
+            f"Session {timeline.session_id!r} has no seq {seq}: it holds seq {first} (before "
+            f"the first event) to {last}. Pass {option} between {first} and {last}, or a "
+            "negative number to count back from the head (-1 is the head).",
+            ExitCode.NOT_FOUND,
+        )
+    return resolved
+
+
+# --- output ------------------------------------------------------------------------------
+
+
+def stdout_console() -> Console:
+    """A console on the current stdout (colors only on a terminal, no auto-highlighting)."""
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, frozenset | set):
+        return sorted(value, key=str)
+    if isinstance(value, Mapping):
+        return {str(k): v for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return list(value)
+    raise TypeError(f"Cannot print a {type(value).__name__} as JSON.")
+
+
+def emit_json(data: object) -> None:
+    """Print ``data`` as indented JSON on stdout (bytes as base64, pyrsistent thawed)."""
+    text = orjson.dumps(
+        thaw(data), default=_default, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+    )
+    click.echo(text.decode())

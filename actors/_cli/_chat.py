@@ -1,0 +1,217 @@
+"""``amber chat``: an interactive session on the CLI adapter.
+
+The model is a scripted stand-in (no network, no key) that answers a few
+commands so that everything the runtime does can be tried by hand: ``sleep
+N`` calls a slow tool (press Ctrl-C to interrupt it), ``$ command`` runs a
+shell command when ``--shell`` allowed it, anything else is echoed back.
+Provider models plug in here once they are configured (their own issue).
+
+Ctrl-C while a turn runs interrupts it; a second Ctrl-C (or Ctrl-C at the
+prompt twice, or Ctrl-D, or ``/exit``) leaves cleanly: the runtime stops and
+every event is on disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+import trio
+from rich.console import Console
+from rich.text import Text
+
+from runtime import ModelView, ToolResultPart
+
+from .._cli_adapter import CliAdapter
+from .._runtime import Runtime
+from .._scripted import Response, ScriptedModel, call, reply
+from .._shell import shell_tool
+from .._tools import Tool, tool
+from ._app import CliError, ExitCode, db_option, open_store
+
+__all__ = ["ChatLoop", "chat", "chat_model", "chat_tools"]
+
+_SLEEP = re.compile(r"^\s*(?:sleep|wait)\s+(\d+(?:\.\d+)?)\s*$", re.IGNORECASE)
+_HELP = (
+    "I am Amber's scripted stand-in model (no network, no API key). Try:\n\n"
+    "- `sleep 5`: I call a slow tool; press **Ctrl-C** to interrupt the turn.\n"
+    "- `$ echo hello`: I run a shell command (only when chat started with `--shell`).\n"
+    "- anything else: I echo it back.\n\n"
+    "Ctrl-C twice, Ctrl-D or `/exit` leaves; `amber timeline` shows what was stored."
+)
+
+
+@tool(timeout=None)
+async def wait(seconds: float) -> str:
+    """Wait for a number of seconds (a slow tool to interrupt).
+
+    Args:
+        seconds: How long to wait.
+    """
+    await trio.sleep(seconds)
+    return f"waited {seconds:g} s"
+
+
+def chat_tools(*, shell: bool) -> list[Tool]:
+    """The chat's tools: ``wait``, and ``run_shell_command`` when ``shell``."""
+    return [wait, shell_tool()] if shell else [wait]
+
+
+def _last_input(view: ModelView) -> str:
+    for message in reversed(view.messages):
+        if message.role.value == "user" and message.source_id is not None:
+            return message.text
+    return ""
+
+
+def _last_result(view: ModelView) -> ToolResultPart | None:
+    for message in reversed(view.messages):
+        for part in message.parts:
+            if isinstance(part, ToolResultPart):
+                return part
+    return None
+
+
+def chat_model(*, shell: bool) -> ScriptedModel:
+    """The scripted stand-in: a function of each request (see the module docstring)."""
+
+    def answer(request: object) -> Response:
+        from .._model import ModelRequest
+
+        assert isinstance(request, ModelRequest)
+        if request.call_index > 0:
+            result = _last_result(request.view)
+            if result is None:
+                return reply("Done.")
+            lines = [
+                line
+                for line in result.text.splitlines()
+                if line.strip() and not (line.startswith("===") and line.endswith("==="))
+            ]
+            summary = lines[-1] if lines else "(no output)"
+            verdict = "It failed" if result.is_error else "Done"
+            return reply(f"{verdict}: `{summary[:200]}`")
+        text = _last_input(request.view).strip()
+        if match := _SLEEP.match(text):
+            return call("wait", {"seconds": float(match.group(1))}, reasoning="A slow tool, then.")
+        if text.startswith("$"):
+            command = text[1:].strip()
+            if not shell:
+                return reply("The shell tool is off: start `amber chat --shell` to let me run it.")
+            return call("run_shell_command", {"command": command})
+        if text.lower() in ("help", "?", "/help"):
+            return reply(_HELP)
+        return reply(f"You said: {text}\n\n*(scripted model; type `help` for what it can do)*")
+
+    return ScriptedModel(answer)
+
+
+class ChatLoop:
+    """The read-send-wait loop, with Ctrl-C handling; ``read`` is ``input`` in real use.
+
+    A Ctrl-C (``KeyboardInterrupt``) may land anywhere in the loop: while a
+    turn runs it interrupts the turn, at the prompt it warns; either way the
+    loop is then *armed*, and the next Ctrl-C leaves. Typing a line disarms it.
+    """
+
+    def __init__(
+        self, rt: Runtime, session: str, console: Console, read: Callable[[str], str]
+    ) -> None:
+        self.rt = rt
+        self.session = session
+        self.console = console
+        self.read = read
+        self.armed = False
+        """True after one Ctrl-C: the next one leaves."""
+        self.busy = False
+        """True while a turn for the last line may be running."""
+
+    def run(self) -> None:
+        """Loop until Ctrl-D, ``/exit`` or a second Ctrl-C."""
+        while True:
+            try:
+                if not self.step():
+                    return
+            except EOFError:
+                self.console.print()
+                return
+            except KeyboardInterrupt:
+                if self.armed:
+                    self.console.print()
+                    return
+                self.armed = True
+                if self.busy:
+                    self.rt.interrupt(self.session, "interrupted by Ctrl-C")
+                    notice = Text("⏹ interrupted (Ctrl-C again to leave)", style="dark_orange")
+                else:
+                    notice = Text("\n(Ctrl-C again, Ctrl-D or /exit to leave)", style="dim")
+                self.console.print(notice)
+
+    def step(self) -> bool:
+        """Wait for the running turn, or read a line and send it; False to leave."""
+        if self.busy:
+            self.rt.wait_idle(self.session, timeout=None)
+            self.busy = False
+            return True
+        text = self.read("you> ")
+        if text.strip() in ("/exit", "/quit"):
+            return False
+        if text.strip():
+            self.armed = False
+            self.busy = True
+            self.rt.send(self.session, text, sender="you", chatbot_id="cli", channel_id="chat")
+        return True
+
+
+@click.command()
+@click.option("--session", "session_id", help="Continue this session (default: a new one).")
+@click.option("--shell", is_flag=True, help="Let the model run shell commands ($ command).")
+@click.option("--stream/--no-stream", default=True, help="Print replies as they stream.")
+@db_option(create=True)
+def chat(session_id: str | None, shell: bool, stream: bool, db: str) -> None:
+    """Chat with an agent; Ctrl-C interrupts the running turn.
+
+    Every turn is stored in --db.
+    Ctrl-C interrupts the running turn; a second Ctrl-C leaves cleanly.
+    The model is a scripted stand-in (type 'help'); provider models plug in
+    once configured.
+    """
+    with open_store(db, create=True) as store:
+        if session_id is None:
+            session_id, number = "chat", 1
+            while session_id in store:
+                number += 1
+                session_id = f"chat-{number}"
+            existing = 0
+        else:
+            existing = len(store.load_state(session_id)) if session_id in store else 0
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401  (line editing and history for input())
+    console = Console(highlight=False)
+    adapter = CliAdapter.start(console=console, echo_inputs=False, stream=stream)
+    note = f"continuing, {existing} messages" if existing else "new"
+    console.print(
+        Text.assemble(
+            ("amber chat", "bold"),
+            f" · session {session_id} ({note}) in {db} · 'help' for what the scripted model does",
+            style="dim",
+        ),
+        soft_wrap=True,
+    )
+    try:
+        runtime = Runtime(
+            model=chat_model(shell=shell),
+            store=Path(db),
+            tools=chat_tools(shell=shell),
+            adapters=[adapter],
+        )
+        # A second Ctrl-C while the first is being handled: leave all the same.
+        with runtime as rt, contextlib.suppress(KeyboardInterrupt):
+            ChatLoop(rt, session_id, console, console.input).run()
+    except KeyboardInterrupt:
+        raise CliError("Interrupted while stopping the runtime.", ExitCode.INTERRUPTED) from None
+    bye = Text(f"Bye. Stored in {db}: amber timeline {session_id} --db {db}", style="dim")
+    console.print(bye, soft_wrap=True)

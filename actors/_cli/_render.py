@@ -1,0 +1,255 @@
+"""What an event changed, on one line, and what changed between two states.
+
+Shared by ``amber timeline``, ``amber diff`` and ``amber inspect``. Pure
+functions of values from ``runtime``; nothing prints.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from runtime import (
+    BranchImported,
+    Category,
+    Event,
+    MessageAdded,
+    MetadataUpdated,
+    ModelCallFinished,
+    ModelCallStarted,
+    OrphanRecovered,
+    RolledBack,
+    SessionState,
+    StateDiff,
+    Status,
+    StatusChanged,
+    TurnEnded,
+    TurnStarted,
+    category_of,
+    thaw,
+)
+
+from .._channels import format_turn_metrics
+from ._text import (
+    AUDIT_STYLES,
+    OUTCOME_STYLES,
+    category_label,
+    compact,
+    duration_text,
+    excerpt,
+    join,
+    label,
+    message_summary,
+    safe,
+    status_text,
+)
+
+__all__ = ["describe_event", "diff_view", "touched_ids"]
+
+
+def touched_ids(event: Event, before: SessionState, after: SessionState) -> set[str]:
+    """Ids of the messages an event added or changed (for ``timeline --message``)."""
+    if isinstance(event, MessageAdded):
+        return {event.message.id}
+    if isinstance(event, StatusChanged | MetadataUpdated):
+        return {event.message_id}
+    if isinstance(event, TurnStarted):
+        turn = after.active_turn
+        return set(turn.input_ids) if turn is not None else set()
+    if isinstance(event, TurnEnded | OrphanRecovered):
+        turn = before.active_turn
+        if turn is None:
+            return set()
+        ids = set(turn.input_ids) | set(turn.open_calls.values())
+        if isinstance(event, TurnEnded):
+            ids |= {m.id for m in event.partial}
+        return ids
+    if isinstance(event, BranchImported):
+        return {m.id for m in event.messages}
+    if isinstance(event, RolledBack):
+        return {m.id for m in after.messages if not m.active and before.get(m.id) is not None}
+    return set()
+
+
+def describe_event(event: Event, before: SessionState, after: SessionState) -> Text:
+    """What an event changed, on one line (``before``/``after``: the states around it)."""
+    if isinstance(event, MessageAdded):
+        message = after.get(event.message.id) or event.message
+        category = category_of(message)
+        sender = f" from {safe(message.sender)}" if category is Category.USER_QUESTION else ""
+        return join(
+            ("+ ", "green"),
+            (safe(message.id), "bold"),
+            f" {label(category)}{sender}: ",
+            message_summary(message),
+        )
+    if isinstance(event, StatusChanged):
+        changed = after.get(event.message_id)
+        kind = category_label(changed) if changed is not None else "message"
+        return join(
+            (event.message_id, "bold"),
+            f" {kind}: ",
+            status_text(event.expected),
+            " → ",
+            status_text(event.status),
+        )
+    if isinstance(event, MetadataUpdated):
+        keys = ", ".join(f"{k}={compact(v)}" for k, v in event.metadata.items())
+        return join((event.message_id, "bold"), f" metadata: {excerpt(keys, 60)}")
+    if isinstance(event, TurnStarted):
+        turn = after.active_turn
+        claimed = ", ".join(turn.input_ids) if turn is not None else "nothing"
+        return join(("▶ ", "cyan"), (event.turn_id, "bold"), f" starts, claims {claimed}")
+    if isinstance(event, TurnEnded):
+        return _describe_turn_end(event, before, after)
+    if isinstance(event, ModelCallStarted):
+        model = f", {safe(event.model)}" if event.model else ""
+        return join(
+            ("◆ ", "blue"),
+            (f"model call #{event.sequence} {safe(event.operation_id)}", "bold"),
+            f" starts ({event.turn_id}{model})",
+        )
+    if isinstance(event, ModelCallFinished):
+        return _describe_call_end(event, after)
+    if isinstance(event, OrphanRecovered):
+        turn = before.active_turn
+        inputs = ", ".join(turn.input_ids) if turn is not None else "-"
+        return join(
+            ("↺ ", "yellow"),
+            (event.turn_id, "bold"),
+            " recovered",
+            f" ({excerpt(event.reason, 80)})" if event.reason else "",
+            f"; {inputs} back to ",
+            status_text(Status.PENDING_AGENT),
+        )
+    if isinstance(event, BranchImported):
+        return join(
+            ("⑂ ", "cyan"),
+            f"forked from {event.source_session_id} at seq {event.source_seq}: ",
+            f"{len(event.messages)} messages, {len(event.turns)} turns",
+        )
+    if isinstance(event, RolledBack):
+        gone = len(touched_ids(event, before, after))
+        reason = f" ({excerpt(event.reason, 80)})" if event.reason else ""
+        return Text(f"⟲ rolled back to seq {event.to_seq}: {gone} messages inactive{reason}")
+    return Text(event.kind)
+
+
+def _describe_call_end(event: ModelCallFinished, after: SessionState) -> Text:
+    row = after.audit.get(event.operation_id)
+    number = f"#{row.sequence} " if row is not None else ""
+    status = str(event.status)
+    rest = ""
+    if event.duration_ms is not None:
+        rest += f" in {duration_text(event.duration_ms)}"
+    if event.usage is not None:
+        rest += f" · {event.usage.input_tokens:,} in / {event.usage.output_tokens:,} out tokens"
+    if event.error:
+        rest += f": {excerpt(event.error, 80)}"
+    elif event.tool_calls:
+        rest += " → " + ", ".join(safe(call.name) for call in event.tool_calls)
+    elif event.content:
+        rest += f" → {excerpt(event.content, 60)}"
+    return join(
+        ("◆ ", "blue"),
+        (f"model call {number}{safe(event.operation_id)}", "bold"),
+        " ",
+        (status, AUDIT_STYLES.get(status, "")),
+        rest,
+    )
+
+
+def _closed_calls(before: SessionState, after: SessionState) -> str:
+    """``, closes model call run_7 (interrupted)`` when a turn's end closed running calls."""
+    closed = []
+    for operation_id in before.audit_running:
+        row = after.audit.get(operation_id)
+        if row is not None and row.status.is_terminal:
+            closed.append(f"{safe(operation_id)} ({row.status})")
+    return f", closes model call {', '.join(closed)}" if closed else ""
+
+
+def _describe_turn_end(event: TurnEnded, before: SessionState, after: SessionState) -> Text:
+    turn = before.active_turn
+    outcome = str(event.outcome)
+    style = OUTCOME_STYLES.get(outcome, "")
+    rest = f" ({excerpt(event.reason, 60)})" if event.reason else ""
+    if turn is not None:
+        inputs = len(turn.input_ids)
+        rest += f"; {inputs} input{'s' * (inputs != 1)} → {outcome}"
+        if outcome == "interrupted" and turn.open_calls:
+            rest += f", {len(turn.open_calls)} unanswered call(s) interrupted"
+    if event.partial:
+        rest += f", partial output kept: {', '.join(m.id for m in event.partial)}"
+    rest += _closed_calls(before, after)
+    metrics = format_turn_metrics(thaw(event.metrics))
+    return join(
+        ("■ ", style),
+        (event.turn_id, "bold"),
+        " ends ",
+        (outcome, style),
+        rest,
+        (f" · {metrics}" if metrics else "", "dim"),
+    )
+
+
+def diff_view(delta: StateDiff) -> RenderableType:
+    """A ``StateDiff`` as lines: added and removed messages, field changes, turns."""
+    lines: list[Text] = [
+        Text(f"From seq {delta.before_seq} to seq {delta.after_seq}:", style="bold")
+    ]
+    if not delta:
+        lines.append(Text("  no change to messages, turns or model calls", style="dim"))
+    for message in delta.added:
+        lines.append(
+            Text.assemble(
+                ("  + ", "green"),
+                (message.id, "bold"),
+                f" {category_label(message)} ",
+                status_text(message.status),
+                ": ",
+                message_summary(message),
+            )
+        )
+    for message in delta.removed:
+        lines.append(
+            Text.assemble(("  - ", "red"), (message.id, "bold"), f" {category_label(message)}")
+        )
+    for change in delta.changed:
+        if change.field == "status":
+            before, after = status_text(str(change.before)), status_text(str(change.after))
+        else:
+            before, after = Text(_value(change.before)), Text(_value(change.after))
+        lines.append(
+            Text.assemble(
+                ("  ~ ", "yellow"),
+                (change.message_id, "bold"),
+                f" {change.field}: ",
+                before,
+                " → ",
+                after,
+            )
+        )
+    for turn in delta.turns:
+        lines.append(
+            Text.assemble(
+                ("  ▶ ", "cyan"),
+                (turn.turn_id, "bold"),
+                f" turn: {turn.before or '(none)'} → {turn.after or '(none)'}",
+            )
+        )
+    for call in delta.model_calls:
+        lines.append(
+            join(
+                ("  ◆ ", "blue"),
+                (safe(call.operation_id), "bold"),
+                f" model call: {call.before or '(none)'} → {call.after or '(none)'}",
+            )
+        )
+    return Group(*lines)
+
+
+def _value(value: object) -> str:
+    if isinstance(value, str):
+        return excerpt(repr(value), 60)
+    return excerpt(compact(value), 60)

@@ -1,0 +1,159 @@
+"""``amber replay``: rebuild sessions from their logs and check them against the store.
+
+``replay --verify`` is the one command whose failing outcome is not an error:
+a divergence exits 1 (``FAILED``) after printing every check, so a script
+or a cron job can watch a store with ``amber replay --all --verify``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import attrs
+import click
+from rich.text import Text
+
+from runtime import ReplayMismatch, diff, replay
+from runtime.store import SQLiteStore
+
+from ._app import (
+    ExitCode,
+    db_option,
+    emit_json,
+    json_option,
+    open_store,
+    require_session,
+    stdout_console,
+)
+
+__all__ = ["replay_command"]
+
+
+@attrs.frozen
+class _Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def _verify(store: SQLiteStore, session: str) -> tuple[int, list[_Check]]:
+    """Replay ``session`` and compare it with what the store recorded."""
+    checks: list[_Check] = []
+    info = store.session(session)
+    try:
+        line = store.verify(session)
+    except ReplayMismatch as exc:
+        return info.seq, [_Check("snapshot", False, str(exc))]
+    snap = (
+        f"the snapshot at seq {info.snapshot_seq} equals the replayed state"
+        if info.snapshot_seq
+        else "no snapshot yet (fewer events than snapshot_every)"
+    )
+    checks.append(_Check("snapshot", True, snap))
+    loaded = store.load_state(session)
+    if loaded == line.head:
+        checks.append(
+            _Check("head", True, f"snapshot + tail equals the replay at seq {line.last_seq}")
+        )
+    else:
+        delta = diff(line.head, loaded)
+        checks.append(
+            _Check(
+                "head",
+                False,
+                f"the head loaded from the snapshot differs from the replay: {len(delta.added)} "
+                f"added, {len(delta.changed)} changed (seq {loaded.seq} vs {line.last_seq})",
+            )
+        )
+    head = line.head
+    recorded = (info.seq, info.messages, dict(info.counts), info.active_turn_id)
+    replayed = (head.seq, len(head), head.status_counts(), head.active_turn_id)
+    if recorded == replayed:
+        checks.append(_Check("summary", True, "the session row matches the replayed head"))
+    else:
+        checks.append(
+            _Check(
+                "summary",
+                False,
+                f"the session row says seq/messages/counts/turn {recorded!r}, the replay "
+                f"{replayed!r}",
+            )
+        )
+    return line.last_seq, checks
+
+
+@click.command("replay")
+@click.argument("session", required=False)
+@click.option(
+    "--verify", is_flag=True, help="Compare the replay with the stored snapshot and summary."
+)
+@click.option("--all", "all_sessions", is_flag=True, help="Every session of the store.")
+@db_option()
+@json_option
+@click.pass_context
+def replay_command(
+    ctx: click.Context,
+    session: str | None,
+    verify: bool,
+    all_sessions: bool,
+    db: str,
+    as_json: bool,
+) -> None:
+    """Rebuild SESSION from its log; --verify checks the store.
+
+    Every event is decoded strictly and applied again. --verify then checks
+    that the stored snapshot, the head loaded from it and the session's
+    summary row all equal the replay. Exit status 1 if any check fails.
+    """
+    if (session is None) == (not all_sessions):
+        raise click.UsageError("Pass a SESSION or --all (not both).")
+    results: list[dict[str, Any]] = []
+    with open_store(db) as store:
+        if session is not None:
+            require_session(store, session, db)
+        ids = [session] if session is not None else [i.session_id for i in store.list_sessions()]
+        for sid in ids:
+            started = time.perf_counter()
+            if verify:
+                seq, checks = _verify(store, sid)
+            else:
+                seq, checks = replay(store.events(sid)).last_seq, []
+            elapsed = (time.perf_counter() - started) * 1000
+            results.append(
+                {
+                    "session_id": sid,
+                    "events": seq,
+                    "ms": round(elapsed, 3),
+                    "ok": all(c.ok for c in checks),
+                    "checks": [attrs.asdict(c) for c in checks],
+                }
+            )
+    failed = [r for r in results if not r["ok"]]
+    if as_json:
+        emit_json({"ok": not failed, "sessions": results})
+    else:
+        _print_replays(results, verify)
+    if failed:
+        ctx.exit(ExitCode.FAILED)
+
+
+def _print_replays(results: list[dict[str, Any]], verify: bool) -> None:
+    console = stdout_console()
+    for result in results:
+        console.print(
+            Text.assemble(
+                "Replayed ",
+                (result["session_id"], "bold"),
+                f": {result['events']} events in {result['ms']:.1f} ms",
+            )
+        )
+        for check in result["checks"]:
+            mark = ("  ✓ ", "green") if check["ok"] else ("  ✗ ", "bold red")
+            console.print(Text.assemble(mark, (check["name"], "bold"), f": {check['detail']}"))
+    if verify:
+        bad = sum(1 for r in results if not r["ok"])
+        if bad:
+            console.print(Text(f"Diverged: {bad} of {len(results)} session(s).", style="bold red"))
+        else:
+            console.print(Text(f"Verified: {len(results)} session(s).", style="green"))

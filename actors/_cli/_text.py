@@ -1,0 +1,149 @@
+"""The pieces every CLI view is made of: statuses in color, times, safe one-line excerpts.
+
+``join`` builds a line of styled pieces in one pass (a timeline prints one
+per event); ``safe`` spells out control characters so that stored content
+never drives the terminal.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import orjson
+from rich.text import Span, Text
+
+from runtime import INTERRUPTED_MARK, Category, Message, Status, category_of, thaw
+
+from .._terminal import safe
+
+__all__ = [
+    "AUDIT_STYLES",
+    "OUTCOME_STYLES",
+    "STATUS_STYLES",
+    "Part",
+    "category_label",
+    "compact",
+    "duration_text",
+    "excerpt",
+    "join",
+    "label",
+    "message_summary",
+    "safe",
+    "status_text",
+    "time_text",
+]
+
+STATUS_STYLES: dict[Status, str] = {
+    Status.PENDING_AGENT: "yellow",
+    Status.PROCESSING: "bold yellow",
+    Status.PROCESSED: "green",
+    Status.INTERRUPTED: "dark_orange",
+    Status.ERROR: "bold red",
+    Status.PENDING: "yellow",
+    Status.RESPONDED: "cyan",
+    Status.DELIVERED: "green",
+}
+"""The color of each status, everywhere the CLI prints one."""
+
+
+OUTCOME_STYLES = {"processed": "green", "interrupted": "dark_orange", "error": "bold red"}
+"""The color of each way a turn ends."""
+AUDIT_STYLES = {
+    "running": "yellow",
+    "completed": "green",
+    "failed": "bold red",
+    "interrupted": "dark_orange",
+    "abandoned": "dark_orange",
+}
+"""The color of each model-call audit status."""
+
+
+_EXCERPT = 72
+
+
+def label(category: Category) -> str:
+    return category.name.lower().replace("_", " ")
+
+
+def category_label(message: Message) -> str:
+    """``user question``, ``tool call`` … (``rolled back`` messages keep theirs)."""
+    return label(category_of(message))
+
+
+def status_text(status: Status | str) -> Text:
+    """A status in its color."""
+    return Text(str(status), style=STATUS_STYLES.get(Status(status), ""))
+
+
+def time_text(at: datetime | None, *, date: bool = False) -> str:
+    """``12:50:02.125`` in UTC (with the date in front when ``date``)."""
+    if at is None:
+        return "-"
+    utc = at.astimezone(UTC)
+    stamp = utc.strftime("%H:%M:%S.") + f"{utc.microsecond // 1000:03d}"
+    return f"{utc:%Y-%m-%d} {stamp}" if date else stamp
+
+
+def excerpt(text: str, limit: int = _EXCERPT) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    line = safe(" ".join(text.split()))
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+Part = str | tuple[str, str] | Text
+"""A piece of a line: plain text, ``(text, style)``, or a styled ``Text``."""
+
+
+def join(*parts: Part) -> Text:
+    """One ``Text`` from pieces, like ``Text.assemble`` but in one pass.
+
+    A timeline prints one line per event, so this is on the hot path; the
+    pieces must already be safe (``excerpt``/``safe``).
+    """
+    plain: list[str] = []
+    spans: list[Span] = []
+    offset = 0
+    for part in parts:
+        if isinstance(part, Text):
+            text = part.plain
+            if part.style:
+                spans.append(Span(offset, offset + len(text), part.style))
+            spans.extend(span.move(offset) for span in part.spans)
+        elif isinstance(part, tuple):
+            text, style = part
+            if style and text:
+                spans.append(Span(offset, offset + len(text), style))
+        else:
+            text = part
+        plain.append(text)
+        offset += len(text)
+    return Text("".join(plain), spans=spans)
+
+
+def compact(value: object) -> str:
+    return orjson.dumps(thaw(value), default=str).decode()
+
+
+def message_summary(message: Message, limit: int = _EXCERPT) -> Text:
+    """What a message says, on one line: text, ``tool(args)``, or a result's summary."""
+    if message.tool_call is not None:
+        call = message.tool_call
+        return Text(excerpt(f"{call.name}({compact(call.arguments)})", limit), style="yellow")
+    if message.tool_call_id is not None:
+        summary = message.metadata.get("tool_result")
+        shown = summary if isinstance(summary, str) and summary else message.content
+        if message.is_error:
+            label = f"❌ {message.error_type or 'error'}: "
+            return Text(excerpt(label + shown, limit), style="red")
+        return Text(excerpt("✅ " + shown, limit))
+    text = Text(excerpt(message.content, limit) if message.content.strip() else "(empty)")
+    if message.metadata.get(INTERRUPTED_MARK) is True:
+        text.append(" (interrupted)", style="dark_orange")
+    for attachment in message.attachments:
+        text.append(f" 📎{attachment.name}", style="dim")
+    return text
+
+
+def duration_text(ms: float) -> str:
+    """``0.4 ms``, ``12 ms``, ``1,204 ms``."""
+    return f"{ms:.1f} ms" if ms < 10 else f"{ms:,.0f} ms"

@@ -1,0 +1,310 @@
+"""The read-only time-travel commands: ``sessions``, ``timeline``, ``show``.
+
+They open the store without writing to it (a missing file is an error, never
+a new store) and read past states from the log, so they are safe to run
+beside a live runtime writing the same file.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from runtime import (
+    EVENT_TYPES,
+    STATUS_ORDER,
+    Event,
+    SessionState,
+    Timeline,
+    to_data,
+)
+from runtime.store import SessionInfo, SQLiteStore
+
+from ._app import (
+    CliError,
+    ExitCode,
+    db_option,
+    emit_json,
+    json_option,
+    open_store,
+    parse_seq,
+    require_session,
+    resolve_seq,
+    stdout_console,
+)
+from ._render import describe_event, touched_ids
+from ._tables import message_detail
+from ._text import join, status_text, time_text
+from ._views import VIEWS, print_view, view_data
+
+__all__ = ["event_line", "load_timeline", "sessions", "show", "timeline"]
+
+
+_KIND_WIDTH = max(len(kind) for kind in EVENT_TYPES)
+
+
+def load_timeline(store: SQLiteStore, session_id: str, db: str) -> Timeline:
+    """Every state of the session, replayed from its log (``NOT_FOUND`` if it is not there)."""
+    require_session(store, session_id, db)
+    return store.load_timeline(session_id)
+
+
+def _ago(at: datetime, now: datetime) -> str:
+    """``12 s ago``, ``4 min ago``, ``3 h ago``; the UTC date and time after a day."""
+    seconds = max(0, int((now - at).total_seconds()))
+    if seconds >= 86_400:
+        return f"{at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    for unit, size in (("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return f"{seconds} s ago"
+
+
+def info_data(info: SessionInfo) -> dict[str, Any]:
+    """A ``SessionInfo`` as JSON-ready data."""
+    return {
+        "session_id": info.session_id,
+        "seq": info.seq,
+        "created_at": info.created_at,
+        "updated_at": info.updated_at,
+        "messages": info.messages,
+        "counts": {str(status): n for status, n in info.counts.items()},
+        "active_turn_id": info.active_turn_id,
+        "active_turn_started_at": info.active_turn_started_at,
+        "snapshot_seq": info.snapshot_seq,
+    }
+
+
+@click.command()
+@db_option()
+@json_option
+def sessions(db: str, as_json: bool) -> None:
+    """List the stored sessions, most recently active first.
+
+    One row per session: events, messages (by status), the turn running at
+    its last event, when it started and when it was last active (UTC).
+    """
+    with open_store(db) as store:
+        infos = store.list_sessions()
+    if as_json:
+        emit_json([info_data(info) for info in infos])
+        return
+    console = stdout_console()
+    if not infos:
+        console.print(f"No sessions in {db}; 'amber demo' stores one.")
+        return
+    now = datetime.now(UTC)
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name in ("session", "events", "messages", "active turn", "last active"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("statuses", ratio=1)
+    for info in infos:
+        statuses = Text()
+        for status in STATUS_ORDER:
+            if not (n := info.counts.get(status, 0)):
+                continue
+            if statuses:
+                statuses.append(" · ")
+            statuses.append(f"{n} ")
+            statuses.append_text(status_text(status))
+        table.add_row(
+            info.session_id,
+            str(info.seq),
+            str(info.messages),
+            Text(info.active_turn_id or "-", style="bold yellow" if info.active_turn_id else "dim"),
+            _ago(info.updated_at, now),
+            statuses,
+        )
+    console.print(table)
+    console.print(Text(f"{len(infos)} session(s) in {db}", style="dim"))
+
+
+def event_line(event: Event, before: SessionState, after: SessionState, width: int) -> Text:
+    return join(
+        (f"{event.seq:>{width}}", "bold"),
+        "  ",
+        (time_text(event.at), "dim"),
+        "  ",
+        (f"{event.kind:<{_KIND_WIDTH}}", "cyan"),
+        "  ",
+        describe_event(event, before, after),
+    )
+
+
+def event_entries(timeline: Timeline) -> list[tuple[Event, SessionState, SessionState]]:
+    """``(event, state before, state after)`` for every event of the timeline."""
+    before = timeline.base
+    out = []
+    for event, after in timeline.entries:
+        out.append((event, before, after))
+        before = after
+    return out
+
+
+@click.command()
+@click.argument("session")
+@click.option(
+    "--from", "from_seq", metavar="SEQ", callback=parse_seq, help="First seq to list (default: 1)."
+)
+@click.option(
+    "--to", "to_seq", metavar="SEQ", callback=parse_seq, help="Last seq to list (default: head)."
+)
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(list(EVENT_TYPES)),
+    help="Only events of this kind (repeat for several).",
+)
+@click.option(
+    "--message", "message_id", metavar="ID", help="Only events that added or changed this message."
+)
+@db_option()
+@json_option
+def timeline(
+    session: str,
+    from_seq: int | None,
+    to_seq: int | None,
+    kinds: tuple[str, ...],
+    message_id: str | None,
+    db: str,
+    as_json: bool,
+) -> None:
+    """One line per event: seq, time (UTC), kind, what changed.
+
+    Seqs may be negative to count back from the head (--from -10: the last ten).
+    """
+    with open_store(db) as store:
+        line = load_timeline(store, session, db)
+    low = resolve_seq(from_seq, line, option="--from") if from_seq is not None else 1
+    high = resolve_seq(to_seq, line, option="--to") if to_seq is not None else line.last_seq
+    picked = [
+        (event, before, after)
+        for event, before, after in event_entries(line)
+        if low <= event.seq <= high
+        and (not kinds or event.kind in kinds)
+        and (message_id is None or message_id in touched_ids(event, before, after))
+    ]
+    if as_json:
+        emit_json(
+            [
+                {
+                    "seq": event.seq,
+                    "at": event.at,
+                    "kind": event.kind,
+                    "summary": describe_event(event, before, after).plain,
+                    "event": to_data(event),
+                }
+                for event, before, after in picked
+            ]
+        )
+        return
+    console = stdout_console()
+    head = line.head
+    first = line.event(1).at if line.last_seq else None
+    span = f"{time_text(first, date=True)} → {time_text(head.updated_at)} UTC" if first else ""
+    console.print(
+        Text.assemble((session, "bold"), f": {line.last_seq} events", f", {span}" if span else ""),
+        soft_wrap=True,
+    )
+    width = len(str(line.last_seq))
+    lines = (event_line(event, before, after, width) for event, before, after in picked)
+    if console.is_terminal:
+        for text in lines:
+            console.print(text)
+    else:
+        # Piped (grep, less, a file): plain lines, and much faster than styling each one.
+        click.echo("".join(text.plain + "\n" for text in lines), nl=False)
+    if not picked:
+        console.print(Text("(no event matches)", style="dim"))
+
+
+@click.command()
+@click.argument("session")
+@click.option(
+    "--at",
+    "at_seq",
+    metavar="SEQ",
+    callback=parse_seq,
+    default="head",
+    show_default=True,
+    help="The seq to show (0: before the first event; -1 or head: the latest).",
+)
+@click.option(
+    "--view",
+    type=click.Choice(VIEWS),
+    default="state",
+    show_default=True,
+    help="What to print: the state, or a projection of it as it was then.",
+)
+@click.option(
+    "--message", "message_id", metavar="ID", help="Print one message in full (every field)."
+)
+@click.option("--full", is_flag=True, help="Print whole contents instead of one-line excerpts.")
+@db_option()
+@json_option
+def show(
+    session: str,
+    at_seq: int,
+    view: str,
+    message_id: str | None,
+    full: bool,
+    db: str,
+    as_json: bool,
+) -> None:
+    """The state of SESSION at a seq, or a projection of it.
+
+    The messages with their status, the active turn and the turns.
+    --view openai|anthropic|gemini prints the provider request the model
+    would have been sent then; history the phased session_history; clean
+    the model's view (clean_history).
+    """
+    with open_store(db) as store:
+        line = load_timeline(store, session, db)
+    seq = resolve_seq(at_seq, line)
+    state = line.at(seq)
+    event = line.event(seq) if seq > line.first_seq else None
+    before = line.at(seq - 1) if event is not None else state
+    if message_id is not None:
+        _show_message(line, state, message_id, as_json)
+        return
+    if as_json:
+        data = view_data(view, state)
+        if view == "state":
+            data = {"event": None if event is None else to_data(event), "state": data}
+        emit_json(data)
+        return
+    console = stdout_console()
+    print_view(
+        console,
+        view,
+        state,
+        last_seq=line.last_seq,
+        event=event,
+        event_line=None if event is None else describe_event(event, before, state),
+        full=full,
+    )
+
+
+def _show_message(line: Timeline, state: SessionState, message_id: str, as_json: bool) -> None:
+    message = state.get(message_id)
+    if message is None:
+        later = line.head.get(message_id)
+        hint = (
+            f"it is added at seq {later.event_seq}; pass --at {later.event_seq} or later."
+            if later is not None and later.event_seq is not None
+            else "'amber show' without --message lists the messages."
+        )
+        raise CliError(
+            f"Session {state.session_id!r} has no message {message_id!r} at seq {state.seq}; "
+            + hint,
+            ExitCode.NOT_FOUND,
+        )
+    if as_json:
+        emit_json(to_data(message))
+        return
+    stdout_console().print(message_detail(message))

@@ -1,0 +1,208 @@
+"""``amber show --view``: a past state, or a projection of it as it was then.
+
+``state`` is the stored state itself; ``history`` is ``session_history``
+(phased order); ``clean`` is ``clean_history`` (the model's view); ``openai``,
+``anthropic`` and ``gemini`` are the provider requests built from it. The
+projections are rebuilt from the past state with today's code, with no system
+prompt and no artifact store (a current-turn image is reported as missing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import click
+import orjson
+from rich.console import Console, Group, RenderableType
+from rich.json import JSON
+from rich.table import Table
+from rich.text import Text
+
+from runtime import (
+    Event,
+    ImagePart,
+    Message,
+    ModelView,
+    ReasoningPart,
+    SessionState,
+    TextPart,
+    ToolResultPart,
+    ToolUsePart,
+    ViewMessage,
+    clean_history,
+    session_history,
+    to_anthropic,
+    to_data,
+    to_gemini,
+    to_openai,
+)
+
+from ._tables import message_lines, message_table, model_call_lines, state_header, turn_lines
+from ._text import excerpt
+
+__all__ = ["PROVIDERS", "VIEWS", "print_parts", "print_view", "view_data", "view_parts"]
+
+VIEWS = ("state", "history", "clean", "openai", "anthropic", "gemini")
+"""What ``--view`` takes."""
+PROVIDERS = ("openai", "anthropic", "gemini")
+"""The views that are provider requests (JSON)."""
+
+
+def view_data(view: str, state: SessionState) -> Any:
+    """The view of ``state`` as JSON-ready data."""
+    if view == "state":
+        return to_data(state)
+    if view == "history":
+        return [to_data(m) for m in session_history(state)]
+    if view == "clean":
+        return _model_view_data(clean_history(state))
+    if view == "openai":
+        return to_openai(state)
+    if view == "anthropic":
+        return to_anthropic(state)
+    if view == "gemini":
+        return to_gemini(state)
+    raise ValueError(f"unknown view {view!r}; expected one of {VIEWS}")
+
+
+def _model_view_data(view: ModelView) -> dict[str, Any]:
+    return attrs.asdict(view, recurse=True)
+
+
+def print_view(
+    console: Console,
+    view: str,
+    state: SessionState,
+    *,
+    last_seq: int,
+    event: Event | None,
+    event_line: Text | None,
+    full: bool = False,
+) -> None:
+    """Print ``view`` of ``state`` for people, under the state's header and event."""
+    console.print(state_header(state, last_seq=last_seq, event=event))
+    if event_line is not None:
+        console.print(Text.assemble(("Event: ", "bold"), event_line))
+    console.print()
+    if view in PROVIDERS and not console.is_terminal:
+        # Plain, unwrapped JSON that can be copied as it is.
+        console.print(Text(f"{view} request view (no system prompt):", style="bold"))
+        click.echo(_json_text(view_data(view, state)))
+        return
+    print_parts(console, view_parts(view, state, full=full))
+
+
+def print_parts(console: Console, parts: list[RenderableType]) -> None:
+    """Print renderables; one-line texts go out plain (and fast) when stdout is not a terminal."""
+    if console.is_terminal:
+        console.print(Group(*parts))
+        return
+    out: list[str] = []
+    for part in parts:
+        if isinstance(part, Text) and part.no_wrap:
+            part = part.copy()
+            part.truncate(console.width, overflow="ellipsis")
+            out.append(part.plain + "\n")
+        else:
+            if out:
+                click.echo("".join(out), nl=False)
+                out.clear()
+            console.print(part)
+    click.echo("".join(out), nl=False)
+
+
+def view_parts(view: str, state: SessionState, *, full: bool = False) -> list[RenderableType]:
+    """``view`` of ``state`` as renderables: message lines, tables, or the request as JSON."""
+    if view == "state":
+        parts: list[RenderableType] = []
+        if len(state):
+            parts += _messages(state.messages, full=full)
+        turns = turn_lines(state)
+        if turns:
+            parts.append(Text("\nTurns:", style="bold"))
+            parts.extend(turns)
+        calls = model_call_lines(state)
+        if calls:
+            parts.append(Text("\nModel calls:", style="bold"))
+            parts.extend(calls)
+        return parts
+    if view == "history":
+        history = session_history(state)
+        title = f"session_history: {len(history)} messages, phased"
+        return _messages(history, full=full, title=title)
+    if view == "clean":
+        model_view = clean_history(state)
+        note = ", truncated" if model_view.truncated else ""
+        return [
+            Text(f"clean_history: {len(model_view)} messages{note}", style="bold"),
+            _model_view_table(model_view, full=full),
+        ]
+    return [
+        Text(f"{view} request view (no system prompt):", style="bold"),
+        JSON(_json_text(view_data(view, state))),
+    ]
+
+
+def _messages(
+    messages: Sequence[Message], *, full: bool, title: str | None = None
+) -> list[RenderableType]:
+    if full:
+        return [message_table(messages, title=title)]
+    return list(message_lines(messages, title=title))
+
+
+def _json_text(data: object) -> str:
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2, default=_bytes).decode()
+
+
+def _bytes(value: object) -> str:
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    raise TypeError(f"Cannot print a {type(value).__name__} as JSON.")
+
+
+def _part_text(part: object, full: bool) -> Text:
+    limit = 10_000_000 if full else 160
+    if isinstance(part, TextPart):
+        return Text(excerpt(part.text, limit) if not full else part.text)
+    if isinstance(part, ReasoningPart):
+        return Text("💭 " + (part.text if full else excerpt(part.text, limit)), style="cyan")
+    if isinstance(part, ToolUsePart):
+        text = f"🛠️ {part.name}({part.arguments_json()}) [{part.call_id}]"
+        return Text(text if full else excerpt(text, limit), style="yellow")
+    if isinstance(part, ToolResultPart):
+        flags = [f for f, on in (("error", part.is_error), ("synthesized", part.synthesized),
+                                 ("excerpt", part.excerpted)) if on]  # fmt: skip
+        head = f"[{part.call_id}{' ' + ', '.join(flags) if flags else ''}] "
+        body = part.text if full else excerpt(part.text, limit)
+        return Text(head + body, style="red" if part.is_error else "magenta")
+    if isinstance(part, ImagePart):
+        return Text(f"🖼 {part.attachment.name} ({len(part.data)} bytes)", style="dim")
+    return Text(repr(part))
+
+
+def _model_view_table(view: ModelView, *, full: bool) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("role", no_wrap=True)
+    table.add_column("from", no_wrap=True, style="dim")
+    table.add_column("parts", overflow="fold")
+    for message in view.messages:
+        table.add_row(message.role.value, _source(message), _parts(message, full))
+    return table
+
+
+def _source(message: ViewMessage) -> str:
+    if message.source_id is None:
+        return "(made by the view)"
+    return f"{message.source_id} @{message.event_seq}"
+
+
+def _parts(message: ViewMessage, full: bool) -> Text:
+    out = Text()
+    for index, part in enumerate(message.parts):
+        if index:
+            out.append("\n")
+        out.append_text(_part_text(part, full))
+    return out

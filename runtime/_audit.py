@@ -1,0 +1,139 @@
+"""Model-call audit rows (DESIGN §8, seed 003): every model call as an ordered fact.
+
+A row is opened by ``ModelCallStarted`` when the model's message starts and
+completed by ``ModelCallFinished`` with what it said and what it cost; a turn
+that ends closes its rows that are still running (``failed`` on error,
+``interrupted`` on interrupt, ``abandoned`` when the turn succeeded or its
+runner died without a finish). Rows live beside the messages, never among
+them: history, the model's views and message counts do not see them.
+``model_calls(state)`` lists a session's rows in sequence order.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any
+
+import attrs
+from pyrsistent import pvector
+from pyrsistent.typing import PVector
+
+from ._checks import EVENT_CHECKS as _check
+from ._errors import InvalidEvent
+from ._message import Usage
+
+__all__ = ["AUDIT_CLOSED_BY", "AuditCall", "AuditRow", "AuditStatus", "model_calls"]
+
+
+class AuditStatus(enum.StrEnum):
+    """Where a model call is."""
+
+    RUNNING = "running"
+    """Started; the model is streaming."""
+    COMPLETED = "completed"
+    """The model finished its message."""
+    FAILED = "failed"
+    """The call failed (a provider error, a timeout, a broken stream), or its turn did."""
+    INTERRUPTED = "interrupted"
+    """Its turn was interrupted while it ran."""
+    ABANDONED = "abandoned"
+    """Its turn ended (or its runner died) without the call finishing."""
+
+    @property
+    def is_terminal(self) -> bool:
+        """True for every status but ``running``."""
+        return self is not AuditStatus.RUNNING
+
+
+AUDIT_CLOSED_BY = {
+    "error": AuditStatus.FAILED,
+    "interrupted": AuditStatus.INTERRUPTED,
+    "processed": AuditStatus.ABANDONED,
+    "recovered": AuditStatus.ABANDONED,
+}
+"""How a turn's end closes its running rows, by turn outcome (``recovered``: the runner died)."""
+
+
+@attrs.frozen(kw_only=True)
+class AuditCall:
+    """A tool call as the model wrote it (arguments as raw JSON text)."""
+
+    id: str = attrs.field(validator=_check.non_empty_str)
+    """The call id."""
+    name: str = attrs.field(validator=_check.non_empty_str)
+    """The tool asked for."""
+    arguments_json: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    """The arguments exactly as streamed (may be malformed JSON)."""
+
+
+def _calls(value: Any) -> PVector[AuditCall]:
+    items: PVector[Any] = pvector(value)
+    for i, item in enumerate(items):
+        if not isinstance(item, AuditCall):
+            raise InvalidEvent(
+                f"tool_calls[{i}] must be an AuditCall (got {item!r} that is a "
+                f"{type(item).__name__!r})."
+            )
+    return items
+
+
+def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise InvalidEvent(
+            f"{type(instance).__name__}.{attribute.name} must be a non-negative number of "
+            f"milliseconds or None (got {value!r}); measure it with time.monotonic()."
+        )
+
+
+@attrs.frozen(kw_only=True)
+class AuditRow:
+    """One model call of a session."""
+
+    operation_id: str
+    """The provider's message id, or the runtime's model-run id when it gives none."""
+    source_key: str
+    """The runtime's key for the call (``<turn id>#<call index>``): a repeated start with
+    the same key is the same call."""
+    turn_id: str
+    """The turn that made the call."""
+    role: str
+    """Who called: ``assistant`` for the agent's turns."""
+    sequence: int
+    """Order of the call in the session: 1, 2, 3 … with no gap."""
+    status: AuditStatus = attrs.field(converter=AuditStatus)
+    """Running, or how it ended."""
+    started_at: datetime
+    """Wall clock at start (display only)."""
+    started_seq: int
+    """Seq of the event that opened it."""
+    model: str | None = None
+    """The model's name, if the runtime knows it."""
+    finished_at: datetime | None = None
+    """Wall clock at the end (display only)."""
+    ended_seq: int | None = None
+    """Seq of the event that closed it."""
+    duration_ms: float | None = attrs.field(default=None, validator=_non_negative)
+    """Monotonic duration measured where the call ran; None when its turn closed it."""
+    usage: Usage | None = None
+    """Tokens the call used, as reported."""
+    content: str = ""
+    """The text the model wrote."""
+    reasoning: str = ""
+    """The reasoning the model wrote."""
+    tool_calls: PVector[AuditCall] = attrs.field(factory=pvector, converter=_calls)
+    """The tool calls the model asked for, as written."""
+    stop_reason: str | None = None
+    """Why the provider stopped."""
+    error: str | None = None
+    """Why it failed or was closed."""
+
+
+def model_calls(state: Any, turn_id: str | None = None) -> tuple[AuditRow, ...]:
+    """The session's model calls in sequence order (only ``turn_id``'s, if given)."""
+    rows = state.audit.values()
+    if turn_id is not None:
+        rows = [row for row in rows if row.turn_id == turn_id]
+    return tuple(sorted(rows, key=lambda row: row.sequence))

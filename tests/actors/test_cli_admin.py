@@ -1,0 +1,309 @@
+"""The ``amber`` commands that check or write: fork, replay --verify, export, import, recover.
+
+Each test that writes works on its own copy of a store made by a real run.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import orjson
+import pytest
+from cli_support import Recorded, amber, recorded
+
+from actors._cli import ExitCode
+from runtime import Status, TurnStatus
+from runtime.store import SQLiteStore
+
+__all__ = ["recorded"]
+
+
+class TestFork:
+    def test_fork_mid_turn(self, recorded: Recorded, tmp_path: Path) -> None:
+        """A fork before the interrupt keeps the active turn and says how to recover it."""
+        db = recorded.copy(tmp_path)
+        seq = recorded.demo.interrupt_seq - 1
+        result = amber("fork", "demo", "--at", seq, "--db", db)
+        assert result.exit_code == 0
+        new = f"demo-fork-{seq}"
+        assert result.output.startswith(
+            f"Forked demo at seq {seq} into {new} (14 messages, 3 turns)."
+        )
+        assert "turn_000003 is still active in the fork" in result.output
+        with SQLiteStore(db) as store:
+            head = store.load_state(new)
+            assert head.active_turn_id == "turn_000003"
+            assert store.load_state("demo").seq == recorded.demo.events  # the source is as it was
+
+    def test_diff_against_the_source(self, recorded: Recorded, tmp_path: Path) -> None:
+        """A fork equals its source at the fork's seq; later, the diff shows what the source did."""
+        db = recorded.copy(tmp_path)
+        seq = recorded.demo.interrupt_seq - 1
+        amber("fork", "demo", "--at", seq, "--as", "f", "--db", db)
+        same = amber("diff", "demo", seq, "1", "--other", "f", "--db", db)
+        assert same.exit_code == 0
+        assert "no change to messages, turns or model calls" in same.output
+        later = amber("diff", "demo", "--other", "f", "--json", "--db", db, "--", "-1", "-1")
+        data = json.loads(later.output)
+        assert data["other_session_id"] == "f"
+        assert [m["id"] for m in data["removed"]] == ["msg_000015"]  # the reply the fork lacks
+        assert data["model_calls"] == []
+
+    def test_ids_are_free_and_explicit_ids_conflict(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """A second fork at the same seq gets -2; --as an existing id exits 5."""
+        db = recorded.copy(tmp_path)
+        amber("fork", "demo", "--at", "5", "--db", db)
+        second = amber("fork", "demo", "--at", "5", "--json", "--db", db)
+        assert json.loads(second.output)["session_id"] == "demo-fork-5-2"
+        taken = amber("fork", "demo", "--at", "5", "--as", "broken", "--db", db)
+        assert taken.exit_code == ExitCode.CONFLICT
+        assert taken.stderr == (
+            f"amber: The store '{db}' already has a session 'broken'; pass another --as, or leave "
+            "--as out to get a free id.\n"
+        )
+
+    def test_json_and_head(self, recorded: Recorded, tmp_path: Path) -> None:
+        """--at head forks the latest state; --json describes the new session."""
+        db = recorded.copy(tmp_path)
+        result = amber("fork", "demo", "--at", "head", "--as", "retry", "--json", "--db", db)
+        assert json.loads(result.output) == {
+            "session_id": "retry",
+            "source_session_id": "demo",
+            "source_seq": recorded.demo.events,
+            "seq": 1,
+            "messages": len(recorded.demo.state),
+            "turns": 4,
+            "active_turn_id": None,
+        }
+        shown = amber("timeline", "retry", "--db", db)
+        assert (
+            f"forked from demo at seq {recorded.demo.events}: 15 messages, 4 turns" in shown.output
+        )
+
+    def test_seq_out_of_range(self, recorded: Recorded, tmp_path: Path) -> None:
+        """Forking a seq the session does not hold exits 3 and stores nothing."""
+        db = recorded.copy(tmp_path)
+        result = amber("fork", "demo", "--at", "1000", "--db", db)
+        assert result.exit_code == ExitCode.NOT_FOUND
+        with SQLiteStore(db) as store:
+            assert len(store.list_sessions()) == 2
+
+
+def _tamper(db: Path, sql: str, *params: object) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute(sql, params)
+
+
+class TestReplay:
+    def test_verify_ok(self, recorded: Recorded) -> None:
+        """An intact session passes every check; exit 0."""
+        result = amber("replay", "demo", "--verify", "--db", recorded.db)
+        assert result.exit_code == 0
+        assert f"Replayed demo: {recorded.demo.events} events in" in result.output
+        assert "✓ snapshot: no snapshot yet" in result.output
+        assert "✓ head: snapshot + tail equals the replay" in result.output
+        assert "✓ summary: the session row matches the replayed head" in result.output
+        assert "Verified: 1 session(s)." in result.output
+
+    def test_verify_with_a_snapshot(self, recorded: Recorded, tmp_path: Path) -> None:
+        """A snapshot is compared with the replay at its seq."""
+        db = recorded.copy(tmp_path)
+        with SQLiteStore(db) as store:
+            store.snapshot("demo")
+        result = amber("replay", "demo", "--verify", "--db", db)
+        assert result.exit_code == 0
+        assert f"✓ snapshot: the snapshot at seq {recorded.demo.events} equals" in result.output
+
+    def test_replay_without_verify(self, recorded: Recorded) -> None:
+        """Plain replay rebuilds and reports; --all takes every session."""
+        result = amber("replay", "--all", "--json", "--db", recorded.db)
+        data = json.loads(result.output)
+        assert data["ok"] is True
+        assert {s["session_id"] for s in data["sessions"]} == {"demo", "broken"}
+        assert all(s["checks"] == [] for s in data["sessions"])
+
+    def test_session_or_all(self, recorded: Recorded) -> None:
+        """Neither a session nor --all is a usage error."""
+        result = amber("replay", "--db", recorded.db)
+        assert result.exit_code == ExitCode.USAGE
+        assert "Pass a SESSION or --all (not both)." in result.stderr
+
+    def test_divergent_snapshot_exits_1(self, recorded: Recorded, tmp_path: Path) -> None:
+        """A snapshot that differs from the replay fails the check, names the seq, exits 1."""
+        db = recorded.copy(tmp_path)
+        with SQLiteStore(db) as store:
+            store.snapshot("demo")
+        with sqlite3.connect(db) as conn:
+            (body,) = conn.execute(
+                "SELECT body FROM snapshot_chunks WHERE session_id = 'demo' AND part = 'messages'"
+            ).fetchone()
+            # One reply now reads differently in the snapshot than in the log.
+            tampered = body.replace("one line is enough", "one word is enough")
+            assert tampered != body
+            conn.execute(
+                "UPDATE snapshot_chunks SET body = ? WHERE session_id = 'demo' AND part = 'messages'",
+                (tampered,),
+            )
+        result = amber("replay", "demo", "--verify", "--db", db)
+        assert result.exit_code == ExitCode.FAILED
+        assert "✗ snapshot: Replaying session 'demo' does not reproduce the recorded state" in (
+            result.output
+        )
+        assert "Diverged: 1 of 1 session(s)." in result.output
+        data = json.loads(amber("replay", "demo", "--verify", "--json", "--db", db).output)
+        assert data["ok"] is False
+
+    def test_divergent_summary_exits_1(self, recorded: Recorded, tmp_path: Path) -> None:
+        """A session row that disagrees with the log fails the summary check."""
+        db = recorded.copy(tmp_path)
+        _tamper(db, "UPDATE sessions SET messages = 99 WHERE session_id = 'demo'")
+        result = amber("replay", "--all", "--verify", "--db", db)
+        assert result.exit_code == ExitCode.FAILED
+        assert "✗ summary: the session row says" in result.output
+        assert "Diverged: 1 of 2 session(s)." in result.output
+
+    def test_corrupt_event_row_exits_4(self, recorded: Recorded, tmp_path: Path) -> None:
+        """An event row that is not JSON is a bad store, named by session and seq."""
+        db = recorded.copy(tmp_path)
+        with sqlite3.connect(db) as conn:
+            conn.execute("DROP TRIGGER events_no_update")  # a program that bypasses Amber
+            conn.execute("UPDATE events SET body = 'garbage' WHERE session_id = 'demo' AND seq = 3")
+        result = amber("replay", "demo", "--verify", "--db", db)
+        assert result.exit_code == ExitCode.BAD_STORE
+        assert result.stderr.startswith("amber: CorruptRow: ")
+        assert "'demo'" in result.stderr
+        assert "seq 3" in result.stderr
+        assert result.stderr.count("\n") == 1
+
+
+class TestExportImport:
+    def test_round_trip_into_a_new_store(self, recorded: Recorded, tmp_path: Path) -> None:
+        """export then import into a new file gives the same log, event for event."""
+        exported = amber("export", "demo", "--db", recorded.db)
+        assert exported.exit_code == 0
+        data = json.loads(exported.output)
+        assert data["format"] == "amber.session"
+        assert data["seq"] == recorded.demo.events
+        file = tmp_path / "demo.json"
+        file.write_text(exported.output)
+        target = tmp_path / "other.db"
+        result = amber("import", file, "--db", target)
+        assert result.exit_code == 0
+        assert (
+            result.output
+            == f"Imported demo ({recorded.demo.events} events, 15 messages) into {target}.\n"
+        )
+        with SQLiteStore(target) as store, SQLiteStore(recorded.db) as source:
+            assert store.events("demo") == source.events("demo")
+
+    def test_output_file_and_force(self, recorded: Recorded, tmp_path: Path) -> None:
+        """-o writes a file; an existing file needs --force."""
+        file = tmp_path / "out.json"
+        assert amber("export", "broken", "-o", file, "--db", recorded.db).exit_code == 0
+        assert orjson.loads(file.read_bytes())["session_id"] == "broken"
+        again = amber("export", "broken", "-o", file, "--db", recorded.db)
+        assert again.exit_code == ExitCode.CONFLICT
+        assert "exists already; pass --force" in again.stderr
+        assert amber("export", "broken", "-o", file, "--force", "--db", recorded.db).exit_code == 0
+
+    def test_unwritable_output_is_one_line(self, recorded: Recorded, tmp_path: Path) -> None:
+        """An OS error (a missing folder) is a one-line error, exit 1, not a traceback."""
+        result = amber(
+            "export", "demo", "-o", tmp_path / "no" / "such" / "dir.json", "--db", recorded.db
+        )
+        assert result.exit_code == ExitCode.FAILED
+        assert result.stderr.startswith(
+            "amber: FileNotFoundError: [Errno 2] No such file or directory"
+        )
+        assert result.stderr.count("\n") == 1
+
+    def test_import_conflict_then_as(self, recorded: Recorded, tmp_path: Path) -> None:
+        """Importing a session the store has exits 5; --as stores it under a new id."""
+        db = recorded.copy(tmp_path)
+        file = tmp_path / "demo.json"
+        amber("export", "demo", "-o", file, "--db", db)
+        clash = amber("import", file, "--db", db)
+        assert clash.exit_code == ExitCode.CONFLICT
+        assert "pass --as NEW to import it under another id" in clash.stderr
+        renamed = amber("import", file, "--as", "copy", "--json", "--db", db)
+        assert json.loads(renamed.output) == {
+            "session_id": "copy",
+            "seq": recorded.demo.events,
+            "messages": 15,
+        }
+        with SQLiteStore(db) as store:
+            copy = store.load_state("copy")
+            assert all(m.session_id == "copy" for m in copy.messages)
+            assert copy.status_counts() == store.load_state("demo").status_counts()
+
+    def test_import_from_stdin(self, recorded: Recorded, tmp_path: Path) -> None:
+        """FILE may be - for stdin."""
+        text = amber("export", "broken", "--db", recorded.db).output
+        result = amber("import", "-", "--db", tmp_path / "new.db", input=text)
+        assert result.exit_code == 0
+        assert result.output.startswith("Imported broken")
+
+    def test_bad_files(self, tmp_path: Path) -> None:
+        """A missing file exits 3; not JSON or not an export exits 4; nothing is stored."""
+        db = tmp_path / "store.db"
+        missing = amber("import", tmp_path / "nope.json", "--db", db)
+        assert missing.exit_code == ExitCode.NOT_FOUND
+        assert "No file" in missing.stderr
+        garbage = tmp_path / "garbage.json"
+        garbage.write_text("{not json")
+        bad = amber("import", garbage, "--db", db)
+        assert bad.exit_code == ExitCode.BAD_STORE
+        assert "is not an Amber export: it is not JSON" in bad.stderr
+        other = tmp_path / "other.json"
+        other.write_text('{"format": "something else"}')
+        wrong = amber("import", other, "--db", db)
+        assert wrong.exit_code == ExitCode.BAD_STORE
+        assert wrong.stderr.startswith("amber: DecodeError: Cannot import session: expected format")
+
+
+class TestRecover:
+    @pytest.fixture
+    def orphan(self, recorded: Recorded, tmp_path: Path) -> Path:
+        """A store with a fork taken mid-turn: its active turn has no runner."""
+        db = recorded.copy(tmp_path)
+        amber("fork", "demo", "--at", recorded.demo.interrupt_seq - 1, "--as", "orphan", "--db", db)
+        return db
+
+    def test_young_turns_are_left_alone(self, orphan: Path) -> None:
+        """By default a turn active for less than 300 s may still be running."""
+        result = amber("recover", "--db", orphan)
+        assert result.exit_code == 0
+        assert "No orphaned turns: none idle for more than 300 s." in result.output
+        assert (
+            "Left alone (active less than 300 s ago, maybe still running): orphan" in result.output
+        )
+
+    def test_dry_run_then_recover(self, orphan: Path) -> None:
+        """--dry-run lists without writing; then the inputs go back to pending_agent."""
+        dry = amber("recover", "--older-than", "0", "--dry-run", "--db", orphan)
+        assert "Would recover orphan: turn_000003 (seq 2); its inputs would be pending again." in (
+            dry.output
+        )
+        with SQLiteStore(orphan) as store:
+            assert store.load_state("orphan").active_turn_id == "turn_000003"
+        done = amber("recover", "--older-than", "0", "--json", "--db", orphan)
+        assert json.loads(done.output) == {
+            "dry_run": False,
+            "recovered": [{"session_id": "orphan", "turn_id": "turn_000003", "seq": 2}],
+            "left_alone": [],
+        }
+        with SQLiteStore(orphan) as store:
+            state = store.load_state("orphan")
+            assert state.active_turn is None
+            assert state.message("msg_000011").status is Status.PENDING_AGENT
+            assert state.turn("turn_000003").status is TurnStatus.RECOVERED  # type: ignore[union-attr]
+        shown = amber("timeline", "orphan", "--kind", "orphan_recovered", "--db", orphan)
+        assert "↺ turn_000003 recovered" in shown.output
+
+    def test_negative_age_is_a_usage_error(self, orphan: Path) -> None:
+        """--older-than must not be negative."""
+        assert amber("recover", "--older-than", "-1", "--db", orphan).exit_code == ExitCode.USAGE
