@@ -8,6 +8,7 @@ from .._errors import AmberError
 from .._events import Event
 from .._state import SessionState
 from .._timeline import Timeline
+from ._audit_checks import check_audit
 from ._invariants import STATE_CHECKS, PastStates, check_lifecycle, check_phased_order
 from ._violation import fail
 
@@ -86,6 +87,8 @@ class TimelineChecker:
             self.timeline = timeline
             for check in self._checks:
                 check(state)
+            if state.audit or previous.audit:
+                check_audit(state, previous)
             check_lifecycle(previous, state)
             if self._every_state:
                 self._projections(state)

@@ -5,9 +5,9 @@ names the invariant, the seq and the message at fault. ``check_invariants``
 runs every check that applies to a timeline; ``TimelineChecker`` runs the
 same checks incrementally, for states that arrive one by one.
 
-The model-call audit (DESIGN §8) is not on ``SessionState`` yet: the audit
-half of invariant 4 and invariant 10 plug in as one more per-state check in
-``STATE_CHECKS`` once it is (see the note there).
+The model-call audit rows (DESIGN §8) are checked by ``check_audit``
+(invariant 4's audit half and invariant 10), which both ``check_invariants``
+and ``TimelineChecker`` run on states that carry audit rows.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def check_turn_ends(state: SessionState) -> None:
     An ended turn has no input left ``processing``; a turn that ended
     ``processed`` or ``interrupted`` has no open tool call, and an interrupted
     turn's unanswered calls are ``interrupted``. (The audit half — no audit
-    row of the turn still ``running`` — comes with the audit rows.)
+    row of the turn still ``running`` — is ``check_audit``.)
     """
     name = "after a turn ends nothing of it is processing"
     ended = {t.id: t for t in state.turn_list() if t.status is not TurnStatus.ACTIVE}
@@ -174,11 +174,8 @@ def check_turn_ends(state: SessionState) -> None:
 STATE_CHECKS: tuple[StateCheck, ...] = (check_single_turn, check_tool_pairing, check_turn_ends)
 """The checks of one state that ``check_invariants`` and ``TimelineChecker`` run on every state.
 
-The model-call audit (DESIGN §8, invariants 4 and 10) adds ``check_audit``
-here once ``SessionState`` carries audit rows: a ``(SessionState) -> None``
-that raises ``fail(4, ...)`` for a running row of an ended turn and
-``fail(10, ...)`` for a repeated operation id, a sequence out of order or a
-negative duration. Until then pass your own with ``extra_checks=``.
+``check_audit`` (invariants 4 and 10 on audit rows) also looks at the state
+before, so the two run it beside these; add your own with ``extra_checks=``.
 """
 
 
