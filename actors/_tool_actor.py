@@ -93,7 +93,17 @@ class ToolActor(pykka.ThreadingActor):
             self._in_flight += 1
         finished = False
         try:
-            outcome = await self.tool.invoke(request.arguments)
+            try:
+                outcome = await self.tool.invoke(request.arguments)
+            except Exception as exc:
+                log.exception(
+                    "tool %s: invoke raised instead of returning an outcome", self.tool.name
+                )
+                outcome = ToolOutcome(
+                    content=f"The tool {self.tool.name!r} failed: {type(exc).__name__}: {exc}",
+                    is_error=True,
+                    error_type="exception",
+                )
             finished = True
         finally:
             with self._lock:
