@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
 import pykka
 import trio
 from pykka import ThreadingFuture
@@ -664,8 +665,15 @@ class SessionActor(pykka.ThreadingActor):
             messages.append(self._output(Category.REPLY, response.text))
         immediate: list[tuple[Message, ToolOutcome]] = []
         runnable: list[tuple[Message, dict[str, Any]]] = []
+        taken = set(self.state_now().tool_calls)
         for assembled in response.tool_calls:
-            call_message, arguments, problem = self._call_message(assembled)
+            original = assembled.id
+            if original in taken:
+                # Some providers number calls per response (call_0, call_1 …); ids must be
+                # unique in a session, so a reused one gets a fresh id (the original is kept).
+                assembled = attrs.evolve(assembled, id=self._svc.ids("call"))
+            taken.add(assembled.id)
+            call_message, arguments, problem = self._call_message(assembled, original)
             messages.append(call_message)
             if problem is not None:
                 immediate.append((call_message, problem))
@@ -684,7 +692,7 @@ class SessionActor(pykka.ThreadingActor):
             self._call_model()
 
     def _call_message(
-        self, assembled: AssembledCall
+        self, assembled: AssembledCall, original_id: str
     ) -> tuple[Message, dict[str, Any], ToolOutcome | None]:
         problem: ToolOutcome | None = None
         try:
@@ -699,6 +707,8 @@ class SessionActor(pykka.ThreadingActor):
                 content=f"{exc}", is_error=True, error_type="invalid_arguments", summary=None
             )
         metadata: dict[str, Any] = {"tool_name": assembled.name}
+        if original_id != assembled.id:
+            metadata["provider_call_id"] = original_id
         if problem is None:
             metadata["tool_arguments"] = dict(tool_call.arguments)
             shown = _pretty(arguments)
