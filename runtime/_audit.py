@@ -67,7 +67,8 @@ class AuditCall:
     """The arguments exactly as streamed (may be malformed JSON)."""
 
 
-def _calls(value: Any) -> PVector[AuditCall]:
+def audit_calls(value: Any) -> PVector[AuditCall]:
+    """``value`` as a pvector of ``AuditCall`` (the converter of events and rows)."""
     items: PVector[Any] = pvector(value)
     for i, item in enumerate(items):
         if not isinstance(item, AuditCall):
@@ -123,7 +124,7 @@ class AuditRow:
     """The text the model wrote."""
     reasoning: str = ""
     """The reasoning the model wrote."""
-    tool_calls: PVector[AuditCall] = attrs.field(factory=pvector, converter=_calls)
+    tool_calls: PVector[AuditCall] = attrs.field(factory=pvector, converter=audit_calls)
     """The tool calls the model asked for, as written."""
     stop_reason: str | None = None
     """Why the provider stopped."""

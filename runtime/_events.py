@@ -16,7 +16,7 @@ import attrs
 from pyrsistent import pvector
 from pyrsistent.typing import PMap, PVector
 
-from ._audit import AuditCall, AuditStatus
+from ._audit import AuditCall, AuditStatus, audit_calls
 from ._checks import EVENT_CHECKS as _check
 from ._errors import InvalidEvent
 from ._json import FrozenJSON, freeze_metadata, freeze_metrics
@@ -246,17 +246,6 @@ def _finish_status(instance: object, attribute: attrs.Attribute[Any], value: obj
         )
 
 
-def _audit_calls(value: object) -> PVector[AuditCall]:
-    items: PVector[Any] = pvector(value)  # type: ignore[arg-type]
-    for i, item in enumerate(items):
-        if not isinstance(item, AuditCall):
-            raise InvalidEvent(
-                f"tool_calls[{i}] must be an AuditCall (got {item!r} that is a "
-                f"{type(item).__name__!r})."
-            )
-    return items
-
-
 def _optional_usage(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and not isinstance(value, Usage):
         raise InvalidEvent(
@@ -307,7 +296,7 @@ class ModelCallFinished(Event):
     """The text the model wrote."""
     reasoning: str = ""
     """The reasoning it wrote."""
-    tool_calls: PVector[AuditCall] = attrs.field(factory=pvector, converter=_audit_calls)
+    tool_calls: PVector[AuditCall] = attrs.field(factory=pvector, converter=audit_calls)
     """The tool calls it asked for, as written."""
     stop_reason: str | None = None
     """Why the provider stopped."""
