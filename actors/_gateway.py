@@ -26,6 +26,7 @@ from runtime import (
     UserInput,
     Visibility,
     channel_rule,
+    check_session_id,
     new_message,
 )
 
@@ -198,7 +199,7 @@ class Gateway:
         runtime = self._runtime
         message = user_input.to_message(
             id=runtime.ids("msg"),
-            session_id=_session_id(session_id),
+            session_id=check_session_id(session_id),
             created_at=runtime.clock(),
             limits=runtime.settings.input_limits,
         )

@@ -37,6 +37,7 @@ from ._errors import DuplicateMessage as DuplicateMessage
 from ._errors import EventRejected as EventRejected
 from ._errors import ForeignEvent as ForeignEvent
 from ._errors import IllegalTransition as IllegalTransition
+from ._errors import InvalidArgument as InvalidArgument
 from ._errors import InvalidEvent as InvalidEvent
 from ._errors import InvalidInput as InvalidInput
 from ._errors import InvalidMessage as InvalidMessage
@@ -73,6 +74,7 @@ from ._events import TurnStarted as TurnStarted
 from ._history import session_history as session_history
 from ._input import InputLimits as InputLimits
 from ._input import UserInput as UserInput
+from ._input import check_session_id as check_session_id
 from ._input import validate_input as validate_input
 from ._json import FrozenJSON as FrozenJSON
 from ._json import freeze as freeze
@@ -101,6 +103,13 @@ from ._segments import ToolState as ToolState
 from ._segments import ui_segments as ui_segments
 from ._state import STATUS_ORDER as STATUS_ORDER
 from ._state import SessionState as SessionState
+from ._storable import INT_MAX as INT_MAX
+from ._storable import INT_MIN as INT_MIN
+from ._storable import MAX_DEPTH as MAX_DEPTH
+from ._storable import MAX_EVENT_BYTES as MAX_EVENT_BYTES
+from ._storable import MAX_SEQ as MAX_SEQ
+from ._storable import MAX_SESSION_ID_CHARS as MAX_SESSION_ID_CHARS
+from ._storable import storable_text as storable_text
 from ._timeline import Timeline as Timeline
 from ._timeline import replay as replay
 from ._timeline import verify as verify
@@ -134,6 +143,12 @@ __all__ = [
     "IMAGE_MEDIA_TYPES",
     "INPUT_CATEGORIES",
     "INTERRUPTED_MARK",
+    "INT_MAX",
+    "INT_MIN",
+    "MAX_DEPTH",
+    "MAX_EVENT_BYTES",
+    "MAX_SEQ",
+    "MAX_SESSION_ID_CHARS",
     "NOTIFICATION_PREFIX",
     "STATUS_ORDER",
     "TRANSITIONS",
@@ -163,6 +178,7 @@ __all__ = [
     "IllegalTransition",
     "ImagePart",
     "InputLimits",
+    "InvalidArgument",
     "InvalidEvent",
     "InvalidInput",
     "InvalidMessage",
@@ -226,6 +242,7 @@ __all__ = [
     "approx_tokens",
     "category_of",
     "channel_rule",
+    "check_session_id",
     "check_transition",
     "clean_history",
     "diff",
@@ -237,6 +254,7 @@ __all__ = [
     "new_message",
     "replay",
     "session_history",
+    "storable_text",
     "thaw",
     "to_anthropic",
     "to_data",

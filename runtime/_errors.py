@@ -4,6 +4,8 @@ Every class also subclasses the matching built-in, so ``except ValueError``
 keeps working for callers that do not know Amber::
 
     AmberError
+    ├── InvalidArgument (TypeError, ValueError)  an argument the API cannot take (a bad type,
+    │                                      a value out of range, text that cannot be stored)
     ├── InvalidInput (ValueError)          user input rejected before it became a message
     ├── InvalidMessage (ValueError)        a message whose fields contradict each other
     ├── InvalidEvent (ValueError)          an event whose own fields are malformed
@@ -47,6 +49,7 @@ __all__ = [
     "EventRejected",
     "ForeignEvent",
     "IllegalTransition",
+    "InvalidArgument",
     "InvalidEvent",
     "InvalidInput",
     "InvalidMessage",
@@ -72,6 +75,17 @@ __all__ = [
 
 class AmberError(Exception):
     """Root of every error Amber raises on purpose."""
+
+
+class InvalidArgument(AmberError, TypeError, ValueError):
+    """An argument the API cannot take: nothing was done.
+
+    A wrong type (a session id that is not a str), a value out of range (a
+    negative seq, an integer beyond 64 bits), or a value that cannot be stored
+    and read back unchanged (text with a lone surrogate, nesting deeper than
+    ``MAX_DEPTH``). It is both a ``TypeError`` and a ``ValueError``, so code that
+    catches either keeps working.
+    """
 
 
 class InvalidInput(AmberError, ValueError):

@@ -18,9 +18,11 @@ from pyrsistent.typing import PMap, PVector
 
 from ._audit import AuditCall, AuditStatus, audit_calls
 from ._checks import EVENT_CHECKS as _check
+from ._checks import to_milliseconds
 from ._errors import InvalidEvent
 from ._json import FrozenJSON, freeze_metadata, freeze_metrics
 from ._message import Message, Status, Usage, article
+from ._storable import MAX_SEQ
 from ._turn import Turn
 
 __all__ = [
@@ -46,6 +48,12 @@ def _seq(instance: object, attribute: attrs.Attribute[Any], value: object) -> No
             f"{type(instance).__name__}.{attribute.name} must be a non-negative int "
             f"(got {value!r} that is a {type(value).__name__!r})."
         )
+    if value > MAX_SEQ:
+        shown = f"an integer of {value.bit_length()} bits" if value > 10**30 else repr(value)
+        raise InvalidEvent(
+            f"{type(instance).__name__}.{attribute.name} must be a non-negative int below 2**63 "
+            f"(got {shown}); a store keeps seqs in signed 64-bit columns."
+        )
 
 
 def _positive(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -54,16 +62,6 @@ def _positive(instance: object, attribute: attrs.Attribute[Any], value: object) 
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be at least 1 (got 0); "
             "a session's first event has seq 1."
-        )
-
-
-def _duration(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise InvalidEvent(
-            f"{type(instance).__name__}.{attribute.name} must be a non-negative number of "
-            f"milliseconds or None (got {value!r}); measure it with time.monotonic()."
         )
 
 
@@ -104,7 +102,7 @@ class Event:
 
     kind: ClassVar[str] = "event"
 
-    session_id: str = attrs.field(validator=_check.non_empty_str)
+    session_id: str = attrs.field(validator=_check.session_id)
     """The session it changes."""
     seq: int = attrs.field(validator=_positive)
     """Its place in the session's log: the previous event's seq plus one."""
@@ -184,11 +182,13 @@ class TurnEnded(Event):
     """The turn that ends (must be the active one)."""
     outcome: TurnOutcome = attrs.field(converter=TurnOutcome)
     """How it ended."""
-    reason: str | None = None
+    reason: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why, for people (``interrupted by msg_7``, the model's error)."""
     metrics: PMap[str, FrozenJSON] = attrs.field(factory=dict, converter=freeze_metrics)
     """Turn metrics (tool calls, tokens, time …)."""
-    duration_ms: float | None = attrs.field(default=None, validator=_duration)
+    duration_ms: float | None = attrs.field(
+        default=None, converter=to_milliseconds, validator=_check.milliseconds
+    )
     """Monotonic duration of the turn, measured by the runner."""
     partial: PVector[Message] = attrs.field(factory=pvector, converter=_messages)
     """Output cut short by an interrupt or error: thoughts and replies of this turn."""
@@ -202,7 +202,7 @@ class OrphanRecovered(Event):
 
     turn_id: str = attrs.field(validator=_check.non_empty_str)
     """The abandoned turn (must be the active one)."""
-    reason: str | None = None
+    reason: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why (``processing for 412 s after restart``)."""
 
 
@@ -216,7 +216,7 @@ class BranchImported(Event):
 
     kind: ClassVar[str] = "branch_imported"
 
-    source_session_id: str = attrs.field(validator=_check.non_empty_str)
+    source_session_id: str = attrs.field(validator=_check.session_id)
     """The session it was forked from."""
     source_seq: int = attrs.field(validator=_seq)
     """The source's seq it was forked at."""
@@ -234,7 +234,7 @@ class RolledBack(Event):
 
     to_seq: int = attrs.field(validator=_seq)
     """The last seq whose messages stay active."""
-    reason: str | None = None
+    reason: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why, for people."""
 
 
@@ -274,7 +274,7 @@ class ModelCallStarted(Event):
     """The session's next call number (the last row's plus one)."""
     role: str = attrs.field(default="assistant", validator=_check.non_empty_str)
     """Who calls."""
-    model: str | None = None
+    model: str | None = attrs.field(default=None, validator=_check.optional_string)
     """The model's name, if known."""
 
 
@@ -288,19 +288,21 @@ class ModelCallFinished(Event):
     """The call's operation id."""
     status: AuditStatus = attrs.field(converter=AuditStatus, validator=_finish_status)
     """``completed`` or ``failed``."""
-    duration_ms: float | None = attrs.field(default=None, validator=_duration)
+    duration_ms: float | None = attrs.field(
+        default=None, converter=to_milliseconds, validator=_check.milliseconds
+    )
     """Monotonic duration, measured where the call ran."""
     usage: Usage | None = attrs.field(default=None, validator=_optional_usage)
     """Tokens used, as reported."""
-    content: str = ""
+    content: str = attrs.field(default="", validator=_check.string)
     """The text the model wrote."""
-    reasoning: str = ""
+    reasoning: str = attrs.field(default="", validator=_check.string)
     """The reasoning it wrote."""
     tool_calls: PVector[AuditCall] = attrs.field(factory=pvector, converter=audit_calls)
     """The tool calls it asked for, as written."""
-    stop_reason: str | None = None
+    stop_reason: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why the provider stopped."""
-    error: str | None = None
+    error: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why it failed."""
 
 

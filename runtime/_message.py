@@ -238,7 +238,7 @@ class Message:
 
     id: str = attrs.field(validator=_check.non_empty_str)
     """Stable id (``msg_…``), given by the caller, never by the reducer."""
-    session_id: str = attrs.field(validator=_check.non_empty_str)
+    session_id: str = attrs.field(validator=_check.session_id)
     """The session this message belongs to."""
     role: Role = attrs.field(converter=_role)
     """Who produced it."""
@@ -248,17 +248,17 @@ class Message:
     """Where it is in its lifecycle."""
     created_at: datetime = attrs.field(validator=_check.aware)
     """Wall-clock time it was created, from the event that added it."""
-    content: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    content: str = attrs.field(default="", validator=_check.string)
     """Text (for a tool call: a human-readable rendering of the call)."""
-    sender: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    sender: str = attrs.field(default="", validator=_check.string)
     """Display sender: a user, the agent, ``Cronjob``, ``System``, ``Notification``, a tool."""
     parent_id: str | None = attrs.field(default=None, validator=_check.optional_string)
     """The user message a turn output answers, or the tool call a result answers."""
     turn_id: str | None = attrs.field(default=None, validator=_check.optional_string)
     """The turn that produced or consumed it; None until a turn claims an input."""
-    chatbot_id: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    chatbot_id: str = attrs.field(default="", validator=_check.string)
     """The platform (``cli``, ``discord`` …)."""
-    channel_id: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    channel_id: str = attrs.field(default="", validator=_check.string)
     """The platform's channel or thread."""
     tool_call: ToolCall | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(ToolCall))

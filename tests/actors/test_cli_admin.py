@@ -5,6 +5,7 @@ Each test that writes works on its own copy of a store made by a real run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
@@ -94,7 +95,7 @@ class TestFork:
 
 
 def _tamper(db: Path, sql: str, *params: object) -> None:
-    with sqlite3.connect(db) as conn:
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:
         conn.execute(sql, params)
 
 
@@ -137,7 +138,7 @@ class TestReplay:
         db = recorded.copy(tmp_path)
         with SQLiteStore(db) as store:
             store.snapshot("demo")
-        with sqlite3.connect(db) as conn:
+        with contextlib.closing(sqlite3.connect(db)) as conn, conn:
             (body,) = conn.execute(
                 "SELECT body FROM snapshot_chunks WHERE session_id = 'demo' AND part = 'messages'"
             ).fetchone()
@@ -169,7 +170,7 @@ class TestReplay:
     def test_corrupt_event_row_exits_4(self, recorded: Recorded, tmp_path: Path) -> None:
         """An event row that is not JSON is a bad store, named by session and seq."""
         db = recorded.copy(tmp_path)
-        with sqlite3.connect(db) as conn:
+        with contextlib.closing(sqlite3.connect(db)) as conn, conn:
             conn.execute("DROP TRIGGER events_no_update")  # a program that bypasses Amber
             conn.execute("UPDATE events SET body = 'garbage' WHERE session_id = 'demo' AND seq = 3")
         result = amber("replay", "demo", "--verify", "--db", db)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -16,8 +16,22 @@ from .scenario import conversation
 OpenStore = Callable[..., SQLiteStore]
 
 
+_RAW: list[sqlite3.Connection] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_raw_connections() -> Iterator[None]:
+    """Close the plain connections a test opened (Python 3.13 warns about unclosed ones)."""
+    yield
+    while _RAW:
+        _RAW.pop().close()
+
+
 def raw(path: pathlib.Path) -> sqlite3.Connection:
-    return sqlite3.connect(path, isolation_level=None)
+    """A plain connection to the store file (closed after the test)."""
+    db = sqlite3.connect(path, isolation_level=None)
+    _RAW.append(db)
+    return db
 
 
 def dump(path: pathlib.Path) -> list[tuple[object, ...]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import pathlib
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import orjson
 import pytest
@@ -19,9 +19,22 @@ from .scenario import continue_session, conversation
 OpenStore = Callable[..., SQLiteStore]
 
 
+_RAW: list[sqlite3.Connection] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_raw_connections() -> Iterator[None]:
+    """Close the plain connections a test opened (Python 3.13 warns about unclosed ones)."""
+    yield
+    while _RAW:
+        _RAW.pop().close()
+
+
 def raw(path: pathlib.Path) -> sqlite3.Connection:
-    """A plain connection to the store file, for looking and tampering."""
-    return sqlite3.connect(path, isolation_level=None)
+    """A plain connection to the store file, for looking and tampering (closed after the test)."""
+    db = sqlite3.connect(path, isolation_level=None)
+    _RAW.append(db)
+    return db
 
 
 def tamper(path: pathlib.Path, *statements: tuple[str, tuple[object, ...]]) -> None:
