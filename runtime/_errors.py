@@ -204,8 +204,17 @@ class SessionExists(StoreError):
 class CorruptRow(StoreError):
     """A stored row that does not decode or does not fit its place.
 
-    The message names the session and the seq. Rows are never skipped.
+    The message names the session and the seq (also given as ``session_id``
+    and ``seq``, None where the damage is not one session's or one seq's).
+    Rows are never skipped.
     """
+
+    def __init__(self, message: str, *, session_id: str | None = None, seq: int | None = None):
+        super().__init__(message)
+        self.session_id = session_id
+        """The session whose row is damaged, if one is."""
+        self.seq = seq
+        """The seq of the damaged row (an event's, or a snapshot's), if one is."""
 
 
 class NotAStore(StoreError):

@@ -13,7 +13,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 
-from .._errors import SessionExists, StoreClosed, UnknownSession
+from .._errors import InvalidArgument, SessionExists, StoreClosed, UnknownSession
 from .._events import Event
 from .._state import SessionState
 from .._timeline import Timeline, replay
@@ -35,9 +35,13 @@ class MemoryStore:
 
     def __init__(self, *, snapshot_every: int = 100) -> None:
         if isinstance(snapshot_every, bool) or not isinstance(snapshot_every, int):
-            raise ValueError(f"snapshot_every must be a positive int (got {snapshot_every!r}).")
+            raise InvalidArgument(
+                f"snapshot_every must be a positive int (got {snapshot_every!r})."
+            )
         if snapshot_every < 1:
-            raise ValueError(f"snapshot_every must be a positive int (got {snapshot_every!r}).")
+            raise InvalidArgument(
+                f"snapshot_every must be a positive int (got {snapshot_every!r})."
+            )
         self._snapshot_every = snapshot_every
         self._logs: dict[str, list[Event]] = {}
         self._heads: dict[str, SessionState] = {}
@@ -79,7 +83,7 @@ class MemoryStore:
         """
         self._open()
         if isinstance(events, Event):
-            raise TypeError(
+            raise InvalidArgument(
                 "append() takes an iterable of events; wrap a single event in a list: "
                 "append([event])."
             )
@@ -123,7 +127,7 @@ class MemoryStore:
         """
         log = self._known(session_id)
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
-            raise ValueError(f"after must be a non-negative int seq (got {after!r}).")
+            raise InvalidArgument(f"after must be a non-negative int seq (got {after!r}).")
         return log[after:]
 
     def session(self, session_id: str) -> SessionInfo:

@@ -25,21 +25,33 @@ from typing import Any, Self
 
 import attrs
 
-from .._codec import to_json
-from .._errors import CorruptRow, SessionExists, StoreClosed, UnknownSession
+from .._errors import (
+    CorruptRow,
+    InvalidArgument,
+    ReplayMismatch,
+    SessionExists,
+    StoreClosed,
+    UnknownSession,
+)
 from .._events import Event
 from .._state import SessionState
+from .._storable import session_id_problem
 from .._timeline import Timeline
 from .._timeline import verify as verify_log
-from ._batch import check_batch, check_session_id
+from ._batch import check_batch, check_session_id, encode_batch
+from ._chain import ChainCheck, genesis
 from ._protocol import SessionInfo
 from ._rows import (
     Transaction,
+    chain_at,
+    last_seq,
+    missing_summary,
     read_events,
     read_snapshot,
     read_summaries,
     replay_rows,
     session_row,
+    sessions_without_summary,
     write_snapshot,
     write_summary,
 )
@@ -58,11 +70,13 @@ class _Entry:
     created_at: datetime
     snapshot: SessionState | None
     refs: Refs | None
+    chain: str
+    """The hash of the head's event (the chain's head)."""
 
 
 def _positive(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(
+        raise InvalidArgument(
             f"{name} must be a positive int (got {value!r} that is a {type(value).__name__!r})."
         )
     return value
@@ -152,18 +166,21 @@ class SQLiteStore:
         if entry is not None and entry.head.seq == seq:
             self._cache.move_to_end(session_id)
             return entry
-        snapshot, refs = read_snapshot(self._conn(), session_id, self._chunk_size)
+        snapshot, refs, chain = read_snapshot(self._conn(), session_id, self._chunk_size)
         if snapshot.seq > seq:
             raise CorruptRow(
                 f"Session {session_id!r} snapshot at seq {snapshot.seq} is ahead of the log, which "
-                f"ends at seq {seq}."
+                f"ends at seq {seq}. Rebuild it with 'amber recover --rebuild'.",
+                session_id=session_id,
+                seq=snapshot.seq,
             )
-        head = replay_rows(self._conn(), snapshot, upto=seq).head
+        timeline, head_hash = replay_rows(self._conn(), snapshot, upto=seq, chain=chain)
         entry = _Entry(
-            head=head,
+            head=timeline.head,
             created_at=created_at,
             snapshot=snapshot if snapshot.seq else None,
             refs=refs,
+            chain=head_hash,
         )
         self._remember(session_id, entry)
         return entry
@@ -175,7 +192,11 @@ class SQLiteStore:
         if head.seq == done or (not force and head.seq - done < self._snapshot_every):
             return entry
         plan = plan_snapshot(
-            head, previous=entry.snapshot, refs=entry.refs, chunk_size=self._chunk_size
+            head,
+            previous=entry.snapshot,
+            refs=entry.refs,
+            chunk_size=self._chunk_size,
+            chain=entry.chain,
         )
         write_snapshot(self._conn(), plan, head.session_id)
         return attrs.evolve(entry, snapshot=head, refs=plan.refs)
@@ -188,9 +209,15 @@ class SQLiteStore:
     ) -> dict[str, _Entry]:
         """Insert the batch and update summaries and snapshots (inside a write transaction)."""
         db = self._conn()
+        rows, chains = encode_batch(
+            batch,
+            {
+                session_id: (entry.chain if entry is not None else genesis(session_id))
+                for session_id, entry in old.items()
+            },
+        )
         db.executemany(
-            "INSERT INTO events (session_id, seq, kind, body) VALUES (?, ?, ?, ?)",
-            [(e.session_id, e.seq, e.kind, to_json(e).decode()) for e in batch],
+            "INSERT INTO events (session_id, seq, kind, body, hash) VALUES (?, ?, ?, ?, ?)", rows
         )
         first_at: dict[str, datetime] = {}
         for event in batch:
@@ -203,6 +230,7 @@ class SQLiteStore:
                 created_at=previous.created_at if previous else first_at[session_id],
                 snapshot=previous.snapshot if previous else None,
                 refs=previous.refs if previous else None,
+                chain=chains[session_id],
             )
             write_summary(self._conn(), head, entry.created_at)
             entries[session_id] = self._snapshot_entry(entry, force=False)
@@ -240,7 +268,7 @@ class SQLiteStore:
             StoreError: the file cannot be written; nothing was stored.
         """
         if isinstance(events, Event):
-            raise TypeError(
+            raise InvalidArgument(
                 "append() takes an iterable of events; wrap a single event in a list: "
                 "append([event])."
             )
@@ -281,12 +309,11 @@ class SQLiteStore:
             row = session_row(self._conn(), session_id)
             if row is None:
                 raise self._unknown(session_id)
-            base = (
-                read_snapshot(self._conn(), session_id, self._chunk_size)[0]
-                if from_snapshot
-                else SessionState.empty(session_id)
-            )
-            return replay_rows(self._conn(), base, upto=row[0])
+            if from_snapshot:
+                base, _, chain = read_snapshot(self._conn(), session_id, self._chunk_size)
+            else:
+                base, chain = SessionState.empty(session_id), None
+            return replay_rows(self._conn(), base, upto=row[0], chain=chain)[0]
 
     def events(self, session_id: str, *, after: int = 0) -> list[Event]:
         """The session's events with seq above ``after``, in seq order.
@@ -297,11 +324,23 @@ class SQLiteStore:
         """
         check_session_id(session_id)
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
-            raise ValueError(f"after must be a non-negative int seq (got {after!r}).")
+            raise InvalidArgument(f"after must be a non-negative int seq (got {after!r}).")
         with self._read():
-            if session_row(self._conn(), session_id) is None:
+            row = session_row(self._conn(), session_id)
+            if row is None:
                 raise self._unknown(session_id)
-            return list(read_events(self._conn(), session_id, after))
+            if after > row[0]:
+                return []
+            check = ChainCheck(session_id, chain_at(self._conn(), session_id, after))
+            events = list(read_events(self._conn(), check, after))
+            if (events[-1].seq if events else after) != row[0]:
+                raise CorruptRow(
+                    f"Session {session_id!r} seq {row[0]}: its summary row says the log ends at "
+                    f"seq {row[0]}, but it ends at seq {events[-1].seq if events else after}.",
+                    session_id=session_id,
+                    seq=row[0],
+                )
+            return events
 
     def session(self, session_id: str) -> SessionInfo:
         """The session's summary (read from its summary row, not its state).
@@ -312,14 +351,35 @@ class SQLiteStore:
         check_session_id(session_id)
         with self._read():
             rows = read_summaries(self._conn(), "WHERE s.session_id = ?", (session_id,))
+            if not rows:
+                last = last_seq(self._conn(), session_id)
+                if last is not None:
+                    raise missing_summary(session_id, last)
         if not rows:
             raise self._unknown(session_id)
         return rows[0]
 
     def list_sessions(self) -> list[SessionInfo]:
-        """Every stored session, most recently active first."""
+        """Every stored session, most recently active first.
+
+        Raises:
+            CorruptRow: a summary row is damaged or disagrees with its log, or a
+                session's events are stored without a summary row (so it would be
+                left out); the message names the session.
+        """
         with self._read():
             infos = read_summaries(self._conn(), "", ())
+            orphans = sessions_without_summary(self._conn())
+        if orphans:
+            session_id, seq = orphans[0]
+            error = missing_summary(session_id, seq)
+            if len(orphans) > 1:
+                error = CorruptRow(
+                    f"{error} ({len(orphans) - 1} more session(s) lack one too.)",
+                    session_id=session_id,
+                    seq=seq,
+                )
+            raise error
         return sorted(infos, key=lambda info: (info.updated_at, info.session_id), reverse=True)
 
     def snapshot(self, session_id: str, *, rebuild: bool = False) -> int:
@@ -342,8 +402,12 @@ class SQLiteStore:
                 row = session_row(self._conn(), session_id)
                 if row is None:
                     raise self._unknown(session_id)
-                head = replay_rows(self._conn(), SessionState.empty(session_id), upto=row[0]).head
-                entry = _Entry(head=head, created_at=row[1], snapshot=None, refs=None)
+                timeline, chain = replay_rows(
+                    self._conn(), SessionState.empty(session_id), upto=row[0]
+                )
+                entry = _Entry(
+                    head=timeline.head, created_at=row[1], snapshot=None, refs=None, chain=chain
+                )
             else:
                 found = self._entry(session_id)
                 if found is None:
@@ -360,16 +424,21 @@ class SQLiteStore:
             The replayed timeline.
 
         Raises:
-            ReplayMismatch: the snapshot differs from the replayed state at its seq.
-            CorruptRow: a row does not decode or does not apply.
+            ReplayMismatch: the snapshot differs from the replayed state at its seq,
+                or is damaged (it fails its digest or does not decode).
+            CorruptRow: an event row does not decode, does not apply or fails its checksum.
         """
         check_session_id(session_id)
         with self._read():
             row = session_row(self._conn(), session_id)
             if row is None:
                 raise self._unknown(session_id)
-            timeline = replay_rows(self._conn(), SessionState.empty(session_id), upto=row[0])
-            snapshot, _ = read_snapshot(self._conn(), session_id, self._chunk_size)
+            timeline = replay_rows(self._conn(), SessionState.empty(session_id), upto=row[0])[0]
+            try:
+                snapshot = read_snapshot(self._conn(), session_id, self._chunk_size)[0]
+            except CorruptRow as exc:
+                # The log is sound (just replayed): it is the snapshot that disagrees.
+                raise ReplayMismatch(str(exc)) from None
         recorded = [snapshot] if snapshot.seq else []
         return verify_log(timeline.events(), recorded, base=SessionState.empty(session_id))
 
@@ -407,8 +476,9 @@ class SQLiteStore:
         return heads[session_id]
 
     def __contains__(self, session_id: object) -> bool:
-        if not isinstance(session_id, str):
+        if session_id_problem(session_id) is not None:
             return False
+        assert isinstance(session_id, str)
         with self._read():
             return session_row(self._conn(), session_id) is not None
 

@@ -6,6 +6,7 @@ Each test that writes works on its own copy of a store made by a real run.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -133,8 +134,15 @@ class TestReplay:
         assert result.exit_code == ExitCode.USAGE
         assert "Pass a SESSION or --all (not both)." in result.stderr
 
-    def test_divergent_snapshot_exits_1(self, recorded: Recorded, tmp_path: Path) -> None:
-        """A snapshot that differs from the replay fails the check, names the seq, exits 1."""
+    @pytest.mark.parametrize("sealed", [True, False], ids=["digest-updated", "edited"])
+    def test_divergent_snapshot_exits_1(
+        self, recorded: Recorded, tmp_path: Path, sealed: bool
+    ) -> None:
+        """A snapshot that differs from the replay fails the check, names the seq, exits 1.
+
+        Whether its digest was updated with it (a snapshot written wrong) or not
+        (a snapshot edited afterwards), the log is sound, so it is a failed check.
+        """
         db = recorded.copy(tmp_path)
         with SQLiteStore(db) as store:
             store.snapshot("demo")
@@ -146,10 +154,18 @@ class TestReplay:
             tampered = body.replace("one line is enough", "one word is enough")
             assert tampered != body
             conn.execute(
-                "UPDATE snapshot_chunks SET body = ? WHERE session_id = 'demo' AND part = 'messages'",
-                (tampered,),
+                "UPDATE snapshot_chunks SET body = ?, digest = ? "
+                "WHERE session_id = 'demo' AND part = 'messages'",
+                (tampered, hashlib.sha256(tampered.encode()).hexdigest() if sealed else "x"),
             )
         result = amber("replay", "demo", "--verify", "--db", db)
+        if not sealed:
+            assert result.exit_code == ExitCode.FAILED
+            assert (
+                "✗ snapshot: Session 'demo' snapshot at seq 46 is corrupt: messages chunk 0 does "
+                "not match its digest" in result.output
+            )
+            return
         assert result.exit_code == ExitCode.FAILED
         assert "✗ snapshot: Replaying session 'demo' does not reproduce the recorded state" in (
             result.output
