@@ -3,8 +3,8 @@
 Functions over an open connection, called inside a transaction by
 ``SQLiteStore``: the events of a session (decoded strictly, checked against
 their row, the seq before and the hash chain), their replay, the snapshot,
-the summary rows (checked against the log's last seq). Every problem is a
-``CorruptRow`` naming the session and the seq.
+the summary row's seq (the rest of summaries: ``_summaries``). Every problem
+is a ``CorruptRow`` naming the session and the seq.
 """
 
 from __future__ import annotations
@@ -14,68 +14,34 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-
-import orjson
-from immutables import Map
 
 from .._codec import from_json
 from .._errors import CorruptRow, DecodeError, EventRejected, SeqConflict, StoreError
 from .._events import Event
-from .._message import Status
 from .._reducer import apply
 from .._state import SessionState
-from .._storable import session_id_problem, text_problem
 from .._timeline import Timeline
 from ._chain import ChainCheck, digest, genesis
-from ._protocol import SessionInfo
 from ._snapshot import Refs, SnapshotPlan, decode_snapshot
+from ._summaries import missing_summary, shown, timestamp
 
 __all__ = [
     "Transaction",
     "chain_at",
     "delete_snapshot",
     "last_seq",
-    "missing_summary",
     "read_events",
     "read_snapshot",
-    "read_summaries",
     "replay_rows",
     "session_row",
-    "sessions_without_summary",
     "write_snapshot",
-    "write_summary",
 ]
-
-_STATUSES = {status.value: status for status in Status}
-
-
-def _timestamp(value: object) -> datetime | None:
-    """A stored ISO 8601 time with a UTC offset, or None if it is not one."""
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.utcoffset() is not None else None
 
 
 def last_seq(db: sqlite3.Connection, session_id: str) -> int | None:
     """The seq of the session's last stored event, or None if it has none."""
     row = db.execute("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,)).fetchone()
     return None if row is None or row[0] is None else int(row[0])
-
-
-def missing_summary(session_id: str, seq: int) -> CorruptRow:
-    """The error for a session whose events are stored but whose summary row is not."""
-    return CorruptRow(
-        f"Session {session_id!r} has events up to seq {seq} but no summary row, so listings "
-        "would not show it. Its events are intact: rebuild the summary with 'amber recover "
-        "--rebuild' (store.rebuild()).",
-        session_id=session_id,
-        seq=seq,
-    )
 
 
 def session_row(db: sqlite3.Connection, session_id: str) -> tuple[int, datetime] | None:
@@ -108,11 +74,11 @@ def session_row(db: sqlite3.Connection, session_id: str) -> tuple[int, datetime]
             session_id=session_id,
             seq=seq if last is None else min(seq, last + 1),
         )
-    parsed = _timestamp(created_at)
+    parsed = timestamp(created_at)
     if parsed is None:
         raise CorruptRow(
             f"Session {session_id!r} seq {seq}: its summary row has created_at "
-            f"{_shown(created_at)}, which is not a timestamp with a UTC offset. Rebuild the "
+            f"{shown(created_at)}, which is not a timestamp with a UTC offset. Rebuild the "
             "summary with 'amber recover --rebuild'.",
             session_id=session_id,
             seq=seq,
@@ -138,7 +104,7 @@ def chain_at(db: sqlite3.Connection, session_id: str, seq: int) -> str:
     if not isinstance(stored, str) or len(stored) != 64:
         raise CorruptRow(
             f"Session {session_id!r} event seq {seq} has no valid checksum (got "
-            f"{_shown(stored)}); the row was written by other software or damaged. Restore the "
+            f"{shown(stored)}); the row was written by other software or damaged. Restore the "
             "file from a backup.",
             session_id=session_id,
             seq=seq,
@@ -161,7 +127,7 @@ def read_events(db: sqlite3.Connection, chain: ChainCheck, after: int) -> Iterat
         if seq != expected:
             raise CorruptRow(
                 f"Session {session_id!r} event seq {expected} is missing: the next stored "
-                f"event has seq {_shown(seq)}. The log has a gap and cannot be replayed past seq "
+                f"event has seq {shown(seq)}. The log has a gap and cannot be replayed past seq "
                 f"{expected - 1}; restore the file from a backup.",
                 session_id=session_id,
                 seq=expected,
@@ -178,7 +144,7 @@ def read_events(db: sqlite3.Connection, chain: ChainCheck, after: int) -> Iterat
             raise CorruptRow(f"{where} is corrupt: {exc}", session_id=session_id, seq=seq) from None
         if event.session_id != session_id or event.seq != seq or event.kind != kind:
             raise CorruptRow(
-                f"{where} is foreign: its row says {_shown(kind)} but its body is a "
+                f"{where} is foreign: its row says {shown(kind)} but its body is a "
                 f"{event.kind!r} event of session {event.session_id!r} seq {event.seq}."
                 if event.kind != kind
                 else f"{where} is foreign: its body is an event of session "
@@ -231,11 +197,6 @@ def replay_rows(
     return timeline, check.head
 
 
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:79] + "…"
-
-
 def read_snapshot(
     db: sqlite3.Connection, session_id: str, chunk_size: int
 ) -> tuple[SessionState, Refs | None, str | None]:
@@ -258,7 +219,7 @@ def read_snapshot(
     seq, record, record_digest = row
     if type(seq) is not int or seq < 1:
         raise CorruptRow(
-            f"Session {session_id!r} snapshot has seq {_shown(seq)}, which is not a seq. "
+            f"Session {session_id!r} snapshot has seq {shown(seq)}, which is not a seq. "
             "Snapshots can be rebuilt from the event log: 'amber recover --rebuild'.",
             session_id=session_id,
         )
@@ -310,128 +271,6 @@ def delete_snapshot(db: sqlite3.Connection, session_id: str) -> None:
     """Drop the session's snapshot (its record and chunks)."""
     db.execute("DELETE FROM snapshot_chunks WHERE session_id = ?", (session_id,))
     db.execute("DELETE FROM snapshots WHERE session_id = ?", (session_id,))
-
-
-def write_summary(db: sqlite3.Connection, head: SessionState, created_at: datetime) -> None:
-    """Insert or update the session's summary row from its head."""
-    assert head.updated_at is not None
-    turn = head.active_turn
-    counts = {str(status): n for status, n in head.status_counts().items()}
-    db.execute(
-        "INSERT INTO sessions (session_id, seq, created_at, updated_at, messages, counts, "
-        "active_turn_id, turn_started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, "
-        "created_at = excluded.created_at, "
-        "updated_at = excluded.updated_at, messages = excluded.messages, "
-        "counts = excluded.counts, active_turn_id = excluded.active_turn_id, "
-        "turn_started_at = excluded.turn_started_at",
-        (
-            head.session_id,
-            head.seq,
-            created_at.isoformat(),
-            head.updated_at.isoformat(),
-            len(head.messages),
-            orjson.dumps(counts).decode(),
-            None if turn is None else turn.id,
-            None if turn is None else turn.started_at.isoformat(),
-        ),
-    )
-
-
-def read_summaries(
-    db: sqlite3.Connection, where: str, params: tuple[Any, ...]
-) -> list[SessionInfo]:
-    """Summaries of the sessions ``where`` selects (an SQL clause over ``s``).
-
-    Raises:
-        CorruptRow: a summary row does not decode, or says the log ends at
-            another seq than it does.
-    """
-    rows = db.execute(
-        "SELECT s.session_id, s.seq, s.created_at, s.updated_at, s.messages, s.counts, "
-        "s.active_turn_id, s.turn_started_at, coalesce(p.seq, 0), "
-        "(SELECT max(e.seq) FROM events AS e WHERE e.session_id = s.session_id) "
-        f"FROM sessions AS s LEFT JOIN snapshots AS p ON p.session_id = s.session_id {where}",
-        params,
-    )
-    return [_summary(row) for row in rows]
-
-
-def sessions_without_summary(db: sqlite3.Connection) -> list[tuple[str, int]]:
-    """Sessions whose events are stored but whose summary row is not: ``(id, last seq)``.
-
-    Walks the distinct session ids of ``events`` through its primary key (one
-    index seek per session, not a scan of every event).
-    """
-    rows = db.execute(
-        "WITH RECURSIVE ids(id) AS ("
-        " SELECT min(session_id) FROM events"
-        " UNION ALL"
-        " SELECT (SELECT min(session_id) FROM events WHERE session_id > ids.id)"
-        " FROM ids WHERE ids.id IS NOT NULL)"
-        " SELECT ids.id, (SELECT max(seq) FROM events WHERE session_id = ids.id) FROM ids"
-        " WHERE ids.id IS NOT NULL"
-        " AND NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = ids.id)"
-    )
-    return [(session_id, seq) for session_id, seq in rows]
-
-
-def _summary(row: tuple[Any, ...]) -> SessionInfo:
-    (session_id, seq, created, updated, messages, counts, turn_id, started, snapshot_seq,
-     last) = row  # fmt: skip
-    where = f"Session {_shown(session_id)} seq {seq}: its summary row"
-    fix = "Rebuild the summary with 'amber recover --rebuild'."
-    problem = session_id_problem(session_id)
-    if problem is not None:
-        raise CorruptRow(
-            f"A summary row has the session id {_shown(session_id)}, which is not one ({problem}). "
-            "The row was damaged or written by other software.",
-        )
-    if last is None:
-        raise CorruptRow(
-            f"{where} lists a session that has no events. {fix}", session_id=session_id
-        )
-    if seq != last:
-        raise CorruptRow(
-            f"{where} says the log ends at seq {_shown(seq)}, but it ends at seq {last}. {fix}",
-            session_id=session_id,
-            seq=last,
-        )
-    created_at, updated_at = _timestamp(created), _timestamp(updated)
-    turn_started_at = None if started is None else _timestamp(started)
-    try:
-        if (
-            created_at is None
-            or updated_at is None
-            or (started is not None and turn_started_at is None)
-        ):
-            raise ValueError("a time is not an ISO 8601 timestamp with a UTC offset")
-        raw_counts = orjson.loads(counts)
-        if type(raw_counts) is not dict or any(
-            type(value) is not int or value < 0 for value in raw_counts.values()
-        ):
-            raise ValueError("its counts are not a map of status to count")
-        if type(messages) is not int or messages < 0:
-            raise ValueError(f"its message count is {messages!r}")
-        if turn_id is not None and (type(turn_id) is not str or text_problem(turn_id)):
-            raise ValueError(f"its active turn id is {turn_id!r}")
-        return SessionInfo(
-            session_id=session_id,
-            seq=seq,
-            created_at=created_at,
-            updated_at=updated_at,
-            messages=messages,
-            counts=Map({_STATUSES[key]: value for key, value in raw_counts.items()}),
-            active_turn_id=turn_id,
-            active_turn_started_at=turn_started_at,
-            snapshot_seq=snapshot_seq,
-        )
-    except (TypeError, ValueError, KeyError, AttributeError, orjson.JSONDecodeError) as exc:
-        raise CorruptRow(
-            f"{where} does not decode ({_shown(str(exc))}). {fix}",
-            session_id=session_id,
-            seq=seq,
-        ) from None
 
 
 class Transaction:

@@ -40,46 +40,28 @@ from .._timeline import Timeline
 from .._timeline import verify as verify_log
 from ._batch import check_batch, check_session_id, encode_batch
 from ._chain import ChainCheck, genesis
+from ._check import CheckReport, RebuildReport
+from ._entry import Entry as _Entry
+from ._entry import load_entry
+from ._entry import positive as _positive
 from ._protocol import SessionInfo
 from ._rows import (
     Transaction,
     chain_at,
     last_seq,
-    missing_summary,
     read_events,
     read_snapshot,
-    read_summaries,
     replay_rows,
     session_row,
-    sessions_without_summary,
     write_snapshot,
-    write_summary,
 )
+from ._scan import check_rows, rebuild_rows
 from ._schema import connect
-from ._snapshot import Refs, plan_snapshot
+from ._snapshot import plan_snapshot
+from ._summaries import all_summaries, missing_summary, read_summaries, write_summary
 from ._transfer import export_data, parse_export
 
 __all__ = ["SQLiteStore"]
-
-
-@attrs.frozen(kw_only=True)
-class _Entry:
-    """A cached session: its head and what its latest snapshot holds."""
-
-    head: SessionState
-    created_at: datetime
-    snapshot: SessionState | None
-    refs: Refs | None
-    chain: str
-    """The hash of the head's event (the chain's head)."""
-
-
-def _positive(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgument(
-            f"{name} must be a positive int (got {value!r} that is a {type(value).__name__!r})."
-        )
-    return value
 
 
 class SQLiteStore:
@@ -161,27 +143,11 @@ class SQLiteStore:
         if row is None:
             self._cache.pop(session_id, None)
             return None
-        seq, created_at = row
         entry = self._cache.get(session_id)
-        if entry is not None and entry.head.seq == seq:
+        if entry is not None and entry.head.seq == row[0]:
             self._cache.move_to_end(session_id)
             return entry
-        snapshot, refs, chain = read_snapshot(self._conn(), session_id, self._chunk_size)
-        if snapshot.seq > seq:
-            raise CorruptRow(
-                f"Session {session_id!r} snapshot at seq {snapshot.seq} is ahead of the log, which "
-                f"ends at seq {seq}. Rebuild it with 'amber recover --rebuild'.",
-                session_id=session_id,
-                seq=snapshot.seq,
-            )
-        timeline, head_hash = replay_rows(self._conn(), snapshot, upto=seq, chain=chain)
-        entry = _Entry(
-            head=timeline.head,
-            created_at=created_at,
-            snapshot=snapshot if snapshot.seq else None,
-            refs=refs,
-            chain=head_hash,
-        )
+        entry = load_entry(self._conn(), session_id, row, self._chunk_size)
         self._remember(session_id, entry)
         return entry
 
@@ -331,16 +297,9 @@ class SQLiteStore:
                 raise self._unknown(session_id)
             if after > row[0]:
                 return []
+            # session_row checked that the log ends at the summary's seq.
             check = ChainCheck(session_id, chain_at(self._conn(), session_id, after))
-            events = list(read_events(self._conn(), check, after))
-            if (events[-1].seq if events else after) != row[0]:
-                raise CorruptRow(
-                    f"Session {session_id!r} seq {row[0]}: its summary row says the log ends at "
-                    f"seq {row[0]}, but it ends at seq {events[-1].seq if events else after}.",
-                    session_id=session_id,
-                    seq=row[0],
-                )
-            return events
+            return list(read_events(self._conn(), check, after))
 
     def session(self, session_id: str) -> SessionInfo:
         """The session's summary (read from its summary row, not its state).
@@ -368,18 +327,7 @@ class SQLiteStore:
                 left out); the message names the session.
         """
         with self._read():
-            infos = read_summaries(self._conn(), "", ())
-            orphans = sessions_without_summary(self._conn())
-        if orphans:
-            session_id, seq = orphans[0]
-            error = missing_summary(session_id, seq)
-            if len(orphans) > 1:
-                error = CorruptRow(
-                    f"{error} ({len(orphans) - 1} more session(s) lack one too.)",
-                    session_id=session_id,
-                    seq=seq,
-                )
-            raise error
+            infos = all_summaries(self._conn())
         return sorted(infos, key=lambda info: (info.updated_at, info.session_id), reverse=True)
 
     def snapshot(self, session_id: str, *, rebuild: bool = False) -> int:
@@ -441,6 +389,39 @@ class SQLiteStore:
                 raise ReplayMismatch(str(exc)) from None
         recorded = [snapshot] if snapshot.seq else []
         return verify_log(timeline.events(), recorded, base=SessionState.empty(session_id))
+
+    def check(self) -> CheckReport:
+        """Check the whole file: SQLite's integrity, every row, the chain, the derived rows.
+
+        Every session's log is read from its first event (decoded, chained and
+        replayed), and its summary row and snapshot are compared with the replay.
+        Nothing is changed. Problems are reported, not raised.
+        """
+        with self._read():
+            return check_rows(self._conn(), self._chunk_size)
+
+    def rebuild(self, session_id: str | None = None) -> RebuildReport:
+        """Write the summary rows and snapshots again from the events (the truth).
+
+        Args:
+            session_id: only this session (default: every session, and derived
+                rows of sessions without events are dropped).
+
+        Returns:
+            What was rebuilt, dropped, and skipped (a session whose events are
+            damaged is left as it is).
+        """
+        if session_id is not None:
+            check_session_id(session_id)
+        with self._write():
+            report = rebuild_rows(
+                self._conn(),
+                chunk_size=self._chunk_size,
+                snapshot_every=self._snapshot_every,
+                session_id=session_id,
+            )
+        self._cache.clear()
+        return report
 
     def export_session(self, session_id: str) -> dict[str, Any]:
         """The session as JSON-ready data: its whole event log (see ``import_session``).
