@@ -61,7 +61,12 @@ def recover_orphans(
             f"older_than must be a non-negative timedelta (got {older_than!r}), like "
             "timedelta(seconds=300)."
         )
-    cutoff = now - older_than
+    try:
+        cutoff = now - older_than
+    except OverflowError:
+        raise InvalidArgument(
+            f"older_than {older_than!r} reaches before the year 1; pass a shorter age."
+        ) from None
     recovered: list[OrphanRecovered] = []
     for info in store.list_sessions():
         if info.active_turn_id is None or info.updated_at > cutoff:

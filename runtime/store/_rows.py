@@ -306,6 +306,12 @@ class Transaction:
                 f"{path!r} refused the write ({exc}); another writer changed the "
                 "session. Nothing in this batch was stored; load the session again and retry."
             ) from exc
+        if isinstance(exc, UnicodeDecodeError):
+            # SQLite's message quoted bytes that are not UTF-8: the file is damaged.
+            raise CorruptRow(
+                f"{path!r} is damaged: SQLite reports bytes that are not UTF-8 ({exc}). 'amber "
+                "check' runs SQLite's integrity check; restore the file from a backup."
+            ) from exc
         if isinstance(exc, sqlite3.DatabaseError) and _damaged(exc):
             raise CorruptRow(
                 f"{path!r} is damaged at the SQLite level ({exc}). 'amber check' runs SQLite's "

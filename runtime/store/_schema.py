@@ -240,11 +240,13 @@ def connect(path: Path) -> sqlite3.Connection:
         db.execute("PRAGMA synchronous = FULL")
         db.execute("PRAGMA busy_timeout = 10000")
         migrate(db, path)
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        # UnicodeDecodeError: SQLite's own message quotes bytes that are not UTF-8
+        # (a damaged schema), and the driver fails to decode the message.
         db.close()
         raise NotAStore(
-            f"{str(path)!r} cannot be read as an SQLite database ({exc}); it is not an Amber "
-            "store, or it is damaged."
+            f"{str(path)!r} cannot be read as an SQLite database ({storable_text(str(exc))}); it "
+            "is not an Amber store, or it is damaged."
         ) from exc
     except BaseException:
         db.close()
