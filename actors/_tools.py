@@ -38,7 +38,7 @@ import outcome
 import pydantic
 import trio
 
-from runtime import AmberError
+from runtime import AmberError, storable_text
 
 from ._model import ToolSpec
 
@@ -198,7 +198,7 @@ class Tool:
                 thread is abandoned (it runs on until its function returns).
         """
         start = trio.current_time()
-        result = await self._run(arguments)
+        result = _storable(await self._run(arguments))
         if len(result.content) > self.max_output_chars:
             content, _ = _clip(result.content, "", 0, self.max_output_chars)
             result = attrs.evolve(result, content=content, truncated=True)
@@ -538,6 +538,22 @@ def _expected(schema: Mapping[str, Any]) -> str:
     return str(kind) if kind else "any JSON value"
 
 
+def _storable(outcome: ToolOutcome) -> ToolOutcome:
+    """``outcome`` with text a store can keep.
+
+    A tool's output comes from the system (file names from ``os.listdir``,
+    environment variables, decoded bytes), where bytes that are not UTF-8
+    arrive as lone surrogates. They are spelled out (``\\xff``) instead of
+    failing the turn when the result is stored.
+    """
+    content, summary = storable_text(outcome.content), outcome.summary
+    if summary is not None:
+        summary = storable_text(summary)
+    if content is outcome.content and summary is outcome.summary:
+        return outcome
+    return attrs.evolve(outcome, content=content, summary=summary)
+
+
 def _text(value: Any) -> str:
     """A return value as the text the model reads: str as is, anything else as JSON."""
     if isinstance(value, str):
@@ -601,7 +617,12 @@ def _exception_line(exc: BaseException) -> str:
 
 
 def _describe_exception(exc: BaseException) -> str:
-    """``Type: message`` and the last frames of the tool's own code."""
+    """``Type: message`` and the last frames of the tool's own code.
+
+    Each frame is two lines (``File …, line …, in …`` and the source line),
+    the same on every Python: ``traceback.format_list`` adds caret lines
+    (``~~~^^^``) on 3.13, which the model does not need.
+    """
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]  # a nursery in the tool wrapped one failure
     frames = list(traceback.extract_tb(exc.__traceback__))
@@ -610,8 +631,14 @@ def _describe_exception(exc: BaseException) -> str:
     frames = frames[-_TRACEBACK_FRAMES:]
     text = _exception_line(exc)
     if frames:
-        text += "\nTraceback (innermost last):\n" + "".join(traceback.format_list(frames))
+        text += "\nTraceback (innermost last):\n" + "".join(_frame(frame) for frame in frames)
     return text.rstrip("\n")
+
+
+def _frame(frame: traceback.FrameSummary) -> str:
+    where = f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}\n'
+    line = (frame.line or "").strip()
+    return where + (f"    {line}\n" if line else "")
 
 
 class Toolbox:
@@ -695,8 +722,8 @@ class Toolbox:
         else:
             return await found.invoke(arguments)
         return attrs.evolve(
-            result,
-            summary=_first_line(result.content),
+            _storable(result),
+            summary=_first_line(storable_text(result.content)),
             duration_ms=(trio.current_time() - start) * 1000,
         )
 

@@ -373,6 +373,10 @@ class TestDecoration:
         ):
             tool(f)
 
+    @pytest.mark.skipif(
+        sys.version_info >= (3, 12),
+        reason="pydantic takes typing.TypedDict on 3.12+ (test_storable_io pins that it works)",
+    )
     def test_typing_typed_dict_on_311(self) -> None:
         """typing.TypedDict is refused on Python < 3.12 (pydantic needs typing_extensions')."""
 
