@@ -7,6 +7,7 @@ import datetime
 import enum
 import functools
 import threading
+import sys
 import time
 import typing
 from collections.abc import Awaitable, Callable, Iterator, Mapping
