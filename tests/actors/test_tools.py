@@ -6,8 +6,8 @@ import dataclasses
 import datetime
 import enum
 import functools
-import threading
 import sys
+import threading
 import time
 import typing
 from collections.abc import Awaitable, Callable, Iterator, Mapping
