@@ -14,8 +14,8 @@ import attrs
 import click
 from rich.text import Text
 
-from runtime import ReplayMismatch, diff, replay
-from runtime.store import SQLiteStore
+from runtime import CorruptRow, ReplayMismatch, diff, replay
+from runtime.store import SessionInfo, SQLiteStore
 
 from ._app import (
     ExitCode,
@@ -38,16 +38,25 @@ class _Check:
 
 
 def _verify(store: SQLiteStore, session: str) -> tuple[int, list[_Check]]:
-    """Replay ``session`` and compare it with what the store recorded."""
+    """Replay ``session`` and compare it with what the store recorded.
+
+    Damage in derived rows (a summary that fails its digest, a snapshot) is a
+    failed check; damage in the log itself is a ``CorruptRow`` (exit 4).
+    """
     checks: list[_Check] = []
-    info = store.session(session)
+    info: SessionInfo | None
+    try:
+        info = store.session(session)
+    except CorruptRow as exc:
+        info, damaged_summary = None, str(exc)
     try:
         line = store.verify(session)
     except ReplayMismatch as exc:
-        return info.seq, [_Check("snapshot", False, str(exc))]
+        return (0 if info is None else info.seq), [_Check("snapshot", False, str(exc))]
+    snapshot_seq = 0 if info is None else info.snapshot_seq
     snap = (
-        f"the snapshot at seq {info.snapshot_seq} equals the replayed state"
-        if info.snapshot_seq
+        f"the snapshot at seq {snapshot_seq} equals the replayed state"
+        if snapshot_seq
         else "no snapshot yet (fewer events than snapshot_every)"
     )
     checks.append(_Check("snapshot", True, snap))
@@ -67,6 +76,9 @@ def _verify(store: SQLiteStore, session: str) -> tuple[int, list[_Check]]:
             )
         )
     head = line.head
+    if info is None:
+        checks.append(_Check("summary", False, damaged_summary))
+        return line.last_seq, checks
     recorded = (info.seq, info.messages, dict(info.counts), info.active_turn_id)
     replayed = (head.seq, len(head), head.status_counts(), head.active_turn_id)
     if recorded == replayed:
@@ -112,7 +124,7 @@ def replay_command(
     with open_store(db) as store:
         if session is not None:
             require_session(store, session, db)
-        ids = [session] if session is not None else [i.session_id for i in store.list_sessions()]
+        ids = [session] if session is not None else _session_ids(store)
         for sid in ids:
             started = time.perf_counter()
             if verify:
@@ -136,6 +148,16 @@ def replay_command(
         _print_replays(results, verify)
     if failed:
         ctx.exit(ExitCode.FAILED)
+
+
+def _session_ids(store: SQLiteStore) -> list[str]:
+    """Every session of the store, even when a summary row is damaged (from a full check)."""
+    try:
+        return [info.session_id for info in store.list_sessions()]
+    except CorruptRow:
+        report = store.check()
+        found = {p.session_id for p in report.problems if p.session_id is not None}
+        return sorted(set(report.heads) | found)
 
 
 def _print_replays(results: list[dict[str, Any]], verify: bool) -> None:

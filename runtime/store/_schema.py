@@ -39,6 +39,7 @@ from pathlib import Path
 from .._errors import NotAStore, SchemaVersionError, StoreError
 from .._storable import storable_text
 from ._chain import genesis, link
+from ._summaries import summary_digest
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "TRIGGERS", "connect", "migrate", "run_step"]
 
@@ -118,14 +119,23 @@ def _columns(db: sqlite3.Connection, table: str) -> set[str]:
 
 
 def _v2_checksums(db: sqlite3.Connection) -> None:
-    """Add the hash chain and the snapshot digests; hash the rows already stored."""
-    for table, column in (
+    """Add the hash chain and the row digests; hash the rows already stored."""
+    added = (
         ("events", "hash"),
         ("snapshots", "digest"),
         ("snapshot_chunks", "digest"),
-    ):
+        ("sessions", "digest"),
+    )
+    for table, column in added:
         if column not in _columns(db, table):
             db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+    for row in db.execute(
+        "SELECT session_id, seq, created_at, updated_at, messages, counts, active_turn_id, "
+        "turn_started_at FROM sessions WHERE digest IS NULL"
+    ).fetchall():
+        db.execute(
+            "UPDATE sessions SET digest = ? WHERE session_id = ?", (summary_digest(row), row[0])
+        )
     # Snapshots without digests are derived data an older Amber wrote: dropped.
     db.execute(
         "DELETE FROM snapshot_chunks WHERE digest IS NULL OR session_id IN "

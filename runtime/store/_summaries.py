@@ -19,6 +19,7 @@ from .._errors import CorruptRow
 from .._message import Status
 from .._state import SessionState
 from .._storable import session_id_problem, text_problem
+from ._chain import digest
 from ._protocol import SessionInfo
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "read_summaries",
     "sessions_without_summary",
     "shown",
+    "summary_digest",
     "timestamp",
     "write_summary",
 ]
@@ -66,25 +68,34 @@ def write_summary(db: sqlite3.Connection, head: SessionState, created_at: dateti
     assert head.updated_at is not None
     turn = head.active_turn
     counts = {str(status): n for status, n in head.status_counts().items()}
+    values = (
+        head.session_id,
+        head.seq,
+        created_at.isoformat(),
+        head.updated_at.isoformat(),
+        len(head.messages),
+        orjson.dumps(counts).decode(),
+        None if turn is None else turn.id,
+        None if turn is None else turn.started_at.isoformat(),
+    )
     db.execute(
         "INSERT INTO sessions (session_id, seq, created_at, updated_at, messages, counts, "
-        "active_turn_id, turn_started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+        "active_turn_id, turn_started_at, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, "
         "created_at = excluded.created_at, "
         "updated_at = excluded.updated_at, messages = excluded.messages, "
         "counts = excluded.counts, active_turn_id = excluded.active_turn_id, "
-        "turn_started_at = excluded.turn_started_at",
-        (
-            head.session_id,
-            head.seq,
-            created_at.isoformat(),
-            head.updated_at.isoformat(),
-            len(head.messages),
-            orjson.dumps(counts).decode(),
-            None if turn is None else turn.id,
-            None if turn is None else turn.started_at.isoformat(),
-        ),
+        "turn_started_at = excluded.turn_started_at, digest = excluded.digest",
+        (*values, summary_digest(values)),
     )
+
+
+def summary_digest(values: tuple[object, ...]) -> str:
+    """The digest a summary row carries of its other columns (so an edit is named)."""
+    try:
+        return digest(orjson.dumps(list(values)))
+    except TypeError:  # a column that is not JSON-like (damage): no digest matches it
+        return ""
 
 
 def read_summaries(
@@ -98,7 +109,7 @@ def read_summaries(
     """
     rows = db.execute(
         "SELECT s.session_id, s.seq, s.created_at, s.updated_at, s.messages, s.counts, "
-        "s.active_turn_id, s.turn_started_at, coalesce(p.seq, 0), "
+        "s.active_turn_id, s.turn_started_at, coalesce(p.seq, 0), s.digest, "
         "(SELECT max(e.seq) FROM events AS e WHERE e.session_id = s.session_id) "
         f"FROM sessions AS s LEFT JOIN snapshots AS p ON p.session_id = s.session_id {where}",
         params,
@@ -148,7 +159,7 @@ def sessions_without_summary(db: sqlite3.Connection) -> list[tuple[str, int]]:
 
 def _summary(row: tuple[Any, ...]) -> SessionInfo:
     (session_id, seq, created, updated, messages, counts, turn_id, started, snapshot_seq,
-     last) = row  # fmt: skip
+     stored_digest, last) = row  # fmt: skip
     where = f"Session {shown(session_id)} seq {seq}: its summary row"
     fix = "Rebuild the summary with 'amber recover --rebuild'."
     problem = session_id_problem(session_id)
@@ -156,6 +167,12 @@ def _summary(row: tuple[Any, ...]) -> SessionInfo:
         raise CorruptRow(
             f"A summary row has the session id {shown(session_id)}, which is not one ({problem}). "
             "The row was damaged or written by other software.",
+        )
+    if stored_digest != summary_digest(row[:8]):
+        raise CorruptRow(
+            f"{where} does not match its digest: it was changed after it was written. {fix}",
+            session_id=session_id,
+            seq=seq if type(seq) is int else None,
         )
     if last is None:
         raise CorruptRow(

@@ -18,6 +18,7 @@ from cli_support import Recorded, amber, recorded
 from actors._cli import ExitCode
 from runtime import Status, TurnStatus
 from runtime.store import SQLiteStore
+from runtime.store._summaries import summary_digest
 
 __all__ = ["recorded"]
 
@@ -174,13 +175,32 @@ class TestReplay:
         data = json.loads(amber("replay", "demo", "--verify", "--json", "--db", db).output)
         assert data["ok"] is False
 
-    def test_divergent_summary_exits_1(self, recorded: Recorded, tmp_path: Path) -> None:
-        """A session row that disagrees with the log fails the summary check."""
+    @pytest.mark.parametrize("sealed", [True, False], ids=["digest-updated", "edited"])
+    def test_divergent_summary_exits_1(
+        self, recorded: Recorded, tmp_path: Path, sealed: bool
+    ) -> None:
+        """A session row that disagrees with the log (or fails its digest) fails the check."""
         db = recorded.copy(tmp_path)
         _tamper(db, "UPDATE sessions SET messages = 99 WHERE session_id = 'demo'")
+        if sealed:
+            with contextlib.closing(sqlite3.connect(db)) as conn, conn:
+                row = conn.execute(
+                    "SELECT session_id, seq, created_at, updated_at, messages, counts, "
+                    "active_turn_id, turn_started_at FROM sessions WHERE session_id = 'demo'"
+                ).fetchone()
+                conn.execute(
+                    "UPDATE sessions SET digest = ? WHERE session_id = 'demo'",
+                    (summary_digest(row),),
+                )
         result = amber("replay", "--all", "--verify", "--db", db)
         assert result.exit_code == ExitCode.FAILED
-        assert "✗ summary: the session row says" in result.output
+        if sealed:
+            assert "✗ summary: the session row says" in result.output
+        else:
+            assert (
+                "✗ summary: Session 'demo' seq 46: its summary row does not match its digest"
+                in (result.output)
+            )
         assert "Diverged: 1 of 2 session(s)." in result.output
 
     def test_corrupt_event_row_exits_4(self, recorded: Recorded, tmp_path: Path) -> None:

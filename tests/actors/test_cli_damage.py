@@ -108,7 +108,7 @@ class TestSummaries:
             conn.execute("UPDATE sessions SET updated_at = '2026-05-27T12:50:00'")
         result = amber("sessions", "--db", db)
         assert result.exit_code == ExitCode.BAD_STORE
-        assert "its summary row does not decode" in result.stderr
+        assert "its summary row does not match its digest" in result.stderr
         no_traceback(result.output)
         assert amber("recover", "--rebuild", "--db", db).exit_code == ExitCode.OK
         assert amber("sessions", "--db", db).exit_code == ExitCode.OK

@@ -15,6 +15,7 @@ from runtime import StatusChanged, to_json
 from runtime.store import CorruptRow, NotAStore, SeqConflict, SQLiteStore, StoreError
 from runtime.store._chain import digest as row_digest
 from runtime.store._chain import genesis, link
+from runtime.store._summaries import summary_digest
 
 from .scenario import continue_session, conversation
 
@@ -87,6 +88,13 @@ def reseal_checksums(db: sqlite3.Connection) -> None:
         db.execute(
             "UPDATE snapshots SET record = ?, digest = ? WHERE session_id = ?",
             (record.decode(errors="surrogateescape"), row_digest(record), session_id),
+        )
+    for row in db.execute(
+        "SELECT session_id, seq, created_at, updated_at, messages, counts, active_turn_id, "
+        "turn_started_at FROM sessions"
+    ).fetchall():
+        db.execute(
+            "UPDATE sessions SET digest = ? WHERE session_id = ?", (summary_digest(row), row[0])
         )
     for session_id, part, chunk, text in db.execute(
         "SELECT session_id, part, chunk, CAST(body AS BLOB) FROM snapshot_chunks"
