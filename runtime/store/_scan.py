@@ -15,6 +15,7 @@ from immutables import Map
 from .._errors import CorruptRow
 from .._state import SessionState
 from .._storable import text_problem
+from ._chain import digest
 from ._check import CheckReport, Problem, RebuildReport, snapshot_problem, summary_problem
 from ._protocol import SessionInfo
 from ._rows import (
@@ -26,7 +27,7 @@ from ._rows import (
 )
 from ._schema import TRIGGERS, recreate_guards
 from ._snapshot import plan_snapshot
-from ._summaries import read_summaries, write_summary
+from ._summaries import read_summaries, summary_digest, write_summary
 
 __all__ = ["check_rows", "rebuild_rows"]
 
@@ -83,6 +84,44 @@ def _snapshot(
         return exc
 
 
+def _lost_events(db: sqlite3.Connection, session_id: str, upto: int) -> Problem | None:
+    """A log cut short: an intact summary or snapshot recorded a later seq than it holds.
+
+    Summaries and snapshots are written in the same transaction as the events
+    they describe, so one that passes its digest and is ahead of the log means
+    events were lost, not that the derived row is wrong: rebuilding from the
+    shorter log would make the loss look sound.
+    """
+    row = db.execute(
+        "SELECT session_id, seq, created_at, updated_at, messages, counts, active_turn_id, "
+        "turn_started_at, digest FROM sessions WHERE session_id = ?",
+        (session_id,),
+    ).fetchone()
+    recorded = []
+    if row is not None and row[8] == summary_digest(row[:8]) and type(row[1]) is int:
+        recorded.append(row[1])
+    snapshot = db.execute(
+        "SELECT seq, CAST(record AS BLOB), digest FROM snapshots WHERE session_id = ?",
+        (session_id,),
+    ).fetchone()
+    if (
+        snapshot is not None
+        and isinstance(snapshot[1], bytes)
+        and snapshot[2] == digest(snapshot[1])
+    ) and type(snapshot[0]) is int:
+        recorded.append(snapshot[0])
+    if not recorded or max(recorded) <= upto:
+        return None
+    return Problem(
+        session_id=session_id,
+        seq=upto + 1,
+        what=f"the log ends at seq {upto}, but its intact summary or snapshot recorded seq "
+        f"{max(recorded)}: events {upto + 1} to {max(recorded)} were lost. Restore the file "
+        "from a backup (rebuilding would make the shorter log look sound)",
+        derived=False,
+    )
+
+
 def check_rows(db: sqlite3.Connection, chunk_size: int) -> CheckReport:
     """Check the whole file: SQLite's integrity, the guards, every session's rows."""
     problems: list[Problem] = []
@@ -125,6 +164,10 @@ def check_rows(db: sqlite3.Connection, chunk_size: int) -> CheckReport:
             problems.append(Problem.of(exc, derived=False))
             continue
         events += timeline.last_seq
+        lost = _lost_events(db, session_id, upto)
+        if lost is not None:
+            problems.append(lost)
+            continue
         heads[session_id] = head
         for found in (
             summary_problem(timeline, _summary(db, session_id)),
@@ -165,6 +208,10 @@ def rebuild_rows(
             timeline, chain = replay_rows(db, SessionState.empty(sid), upto=upto)
         except CorruptRow as exc:
             skipped.append(Problem.of(exc, derived=False))
+            continue
+        lost = _lost_events(db, sid, upto)
+        if lost is not None:
+            skipped.append(lost)
             continue
         head = timeline.head
         write_summary(db, head, timeline.event(1).at)
