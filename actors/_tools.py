@@ -554,10 +554,36 @@ def _storable(outcome: ToolOutcome) -> ToolOutcome:
     return attrs.evolve(outcome, content=content, summary=summary)
 
 
+_MAX_RESULT_DEPTH = 200
+"""How deeply a tool's return value may nest: orjson has no limit for tuples, and a few
+thousand levels crash the process instead of raising."""
+
+
+def _check_depth(value: Any) -> None:
+    """Raise ``ValueError`` if ``value`` nests more than ``_MAX_RESULT_DEPTH`` levels."""
+    stack = [(value, 0)]
+    seen = 0
+    while stack:
+        item, depth = stack.pop()
+        if depth > _MAX_RESULT_DEPTH:
+            raise ValueError(
+                f"the tool's result nests more than {_MAX_RESULT_DEPTH} levels deep; return "
+                "something flatter (or text)"
+            )
+        seen += 1
+        if seen > 1_000_000:  # a huge flat value: the size limit deals with it later
+            return
+        if isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend((child, depth + 1) for child in item)
+        elif isinstance(item, Mapping):
+            stack.extend((child, depth + 1) for child in item.values())
+
+
 def _text(value: Any) -> str:
     """A return value as the text the model reads: str as is, anything else as JSON."""
     if isinstance(value, str):
         return value
+    _check_depth(value)
     try:
         return orjson.dumps(value, default=_jsonable, option=orjson.OPT_NON_STR_KEYS).decode()
     except (TypeError, orjson.JSONEncodeError):  # e.g. an int beyond 64 bits

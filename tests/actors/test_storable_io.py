@@ -80,6 +80,23 @@ class TestToolOutput:
         assert result.is_error
         assert "bad name report-\\xff.txt" in result.content
 
+    def test_a_result_nested_too_deep_is_an_error_result(self) -> None:
+        """Tuples nested thousands deep crash orjson (an abort, not an exception): refused first."""
+        import trio
+
+        deep: object = "leaf"
+        for _ in range(20_000):
+            deep = (deep,)
+
+        @tool
+        def nested() -> object:
+            """Returns a value nested far too deep."""
+            return deep
+
+        outcome = trio.run(lambda: nested.invoke({}))
+        assert (outcome.is_error, outcome.error_type) == (True, "exception")
+        assert "nests more than 200 levels deep" in outcome.content
+
     def test_tracebacks_read_the_same_on_every_python(self) -> None:
         """The frames of an exception result have no caret lines (3.13 adds them)."""
         import trio

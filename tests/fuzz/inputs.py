@@ -69,7 +69,9 @@ def _deep(depth: int) -> Any:
     return value
 
 
-_DEEPEST = _deep(2000)
+_DEEPEST: Any = "leaf"
+for _ in range(1000):  # tuples: a mutation never edits this shared value in place
+    _DEEPEST = (_DEEPEST,)
 ODD: list[Any] = [
     None, True, False, 0, -1, 1, 7, 2**53, 2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64,
     -(2**63), -(2**63) - 1, 10**30, 10**400, 1.5, -0.0, 1e308, float("inf"), float("nan"),
