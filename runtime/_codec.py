@@ -374,7 +374,8 @@ def _format(exc: BaseException, _type: Any) -> str:
     if isinstance(exc, KeyError):
         return "required field missing"
     if isinstance(exc, cattrs.ForbiddenExtraKeysError):
-        return f"unknown field(s) {_got(sorted(exc.extra_fields))}"
+        # Keys of plain data may be of any type (1, "x"): sorted by their repr.
+        return f"unknown field(s) {_got(sorted(exc.extra_fields, key=repr))}"
     text = str(exc).rstrip(".") or type(exc).__name__
     return text if len(text) <= 300 else text[:299] + "…"
 

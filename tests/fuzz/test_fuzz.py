@@ -30,13 +30,13 @@ from .targets import StoreFixture
 
 CORPUS = inputs.corpus()
 FAST = settings(
-    max_examples=examples(60, 20_000),
+    max_examples=examples(60, 3_000),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     derandomize=False,
 )
 SLOW = settings(
-    max_examples=examples(8, 600),
+    max_examples=examples(8, 200),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

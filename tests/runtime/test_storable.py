@@ -232,6 +232,11 @@ class TestStrictDecoding:
         with pytest.raises(DecodeError, match=rf"expected a list, got .* @ \$\.{field}"):
             from_data(data, SessionState)
 
+    def test_unknown_keys_of_mixed_types(self) -> None:
+        """Unknown keys 1 and 'zz' are reported (sorting them raised TypeError; found by fuzzing)."""
+        with pytest.raises(DecodeError, match=r"unknown field\(s\) \['zz', 1\] @ \$"):
+            from_data({1: 2, "zz": 3, "id": "x"}, Message)
+
     def test_maps_must_be_maps(self) -> None:
         """null where a map belongs is refused (it used to decode as an empty map)."""
         data = to_data(question())
