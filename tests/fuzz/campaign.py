@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import concurrent.futures
 import json
 import multiprocessing
 import pathlib
@@ -35,13 +36,13 @@ from fuzz import inputs, targets  # noqa: E402
 
 # Shares of the inputs: cheap targets get most of them, stores and command lines fewer.
 WEIGHTS: dict[str, float] = {
-    "json_bytes": 0.40,
-    "python_data": 0.25,
+    "json_bytes": 0.41,
+    "python_data": 0.26,
     "user_input": 0.20,
     "append_memory": 0.08,
-    "append_sqlite": 0.02,
-    "damaged_store": 0.025,
-    "command_line": 0.025,
+    "append_sqlite": 0.01,
+    "damaged_store": 0.02,
+    "command_line": 0.02,
 }
 
 
@@ -194,10 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     if options.jobs == 1:
         parts = [_job(work[0])]
     else:
-        with multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn").Pool(
-            options.jobs
-        ) as pool:
-            parts = pool.map(_job, work)
+        # A job that dies (a crash in C code) breaks the pool loudly instead of hanging it.
+        context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+        with concurrent.futures.ProcessPoolExecutor(options.jobs, mp_context=context) as pool:
+            parts = list(pool.map(_job, work))
     merged = _merge(parts)
     elapsed = time.perf_counter() - started
     total = sum(r["inputs"] for r in merged.values())

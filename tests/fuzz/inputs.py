@@ -69,9 +69,9 @@ def _deep(depth: int) -> Any:
     return value
 
 
-_DEEPEST: Any = "leaf"
-for _ in range(1000):  # tuples: a mutation never edits this shared value in place
-    _DEEPEST = (_DEEPEST,)
+# Shared, never copied or edited (mutations do not descend into it). Lists, not
+# tuples: orjson 3.13 has no depth limit for tuples and corrupts its heap on deep ones.
+_DEEPEST: Any = _deep(2000)
 ODD: list[Any] = [
     None, True, False, 0, -1, 1, 7, 2**53, 2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64,
     -(2**63), -(2**63) - 1, 10**30, 10**400, 1.5, -0.0, 1e308, float("inf"), float("nan"),
@@ -184,7 +184,7 @@ def _fresh(value: Any) -> Any:
 
 def _paths(value: Any, prefix: tuple[Any, ...] = (), depth: int = 0) -> list[tuple[Any, ...]]:
     found = [prefix]
-    if depth > 6:
+    if depth > 6 or value is _DEEPEST:
         return found
     if isinstance(value, dict):
         for key, item in value.items():
