@@ -510,7 +510,7 @@ _SHAPES: dict[str, list[list[str]]] = {
     "diff": [["S", "SEQ", "SEQ"], ["S", "SEQ"], ["S", "--", "SEQ", "SEQ", "--json"]],
     "fork": [["S", "--at", "SEQ"], ["S", "--at", "SEQ", "--as", "V", "--json"]],
     "replay": [["S"], ["S", "--verify"], ["--all", "--verify", "--json"]],
-    "export": [["S"], ["S", "-o", "V"]],
+    "export": [["S"], ["S", "-o", "OUT"], ["S", "-o", "OUT", "--force"]],
     "import": [["V"], ["V", "--as", "V"]],
     "recover": [[], ["--older-than", "SEQ", "--dry-run"], ["--rebuild", "--dry-run"],
                 ["--older-than", "V", "--json"]],
@@ -524,7 +524,7 @@ _SLOTS = {
             "nan", "inf", "-0", " 3", "0x10", ""],
     "KIND": ["turn_started", "message_added", "bogus", ""],
     "VIEW": ["state", "history", "clean", "openai", "anthropic", "gemini", "bogus"],
-    "V": ["m1", "s", "new", "", "/nonexistent/x.json", "-", "--json", "a" * 300, "\x00"],
+    "V": ["m1", "s", "new", "", "/nonexistent/x.json", "-", "a" * 300, "\x00"],
 }  # fmt: skip
 
 
@@ -533,10 +533,15 @@ def cli_args(rng: random.Random, db: str) -> list[str]:
     now and then an extra stray argument."""
     command = rng.choice(list(_SHAPES))
     args = [command]
+    folder = pathlib.Path(db).parent
+    # Written files stay in the store's folder (never the working directory).
+    outputs = [str(folder / "out.json"), str(folder), str(folder / "missing" / "x.json")]
     for part in rng.choice(_SHAPES[command]):
-        args.append(rng.choice(_SLOTS[part]) if part in _SLOTS else part)
+        if part == "OUT":
+            args.append(rng.choice(outputs))
+        else:
+            args.append(rng.choice(_SLOTS[part]) if part in _SLOTS else part)
     if rng.random() < 0.15:
         args.insert(rng.randint(1, len(args)), rng.choice(["--bogus", "x", "--json", "-h"]))
-    if rng.random() < 0.95:
-        args += ["--db", db]
-    return args
+    # Always --db: without it a command would use (or create) ./amber.db.
+    return [*args, "--db", db]
