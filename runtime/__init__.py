@@ -52,6 +52,7 @@ from ._errors import SessionExists as SessionExists
 from ._errors import StatusConflict as StatusConflict
 from ._errors import StoreClosed as StoreClosed
 from ._errors import StoreError as StoreError
+from ._errors import StreamError as StreamError
 from ._errors import TurnConflict as TurnConflict
 from ._errors import UnknownMessage as UnknownMessage
 from ._errors import UnknownSession as UnknownSession
@@ -90,6 +91,8 @@ from ._message import Role as Role
 from ._message import Status as Status
 from ._message import ToolCall as ToolCall
 from ._message import Usage as Usage
+from ._outcome import ERROR_TYPES as ERROR_TYPES
+from ._outcome import ToolOutcome as ToolOutcome
 from ._providers import to_anthropic as to_anthropic
 from ._providers import to_gemini as to_gemini
 from ._providers import to_openai as to_openai
@@ -101,6 +104,17 @@ from ._segments import ToolState as ToolState
 from ._segments import ui_segments as ui_segments
 from ._state import STATUS_ORDER as STATUS_ORDER
 from ._state import SessionState as SessionState
+from ._stream import AssembledCall as AssembledCall
+from ._stream import Chunk as Chunk
+from ._stream import MessageFinish as MessageFinish
+from ._stream import MessageStart as MessageStart
+from ._stream import ModelRequest as ModelRequest
+from ._stream import ModelResponse as ModelResponse
+from ._stream import ReasoningDelta as ReasoningDelta
+from ._stream import StreamAssembler as StreamAssembler
+from ._stream import TextDelta as TextDelta
+from ._stream import ToolCallDelta as ToolCallDelta
+from ._stream import ToolSpec as ToolSpec
 from ._timeline import Timeline as Timeline
 from ._timeline import replay as replay
 from ._timeline import verify as verify
@@ -130,6 +144,7 @@ __all__ = [
     "AGENT_SENDER",
     "AUDIT_CLOSED_BY",
     "CHANNEL_RULES",
+    "ERROR_TYPES",
     "EVENT_TYPES",
     "IMAGE_MEDIA_TYPES",
     "INPUT_CATEGORIES",
@@ -139,6 +154,7 @@ __all__ = [
     "TRANSITIONS",
     "AmberError",
     "ArtifactStore",
+    "AssembledCall",
     "Attachment",
     "AuditCall",
     "AuditChange",
@@ -151,6 +167,7 @@ __all__ = [
     "CategorySpec",
     "ChannelKind",
     "ChannelRule",
+    "Chunk",
     "CorruptRow",
     "DecodeError",
     "Driver",
@@ -168,16 +185,21 @@ __all__ = [
     "InvalidMessage",
     "Message",
     "MessageAdded",
+    "MessageFinish",
+    "MessageStart",
     "MessageType",
     "MetadataUpdated",
     "MissingArtifact",
     "ModelCallFinished",
     "ModelCallStarted",
+    "ModelRequest",
+    "ModelResponse",
     "ModelView",
     "NotAStore",
     "OrphanRecovered",
     "Presentation",
     "ProjectionError",
+    "ReasoningDelta",
     "ReasoningPart",
     "ReplayMismatch",
     "Role",
@@ -196,11 +218,17 @@ __all__ = [
     "StatusConflict",
     "StoreClosed",
     "StoreError",
+    "StreamAssembler",
+    "StreamError",
+    "TextDelta",
     "TextPart",
     "Timeline",
     "TokenCounter",
     "ToolCall",
+    "ToolCallDelta",
+    "ToolOutcome",
     "ToolResultPart",
+    "ToolSpec",
     "ToolState",
     "ToolUsePart",
     "Transition",
