@@ -12,6 +12,14 @@ from ._audit import AuditRow as AuditRow
 from ._audit import AuditStatus as AuditStatus
 from ._audit import model_calls as model_calls
 from ._category import AGENT_SENDER as AGENT_SENDER
+from ._chunks import Chunk as Chunk
+from ._chunks import MessageFinish as MessageFinish
+from ._chunks import MessageStart as MessageStart
+from ._chunks import ModelRetry as ModelRetry
+from ._chunks import ReasoningDelta as ReasoningDelta
+from ._chunks import RequestSent as RequestSent
+from ._chunks import TextDelta as TextDelta
+from ._chunks import ToolCallDelta as ToolCallDelta
 from ._category import INPUT_CATEGORIES as INPUT_CATEGORIES
 from ._category import Category as Category
 from ._category import CategorySpec as CategorySpec
@@ -21,6 +29,9 @@ from ._clean import IMAGE_MEDIA_TYPES as IMAGE_MEDIA_TYPES
 from ._clean import NOTIFICATION_PREFIX as NOTIFICATION_PREFIX
 from ._clean import clean_history as clean_history
 from ._codec import from_data as from_data
+from ._cost import Price as Price
+from ._cost import PriceTable as PriceTable
+from ._cost import call_cost as call_cost
 from ._codec import from_json as from_json
 from ._codec import to_data as to_data
 from ._codec import to_json as to_json
@@ -93,11 +104,31 @@ from ._message import ToolCall as ToolCall
 from ._message import Usage as Usage
 from ._outcome import ERROR_TYPES as ERROR_TYPES
 from ._outcome import ToolOutcome as ToolOutcome
+from ._parts import MODEL_CALL as MODEL_CALL
+from ._parts import MODEL_PARTS as MODEL_PARTS
+from ._parts import MODEL_PROVIDER as MODEL_PROVIDER
+from ._parts import CallSegment as CallSegment
+from ._parts import ReasoningSegment as ReasoningSegment
+from ._parts import ResponseMetadata as ResponseMetadata
+from ._parts import ResponsePart as ResponsePart
+from ._parts import TextSegment as TextSegment
+from ._parts import response_metadata as response_metadata
+from ._payloads import PAYLOAD_BUILDERS as PAYLOAD_BUILDERS
+from ._payloads import PayloadBuilder as PayloadBuilder
+from ._payloads import build_payload as build_payload
 from ._providers import to_anthropic as to_anthropic
 from ._providers import to_gemini as to_gemini
 from ._providers import to_openai as to_openai
 from ._reducer import INTERRUPTED_MARK as INTERRUPTED_MARK
 from ._reducer import apply as apply
+from ._replay import RebuiltRequest as RebuiltRequest
+from ._replay import find_call as find_call
+from ._replay import rebuild_request as rebuild_request
+from ._replay import request_record as request_record
+from ._replay import views_of as views_of
+from ._request import RequestRecord as RequestRecord
+from ._request import digest as digest
+from ._responses import to_openai_responses as to_openai_responses
 from ._segments import Segment as Segment
 from ._segments import SegmentKind as SegmentKind
 from ._segments import ToolState as ToolState
@@ -105,15 +136,9 @@ from ._segments import ui_segments as ui_segments
 from ._state import STATUS_ORDER as STATUS_ORDER
 from ._state import SessionState as SessionState
 from ._stream import AssembledCall as AssembledCall
-from ._stream import Chunk as Chunk
-from ._stream import MessageFinish as MessageFinish
-from ._stream import MessageStart as MessageStart
 from ._stream import ModelRequest as ModelRequest
 from ._stream import ModelResponse as ModelResponse
-from ._stream import ReasoningDelta as ReasoningDelta
 from ._stream import StreamAssembler as StreamAssembler
-from ._stream import TextDelta as TextDelta
-from ._stream import ToolCallDelta as ToolCallDelta
 from ._stream import ToolSpec as ToolSpec
 from ._timeline import Timeline as Timeline
 from ._timeline import replay as replay
@@ -149,7 +174,11 @@ __all__ = [
     "IMAGE_MEDIA_TYPES",
     "INPUT_CATEGORIES",
     "INTERRUPTED_MARK",
+    "MODEL_CALL",
+    "MODEL_PARTS",
+    "MODEL_PROVIDER",
     "NOTIFICATION_PREFIX",
+    "PAYLOAD_BUILDERS",
     "STATUS_ORDER",
     "TRANSITIONS",
     "AmberError",
@@ -163,6 +192,7 @@ __all__ = [
     "AuditStatus",
     "BranchImported",
     "BrowserElement",
+    "CallSegment",
     "Category",
     "CategorySpec",
     "ChannelKind",
@@ -194,14 +224,24 @@ __all__ = [
     "ModelCallStarted",
     "ModelRequest",
     "ModelResponse",
+    "ModelRetry",
     "ModelView",
     "NotAStore",
     "OrphanRecovered",
+    "PayloadBuilder",
     "Presentation",
+    "Price",
+    "PriceTable",
     "ProjectionError",
     "ReasoningDelta",
     "ReasoningPart",
+    "ReasoningSegment",
+    "RebuiltRequest",
     "ReplayMismatch",
+    "RequestRecord",
+    "RequestSent",
+    "ResponseMetadata",
+    "ResponsePart",
     "Role",
     "RolledBack",
     "SchemaVersionError",
@@ -222,6 +262,7 @@ __all__ = [
     "StreamError",
     "TextDelta",
     "TextPart",
+    "TextSegment",
     "Timeline",
     "TokenCounter",
     "ToolCall",
@@ -252,18 +293,25 @@ __all__ = [
     "Window",
     "apply",
     "approx_tokens",
+    "build_payload",
+    "call_cost",
     "category_of",
     "channel_rule",
     "check_transition",
     "clean_history",
     "diff",
+    "digest",
+    "find_call",
     "freeze",
     "from_data",
     "from_json",
     "is_terminal",
     "model_calls",
     "new_message",
+    "rebuild_request",
     "replay",
+    "request_record",
+    "response_metadata",
     "session_history",
     "thaw",
     "to_anthropic",
@@ -271,8 +319,10 @@ __all__ = [
     "to_gemini",
     "to_json",
     "to_openai",
+    "to_openai_responses",
     "ui_segments",
     "validate_input",
     "verify",
+    "views_of",
     "visibility",
 ]

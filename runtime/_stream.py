@@ -1,13 +1,14 @@
-"""What a model streams, and what it is asked: chunks, requests and their assembly (DESIGN §7).
+"""What a model is asked, and what its stream folds into (DESIGN §7).
 
 A model (``actors.Model``) is anything with an async ``stream(request)`` that
-yields chunks:
-``MessageStart`` (with the provider's message id, if it has one),
-``TextDelta`` and ``ReasoningDelta`` pieces, ``ToolCallDelta`` fragments keyed
-by tool index (id, name and pieces of the argument JSON), and
-``MessageFinish`` with the usage. An exception raised by the stream is a model
+yields the chunks of ``_chunks``. An exception raised by the stream is a model
 failure. ``StreamAssembler`` folds the chunks into a ``ModelResponse``; the
-session actor forwards the deltas live and stores only the assembled result.
+turn loop forwards the deltas live and stores only the assembled result.
+
+The response keeps the model's order in ``parts``: its reasoning blocks,
+text and tool calls, each with the opaque provider data that must go back
+unchanged (signatures, encrypted reasoning, item ids). ``text`` and
+``reasoning`` are the parts' texts joined for people (``join_texts``).
 """
 
 from __future__ import annotations
@@ -18,76 +19,32 @@ from typing import Any
 import attrs
 import orjson
 
+from ._chunks import (
+    Chunk,
+    MessageFinish,
+    MessageStart,
+    ModelRetry,
+    ReasoningDelta,
+    RequestSent,
+    TextDelta,
+    ToolCallDelta,
+    describe_chunk,
+)
+from ._clean import DEFAULT_MAX_RESULT_CHARS
 from ._errors import StreamError
 from ._message import Usage
+from ._parts import CallSegment, ReasoningSegment, ResponsePart, TextSegment, join_texts
 from ._state import SessionState
 from ._view import ModelView
+from ._window import Window
 
 __all__ = [
     "AssembledCall",
-    "Chunk",
-    "MessageFinish",
-    "MessageStart",
     "ModelRequest",
     "ModelResponse",
-    "ReasoningDelta",
     "StreamAssembler",
-    "TextDelta",
-    "ToolCallDelta",
     "ToolSpec",
 ]
-
-
-@attrs.frozen(kw_only=True)
-class MessageStart:
-    """A model message begins."""
-
-    id: str | None = None
-    """The provider's message id; None when it gives none."""
-
-
-@attrs.frozen(kw_only=True)
-class TextDelta:
-    """A piece of reply text."""
-
-    text: str
-    """The piece."""
-
-
-@attrs.frozen(kw_only=True)
-class ReasoningDelta:
-    """A piece of the model's reasoning."""
-
-    text: str
-    """The piece."""
-
-
-@attrs.frozen(kw_only=True)
-class ToolCallDelta:
-    """A fragment of one tool call; fragments with the same ``index`` make one call."""
-
-    index: int
-    """The call's position in the message (0, 1, …)."""
-    id: str | None = None
-    """The call id (usually in the first fragment only)."""
-    name: str | None = None
-    """The tool name (usually in the first fragment only)."""
-    arguments: str = ""
-    """The next piece of the argument JSON."""
-
-
-@attrs.frozen(kw_only=True)
-class MessageFinish:
-    """The model message ends."""
-
-    usage: Usage | None = None
-    """Tokens the call used, if the provider reports them."""
-    stop_reason: str | None = None
-    """Why the provider stopped (``end_turn``, ``tool_use``, ``length`` …)."""
-
-
-Chunk = MessageStart | TextDelta | ReasoningDelta | ToolCallDelta | MessageFinish
-"""Anything a model stream yields."""
 
 
 @attrs.frozen(kw_only=True)
@@ -120,6 +77,10 @@ class ModelRequest:
     """The tools the model may call."""
     system: str | None = None
     """The system prompt."""
+    window: Window | None = None
+    """The window the view was built with (recorded so the request can be rebuilt)."""
+    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
+    """The excerpt length the view was built with (recorded likewise)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -169,9 +130,9 @@ class ModelResponse:
     id: str | None
     """The provider's message id, if it gave one."""
     text: str
-    """The reply text."""
+    """The reply text (the text parts joined by ``join_texts``)."""
     reasoning: str
-    """The reasoning."""
+    """The reasoning (the reasoning parts joined by ``join_texts``)."""
     tool_calls: tuple[AssembledCall, ...]
     """The tool calls, by index."""
     usage: Usage | None
@@ -180,11 +141,37 @@ class ModelResponse:
     """Why the provider stopped."""
     finished: bool
     """True when the stream sent ``MessageFinish``."""
+    parts: tuple[ResponsePart, ...] = ()
+    """Reasoning, text and calls in the order the model produced them."""
+    model: str | None = None
+    """The model that answered, as the provider named it."""
+    provider: str | None = None
+    """The API that answered (whose signatures ``parts`` carry)."""
+    request: RequestSent | None = None
+    """What was sent, when the model reported it."""
+    retries: tuple[ModelRetry, ...] = ()
+    """Attempts the provider refused before this one streamed."""
 
     @property
     def is_empty(self) -> bool:
         """True when the model said nothing: no text, no reasoning, no tool call."""
         return not self.text.strip() and not self.reasoning.strip() and not self.tool_calls
+
+
+class _Open:
+    """A reasoning or text part being assembled."""
+
+    __slots__ = ("item_id", "key", "pieces", "reasoning", "redacted", "signature")
+
+    def __init__(
+        self, reasoning: bool, key: int | None, item_id: str | None, redacted: bool = False
+    ) -> None:
+        self.reasoning = reasoning
+        self.key = key
+        self.item_id = item_id
+        self.redacted = redacted
+        self.signature: str | None = None
+        self.pieces: list[str] = []
 
 
 class StreamAssembler:
@@ -197,9 +184,13 @@ class StreamAssembler:
     def __init__(self, *, fallback_id: str) -> None:
         self._fallback_id = fallback_id
         self.id: str | None = None
-        self._text: list[str] = []
-        self._reasoning: list[str] = []
-        self._calls: dict[int, list[Any]] = {}  # index -> [id, name, [pieces]]
+        self.model: str | None = None
+        self.provider: str | None = None
+        self.request: RequestSent | None = None
+        self.retries: list[ModelRetry] = []
+        self._parts: list[_Open | list[Any]] = []  # open parts, or [index, signature, item_id]
+        self._open: _Open | None = None
+        self._calls: dict[int, list[Any]] = {}  # index -> [id, name, [pieces], call part]
         self.usage: Usage | None = None
         self.stop_reason: str | None = None
         self.finished = False
@@ -208,12 +199,21 @@ class StreamAssembler:
     @property
     def text(self) -> str:
         """Reply text so far."""
-        return "".join(self._text)
+        return self._joined(reasoning=False)
 
     @property
     def reasoning(self) -> str:
         """Reasoning so far."""
-        return "".join(self._reasoning)
+        return self._joined(reasoning=True)
+
+    def _joined(self, *, reasoning: bool) -> str:
+        positions: list[int] = []
+        texts: list[str] = []
+        for position, part in enumerate(self._parts):
+            if isinstance(part, _Open) and part.reasoning is reasoning:
+                positions.append(position)
+                texts.append("".join(part.pieces))
+        return join_texts(positions, texts, reasoning=reasoning)
 
     def feed(self, chunk: Chunk) -> None:
         """Take the next chunk.
@@ -222,33 +222,70 @@ class StreamAssembler:
             StreamError: ``chunk`` is not a chunk, or a tool-call fragment
                 contradicts an earlier one.
         """
-        if isinstance(chunk, TextDelta):
-            self._text.append(chunk.text)
-        elif isinstance(chunk, ReasoningDelta):
-            self._reasoning.append(chunk.text)
-        elif isinstance(chunk, ToolCallDelta):
-            self._call(chunk)
-        elif isinstance(chunk, MessageStart):
+        kind = type(chunk)
+        if kind is TextDelta:
+            self._piece(False, chunk)  # type: ignore[arg-type]
+        elif kind is ReasoningDelta:
+            self._piece(True, chunk)  # type: ignore[arg-type]
+        elif kind is ToolCallDelta:
+            self._call(chunk)  # type: ignore[arg-type]
+        elif kind is MessageStart:
+            assert isinstance(chunk, MessageStart)
             self.started = True
             if chunk.id is not None:
                 self.id = chunk.id
-        elif isinstance(chunk, MessageFinish):
+            self.model = chunk.model or self.model
+            self.provider = chunk.provider or self.provider
+        elif kind is MessageFinish:
+            assert isinstance(chunk, MessageFinish)
             self.finished = True
             self.usage = chunk.usage
             self.stop_reason = chunk.stop_reason
+        elif kind is RequestSent:
+            assert isinstance(chunk, RequestSent)
+            self.request = chunk
+            self.provider = self.provider or chunk.provider
+        elif kind is ModelRetry:
+            assert isinstance(chunk, ModelRetry)
+            self.retries.append(chunk)
         else:
             raise StreamError(
-                f"A model stream must yield MessageStart, TextDelta, ReasoningDelta, "
-                f"ToolCallDelta or MessageFinish chunks (got {chunk!r} that is a "
-                f"{type(chunk).__name__!r})."
+                "A model stream must yield MessageStart, TextDelta, ReasoningDelta, "
+                "ToolCallDelta, MessageFinish, RequestSent or ModelRetry chunks (got "
+                f"{describe_chunk(chunk)})."
             )
+
+    def _piece(self, reasoning: bool, chunk: TextDelta | ReasoningDelta) -> None:
+        current = self._open
+        redacted = reasoning and chunk.redacted  # type: ignore[union-attr]
+        if (
+            current is None
+            or current.reasoning is not reasoning
+            or (chunk.part is not None and chunk.part != current.key)
+            or (chunk.item_id is not None and chunk.item_id != current.item_id)
+            or (chunk.signature is not None and current.signature is not None)
+            or redacted
+            or current.redacted
+        ):
+            current = _Open(reasoning, chunk.part, chunk.item_id, redacted)
+            self._parts.append(current)
+            self._open = current
+        if chunk.text:
+            current.pieces.append(chunk.text)
+        if chunk.signature is not None:
+            current.signature = chunk.signature
 
     def _call(self, chunk: ToolCallDelta) -> None:
         if isinstance(chunk.index, bool) or not isinstance(chunk.index, int) or chunk.index < 0:
             raise StreamError(
                 f"ToolCallDelta.index must be a non-negative int (got {chunk.index!r})."
             )
-        entry = self._calls.setdefault(chunk.index, [None, None, []])
+        entry = self._calls.get(chunk.index)
+        if entry is None:
+            part = [chunk.index, None, None]
+            entry = self._calls[chunk.index] = [None, None, [], part]
+            self._parts.append(part)
+            self._open = None  # text after a call is a new text part
         for slot, value, what in ((0, chunk.id, "id"), (1, chunk.name, "name")):
             if value is None or value == "":
                 continue
@@ -260,6 +297,33 @@ class StreamAssembler:
             entry[slot] = value
         if chunk.arguments:
             entry[2].append(chunk.arguments)
+        if chunk.signature is not None:
+            entry[3][1] = chunk.signature
+        if chunk.item_id is not None:
+            entry[3][2] = chunk.item_id
+
+    def parts(self) -> tuple[ResponsePart, ...]:
+        """The parts so far, in the model's order."""
+        out: list[ResponsePart] = []
+        for part in self._parts:
+            if isinstance(part, _Open):
+                text = "".join(part.pieces)
+                if part.reasoning:
+                    out.append(
+                        ReasoningSegment(
+                            text=text,
+                            signature=part.signature,
+                            redacted=part.redacted,
+                            item_id=part.item_id,
+                        )
+                    )
+                else:
+                    out.append(
+                        TextSegment(text=text, signature=part.signature, item_id=part.item_id)
+                    )
+            else:
+                out.append(CallSegment(index=part[0], signature=part[1], item_id=part[2]))
+        return tuple(out)
 
     def response(self) -> ModelResponse:
         """The message as assembled so far.
@@ -269,7 +333,7 @@ class StreamAssembler:
         """
         calls = []
         for index in sorted(self._calls):
-            call_id, name, pieces = self._calls[index]
+            call_id, name, pieces, _ = self._calls[index]
             if not name:
                 raise StreamError(
                     f"Tool call {index} of model message {self.id or self._fallback_id!r} has "
@@ -291,4 +355,9 @@ class StreamAssembler:
             usage=self.usage,
             stop_reason=self.stop_reason,
             finished=self.finished,
+            parts=self.parts(),
+            model=self.model,
+            provider=self.provider,
+            request=self.request,
+            retries=tuple(self.retries),
         )
