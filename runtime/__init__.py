@@ -12,6 +12,11 @@ from ._audit import AuditRow as AuditRow
 from ._audit import AuditStatus as AuditStatus
 from ._audit import model_calls as model_calls
 from ._category import AGENT_SENDER as AGENT_SENDER
+from ._category import INPUT_CATEGORIES as INPUT_CATEGORIES
+from ._category import Category as Category
+from ._category import CategorySpec as CategorySpec
+from ._category import category_of as category_of
+from ._category import new_message as new_message
 from ._chunks import Chunk as Chunk
 from ._chunks import MessageFinish as MessageFinish
 from ._chunks import MessageStart as MessageStart
@@ -20,21 +25,16 @@ from ._chunks import ReasoningDelta as ReasoningDelta
 from ._chunks import RequestSent as RequestSent
 from ._chunks import TextDelta as TextDelta
 from ._chunks import ToolCallDelta as ToolCallDelta
-from ._category import INPUT_CATEGORIES as INPUT_CATEGORIES
-from ._category import Category as Category
-from ._category import CategorySpec as CategorySpec
-from ._category import category_of as category_of
-from ._category import new_message as new_message
 from ._clean import IMAGE_MEDIA_TYPES as IMAGE_MEDIA_TYPES
 from ._clean import NOTIFICATION_PREFIX as NOTIFICATION_PREFIX
 from ._clean import clean_history as clean_history
 from ._codec import from_data as from_data
-from ._cost import Price as Price
-from ._cost import PriceTable as PriceTable
-from ._cost import call_cost as call_cost
 from ._codec import from_json as from_json
 from ._codec import to_data as to_data
 from ._codec import to_json as to_json
+from ._cost import Price as Price
+from ._cost import PriceTable as PriceTable
+from ._cost import call_cost as call_cost
 from ._diff import AuditChange as AuditChange
 from ._diff import FieldChange as FieldChange
 from ._diff import StateDiff as StateDiff
@@ -42,6 +42,7 @@ from ._diff import TurnChange as TurnChange
 from ._diff import diff as diff
 from ._errors import AmberError as AmberError
 from ._errors import AuditConflict as AuditConflict
+from ._errors import ContextLengthError as ContextLengthError
 from ._errors import CorruptRow as CorruptRow
 from ._errors import DecodeError as DecodeError
 from ._errors import DuplicateMessage as DuplicateMessage
@@ -52,6 +53,12 @@ from ._errors import InvalidEvent as InvalidEvent
 from ._errors import InvalidInput as InvalidInput
 from ._errors import InvalidMessage as InvalidMessage
 from ._errors import MissingArtifact as MissingArtifact
+from ._errors import ModelAuthError as ModelAuthError
+from ._errors import ModelError as ModelError
+from ._errors import ModelRateLimited as ModelRateLimited
+from ._errors import ModelRequestError as ModelRequestError
+from ._errors import ModelStreamBroken as ModelStreamBroken
+from ._errors import ModelUnavailable as ModelUnavailable
 from ._errors import NotAStore as NotAStore
 from ._errors import ProjectionError as ProjectionError
 from ._errors import ReplayMismatch as ReplayMismatch
@@ -198,6 +205,7 @@ __all__ = [
     "ChannelKind",
     "ChannelRule",
     "Chunk",
+    "ContextLengthError",
     "CorruptRow",
     "DecodeError",
     "Driver",
@@ -220,11 +228,17 @@ __all__ = [
     "MessageType",
     "MetadataUpdated",
     "MissingArtifact",
+    "ModelAuthError",
     "ModelCallFinished",
     "ModelCallStarted",
+    "ModelError",
+    "ModelRateLimited",
     "ModelRequest",
+    "ModelRequestError",
     "ModelResponse",
     "ModelRetry",
+    "ModelStreamBroken",
+    "ModelUnavailable",
     "ModelView",
     "NotAStore",
     "OrphanRecovered",
