@@ -135,7 +135,7 @@ from ._replay import request_record as request_record
 from ._replay import views_of as views_of
 from ._request import RequestRecord as RequestRecord
 from ._request import digest as digest
-from ._responses import to_openai_responses as to_openai_responses
+from ._openai_responses import to_openai_responses as to_openai_responses
 from ._segments import Segment as Segment
 from ._segments import SegmentKind as SegmentKind
 from ._segments import ToolState as ToolState

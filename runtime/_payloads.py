@@ -33,7 +33,7 @@ from ._errors import ProjectionError
 from ._json import thaw
 from ._providers import to_anthropic, to_gemini, to_openai
 from ._request import digest
-from ._responses import RESPONSES, to_openai_responses
+from ._openai_responses import RESPONSES, to_openai_responses
 from ._view import ModelView, ViewRole
 
 __all__ = [
