@@ -10,6 +10,8 @@ delivery. Everything a session does is an event in ``runtime``'s pure core.
 from runtime import ERROR_TYPES as ERROR_TYPES
 from runtime import AssembledCall as AssembledCall
 from runtime import Chunk as Chunk
+from runtime import Delta as Delta
+from runtime import DeltaKind as DeltaKind
 from runtime import MessageFinish as MessageFinish
 from runtime import MessageStart as MessageStart
 from runtime import ModelRequest as ModelRequest
@@ -21,13 +23,11 @@ from runtime import TextDelta as TextDelta
 from runtime import ToolCallDelta as ToolCallDelta
 from runtime import ToolOutcome as ToolOutcome
 from runtime import ToolSpec as ToolSpec
+from runtime import Update as Update
+from runtime import awaits_delivery as awaits_delivery
 
 from ._adapter import Adapter as Adapter
 from ._adapter import DeliverySink as DeliverySink
-from ._adapter import Delta as Delta
-from ._adapter import DeltaKind as DeltaKind
-from ._adapter import Update as Update
-from ._adapter import awaits_delivery as awaits_delivery
 from ._channels import LiveChannelAdapter as LiveChannelAdapter
 from ._channels import SilentChannelAdapter as SilentChannelAdapter
 from ._channels import format_turn_metrics as format_turn_metrics

@@ -35,6 +35,8 @@ from runtime import (
     AuditConflict,
     AuditStatus,
     Category,
+    Delta,
+    DeltaKind,
     EventRejected,
     Message,
     MessageAdded,
@@ -58,14 +60,15 @@ from runtime import (
     TurnEnded,
     TurnOutcome,
     TurnStarted,
+    Update,
     approx_tokens,
+    awaits_delivery,
     category_of,
     clean_history,
     new_message,
 )
 from runtime._events import Event
 
-from ._adapter import Delta, DeltaKind, Update, awaits_delivery
 from ._services import Services
 from ._tool_actor import RunTool, ToolDone
 

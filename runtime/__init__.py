@@ -120,6 +120,10 @@ from ._timeline import replay as replay
 from ._timeline import verify as verify
 from ._turn import Turn as Turn
 from ._turn import TurnStatus as TurnStatus
+from ._updates import Delta as Delta
+from ._updates import DeltaKind as DeltaKind
+from ._updates import Update as Update
+from ._updates import awaits_delivery as awaits_delivery
 from ._view import ImagePart as ImagePart
 from ._view import ModelView as ModelView
 from ._view import ReasoningPart as ReasoningPart
@@ -170,6 +174,8 @@ __all__ = [
     "Chunk",
     "CorruptRow",
     "DecodeError",
+    "Delta",
+    "DeltaKind",
     "Driver",
     "DuplicateMessage",
     "Event",
@@ -243,6 +249,7 @@ __all__ = [
     "UnknownSession",
     "UnknownTurn",
     "UnmatchedToolResult",
+    "Update",
     "Usage",
     "UserInput",
     "ViewMessage",
@@ -252,6 +259,7 @@ __all__ = [
     "Window",
     "apply",
     "approx_tokens",
+    "awaits_delivery",
     "category_of",
     "channel_rule",
     "check_transition",
