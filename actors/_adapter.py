@@ -33,6 +33,8 @@ from runtime import (
 
 __all__ = ["Adapter", "DeliverySink"]
 
+from ._errors import InvalidConfig
+
 _log = logging.getLogger("amber.adapters")
 
 
@@ -59,7 +61,7 @@ class Adapter(pykka.ThreadingActor):
     def __init__(self, *, platform: str) -> None:
         super().__init__()
         if not isinstance(platform, str) or not platform:
-            raise TypeError(
+            raise InvalidConfig(
                 f"platform must be a non-empty str naming the chatbot_id it serves "
                 f"(got {platform!r})."
             )
@@ -145,7 +147,7 @@ class Adapter(pykka.ThreadingActor):
     def deliver(self, message: Message) -> None:
         """Report ``message`` delivered (status ``pending`` or ``responded`` now)."""
         if self._sink is None:
-            raise RuntimeError(
+            raise InvalidConfig(
                 f"{type(self).__name__} is not attached to a gateway; register it with the "
                 "runtime (Runtime(adapters=[...])) before it delivers."
             )

@@ -60,6 +60,7 @@ from runtime.testing import (
 )
 
 from .._channels import LiveChannelAdapter, SilentChannelAdapter
+from .._errors import InvalidConfig
 from .._model import Model
 from .._platform import FakePlatform
 from .._settings import Settings
@@ -288,7 +289,7 @@ class LifecycleMachine(RuleBasedStateMachine):
 
             self._tmp = tempfile.TemporaryDirectory(prefix="amber-machine-")
             return _KeptSQLite(os.path.join(self._tmp.name, "amber.db"))
-        raise ValueError(
+        raise InvalidConfig(
             f"LifecycleMachine.store must be 'memory' or 'sqlite' (got {self.store!r})."
         )
 
@@ -384,7 +385,11 @@ class LifecycleMachine(RuleBasedStateMachine):
             self.runtime.send(session, bad)
         except InvalidInput:
             return
-        raise AssertionError(f"Runtime.send accepted input with {problem}: {bad!r}")
+        raise InvariantViolation(
+            f"Contract (invalid input is refused) broken: Runtime.send accepted input with "
+            f"{problem}: {bad!r}",
+            name="invalid input is refused",
+        )
 
     @rule(
         session=_of("_session_names"),
@@ -802,7 +807,10 @@ def lifecycle_machine(
     """
     unknown = sorted(k for k in options if not hasattr(base, k) or k.startswith("_"))
     if unknown:
-        raise TypeError(f"lifecycle_machine() got unknown options {unknown}.")
+        raise InvalidConfig(
+            f"lifecycle_machine() got unknown options {unknown}; the options are the class "
+            "attributes of LifecycleMachine (sessions, store, runtime_settings, wait_timeout …)."
+        )
     namespace: dict[str, Any] = {"tools": tuple(tools), **options, "__module__": base.__module__}
     if model is not None:
 

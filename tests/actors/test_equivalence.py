@@ -151,8 +151,11 @@ SCENARIOS = [
     Scenario(
         "seed 000 §6.1",
         [
-            call("run_shell_command", {"command": "uv run pytest tests/test_history.py"},
-                 reasoning="我需要使用 uv pytest 来运行 history 模块的单元测试。"),
+            call(
+                "run_shell_command",
+                {"command": "uv run pytest tests/test_history.py"},
+                reasoning="我需要使用 uv pytest 来运行 history 模块的单元测试。",
+            ),
             reply("全部 5 个测试用例均已顺利通过。"),
         ],
         [Send("sess_agent_history", "运行 agent 历史模块的单元测试"), Idle("sess_agent_history")],
@@ -170,10 +173,14 @@ SCENARIOS = [
             reply("Sure. In one line: Python integers grow as needed."),
         ],
         [
-            Send("demo", "What is 2**100?"), Idle("demo"),
-            Send("demo", "And the weather in Tokyo?"), Idle("demo"),
-            Send("demo", "Write me a long report."), ToolStarted("write_report"),
-            Send("demo", "Actually, stop: one line is enough."), Idle("demo"),
+            Send("demo", "What is 2**100?"),
+            Idle("demo"),
+            Send("demo", "And the weather in Tokyo?"),
+            Idle("demo"),
+            Send("demo", "Write me a long report."),
+            ToolStarted("write_report"),
+            Send("demo", "Actually, stop: one line is enough."),
+            Idle("demo"),
         ],
         demo_tools,
     ),
@@ -311,8 +318,10 @@ def _tool_running(sim: Simulation, name: str) -> bool:
 
 def _streamed(sim: Simulation, step: Streamed) -> bool:
     run = sim.machines[step.session].run
-    return run is not None and run.assembly is not None and (
-        len(run.assembly.text_pieces) >= step.pieces
+    return (
+        run is not None
+        and run.assembly is not None
+        and (len(run.assembly.text_pieces) >= step.pieces)
     )
 
 
@@ -336,6 +345,3 @@ def test_equal_logs_mean_something() -> None:
     base = SCENARIOS[-3]  # model failure
     other = attrs.evolve(base, script=[reply("no failure"), reply("back")])
     assert simulated(base) != simulated(other)
-
-
-
