@@ -3,14 +3,15 @@
 ``amber demo`` runs the main job; ``amber chat`` is an interactive session;
 ``sessions``, ``timeline``, ``show``, ``diff``, ``fork``, ``replay``,
 ``export``, ``import`` and ``recover`` travel in the stored history;
-``inspect`` steps through it in a terminal UI. Every command takes ``--db``
+``inspect`` steps through it in a terminal UI, ``web`` in a browser. Every command takes ``--db``
 (default ``./amber.db``, or ``$AMBER_DB``); exit codes are listed in
 ``_app.ExitCode`` and docs/cli.md.
 
 Modules: ``_app`` (exit codes, errors, options, the store), ``_render``
 (how values look), ``_text``, ``_render``, ``_tables`` (how values look), ``_travel`` and
 ``_diff`` (read-only commands), ``_views`` (``show
---view``), ``_replay`` (replay and verify), ``_admin`` (commands that write), ``_chat``, and this
+--view``), ``_replay`` (replay and verify), ``_admin`` (commands that write), ``_chat``,
+``_web`` (``amber web``, the viewer in ``actors._web``), and this
 one (the group, ``demo``, ``inspect`` and ``main``).
 """
 
@@ -33,6 +34,7 @@ from ._chat import chat
 from ._diff import diff_command
 from ._replay import replay_command
 from ._travel import load_timeline, sessions, show, timeline
+from ._web import web
 
 __all__ = ["ExitCode", "cli", "main"]
 
@@ -140,6 +142,7 @@ for command in (
     show,
     diff_command,
     inspect,
+    web,
     fork,
     replay_command,
     export,
