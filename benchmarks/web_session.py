@@ -60,9 +60,7 @@ def agent_session(count: int, session_id: str = "long") -> list[Event]:
 
     def deliver(mid: str, old: Status) -> None:
         emit(
-            lambda **kw: StatusChanged(
-                message_id=mid, expected=old, status=Status.DELIVERED, **kw
-            ),
+            lambda **kw: StatusChanged(message_id=mid, expected=old, status=Status.DELIVERED, **kw),
             1.0,
         )
 
@@ -146,7 +144,7 @@ def agent_session(count: int, session_id: str = "long") -> list[Event]:
                 ms=300.0,
             )
             emit(
-                lambda turn=turn, **kw: TurnEnded(
+                lambda turn=turn, n=n, **kw: TurnEnded(
                     turn_id=turn,
                     outcome=TurnOutcome.INTERRUPTED,
                     reason=f"interrupted by q{n:06d}b",
@@ -197,9 +195,7 @@ def agent_session(count: int, session_id: str = "long") -> list[Event]:
             parent_id=question,
             content="The runner is down." if failed else "All five tests pass.",
         )
-        total = sum(
-            e.duration_ms or 0.0 for e in events[-12:] if isinstance(e, ModelCallFinished)
-        )
+        total = sum(e.duration_ms or 0.0 for e in events[-12:] if isinstance(e, ModelCallFinished))
         emit(
             lambda turn=turn, total=total, tool_ms=tool_ms, **kw: TurnEnded(
                 turn_id=turn,

@@ -57,7 +57,8 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.close()
         why = "the port is in use" if exc.errno == errno.EADDRINUSE else exc.strerror
         raise CliError(
-            f"Cannot serve on {host}:{port}: {why}. Pass another --port, or --port 0 for a free one.",
+            f"Cannot serve on {host}:{port}: {why}. Pass another --port, or --port 0 for a free "
+            "one.",
             ExitCode.FAILED,
         ) from None
     sock.listen(128)

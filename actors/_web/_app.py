@@ -176,7 +176,9 @@ def create_app(
     async def server_error(request: Request, exc: Exception) -> Response:
         return error_page(
             request,
-            WebError(500, f"The viewer failed: {type(exc).__name__}: {exc}. This is a bug in amber."),
+            WebError(
+                500, f"The viewer failed: {type(exc).__name__}: {exc}. This is a bug in amber."
+            ),
         )
 
     def favicon(request: Request) -> Response:

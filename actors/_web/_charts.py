@@ -94,9 +94,7 @@ def bar_chart(
     label_every = max(1, math.ceil(len(bars) / 8))
     for i, bar in enumerate(bars):
         x = _LEFT + i * slot + (slot - width) / 2
-        tip = [bar.label] + [
-            f"{s.name}: {fmt(v)}" for s, v in zip(series, bar.values, strict=True)
-        ]
+        tip = [bar.label] + [f"{s.name}: {fmt(v)}" for s, v in zip(series, bar.values, strict=True)]
         if bar.note:
             tip.append(bar.note)
         rects = [f"<title>{escape(chr(10).join(tip))}</title>"]

@@ -114,17 +114,14 @@ def _row(timeline: Timeline, seq: int) -> Row:
     )
 
 
-def timeline_rows(
-    timeline: Timeline, seq: int, kinds: Sequence[str], start: int | None
-) -> Rows:
+def timeline_rows(timeline: Timeline, seq: int, kinds: Sequence[str], start: int | None) -> Rows:
     """A page of rows: around ``seq``, or from ``start``; only ``kinds`` if given."""
     first = timeline.first_seq + 1
     last = timeline.last_seq
+    seqs: Sequence[int] = range(first, last + 1)
     if kinds:
         wanted = set(kinds)
-        seqs = [s for s in range(first, last + 1) if timeline.event(s).kind in wanted]
-    else:
-        seqs = range(first, last + 1)  # type: ignore[assignment]
+        seqs = [s for s in seqs if timeline.event(s).kind in wanted]
     if start is None:
         middle = bisect.bisect_left(seqs, max(seq, first))
         low = max(0, min(middle - ROWS // 2, len(seqs) - ROWS))
@@ -156,8 +153,8 @@ def jump(timeline: Timeline, seq: int, to: str) -> int | None:
     """
     first, last = timeline.first_seq + 1, timeline.last_seq
     if to in ("next-turn", "prev-turn"):
-        order = range(seq + 1, last + 1) if to == "next-turn" else range(seq - 1, first - 1, -1)
-        for s in order:
+        steps = range(seq + 1, last + 1) if to == "next-turn" else range(seq - 1, first - 1, -1)
+        for s in steps:
             if isinstance(timeline.event(s), TurnStarted | TurnEnded):
                 return s
         return None
@@ -185,9 +182,7 @@ class MessageRow:
     html: Markup
 
 
-def message_rows(
-    messages: Sequence[Message], delta: StateDiff | None = None
-) -> list[MessageRow]:
+def message_rows(messages: Sequence[Message], delta: StateDiff | None = None) -> list[MessageRow]:
     """Rows for ``messages``, marked with what ``delta`` added or changed."""
     added = {m.id for m in delta.added} if delta is not None else set()
     changed = {c.message_id for c in delta.changed} if delta is not None else set()
@@ -320,8 +315,7 @@ def view_pane(view: str, state: SessionState, *, show_all: bool) -> Pane:
             note="The model's view: what was dropped, synthesized or cut. "
             + _REBUILT.format(seq=state.seq),
             rows=tuple(
-                (m.role.value, _source(m.source_id, m.event_seq), _parts(m.parts))
-                for m in items
+                (m.role.value, _source(m.source_id, m.event_seq), _parts(m.parts)) for m in items
             ),
             json=None,
             shown=len(items),

@@ -69,7 +69,9 @@ def one(query: Mapping[str, Sequence[str]], name: str) -> str | None:
         return None
     if len(values) > 1:
         raise WebError(
-            400, f"'{name}' is given {len(values)} times ({', '.join(map(repr, values))}); pass it once."
+            400,
+            f"'{name}' is given {len(values)} times ({', '.join(map(repr, values))}); pass it "
+            "once.",
         )
     return values[0]
 
@@ -119,9 +121,7 @@ def parse_view(value: str | None) -> str:
     if value is None or not value:
         return "calls"
     if value not in VIEWS:
-        raise WebError(
-            400, f"Unknown view {value!r}; pass view= one of {', '.join(VIEWS)}."
-        )
+        raise WebError(400, f"Unknown view {value!r}; pass view= one of {', '.join(VIEWS)}.")
     return value
 
 
@@ -149,11 +149,13 @@ def parse_form(body: bytes, content_type: str | None, fields: Sequence[str]) -> 
     if media != "application/x-www-form-urlencoded":
         raise WebError(
             415,
-            f"Expected a form (application/x-www-form-urlencoded), got {media or 'no content type'}; "
-            "submit the page's form.",
+            "Expected a form (application/x-www-form-urlencoded), got "
+            f"{media or 'no content type'}; submit the page's form.",
         )
     if len(body) > FORM_LIMIT:
-        raise WebError(413, f"The form is {len(body):,} bytes; at most {FORM_LIMIT:,} are accepted.")
+        raise WebError(
+            413, f"The form is {len(body):,} bytes; at most {FORM_LIMIT:,} are accepted."
+        )
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:

@@ -32,7 +32,9 @@ def require(request: Request, name: str = "s") -> str:
     value = one(query(request), name)
     if value is None or not value:
         what = "a session id" if name == "s" else f"'{name}'"
-        raise WebError(400, f"This page needs {what}: pass ?{name}=… (the sessions list links to it).")
+        raise WebError(
+            400, f"This page needs {what}: pass ?{name}=… (the sessions list links to it)."
+        )
     return value
 
 

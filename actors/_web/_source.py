@@ -123,9 +123,7 @@ class Source:
     each operation opens its own store connection.
     """
 
-    def __init__(
-        self, db: str, *, opener: Opener | None = None, budget: int = 200_000
-    ) -> None:
+    def __init__(self, db: str, *, opener: Opener | None = None, budget: int = 200_000) -> None:
         self.db = db
         """The store's ``--db`` value, as the user gave it."""
         self._opener: Opener = opener if opener is not None else open_store
@@ -238,7 +236,9 @@ class Source:
                 self._refresh(session_id, entry, timeline)
             origin = self._origin_of(session_id, info, timeline, store)
         return Loaded(
-            timeline=timeline, origin=origin, loading=timeline.first_seq > 0 and not entry.done.is_set()
+            timeline=timeline,
+            origin=origin,
+            loading=timeline.first_seq > 0 and not entry.done.is_set(),
         )
 
     def _origin_of(
@@ -376,4 +376,3 @@ class Source:
 
 def _first(events: list[Event]) -> Event | None:
     return events[0] if events else None
-

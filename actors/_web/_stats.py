@@ -100,12 +100,12 @@ def turn_stats(state: SessionState) -> list[TurnStats]:
     for message in state.messages:
         if message.tool_call_id is None or message.turn_id is None:
             continue
-        turn = message.turn_id
-        tools[turn] = tools.get(turn, 0) + 1
-        errors[turn] = errors.get(turn, 0) + int(message.is_error)
+        owner = message.turn_id
+        tools[owner] = tools.get(owner, 0) + 1
+        errors[owner] = errors.get(owner, 0) + int(message.is_error)
         ms = message.metadata.get("duration_ms")
         if isinstance(ms, int | float) and not isinstance(ms, bool) and ms >= 0:
-            tool_ms[turn] = tool_ms.get(turn, 0.0) + float(ms)
+            tool_ms[owner] = tool_ms.get(owner, 0.0) + float(ms)
     out = []
     for turn in state.turn_list():
         rows = calls.get(turn.id, [])

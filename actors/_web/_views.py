@@ -214,13 +214,13 @@ def call_page(request: Request, *, source: Source, page: Page, **_: Any) -> Resp
         )
     provider = one(q, "provider") or _provider_for(row.model)
     if provider not in PROVIDERS:
-        raise WebError(400, f"Unknown provider {provider!r}; pass provider= one of {', '.join(PROVIDERS)}.")
+        raise WebError(
+            400, f"Unknown provider {provider!r}; pass provider= one of {', '.join(PROVIDERS)}."
+        )
     asked_at = max(0, row.started_seq - 1)
     timeline = source.timeline(session_id, need=asked_at).timeline
     request_view = view_pane(provider, timeline.at(asked_at), show_all=one(q, "all") == "1")
-    tool_calls = [
-        (call, _pretty_arguments(call.arguments_json)) for call in row.tool_calls
-    ]
+    tool_calls = [(call, _pretty_arguments(call.arguments_json)) for call in row.tool_calls]
     context = {
         "sid": session_id,
         "row": row,
@@ -254,7 +254,7 @@ _SERIES = {
 
 
 def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Response:
-    """``/charts?s=ID``: per turn latency (model, tools, other), tokens, cost; statuses over seqs."""
+    """``/charts?s=ID``: latency (model, tools, rest), tokens, cost per turn; statuses by seq."""
     q = query(request)
     session_id = require(request)
     start = parse_index(one(q, "turns"), name="turns")
@@ -294,7 +294,9 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
     )
     has_cost = any(t.cost is not None for t in stats)
     cost = (
-        bar_chart(bars(lambda t: (t.cost or 0.0,)), _SERIES["cost"], fmt=money, title="Cost per turn")
+        bar_chart(
+            bars(lambda t: (t.cost or 0.0,)), _SERIES["cost"], fmt=money, title="Cost per turn"
+        )
         if has_cost
         else None
     )
@@ -304,8 +306,10 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
         [(Series(name=str(s), css=f"st-{s}"), v) for s, v in series.counts.items()],
         href=href,
         title="Messages by status over seqs",
-        tip=lambda i: f"seq {series.seqs[i]}: "
-        + ", ".join(f"{v[i]} {s}" for s, v in series.counts.items() if v[i]),
+        tip=lambda i: (
+            f"seq {series.seqs[i]}: "
+            + ", ".join(f"{v[i]} {s}" for s, v in series.counts.items() if v[i])
+        ),
     )
     context = {
         "sid": session_id,
@@ -359,9 +363,7 @@ async def fork_action(request: Request, *, source: Source, token: str, **_: Any)
     at = parse_seq(form["at"])
     new_id = form.get("as", "").strip() or None
     forked = await run_in_threadpool(source.fork, session_id, at, new_id)
-    return RedirectResponse(
-        url("/session", s=forked.session_id, note="forked"), status_code=303
-    )
+    return RedirectResponse(url("/session", s=forked.session_id, note="forked"), status_code=303)
 
 
 ROUTES: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
