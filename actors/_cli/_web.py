@@ -100,7 +100,7 @@ def web(db: str, port: int, host: str) -> None:
 
     from .._web import LOCAL_HOSTS, Source, create_app
 
-    source = Source(db)
+    source = Source(db, freeze_gc=True)
     count = source.check()  # no store, or not a store: the CLI's error and exit code
     local = is_loopback(host)
     if not local:

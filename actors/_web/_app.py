@@ -26,6 +26,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -51,6 +52,15 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 """Host names a viewer bound to the loopback interface answers to."""
 
 _HERE = Path(__file__).parent
+_PAGES = (
+    "sessions.html",
+    "session.html",
+    "message.html",
+    "call.html",
+    "charts.html",
+    "verify.html",
+    "error.html",
+)
 _CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -122,11 +132,16 @@ def create_app(
     if isinstance(source, str):
         source = Source(source)
     templates = _templates()
+    for name in _PAGES:  # compiled now, not by the first request that needs one
+        templates.get_template(name)
     secret = token if token is not None else secrets.token_urlsafe(24)
+    loads = BackgroundTask(source.start_loads)
 
     def page(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
         context = {"db": source.db, "token": secret, **context}
-        return templates.TemplateResponse(request, name, context, status_code=status)
+        return templates.TemplateResponse(
+            request, name, context, status_code=status, background=loads
+        )
 
     def error_page(request: Request, error: WebError) -> Response:
         return page(

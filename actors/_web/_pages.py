@@ -11,6 +11,7 @@ read the same.
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,6 +48,7 @@ from ._html import rich_html, rich_lines
 __all__ = [
     "MESSAGES",
     "ROWS",
+    "KindIndex",
     "MessageRow",
     "Pane",
     "Row",
@@ -114,14 +116,55 @@ def _row(timeline: Timeline, seq: int) -> Row:
     )
 
 
-def timeline_rows(timeline: Timeline, seq: int, kinds: Sequence[str], start: int | None) -> Rows:
-    """A page of rows: around ``seq``, or from ``start``; only ``kinds`` if given."""
+@attrs.define(eq=False)
+class KindIndex:
+    """The seqs of each event kind in a timeline, kept up to date as the timeline grows."""
+
+    base: SessionState
+    """The base of the timeline it indexes (a new base: a new index)."""
+    upto: int
+    """The last seq indexed."""
+    seqs: dict[str, list[int]] = attrs.field(factory=dict)
+    """Event kind -> its seqs, ascending."""
+
+    @classmethod
+    def of(cls, timeline: Timeline) -> KindIndex:
+        """An index of ``timeline``."""
+        return cls(base=timeline.base, upto=timeline.first_seq).extended(timeline)
+
+    def fits(self, timeline: Timeline) -> bool:
+        """True if this index can be brought up to ``timeline`` (same base, not ahead)."""
+        return timeline.base is self.base and self.upto <= timeline.last_seq
+
+    def extended(self, timeline: Timeline) -> KindIndex:
+        """This index with the events after ``upto`` added (in place)."""
+        events = timeline.events()
+        offset = timeline.first_seq + 1
+        for event in events[self.upto + 1 - offset :]:
+            self.seqs.setdefault(event.kind, []).append(event.seq)
+        self.upto = timeline.last_seq
+        return self
+
+
+def timeline_rows(
+    timeline: Timeline,
+    seq: int,
+    kinds: Sequence[str],
+    start: int | None,
+    index: KindIndex | None = None,
+) -> Rows:
+    """A page of rows: around ``seq``, or from ``start``; only ``kinds`` if given.
+
+    ``index``: the timeline's ``KindIndex``, if the caller keeps one.
+    """
     first = timeline.first_seq + 1
     last = timeline.last_seq
     seqs: Sequence[int] = range(first, last + 1)
     if kinds:
-        wanted = set(kinds)
-        seqs = [s for s in seqs if timeline.event(s).kind in wanted]
+        if index is None or not index.fits(timeline):
+            index = KindIndex.of(timeline)
+        index.extended(timeline)
+        seqs = list(heapq.merge(*(index.seqs.get(kind, []) for kind in kinds)))
     if start is None:
         middle = bisect.bisect_left(seqs, max(seq, first))
         low = max(0, min(middle - ROWS // 2, len(seqs) - ROWS))
@@ -158,6 +201,7 @@ def jump(timeline: Timeline, seq: int, to: str) -> int | None:
             if isinstance(timeline.event(s), TurnStarted | TurnEnded):
                 return s
         return None
+    order: list[int]
     if to == "next-error":
         order = [*range(seq + 1, last + 1), *range(first, seq + 1)]
     else:

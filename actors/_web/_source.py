@@ -27,6 +27,7 @@ the fork's first event, as ``amber fork`` does).
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -107,6 +108,7 @@ class _Entry:
     created_at: datetime
     timeline: Timeline
     loader: threading.Thread | None = None
+    """The thread that will replay the whole log, until ``start_loads`` starts it."""
     done: threading.Event = attrs.field(factory=threading.Event)
     error: BaseException | None = None
 
@@ -118,16 +120,29 @@ class Source:
         db: the ``--db`` value (an SQLite file path today).
         opener: opens the store for one operation (default: the CLI's ``open_store``).
         budget: how many events of complete timelines to keep cached.
+        freeze_gc: call ``gc.freeze()`` after each load, so that the cyclic
+            collector stops walking the loaded states (full collections of a
+            10,000-event timeline pause every thread for 0.1-0.2 s). Only for a
+            process that serves the viewer alone (``amber web``): it affects
+            the whole process. The states stay freed by reference counting.
 
     Thread-safe: the web server answers requests on a pool of threads, and
     each operation opens its own store connection.
     """
 
-    def __init__(self, db: str, *, opener: Opener | None = None, budget: int = 200_000) -> None:
+    def __init__(
+        self,
+        db: str,
+        *,
+        opener: Opener | None = None,
+        budget: int = 200_000,
+        freeze_gc: bool = False,
+    ) -> None:
         self.db = db
         """The store's ``--db`` value, as the user gave it."""
         self._opener: Opener = opener if opener is not None else open_store
         self._budget = budget
+        self._freeze = freeze_gc
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._origins: dict[tuple[str, datetime], BranchImported | None] = {}
@@ -210,9 +225,10 @@ class Source:
     def timeline(self, session_id: str, *, need: int = 0) -> Loaded:
         """The session's timeline, up to date, holding at least the states from seq ``need``.
 
-        ``need=0`` asks for every state (waits for the whole log). A larger
-        ``need`` may be answered from the latest snapshot while the whole log
-        loads in the background.
+        ``need=0`` asks for every state (waits for the whole log); a negative
+        ``need`` counts back from the head (-1: the head, -2: the state before
+        it). A ``need`` at or after the latest snapshot may be answered from
+        it while the whole log loads in the background.
 
         Raises:
             CliError: no such session (``NOT_FOUND``, with the closest ids), or
@@ -221,6 +237,8 @@ class Source:
         with self._store() as store:
             require_session(store, session_id, self.db)
             info = store.session(session_id)
+            if need < 0:
+                need = max(0, info.seq + 1 + need)
             entry = self._current(session_id, info)
             if entry is None:
                 if need > 0 and 0 < info.snapshot_seq <= need:
@@ -270,10 +288,15 @@ class Source:
         with self._lock:
             self._entries[session_id] = entry
             self._evict()
+        self._loaded()
         return entry
 
+    def _loaded(self) -> None:
+        if self._freeze:
+            gc.freeze()
+
     def _start(self, session_id: str, info: SessionInfo, partial: Timeline) -> _Entry:
-        """Cache ``partial`` and replay the whole log in a background thread."""
+        """Cache ``partial``; the whole log is replayed by a thread ``start_loads`` starts."""
         entry = _Entry(created_at=info.created_at, timeline=partial)
         entry.loader = threading.Thread(
             target=self._load_whole,
@@ -283,8 +306,22 @@ class Source:
         )
         with self._lock:
             self._entries[session_id] = entry
-        entry.loader.start()
+        self._loaded()
         return entry
+
+    def start_loads(self) -> None:
+        """Start the background replays that requests asked for.
+
+        The application calls it once a response is sent: a replay started
+        earlier would compete with the page being rendered for the
+        interpreter (one thread runs Python at a time).
+        """
+        with self._lock:
+            waiting = [e.loader for e in self._entries.values() if e.loader is not None]
+            for entry in self._entries.values():
+                entry.loader = None
+        for loader in waiting:
+            loader.start()
 
     def _load_whole(self, session_id: str, entry: _Entry) -> None:
         try:
@@ -301,10 +338,12 @@ class Source:
                     whole = whole.extend(newer)
                 entry.timeline = whole
                 self._evict()
+            self._loaded()
         finally:
             entry.done.set()
 
     def _wait(self, session_id: str, entry: _Entry) -> Timeline:
+        self.start_loads()
         if not entry.done.wait(_LOAD_TIMEOUT):
             raise CliError(
                 f"Loading session {session_id!r} took more than {_LOAD_TIMEOUT:.0f} s; try again.",
@@ -340,6 +379,7 @@ class Source:
 
     def wait_loaded(self, timeout: float | None = None) -> bool:
         """Wait until no background load runs; True if none is left (for tests, benchmarks)."""
+        self.start_loads()
         with self._lock:
             pending = [e.done for e in self._entries.values()]
         return all(done.wait(timeout) for done in pending)

@@ -10,6 +10,8 @@ checks becomes an error page with its HTTP status (``_app``).
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,7 +27,7 @@ from .._cli._render import touched_ids
 from .._cli._views import PROVIDERS
 from ._charts import Bar, Series, area_chart, bar_chart
 from ._html import duration, money, number
-from ._pages import jump, message_rows, pretty_json, state_pane, timeline_rows, view_pane
+from ._pages import KindIndex, jump, message_rows, pretty_json, state_pane, timeline_rows, view_pane
 from ._params import (
     WebError,
     one,
@@ -91,10 +93,11 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
         timeline = loaded.timeline
     pane = state_pane(timeline, seq, offset)
     side = view_pane(view, pane.state, show_all=show_all)
+    index = None
     counts: dict[str, int] = {}
     if loaded.complete:
-        for event in timeline.events():
-            counts[event.kind] = counts.get(event.kind, 0) + 1
+        index = _kind_index(session_id, timeline)
+        counts = {kind: len(seqs) for kind, seqs in index.seqs.items()}
     context = {
         "sid": session_id,
         "loaded": loaded,
@@ -105,7 +108,7 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
         "kinds": kinds,
         "all_kinds": list(EVENT_TYPES),
         "kind_counts": counts,
-        "rows": timeline_rows(timeline, seq, kinds, start),
+        "rows": timeline_rows(timeline, seq, kinds, start, index),
         "pane": pane,
         "side": side,
         "show_all": show_all,
@@ -113,6 +116,26 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
         "note": one(q, "note"),
     }
     return page(request, "session.html", context)
+
+
+_INDEXES: OrderedDict[str, KindIndex] = OrderedDict()
+_INDEXES_KEPT = 16
+_INDEX_LOCK = threading.Lock()
+
+
+def _kind_index(session_id: str, timeline: Timeline) -> KindIndex:
+    """The kind index of a session's timeline, kept between requests (a few sessions)."""
+    with _INDEX_LOCK:
+        index = _INDEXES.get(session_id)
+        if index is None or not index.fits(timeline):
+            index = KindIndex.of(timeline)
+        else:
+            index.extended(timeline)
+        _INDEXES[session_id] = index
+        _INDEXES.move_to_end(session_id)
+        while len(_INDEXES) > _INDEXES_KEPT:
+            _INDEXES.popitem(last=False)
+        return index
 
 
 def jump_page(request: Request, *, source: Source, **_: Any) -> Response:
