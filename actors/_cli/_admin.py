@@ -12,7 +12,7 @@ import orjson
 from rich.text import Text
 
 from runtime import EVENT_TYPES, SessionState, Timeline
-from runtime.store import SQLiteStore, recover_orphans
+from runtime.store import Store, recover_orphans
 
 from .._ids import utc_now
 from ._app import (
@@ -31,7 +31,7 @@ from ._app import (
 __all__ = ["events", "export", "fork", "fork_session", "import_command", "recover"]
 
 
-def _free_id(store: SQLiteStore, base: str) -> str:
+def _free_id(store: Store, base: str) -> str:
     candidate, number = base, 1
     while candidate in store:
         number += 1
@@ -40,7 +40,7 @@ def _free_id(store: SQLiteStore, base: str) -> str:
 
 
 def fork_session(
-    store: SQLiteStore,
+    store: Store,
     session: str,
     at_seq: int,
     new_id: str | None,

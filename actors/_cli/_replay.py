@@ -15,7 +15,7 @@ import click
 from rich.text import Text
 
 from runtime import ReplayMismatch, diff, replay
-from runtime.store import SQLiteStore
+from runtime.store import Store
 
 from ._app import (
     ExitCode,
@@ -39,7 +39,7 @@ class Check:
     detail: str
 
 
-def verify_session(store: SQLiteStore, session: str) -> tuple[int, list[Check]]:
+def verify_session(store: Store, session: str) -> tuple[int, list[Check]]:
     """Replay ``session`` and compare it with what the store recorded (``replay --verify``)."""
     checks: list[Check] = []
     info = store.session(session)

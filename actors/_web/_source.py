@@ -38,7 +38,7 @@ import attrs
 import orjson
 
 from runtime import BranchImported, Event, SessionState, Status, Timeline
-from runtime.store import SessionInfo, SQLiteStore
+from runtime.store import SessionInfo, Store
 
 from .._cli._admin import fork_session
 from .._cli._app import CliError, ExitCode, open_store, require_session
@@ -47,7 +47,7 @@ from ._stats import SessionTotals, session_totals
 
 __all__ = ["Forked", "Loaded", "SessionRow", "Source"]
 
-Opener = Callable[[str], AbstractContextManager[SQLiteStore]]
+Opener = Callable[[str], AbstractContextManager[Store]]
 """Opens the store at a ``--db`` value for one operation (the CLI's ``open_store``)."""
 
 _LOAD_TIMEOUT = 120.0
@@ -149,7 +149,7 @@ class Source:
         self._rows: dict[str, SessionRow] = {}
 
     @contextmanager
-    def _store(self) -> Iterator[SQLiteStore]:
+    def _store(self) -> Iterator[Store]:
         with self._opener(self.db) as store:
             yield store
 
@@ -197,7 +197,7 @@ class Source:
         return head if head.seq == info.seq else None
 
     def _origin(
-        self, store: SQLiteStore, info: SessionInfo, head: SessionState
+        self, store: Store, info: SessionInfo, head: SessionState
     ) -> BranchImported | None:
         """The fork's first event, read once per session (the first event never changes).
 
@@ -260,7 +260,7 @@ class Source:
         )
 
     def _origin_of(
-        self, session_id: str, info: SessionInfo, timeline: Timeline, store: SQLiteStore
+        self, session_id: str, info: SessionInfo, timeline: Timeline, store: Store
     ) -> BranchImported | None:
         if timeline.first_seq == 0 and timeline.last_seq > 0:
             first = timeline.event(1)
