@@ -79,7 +79,7 @@ def chat_model(*, shell: bool) -> ScriptedModel:
     """The scripted stand-in: a function of each request (see the module docstring)."""
 
     def answer(request: object) -> Response:
-        from .._model import ModelRequest
+        from runtime import ModelRequest
 
         assert isinstance(request, ModelRequest)
         if request.call_index > 0:
