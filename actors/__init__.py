@@ -7,12 +7,27 @@ are ``@tool`` functions; adapters show messages on a channel and report
 delivery. Everything a session does is an event in ``runtime``'s pure core.
 """
 
+from runtime import ERROR_TYPES as ERROR_TYPES
+from runtime import AssembledCall as AssembledCall
+from runtime import Chunk as Chunk
+from runtime import Delta as Delta
+from runtime import DeltaKind as DeltaKind
+from runtime import MessageFinish as MessageFinish
+from runtime import MessageStart as MessageStart
+from runtime import ModelRequest as ModelRequest
+from runtime import ModelResponse as ModelResponse
+from runtime import ReasoningDelta as ReasoningDelta
+from runtime import StreamAssembler as StreamAssembler
+from runtime import StreamError as StreamError
+from runtime import TextDelta as TextDelta
+from runtime import ToolCallDelta as ToolCallDelta
+from runtime import ToolOutcome as ToolOutcome
+from runtime import ToolSpec as ToolSpec
+from runtime import Update as Update
+from runtime import awaits_delivery as awaits_delivery
+
 from ._adapter import Adapter as Adapter
 from ._adapter import DeliverySink as DeliverySink
-from ._adapter import Delta as Delta
-from ._adapter import DeltaKind as DeltaKind
-from ._adapter import Update as Update
-from ._adapter import awaits_delivery as awaits_delivery
 from ._channels import LiveChannelAdapter as LiveChannelAdapter
 from ._channels import SilentChannelAdapter as SilentChannelAdapter
 from ._channels import format_turn_metrics as format_turn_metrics
@@ -28,19 +43,7 @@ from ._ids import IdFactory as IdFactory
 from ._ids import SequentialIds as SequentialIds
 from ._ids import random_ids as random_ids
 from ._ids import utc_now as utc_now
-from ._model import AssembledCall as AssembledCall
-from ._model import Chunk as Chunk
-from ._model import MessageFinish as MessageFinish
-from ._model import MessageStart as MessageStart
 from ._model import Model as Model
-from ._model import ModelRequest as ModelRequest
-from ._model import ModelResponse as ModelResponse
-from ._model import ReasoningDelta as ReasoningDelta
-from ._model import StreamAssembler as StreamAssembler
-from ._model import StreamError as StreamError
-from ._model import TextDelta as TextDelta
-from ._model import ToolCallDelta as ToolCallDelta
-from ._model import ToolSpec as ToolSpec
 from ._platform import ChatPlatform as ChatPlatform
 from ._platform import FakePlatform as FakePlatform
 from ._platform import PlatformAction as PlatformAction
@@ -65,11 +68,9 @@ from ._session import SessionActor as SessionActor
 from ._settings import Settings as Settings
 from ._shell import shell_tool as shell_tool
 from ._tool_actor import ToolStats as ToolStats
-from ._tools import ERROR_TYPES as ERROR_TYPES
 from ._tools import InvalidTool as InvalidTool
 from ._tools import Tool as Tool
 from ._tools import Toolbox as Toolbox
-from ._tools import ToolOutcome as ToolOutcome
 from ._tools import tool as tool
 
 __all__ = [

@@ -29,10 +29,11 @@ from runtime import (
     Message,
     Presentation,
     Status,
+    Update,
     thaw,
 )
 
-from ._adapter import Adapter, Update
+from ._adapter import Adapter
 from ._platform import ChatPlatform
 
 __all__ = [

@@ -28,13 +28,16 @@ from runtime import (
     INTERRUPTED_MARK,
     Category,
     ChannelKind,
+    Delta,
+    DeltaKind,
     Message,
     Presentation,
     Status,
+    Update,
     thaw,
 )
 
-from ._adapter import Adapter, Delta, DeltaKind, Update
+from ._adapter import Adapter
 from ._channels import format_turn_metrics
 from ._terminal import safe
 

@@ -31,10 +31,9 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.text import Text
 
-from runtime import SessionState, Status, TurnEnded, TurnOutcome
+from runtime import Delta, SessionState, Status, TurnEnded, TurnOutcome, Update
 from runtime.store import SQLiteStore
 
-from ._adapter import Delta, Update
 from ._cli_adapter import CliAdapter
 from ._ids import SequentialIds
 from ._runtime import Runtime

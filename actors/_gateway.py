@@ -21,15 +21,16 @@ import pykka
 from runtime import (
     Category,
     ChannelKind,
+    Delta,
     Message,
     Status,
+    Update,
     UserInput,
     Visibility,
+    awaits_delivery,
     channel_rule,
     new_message,
 )
-
-from ._adapter import Delta, Update, awaits_delivery
 
 if TYPE_CHECKING:
     from ._runtime import Runtime

@@ -25,16 +25,17 @@ import trio
 from runtime import (
     AuditRow,
     Category,
+    Delta,
     Message,
     SessionState,
     Status,
     Timeline,
     UnknownSession,
+    Update,
     UserInput,
 )
 from runtime.store import MemoryStore, SessionInfo, SQLiteStore, Store
 
-from ._adapter import Delta, Update
 from ._effects import Effects
 from ._gateway import Gateway, Subscription
 from ._ids import Clock, IdFactory, random_ids, utc_now

@@ -24,9 +24,7 @@ import attrs
 import orjson
 import trio
 
-from runtime import Usage
-
-from ._model import (
+from runtime import (
     Chunk,
     MessageFinish,
     MessageStart,
@@ -34,6 +32,7 @@ from ._model import (
     ReasoningDelta,
     TextDelta,
     ToolCallDelta,
+    Usage,
 )
 
 __all__ = [

@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pykka
 
+from runtime import ToolOutcome, ToolSpec
+
 from ._effects import Effects
 from ._ids import Clock, IdFactory
-from ._model import Model, ToolSpec
+from ._model import Model
 from ._settings import Settings
 from ._storage import StoreThread
-from ._tools import Toolbox, ToolOutcome
+from ._tools import Toolbox
 
 if TYPE_CHECKING:
     from ._gateway import Gateway

@@ -30,46 +30,47 @@ from pykka import ThreadingFuture
 from runtime import (
     INPUT_CATEGORIES,
     AmberError,
+    AssembledCall,
     AuditCall,
     AuditConflict,
     AuditStatus,
     Category,
+    Delta,
+    DeltaKind,
     EventRejected,
     Message,
     MessageAdded,
+    MessageStart,
     ModelCallFinished,
     ModelCallStarted,
+    ModelRequest,
+    ModelResponse,
     OrphanRecovered,
+    ReasoningDelta,
     SessionState,
     Status,
     StatusChanged,
+    StreamAssembler,
+    StreamError,
+    TextDelta,
     Timeline,
     ToolCall,
+    ToolCallDelta,
+    ToolOutcome,
     TurnEnded,
     TurnOutcome,
     TurnStarted,
+    Update,
     approx_tokens,
+    awaits_delivery,
     category_of,
     clean_history,
     new_message,
 )
 from runtime._events import Event
 
-from ._adapter import Delta, DeltaKind, Update, awaits_delivery
-from ._model import (
-    AssembledCall,
-    MessageStart,
-    ModelRequest,
-    ModelResponse,
-    ReasoningDelta,
-    StreamAssembler,
-    StreamError,
-    TextDelta,
-    ToolCallDelta,
-)
 from ._services import Services
 from ._tool_actor import RunTool, ToolDone
-from ._tools import ToolOutcome
 
 __all__ = ["SessionActor"]
 

@@ -16,8 +16,10 @@ from typing import Any
 import attrs
 import pykka
 
+from runtime import ToolOutcome
+
 from ._effects import EffectHandle, Effects
-from ._tools import Tool, ToolOutcome
+from ._tools import Tool
 
 __all__ = ["RunTool", "ToolActor", "ToolDone", "ToolStats"]
 

@@ -52,6 +52,7 @@ from ._errors import SessionExists as SessionExists
 from ._errors import StatusConflict as StatusConflict
 from ._errors import StoreClosed as StoreClosed
 from ._errors import StoreError as StoreError
+from ._errors import StreamError as StreamError
 from ._errors import TurnConflict as TurnConflict
 from ._errors import UnknownMessage as UnknownMessage
 from ._errors import UnknownSession as UnknownSession
@@ -90,6 +91,8 @@ from ._message import Role as Role
 from ._message import Status as Status
 from ._message import ToolCall as ToolCall
 from ._message import Usage as Usage
+from ._outcome import ERROR_TYPES as ERROR_TYPES
+from ._outcome import ToolOutcome as ToolOutcome
 from ._providers import to_anthropic as to_anthropic
 from ._providers import to_gemini as to_gemini
 from ._providers import to_openai as to_openai
@@ -101,11 +104,26 @@ from ._segments import ToolState as ToolState
 from ._segments import ui_segments as ui_segments
 from ._state import STATUS_ORDER as STATUS_ORDER
 from ._state import SessionState as SessionState
+from ._stream import AssembledCall as AssembledCall
+from ._stream import Chunk as Chunk
+from ._stream import MessageFinish as MessageFinish
+from ._stream import MessageStart as MessageStart
+from ._stream import ModelRequest as ModelRequest
+from ._stream import ModelResponse as ModelResponse
+from ._stream import ReasoningDelta as ReasoningDelta
+from ._stream import StreamAssembler as StreamAssembler
+from ._stream import TextDelta as TextDelta
+from ._stream import ToolCallDelta as ToolCallDelta
+from ._stream import ToolSpec as ToolSpec
 from ._timeline import Timeline as Timeline
 from ._timeline import replay as replay
 from ._timeline import verify as verify
 from ._turn import Turn as Turn
 from ._turn import TurnStatus as TurnStatus
+from ._updates import Delta as Delta
+from ._updates import DeltaKind as DeltaKind
+from ._updates import Update as Update
+from ._updates import awaits_delivery as awaits_delivery
 from ._view import ImagePart as ImagePart
 from ._view import ModelView as ModelView
 from ._view import ReasoningPart as ReasoningPart
@@ -130,6 +148,7 @@ __all__ = [
     "AGENT_SENDER",
     "AUDIT_CLOSED_BY",
     "CHANNEL_RULES",
+    "ERROR_TYPES",
     "EVENT_TYPES",
     "IMAGE_MEDIA_TYPES",
     "INPUT_CATEGORIES",
@@ -139,6 +158,7 @@ __all__ = [
     "TRANSITIONS",
     "AmberError",
     "ArtifactStore",
+    "AssembledCall",
     "Attachment",
     "AuditCall",
     "AuditChange",
@@ -151,8 +171,11 @@ __all__ = [
     "CategorySpec",
     "ChannelKind",
     "ChannelRule",
+    "Chunk",
     "CorruptRow",
     "DecodeError",
+    "Delta",
+    "DeltaKind",
     "Driver",
     "DuplicateMessage",
     "Event",
@@ -168,16 +191,21 @@ __all__ = [
     "InvalidMessage",
     "Message",
     "MessageAdded",
+    "MessageFinish",
+    "MessageStart",
     "MessageType",
     "MetadataUpdated",
     "MissingArtifact",
     "ModelCallFinished",
     "ModelCallStarted",
+    "ModelRequest",
+    "ModelResponse",
     "ModelView",
     "NotAStore",
     "OrphanRecovered",
     "Presentation",
     "ProjectionError",
+    "ReasoningDelta",
     "ReasoningPart",
     "ReplayMismatch",
     "Role",
@@ -196,11 +224,17 @@ __all__ = [
     "StatusConflict",
     "StoreClosed",
     "StoreError",
+    "StreamAssembler",
+    "StreamError",
+    "TextDelta",
     "TextPart",
     "Timeline",
     "TokenCounter",
     "ToolCall",
+    "ToolCallDelta",
+    "ToolOutcome",
     "ToolResultPart",
+    "ToolSpec",
     "ToolState",
     "ToolUsePart",
     "Transition",
@@ -215,6 +249,7 @@ __all__ = [
     "UnknownSession",
     "UnknownTurn",
     "UnmatchedToolResult",
+    "Update",
     "Usage",
     "UserInput",
     "ViewMessage",
@@ -224,6 +259,7 @@ __all__ = [
     "Window",
     "apply",
     "approx_tokens",
+    "awaits_delivery",
     "category_of",
     "channel_rule",
     "check_transition",

@@ -18,6 +18,7 @@ keeps working for callers that do not know Amber::
     │   ├── UnmatchedToolResult            a tool result that answers no open tool call of its turn
     │   └── AuditConflict                  a model-call start or finish contradicting its audit row
     ├── DecodeError (ValueError)           JSON that is not a valid Amber value
+    ├── StreamError (ValueError)           a model stream that breaks the chunk protocol
     ├── ProjectionError (ValueError)       a view (history, provider view, segments) cannot be built
     │   ├── MissingArtifact (+ LookupError) a current-turn image the artifact store cannot give back
     │   └── UnknownTurn (+ KeyError)       a projection names a turn the session does not have
@@ -62,6 +63,7 @@ __all__ = [
     "StatusConflict",
     "StoreClosed",
     "StoreError",
+    "StreamError",
     "TurnConflict",
     "UnknownMessage",
     "UnknownSession",
@@ -135,6 +137,10 @@ class AuditConflict(EventRejected):
 
 class DecodeError(AmberError, ValueError):
     """JSON that does not decode to a valid Amber value."""
+
+
+class StreamError(AmberError, ValueError):
+    """A model's stream broke the chunk protocol (a chunk of the wrong type, say)."""
 
 
 class ProjectionError(AmberError, ValueError):

@@ -23,7 +23,9 @@ from typing import Any
 import attrs
 import trio
 
-from .._model import Chunk, Model, ModelRequest
+from runtime import Chunk, ModelRequest
+
+from .._model import Model
 from .._scripted import ModelFailure
 from .._tools import Tool, ToolOutcome
 

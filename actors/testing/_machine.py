@@ -38,6 +38,7 @@ from runtime import (
     MessageAdded,
     SessionState,
     UserInput,
+    awaits_delivery,
     category_of,
 )
 from runtime.store import SQLiteStore, Store
@@ -49,7 +50,6 @@ from runtime.testing import (
     check_settled,
 )
 
-from .._adapter import awaits_delivery
 from .._channels import LiveChannelAdapter, SilentChannelAdapter
 from .._ids import SequentialIds
 from .._model import Model

@@ -21,13 +21,14 @@ from runtime import (
     ChannelKind,
     SessionState,
     Status,
+    Update,
     Visibility,
+    awaits_delivery,
     category_of,
     channel_rule,
 )
 from runtime.testing import InvariantViolation
 
-from .._adapter import Update, awaits_delivery
 from .._gateway import Gateway
 from .._runtime import Runtime
 

@@ -20,10 +20,9 @@ from typing import Any
 import attrs
 import orjson
 
-from runtime import Usage
+from runtime import MessageFinish, MessageStart, ModelRequest, ReasoningDelta, TextDelta, Usage
+from runtime import ToolCallDelta as _ToolCallDelta
 
-from .._model import MessageFinish, MessageStart, ModelRequest, ReasoningDelta, TextDelta
-from .._model import ToolCallDelta as _ToolCallDelta
 from .._scripted import Delay, Response, ScriptedModel, Step, error, reply
 from .._scripted import empty as _empty
 

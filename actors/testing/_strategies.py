@@ -7,9 +7,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from runtime import ToolSpec
 from runtime.testing import arguments_for, invalid_arguments_for
 
-from .._model import ToolSpec
 from .._scripted import Response
 from .._tools import Tool
 from ._plans import Answer, RaiseError, Say, SayNothing, TurnPlan, UseTools
