@@ -3,7 +3,7 @@
 The viewer needs the ``web`` extra (Starlette, Jinja2, uvicorn); without it
 the command says how to install it and exits 1. It binds 127.0.0.1 unless
 ``--host`` names another address, which prints a warning: sessions hold
-private conversations and the viewer has no login.
+private conversations and the viewer has no login. Ctrl-C stops it (exit 0).
 """
 
 from __future__ import annotations
@@ -124,5 +124,8 @@ def web(db: str, port: int, host: str) -> None:
     server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn shut down cleanly, then raises the signal again
+        pass
     finally:
         sock.close()
+    click.echo("Stopped.")
