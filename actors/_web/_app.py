@@ -69,7 +69,7 @@ _HEADERS = [
     (b"content-security-policy", _CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),  # no-referrer would make form posts Origin: null
     (b"cache-control", b"no-store"),
 ]
 
