@@ -147,8 +147,8 @@ class TestSession:
         with web(recorded.db) as (client, _):
             shown = page(client, "/session?s=demo&at=40&kind=turn_ended&kind=turn_started")
             rows = shown.text("rows")
-            assert rows.count("turn_ended") == 4 and rows.count("turn_started") == 4
-            assert "message_added" not in rows
+            assert rows.count(" ends ") == 4 and rows.count(" starts, claims ") == 4
+            assert "+ msg_" not in rows and "model call" not in rows
             assert "turn_ended 4" in shown.text("filter")
             assert error(client, "/session?s=demo&kind=colour", 400).startswith(
                 "Unknown event kind 'colour'; pass kind= one of message_added, "
