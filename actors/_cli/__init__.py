@@ -117,8 +117,10 @@ def inspect(session: str, at_seq: int, db: str) -> None:
     The timeline is on the left, the state at the cursor on the right with
     the change from the previous state highlighted. Up/down (k/j) step,
     Home/End (g/G) go to the ends, [ and ] jump between turns, e jumps to
-    the next error, v cycles the view (state, history, model view, provider
-    requests), q quits.
+    the next error, v/V cycle the view (state, history, model view, provider
+    requests) forward/back, o opens one message whole, w widens the
+    timeline, left/right (h/l) scroll it, q quits. 'amber web' is the same
+    in a browser.
     """
     with open_store(db) as store:
         line = load_timeline(store, session, db)
