@@ -2,8 +2,8 @@
 
 Run from the repository root (needs the web extra and httpx: ``pip install -e '.[test]'``)::
 
-    python benchmarks/bench_web.py            # full run (~1 min on 2 cores)
-    python benchmarks/bench_web.py --quick    # smoke run (~10 s)
+    python benchmarks/bench_web.py            # full run (~15 s on 2 cores)
+    python benchmarks/bench_web.py --quick    # smoke run (~7 s)
     python benchmarks/bench_web.py --check    # exit 1 if a limit of issue 18 is not met
     python benchmarks/bench_web.py --json out.json
 
