@@ -35,7 +35,6 @@ from runtime import Delta, SessionState, Status, TurnEnded, TurnOutcome, Update
 from runtime.store import SQLiteStore
 
 from ._cli_adapter import CliAdapter
-from ._ids import SequentialIds
 from ._runtime import Runtime
 from ._scripted import ScriptedModel, call, reply
 from ._settings import Settings
@@ -193,7 +192,6 @@ def run_demo(
         tools=tools,
         adapters=[adapter],
         settings=Settings(agent_name="Amber"),
-        ids=SequentialIds(),
     ) as rt:
         for number, question in enumerate(QUESTIONS[:2], start=1):
             console.print(Rule(Text(f"turn {number}", style="dim"), style="dim"))

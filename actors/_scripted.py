@@ -35,12 +35,12 @@ from runtime import (
     Usage,
 )
 
+from ._errors import InvalidConfig, ModelFailure, ScriptExhausted
+
 __all__ = [
     "Delay",
     "Fail",
-    "ModelFailure",
     "Response",
-    "ScriptExhausted",
     "ScriptedModel",
     "call",
     "calls",
@@ -48,14 +48,6 @@ __all__ = [
     "error",
     "reply",
 ]
-
-
-class ModelFailure(RuntimeError):
-    """The failure a scripted ``error`` step raises (a provider error, in real life)."""
-
-
-class ScriptExhausted(RuntimeError):
-    """A ``ScriptedModel`` was called more times than its script has responses."""
 
 
 @attrs.frozen
@@ -223,7 +215,7 @@ class ScriptedModel:
             script = list(script)
             for position, item in enumerate(script):
                 if not isinstance(item, Response):
-                    raise TypeError(
+                    raise InvalidConfig(
                         f"ScriptedModel script item {position} must be a Response (built with "
                         f"reply(), call(), error() …); got {item!r}."
                     )
@@ -260,7 +252,7 @@ class ScriptedModel:
             assert callable(self._script)
             picked = self._script(request)
             if not isinstance(picked, Response):
-                raise TypeError(
+                raise InvalidConfig(
                     f"The ScriptedModel's script function must return a Response; got {picked!r}."
                 )
         return picked

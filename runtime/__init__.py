@@ -24,6 +24,18 @@ from ._codec import from_data as from_data
 from ._codec import from_json as from_json
 from ._codec import to_data as to_data
 from ._codec import to_json as to_json
+from ._commands import Announce as Announce
+from ._commands import CallModel as CallModel
+from ._commands import CancelRun as CancelRun
+from ._commands import ClearTimer as ClearTimer
+from ._commands import Command as Command
+from ._commands import Decision as Decision
+from ._commands import Passivate as Passivate
+from ._commands import ResumeSoon as ResumeSoon
+from ._commands import RunTool as RunTool
+from ._commands import SetTimer as SetTimer
+from ._commands import StreamDelta as StreamDelta
+from ._commands import Warn as Warn
 from ._diff import AuditChange as AuditChange
 from ._diff import FieldChange as FieldChange
 from ._diff import StateDiff as StateDiff
@@ -75,6 +87,20 @@ from ._history import session_history as session_history
 from ._input import InputLimits as InputLimits
 from ._input import UserInput as UserInput
 from ._input import validate_input as validate_input
+from ._inputs import Delivered as Delivered
+from ._inputs import Draft as Draft
+from ._inputs import Input as Input
+from ._inputs import InputArrived as InputArrived
+from ._inputs import Interrupt as Interrupt
+from ._inputs import Loaded as Loaded
+from ._inputs import ModelChunk as ModelChunk
+from ._inputs import ModelEnded as ModelEnded
+from ._inputs import OutputPosted as OutputPosted
+from ._inputs import Resume as Resume
+from ._inputs import RunnerFailed as RunnerFailed
+from ._inputs import Stopping as Stopping
+from ._inputs import TimerFired as TimerFired
+from ._inputs import ToolDone as ToolDone
 from ._json import FrozenJSON as FrozenJSON
 from ._json import freeze as freeze
 from ._json import thaw as thaw
@@ -83,6 +109,9 @@ from ._lifecycle import Driver as Driver
 from ._lifecycle import Transition as Transition
 from ._lifecycle import check_transition as check_transition
 from ._lifecycle import is_terminal as is_terminal
+from ._machine import SessionMachine as SessionMachine
+from ._machine import TurnRun as TurnRun
+from ._machine import TurnSettings as TurnSettings
 from ._message import Attachment as Attachment
 from ._message import BrowserElement as BrowserElement
 from ._message import Message as Message
@@ -105,6 +134,7 @@ from ._segments import ui_segments as ui_segments
 from ._state import STATUS_ORDER as STATUS_ORDER
 from ._state import SessionState as SessionState
 from ._stream import AssembledCall as AssembledCall
+from ._stream import Assembly as Assembly
 from ._stream import Chunk as Chunk
 from ._stream import MessageFinish as MessageFinish
 from ._stream import MessageStart as MessageStart
@@ -120,6 +150,7 @@ from ._timeline import replay as replay
 from ._timeline import verify as verify
 from ._turn import Turn as Turn
 from ._turn import TurnStatus as TurnStatus
+from ._turnloop import step as step
 from ._updates import Delta as Delta
 from ._updates import DeltaKind as DeltaKind
 from ._updates import Update as Update
@@ -157,8 +188,10 @@ __all__ = [
     "STATUS_ORDER",
     "TRANSITIONS",
     "AmberError",
+    "Announce",
     "ArtifactStore",
     "AssembledCall",
+    "Assembly",
     "Attachment",
     "AuditCall",
     "AuditChange",
@@ -167,15 +200,22 @@ __all__ = [
     "AuditStatus",
     "BranchImported",
     "BrowserElement",
+    "CallModel",
+    "CancelRun",
     "Category",
     "CategorySpec",
     "ChannelKind",
     "ChannelRule",
     "Chunk",
+    "ClearTimer",
+    "Command",
     "CorruptRow",
+    "Decision",
     "DecodeError",
+    "Delivered",
     "Delta",
     "DeltaKind",
+    "Draft",
     "Driver",
     "DuplicateMessage",
     "Event",
@@ -185,10 +225,14 @@ __all__ = [
     "FrozenJSON",
     "IllegalTransition",
     "ImagePart",
+    "Input",
+    "InputArrived",
     "InputLimits",
+    "Interrupt",
     "InvalidEvent",
     "InvalidInput",
     "InvalidMessage",
+    "Loaded",
     "Message",
     "MessageAdded",
     "MessageFinish",
@@ -198,18 +242,26 @@ __all__ = [
     "MissingArtifact",
     "ModelCallFinished",
     "ModelCallStarted",
+    "ModelChunk",
+    "ModelEnded",
     "ModelRequest",
     "ModelResponse",
     "ModelView",
     "NotAStore",
     "OrphanRecovered",
+    "OutputPosted",
+    "Passivate",
     "Presentation",
     "ProjectionError",
     "ReasoningDelta",
     "ReasoningPart",
     "ReplayMismatch",
+    "Resume",
+    "ResumeSoon",
     "Role",
     "RolledBack",
+    "RunTool",
+    "RunnerFailed",
     "SchemaVersionError",
     "Segment",
     "SegmentKind",
@@ -217,21 +269,27 @@ __all__ = [
     "SeqMismatch",
     "SeqOutOfRange",
     "SessionExists",
+    "SessionMachine",
     "SessionState",
+    "SetTimer",
     "StateDiff",
     "Status",
     "StatusChanged",
     "StatusConflict",
+    "Stopping",
     "StoreClosed",
     "StoreError",
     "StreamAssembler",
+    "StreamDelta",
     "StreamError",
     "TextDelta",
     "TextPart",
     "Timeline",
+    "TimerFired",
     "TokenCounter",
     "ToolCall",
     "ToolCallDelta",
+    "ToolDone",
     "ToolOutcome",
     "ToolResultPart",
     "ToolSpec",
@@ -243,6 +301,8 @@ __all__ = [
     "TurnConflict",
     "TurnEnded",
     "TurnOutcome",
+    "TurnRun",
+    "TurnSettings",
     "TurnStarted",
     "TurnStatus",
     "UnknownMessage",
@@ -256,6 +316,7 @@ __all__ = [
     "ViewPart",
     "ViewRole",
     "Visibility",
+    "Warn",
     "Window",
     "apply",
     "approx_tokens",
@@ -273,6 +334,7 @@ __all__ = [
     "new_message",
     "replay",
     "session_history",
+    "step",
     "thaw",
     "to_anthropic",
     "to_data",

@@ -17,14 +17,18 @@ from typing import Any
 
 import attrs
 import orjson
+from pyrsistent import pmap, pvector
+from pyrsistent.typing import PMap, PVector
 
 from ._errors import StreamError
 from ._message import Usage
+from ._replace import replace
 from ._state import SessionState
 from ._view import ModelView
 
 __all__ = [
     "AssembledCall",
+    "Assembly",
     "Chunk",
     "MessageFinish",
     "MessageStart",
@@ -36,6 +40,8 @@ __all__ = [
     "ToolCallDelta",
     "ToolSpec",
 ]
+
+_EMPTY_PIECES: PVector[str] = pvector()
 
 
 @attrs.frozen(kw_only=True)
@@ -187,100 +193,118 @@ class ModelResponse:
         return not self.text.strip() and not self.reasoning.strip() and not self.tool_calls
 
 
-class StreamAssembler:
-    """Folds a model's chunks into a ``ModelResponse``.
+@attrs.frozen(kw_only=True)
+class _CallParts:
+    """One tool call's fragments so far."""
 
-    ``feed`` takes chunks in order; ``text`` and ``reasoning`` show what has
-    streamed so far (what an interrupt keeps); ``response`` builds the result.
+    id: str | None = None
+    name: str | None = None
+    pieces: PVector[str] = _EMPTY_PIECES
+
+
+@attrs.frozen(kw_only=True)
+class Assembly:
+    """A model message assembled from its chunks so far, as a persistent value.
+
+    ``feed`` returns a new assembly and leaves this one as it was, so the turn
+    machine can keep it in its (frozen) state. ``text`` and ``reasoning`` show
+    what has streamed so far (what an interrupt keeps); ``response`` builds
+    the whole message.
     """
 
-    def __init__(self, *, fallback_id: str) -> None:
-        self._fallback_id = fallback_id
-        self.id: str | None = None
-        self._text: list[str] = []
-        self._reasoning: list[str] = []
-        self._calls: dict[int, list[Any]] = {}  # index -> [id, name, [pieces]]
-        self.usage: Usage | None = None
-        self.stop_reason: str | None = None
-        self.finished = False
-        self.started = False
+    id: str | None = None
+    """The provider's message id, once ``MessageStart`` gave one."""
+    text_pieces: PVector[str] = _EMPTY_PIECES
+    """Reply text, piece by piece."""
+    reasoning_pieces: PVector[str] = _EMPTY_PIECES
+    """Reasoning, piece by piece."""
+    calls: PMap[int, _CallParts] = attrs.field(factory=pmap)
+    """Tool-call fragments by index."""
+    usage: Usage | None = None
+    """Usage, once ``MessageFinish`` gave it."""
+    stop_reason: str | None = None
+    """Why the provider stopped, once it said."""
+    started: bool = False
+    """True once ``MessageStart`` came."""
+    finished: bool = False
+    """True once ``MessageFinish`` came."""
 
     @property
     def text(self) -> str:
         """Reply text so far."""
-        return "".join(self._text)
+        return "".join(self.text_pieces)
 
     @property
     def reasoning(self) -> str:
         """Reasoning so far."""
-        return "".join(self._reasoning)
+        return "".join(self.reasoning_pieces)
 
-    def feed(self, chunk: Chunk) -> None:
-        """Take the next chunk.
+    def feed(self, chunk: Chunk) -> Assembly:
+        """This assembly with the next chunk taken in.
 
         Raises:
             StreamError: ``chunk`` is not a chunk, or a tool-call fragment
                 contradicts an earlier one.
         """
         if isinstance(chunk, TextDelta):
-            self._text.append(chunk.text)
-        elif isinstance(chunk, ReasoningDelta):
-            self._reasoning.append(chunk.text)
-        elif isinstance(chunk, ToolCallDelta):
-            self._call(chunk)
-        elif isinstance(chunk, MessageStart):
-            self.started = True
-            if chunk.id is not None:
-                self.id = chunk.id
-        elif isinstance(chunk, MessageFinish):
-            self.finished = True
-            self.usage = chunk.usage
-            self.stop_reason = chunk.stop_reason
-        else:
-            raise StreamError(
-                f"A model stream must yield MessageStart, TextDelta, ReasoningDelta, "
-                f"ToolCallDelta or MessageFinish chunks (got {chunk!r} that is a "
-                f"{type(chunk).__name__!r})."
-            )
+            return replace(self, text_pieces=self.text_pieces.append(chunk.text))
+        if isinstance(chunk, ReasoningDelta):
+            return replace(self, reasoning_pieces=self.reasoning_pieces.append(chunk.text))
+        if isinstance(chunk, ToolCallDelta):
+            return replace(self, calls=self.calls.set(chunk.index, self._call(chunk)))
+        if isinstance(chunk, MessageStart):
+            return replace(self, started=True, id=self.id if chunk.id is None else chunk.id)
+        if isinstance(chunk, MessageFinish):
+            return replace(self, finished=True, usage=chunk.usage, stop_reason=chunk.stop_reason)
+        raise StreamError(
+            f"A model stream must yield MessageStart, TextDelta, ReasoningDelta, "
+            f"ToolCallDelta or MessageFinish chunks (got {chunk!r} that is a "
+            f"{type(chunk).__name__!r})."
+        )
 
-    def _call(self, chunk: ToolCallDelta) -> None:
-        if isinstance(chunk.index, bool) or not isinstance(chunk.index, int) or chunk.index < 0:
-            raise StreamError(
-                f"ToolCallDelta.index must be a non-negative int (got {chunk.index!r})."
-            )
-        entry = self._calls.setdefault(chunk.index, [None, None, []])
-        for slot, value, what in ((0, chunk.id, "id"), (1, chunk.name, "name")):
+    def _call(self, chunk: ToolCallDelta) -> _CallParts:
+        index = chunk.index
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise StreamError(f"ToolCallDelta.index must be a non-negative int (got {index!r}).")
+        parts = self.calls.get(index) or _CallParts()
+        changes: dict[str, Any] = {}
+        for value, what in ((chunk.id, "id"), (chunk.name, "name")):
             if value is None or value == "":
                 continue
-            if entry[slot] is not None and entry[slot] != value:
+            held = getattr(parts, what)
+            if held is not None and held != value:
                 raise StreamError(
-                    f"Tool call fragment {chunk.index} changes its {what} from {entry[slot]!r} "
-                    f"to {value!r}; a call's {what} is sent once."
+                    f"Tool call fragment {index} changes its {what} from {held!r} to {value!r}; "
+                    f"a call's {what} is sent once."
                 )
-            entry[slot] = value
+            changes[what] = value
         if chunk.arguments:
-            entry[2].append(chunk.arguments)
+            changes["pieces"] = parts.pieces.append(chunk.arguments)
+        return replace(parts, **changes) if changes else parts
 
-    def response(self) -> ModelResponse:
+    def response(self, *, fallback_id: str) -> ModelResponse:
         """The message as assembled so far.
+
+        ``fallback_id`` stands in for the provider's message id in the ids of
+        tool calls that came without one (``<id>_call_<index>``).
 
         Raises:
             StreamError: a tool call never got a name.
         """
         calls = []
-        for index in sorted(self._calls):
-            call_id, name, pieces = self._calls[index]
-            if not name:
+        for index in sorted(self.calls):
+            parts = self.calls[index]
+            if not parts.name:
                 raise StreamError(
-                    f"Tool call {index} of model message {self.id or self._fallback_id!r} has "
+                    f"Tool call {index} of model message {self.id or fallback_id!r} has "
                     "no name; the model must name the tool it calls."
                 )
             calls.append(
                 AssembledCall(
                     index=index,
-                    id=call_id or f"{self.id or self._fallback_id}_call_{index}",
-                    name=name,
-                    arguments_json="".join(pieces),
+                    id=parts.id or f"{self.id or fallback_id}_call_{index}",
+                    name=parts.name,
+                    arguments_json="".join(parts.pieces),
                 )
             )
         return ModelResponse(
@@ -292,3 +316,68 @@ class StreamAssembler:
             stop_reason=self.stop_reason,
             finished=self.finished,
         )
+
+
+class StreamAssembler:
+    """Folds a model's chunks into a ``ModelResponse`` (a mutable ``Assembly``).
+
+    ``feed`` takes chunks in order; ``text`` and ``reasoning`` show what has
+    streamed so far (what an interrupt keeps); ``response`` builds the result.
+    """
+
+    def __init__(self, *, fallback_id: str) -> None:
+        self._fallback_id = fallback_id
+        self.assembly = Assembly()
+        """What was assembled so far."""
+
+    @property
+    def id(self) -> str | None:
+        """The provider's message id, if it gave one."""
+        return self.assembly.id
+
+    @property
+    def text(self) -> str:
+        """Reply text so far."""
+        return self.assembly.text
+
+    @property
+    def reasoning(self) -> str:
+        """Reasoning so far."""
+        return self.assembly.reasoning
+
+    @property
+    def usage(self) -> Usage | None:
+        """Usage, once the stream reported it."""
+        return self.assembly.usage
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the provider stopped, once it said."""
+        return self.assembly.stop_reason
+
+    @property
+    def started(self) -> bool:
+        """True once ``MessageStart`` came."""
+        return self.assembly.started
+
+    @property
+    def finished(self) -> bool:
+        """True once ``MessageFinish`` came."""
+        return self.assembly.finished
+
+    def feed(self, chunk: Chunk) -> None:
+        """Take the next chunk.
+
+        Raises:
+            StreamError: ``chunk`` is not a chunk, or a tool-call fragment
+                contradicts an earlier one.
+        """
+        self.assembly = self.assembly.feed(chunk)
+
+    def response(self) -> ModelResponse:
+        """The message as assembled so far.
+
+        Raises:
+            StreamError: a tool call never got a name.
+        """
+        return self.assembly.response(fallback_id=self._fallback_id)

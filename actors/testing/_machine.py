@@ -51,7 +51,6 @@ from runtime.testing import (
 )
 
 from .._channels import LiveChannelAdapter, SilentChannelAdapter
-from .._ids import SequentialIds
 from .._model import Model
 from .._platform import FakePlatform
 from .._settings import Settings
@@ -291,7 +290,6 @@ class LifecycleMachine(RuleBasedStateMachine):
             tools=list(self._tools.values()),
             adapters=adapters,
             settings=self.runtime_settings,
-            ids=SequentialIds(f"g{generation}"),
         )
         runtime.start()
         if not self._channels:

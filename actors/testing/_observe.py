@@ -29,6 +29,7 @@ from runtime import (
 )
 from runtime.testing import InvariantViolation
 
+from .._adapter import DeliverySink
 from .._gateway import Gateway
 from .._runtime import Runtime
 
@@ -159,10 +160,10 @@ def _check_report(report: DeliveryReport, state: SessionState, count: int, annou
 
 
 class _Sink:
-    """One adapter's delivery sink: records, then forwards to the gateway."""
+    """One adapter's delivery sink: records, then forwards to the router."""
 
-    def __init__(self, gateway: Gateway, ledger: DeliveryLedger, report: dict[str, Any]) -> None:
-        self._gateway = gateway
+    def __init__(self, sink: DeliverySink, ledger: DeliveryLedger, report: dict[str, Any]) -> None:
+        self._sink = sink
         self._ledger = ledger
         self._report = report
 
@@ -172,25 +173,22 @@ class _Sink:
                 session_id=session_id, message_id=message_id, expected=expected, **self._report
             )
         )
-        self._gateway.delivered(session_id, message_id, expected)
+        self._sink.delivered(session_id, message_id, expected)
 
 
 class _ObservedGateway(Gateway):
-    def __init__(self, runtime: Runtime, ledger: DeliveryLedger, generation: int) -> None:
-        super().__init__(runtime)
+    def __init__(self, sink: DeliverySink, ledger: DeliveryLedger, generation: int) -> None:
+        super().__init__(sink)
         self._ledger = ledger
         self._generation = generation
 
-    def register(self, ref: pykka.ActorRef[Any]) -> None:
-        super().register(ref)
+    def sink_for(self, ref: pykka.ActorRef[Any]) -> DeliverySink:
         proxy = ref.proxy()
         platform = proxy.platform.get(timeout=10)
         kind = ChannelKind(proxy.kind.get(timeout=10))
         label = f"{ref.actor_class.__name__}({platform!r}, run {self._generation})"
-        # Registration happens before any session is loaded, so nothing was
-        # reported to the gateway's own sink in between.
         report = {"adapter": label, "platform": platform, "kind": kind}
-        proxy.attach(_Sink(self, self._ledger, report)).get(timeout=10)
+        return _Sink(super().sink_for(ref), self._ledger, report)
 
     def publish(self, update: Update) -> None:
         self._ledger.announced(update)
@@ -208,4 +206,4 @@ class ObservedRuntime(Runtime):
 
     def __init__(self, *, ledger: DeliveryLedger, generation: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.gateway = _ObservedGateway(self, ledger, generation)
+        self.gateway = _ObservedGateway(self.router, ledger, generation)

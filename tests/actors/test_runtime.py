@@ -15,7 +15,6 @@ from actors import (
     DeltaKind,
     Runtime,
     ScriptedModel,
-    SequentialIds,
     Settings,
     Update,
     call,
@@ -416,13 +415,13 @@ class TestSessions:
             return "never"
 
         first = Runtime(
-            model=ScriptedModel([call("hang")]), tools=[hang], store=db, ids=SequentialIds("a")
+            model=ScriptedModel([call("hang")]), tools=[hang], store=db
         ).start()
         user = first.send("s", "please")
         started.wait()
         first.stop()
         with Runtime(
-            model=ScriptedModel([reply("answered after restart")]), store=db, ids=SequentialIds("b")
+            model=ScriptedModel([reply("answered after restart")]), store=db
         ) as second:
             state = second.wait_idle("s", timeout=WAIT)
             assert state.message(user.id).status is Status.PROCESSED
