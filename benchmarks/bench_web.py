@@ -161,11 +161,7 @@ def main() -> int:
         print(f"  {name:<34} {ms:8.1f} ms{bound}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    failed = [
-        name
-        for name, ms, limit in rows
-        if limit is not None and ms > limit
-    ]
+    failed = [name for name, ms, limit in rows if limit is not None and ms > limit]
     if args.check and failed:
         print(f"FAILED: {', '.join(failed)} over the limit", file=sys.stderr)
         return 1

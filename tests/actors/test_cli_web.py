@@ -7,13 +7,12 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
 from cli_support import Recorded, amber, recorded
-from web_support import Page
+from web_support import AMBER, Page
 
 from actors._cli import ExitCode
 from actors._cli import _web as web_command
@@ -69,9 +68,17 @@ class TestBeforeServing:
 
     @pytest.mark.parametrize(
         ("host", "loopback"),
-        [("127.0.0.1", True), ("127.3.0.1", True), ("localhost", True), ("::1", True),
-         ("[::1]", True), ("0.0.0.0", False), ("192.168.1.4", False), ("::", False),
-         ("example.org", False)],  # fmt: skip
+        [
+            ("127.0.0.1", True),
+            ("127.3.0.1", True),
+            ("localhost", True),
+            ("::1", True),
+            ("[::1]", True),
+            ("0.0.0.0", False),
+            ("192.168.1.4", False),
+            ("::", False),
+            ("example.org", False),
+        ],
     )
     def test_loopback_hosts(self, host: str, loopback: bool) -> None:
         """Only loopback addresses and localhost serve without the warning."""
@@ -81,8 +88,7 @@ class TestBeforeServing:
 def test_serves_the_viewer(recorded: Recorded) -> None:
     """amber web --port 0 prints its address and serves the sessions list there."""
     with subprocess.Popen(
-        [sys.executable, "-c", "from actors._cli import main; raise SystemExit(main())",
-         "web", "--db", str(recorded.db), "--port", "0"],  # fmt: skip
+        [*AMBER, "web", "--db", str(recorded.db), "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -99,7 +105,8 @@ def test_serves_the_viewer(recorded: Recorded) -> None:
             assert match, line
             with urllib.request.urlopen(match.group(1), timeout=30) as response:
                 text = Page.of(response.read().decode()).text("sessions")
-            assert "demo" in text and "broken" in text
+            assert "demo" in text
+            assert "broken" in text
         finally:
             process.send_signal(signal.SIGINT)
             _, err = process.communicate(timeout=30)

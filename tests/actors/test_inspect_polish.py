@@ -6,10 +6,11 @@ import io
 
 from cli_support import Recorded, recorded
 from rich.console import Console
-from test_inspect import demo, pane, run
+from test_inspect import demo, run
 from textual.containers import Horizontal
 from textual.pilot import Pilot
 from textual.widgets import DataTable, OptionList, Static
+from web_support import Ids
 
 from actors._inspect import InspectApp, MessageScreen, PickMessage
 from runtime import Timeline
@@ -58,6 +59,7 @@ class TestPolish:
     def test_o_opens_one_message_whole(self, demo: Timeline, recorded: Recorded) -> None:
         """o lists the event's messages first, then the newest; Enter shows one whole."""
         seq = recorded.demo.interrupt_seq - 1  # the interrupting question is added here
+        ids = Ids(recorded.demo.state)
 
         async def scenario(app: InspectApp, pilot: Pilot[None]) -> None:
             await pilot.press("o")
@@ -65,9 +67,9 @@ class TestPolish:
             assert isinstance(picker, PickMessage)
             options = picker.query_one(OptionList)
             assert [options.get_option_at_index(i).id for i in range(3)] == [
-                "msg_000014",  # touched by the event
-                "msg_000013",  # then the newest first
-                "msg_000012",
+                ids.msg(14),  # touched by the event
+                ids.msg(13),  # then the newest first
+                ids.msg(12),
             ]
             await pilot.press("enter")
             await pilot.pause()
@@ -82,7 +84,7 @@ class TestPolish:
             await pilot.press("o", "down", "enter")
             await pilot.pause()
             assert isinstance(app.screen, MessageScreen)
-            assert app.screen.message.id == "msg_000013"
+            assert app.screen.message.id == ids.msg(13)
             await pilot.press("escape", "home", "o")
             await pilot.pause()
             assert not isinstance(app.screen, PickMessage)  # nothing to open at seq 0

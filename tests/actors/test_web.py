@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 from cli_support import Recorded, amber, recorded
-from web_support import TOKEN, Page, snapshot, web
+from web_support import TOKEN, Ids, Page, snapshot, web
 
 from actors._cli._views import view_data
 from runtime.store import SQLiteStore
@@ -62,9 +62,8 @@ class TestSessions:
         with web(recorded.db) as (client, _):
             down = page(client, "/?sort=events").text("sessions")
             up = page(client, "/?sort=events&order=asc").text("sessions")
-            assert down.index("demo") < down.index("broken") and up.index("broken") < up.index(
-                "demo"
-            )
+            assert down.index("demo") < down.index("broken")
+            assert up.index("broken") < up.index("demo")
             assert error(client, "/?sort=colour", 400) == (
                 "Cannot sort by 'colour'; pass sort= one of session, events, turns, messages, "
                 "tokens, cost, active, state."
@@ -96,7 +95,8 @@ class TestSession:
             shown = page(client, "/session?s=demo")
         assert shown.text("title") == f"demo seq {last} of {last}"
         assert shown.attrs[f"seq-{last}"]["class"] == "sel"
-        assert shown.text("event").startswith("Event: msg_000015 reply: pending → delivered")
+        reply = Ids(recorded.demo.state).msg(15)
+        assert shown.text("event").startswith(f"Event: {reply} reply: pending → delivered")
 
     def test_the_interrupt_reads_as_on_the_command_line(self, recorded: Recorded) -> None:
         """The event line and the changes at the interrupt are amber timeline's and diff's."""
@@ -109,9 +109,10 @@ class TestSession:
         diff = amber("diff", "demo", seq - 1, seq, "--db", recorded.db).output.splitlines()
         changes = [" ".join(x.split()) for x in diff[2 : diff.index("")]]
         assert shown.text("changes") == " ".join(changes)
-        assert "~ msg_000011 status: processing → interrupted" in shown.text("changes")
+        question = Ids(recorded.demo.state).msg(11)
+        assert f"~ {question} status: processing → interrupted" in shown.text("changes")
         rows = shown.text("messages")
-        assert "~ 31 msg_000011 user question interrupted" in rows  # marked as changed
+        assert f"~ 31 {question} user question interrupted" in rows  # marked as changed
 
     def test_the_empty_state_and_negative_seqs(self, recorded: Recorded) -> None:
         """at=0 is the empty state; at=-2 the state before the head; head the head."""
@@ -136,19 +137,22 @@ class TestSession:
                 assert data == json.loads(orjson.dumps(view_data(view, state)))
                 assert f"Rebuilt from the state at seq {seq}" in shown.text("side")
             clean = page(client, f"/session?s=demo&at={seq}&view=clean").text("side")
-            assert "clean_history: " in clean and "No result yet" in clean
+            assert "clean_history: " in clean
+            assert "No result yet" in clean
             history = page(client, f"/session?s=demo&at={seq}&view=history").text("side")
             assert "session_history: 14 messages, phased" in history
             calls = page(client, f"/session?s=demo&at={seq}").text("side")
-            assert "run_000005 completed 33→34" in calls
+            assert f"{Ids(recorded.demo.state).call(5)} completed 33→34" in calls
 
     def test_filter_by_kind(self, recorded: Recorded) -> None:
         """kind= keeps only those events; the filter shows how many of each kind there are."""
         with web(recorded.db) as (client, _):
             shown = page(client, "/session?s=demo&at=40&kind=turn_ended&kind=turn_started")
             rows = shown.text("rows")
-            assert rows.count(" ends ") == 4 and rows.count(" starts, claims ") == 4
-            assert "+ msg_" not in rows and "model call" not in rows
+            assert rows.count(" ends ") == 4
+            assert rows.count(" starts, claims ") == 4
+            assert "+ msg_" not in rows
+            assert "model call" not in rows
             assert "turn_ended 4" in shown.text("filter")
             assert error(client, "/session?s=demo&kind=colour", 400).startswith(
                 "Unknown event kind 'colour'; pass kind= one of message_added, "
@@ -193,9 +197,8 @@ class TestSession:
         """Jumps redirect to the next turn boundary or error; none left leaves a note."""
         with SQLiteStore(recorded.db) as store:
             line = store.load_timeline("demo")
-        tool_error = next(
-            s for s in range(1, line.last_seq + 1) if line.at(s).get("msg_000009")
-        )
+        failed = Ids(recorded.demo.state).msg(9)
+        tool_error = next(s for s in range(1, line.last_seq + 1) if line.at(s).get(failed))
         with web(recorded.db) as (client, _):
             moved = client.get("/jump?s=demo&from=3&to=next-error&view=clean")
             assert moved.status_code == 303
@@ -207,7 +210,9 @@ class TestSession:
             last = recorded.demo.events
             none = client.get(f"/jump?s=demo&from={last}&to=next-turn")
             assert none.headers["location"] == f"/session?s=demo&at={last}&note=no-turn"
-            assert "No turn starts or ends that way" in page(client, none.headers["location"]).text("note")
+            assert "No turn starts or ends that way" in page(client, none.headers["location"]).text(
+                "note"
+            )
             assert error(client, "/jump?s=demo&from=1&to=sideways", 400).startswith(
                 "Unknown jump 'sideways'"
             )
@@ -217,7 +222,8 @@ class TestMessageAndCall:
     def test_a_message_in_full(self, recorded: Recorded) -> None:
         """A message page has every field, the whole content and the events that touched it."""
         with web(recorded.db) as (client, _):
-            shown = page(client, "/message?s=demo&id=msg_000004&at=-1")
+            result = Ids(recorded.demo.state).msg(4)
+            shown = page(client, f"/message?s=demo&id={result}&at=-1")
         assert "1267650600228229401496703205376" in shown.raw("content")
         assert "run_shell_command" in shown.text("fields")
         assert '"duration_ms"' in shown.raw("metadata")
@@ -226,9 +232,10 @@ class TestMessageAndCall:
     def test_a_message_before_it_exists(self, recorded: Recorded) -> None:
         """Asking for a message at a seq before it was added says where it is added."""
         with web(recorded.db) as (client, _):
-            message = error(client, "/message?s=demo&id=msg_000014&at=10", 404)
+            late = Ids(recorded.demo.state).msg(14)
+            message = error(client, f"/message?s=demo&id={late}&at=10", 404)
             assert message == (
-                "Session 'demo' has no message 'msg_000014' at seq 10; it is added at seq 39; "
+                f"Session 'demo' has no message '{late}' at seq 10; it is added at seq 39; "
                 "pass at=39 or later."
             )
             assert error(client, "/message?s=demo&id=nope", 404).endswith(
@@ -239,18 +246,19 @@ class TestMessageAndCall:
         """A call shows what it answered and the request rebuilt just before it started."""
         with SQLiteStore(recorded.db) as store:
             line = store.load_timeline("demo")
-        row = line.head.audit["run_000005"]
+        ids = Ids(recorded.demo.state)
+        row = line.head.audit[ids.call(5)]
         with web(recorded.db) as (client, _):
-            shown = page(client, "/call?s=demo&id=run_000005&provider=anthropic")
+            shown = page(client, f"/call?s=demo&id={ids.call(5)}&provider=anthropic")
             assert "write_report" in shown.text("response")
             assert "rebuilt from the state at seq" in shown.text("rebuilt")
             request = json.loads(html.unescape(shown.raw("request")))
             expected = view_data("anthropic", line.at(row.started_seq - 1))
             assert request == json.loads(orjson.dumps(expected))
             assert error(client, "/call?s=demo&id=run_9", 404).startswith(
-                "Session 'demo' has no model call 'run_9'; it has 6 (run_000001 … run_000006)"
+                f"Session 'demo' has no model call 'run_9'; it has 6 ({ids.call(1)} … {ids.call(6)})"
             )
-            assert error(client, "/call?s=demo&id=run_000005&provider=x", 400).startswith(
+            assert error(client, f"/call?s=demo&id={ids.call(5)}&provider=x", 400).startswith(
                 "Unknown provider 'x'"
             )
 
@@ -265,14 +273,17 @@ class TestChartsVerifyExport:
         assert latency.count('<a href="/session?s=demo&amp;at=') == turns
         assert "No cost recorded in this session" in shown.text("chart-cost")
         assert shown.html.count("<polygon") >= 3  # delivered, processed, interrupted …
-        assert shown.text("turns").count("turn_0000") == turns
+        table = shown.text("turns")
+        assert all(turn.id in table for turn in recorded.demo.state.turn_list())
+        assert table.count(" processed ") + table.count(" interrupted ") == turns
 
     def test_verify_replays_and_reports_each_check(self, recorded: Recorded) -> None:
         """Verify runs amber replay --verify's checks."""
         with web(recorded.db) as (client, _):
             shown = page(client, "/verify?s=demo")
         assert shown.text("verdict").startswith("Verified")
-        assert "✓ snapshot" in shown.text("checks") and "✓ summary" in shown.text("checks")
+        assert "✓ snapshot" in shown.text("checks")
+        assert "✓ summary" in shown.text("checks")
 
     def test_verify_reports_a_divergence(self, recorded: Recorded, tmp_path: Path) -> None:
         """A summary row that does not match the log fails the check, as on the command line."""
@@ -302,14 +313,17 @@ class TestFork:
         db = recorded.copy(tmp_path)
         seq = recorded.demo.interrupt_seq - 1
         with web(db) as (client, _):
-            posted = client.post("/fork", data={"s": "demo", "at": str(seq), "as": "", "token": TOKEN})
+            posted = client.post(
+                "/fork", data={"s": "demo", "at": str(seq), "as": "", "token": TOKEN}
+            )
             assert posted.status_code == 303
             assert posted.headers["location"] == f"/session?s=demo-fork-{seq}&note=forked"
             shown = page(client, posted.headers["location"])
         assert f"forked from demo at seq {seq}" in shown.html
-        assert "It was taken mid-turn: turn_000003 is still active" in shown.text("note")
+        turn = Ids(recorded.demo.state).turn(3)
+        assert f"It was taken mid-turn: {turn} is still active" in shown.text("note")
         with SQLiteStore(db) as store:
-            assert store.load_state(f"demo-fork-{seq}").active_turn_id == "turn_000003"
+            assert store.load_state(f"demo-fork-{seq}").active_turn_id == turn
 
     def test_fork_conflicts_and_bad_seqs_write_nothing(
         self, recorded: Recorded, tmp_path: Path
@@ -389,18 +403,17 @@ class TestFork:
 
 
 class TestGuardsAndReads:
-    def test_every_page_reads_and_writes_nothing(
-        self, recorded: Recorded, tmp_path: Path
-    ) -> None:
+    def test_every_page_reads_and_writes_nothing(self, recorded: Recorded, tmp_path: Path) -> None:
         """Every GET page leaves the store's sessions and logs as they were."""
         db = recorded.copy(tmp_path)
         before = snapshot(db)
+        ids = Ids(recorded.demo.state)
         with web(db) as (client, _):
             for path in (
                 "/",
                 "/session?s=demo&at=12&view=anthropic",
-                "/message?s=demo&id=msg_000001",
-                "/call?s=demo&id=run_000001",
+                f"/message?s=demo&id={ids.msg(1)}",
+                f"/call?s=demo&id={ids.call(1)}",
                 "/charts?s=demo",
                 "/verify?s=demo",
                 "/export?s=demo",
@@ -440,9 +453,13 @@ class TestGuardsAndReads:
             response = client.get("/")
             assert "default-src 'self'" in response.headers["content-security-policy"]
             assert response.headers["x-frame-options"] == "DENY"
-            assert "http" not in re.sub(r'href="/[^"]*"|src="/[^"]*"', "", response.text).split(
-                "<body>"
-            )[0]
+            assert (
+                "http"
+                not in re.sub(r'href="/[^"]*"|src="/[^"]*"', "", response.text).split("<body>")[0]
+            )
             for asset in ("/static/amber.css", "/static/amber.js", "/static/amber.svg"):
                 assert client.get(asset).status_code == 200
-            assert error(client, "/nowhere", 404) == "No page at '/nowhere'; the sessions list is at /."
+            assert (
+                error(client, "/nowhere", 404)
+                == "No page at '/nowhere'; the sessions list is at /."
+            )

@@ -20,13 +20,13 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_support import Recorded, recorded
+from web_support import AMBER, Ids
 
 __all__ = ["recorded"]
 
@@ -73,8 +73,7 @@ def served(recorded: Recorded, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """``amber web`` on a copy of the demo's store, on a free port: its address and store."""
     db = recorded.copy(tmp_path)
     with subprocess.Popen(
-        [sys.executable, "-c", "from actors._cli import main; raise SystemExit(main())",
-         "web", "--db", str(db), "--port", "0"],  # fmt: skip
+        [*AMBER, "web", "--db", str(db), "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -96,6 +95,7 @@ def test_travel_to_the_interrupt_open_a_call_and_fork(
     """The issue's walk: step to the interrupt, see the diff, open a call, fork, find the fork."""
     base, db = served
     interrupt = recorded.demo.interrupt_seq
+    ids = Ids(recorded.demo.state)
     context = browser.new_context(viewport={"width": 1500, "height": 950})
     page = context.new_page()
     problems: list[str] = []
@@ -103,9 +103,11 @@ def test_travel_to_the_interrupt_open_a_call_and_fork(
     page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
     page.on(
         "console",
-        lambda message: problems.append(f"console {message.type}: {message.text}")
-        if message.type in ("error", "warning")
-        else None,
+        lambda message: (
+            problems.append(f"console {message.type}: {message.text}")
+            if message.type in ("error", "warning")
+            else None
+        ),
     )
 
     def only_local(route: Any) -> None:
@@ -129,8 +131,8 @@ def test_travel_to_the_interrupt_open_a_call_and_fork(
         page.wait_for_load_state()
         assert int(page.text_content("#seq") or 0) >= interrupt, "went past the interrupt"
     changes = page.text_content("#changes") or ""
-    assert "msg_000011 status: processing → interrupted" in changes
-    assert "turn_000003 turn: active → interrupted" in changes
+    assert f"{ids.msg(11)} status: processing → interrupted" in changes
+    assert f"{ids.turn(3)} turn: active → interrupted" in changes
     assert page.locator("#timeline tr.sel").get_attribute("id") == f"seq-{interrupt}"
     page.screenshot(path=str(ARTIFACTS / "web-interrupt.png"))
 
@@ -156,7 +158,7 @@ def test_travel_to_the_interrupt_open_a_call_and_fork(
 
     # A model call: its response and its request, rebuilt.
     page.goto(f"{base}/session?s=demo&at={interrupt - 1}")
-    page.click("#side >> text=run_000005")
+    page.click(f"#side >> text={ids.call(5)}")
     assert "write_report" in (page.text_content("#response") or "")
     assert "rebuilt" in (page.text_content("#rebuilt") or "")
     page.screenshot(path=str(ARTIFACTS / "web-model-call.png"))
@@ -180,7 +182,7 @@ def test_travel_to_the_interrupt_open_a_call_and_fork(
     from runtime.store import SQLiteStore
 
     with SQLiteStore(db) as store:
-        assert store.load_state("demo-retry").active_turn_id == "turn_000003"
+        assert store.load_state("demo-retry").active_turn_id == ids.turn(3)
 
 
 def test_chromium_is_debians(browser: Any) -> None:

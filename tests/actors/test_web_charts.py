@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from web_support import Page  # noqa: F401  (skips without the web extra)
 from web_session import agent_session
+from web_support import Page  # noqa: F401  (skips without the web extra)
 
 from actors._web._charts import Bar, Series, area_chart, bar_chart, nice_ticks
 from actors._web._stats import call_cost, session_totals, status_series, turn_stats
-from runtime import ModelCallFinished, ModelCallStarted, MessageAdded, replay
+from runtime import MessageAdded, ModelCallFinished, ModelCallStarted, replay
 
 
 @pytest.fixture(scope="module")
@@ -52,12 +52,14 @@ class TestStats:
             assert s.other_ms >= 0
         totals = session_totals(long_timeline.head)
         assert totals.tokens_in == sum(i for i, _ in tokens.values())
-        assert totals.turns == len(stats) and totals.cost is None
+        assert totals.turns == len(stats)
+        assert totals.cost is None
 
     def test_statuses_over_seqs_are_the_states_counts(self, long_timeline: Any) -> None:
         """Each sample is the state's status counts; the first and last seqs are sampled."""
         series = status_series(long_timeline, points=50)
-        assert series.seqs[0] == 0 and series.seqs[-1] == long_timeline.last_seq
+        assert series.seqs[0] == 0
+        assert series.seqs[-1] == long_timeline.last_seq
         assert len(series.seqs) <= 50
         for i, seq in enumerate(series.seqs):
             counts = long_timeline.at(seq).status_counts()
@@ -74,9 +76,10 @@ class TestStats:
 class TestCharts:
     @given(st.floats(min_value=1e-6, max_value=1e12, allow_nan=False))
     def test_ticks_cover_the_top_in_round_steps(self, top: float) -> None:
-        """Ticks start at 0, rise by one round step (1, 2 or 5 × 10^k) and reach the top."""
+        """Ticks start at 0, rise by one round step (1, 2 or 5 times a power of ten) and reach the top."""
         ticks = nice_ticks(top)
-        assert ticks[0] == 0 and ticks[-1] >= top
+        assert ticks[0] == 0
+        assert ticks[-1] >= top
         step = ticks[1]
         mantissa = step / 10 ** math.floor(math.log10(step))
         assert any(math.isclose(mantissa, m, rel_tol=1e-9) for m in (1, 2, 5, 10))
@@ -92,22 +95,30 @@ class TestCharts:
         series = [Series(name="model", css="s-model"), Series(name="tools", css="s-tool")]
         bars = [
             Bar(label="<t1>", values=(3.0, 1.0), href="/session?s=a&at=1"),
-            Bar(label="t2", values=(0.0, 2.0), href="/session?s=a&at=5", note="x\"y"),
+            Bar(label="t2", values=(0.0, 2.0), href="/session?s=a&at=5", note='x"y'),
         ]
         svg = str(bar_chart(bars, series, fmt=lambda v: f"{v:g} ms", title="<Latency>"))
-        assert svg.count("<a href=") == 2 and "/session?s=a&amp;at=5" in svg
-        assert svg.count('class="s-model"') == 1 and svg.count('class="s-tool"') == 2
-        assert "<t1>" not in svg and "&lt;t1&gt;" in svg and "&lt;Latency&gt;" in svg
+        assert svg.count("<a href=") == 2
+        assert "/session?s=a&amp;at=5" in svg
+        assert svg.count('class="s-model"') == 1
+        assert svg.count('class="s-tool"') == 2
+        assert "<t1>" not in svg
+        assert "&lt;t1&gt;" in svg
+        assert "&lt;Latency&gt;" in svg
 
     def test_areas_have_a_column_per_seq(self) -> None:
         """An area chart has one polygon per series and one linked column per sampled seq."""
         svg = str(
             area_chart(
                 [0, 5, 10],
-                [(Series(name="a", css="st-a"), [0, 1, 2]), (Series(name="b", css="st-b"), [1, 1, 0])],
+                [
+                    (Series(name="a", css="st-a"), [0, 1, 2]),
+                    (Series(name="b", css="st-b"), [1, 1, 0]),
+                ],
                 href=lambda seq: f"/session?s=x&at={seq}",
                 title="statuses",
                 tip=lambda i: f"sample {i}",
             )
         )
-        assert svg.count("<polygon") == 2 and svg.count("<a href=") == 3
+        assert svg.count("<polygon") == 2
+        assert svg.count("<a href=") == 3

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from web_support import web
 from web_session import agent_session
+from web_support import web
 
 from actors._cli._app import CliError, ExitCode
 from actors._web import Source
@@ -53,10 +53,12 @@ class TestLoading:
         source = memory_source(store)
         first = source.timeline("s", need=-2)
         assert first.timeline.first_seq == store.session("s").snapshot_seq > 0
-        assert first.loading and not first.complete
+        assert first.loading
+        assert not first.complete
         assert source.wait_loaded(timeout=30)
         later = source.timeline("s", need=-2)
-        assert later.complete and not later.loading
+        assert later.complete
+        assert not later.loading
         assert later.timeline == store.load_timeline("s")
 
     def test_a_snapshot_at_the_head_loads_everything(self) -> None:
@@ -85,7 +87,8 @@ class TestLoading:
         before = source.timeline("s").timeline
         grow(store, 90)
         after = source.timeline("s").timeline
-        assert after.last_seq == 90 and after.base is before.base
+        assert after.last_seq == 90
+        assert after.base is before.base
         assert after == store.load_timeline("s")
 
     def test_a_partial_timeline_that_moved_on_is_caught_up(self) -> None:
@@ -112,7 +115,8 @@ class TestLoading:
         with SQLiteStore(db) as store:
             store.append(shifted)
         again = source.timeline("s").timeline
-        assert again.last_seq == len(other) and again.head.updated_at == shifted[-1].at
+        assert again.last_seq == len(other)
+        assert again.head.updated_at == shifted[-1].at
 
     def test_least_recently_used_timelines_leave_first(self) -> None:
         """Past the budget, the least recently used complete timeline is dropped."""
@@ -183,7 +187,11 @@ class SourceMachine(RuleBasedStateMachine):
         timeline = loaded.timeline
         assert timeline.last_seq == fresh.last_seq
         assert timeline.first_seq <= min(wanted, fresh.last_seq)
-        for seq in {timeline.first_seq, (timeline.first_seq + timeline.last_seq) // 2, fresh.last_seq}:
+        for seq in {
+            timeline.first_seq,
+            (timeline.first_seq + timeline.last_seq) // 2,
+            fresh.last_seq,
+        }:
             assert timeline.at(seq) == fresh.at(seq)
 
     @precondition(lambda self: True)

@@ -17,15 +17,18 @@ import pytest
 pytest.importorskip("starlette", reason="amber web needs the web extra: pip install 'amber[web]'")
 pytest.importorskip("httpx", reason="Starlette's test client needs httpx")
 
-from starlette.testclient import TestClient  # noqa: E402
+from starlette.testclient import TestClient
 
-from actors._web import Source, create_app  # noqa: E402
-from runtime.store import SQLiteStore  # noqa: E402
+from actors._web import Source, create_app
+from runtime import SessionState
+from runtime.store import SQLiteStore
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 if str(BENCHMARKS) not in sys.path:
     sys.path.insert(0, str(BENCHMARKS))
 
+AMBER = [sys.executable, "-c", "from actors._cli import main; raise SystemExit(main())"]
+"""The amber command, run by this interpreter (in a subprocess)."""
 TOKEN = "test-token"
 """The fork form's token in every test app."""
 
@@ -118,3 +121,22 @@ def snapshot(db: Path) -> tuple[object, ...]:
     with SQLiteStore(db) as store:
         infos = store.list_sessions()
         return tuple((info, store.export_session(info.session_id)) for info in infos)
+
+
+@attrs.frozen
+class Ids:
+    """The demo's ids by position: its runtime derives them from the session and the seq."""
+
+    state: SessionState
+
+    def msg(self, n: int) -> str:
+        """The id of the n-th message (1-based, in the order they were added)."""
+        return self.state.messages[n - 1].id
+
+    def call(self, n: int) -> str:
+        """The operation id of model call #n."""
+        return self.state.model_calls()[n - 1].operation_id
+
+    def turn(self, n: int) -> str:
+        """The id of the n-th turn."""
+        return self.state.turn_list()[n - 1].id
