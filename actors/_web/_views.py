@@ -82,10 +82,16 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
     start = parse_index(one(q, "from"), name="from")
     offset = parse_index(one(q, "msgs"), name="msgs")
     show_all = one(q, "all") == "1"
-    need = 0 if kinds else max(0, at - 1) if at >= 0 else at - 1
-    if start is not None:
-        need = min(need, start - 1) if need >= 0 else 0
-    loaded = source.timeline(session_id, need=max(0, need) if need >= 0 else need)
+    # The states the page needs: from the one before the chosen seq (for the diff) on.
+    if kinds:
+        need = 0  # the filter reads every event
+    elif at >= 0:
+        need = max(0, at - 1)
+    else:
+        need = at - 1  # counted back from the head, as Source.timeline reads it
+    if start is not None:  # a page of earlier rows
+        need = max(0, min(need, start - 1)) if need >= 0 else 0
+    loaded = source.timeline(session_id, need=need)
     timeline = loaded.timeline
     seq = resolve(at, timeline.last_seq, session_id)
     if seq - 1 < timeline.first_seq and seq > 0:  # a relative seq below what was loaded

@@ -12,6 +12,7 @@ import json
 import re
 import sqlite3
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 import pytest
@@ -34,6 +35,15 @@ def page(client: object, path: str, status: int = 200) -> Page:
 def error(client: object, path: str, status: int) -> str:
     """The error message of the error page ``path`` answers with."""
     return page(client, path, status).text("error")
+
+
+def linked(shown: Page, path: str, **params: str) -> bool:
+    """True if the page links to ``path`` with exactly these query parameters."""
+    for link in shown.links:
+        parts = urlsplit(link)
+        if parts.path == path and dict(parse_qsl(parts.query)) == params:
+            return True
+    return False
 
 
 def cli_error(*args: object) -> str:
@@ -463,3 +473,45 @@ class TestGuardsAndReads:
                 error(client, "/nowhere", 404)
                 == "No page at '/nowhere'; the sessions list is at /."
             )
+
+
+@pytest.fixture(scope="module")
+def long_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 560-event session, its last snapshot at seq 500 and 60 events after it."""
+    from web_session import agent_session
+
+    db = tmp_path_factory.mktemp("long") / "long.db"
+    events = agent_session(600, "long")
+    with SQLiteStore(db) as store:
+        store.append(events[:500])  # a snapshot at 500
+        store.append(events[500:560])
+        assert store.session("long").snapshot_seq == 500
+    return db
+
+
+class TestLongSessions:
+    def test_the_first_screen_comes_from_the_snapshot(self, long_db: Path) -> None:
+        """The first request is answered from the snapshot on, and says the rest is loading."""
+        with web(long_db) as (client, source):
+            first = page(client, "/session?s=long")
+            assert first.has("loading")
+            assert "earlier rows still loading" in first.text("timeline")
+            assert not first.has("seq-400")
+            assert source.wait_loaded(timeout=60)
+            later = page(client, "/session?s=long")
+            assert not later.has("loading")
+            older = page(client, "/session?s=long&at=42")
+            assert older.attrs["seq-42"]["class"] == "sel"
+
+    def test_pages_of_rows_and_messages(self, long_db: Path) -> None:
+        """from= pages the timeline, msgs= the messages; each page has links to the next."""
+        with web(long_db) as (client, _):
+            rows = page(client, "/session?s=long&at=300&from=100")
+            assert rows.has("seq-100")
+            assert rows.has("seq-140")
+            assert not rows.has("seq-141")
+            assert linked(rows, "/session", s="long", at="300", **{"from": "141"})
+            messages = page(client, "/session?s=long&at=300&msgs=40")
+            assert "41\u201380 of 100" in messages.text("state")
+            assert linked(messages, "/session", s="long", at="300", msgs="0")
+            assert linked(messages, "/session", s="long", at="300", msgs="80")
