@@ -237,7 +237,10 @@ class TestMessageAndCall:
         assert "1267650600228229401496703205376" in shown.raw("content")
         assert "run_shell_command" in shown.text("fields")
         assert '"duration_ms"' in shown.raw("metadata")
-        assert shown.text("touched").replace(" ", "") == "seq9message_addedseq10status_changed"
+        listed = amber("timeline", "demo", "--message", result, "--db", recorded.db).output
+        seqs = [line.split()[0] for line in listed.splitlines()[1:]]
+        assert re.findall(r"seq (\d+)", shown.text("touched")) == seqs
+        assert len(seqs) == 2  # added, then delivered
 
     def test_a_message_before_it_exists(self, recorded: Recorded) -> None:
         """Asking for a message at a seq before it was added says where it is added."""
