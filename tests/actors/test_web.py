@@ -122,7 +122,8 @@ class TestSession:
         question = Ids(recorded.demo.state).msg(11)
         assert f"~ {question} status: processing → interrupted" in shown.text("changes")
         rows = shown.text("messages")
-        assert f"~ 31 {question} user question interrupted" in rows  # marked as changed
+        added = recorded.demo.state.message(question).event_seq
+        assert f"~ {added} {question} user question interrupted" in rows  # marked as changed
 
     def test_the_empty_state_and_negative_seqs(self, recorded: Recorded) -> None:
         """at=0 is the empty state; at=-2 the state before the head; head the head."""
@@ -152,7 +153,8 @@ class TestSession:
             history = page(client, f"/session?s=demo&at={seq}&view=history").text("side")
             assert "session_history: 14 messages, phased" in history
             calls = page(client, f"/session?s=demo&at={seq}").text("side")
-            assert f"{Ids(recorded.demo.state).call(5)} completed 33→34" in calls
+            row = recorded.demo.state.model_calls()[4]
+            assert f"{row.operation_id} completed {row.started_seq}→{row.ended_seq}" in calls
 
     def test_filter_by_kind(self, recorded: Recorded) -> None:
         """kind= keeps only those events; the filter shows how many of each kind there are."""
@@ -213,10 +215,12 @@ class TestSession:
             moved = client.get("/jump?s=demo&from=3&to=next-error&view=clean")
             assert moved.status_code == 303
             assert moved.headers["location"] == f"/session?s=demo&at={tool_error}&view=clean"
-            back = client.get("/jump?s=demo&from=20&to=prev-turn")
-            assert back.headers["location"] == "/session?s=demo&at=17"
-            ahead = client.get("/jump?s=demo&from=17&to=next-turn")
-            assert ahead.headers["location"] == "/session?s=demo&at=29"
+            second = recorded.demo.state.turn_list()[1]
+            start, end = second.started_seq, second.ended_seq
+            back = client.get(f"/jump?s=demo&from={start + 3}&to=prev-turn")
+            assert back.headers["location"] == f"/session?s=demo&at={start}"
+            ahead = client.get(f"/jump?s=demo&from={start}&to=next-turn")
+            assert ahead.headers["location"] == f"/session?s=demo&at={end}"
             last = recorded.demo.events
             none = client.get(f"/jump?s=demo&from={last}&to=next-turn")
             assert none.headers["location"] == f"/session?s=demo&at={last}&note=no-turn"
@@ -246,10 +250,11 @@ class TestMessageAndCall:
         """Asking for a message at a seq before it was added says where it is added."""
         with web(recorded.db) as (client, _):
             late = Ids(recorded.demo.state).msg(14)
+            added = recorded.demo.state.message(late).event_seq
             message = error(client, f"/message?s=demo&id={late}&at=10", 404)
             assert message == (
-                f"Session 'demo' has no message '{late}' at seq 10; it is added at seq 39; "
-                "pass at=39 or later."
+                f"Session 'demo' has no message '{late}' at seq 10; it is added at seq {added}; "
+                f"pass at={added} or later."
             )
             assert error(client, "/message?s=demo&id=nope", 404).endswith(
                 "the session page lists its messages."
