@@ -10,13 +10,17 @@ delivery. Everything a session does is an event in ``runtime``'s pure core.
 from runtime import ERROR_TYPES as ERROR_TYPES
 from runtime import AssembledCall as AssembledCall
 from runtime import Chunk as Chunk
+from runtime import Delay as Delay
 from runtime import Delta as Delta
 from runtime import DeltaKind as DeltaKind
+from runtime import Fail as Fail
+from runtime import Hang as Hang
 from runtime import MessageFinish as MessageFinish
 from runtime import MessageStart as MessageStart
 from runtime import ModelRequest as ModelRequest
 from runtime import ModelResponse as ModelResponse
 from runtime import ReasoningDelta as ReasoningDelta
+from runtime import Response as Response
 from runtime import StreamAssembler as StreamAssembler
 from runtime import StreamError as StreamError
 from runtime import TextDelta as TextDelta
@@ -25,6 +29,12 @@ from runtime import ToolOutcome as ToolOutcome
 from runtime import ToolSpec as ToolSpec
 from runtime import Update as Update
 from runtime import awaits_delivery as awaits_delivery
+from runtime import call as call
+from runtime import calls as calls
+from runtime import empty as empty
+from runtime import error as error
+from runtime import hang as hang
+from runtime import reply as reply
 
 from ._adapter import Adapter as Adapter
 from ._adapter import DeliverySink as DeliverySink
@@ -57,15 +67,7 @@ from ._platform import PlatformError as PlatformError
 from ._platform import PlatformMessage as PlatformMessage
 from ._router import Router as Router
 from ._runtime import Runtime as Runtime
-from ._scripted import Delay as Delay
-from ._scripted import Fail as Fail
-from ._scripted import Response as Response
 from ._scripted import ScriptedModel as ScriptedModel
-from ._scripted import call as call
-from ._scripted import calls as calls
-from ._scripted import empty as empty
-from ._scripted import error as error
-from ._scripted import reply as reply
 from ._session import SessionActor as SessionActor
 from ._settings import Settings as Settings
 from ._shell import shell_tool as shell_tool
@@ -94,6 +96,7 @@ __all__ = [
     "Fail",
     "FakePlatform",
     "Gateway",
+    "Hang",
     "IdleTimeout",
     "InvalidConfig",
     "InvalidTool",
@@ -137,6 +140,7 @@ __all__ = [
     "empty",
     "error",
     "format_turn_metrics",
+    "hang",
     "reply",
     "shell_tool",
     "split_text",

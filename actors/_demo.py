@@ -31,12 +31,12 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.text import Text
 
-from runtime import Delta, SessionState, Status, TurnEnded, TurnOutcome, Update
+from runtime import Delta, SessionState, Status, TurnEnded, TurnOutcome, Update, call, reply
 from runtime.store import SQLiteStore
 
 from ._cli_adapter import CliAdapter
 from ._runtime import Runtime
-from ._scripted import ScriptedModel, call, reply
+from ._scripted import ScriptedModel
 from ._settings import Settings
 from ._shell import shell_tool
 from ._tools import Tool, tool

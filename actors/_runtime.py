@@ -36,7 +36,6 @@ from runtime import (
     UnknownSession,
     Update,
     UserInput,
-    category_of,
     new_message,
 )
 from runtime.store import MemoryStore, SessionInfo, SQLiteStore, Store
@@ -148,8 +147,8 @@ class Runtime:
     def start(self) -> Self:
         """Start the store thread, the effects loop, tool actors and adapters.
 
-        Sessions that have input waiting (or a turn left running by a stopped
-        runtime) are loaded and resumed.
+        Sessions that have input waiting, a turn left running by a stopped
+        runtime, or output not yet delivered are loaded and resumed.
 
         Raises:
             AlreadyStarted: the runtime was started before.
@@ -206,7 +205,7 @@ class Runtime:
             with self._lock:
                 self._state = "running"
             for info in self._call_store(lambda s: s.list_sessions()):
-                if info.active_turn_id is not None or info.counts.get(Status.PENDING_AGENT):
+                if info.needs_runner:
                     self.router.load(info.session_id)
         except BaseException:
             self.stop()
@@ -292,7 +291,7 @@ class Runtime:
             created_at=self.clock(),
             limits=self.settings.input_limits,
         )
-        return self._route_input(session_id, _draft(message))
+        return self._route_input(session_id, Draft.of(message))
 
     def post(self, session_id: str, category: Category, content: str, **fields: Any) -> Message:
         """Post a cron prompt, compaction request or background alert (starts a turn),
@@ -320,7 +319,7 @@ class Runtime:
             )
         except (InvalidMessage, TypeError, ValueError) as exc:
             raise InvalidInput(f"post() cannot make a {category.label} of that: {exc}") from None
-        draft = _draft(message)
+        draft = Draft.of(message)
         if category is Category.NOTIFICATION:
             added: Message = self.router.call(
                 session_id, lambda p: p.add_output(draft), timeout=self.settings.ask_timeout
@@ -447,21 +446,6 @@ class Runtime:
             session_id, lambda p: p.add_input(draft), timeout=self.settings.ask_timeout
         )
         return added
-
-
-def _draft(message: Message) -> Draft:
-    """The draft of a message that was built only to check it (the machine gives the id)."""
-    metadata = {k: v for k, v in message.metadata.items() if k != category_of(message).spec.flag}
-    return Draft(
-        category=category_of(message),
-        content=message.content,
-        sender=message.sender,
-        chatbot_id=message.chatbot_id,
-        channel_id=message.channel_id,
-        attachments=message.attachments,
-        browser_elements=message.browser_elements,
-        metadata=metadata,
-    )
 
 
 def _stop(ref: pykka.ActorRef[Any], timeout: float) -> None:

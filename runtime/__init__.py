@@ -127,6 +127,18 @@ from ._providers import to_gemini as to_gemini
 from ._providers import to_openai as to_openai
 from ._reducer import INTERRUPTED_MARK as INTERRUPTED_MARK
 from ._reducer import apply as apply
+from ._script import Delay as Delay
+from ._script import Fail as Fail
+from ._script import Hang as Hang
+from ._script import Response as Response
+from ._script import Script as Script
+from ._script import ScriptStep as ScriptStep
+from ._script import call as call
+from ._script import calls as calls
+from ._script import empty as empty
+from ._script import error as error
+from ._script import hang as hang
+from ._script import reply as reply
 from ._segments import Segment as Segment
 from ._segments import SegmentKind as SegmentKind
 from ._segments import ToolState as ToolState
@@ -212,6 +224,7 @@ __all__ = [
     "CorruptRow",
     "Decision",
     "DecodeError",
+    "Delay",
     "Delivered",
     "Delta",
     "DeltaKind",
@@ -220,9 +233,11 @@ __all__ = [
     "DuplicateMessage",
     "Event",
     "EventRejected",
+    "Fail",
     "FieldChange",
     "ForeignEvent",
     "FrozenJSON",
+    "Hang",
     "IllegalTransition",
     "ImagePart",
     "Input",
@@ -256,6 +271,7 @@ __all__ = [
     "ReasoningDelta",
     "ReasoningPart",
     "ReplayMismatch",
+    "Response",
     "Resume",
     "ResumeSoon",
     "Role",
@@ -263,6 +279,8 @@ __all__ = [
     "RunTool",
     "RunnerFailed",
     "SchemaVersionError",
+    "Script",
+    "ScriptStep",
     "Segment",
     "SegmentKind",
     "SeqConflict",
@@ -321,18 +339,24 @@ __all__ = [
     "apply",
     "approx_tokens",
     "awaits_delivery",
+    "call",
+    "calls",
     "category_of",
     "channel_rule",
     "check_transition",
     "clean_history",
     "diff",
+    "empty",
+    "error",
     "freeze",
     "from_data",
     "from_json",
+    "hang",
     "is_terminal",
     "model_calls",
     "new_message",
     "replay",
+    "reply",
     "session_history",
     "step",
     "thaw",

@@ -17,8 +17,8 @@ import attrs
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
-from ._category import Category
-from ._message import Attachment, BrowserElement, Status
+from ._category import Category, category_of
+from ._message import Attachment, BrowserElement, Message, Status
 from ._outcome import ToolOutcome
 from ._stream import Chunk
 
@@ -69,6 +69,23 @@ class Draft:
     """Selected page elements."""
     metadata: Mapping[str, Any] = attrs.field(factory=dict)
     """Extras, JSON-like (frozen when the message is built)."""
+
+    @classmethod
+    def of(cls, message: Message) -> Draft:
+        """The draft of ``message`` (one built only to check the input: the machine gives
+        the real one its id, seq and time)."""
+        category = category_of(message)
+        flag = category.spec.flag
+        return cls(
+            category=category,
+            content=message.content,
+            sender=message.sender,
+            chatbot_id=message.chatbot_id,
+            channel_id=message.channel_id,
+            attachments=message.attachments,
+            browser_elements=message.browser_elements,
+            metadata={k: v for k, v in message.metadata.items() if k != flag},
+        )
 
 
 @attrs.frozen(kw_only=True)

@@ -133,5 +133,6 @@ class SessionMachine:
 
     @property
     def is_idle(self) -> bool:
-        """True when no turn runs and no input waits."""
-        return self.run is None and not self.state.queued
+        """True when no turn runs or waits to be recovered, and no input waits."""
+        state = self.state
+        return self.run is None and not state.queued and state.active_turn is None

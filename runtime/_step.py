@@ -98,18 +98,20 @@ class Step:
     def decision(self) -> Decision:
         """The decision: arm the idle timer if the session just went idle, then freeze."""
         settings = self.settings
-        idle = self.run is None and not self.state.queued
+        state = self.state
+        idle = self.run is None and not state.queued and state.active_turn is None
         if not idle:
             self.idle_armed = None
         elif settings.passivate_after is not None and self.idle_armed != self.state.seq:
             # Armed once per idle seq (and again after it fired): re-arming on every
-            # input would let two timers replace each other forever.
-            self.idle_armed = self.state.seq
+            # input would let two timers replace each other forever. A turn a dead
+            # runner left is not idle: its recovery timer must not be passivated away.
+            self.idle_armed = state.seq
             self.commands.append(SetTimer(name=IDLE_TIMER, seconds=settings.passivate_after))
         return Decision(
             events=tuple(self.events),
             commands=tuple(self.commands),
-            machine=SessionMachine(state=self.state, run=self.run, idle_armed=self.idle_armed),
+            machine=SessionMachine(state=state, run=self.run, idle_armed=self.idle_armed),
         )
 
     # -- ids ----------------------------------------------------------------------------

@@ -54,9 +54,13 @@ def model_timer(run_id: str) -> str:
 
 
 def maybe_start_turn(s: Step) -> None:
-    """Start a turn that claims every waiting input, if none runs; then call the model."""
+    """Start a turn that claims every waiting input, if none runs; then call the model.
+
+    A turn a dead runner left active blocks new turns until it is recovered
+    (its input and the new one are then claimed together).
+    """
     state = s.state
-    if s.run is not None or not state.queued:
+    if s.run is not None or state.active_turn is not None or not state.queued:
         return
     turn_id = s.turn_id()
     s.emit(TurnStarted, turn_id=turn_id)

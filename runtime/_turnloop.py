@@ -136,7 +136,7 @@ def _timer_fired(s: Step, input: TimerFired) -> None:
     name = input.name
     if name == IDLE_TIMER:
         s.idle_armed = None
-        if s.run is None and not s.state.queued:
+        if s.run is None and not s.state.queued and s.state.active_turn is None:
             # Refused if anything happens first (the seq moves); the timer is then armed
             # again by this decision, in case the shell could not passivate.
             s.command(Passivate(seq=s.state.seq))

@@ -17,6 +17,7 @@ import itertools
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, NoReturn, cast
@@ -44,10 +45,18 @@ from runtime import (
 from runtime.store import SQLiteStore, Store
 from runtime.testing import (
     FINAL_INPUT_STATUSES,
+    PLAN_KEY,
+    DeliveryLedger,
     InvariantViolation,
+    RestartableMemoryStore,
     TimelineChecker,
+    TurnPlan,
     check_provider_views,
     check_settled,
+    failure_path,
+    inspect_commands,
+    save_sessions,
+    turn_plans,
 )
 
 from .._channels import LiveChannelAdapter, SilentChannelAdapter
@@ -56,10 +65,8 @@ from .._platform import FakePlatform
 from .._settings import Settings
 from .._tools import Tool, tool
 from ._instrument import CallLedger, InstrumentedTool, ModelFault, ObservedModel, ToolFault
-from ._observe import DeliveryLedger, ObservedRuntime
-from ._plans import PLAN_KEY, PlannedModel, TurnPlan
-from ._store import RestartableMemoryStore, failure_path, inspect_commands, save_sessions
-from ._strategies import turn_plans
+from ._observe import ObservedRuntime
+from ._plans import PlannedModel
 
 __all__ = ["LifecycleMachine", "lifecycle_machine"]
 
@@ -232,7 +239,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         super().__init__()
         self.calls = CallLedger()
         """Every tool and model call of the example."""
-        self.deliveries = DeliveryLedger()
+        self.deliveries = DeliveryLedger(lock=threading.Lock())
         """Every announcement and delivery report."""
         self._tools = {
             t.name: InstrumentedTool.wrap(t, self.calls, slow_seconds=self.slow_seconds)

@@ -82,7 +82,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def _save(runtime: Any, test_name: str) -> list[str]:
-    from ._store import failure_path, inspect_commands, save_sessions
+    from runtime.testing import failure_path, inspect_commands, save_sessions
 
     if not runtime.running:
         return []

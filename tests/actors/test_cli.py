@@ -221,7 +221,10 @@ class TestTimeline:
         assert "turn_5be1ef79_000002 starts, claims msg_5be1ef79_000001" in events[1]
         interrupt = events[recorded.demo.interrupt_seq - 1]
         assert "turn_ended" in interrupt
-        assert "turn_5be1ef79_000032 ends interrupted (interrupted by msg_5be1ef79_000039)" in interrupt
+        assert (
+            "turn_5be1ef79_000032 ends interrupted (interrupted by msg_5be1ef79_000039)"
+            in interrupt
+        )
         assert "1 unanswered call(s) interrupted" in interrupt
 
     def test_filters(self, recorded: Recorded) -> None:
@@ -355,7 +358,9 @@ class TestShow:
         assert "exception" in out
         assert "ConnectionError: weather service unreachable for 'Tokyo'" in out
         data = json.loads(
-            amber("show", "demo", "--message", "msg_5be1ef79_000024", "--json", "--db", recorded.db).output
+            amber(
+                "show", "demo", "--message", "msg_5be1ef79_000024", "--json", "--db", recorded.db
+            ).output
         )
         assert data["is_error"] is True
         assert data["error_type"] == "exception"

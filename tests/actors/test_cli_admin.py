@@ -48,7 +48,9 @@ class TestFork:
         later = amber("diff", "demo", "--other", "f", "--json", "--db", db, "--", "-1", "-1")
         data = json.loads(later.output)
         assert data["other_session_id"] == "f"
-        assert [m["id"] for m in data["removed"]] == ["msg_5be1ef79_000044"]  # the reply the fork lacks
+        assert [m["id"] for m in data["removed"]] == [
+            "msg_5be1ef79_000044"
+        ]  # the reply the fork lacks
         assert data["model_calls"] == []
 
     def test_ids_are_free_and_explicit_ids_conflict(
@@ -285,8 +287,9 @@ class TestRecover:
     def test_dry_run_then_recover(self, orphan: Path) -> None:
         """--dry-run lists without writing; then the inputs go back to pending_agent."""
         dry = amber("recover", "--older-than", "0", "--dry-run", "--db", orphan)
-        assert "Would recover orphan: turn_5be1ef79_000032 (seq 2); its inputs would be pending again." in (
-            dry.output
+        assert (
+            "Would recover orphan: turn_5be1ef79_000032 (seq 2); its inputs would be pending again."
+            in (dry.output)
         )
         with SQLiteStore(orphan) as store:
             assert store.load_state("orphan").active_turn_id == "turn_5be1ef79_000032"

@@ -83,11 +83,14 @@ class TestInspect:
         async def scenario(app: InspectApp, pilot: Pilot[None]) -> None:
             await pilot.press("down")
             assert app.seq == thought
-            assert "+ msg_5be1ef79_000005 thought responded: Python's integers are exact" in pane(app)
+            assert "+ msg_5be1ef79_000005 thought responded: Python's integers are exact" in pane(
+                app
+            )
             await pilot.press(*["j"] * (result - thought))
             assert app.seq == result
-            assert "+ msg_5be1ef79_000009 tool result responded: ✅ 1267650600228229401496703205376" in (
-                pane(app)
+            assert (
+                "+ msg_5be1ef79_000009 tool result responded: ✅ 1267650600228229401496703205376"
+                in (pane(app))
             )
             await pilot.press("up", "k")
             assert app.seq == result - 2

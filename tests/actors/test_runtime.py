@@ -414,15 +414,11 @@ class TestSessions:
             await trio.sleep_forever()
             return "never"
 
-        first = Runtime(
-            model=ScriptedModel([call("hang")]), tools=[hang], store=db
-        ).start()
+        first = Runtime(model=ScriptedModel([call("hang")]), tools=[hang], store=db).start()
         user = first.send("s", "please")
         started.wait()
         first.stop()
-        with Runtime(
-            model=ScriptedModel([reply("answered after restart")]), store=db
-        ) as second:
+        with Runtime(model=ScriptedModel([reply("answered after restart")]), store=db) as second:
             state = second.wait_idle("s", timeout=WAIT)
             assert state.message(user.id).status is Status.PROCESSED
             assert list(state)[-1].content == "answered after restart"
