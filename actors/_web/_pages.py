@@ -137,7 +137,9 @@ class KindIndex:
         return timeline.base is self.base and self.upto <= timeline.last_seq
 
     def extended(self, timeline: Timeline) -> KindIndex:
-        """This index with the events after ``upto`` added (in place)."""
+        """This index with the events after ``upto`` added (in place; the caller locks)."""
+        if timeline.last_seq <= self.upto:
+            return self
         events = timeline.events()
         offset = timeline.first_seq + 1
         for event in events[self.upto + 1 - offset :]:
@@ -161,10 +163,11 @@ def timeline_rows(
     last = timeline.last_seq
     seqs: Sequence[int] = range(first, last + 1)
     if kinds:
-        if index is None or not index.fits(timeline):
-            index = KindIndex.of(timeline)
-        index.extended(timeline)
-        seqs = list(heapq.merge(*(index.seqs.get(kind, []) for kind in kinds)))
+        if index is None or index.base is not timeline.base or index.upto < last:
+            index = KindIndex.of(timeline)  # the caller's does not cover this timeline
+        # Another request may have extended the index past this timeline: cut at its end.
+        lists = [index.seqs.get(kind, []) for kind in kinds]
+        seqs = list(heapq.merge(*(seq[: bisect.bisect_right(seq, last)] for seq in lists)))
     if start is None:
         middle = bisect.bisect_left(seqs, max(seq, first))
         low = max(0, min(middle - ROWS // 2, len(seqs) - ROWS))

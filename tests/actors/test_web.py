@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 import pytest
 from cli_support import Recorded, amber, recorded
-from web_support import TOKEN, Ids, Page, snapshot, web
+from web_support import TOKEN, Ids, Page, agent_session, snapshot, web
 
 from actors._cli._views import view_data
 from runtime.store import SQLiteStore
@@ -486,7 +486,6 @@ class TestGuardsAndReads:
 @pytest.fixture(scope="module")
 def long_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 560-event session, its last snapshot at seq 500 and 60 events after it."""
-    from web_session import agent_session
 
     db = tmp_path_factory.mktemp("long") / "long.db"
     events = agent_session(600, "long")

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from web_session import agent_session
-from web_support import Page  # noqa: F401  (skips without the web extra)
+from web_support import agent_session  # (skips without the web extra)
 
 from actors._web._charts import Bar, Series, area_chart, bar_chart, nice_ticks
 from actors._web._stats import call_cost, session_totals, status_series, turn_stats

@@ -12,15 +12,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from web_session import agent_session
-from web_support import web
+from web_support import agent_session, web
 
 from actors._cli._app import CliError, ExitCode
 from actors._web import Source
-from runtime import Event
+from actors._web._pages import KindIndex
+from runtime import Event, Timeline
 from runtime.store import MemoryStore, SQLiteStore, Store
 
 EVENTS = agent_session(1_200, "s")
@@ -223,3 +223,24 @@ def test_web_helper_waits_for_background_loads(tmp_path: Path) -> None:
     with web(db) as (client, source):
         assert client.get("/session?s=s").status_code == 200
     assert source.wait_loaded(timeout=0)
+
+
+class TestKindIndex:
+    @given(cuts=st.lists(st.integers(0, 300), min_size=1, max_size=6))
+    def test_extended_in_any_order_equals_built_at_once(self, cuts: list[int]) -> None:
+        """Versions of one timeline, in any order: the index follows the longest, never back."""
+        versions: dict[int, Timeline] = {}
+        line, have = Timeline.start("s"), 0
+        for n in sorted(set(cuts)):
+            line, have = line.extend(EVENTS[have:n]), n
+            versions[n] = line
+        index = KindIndex(base=line.base, upto=0)
+        for n in cuts:
+            assert index.fits(versions[n]) == (index.upto <= n)
+            index.extended(versions[n])
+        top = max(cuts)
+        assert index.upto == top
+        expected: dict[str, list[int]] = {}
+        for event in EVENTS[:top]:
+            expected.setdefault(event.kind, []).append(event.seq)
+        assert index.seqs == expected

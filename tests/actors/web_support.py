@@ -27,6 +27,10 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 if str(BENCHMARKS) not in sys.path:
     sys.path.insert(0, str(BENCHMARKS))
 
+from web_session import agent_session  # noqa: E402  (the benchmark's long session)
+
+__all__ = ["AMBER", "TOKEN", "Ids", "Page", "agent_session", "snapshot", "web"]
+
 AMBER = [sys.executable, "-c", "from actors._cli import main; raise SystemExit(main())"]
 """The amber command, run by this interpreter (in a subprocess)."""
 TOKEN = "test-token"
