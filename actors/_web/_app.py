@@ -70,7 +70,6 @@ _HEADERS = [
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
     (b"referrer-policy", b"same-origin"),  # no-referrer would make form posts Origin: null
-    (b"cache-control", b"no-store"),
 ]
 
 
@@ -85,10 +84,15 @@ class _Headers:
             await self.app(scope, receive, send)
             return
 
+        # Pages show live data: never cached. The stylesheet and script are revalidated.
+        cache = b"no-cache" if scope["path"].startswith("/static/") else b"no-store"
+
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 names = {name for name, _ in message.get("headers", [])}
-                extra = [(k, v) for k, v in _HEADERS if k not in names]
+                extra = [
+                    (k, v) for k, v in [*_HEADERS, (b"cache-control", cache)] if k not in names
+                ]
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 

@@ -475,8 +475,12 @@ class TestGuardsAndReads:
                 "http"
                 not in re.sub(r'href="/[^"]*"|src="/[^"]*"', "", response.text).split("<body>")[0]
             )
+            assert response.headers["cache-control"] == "no-store"
             for asset in ("/static/amber.css", "/static/amber.js", "/static/amber.svg"):
-                assert client.get(asset).status_code == 200
+                served = client.get(asset)
+                assert served.status_code == 200
+                assert served.headers["cache-control"] == "no-cache"
+                assert "etag" in served.headers
             assert (
                 error(client, "/nowhere", 404)
                 == "No page at '/nowhere'; the sessions list is at /."
