@@ -86,6 +86,7 @@ class _Headers:
 
         # Pages show live data: never cached. The stylesheet and script are revalidated.
         cache = b"no-cache" if scope["path"].startswith("/static/") else b"no-store"
+        headers = [*_HEADERS, (b"cache-control", cache)]
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
