@@ -91,9 +91,7 @@ class _Headers:
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 names = {name for name, _ in message.get("headers", [])}
-                extra = [
-                    (k, v) for k, v in [*_HEADERS, (b"cache-control", cache)] if k not in names
-                ]
+                extra = [(k, v) for k, v in headers if k not in names]
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 
