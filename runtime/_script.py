@@ -64,6 +64,8 @@ class Fail:
 
     message: str = "scripted model failure"
     """The error text."""
+    error_type: str = "ModelFailure"
+    """The error's type name, as the runtime records it (``ModelFailure: <message>``)."""
 
 
 @attrs.frozen

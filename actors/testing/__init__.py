@@ -24,6 +24,10 @@ from runtime.testing import model_responses as model_responses
 from runtime.testing import tool_uses as tool_uses
 from runtime.testing import turn_plans as turn_plans
 
+from ._bridge import sim_adapter as sim_adapter
+from ._bridge import sim_model as sim_model
+from ._bridge import sim_tool as sim_tool
+from ._bridge import simulation_machine as simulation_machine
 from ._contracts import AdapterContract as AdapterContract
 from ._contracts import ToolContract as ToolContract
 from ._contracts import check_adapter_updates as check_adapter_updates
@@ -68,6 +72,10 @@ __all__ = [
     "check_tool_call",
     "lifecycle_machine",
     "model_responses",
+    "sim_adapter",
+    "sim_model",
+    "sim_tool",
+    "simulation_machine",
     "tool_uses",
     "turn_plans",
     "updates_of",

@@ -153,11 +153,17 @@ class LifecycleMachine(RuleBasedStateMachine):
         passivate_after=None, max_nudges=1, model_timeout=30.0, ask_timeout=10.0
     )
     """The runtime's ``Settings``."""
-    wait_timeout: ClassVar[float] = 10.0
-    """Seconds a wait for a turn or a delivery may take before it is a liveness failure."""
-    cancel_grace: ClassVar[float] = 2.0
-    """Seconds a tool or model call may take to end once its turn is over."""
-    stop_timeout: ClassVar[float] = 5.0
+    wait_timeout: ClassVar[float] = 60.0
+    """Seconds a wait for a turn or a delivery may take before it is a liveness failure.
+
+    Waits end on events (a session going idle, a delivery reported); the
+    timeout only names a hang. Keep it long: on a loaded machine a short one
+    fails passing runs. Hangs are found on simulated time by the simulator
+    (``simulation_machine``), where they cost nothing."""
+    cancel_grace: ClassVar[float] = 30.0
+    """Seconds a tool or model call may take to end once its turn is over (the wait ends as
+    soon as the kit's ledger of running calls is empty)."""
+    stop_timeout: ClassVar[float] = 30.0
     """Seconds a runtime may take to stop."""
     slow_seconds: ClassVar[float] = 0.01
     """How long a ``SLOW`` fault holds a call."""

@@ -45,6 +45,7 @@ from ._plans import Answer as Answer
 from ._plans import RaiseError as RaiseError
 from ._plans import Say as Say
 from ._plans import SayNothing as SayNothing
+from ._plans import Stall as Stall
 from ._plans import TurnPlan as TurnPlan
 from ._plans import UseTools as UseTools
 from ._plans import plan_for as plan_for
@@ -55,6 +56,9 @@ from ._saved import inspect_commands as inspect_commands
 from ._saved import save_sessions as save_sessions
 from ._schema import arguments_for as arguments_for
 from ._schema import invalid_arguments_for as invalid_arguments_for
+from ._seeded import Prng as Prng
+from ._seeded import SimRun as SimRun
+from ._seeded import simulate as simulate
 from ._simulator import INVALID_INPUTS as INVALID_INPUTS
 from ._simulator import SimulationMachine as SimulationMachine
 from ._simulator import invalid_input as invalid_input
@@ -94,6 +98,7 @@ __all__ = [
     "InvariantViolation",
     "PastStates",
     "PlanModel",
+    "Prng",
     "RaiseError",
     "Report",
     "RestartableMemoryStore",
@@ -102,9 +107,11 @@ __all__ = [
     "ScriptModel",
     "SimAdapter",
     "SimModel",
+    "SimRun",
     "SimTool",
     "Simulation",
     "SimulationMachine",
+    "Stall",
     "TimelineChecker",
     "ToolBehaviour",
     "ToolRun",
@@ -140,6 +147,7 @@ __all__ = [
     "plan_for",
     "save_sessions",
     "session_events",
+    "simulate",
     "simulation_machine",
     "timelines",
     "tool_calls",

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from .. import Response, ToolSpec
-from ._plans import Answer, RaiseError, Say, SayNothing, TurnPlan, UseTools
+from ._plans import Answer, RaiseError, Say, SayNothing, Stall, TurnPlan, UseTools
 from ._schema import arguments_for, invalid_arguments_for
 
 __all__ = ["answers", "model_responses", "tool_uses", "turn_plans"]
@@ -97,9 +97,11 @@ def answers(
     empty: bool = True,
     invalid_calls: bool = True,
     pauses: bool = True,
+    stalls: bool = False,
 ) -> st.SearchStrategy[Answer]:
     """One model call's answer: text (with reasoning, in pieces, paused), tool calls,
-    a failure (before or mid-stream), or nothing at all.
+    a failure (before or mid-stream), nothing at all, or (with ``stalls``) a stream that
+    never ends (on simulated time; a real runtime waits out ``model_timeout``).
     """
     pause = _PAUSES if pauses else st.just(0.0)
     options: list[st.SearchStrategy[Any]] = [
@@ -120,6 +122,8 @@ def answers(
         )
     if empty:
         options.append(st.builds(SayNothing, pause))
+    if stalls:
+        options.append(st.builds(Stall, st.sampled_from(["", "Let me th"])))
     return st.one_of(options)
 
 

@@ -32,6 +32,7 @@ from .. import (
     TextDelta,
     Usage,
     error,
+    hang,
     reply,
 )
 from .. import ToolCallDelta as _ToolCallDelta
@@ -43,6 +44,7 @@ __all__ = [
     "RaiseError",
     "Say",
     "SayNothing",
+    "Stall",
     "TurnPlan",
     "UseTools",
     "plan_for",
@@ -168,7 +170,27 @@ class SayNothing:
         return Response((Delay(self.pause), *response.steps)) if self.pause else response
 
 
-Answer = Say | UseTools | RaiseError | SayNothing
+@attrs.frozen(repr=False)
+class Stall:
+    """A call that streams ``text``, then never finishes (the model's time limit ends it)."""
+
+    text: str = ""
+    """Reply text streamed before it stalls."""
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        _pretty(self, printer, cycle)
+
+    def __repr__(self) -> str:
+        return _short_repr(self)
+
+    def response(self) -> Response:
+        """The scripted response."""
+        after: tuple[ScriptStep, ...] = (MessageStart(),)
+        after += tuple(TextDelta(text=p) for p in _pieces(self.text, 16))
+        return hang(after=after)
+
+
+Answer = Say | UseTools | RaiseError | SayNothing | Stall
 """One model call's answer."""
 
 

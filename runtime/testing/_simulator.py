@@ -130,8 +130,9 @@ class SimulationMachine(RuleBasedStateMachine):
     """Recover a crashed runner's turns at once on restart (else after ``recover_after``)."""
     max_answers: ClassVar[int] = 3
     """Most model answers a drawn turn plan holds."""
-    plan_options: ClassVar[dict[str, bool]] = {}
-    """Options of ``turn_plans`` (``errors``, ``empty``, ``invalid_calls``, ``pauses``)."""
+    plan_options: ClassVar[dict[str, bool]] = {"stalls": True}
+    """Options of ``turn_plans`` (``errors``, ``empty``, ``invalid_calls``, ``pauses``,
+    ``stalls``)."""
     interrupt_stuck: ClassVar[bool] = False
     """At the end, interrupt turns stuck on a tool that never returns (a person giving up)."""
     failures_dir: ClassVar[str | None] = None

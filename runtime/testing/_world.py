@@ -171,6 +171,7 @@ class Simulation:
         self._sources: dict[_Key, _Source] = {}
         self._order = itertools.count()
         self._problem: InvariantViolation | None = None
+        self._tool_calls: dict[str, int] = {}
 
     # -- what a person or the embedding program does --------------------------------------
 
@@ -259,6 +260,27 @@ class Simulation:
             self._deliver(candidates[choice % len(candidates)][2])
             done += 1
         return done
+
+    def run_until(self, done: Callable[[Simulation], bool]) -> None:
+        """Deliver completions (``choose`` picking) until ``done(self)`` holds.
+
+        Raises:
+            InvariantViolation: a check failed, or it never held while
+                anything was in flight (a scenario that waits for the impossible).
+        """
+        for _ in range(self.max_events):
+            if done(self):
+                return
+            candidates = self._candidates()
+            if not candidates:
+                break
+            self._deliver(candidates[self.choose(len(candidates)) % len(candidates)][2])
+        if not done(self):
+            raise InvariantViolation(
+                "The simulation ran out of completions before the condition it waited for "
+                "held; the scenario waits for something that cannot happen.",
+                name="a scenario's wait can end",
+            )
 
     def settle(self, *, interrupt_stuck: bool = False) -> None:
         """Deliver completions (``choose`` picking) until nothing is in flight.
@@ -456,7 +478,9 @@ class Simulation:
                 if isinstance(part, Delay):
                     t += part.seconds
                 elif isinstance(part, Fail):
-                    items.append((t, ("end", f"ModelFailure: {part.message}")))
+                    items.append(
+                        (t, ("end", f"{part.error_type}: {part.message or part.error_type}"))
+                    )
                     break
                 elif isinstance(part, Hang):
                     break
@@ -468,15 +492,17 @@ class Simulation:
 
     def _run_tool(self, session_id: str, command: RunTool) -> None:
         tool = self.tools[command.name]
+        number = self._tool_calls[command.name] = self._tool_calls.get(command.name, 0) + 1
         try:
             run = tool.run(command.arguments)
         except Exception as exc:
+            detail = f"invoke raised {type(exc).__name__}: {exc}"
             self._problem = self._problem or InvariantViolation(
-                f"Contract (a tool answers every call with a result or an error) broken by a "
-                f"call of tool {command.name!r} with {dict(command.arguments)!r}: the tool "
-                f"raised {type(exc).__name__}: {exc}",
+                f"Contract (a tool answers every call with a result or an error) broken by "
+                f"call {number} of tool {command.name!r} with {dict(command.arguments)!r}: "
+                f"{detail}",
                 name="a tool answers every call with a result or an error",
-                detail=f"raised {type(exc).__name__}: {exc}", session_id=session_id,
+                detail=detail, session_id=session_id,
             )  # fmt: skip
             return
         if run.outcome is None:
