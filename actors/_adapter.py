@@ -12,87 +12,30 @@ Subclasses override ``render`` (and, for live output, ``on_delta``).
 
 from __future__ import annotations
 
-import enum
 import logging
 from typing import Protocol
 
-import attrs
 import pykka
 
 from runtime import (
     Category,
     ChannelKind,
+    Delta,
     Message,
     Presentation,
     Status,
+    Update,
     Visibility,
+    awaits_delivery,
     category_of,
     channel_rule,
 )
 
-__all__ = ["Adapter", "DeliverySink", "Delta", "DeltaKind", "Update", "awaits_delivery"]
+__all__ = ["Adapter", "DeliverySink"]
 
-_UNDELIVERED = frozenset({Status.PENDING, Status.RESPONDED})
+from ._errors import InvalidConfig
+
 _log = logging.getLogger("amber.adapters")
-
-
-def awaits_delivery(message: Message) -> bool:
-    """True when ``message`` waits for an adapter to deliver it (nudges stay ``responded``)."""
-    return message.status in _UNDELIVERED and Status.DELIVERED in category_of(message).spec.finals
-
-
-@attrs.frozen(kw_only=True)
-class Update:
-    """A message that joined a session or changed status."""
-
-    session_id: str
-    """The session."""
-    seq: int
-    """The seq of the event that made the change."""
-    message: Message
-    """The message as it is after the change."""
-    previous: Status | None = None
-    """Its status before the change; None for a message that just joined."""
-
-    @property
-    def is_new(self) -> bool:
-        """True when the message just joined the session."""
-        return self.previous is None
-
-
-class DeltaKind(enum.StrEnum):
-    """What a live piece of a model message is."""
-
-    TEXT = "text"
-    """Reply text."""
-    REASONING = "reasoning"
-    """Reasoning."""
-    TOOL_CALL = "tool_call"
-    """A fragment of a tool call (its name, or a piece of its arguments)."""
-
-
-@attrs.frozen(kw_only=True)
-class Delta:
-    """A live piece of a streaming model message; never stored."""
-
-    session_id: str
-    """The session."""
-    turn_id: str
-    """The turn streaming it."""
-    stream_id: str
-    """Id of the model message being streamed (the same for all its pieces)."""
-    kind: DeltaKind
-    """Text, reasoning or a tool-call fragment."""
-    text: str
-    """The piece (for a tool call: a piece of its argument JSON)."""
-    chatbot_id: str = ""
-    """Platform of the turn's input (who should show it)."""
-    channel_id: str = ""
-    """Channel of the turn's input."""
-    index: int | None = None
-    """Tool index, for tool-call fragments."""
-    name: str | None = None
-    """Tool name, when the fragment carries it."""
 
 
 class DeliverySink(Protocol):
@@ -118,7 +61,7 @@ class Adapter(pykka.ThreadingActor):
     def __init__(self, *, platform: str) -> None:
         super().__init__()
         if not isinstance(platform, str) or not platform:
-            raise TypeError(
+            raise InvalidConfig(
                 f"platform must be a non-empty str naming the chatbot_id it serves "
                 f"(got {platform!r})."
             )
@@ -204,7 +147,7 @@ class Adapter(pykka.ThreadingActor):
     def deliver(self, message: Message) -> None:
         """Report ``message`` delivered (status ``pending`` or ``responded`` now)."""
         if self._sink is None:
-            raise RuntimeError(
+            raise InvalidConfig(
                 f"{type(self).__name__} is not attached to a gateway; register it with the "
                 "runtime (Runtime(adapters=[...])) before it delivers."
             )

@@ -29,10 +29,12 @@ from runtime import (
     Message,
     Presentation,
     Status,
+    Update,
     thaw,
 )
 
-from ._adapter import Adapter, Update
+from ._adapter import Adapter
+from ._errors import InvalidConfig
 from ._platform import ChatPlatform
 
 __all__ = [
@@ -134,7 +136,7 @@ def split_text(text: str, limit: int = 2000) -> list[str]:
         ValueError: ``limit`` is less than 1.
     """
     if limit < 1:
-        raise ValueError(f"split_text() needs a limit of at least 1 character (got {limit!r}).")
+        raise InvalidConfig(f"split_text() needs a limit of at least 1 character (got {limit!r}).")
     units: list[str] = []
     for paragraph in _PARAGRAPH_BREAK.split(text):
         paragraph = paragraph.strip("\n").rstrip()
@@ -169,7 +171,7 @@ def _tool_label(message: Message, limit: int) -> str:
 
 def _check_limit(max_chars: object) -> int:
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-        raise ValueError(
+        raise InvalidConfig(
             f"max_chars must be a positive int, the platform's message size limit "
             f"(got {max_chars!r})."
         )

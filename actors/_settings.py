@@ -8,6 +8,8 @@ import attrs
 
 from runtime import AGENT_SENDER, ArtifactStore, InputLimits, Window
 
+from ._errors import InvalidConfig
+
 __all__ = ["Settings"]
 
 
@@ -15,7 +17,7 @@ def _positive_or_none(instance: object, attribute: attrs.Attribute[Any], value: 
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(
+        raise InvalidConfig(
             f"Settings.{attribute.name} must be a positive number of seconds or None "
             f"(got {value!r})."
         )
@@ -23,14 +25,16 @@ def _positive_or_none(instance: object, attribute: attrs.Attribute[Any], value: 
 
 def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(
+        raise InvalidConfig(
             f"Settings.{attribute.name} must be a non-negative number (got {value!r})."
         )
 
 
 def _count(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"Settings.{attribute.name} must be a non-negative int (got {value!r}).")
+        raise InvalidConfig(
+            f"Settings.{attribute.name} must be a non-negative int (got {value!r})."
+        )
 
 
 @attrs.frozen(kw_only=True)

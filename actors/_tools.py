@@ -40,6 +40,8 @@ import trio
 
 from runtime import ERROR_TYPES, AmberError, ToolOutcome, ToolSpec
 
+from ._errors import InvalidConfig
+
 __all__ = ["ERROR_TYPES", "InvalidTool", "Tool", "ToolOutcome", "Toolbox", "tool"]
 
 
@@ -270,7 +272,7 @@ def tool(
 
     def make(function: Callable[..., Any], scope: Mapping[str, Any] | None = None) -> Tool:
         if not callable(function):
-            raise TypeError(f"tool() takes a function (got {function!r} that is not callable).")
+            raise InvalidConfig(f"tool() takes a function (got {function!r} that is not callable).")
         tool_name = _check_name(name if name is not None else _default_name(function))
         limit = _check_timeout(tool_name, timeout)
         chars = _check_max_output(tool_name, max_output_chars)

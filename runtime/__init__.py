@@ -32,6 +32,18 @@ from ._codec import from_data as from_data
 from ._codec import from_json as from_json
 from ._codec import to_data as to_data
 from ._codec import to_json as to_json
+from ._commands import Announce as Announce
+from ._commands import CallModel as CallModel
+from ._commands import CancelRun as CancelRun
+from ._commands import ClearTimer as ClearTimer
+from ._commands import Command as Command
+from ._commands import Decision as Decision
+from ._commands import Passivate as Passivate
+from ._commands import ResumeSoon as ResumeSoon
+from ._commands import RunTool as RunTool
+from ._commands import SetTimer as SetTimer
+from ._commands import StreamDelta as StreamDelta
+from ._commands import Warn as Warn
 from ._cost import Price as Price
 from ._cost import PriceTable as PriceTable
 from ._cost import call_cost as call_cost
@@ -93,6 +105,20 @@ from ._history import session_history as session_history
 from ._input import InputLimits as InputLimits
 from ._input import UserInput as UserInput
 from ._input import validate_input as validate_input
+from ._inputs import Delivered as Delivered
+from ._inputs import Draft as Draft
+from ._inputs import Input as Input
+from ._inputs import InputArrived as InputArrived
+from ._inputs import Interrupt as Interrupt
+from ._inputs import Loaded as Loaded
+from ._inputs import ModelChunk as ModelChunk
+from ._inputs import ModelEnded as ModelEnded
+from ._inputs import OutputPosted as OutputPosted
+from ._inputs import Resume as Resume
+from ._inputs import RunnerFailed as RunnerFailed
+from ._inputs import Stopping as Stopping
+from ._inputs import TimerFired as TimerFired
+from ._inputs import ToolDone as ToolDone
 from ._json import FrozenJSON as FrozenJSON
 from ._json import freeze as freeze
 from ._json import thaw as thaw
@@ -101,6 +127,9 @@ from ._lifecycle import Driver as Driver
 from ._lifecycle import Transition as Transition
 from ._lifecycle import check_transition as check_transition
 from ._lifecycle import is_terminal as is_terminal
+from ._machine import SessionMachine as SessionMachine
+from ._machine import TurnRun as TurnRun
+from ._machine import TurnSettings as TurnSettings
 from ._message import Attachment as Attachment
 from ._message import BrowserElement as BrowserElement
 from ._message import Message as Message
@@ -109,6 +138,7 @@ from ._message import Role as Role
 from ._message import Status as Status
 from ._message import ToolCall as ToolCall
 from ._message import Usage as Usage
+from ._openai_responses import to_openai_responses as to_openai_responses
 from ._outcome import ERROR_TYPES as ERROR_TYPES
 from ._outcome import ToolOutcome as ToolOutcome
 from ._parts import MODEL_CALL as MODEL_CALL
@@ -135,7 +165,18 @@ from ._replay import request_record as request_record
 from ._replay import views_of as views_of
 from ._request import RequestRecord as RequestRecord
 from ._request import digest as digest
-from ._openai_responses import to_openai_responses as to_openai_responses
+from ._script import Delay as Delay
+from ._script import Fail as Fail
+from ._script import Hang as Hang
+from ._script import Response as Response
+from ._script import Script as Script
+from ._script import ScriptStep as ScriptStep
+from ._script import call as call
+from ._script import calls as calls
+from ._script import empty as empty
+from ._script import error as error
+from ._script import hang as hang
+from ._script import reply as reply
 from ._segments import Segment as Segment
 from ._segments import SegmentKind as SegmentKind
 from ._segments import ToolState as ToolState
@@ -143,6 +184,7 @@ from ._segments import ui_segments as ui_segments
 from ._state import STATUS_ORDER as STATUS_ORDER
 from ._state import SessionState as SessionState
 from ._stream import AssembledCall as AssembledCall
+from ._stream import Assembly as Assembly
 from ._stream import ModelRequest as ModelRequest
 from ._stream import ModelResponse as ModelResponse
 from ._stream import StreamAssembler as StreamAssembler
@@ -152,6 +194,11 @@ from ._timeline import replay as replay
 from ._timeline import verify as verify
 from ._turn import Turn as Turn
 from ._turn import TurnStatus as TurnStatus
+from ._turnloop import step as step
+from ._updates import Delta as Delta
+from ._updates import DeltaKind as DeltaKind
+from ._updates import Update as Update
+from ._updates import awaits_delivery as awaits_delivery
 from ._view import ImagePart as ImagePart
 from ._view import ModelView as ModelView
 from ._view import ReasoningPart as ReasoningPart
@@ -189,8 +236,10 @@ __all__ = [
     "STATUS_ORDER",
     "TRANSITIONS",
     "AmberError",
+    "Announce",
     "ArtifactStore",
     "AssembledCall",
+    "Assembly",
     "Attachment",
     "AuditCall",
     "AuditChange",
@@ -199,28 +248,44 @@ __all__ = [
     "AuditStatus",
     "BranchImported",
     "BrowserElement",
+    "CallModel",
     "CallSegment",
+    "CancelRun",
     "Category",
     "CategorySpec",
     "ChannelKind",
     "ChannelRule",
     "Chunk",
+    "ClearTimer",
+    "Command",
     "ContextLengthError",
     "CorruptRow",
+    "Decision",
     "DecodeError",
+    "Delay",
+    "Delivered",
+    "Delta",
+    "DeltaKind",
+    "Draft",
     "Driver",
     "DuplicateMessage",
     "Event",
     "EventRejected",
+    "Fail",
     "FieldChange",
     "ForeignEvent",
     "FrozenJSON",
+    "Hang",
     "IllegalTransition",
     "ImagePart",
+    "Input",
+    "InputArrived",
     "InputLimits",
+    "Interrupt",
     "InvalidEvent",
     "InvalidInput",
     "InvalidMessage",
+    "Loaded",
     "Message",
     "MessageAdded",
     "MessageFinish",
@@ -231,6 +296,8 @@ __all__ = [
     "ModelAuthError",
     "ModelCallFinished",
     "ModelCallStarted",
+    "ModelChunk",
+    "ModelEnded",
     "ModelError",
     "ModelRateLimited",
     "ModelRequest",
@@ -242,6 +309,8 @@ __all__ = [
     "ModelView",
     "NotAStore",
     "OrphanRecovered",
+    "OutputPosted",
+    "Passivate",
     "PayloadBuilder",
     "Presentation",
     "Price",
@@ -254,33 +323,46 @@ __all__ = [
     "ReplayMismatch",
     "RequestRecord",
     "RequestSent",
+    "Response",
     "ResponseMetadata",
     "ResponsePart",
+    "Resume",
+    "ResumeSoon",
     "Role",
     "RolledBack",
+    "RunTool",
+    "RunnerFailed",
     "SchemaVersionError",
+    "Script",
+    "ScriptStep",
     "Segment",
     "SegmentKind",
     "SeqConflict",
     "SeqMismatch",
     "SeqOutOfRange",
     "SessionExists",
+    "SessionMachine",
     "SessionState",
+    "SetTimer",
     "StateDiff",
     "Status",
     "StatusChanged",
     "StatusConflict",
+    "Stopping",
     "StoreClosed",
     "StoreError",
     "StreamAssembler",
+    "StreamDelta",
     "StreamError",
     "TextDelta",
     "TextPart",
     "TextSegment",
     "Timeline",
+    "TimerFired",
     "TokenCounter",
     "ToolCall",
     "ToolCallDelta",
+    "ToolDone",
     "ToolOutcome",
     "ToolResultPart",
     "ToolSpec",
@@ -292,41 +374,53 @@ __all__ = [
     "TurnConflict",
     "TurnEnded",
     "TurnOutcome",
+    "TurnRun",
+    "TurnSettings",
     "TurnStarted",
     "TurnStatus",
     "UnknownMessage",
     "UnknownSession",
     "UnknownTurn",
     "UnmatchedToolResult",
+    "Update",
     "Usage",
     "UserInput",
     "ViewMessage",
     "ViewPart",
     "ViewRole",
     "Visibility",
+    "Warn",
     "Window",
     "apply",
     "approx_tokens",
+    "awaits_delivery",
     "build_payload",
+    "call",
     "call_cost",
+    "calls",
     "category_of",
     "channel_rule",
     "check_transition",
     "clean_history",
     "diff",
     "digest",
+    "empty",
+    "error",
     "find_call",
     "freeze",
     "from_data",
     "from_json",
+    "hang",
     "is_terminal",
     "model_calls",
     "new_message",
     "rebuild_request",
     "replay",
+    "reply",
     "request_record",
     "response_metadata",
     "session_history",
+    "step",
     "thaw",
     "to_anthropic",
     "to_data",

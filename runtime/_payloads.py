@@ -31,9 +31,9 @@ from typing import Any
 
 from ._errors import ProjectionError
 from ._json import thaw
+from ._openai_responses import RESPONSES, to_openai_responses
 from ._providers import to_anthropic, to_gemini, to_openai
 from ._request import digest
-from ._openai_responses import RESPONSES, to_openai_responses
 from ._view import ModelView, ViewRole
 
 __all__ = [

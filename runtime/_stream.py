@@ -1,9 +1,11 @@
 """What a model is asked, and what its stream folds into (DESIGN §7).
 
 A model (``actors.Model``) is anything with an async ``stream(request)`` that
-yields the chunks of ``_chunks``. An exception raised by the stream is a model
-failure. ``StreamAssembler`` folds the chunks into a ``ModelResponse``; the
-turn loop forwards the deltas live and stores only the assembled result.
+yields the chunks of ``_chunks`` (re-exported here). An exception raised by
+the stream is a model failure. ``Assembly`` folds the chunks into a
+``ModelResponse`` as a persistent value the turn machine keeps in its state
+(``StreamAssembler`` is its mutable wrapper); the turn loop forwards the
+deltas live and stores only the assembled result.
 
 The response keeps the model's order in ``parts``: its reasoning blocks,
 text and tool calls, each with the opaque provider data that must go back
@@ -18,6 +20,8 @@ from typing import Any
 
 import attrs
 import orjson
+from pyrsistent import pmap, pvector
+from pyrsistent.typing import PMap, PVector
 
 from ._chunks import (
     Chunk,
@@ -34,17 +38,29 @@ from ._clean import DEFAULT_MAX_RESULT_CHARS
 from ._errors import StreamError
 from ._message import Usage
 from ._parts import CallSegment, ReasoningSegment, ResponsePart, TextSegment, join_texts
+from ._replace import replace
 from ._state import SessionState
 from ._view import ModelView
 from ._window import Window
 
 __all__ = [
     "AssembledCall",
+    "Assembly",
+    "Chunk",
+    "MessageFinish",
+    "MessageStart",
     "ModelRequest",
     "ModelResponse",
+    "ModelRetry",
+    "ReasoningDelta",
+    "RequestSent",
     "StreamAssembler",
+    "TextDelta",
+    "ToolCallDelta",
     "ToolSpec",
 ]
+
+_EMPTY_PIECES: PVector[str] = pvector()
 
 
 @attrs.frozen(kw_only=True)
@@ -158,65 +174,115 @@ class ModelResponse:
         return not self.text.strip() and not self.reasoning.strip() and not self.tool_calls
 
 
-class _Open:
-    """A reasoning or text part being assembled."""
-
-    __slots__ = ("item_id", "key", "pieces", "reasoning", "redacted", "signature")
-
-    def __init__(
-        self, reasoning: bool, key: int | None, item_id: str | None, redacted: bool = False
-    ) -> None:
-        self.reasoning = reasoning
-        self.key = key
-        self.item_id = item_id
-        self.redacted = redacted
-        self.signature: str | None = None
-        self.pieces: list[str] = []
+_REASONING, _TEXT, _CALL = 0, 1, 2
 
 
-class StreamAssembler:
-    """Folds a model's chunks into a ``ModelResponse``.
+@attrs.frozen(kw_only=True)
+class _Part:
+    """One part being assembled: reasoning or text pieces, or where a call sits."""
 
-    ``feed`` takes chunks in order; ``text`` and ``reasoning`` show what has
-    streamed so far (what an interrupt keeps); ``response`` builds the result.
+    kind: int
+    """``_REASONING``, ``_TEXT`` or ``_CALL``."""
+    key: int | None = None
+    """The provider's block index (a new one starts a new part)."""
+    item_id: str | None = None
+    """The provider's item id."""
+    signature: str | None = None
+    """Opaque data to send back with it."""
+    redacted: bool = False
+    """A withheld reasoning block."""
+    pieces: PVector[str] = _EMPTY_PIECES
+    """Its text, piece by piece."""
+    index: int = 0
+    """For a call: the call's index."""
+
+    def segment(self) -> ResponsePart:
+        if self.kind == _CALL:
+            return CallSegment(index=self.index, signature=self.signature, item_id=self.item_id)
+        text = "".join(self.pieces)
+        if self.kind == _REASONING:
+            return ReasoningSegment(
+                text=text, signature=self.signature, redacted=self.redacted, item_id=self.item_id
+            )
+        return TextSegment(text=text, signature=self.signature, item_id=self.item_id)
+
+
+@attrs.frozen(kw_only=True)
+class _CallParts:
+    """One tool call's fragments so far."""
+
+    id: str | None = None
+    name: str | None = None
+    pieces: PVector[str] = _EMPTY_PIECES
+    position: int = 0
+    """Where the call sits in ``Assembly.parts``."""
+
+
+_EMPTY_PARTS: PVector[_Part] = pvector()
+
+
+@attrs.frozen(kw_only=True)
+class Assembly:
+    """A model message assembled from its chunks so far, as a persistent value.
+
+    ``feed`` returns a new assembly and leaves this one as it was, so the turn
+    machine can keep it in its (frozen) state. ``text`` and ``reasoning`` show
+    what has streamed so far (what an interrupt keeps); ``parts()`` the parts
+    in the model's order; ``response`` builds the whole message.
     """
 
-    def __init__(self, *, fallback_id: str) -> None:
-        self._fallback_id = fallback_id
-        self.id: str | None = None
-        self.model: str | None = None
-        self.provider: str | None = None
-        self.request: RequestSent | None = None
-        self.retries: list[ModelRetry] = []
-        self._parts: list[_Open | list[Any]] = []  # open parts, or [index, signature, item_id]
-        self._open: _Open | None = None
-        self._calls: dict[int, list[Any]] = {}  # index -> [id, name, [pieces], call part]
-        self.usage: Usage | None = None
-        self.stop_reason: str | None = None
-        self.finished = False
-        self.started = False
+    id: str | None = None
+    """The provider's message id, once ``MessageStart`` gave one."""
+    text_pieces: PVector[str] = _EMPTY_PIECES
+    """Reply text, piece by piece (all text parts)."""
+    reasoning_pieces: PVector[str] = _EMPTY_PIECES
+    """Reasoning, piece by piece (all reasoning parts)."""
+    parts: PVector[_Part] = _EMPTY_PARTS
+    """Reasoning, text and calls in the order they began."""
+    open: int = -1
+    """The position in ``parts`` of the reasoning or text part chunks go on to; -1: none."""
+    calls: PMap[int, _CallParts] = attrs.field(factory=pmap)
+    """Tool-call fragments by index."""
+    usage: Usage | None = None
+    """Usage, once ``MessageFinish`` gave it."""
+    stop_reason: str | None = None
+    """Why the provider stopped, once it said."""
+    started: bool = False
+    """True once ``MessageStart`` came."""
+    finished: bool = False
+    """True once ``MessageFinish`` came."""
+    model: str | None = None
+    """The model that answers, once ``MessageStart`` named it."""
+    provider: str | None = None
+    """The API that streams it (``MessageStart`` or ``RequestSent``)."""
+    request: RequestSent | None = None
+    """What was sent, if the model reported it."""
+    retries: PVector[ModelRetry] = attrs.field(factory=pvector)
+    """Attempts the provider refused before the stream opened."""
 
     @property
     def text(self) -> str:
-        """Reply text so far."""
-        return self._joined(reasoning=False)
+        """Reply text so far (its parts joined by ``join_texts``)."""
+        return self._joined(_TEXT)
 
     @property
     def reasoning(self) -> str:
-        """Reasoning so far."""
-        return self._joined(reasoning=True)
+        """Reasoning so far (its parts joined by ``join_texts``)."""
+        return self._joined(_REASONING)
 
-    def _joined(self, *, reasoning: bool) -> str:
+    def _joined(self, kind: int) -> str:
         positions: list[int] = []
         texts: list[str] = []
-        for position, part in enumerate(self._parts):
-            if isinstance(part, _Open) and part.reasoning is reasoning:
+        for position, part in enumerate(self.parts):
+            if part.kind == kind:
                 positions.append(position)
                 texts.append("".join(part.pieces))
-        return join_texts(positions, texts, reasoning=reasoning)
+        if len(texts) == 1:
+            return texts[0]
+        return join_texts(positions, texts, reasoning=kind == _REASONING)
 
-    def feed(self, chunk: Chunk) -> None:
-        """Take the next chunk.
+    def feed(self, chunk: Chunk) -> Assembly:
+        """This assembly with the next chunk taken in.
 
         Raises:
             StreamError: ``chunk`` is not a chunk, or a tool-call fragment
@@ -224,127 +290,135 @@ class StreamAssembler:
         """
         kind = type(chunk)
         if kind is TextDelta:
-            self._piece(False, chunk)  # type: ignore[arg-type]
-        elif kind is ReasoningDelta:
-            self._piece(True, chunk)  # type: ignore[arg-type]
-        elif kind is ToolCallDelta:
-            self._call(chunk)  # type: ignore[arg-type]
-        elif kind is MessageStart:
+            return self._piece(_TEXT, chunk)  # type: ignore[arg-type]
+        if kind is ReasoningDelta:
+            return self._piece(_REASONING, chunk)  # type: ignore[arg-type]
+        if kind is ToolCallDelta:
+            return self._call(chunk)  # type: ignore[arg-type]
+        if kind is MessageStart:
             assert isinstance(chunk, MessageStart)
-            self.started = True
-            if chunk.id is not None:
-                self.id = chunk.id
-            self.model = chunk.model or self.model
-            self.provider = chunk.provider or self.provider
-        elif kind is MessageFinish:
-            assert isinstance(chunk, MessageFinish)
-            self.finished = True
-            self.usage = chunk.usage
-            self.stop_reason = chunk.stop_reason
-        elif kind is RequestSent:
-            assert isinstance(chunk, RequestSent)
-            self.request = chunk
-            self.provider = self.provider or chunk.provider
-        elif kind is ModelRetry:
-            assert isinstance(chunk, ModelRetry)
-            self.retries.append(chunk)
-        else:
-            raise StreamError(
-                "A model stream must yield MessageStart, TextDelta, ReasoningDelta, "
-                "ToolCallDelta, MessageFinish, RequestSent or ModelRetry chunks (got "
-                f"{describe_chunk(chunk)})."
+            return replace(
+                self,
+                started=True,
+                id=self.id if chunk.id is None else chunk.id,
+                model=chunk.model or self.model,
+                provider=chunk.provider or self.provider,
             )
+        if kind is MessageFinish:
+            assert isinstance(chunk, MessageFinish)
+            return replace(self, finished=True, usage=chunk.usage, stop_reason=chunk.stop_reason)
+        if kind is RequestSent:
+            assert isinstance(chunk, RequestSent)
+            return replace(self, request=chunk, provider=self.provider or chunk.provider)
+        if kind is ModelRetry:
+            assert isinstance(chunk, ModelRetry)
+            return replace(self, retries=self.retries.append(chunk))
+        raise StreamError(
+            "A model stream must yield MessageStart, TextDelta, ReasoningDelta, ToolCallDelta, "
+            f"MessageFinish, RequestSent or ModelRetry chunks (got {describe_chunk(chunk)})."
+        )
 
-    def _piece(self, reasoning: bool, chunk: TextDelta | ReasoningDelta) -> None:
-        current = self._open
-        redacted = reasoning and chunk.redacted  # type: ignore[union-attr]
+    def _piece(self, kind: int, chunk: TextDelta | ReasoningDelta) -> Assembly:
+        redacted = kind == _REASONING and chunk.redacted  # type: ignore[union-attr]
+        parts = self.parts
+        current = parts[self.open] if self.open != -1 else None
         if (
             current is None
-            or current.reasoning is not reasoning
+            or current.kind != kind
             or (chunk.part is not None and chunk.part != current.key)
             or (chunk.item_id is not None and chunk.item_id != current.item_id)
             or (chunk.signature is not None and current.signature is not None)
             or redacted
             or current.redacted
         ):
-            current = _Open(reasoning, chunk.part, chunk.item_id, redacted)
-            self._parts.append(current)
-            self._open = current
-        if chunk.text:
-            current.pieces.append(chunk.text)
+            current = _Part(kind=kind, key=chunk.part, item_id=chunk.item_id, redacted=redacted)
+            parts = parts.append(current)
+            position = len(parts) - 1
+        else:
+            position = self.open
+        changes: dict[str, Any] = {}
+        text = chunk.text
+        if text:
+            changes["pieces"] = current.pieces.append(text)
         if chunk.signature is not None:
-            current.signature = chunk.signature
-
-    def _call(self, chunk: ToolCallDelta) -> None:
-        if isinstance(chunk.index, bool) or not isinstance(chunk.index, int) or chunk.index < 0:
-            raise StreamError(
-                f"ToolCallDelta.index must be a non-negative int (got {chunk.index!r})."
+            changes["signature"] = chunk.signature
+        if changes:
+            parts = parts.set(position, replace(current, **changes))
+        if not text:
+            return replace(self, parts=parts, open=position)
+        if kind == _TEXT:
+            return replace(
+                self, parts=parts, open=position, text_pieces=self.text_pieces.append(text)
             )
-        entry = self._calls.get(chunk.index)
-        if entry is None:
-            part = [chunk.index, None, None]
-            entry = self._calls[chunk.index] = [None, None, [], part]
-            self._parts.append(part)
-            self._open = None  # text after a call is a new text part
-        for slot, value, what in ((0, chunk.id, "id"), (1, chunk.name, "name")):
+        return replace(
+            self, parts=parts, open=position, reasoning_pieces=self.reasoning_pieces.append(text)
+        )
+
+    def _call(self, chunk: ToolCallDelta) -> Assembly:
+        index = chunk.index
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise StreamError(f"ToolCallDelta.index must be a non-negative int (got {index!r}).")
+        parts = self.parts
+        call = self.calls.get(index)
+        opened = self.open
+        if call is None:
+            call = _CallParts(position=len(parts))
+            parts = parts.append(_Part(kind=_CALL, index=index))
+            opened = -1  # text after a call is a new text part
+        changes: dict[str, Any] = {}
+        for value, what in ((chunk.id, "id"), (chunk.name, "name")):
             if value is None or value == "":
                 continue
-            if entry[slot] is not None and entry[slot] != value:
+            held = getattr(call, what)
+            if held is not None and held != value:
                 raise StreamError(
-                    f"Tool call fragment {chunk.index} changes its {what} from {entry[slot]!r} "
-                    f"to {value!r}; a call's {what} is sent once."
+                    f"Tool call fragment {index} changes its {what} from {held!r} to {value!r}; "
+                    f"a call's {what} is sent once."
                 )
-            entry[slot] = value
+            changes[what] = value
         if chunk.arguments:
-            entry[2].append(chunk.arguments)
-        if chunk.signature is not None:
-            entry[3][1] = chunk.signature
-        if chunk.item_id is not None:
-            entry[3][2] = chunk.item_id
+            changes["pieces"] = call.pieces.append(chunk.arguments)
+        if changes:
+            call = replace(call, **changes)
+        if chunk.signature is not None or chunk.item_id is not None:
+            part = parts[call.position]
+            parts = parts.set(
+                call.position,
+                replace(
+                    part,
+                    signature=chunk.signature if chunk.signature is not None else part.signature,
+                    item_id=chunk.item_id if chunk.item_id is not None else part.item_id,
+                ),
+            )
+        return replace(self, parts=parts, open=opened, calls=self.calls.set(index, call))
 
-    def parts(self) -> tuple[ResponsePart, ...]:
+    def segments(self) -> tuple[ResponsePart, ...]:
         """The parts so far, in the model's order."""
-        out: list[ResponsePart] = []
-        for part in self._parts:
-            if isinstance(part, _Open):
-                text = "".join(part.pieces)
-                if part.reasoning:
-                    out.append(
-                        ReasoningSegment(
-                            text=text,
-                            signature=part.signature,
-                            redacted=part.redacted,
-                            item_id=part.item_id,
-                        )
-                    )
-                else:
-                    out.append(
-                        TextSegment(text=text, signature=part.signature, item_id=part.item_id)
-                    )
-            else:
-                out.append(CallSegment(index=part[0], signature=part[1], item_id=part[2]))
-        return tuple(out)
+        return tuple(part.segment() for part in self.parts)
 
-    def response(self) -> ModelResponse:
+    def response(self, *, fallback_id: str) -> ModelResponse:
         """The message as assembled so far.
+
+        ``fallback_id`` stands in for the provider's message id in the ids of
+        tool calls that came without one (``<id>_call_<index>``).
 
         Raises:
             StreamError: a tool call never got a name.
         """
         calls = []
-        for index in sorted(self._calls):
-            call_id, name, pieces, _ = self._calls[index]
-            if not name:
+        for index in sorted(self.calls):
+            parts = self.calls[index]
+            if not parts.name:
                 raise StreamError(
-                    f"Tool call {index} of model message {self.id or self._fallback_id!r} has "
+                    f"Tool call {index} of model message {self.id or fallback_id!r} has "
                     "no name; the model must name the tool it calls."
                 )
             calls.append(
                 AssembledCall(
                     index=index,
-                    id=call_id or f"{self.id or self._fallback_id}_call_{index}",
-                    name=name,
-                    arguments_json="".join(pieces),
+                    id=parts.id or f"{self.id or fallback_id}_call_{index}",
+                    name=parts.name,
+                    arguments_json="".join(parts.pieces),
                 )
             )
         return ModelResponse(
@@ -355,9 +429,78 @@ class StreamAssembler:
             usage=self.usage,
             stop_reason=self.stop_reason,
             finished=self.finished,
-            parts=self.parts(),
+            parts=self.segments(),
             model=self.model,
             provider=self.provider,
             request=self.request,
             retries=tuple(self.retries),
         )
+
+
+class StreamAssembler:
+    """Folds a model's chunks into a ``ModelResponse`` (a mutable ``Assembly``).
+
+    ``feed`` takes chunks in order; ``text`` and ``reasoning`` show what has
+    streamed so far (what an interrupt keeps); ``response`` builds the result.
+    """
+
+    def __init__(self, *, fallback_id: str) -> None:
+        self._fallback_id = fallback_id
+        self.assembly = Assembly()
+        """What was assembled so far."""
+
+    @property
+    def id(self) -> str | None:
+        """The provider's message id, if it gave one."""
+        return self.assembly.id
+
+    @property
+    def text(self) -> str:
+        """Reply text so far."""
+        return self.assembly.text
+
+    @property
+    def reasoning(self) -> str:
+        """Reasoning so far."""
+        return self.assembly.reasoning
+
+    @property
+    def usage(self) -> Usage | None:
+        """Usage, once the stream reported it."""
+        return self.assembly.usage
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the provider stopped, once it said."""
+        return self.assembly.stop_reason
+
+    @property
+    def started(self) -> bool:
+        """True once ``MessageStart`` came."""
+        return self.assembly.started
+
+    @property
+    def finished(self) -> bool:
+        """True once ``MessageFinish`` came."""
+        return self.assembly.finished
+
+    def feed(self, chunk: Chunk) -> None:
+        """Take the next chunk.
+
+        Raises:
+            StreamError: ``chunk`` is not a chunk, or a tool-call fragment
+                contradicts an earlier one.
+        """
+        self.assembly = self.assembly.feed(chunk)
+
+    def parts(self) -> tuple[ResponsePart, ...]:
+        """The parts so far, in the model's order."""
+        return self.assembly.segments()
+
+    def response(self) -> ModelResponse:
+        """The message as assembled so far.
+
+        Raises:
+            StreamError: a tool call never got a name.
+        """
+        return self.assembly.response(fallback_id=self._fallback_id)

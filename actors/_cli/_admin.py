@@ -11,8 +11,8 @@ import click
 import orjson
 from rich.text import Text
 
-from runtime import EVENT_TYPES
-from runtime.store import SQLiteStore, recover_orphans
+from runtime import EVENT_TYPES, SessionState, Timeline
+from runtime.store import Store, recover_orphans
 
 from .._ids import utc_now
 from ._app import (
@@ -28,15 +28,45 @@ from ._app import (
     stdout_console,
 )
 
-__all__ = ["events", "export", "fork", "import_command", "recover"]
+__all__ = ["events", "export", "fork", "fork_session", "import_command", "recover"]
 
 
-def _free_id(store: SQLiteStore, base: str) -> str:
+def _free_id(store: Store, base: str) -> str:
     candidate, number = base, 1
     while candidate in store:
         number += 1
         candidate = f"{base}-{number}"
     return candidate
+
+
+def fork_session(
+    store: Store,
+    session: str,
+    at_seq: int,
+    new_id: str | None,
+    db: str,
+    *,
+    timeline: Timeline | None = None,
+) -> tuple[str, int, SessionState]:
+    """Store a fork of ``session`` at ``at_seq``; returns its id, the source seq and its head.
+
+    The checks and errors of ``amber fork`` (and of ``amber web``'s fork):
+    the session must exist, the seq must be in it, ``new_id`` must be free.
+    ``timeline``: the session's timeline if the caller has it loaded already.
+    """
+    require_session(store, session, db)
+    line = timeline if timeline is not None else store.load_timeline(session)
+    seq = resolve_seq(at_seq, line)
+    if new_id is not None and new_id in store:
+        raise CliError(
+            f"The store {db!r} already has a session {new_id!r}; pass another --as, or leave "
+            "--as out to get a free id.",
+            ExitCode.CONFLICT,
+        )
+    target = new_id if new_id is not None else _free_id(store, f"{session}-fork-{seq}")
+    forked = line.fork(seq, target, at=utc_now())
+    head = store.append(forked.events())[target]
+    return target, seq, head
 
 
 @click.command()
@@ -58,18 +88,7 @@ def fork(session: str, at_seq: int, new_id: str | None, db: str, as_json: bool) 
     it is idle for recover_after (or now: amber recover --older-than 0).
     """
     with open_store(db) as store:
-        require_session(store, session, db)
-        line = store.load_timeline(session)
-        seq = resolve_seq(at_seq, line)
-        if new_id is not None and new_id in store:
-            raise CliError(
-                f"The store {db!r} already has a session {new_id!r}; pass another --as, or leave "
-                "--as out to get a free id.",
-                ExitCode.CONFLICT,
-            )
-        target = new_id if new_id is not None else _free_id(store, f"{session}-fork-{seq}")
-        forked = line.fork(seq, target, at=utc_now())
-        head = store.append(forked.events())[target]
+        target, seq, head = fork_session(store, session, at_seq, new_id, db)
     turn = head.active_turn_id
     if as_json:
         emit_json(

@@ -47,7 +47,7 @@ from runtime import (
     UnknownSession,
     thaw,
 )
-from runtime.store import SQLiteStore
+from runtime.store import SQLiteStore, Store
 
 __all__ = [
     "DEFAULT_DB",
@@ -203,7 +203,7 @@ def open_store(db: str, *, create: bool = False) -> Iterator[SQLiteStore]:
         store.close()
 
 
-def require_session(store: SQLiteStore, session_id: str, db: str) -> None:
+def require_session(store: Store, session_id: str, db: str) -> None:
     """Fail with ``NOT_FOUND`` (and the closest ids) if the store lacks ``session_id``."""
     if session_id in store:
         return

@@ -23,11 +23,11 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
-from runtime import ModelView, ToolResultPart
+from runtime import ModelView, Response, ToolResultPart, call, reply
 
 from .._cli_adapter import CliAdapter
 from .._runtime import Runtime
-from .._scripted import Response, ScriptedModel, call, reply
+from .._scripted import ScriptedModel
 from .._shell import shell_tool
 from .._tools import Tool, tool
 from ._app import CliError, ExitCode, db_option, open_store

@@ -45,7 +45,18 @@ from ._text import (
     status_text,
 )
 
-__all__ = ["describe_event", "diff_view", "touched_ids"]
+__all__ = ["describe_event", "diff_view", "is_error_event", "touched_ids"]
+
+
+def is_error_event(event: Event) -> bool:
+    """A turn that ended in error, a failed model call, or a tool result that is an error."""
+    if isinstance(event, TurnEnded):
+        return str(event.outcome) == "error"
+    if isinstance(event, ModelCallFinished):
+        return str(event.status) == "failed"
+    if isinstance(event, MessageAdded):
+        return event.message.is_error
+    return False
 
 
 def touched_ids(event: Event, before: SessionState, after: SessionState) -> set[str]:

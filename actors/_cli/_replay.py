@@ -15,7 +15,7 @@ import click
 from rich.text import Text
 
 from runtime import ReplayMismatch, diff, replay
-from runtime.store import SQLiteStore
+from runtime.store import Store
 
 from ._app import (
     ExitCode,
@@ -27,39 +27,41 @@ from ._app import (
     stdout_console,
 )
 
-__all__ = ["replay_command"]
+__all__ = ["Check", "replay_command", "verify_session"]
 
 
 @attrs.frozen
-class _Check:
+class Check:
+    """One check of ``replay --verify``: its name, whether it held, and what was found."""
+
     name: str
     ok: bool
     detail: str
 
 
-def _verify(store: SQLiteStore, session: str) -> tuple[int, list[_Check]]:
-    """Replay ``session`` and compare it with what the store recorded."""
-    checks: list[_Check] = []
+def verify_session(store: Store, session: str) -> tuple[int, list[Check]]:
+    """Replay ``session`` and compare it with what the store recorded (``replay --verify``)."""
+    checks: list[Check] = []
     info = store.session(session)
     try:
         line = store.verify(session)
     except ReplayMismatch as exc:
-        return info.seq, [_Check("snapshot", False, str(exc))]
+        return info.seq, [Check("snapshot", False, str(exc))]
     snap = (
         f"the snapshot at seq {info.snapshot_seq} equals the replayed state"
         if info.snapshot_seq
         else "no snapshot yet (fewer events than snapshot_every)"
     )
-    checks.append(_Check("snapshot", True, snap))
+    checks.append(Check("snapshot", True, snap))
     loaded = store.load_state(session)
     if loaded == line.head:
         checks.append(
-            _Check("head", True, f"snapshot + tail equals the replay at seq {line.last_seq}")
+            Check("head", True, f"snapshot + tail equals the replay at seq {line.last_seq}")
         )
     else:
         delta = diff(line.head, loaded)
         checks.append(
-            _Check(
+            Check(
                 "head",
                 False,
                 f"the head loaded from the snapshot differs from the replay: {len(delta.added)} "
@@ -70,10 +72,10 @@ def _verify(store: SQLiteStore, session: str) -> tuple[int, list[_Check]]:
     recorded = (info.seq, info.messages, dict(info.counts), info.active_turn_id)
     replayed = (head.seq, len(head), head.status_counts(), head.active_turn_id)
     if recorded == replayed:
-        checks.append(_Check("summary", True, "the session row matches the replayed head"))
+        checks.append(Check("summary", True, "the session row matches the replayed head"))
     else:
         checks.append(
-            _Check(
+            Check(
                 "summary",
                 False,
                 f"the session row says seq/messages/counts/turn {recorded!r}, the replay "
@@ -116,7 +118,7 @@ def replay_command(
         for sid in ids:
             started = time.perf_counter()
             if verify:
-                seq, checks = _verify(store, sid)
+                seq, checks = verify_session(store, sid)
             else:
                 seq, checks = replay(store.events(sid)).last_seq, []
             elapsed = (time.perf_counter() - started) * 1000

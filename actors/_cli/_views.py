@@ -39,6 +39,7 @@ from runtime import (
     to_openai,
 )
 
+from .._errors import InvalidConfig
 from ._tables import message_lines, message_table, model_call_lines, state_header, turn_lines
 from ._text import excerpt
 
@@ -64,7 +65,7 @@ def view_data(view: str, state: SessionState) -> Any:
         return to_anthropic(state)
     if view == "gemini":
         return to_gemini(state)
-    raise ValueError(f"unknown view {view!r}; expected one of {VIEWS}")
+    raise InvalidConfig(f"unknown view {view!r}; expected one of {VIEWS}")
 
 
 def _model_view_data(view: ModelView) -> dict[str, Any]:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ._gemini import GeminiModel as GeminiModel
     from ._openai import OpenAICompatibleModel as OpenAICompatibleModel
     from ._openai import OpenAIModel as OpenAIModel
-    from ._openai_responses import OpenAIResponsesModel as OpenAIResponsesModel
+    from ._responses import OpenAIResponsesModel as OpenAIResponsesModel
 
 __all__ = [
     "PRICES_VARIABLE",

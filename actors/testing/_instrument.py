@@ -25,8 +25,8 @@ import trio
 
 from runtime import Chunk, ModelRequest
 
+from .._errors import ModelFailure
 from .._model import Model
-from .._scripted import ModelFailure
 from .._tools import Tool, ToolOutcome
 
 __all__ = [

@@ -17,6 +17,7 @@ import itertools
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, NoReturn, cast
@@ -38,29 +39,35 @@ from runtime import (
     MessageAdded,
     SessionState,
     UserInput,
+    awaits_delivery,
     category_of,
 )
 from runtime.store import SQLiteStore, Store
 from runtime.testing import (
     FINAL_INPUT_STATUSES,
+    PLAN_KEY,
+    DeliveryLedger,
     InvariantViolation,
+    RestartableMemoryStore,
     TimelineChecker,
+    TurnPlan,
     check_provider_views,
     check_settled,
+    failure_path,
+    inspect_commands,
+    save_sessions,
+    turn_plans,
 )
 
-from .._adapter import awaits_delivery
 from .._channels import LiveChannelAdapter, SilentChannelAdapter
-from .._ids import SequentialIds
+from .._errors import InvalidConfig
 from .._model import Model
 from .._platform import FakePlatform
 from .._settings import Settings
 from .._tools import Tool, tool
 from ._instrument import CallLedger, InstrumentedTool, ModelFault, ObservedModel, ToolFault
-from ._observe import DeliveryLedger, ObservedRuntime
-from ._plans import PLAN_KEY, PlannedModel, TurnPlan
-from ._store import RestartableMemoryStore, failure_path, inspect_commands, save_sessions
-from ._strategies import turn_plans
+from ._observe import ObservedRuntime
+from ._plans import PlannedModel
 
 __all__ = ["LifecycleMachine", "lifecycle_machine"]
 
@@ -147,11 +154,17 @@ class LifecycleMachine(RuleBasedStateMachine):
         passivate_after=None, max_nudges=1, model_timeout=30.0, ask_timeout=10.0
     )
     """The runtime's ``Settings``."""
-    wait_timeout: ClassVar[float] = 10.0
-    """Seconds a wait for a turn or a delivery may take before it is a liveness failure."""
-    cancel_grace: ClassVar[float] = 2.0
-    """Seconds a tool or model call may take to end once its turn is over."""
-    stop_timeout: ClassVar[float] = 5.0
+    wait_timeout: ClassVar[float] = 60.0
+    """Seconds a wait for a turn or a delivery may take before it is a liveness failure.
+
+    Waits end on events (a session going idle, a delivery reported); the
+    timeout only names a hang. Keep it long: on a loaded machine a short one
+    fails passing runs. Hangs are found on simulated time by the simulator
+    (``simulation_machine``), where they cost nothing."""
+    cancel_grace: ClassVar[float] = 30.0
+    """Seconds a tool or model call may take to end once its turn is over (the wait ends as
+    soon as the kit's ledger of running calls is empty)."""
+    stop_timeout: ClassVar[float] = 30.0
     """Seconds a runtime may take to stop."""
     slow_seconds: ClassVar[float] = 0.01
     """How long a ``SLOW`` fault holds a call."""
@@ -233,7 +246,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         super().__init__()
         self.calls = CallLedger()
         """Every tool and model call of the example."""
-        self.deliveries = DeliveryLedger()
+        self.deliveries = DeliveryLedger(lock=threading.Lock())
         """Every announcement and delivery report."""
         self._tools = {
             t.name: InstrumentedTool.wrap(t, self.calls, slow_seconds=self.slow_seconds)
@@ -276,7 +289,7 @@ class LifecycleMachine(RuleBasedStateMachine):
 
             self._tmp = tempfile.TemporaryDirectory(prefix="amber-machine-")
             return _KeptSQLite(os.path.join(self._tmp.name, "amber.db"))
-        raise ValueError(
+        raise InvalidConfig(
             f"LifecycleMachine.store must be 'memory' or 'sqlite' (got {self.store!r})."
         )
 
@@ -291,7 +304,6 @@ class LifecycleMachine(RuleBasedStateMachine):
             tools=list(self._tools.values()),
             adapters=adapters,
             settings=self.runtime_settings,
-            ids=SequentialIds(f"g{generation}"),
         )
         runtime.start()
         if not self._channels:
@@ -373,7 +385,11 @@ class LifecycleMachine(RuleBasedStateMachine):
             self.runtime.send(session, bad)
         except InvalidInput:
             return
-        raise AssertionError(f"Runtime.send accepted input with {problem}: {bad!r}")
+        raise InvariantViolation(
+            f"Contract (invalid input is refused) broken: Runtime.send accepted input with "
+            f"{problem}: {bad!r}",
+            name="invalid input is refused",
+        )
 
     @rule(
         session=_of("_session_names"),
@@ -791,7 +807,10 @@ def lifecycle_machine(
     """
     unknown = sorted(k for k in options if not hasattr(base, k) or k.startswith("_"))
     if unknown:
-        raise TypeError(f"lifecycle_machine() got unknown options {unknown}.")
+        raise InvalidConfig(
+            f"lifecycle_machine() got unknown options {unknown}; the options are the class "
+            "attributes of LifecycleMachine (sessions, store, runtime_settings, wait_timeout …)."
+        )
     namespace: dict[str, Any] = {"tools": tuple(tools), **options, "__module__": base.__module__}
     if model is not None:
 

@@ -7,8 +7,8 @@ import re
 
 from .._artifacts import ArtifactStore
 from .._clean import clean_history
-from .._providers import to_anthropic, to_gemini, to_openai
 from .._openai_responses import to_openai_responses
+from .._providers import to_anthropic, to_gemini, to_openai
 from .._state import SessionState
 from .._window import Window
 from ._violation import fail

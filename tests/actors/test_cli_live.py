@@ -60,8 +60,8 @@ class TestDemo:
         assert out.index("⏹ write_report interrupted") < out.index("Sure. In one line")
         with SQLiteStore(tmp_path / "amber.db") as store:
             state = store.load_state("demo")
-        assert state.message("msg_000013").status is Status.INTERRUPTED
-        assert state.message("msg_000009").is_error
+        assert state.message("msg_5be1ef79_000036").status is Status.INTERRUPTED
+        assert state.message("msg_5be1ef79_000024").is_error
 
     def test_hints_name_the_interrupt(self, tmp_path: Path) -> None:
         """The diff hint points at the interrupt, and running it shows the interrupt."""

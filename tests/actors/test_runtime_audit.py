@@ -14,7 +14,6 @@ from actors import (
     Response,
     Runtime,
     ScriptedModel,
-    SequentialIds,
     TextDelta,
     call,
     error,
@@ -153,13 +152,12 @@ class TestNoRunningRowOnceFinal:
         """Stopping mid-call abandons the row; the next runtime answers with a new one."""
         db = tmp_path / "a.db"
         first_model = ScriptedModel([reply("never", delay=30, id="p1")])
-        with Runtime(model=first_model, store=db, ids=SequentialIds("a")) as first:
+        with Runtime(model=first_model, store=db) as first:
             sub_signal, callback = when(lambda d: isinstance(d, Delta))
             first.subscribe(callback, deltas=True)
             first.send("s", "go")
             sub_signal.wait()
-        with Runtime(model=ScriptedModel([reply("answered", id="p2")]), store=db,
-                     ids=SequentialIds("b")) as second:  # fmt: skip
+        with Runtime(model=ScriptedModel([reply("answered", id="p2")]), store=db) as second:  # fmt: skip
             state = second.wait_idle("s", timeout=WAIT)
             assert [(r.operation_id, r.status) for r in state.model_calls()] == [
                 ("p1", AuditStatus.ABANDONED),

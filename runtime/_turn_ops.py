@@ -1,0 +1,259 @@
+"""The turn machine's moves: start a turn, call the model, open its audit row, end a turn.
+
+Each takes the ``Step`` being built and changes it: emits events, adds
+commands, replaces the running turn's bookkeeping. Handlers of inputs
+(``_turnloop``, ``_responses``) are made of these.
+"""
+
+from __future__ import annotations
+
+from ._audit import AuditStatus
+from ._category import Category
+from ._clean import clean_history
+from ._commands import CallModel, CancelRun, ClearTimer, ResumeSoon, SetTimer, Warn
+from ._errors import AmberError, AuditConflict
+from ._events import (
+    MessageAdded,
+    ModelCallFinished,
+    ModelCallStarted,
+    OrphanRecovered,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+)
+from ._machine import TurnRun
+from ._message import Message
+from ._replace import replace
+from ._step import Step
+from ._stream import Assembly, ModelRequest
+
+__all__ = [
+    "MODEL_CALL_KEY",
+    "ORPHAN_TIMER",
+    "call_model",
+    "cancel_runs",
+    "end_turn",
+    "fail",
+    "maybe_start_turn",
+    "model_failed",
+    "model_timer",
+    "open_call",
+    "orphaned",
+]
+
+ORPHAN_TIMER = "orphan"
+"""The timer that recovers a turn a runner left, once ``recover_after`` has passed."""
+MODEL_CALL_KEY = "model_call"
+"""Metadata key on every message made from a model response: the call's audit source key
+(``<turn id>#<call index>``), so the model's view can keep one response together."""
+
+
+def model_timer(run_id: str) -> str:
+    """The name of the timer that fails model run ``run_id`` at ``model_timeout``."""
+    return f"model:{run_id}"
+
+
+def maybe_start_turn(s: Step) -> None:
+    """Start a turn that claims every waiting input, if none runs; then call the model.
+
+    A turn a dead runner left active blocks new turns until it is recovered
+    (its input and the new one are then claimed together).
+    """
+    state = s.state
+    if s.run is not None or state.active_turn is not None or not state.queued:
+        return
+    turn_id = s.turn_id()
+    s.emit(TurnStarted, turn_id=turn_id)
+    turn = s.state.active_turn
+    assert turn is not None
+    last = s.state.message(turn.input_ids[-1])
+    s.run = TurnRun(
+        turn_id=turn_id,
+        started_mono=s.mono,
+        parent_id=last.id,
+        chatbot_id=last.chatbot_id,
+        channel_id=last.channel_id,
+    )
+    call_model(s)
+
+
+def call_model(s: Step) -> None:
+    """Call the model with the view of the head state (or fail the turn if it cannot be)."""
+    run = s.run
+    assert run is not None
+    settings = s.settings
+    if run.calls >= settings.max_model_calls:
+        fail(
+            s,
+            f"the turn reached {settings.max_model_calls} model calls without a final answer "
+            "(Settings.max_model_calls)",
+        )
+        return
+    try:
+        view = clean_history(
+            s.state,
+            window=settings.window,
+            artifacts=settings.artifacts,
+            max_result_chars=settings.max_result_chars,
+        )
+    except AmberError as exc:
+        fail(s, f"the model's view could not be built: {exc}")
+        return
+    run_id = s.run_id()
+    request = ModelRequest(
+        session_id=s.session_id,
+        turn_id=run.turn_id,
+        call_index=run.calls,
+        state=s.state,
+        view=view,
+        tools=settings.tools,
+        system=settings.system_prompt,
+    )
+    s.run = replace(
+        run,
+        calls=run.calls + 1,
+        model_run=run_id,
+        model_started=s.mono,
+        source_key=f"{run.turn_id}#{run.calls}",
+        operation_id=None,
+        stream_id=run_id,
+        assembly=Assembly(),
+        view=view,
+        # Counting the view's tokens costs a walk of it: without a window it is done
+        # once, when the turn ends, and only if the model reports no usage.
+        context_tokens=view.tokens,
+    )
+    s.command(CallModel(run_id=run_id, request=request))
+    if settings.model_timeout is not None:
+        s.command(SetTimer(name=model_timer(run_id), seconds=settings.model_timeout))
+
+
+def open_call(s: Step, operation_id: str) -> bool:
+    """Open (or, the same again, confirm) the audit row of the current model call.
+
+    A start that contradicts the call's row fails the turn; returns False then.
+    """
+    run = s.run
+    assert run is not None
+    state = s.state
+    known = state.audit_keys.get(run.source_key)
+    sequence = state.audit[known].sequence if known else len(state.audit) + 1
+    try:
+        s.emit(
+            ModelCallStarted,
+            operation_id=operation_id,
+            source_key=run.source_key,
+            turn_id=run.turn_id,
+            sequence=sequence,
+            model=s.settings.model_name,
+        )
+    except AuditConflict as exc:
+        fail(s, f"the model-call audit refused the call's start: {exc}")
+        return False
+    s.run = replace(run, operation_id=run.operation_id or operation_id)
+    return True
+
+
+def model_failed(s: Step, reason: str, duration_ms: float | None) -> None:
+    """Close the current call's audit row as failed, then fail the turn."""
+    run = s.run
+    assert run is not None
+    if run.operation_id is None and not open_call(s, run.stream_id):
+        return
+    run = s.run
+    assert run is not None
+    s.emit(
+        ModelCallFinished,
+        operation_id=run.operation_id,
+        status=AuditStatus.FAILED,
+        duration_ms=duration_ms,
+        error=reason,
+    )
+    fail(s, reason)
+
+
+def cancel_runs(s: Step, run: TurnRun) -> None:
+    """Cancel the turn's model call and tool runs still in flight."""
+    if run.model_run is not None:
+        s.command(CancelRun(run_id=run.model_run))
+        s.command(ClearTimer(name=model_timer(run.model_run)))
+    for call_id in run.tools:
+        s.command(CancelRun(run_id=call_id))
+
+
+def end_turn(s: Step, outcome: TurnOutcome, reason: str, *, notice: str | None = None) -> None:
+    """End the running turn (interrupted or error): cancel its runs, keep partial output."""
+    run = s.run
+    assert run is not None
+    cancel_runs(s, run)
+    elapsed = max(0.0, s.mono - run.started_mono)
+    if notice is not None:
+        s.emit(MessageAdded, message=s.output(Category.CRASH_NOTICE, notice))
+    partial: list[Message] = []
+    assembly = run.assembly
+    if assembly is not None:
+        for category, text in (
+            (Category.THOUGHT, assembly.reasoning),
+            (Category.REPLY, assembly.text),
+        ):
+            if text.strip():
+                partial.append(
+                    s.output(
+                        category,
+                        text,
+                        part=len(partial) + 1,
+                        metadata={MODEL_CALL_KEY: run.source_key},
+                    )
+                )
+    s.emit(
+        TurnEnded,
+        turn_id=run.turn_id,
+        outcome=outcome,
+        reason=reason,
+        duration_ms=elapsed * 1000,
+        partial=partial,
+        metrics={
+            "turn_tool_calls": run.tool_calls,
+            "turn_tokens": run.tokens,
+            "turn_time": round(elapsed, 3),
+        },
+    )
+    s.run = None
+
+
+def fail(s: Step, reason: str) -> None:
+    """End the running turn as error with a crash notice; a waiting input starts the next."""
+    s.command(Warn(text=f"session {s.session_id}: turn failed: {reason}"))
+    end_turn(
+        s,
+        TurnOutcome.ERROR,
+        reason,
+        notice=f"Sorry, something went wrong and I could not finish: {reason.rstrip('.')}.",
+    )
+    # A failed turn does not retry by itself; new input starts the next one.
+    maybe_start_turn(s)
+
+
+def orphaned(s: Step, *, runner_gone: bool = False) -> None:
+    """A turn left active by a runner that is gone (or may be): give its input back now or later."""
+    state = s.state
+    turn = state.active_turn
+    assert turn is not None
+    assert state.updated_at is not None
+    age = (s.at - state.updated_at).total_seconds()
+    wait = s.settings.recover_after - age
+    if not runner_gone and wait > 0:
+        s.command(SetTimer(name=ORPHAN_TIMER, seconds=wait))
+        return
+    reason = (
+        "its runner stopped before the turn ended"
+        if runner_gone
+        else f"no activity for {age:.0f} s when the session was loaded; its runner is presumed dead"
+    )
+    s.emit(OrphanRecovered, turn_id=turn.id, reason=reason)
+    maybe_start_turn(s)
+
+
+def resume_soon(s: Step) -> None:
+    """Ask to be stepped with ``Resume`` after what is queued (a new turn may start then)."""
+    s.command(ResumeSoon())
