@@ -46,7 +46,9 @@ from ._commands import StreamDelta as StreamDelta
 from ._commands import Warn as Warn
 from ._cost import Price as Price
 from ._cost import PriceTable as PriceTable
+from ._cost import SessionCost as SessionCost
 from ._cost import call_cost as call_cost
+from ._cost import session_cost as session_cost
 from ._diff import AuditChange as AuditChange
 from ._diff import FieldChange as FieldChange
 from ._diff import StateDiff as StateDiff
@@ -72,6 +74,7 @@ from ._errors import ModelRequestError as ModelRequestError
 from ._errors import ModelStreamBroken as ModelStreamBroken
 from ._errors import ModelUnavailable as ModelUnavailable
 from ._errors import NotAStore as NotAStore
+from ._errors import PriceError as PriceError
 from ._errors import ProjectionError as ProjectionError
 from ._errors import ReplayMismatch as ReplayMismatch
 from ._errors import SchemaVersionError as SchemaVersionError
@@ -314,6 +317,7 @@ __all__ = [
     "PayloadBuilder",
     "Presentation",
     "Price",
+    "PriceError",
     "PriceTable",
     "ProjectionError",
     "ReasoningDelta",
@@ -335,6 +339,7 @@ __all__ = [
     "SchemaVersionError",
     "Script",
     "ScriptStep",
+    "SessionCost",
     "Segment",
     "SegmentKind",
     "SeqConflict",
@@ -419,6 +424,7 @@ __all__ = [
     "reply",
     "request_record",
     "response_metadata",
+    "session_cost",
     "session_history",
     "step",
     "thaw",

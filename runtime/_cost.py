@@ -21,9 +21,10 @@ from typing import Any
 import attrs
 from immutables import Map
 
+from ._errors import PriceError
 from ._message import Usage
 
-__all__ = ["Price", "PriceTable", "call_cost"]
+__all__ = ["Price", "PriceTable", "SessionCost", "call_cost", "session_cost"]
 
 _SNAPSHOT = re.compile(
     r"^(?:-(?:\d{4}-\d{2}-\d{2}|\d{8}|\d{2}-\d{2}|\d{3}|latest|preview(?:-[\w.-]+)?"
@@ -40,7 +41,7 @@ def _dollars(instance: object, attribute: attrs.Attribute[Any], value: object) -
         or not math.isfinite(value)
         or value < 0
     ):
-        raise ValueError(
+        raise PriceError(
             f"Price.{attribute.name} must be a non-negative number of US dollars per million "
             f"tokens (got {value!r})."
         )
@@ -50,7 +51,7 @@ def _threshold(instance: object, attribute: attrs.Attribute[Any], value: object)
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(
+        raise PriceError(
             f"Price.long_context_above must be a non-negative number of input tokens or None "
             f"(got {value!r})."
         )
@@ -87,24 +88,24 @@ class Price:
             ValueError: not an object, an unknown key, a missing or bad price.
         """
         if not isinstance(data, Mapping):
-            raise ValueError(
+            raise PriceError(
                 f"The price of {name!r} must be an object like "
                 f'{{"input": 2.0, "output": 8.0, "cached_input": 0.5}} (got {data!r}).'
             )
         known = {field.name for field in attrs.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(
+            raise PriceError(
                 f"The price of {name!r} has unknown keys {unknown}; known keys are "
                 f"{sorted(known)} (US dollars per million tokens)."
             )
         missing = [key for key in ("input", "output") if key not in data]
         if missing:
-            raise ValueError(f"The price of {name!r} needs {' and '.join(missing)}.")
+            raise PriceError(f"The price of {name!r} needs {' and '.join(missing)}.")
         try:
             return cls(**data)
-        except ValueError as exc:
-            raise ValueError(f"The price of {name!r}: {exc}") from None
+        except PriceError as exc:
+            raise PriceError(f"The price of {name!r}: {exc}") from None
 
     def to_json(self) -> dict[str, Any]:
         """The price as its JSON object (fields left at None are left out)."""
@@ -139,7 +140,7 @@ def _price_map(value: Mapping[str, Price]) -> Map[str, Price]:
     prices = dict(value)
     for name, price in prices.items():
         if not isinstance(name, str) or not isinstance(price, Price):
-            raise TypeError(
+            raise PriceError(
                 f"A PriceTable maps model names to Price values (got {name!r}: {price!r})."
             )
     return Map(prices)
@@ -162,7 +163,7 @@ class PriceTable:
         """
         models = data.get("models") if isinstance(data, Mapping) else None
         if not isinstance(models, Mapping):
-            raise ValueError(
+            raise PriceError(
                 'A price table must be an object with "models": {"<model>": {"input": …, '
                 f'"output": …}}}} (got {str(data)[:200]!r}).'
             )
@@ -209,3 +210,34 @@ class PriceTable:
 
     def __len__(self) -> int:
         return len(self.prices)
+
+
+@attrs.frozen(kw_only=True)
+class SessionCost:
+    """What a session's model calls cost, from their audit rows."""
+
+    usd: float
+    """The sum of the calls' recorded costs, in US dollars."""
+    priced: int
+    """Calls with a recorded cost."""
+    unpriced: int
+    """Calls with usage but no recorded cost (the sum is then a lower bound)."""
+
+    @property
+    def complete(self) -> bool:
+        """True when every call that used tokens has a cost."""
+        return self.unpriced == 0
+
+
+def session_cost(rows: Any) -> SessionCost:
+    """The cost of ``rows`` (``state.model_calls()``, or one turn's) as recorded in them."""
+    usd = 0.0
+    priced = unpriced = 0
+    for row in rows:
+        cost = getattr(row, "cost_usd", None)
+        if cost is not None:
+            usd += cost
+            priced += 1
+        elif getattr(row, "usage", None) is not None:
+            unpriced += 1
+    return SessionCost(usd=usd, priced=priced, unpriced=unpriced)

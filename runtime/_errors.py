@@ -19,6 +19,7 @@ keeps working for callers that do not know Amber::
     │   └── AuditConflict                  a model-call start or finish contradicting its audit row
     ├── DecodeError (ValueError)           JSON that is not a valid Amber value
     ├── StreamError (ValueError)           a model stream that breaks the chunk protocol
+    ├── PriceError (ValueError)            a price or price table Amber cannot read
     ├── ProjectionError (ValueError)       a view (history, provider view, segments) cannot be built
     │   ├── MissingArtifact (+ LookupError) a current-turn image the artifact store cannot give back
     │   └── UnknownTurn (+ KeyError)       a projection names a turn the session does not have
@@ -67,6 +68,7 @@ __all__ = [
     "ModelStreamBroken",
     "ModelUnavailable",
     "NotAStore",
+    "PriceError",
     "ProjectionError",
     "ReplayMismatch",
     "SchemaVersionError",
@@ -155,6 +157,10 @@ class DecodeError(AmberError, ValueError):
 
 class StreamError(AmberError, ValueError):
     """A model's stream broke the chunk protocol (a chunk of the wrong type, say)."""
+
+
+class PriceError(AmberError, ValueError):
+    """A price or a price table that Amber cannot read (the message names the model)."""
 
 
 class ProjectionError(AmberError, ValueError):

@@ -23,6 +23,7 @@ from pyrsistent.typing import PMap
 
 from ._artifacts import ArtifactStore
 from ._category import AGENT_SENDER
+from ._cost import PriceTable
 from ._state import SessionState
 from ._stream import Assembly, ToolSpec
 from ._view import ModelView
@@ -60,6 +61,9 @@ class TurnSettings:
     """The tools the model may call."""
     model_name: str | None = None
     """The model's name, recorded in audit rows."""
+    prices: PriceTable | None = None
+    """Prices to put a cost on each model call (its audit row, the turn's metrics); None:
+    costs are not computed."""
     tool_names: frozenset[str] = attrs.field(init=False)
     """Names of ``tools``."""
 
@@ -108,6 +112,11 @@ class TurnRun:
     """Prompt size: from usage, else the window's count, else counted at the end."""
     nudges: int = 0
     """Empty answers nudged so far."""
+    cost_usd: float | None = None
+    """What the turn's priced calls cost so far (US dollars); None until one is priced."""
+    priced: bool = True
+    """False once a call of the turn had usage but no known price (``cost_usd`` is then a
+    lower bound)."""
 
 
 @attrs.frozen(kw_only=True)

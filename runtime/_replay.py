@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
+import orjson
 
 from ._artifacts import ArtifactStore
 from ._audit import AuditRow
@@ -23,7 +24,7 @@ from ._clean import clean_history
 from ._errors import ProjectionError, SeqOutOfRange
 from ._json import thaw
 from ._payloads import PAYLOAD_BUILDERS, PayloadBuilder
-from ._request import RequestRecord, digest, tools_json
+from ._request import RequestRecord, digest, tools_json, tools_text
 from ._state import SessionState
 from ._view import ModelView
 from ._window import Window, approx_tokens
@@ -34,6 +35,7 @@ __all__ = [
     "rebuild_request",
     "request_blobs",
     "request_record",
+    "stored_digests",
     "views_of",
     "window_json",
 ]
@@ -84,8 +86,9 @@ def request_record(
             stored again).
     """
     schemas = tools_json(tools)
+    text = tools_text(tools) if schemas else None
     system_digest = digest(system) if system is not None else None
-    tools_digest = digest(schemas) if schemas else None
+    tools_digest = digest(text) if text is not None else None
     return RequestRecord(
         provider=provider,
         model=model,
@@ -94,12 +97,17 @@ def request_record(
         params=params,
         system_digest=system_digest,
         tools_digest=tools_digest,
-        window=window_json(window),
+        window=window_json(window) or {},
         max_result_chars=max_result_chars,
         base_url=base_url,
         system=system if system_digest is not None and system_digest not in known_digests else None,
-        tools=schemas if tools_digest is not None and tools_digest not in known_digests else None,
+        tools=text if tools_digest is not None and tools_digest not in known_digests else None,
     )
+
+
+def stored_digests(rows: Iterable[AuditRow]) -> set[str]:
+    """Digests of the system prompts and tool schemas ``rows`` store inline."""
+    return set(request_blobs(rows))
 
 
 def request_blobs(rows: Iterable[AuditRow]) -> dict[str, Any]:
@@ -112,7 +120,7 @@ def request_blobs(rows: Iterable[AuditRow]) -> dict[str, Any]:
         if record.system is not None and record.system_digest is not None:
             blobs.setdefault(record.system_digest, record.system)
         if record.tools is not None and record.tools_digest is not None:
-            blobs.setdefault(record.tools_digest, thaw(record.tools))
+            blobs.setdefault(record.tools_digest, orjson.loads(record.tools))
     return blobs
 
 
@@ -162,7 +170,7 @@ def find_call(state: SessionState, call: int | str) -> AuditRow:
 
 def _window(record: RequestRecord, window: Window | None) -> Window | None:
     recorded = record.window
-    if recorded is None:
+    if not recorded:
         return None
     data = thaw(recorded)
     assert isinstance(data, dict)

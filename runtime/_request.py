@@ -22,15 +22,16 @@ from typing import Any
 
 import attrs
 import orjson
-from pyrsistent.typing import PMap, PVector
+from pyrsistent.typing import PMap
 
-from ._json import FrozenJSON, freeze, freeze_map, thaw
+from ._json import FrozenJSON, freeze_map, thaw
 
 __all__ = [
     "RequestRecord",
     "canonical_json",
     "digest",
     "tools_json",
+    "tools_text",
 ]
 
 
@@ -55,6 +56,11 @@ def digest(value: Any) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def tools_text(tools: Iterable[Any]) -> str:
+    """``tools_json(tools)`` as the canonical JSON text ``tools_digest`` hashes."""
+    return canonical_json(tools_json(tools)).decode()
+
+
 def tools_json(tools: Iterable[Any]) -> list[dict[str, Any]]:
     """Tool specs (``ToolSpec``) as plain JSON, in order: what their digest covers."""
     return [
@@ -63,12 +69,8 @@ def tools_json(tools: Iterable[Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _optional_map(value: object) -> PMap[str, FrozenJSON] | None:
-    return None if value is None else freeze_map(value)
-
-
-def _optional_list(value: object) -> PVector[FrozenJSON] | None:
-    return None if value is None else freeze(list(value))  # type: ignore[call-overload,return-value]
+def _map(value: object) -> PMap[str, FrozenJSON]:
+    return freeze_map(value)
 
 
 @attrs.frozen(kw_only=True)
@@ -90,19 +92,14 @@ class RequestRecord:
     """``digest`` of the system prompt, or None without one."""
     tools_digest: str | None = None
     """``digest`` of ``tools_json(tools)``, or None without tools."""
-    window: PMap[str, FrozenJSON] | None = attrs.field(default=None, converter=_optional_map)
-    """The view's window (``window_json``), or None for no window."""
+    window: PMap[str, FrozenJSON] = attrs.field(factory=dict, converter=_map)
+    """The view's window (``window_json``); empty for no window."""
     max_result_chars: int | None = None
     """The view's tool-result excerpt length (None: never cut)."""
     base_url: str | None = None
     """Where it was sent, when not the provider's default endpoint."""
     system: str | None = None
     """The system prompt itself, when this row is the first of the session to use it."""
-    tools: PVector[FrozenJSON] | None = attrs.field(default=None, converter=_optional_list)
-    """The tool schemas themselves (``tools_json``), when this row is the first to use them."""
-
-    def without_blobs(self) -> RequestRecord:
-        """This record naming its system prompt and tools by digest only."""
-        if self.system is None and self.tools is None:
-            return self
-        return attrs.evolve(self, system=None, tools=None)
+    tools: str | None = None
+    """The tool schemas themselves (``tools_json`` as canonical JSON text, which
+    ``tools_digest`` hashes), when this row is the first of the session to use them."""

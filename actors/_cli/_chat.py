@@ -1,10 +1,14 @@
 """``amber chat``: an interactive session on the CLI adapter.
 
-The model is a scripted stand-in (no network, no key) that answers a few
-commands so that everything the runtime does can be tried by hand: ``sleep
-N`` calls a slow tool (press Ctrl-C to interrupt it), ``$ command`` runs a
-shell command when ``--shell`` allowed it, anything else is echoed back.
-Provider models plug in here once they are configured (their own issue).
+Without ``--model`` the model is a scripted stand-in (no network, no key)
+that answers a few commands so that everything the runtime does can be
+tried by hand: ``sleep N`` calls a slow tool (press Ctrl-C to interrupt it),
+``$ command`` runs a shell command when ``--shell`` allowed it, anything
+else is echoed back. ``--model PROVIDER:MODEL`` (``openai:gpt-4.1-mini``,
+``anthropic:claude-sonnet-4-6``, ``gemini:gemini-2.5-flash``,
+``openai-responses:o4-mini``, ``openai-compatible:NAME --base-url URL``)
+talks to a real model with the key from the provider's usual environment
+variable.
 
 Ctrl-C while a turn runs interrupts it; a second Ctrl-C (or Ctrl-C at the
 prompt twice, or Ctrl-D, or ``/exit``) leaves cleanly: the runtime stops and
@@ -23,11 +27,13 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
-from runtime import ModelView, Response, ToolResultPart, call, reply
+from runtime import AmberError, ModelView, Response, ToolResultPart, call, reply
 
 from .._cli_adapter import CliAdapter
+from .._model import Model
 from .._runtime import Runtime
 from .._scripted import ScriptedModel
+from .._settings import Settings
 from .._shell import shell_tool
 from .._tools import Tool, tool
 from ._app import CliError, ExitCode, db_option, open_store
@@ -166,19 +172,65 @@ class ChatLoop:
         return True
 
 
+def provider_model(spec: str, base_url: str | None) -> Model:
+    """The provider model ``spec`` names, or a one-line CLI error saying what is missing."""
+    from ..providers import model_from_spec
+
+    try:
+        return model_from_spec(spec, base_url=base_url)
+    except (AmberError, ImportError) as exc:
+        raise CliError(str(exc), ExitCode.USAGE) from None
+
+
+def chat_settings(system: str | None, prices: str | None) -> Settings:
+    """Chat's settings: the system prompt and the price table (shipped, or --prices FILE)."""
+    from ..providers import default_prices, load_prices
+
+    try:
+        table = default_prices() if prices is None else default_prices().merged(load_prices(prices))
+    except AmberError as exc:
+        raise CliError(str(exc), ExitCode.USAGE) from None
+    return Settings(system_prompt=system, prices=table)
+
+
 @click.command()
 @click.option("--session", "session_id", help="Continue this session (default: a new one).")
+@click.option(
+    "--model",
+    "model_spec",
+    metavar="PROVIDER:MODEL",
+    help="A real model: openai:gpt-4.1-mini, anthropic:claude-sonnet-4-6, gemini:gemini-2.5-flash, "
+    "openai-responses:o4-mini, openai-compatible:NAME (with --base-url). Default: the scripted "
+    "stand-in.",
+)
+@click.option("--base-url", help="The API endpoint (an OpenAI-compatible server, a proxy).")
+@click.option("--system", "system_prompt", help="The system prompt.")
+@click.option("--prices", type=click.Path(dir_okay=False), help="A JSON price table to use.")
 @click.option("--shell", is_flag=True, help="Let the model run shell commands ($ command).")
 @click.option("--stream/--no-stream", default=True, help="Print replies as they stream.")
 @db_option(create=True)
-def chat(session_id: str | None, shell: bool, stream: bool, db: str) -> None:
+def chat(
+    session_id: str | None,
+    model_spec: str | None,
+    base_url: str | None,
+    system_prompt: str | None,
+    prices: str | None,
+    shell: bool,
+    stream: bool,
+    db: str,
+) -> None:
     """Chat with an agent; Ctrl-C interrupts the running turn.
 
     Every turn is stored in --db.
     Ctrl-C interrupts the running turn; a second Ctrl-C leaves cleanly.
-    The model is a scripted stand-in (type 'help'); provider models plug in
-    once configured.
+    Without --model the model is a scripted stand-in (type 'help'); with
+    --model PROVIDER:MODEL it is a real one, its key read from the provider's
+    environment variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY).
     """
+    if base_url is not None and model_spec is None:
+        raise CliError("--base-url needs --model PROVIDER:MODEL.", ExitCode.USAGE)
+    model = provider_model(model_spec, base_url) if model_spec else chat_model(shell=shell)
+    settings = chat_settings(system_prompt, prices)
     with open_store(db, create=True) as store:
         if session_id is None:
             session_id, number = "chat", 1
@@ -193,20 +245,26 @@ def chat(session_id: str | None, shell: bool, stream: bool, db: str) -> None:
     console = Console(highlight=False)
     adapter = CliAdapter.start(console=console, echo_inputs=False, stream=stream)
     note = f"continuing, {existing} messages" if existing else "new"
+    about = (
+        f"model {getattr(model, 'name', model_spec)}"
+        if model_spec
+        else "'help' for what the scripted model does"
+    )
     console.print(
         Text.assemble(
             ("amber chat", "bold"),
-            f" · session {session_id} ({note}) in {db} · 'help' for what the scripted model does",
+            f" · session {session_id} ({note}) in {db} · {about}",
             style="dim",
         ),
         soft_wrap=True,
     )
     try:
         runtime = Runtime(
-            model=chat_model(shell=shell),
+            model=model,
             store=Path(db),
             tools=chat_tools(shell=shell),
             adapters=[adapter],
+            settings=settings,
         )
         # A second Ctrl-C while the first is being handled: leave all the same.
         with runtime as rt, contextlib.suppress(KeyboardInterrupt):

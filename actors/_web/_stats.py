@@ -38,7 +38,7 @@ def call_cost(row: AuditRow) -> float | None:
     Rows written before provider models priced their calls (issue 14) have
     none: ``None``.
     """
-    cost = row.cost_usd
+    cost = getattr(row, "cost_usd", None)
     if isinstance(cost, int | float) and not isinstance(cost, bool) and math.isfinite(cost):
         return float(cost)
     return None

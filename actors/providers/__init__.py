@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .._errors import MissingSDK
 from ._prices import PRICES_VARIABLE as PRICES_VARIABLE
 from ._prices import default_prices as default_prices
 from ._prices import load_prices as load_prices
@@ -58,7 +59,7 @@ def _load(name: str) -> Any:
     try:
         loaded = importlib.import_module(module, __name__)
     except ImportError as exc:
-        raise ImportError(
+        raise MissingSDK(
             f"{name} needs its provider's SDK, which is not installed ({exc.name or exc}); "
             f"install it with: pip install 'amber[{extra}]'."
         ) from exc

@@ -49,6 +49,8 @@ from runtime import (
 )
 from runtime._request import tools_json
 
+from .._errors import InvalidConfig
+
 __all__ = ["ProviderModel", "Retrying", "classify", "record_retry", "retry_recorder"]
 
 _RETRIES: contextvars.ContextVar[list[ModelRetry] | None] = contextvars.ContextVar(
@@ -190,9 +192,9 @@ class ProviderModel:
         timeout: float | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"A model name is a non-empty str (got {model!r}).")
+            raise InvalidConfig(f"A model name is a non-empty str (got {model!r}).")
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise ValueError(f"max_retries must be a non-negative int (got {max_retries!r}).")
+            raise InvalidConfig(f"max_retries must be a non-negative int (got {max_retries!r}).")
         self.model = model
         self.api_key = self._key(api_key)
         self.base_url = base_url

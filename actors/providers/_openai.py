@@ -36,6 +36,7 @@ from runtime import (
     Usage,
 )
 
+from .._errors import InvalidConfig
 from ._base import ProviderModel, Retrying
 
 __all__ = ["OpenAICompatibleModel", "OpenAIModel", "openai_usage"]
@@ -157,7 +158,7 @@ class OpenAICompatibleModel(OpenAIModel):
 
     def __init__(self, model: str, *, base_url: str, **options: Any) -> None:
         if not isinstance(base_url, str) or not base_url.strip():
-            raise ValueError(
+            raise InvalidConfig(
                 "An OpenAI-compatible server needs base_url, its OpenAI endpoint (for Ollama "
                 "http://localhost:11434/v1, for vLLM http://localhost:8000/v1)."
             )

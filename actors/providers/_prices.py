@@ -14,7 +14,9 @@ import os
 from importlib import resources
 from pathlib import Path
 
-from runtime import PriceTable
+from runtime import PriceError, PriceTable
+
+from .._errors import InvalidConfig
 
 __all__ = ["PRICES_VARIABLE", "default_prices", "load_prices", "shipped_prices"]
 
@@ -43,13 +45,15 @@ def load_prices(path: str | Path) -> PriceTable:
     try:
         data = json.loads(where.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ValueError(f"Cannot read the price table {str(where)!r}: {exc.strerror}.") from None
+        raise InvalidConfig(
+            f"Cannot read the price table {str(where)!r}: {exc.strerror}."
+        ) from None
     except json.JSONDecodeError as exc:
-        raise ValueError(f"The price table {str(where)!r} is not valid JSON ({exc}).") from None
+        raise InvalidConfig(f"The price table {str(where)!r} is not valid JSON ({exc}).") from None
     try:
         return PriceTable.from_json(data)
-    except ValueError as exc:
-        raise ValueError(f"The price table {str(where)!r}: {exc}") from None
+    except PriceError as exc:
+        raise InvalidConfig(f"The price table {str(where)!r}: {exc}") from None
 
 
 def default_prices(*, environ: dict[str, str] | None = None) -> PriceTable:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._errors import InvalidConfig
 from ._base import ProviderModel
 
 __all__ = ["PROVIDERS", "model_from_spec"]
@@ -40,13 +41,13 @@ def model_from_spec(spec: str, *, base_url: str | None = None, **options: Any) -
     """
     provider, sep, model = spec.partition(":")
     if not sep or not provider or not model:
-        raise ValueError(
+        raise InvalidConfig(
             f"A model is named PROVIDER:MODEL, like openai:gpt-4.1-mini or "
             f"anthropic:claude-sonnet-4-6 (got {spec!r}); providers: {', '.join(PROVIDERS)}."
         )
     entry = PROVIDERS.get(provider)
     if entry is None:
-        raise ValueError(
+        raise InvalidConfig(
             f"Unknown provider {provider!r} in {spec!r}; use one of {', '.join(PROVIDERS)}."
         )
     class_name, _, _extra = entry
@@ -55,7 +56,7 @@ def model_from_spec(spec: str, *, base_url: str | None = None, **options: Any) -
     cls = _load(class_name)
     if provider == "openai-compatible":
         if not base_url:
-            raise ValueError(
+            raise InvalidConfig(
                 f"{spec} needs --base-url, the server's OpenAI endpoint (Ollama: "
                 "http://localhost:11434/v1, vLLM: http://localhost:8000/v1, llama.cpp: "
                 "http://localhost:8080/v1, LM Studio: http://localhost:1234/v1)."

@@ -12,6 +12,8 @@ import base64
 import json
 from typing import Any
 
+from .._errors import InvalidConfig
+
 __all__ = ["wire_request"]
 
 _PATHS = {
@@ -55,7 +57,7 @@ def wire_request(provider: str, payload: dict[str, Any]) -> dict[str, Any]:
         }
     path = _PATHS.get(provider)
     if path is None:
-        raise ValueError(
+        raise InvalidConfig(
             f"No wire format for provider {provider!r}; known: {sorted([*_PATHS, 'gemini'])}."
         )
     return {"method": "POST", "path": path, "body": _plain(payload)}
