@@ -62,7 +62,8 @@ def model_chunk(s: Step, input: ModelChunk) -> None:
     if run is None or input.run_id != run.model_run or run.assembly is None:
         return  # a chunk of a run that was cancelled or has ended
     chunk = input.chunk
-    if isinstance(chunk, RequestSent | ModelRetry):
+    kind_of = type(chunk)
+    if kind_of is RequestSent or kind_of is ModelRetry:
         # What was sent, and the attempts refused before the stream opened: kept for the
         # audit row, which opens when the message starts.
         try:
@@ -88,11 +89,16 @@ def model_chunk(s: Step, input: ModelChunk) -> None:
         return
     s.run = replace(run, assembly=assembly)
     index = name = None
-    if isinstance(chunk, TextDelta):
-        kind, text = DeltaKind.TEXT, chunk.text
-    elif isinstance(chunk, ReasoningDelta):
-        kind, text = DeltaKind.REASONING, chunk.text
-    elif isinstance(chunk, ToolCallDelta):
+    if kind_of is TextDelta:
+        kind, text = DeltaKind.TEXT, chunk.text  # type: ignore[union-attr]
+        if not text:
+            return  # a part's start, or a signature: nothing to show
+    elif kind_of is ReasoningDelta:
+        kind, text = DeltaKind.REASONING, chunk.text  # type: ignore[union-attr]
+        if not text:
+            return
+    elif kind_of is ToolCallDelta:
+        assert isinstance(chunk, ToolCallDelta)
         kind, text, index, name = DeltaKind.TOOL_CALL, chunk.arguments, chunk.index, chunk.name
     else:
         return

@@ -179,7 +179,13 @@ _REASONING, _TEXT, _CALL = 0, 1, 2
 
 @attrs.frozen(kw_only=True)
 class _Part:
-    """One part being assembled: reasoning or text pieces, or where a call sits."""
+    """One part being assembled: a run of reasoning or text pieces, or where a call sits.
+
+    A reasoning or text part owns the pieces of its kind from ``start`` up to
+    the next part of that kind (``Assembly.text_pieces`` or
+    ``reasoning_pieces``), so a piece that continues the open part is one
+    append, with no copy of the part.
+    """
 
     kind: int
     """``_REASONING``, ``_TEXT`` or ``_CALL``."""
@@ -191,20 +197,10 @@ class _Part:
     """Opaque data to send back with it."""
     redacted: bool = False
     """A withheld reasoning block."""
-    pieces: PVector[str] = _EMPTY_PIECES
-    """Its text, piece by piece."""
+    start: int = 0
+    """For reasoning and text: where its pieces start in the assembly's pieces of its kind."""
     index: int = 0
     """For a call: the call's index."""
-
-    def segment(self) -> ResponsePart:
-        if self.kind == _CALL:
-            return CallSegment(index=self.index, signature=self.signature, item_id=self.item_id)
-        text = "".join(self.pieces)
-        if self.kind == _REASONING:
-            return ReasoningSegment(
-                text=text, signature=self.signature, redacted=self.redacted, item_id=self.item_id
-            )
-        return TextSegment(text=text, signature=self.signature, item_id=self.item_id)
 
 
 @attrs.frozen(kw_only=True)
@@ -270,13 +266,23 @@ class Assembly:
         """Reasoning so far (its parts joined by ``join_texts``)."""
         return self._joined(_REASONING)
 
+    def _texts(self, kind: int) -> tuple[list[int], list[str]]:
+        """Positions and texts of the parts of ``kind``, in order."""
+        pieces = self.reasoning_pieces if kind == _REASONING else self.text_pieces
+        positions = [p for p, part in enumerate(self.parts) if part.kind == kind]
+        texts = []
+        for number, position in enumerate(positions):
+            start = self.parts[position].start
+            end = (
+                self.parts[positions[number + 1]].start
+                if number + 1 < len(positions)
+                else len(pieces)
+            )
+            texts.append("".join(pieces[start:end]))
+        return positions, texts
+
     def _joined(self, kind: int) -> str:
-        positions: list[int] = []
-        texts: list[str] = []
-        for position, part in enumerate(self.parts):
-            if part.kind == kind:
-                positions.append(position)
-                texts.append("".join(part.pieces))
+        positions, texts = self._texts(kind)
         if len(texts) == 1:
             return texts[0]
         return join_texts(positions, texts, reasoning=kind == _REASONING)
@@ -319,9 +325,12 @@ class Assembly:
         )
 
     def _piece(self, kind: int, chunk: TextDelta | ReasoningDelta) -> Assembly:
-        redacted = kind == _REASONING and chunk.redacted  # type: ignore[union-attr]
+        reasoning = kind == _REASONING
+        pieces = self.reasoning_pieces if reasoning else self.text_pieces
         parts = self.parts
-        current = parts[self.open] if self.open != -1 else None
+        position = self.open
+        current = parts[position] if position != -1 else None
+        redacted = reasoning and chunk.redacted  # type: ignore[union-attr]
         if (
             current is None
             or current.kind != kind
@@ -331,28 +340,26 @@ class Assembly:
             or redacted
             or current.redacted
         ):
-            current = _Part(kind=kind, key=chunk.part, item_id=chunk.item_id, redacted=redacted)
+            current = _Part(
+                kind=kind,
+                key=chunk.part,
+                item_id=chunk.item_id,
+                redacted=redacted,
+                signature=chunk.signature,
+                start=len(pieces),
+            )
             parts = parts.append(current)
             position = len(parts) - 1
-        else:
-            position = self.open
-        changes: dict[str, Any] = {}
+        elif chunk.signature is not None:
+            parts = parts.set(position, replace(current, signature=chunk.signature))
         text = chunk.text
         if text:
-            changes["pieces"] = current.pieces.append(text)
-        if chunk.signature is not None:
-            changes["signature"] = chunk.signature
-        if changes:
-            parts = parts.set(position, replace(current, **changes))
-        if not text:
-            return replace(self, parts=parts, open=position)
-        if kind == _TEXT:
-            return replace(
-                self, parts=parts, open=position, text_pieces=self.text_pieces.append(text)
-            )
-        return replace(
-            self, parts=parts, open=position, reasoning_pieces=self.reasoning_pieces.append(text)
-        )
+            pieces = pieces.append(text)
+        elif parts is self.parts:
+            return self  # nothing new: an empty piece of the open part
+        if reasoning:
+            return replace(self, parts=parts, open=position, reasoning_pieces=pieces)
+        return replace(self, parts=parts, open=position, text_pieces=pieces)
 
     def _call(self, chunk: ToolCallDelta) -> Assembly:
         index = chunk.index
@@ -394,7 +401,30 @@ class Assembly:
 
     def segments(self) -> tuple[ResponsePart, ...]:
         """The parts so far, in the model's order."""
-        return tuple(part.segment() for part in self.parts)
+        texts = dict(zip(*self._texts(_TEXT), strict=True))
+        thoughts = dict(zip(*self._texts(_REASONING), strict=True))
+        out: list[ResponsePart] = []
+        for position, part in enumerate(self.parts):
+            if part.kind == _CALL:
+                out.append(
+                    CallSegment(index=part.index, signature=part.signature, item_id=part.item_id)
+                )
+            elif part.kind == _REASONING:
+                out.append(
+                    ReasoningSegment(
+                        text=thoughts[position],
+                        signature=part.signature,
+                        redacted=part.redacted,
+                        item_id=part.item_id,
+                    )
+                )
+            else:
+                out.append(
+                    TextSegment(
+                        text=texts[position], signature=part.signature, item_id=part.item_id
+                    )
+                )
+        return tuple(out)
 
     def response(self, *, fallback_id: str) -> ModelResponse:
         """The message as assembled so far.

@@ -23,7 +23,7 @@ Extended thinking is a parameter:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, ClassVar
 
 import anthropic
@@ -97,7 +97,7 @@ class AnthropicModel(ProviderModel):
         stream = await client.messages.create(**payload)
         return stream, stream
 
-    async def _chunks(self, events: AsyncIterator[Any]) -> AsyncIterator[Chunk]:
+    async def _chunks(self, events: AsyncIterator[Any]) -> AsyncGenerator[Chunk, None]:
         calls: dict[int, int] = {}  # block index -> call index
         start_usage: Any = None
         delta_usage: Any = None

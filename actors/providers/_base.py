@@ -20,11 +20,12 @@ connection pool belongs to the loop that opened it.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import math
 import os
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any, ClassVar
 
 import anyio
@@ -50,6 +51,7 @@ from runtime import (
 from runtime._request import tools_json
 
 from .._errors import InvalidConfig
+from ._asyncgens import Tracked
 
 __all__ = ["ProviderModel", "Retrying", "classify", "record_retry", "retry_recorder"]
 
@@ -278,30 +280,38 @@ class ProviderModel:
         yield self.sent(payload)
         client = self._client()
         retries: list[ModelRetry] = []
-        token = _RETRIES.set(retries)
-        try:
-            opened = await self._open(client, payload, retries)
-        except ModelError:
-            raise
-        except Exception as exc:
-            raise self._error(exc, tuple(retries), streaming=False) from exc
-        finally:
-            _RETRIES.reset(token)
-        for retry in retries:
-            yield retry
-        events, response = opened
+        tracked = Tracked()
+        response: Any = None
         finished = False
         try:
-            async for chunk in self._chunks(events):
-                yield chunk
-            finished = True
-        except ModelError:
-            raise
-        except Exception as exc:
-            raise self._error(exc, (), streaming=True) from exc
+            token = _RETRIES.set(retries)
+            try:
+                with tracked.active():
+                    events, response = await self._open(client, payload, retries)
+            except ModelError:
+                raise
+            except Exception as exc:
+                raise self._error(exc, tuple(retries), streaming=False) from exc
+            finally:
+                _RETRIES.reset(token)
+            for retry in retries:
+                yield retry
+            try:
+                async with (
+                    contextlib.aclosing(_noted(tracked, events)) as noted,
+                    contextlib.aclosing(self._chunks(noted)) as chunks,
+                ):
+                    async for chunk in chunks:
+                        yield chunk
+                finished = True
+            except ModelError:
+                raise
+            except Exception as exc:
+                raise self._error(exc, (), streaming=True) from exc
         finally:
             if not finished:
                 await _close_quietly(response)
+            await tracked.aclose()
 
     async def _open(
         self, client: Any, payload: dict[str, Any], retries: list[ModelRetry]
@@ -309,8 +319,9 @@ class ProviderModel:
         """Open the stream: (the SDK's events, what to close on cancel)."""
         raise NotImplementedError
 
-    def _chunks(self, events: AsyncIterator[Any]) -> AsyncIterator[Chunk]:  # pragma: no cover
-        raise NotImplementedError
+    def _chunks(self, events: AsyncIterator[Any]) -> AsyncGenerator[Chunk, None]:
+        """The provider's events as Amber chunks."""
+        raise NotImplementedError  # pragma: no cover - each provider maps its own
 
     def incomplete(self, what: str) -> ModelStreamBroken:
         """The error for a stream that ended before the model finished."""
@@ -357,6 +368,22 @@ def _body_message(body: object) -> str | None:
         if isinstance(message, str):
             return message
     return None
+
+
+async def _noted(tracked: Tracked, events: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
+    """``events``, with the generators the SDK starts while making each one noted."""
+    iterator = events.__aiter__()
+    anext = iterator.__anext__
+    enter, leave = tracked.enter, tracked.leave
+    while True:
+        token = enter()
+        try:
+            item = await anext()
+        except StopAsyncIteration:
+            return
+        finally:
+            leave(token)
+        yield item
 
 
 async def _close_quietly(response: Any) -> None:

@@ -30,7 +30,7 @@ import json
 import os
 import random
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, ClassVar
 
 import anyio
@@ -207,7 +207,7 @@ class GeminiModel(ProviderModel):
             return status, f"{exc.message or exc}{kind}"
         return super()._status_and_message(exc)
 
-    async def _chunks(self, events: AsyncIterator[Any]) -> AsyncIterator[Chunk]:
+    async def _chunks(self, events: AsyncIterator[Any]) -> AsyncGenerator[Chunk, None]:
         started = False
         calls = 0
         stop: str | None = None

@@ -20,7 +20,7 @@ Mapping of the streamed ``chat.completion.chunk`` objects:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, ClassVar
 
 import openai
@@ -87,7 +87,7 @@ class OpenAIModel(ProviderModel):
         stream = await client.chat.completions.create(**payload)
         return stream, stream
 
-    async def _chunks(self, events: AsyncIterator[Any]) -> AsyncIterator[Chunk]:
+    async def _chunks(self, events: AsyncIterator[Any]) -> AsyncGenerator[Chunk, None]:
         started = False
         stop: str | None = None
         usage: Usage | None = None

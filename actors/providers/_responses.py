@@ -22,7 +22,7 @@ model keeps its chain of thought across tool calls. Mapping of the events:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, ClassVar
 
 from runtime import (
@@ -71,7 +71,7 @@ class OpenAIResponsesModel(OpenAIModel):
         stream = await client.responses.create(**payload)
         return stream, stream
 
-    async def _chunks(self, events: AsyncIterator[Any]) -> AsyncIterator[Chunk]:
+    async def _chunks(self, events: AsyncIterator[Any]) -> AsyncGenerator[Chunk, None]:
         calls: dict[int, int] = {}  # output index -> call index
         streamed: set[int] = set()  # calls whose arguments came as deltas
         summaries: dict[int, int] = {}  # output index -> last summary index

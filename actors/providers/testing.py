@@ -59,6 +59,8 @@ class Reply:
     """After the events, keep the stream open until the client disconnects."""
     delay: float = 0.0
     """Seconds to wait between events (a slow stream)."""
+    burst: bool = False
+    """Send every event in one write (a fast stream: the client, not the server, sets the pace)."""
 
     @classmethod
     def sse(cls, events: Iterable[Mapping[str, Any]], **fields: Any) -> Reply:
@@ -120,6 +122,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         return
 
+    def setup(self) -> None:
+        super().setup()
+        # Each event goes out at once (no Nagle delay behind the client's delayed ACK).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def do_GET(self) -> None:
         self._answer()
 
@@ -170,6 +177,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.flush()
+        if reply.burst and reply.drop_after is None and not reply.hold:
+            data = b"".join(_encode(event) for event in reply.events)
+            self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
+            self.wfile.flush()
+            return
         for number, event in enumerate(reply.events):
             if reply.drop_after is not None and number >= reply.drop_after:
                 self._drop()
