@@ -107,7 +107,7 @@ def _assistant(message: ViewMessage, *, reasoning: bool) -> list[dict[str, Any]]
     text: dict[str, Any] | None = None  # the message item the next text part joins
     for part in message.parts:
         if isinstance(part, TextPart):
-            if not part.text:
+            if not part.text.strip():
                 continue
             own = part.provider == RESPONSES and part.item_id is not None
             if text is not None and (not own or text.get("id") == part.item_id):

@@ -170,7 +170,7 @@ def _texts(parts: list[ViewPart], provider: str | None = None) -> str:
     previous_text = False
     for part in parts:
         if isinstance(part, TextPart):
-            if part.text:
+            if part.text.strip():
                 if out:
                     out.append("" if previous_text else "\n\n")
                 out.append(part.text)
@@ -249,7 +249,7 @@ def _anthropic_assistant(run: list[ViewMessage]) -> list[dict[str, Any]]:
                             "signature": part.signature,
                         }
             elif isinstance(part, TextPart):
-                if part.text:
+                if part.text.strip():
                     if previous_text is not None:  # text that followed text: one block
                         previous_text["text"] += part.text
                         continue
@@ -342,11 +342,16 @@ def _gemini_model(run: list[ViewMessage]) -> list[dict[str, Any]]:
     for message in run:
         for part in message.parts:
             made: dict[str, Any] | None = None
+            signed = (
+                isinstance(part, ReasoningPart | TextPart)
+                and part.provider == "gemini"
+                and part.signature is not None
+            )
             if isinstance(part, ReasoningPart):
-                if part.text or part.provider == "gemini":
+                if part.text.strip() or signed:
                     made = {"text": part.text, "thought": True}
             elif isinstance(part, TextPart):
-                if part.text or (part.provider == "gemini" and part.signature is not None):
+                if part.text.strip() or signed:
                     made = {"text": part.text}
             elif isinstance(part, ToolUsePart):
                 made = {"function_call": {"name": part.name, "args": part.arguments_dict()}}
@@ -356,7 +361,7 @@ def _gemini_model(run: list[ViewMessage]) -> list[dict[str, Any]]:
             signature = _gemini_signature(part)
             if signature is not None:
                 made["thought_signature"] = signature
-            elif made.get("text") == "":
+            elif "text" in made and not made["text"].strip():
                 continue  # an empty part without Gemini's signature says nothing
             parts.append(made)
     if all(p.get("thought") for p in parts):

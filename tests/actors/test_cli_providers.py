@@ -114,9 +114,7 @@ class TestViewNote:
 
 
 class TestCosts:
-    def test_sessions_and_show_say_what_it_cost(
-        self, recorded: tuple[Path, list[object]]
-    ) -> None:
+    def test_sessions_and_show_say_what_it_cost(self, recorded: tuple[Path, list[object]]) -> None:
         """amber sessions has a cost column; amber show's header sums the calls."""
         db, _ = recorded
         listing = amber("sessions", "--db", db, "--json")
