@@ -49,6 +49,7 @@ from ._errors import AlreadyStarted as AlreadyStarted
 from ._errors import EffectsStopped as EffectsStopped
 from ._errors import IdleTimeout as IdleTimeout
 from ._errors import InvalidConfig as InvalidConfig
+from ._errors import MissingSDK as MissingSDK
 from ._errors import ModelFailure as ModelFailure
 from ._errors import ModelTimeout as ModelTimeout
 from ._errors import RuntimeStopped as RuntimeStopped
@@ -103,6 +104,7 @@ __all__ = [
     "LiveChannelAdapter",
     "MessageFinish",
     "MessageStart",
+    "MissingSDK",
     "Model",
     "ModelFailure",
     "ModelRequest",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
+import orjson
 from rich.console import Group, RenderableType
 from rich.json import JSON
 from rich.text import Text
@@ -137,9 +138,7 @@ def print_call(line: Timeline, call: str, *, as_json: bool) -> None:
         head.append(f"\n{data['method']} {data['path']}", style="dim")
     if not console.is_terminal:
         console.print(head)
-        from ._views import json_text
-
-        click.echo(json_text(data["body"]))
+        click.echo(orjson.dumps(data["body"], option=orjson.OPT_INDENT_2).decode())
         return
     parts: list[RenderableType] = [head, JSON.from_data(data["body"])]
     console.print(Group(*parts))
