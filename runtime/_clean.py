@@ -36,7 +36,7 @@ from ._category import INPUT_CATEGORIES, Category
 from ._errors import ProjectionError
 from ._history import Block, blocks_newest_first
 from ._message import Attachment, Message
-from ._parts import MODEL_CALL, stored_parts
+from ._parts import MODEL_CALL, MODEL_PARTS, stored_parts
 from ._reducer import INTERRUPTED_MARK
 from ._state import SessionState
 from ._view import (
@@ -143,22 +143,21 @@ class _Builder:
 
     def block(self, block: Block) -> list[ViewMessage]:
         """The block's view: its inputs, then what happened in stored order (module docstring)."""
-        positions = block.positions or tuple(range(len(block.messages)))
         out: list[ViewMessage] = []
-        rest: list[tuple[int, Message, Category]] = []
-        for position, message, category in zip(
-            positions, block.messages, block.categories, strict=True
-        ):
+        rest: list[tuple[Message, Category]] = []
+        for message, category in zip(block.messages, block.categories, strict=True):
             if category in INPUT_CATEGORIES:  # first, as session_history puts them
                 out.append(self.user(message, category))
             else:
-                rest.append((position, message, category))
-        rest.sort(key=_first)
+                rest.append((message, category))
+        if len(rest) > 1:  # back to stored order (session_history phased it)
+            index = self.state.index
+            rest.sort(key=lambda entry: index[entry[0].id])
         results: dict[str, Message] = {}
         items: list[tuple[Message, Category] | _Group] = []
         groups: dict[str, _Group] = {}
         loose: _Group | None = None  # a response stored before ``model_call``: by adjacency
-        for _, message, category in rest:
+        for message, category in rest:
             if category is Category.TOOL_RESULT:
                 results[message.tool_call_id or ""] = message
                 loose = None
@@ -192,6 +191,13 @@ class _Builder:
 
     def response(self, group: _Group, results: dict[str, Message]) -> list[ViewMessage]:
         """One model response as one assistant message in the model's order, then its results."""
+        members = group.members
+        if len(members) == 1 and members[0][1] is Category.REPLY:
+            message = members[0][0]
+            if not message.metadata or MODEL_PARTS not in message.metadata:
+                # The common case (a final reply): one text part, as any assistant text.
+                made = self.one(message, Category.REPLY)
+                return [made] if made is not None else []
         ranked: list[tuple[tuple[int, int], int, ViewPart]] = []
         calls: list[tuple[tuple[int, int], Message]] = []
         for message, category in group.members:

@@ -86,8 +86,6 @@ class Block:
     """The messages, in phased order (inputs first)."""
     categories: tuple[Category, ...]
     """``category_of`` each message, computed once."""
-    positions: tuple[int, ...] = ()
-    """Each message's position in ``state.messages`` (its stored order)."""
 
 
 def order_key(turn: Turn) -> tuple[bool, int, str]:
@@ -95,7 +93,7 @@ def order_key(turn: Turn) -> tuple[bool, int, str]:
     return (turn.status is not TurnStatus.RECOVERED, turn.started_seq, turn.id)
 
 
-def _phase_key(entry: tuple[int, Message, Category, int]) -> int:
+def _phase_key(entry: tuple[int, Message, Category]) -> int:
     return entry[0]
 
 
@@ -108,7 +106,7 @@ def blocks_newest_first(state: SessionState) -> Iterator[Block]:
     messages = state.messages
     index = state.index
     turn_of = state.turn
-    members: dict[str, list[tuple[int, Message, Category, int]]] = {}
+    members: dict[str, list[tuple[int, Message, Category]]] = {}
     anchors: dict[int, list[Turn]] = {}
     claims: dict[str, Turn] = {}
 
@@ -134,9 +132,8 @@ def blocks_newest_first(state: SessionState) -> Iterator[Block]:
         found.sort(key=_phase_key)
         return Block(
             turn_id=turn.id,
-            messages=tuple(m for _, m, _, _ in found),
-            categories=tuple(c for _, _, c, _ in found),
-            positions=tuple(p for _, _, _, p in found),
+            messages=tuple(m for _, m, _ in found),
+            categories=tuple(c for _, _, c in found),
         )
 
     for position, message in newest_first(messages):
@@ -148,16 +145,11 @@ def blocks_newest_first(state: SessionState) -> Iterator[Block]:
                 register(turn_id, position)
             owner = claims.get(message.id) if phase == INPUT_PHASE else None
             if owner is not None:
-                members[owner.id].append((phase, message, category, position))
+                members[owner.id].append((phase, message, category))
             elif turn_id is not None and turn_id in members:
-                members[turn_id].append((phase, message, category, position))
+                members[turn_id].append((phase, message, category))
             else:
-                yield Block(
-                    turn_id=None,
-                    messages=(message,),
-                    categories=(category,),
-                    positions=(position,),
-                )
+                yield Block(turn_id=None, messages=(message,), categories=(category,))
         due = anchors.pop(position, None)
         if due:
             for turn in sorted(due, key=order_key, reverse=True):

@@ -231,15 +231,22 @@ def _merge(out: list[dict[str, Any]], role: str, key: str, items: list[Any]) -> 
 
 def _anthropic_assistant(run: list[ViewMessage]) -> list[dict[str, Any]]:
     """Blocks of one assistant message in the model's order: signed thinking (and redacted
-    thinking) exactly as received, text, tool uses; thinking is never last, never alone."""
+    thinking) exactly as received and first, text, tool uses; thinking is never last, never
+    alone."""
     blocks: list[dict[str, Any]] = []
     for message in run:
         previous_text: dict[str, Any] | None = None
         for part in message.parts:
             block: dict[str, Any] | None = None
             if isinstance(part, ReasoningPart):
-                # Only Anthropic's own signed blocks go back (unsigned thinking is rejected).
-                if part.signature is not None and part.provider in (None, "anthropic"):
+                # Only Anthropic's own signed blocks go back (unsigned thinking is rejected),
+                # and only first in the message: one that would follow text (a response
+                # stored right after another assistant message) is left out.
+                if (
+                    part.signature is not None
+                    and part.provider in (None, "anthropic")
+                    and all(b["type"] in _THINKING for b in blocks)
+                ):
                     if part.redacted:
                         block = {"type": "redacted_thinking", "data": part.signature}
                     else:
