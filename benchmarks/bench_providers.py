@@ -200,7 +200,7 @@ def _history(turns: int) -> SessionState:
         add(TurnStarted, turn_id=f"t{turn}")
         add(MessageAdded, message=new_message(
             Category.REPLY, id=f"a{turn}", session_id="bench", created_at=EPOCH,
-            turn_id=f"t{turn}", content=f"Answer {turn}: sunny, 24 degrees, light wind."))  # fmt: skip
+            turn_id=f"t{turn}", content=f"Answer {turn}: sunny, 24 degrees."))  # fmt: skip
         add(TurnEnded, turn_id=f"t{turn}", outcome=TurnOutcome.PROCESSED)
     return timeline.head
 

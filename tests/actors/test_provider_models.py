@@ -195,7 +195,8 @@ class TestLoops:
             run = run_call(model_for("gemini", server), request_for(question().head))
         first = run.chunks[0]
         assert isinstance(first, RequestSent)
-        assert first.provider == "gemini" and first.payload_digest.startswith("sha256:")
+        assert first.provider == "gemini"
+        assert first.payload_digest.startswith("sha256:")
 
 
 _LIVE = {
@@ -223,4 +224,5 @@ def test_live_smoke(provider: str) -> None:
     assert run.error is None, run.error
     assert run.response is not None
     assert run.response.text.strip()
-    assert run.response.usage is not None and run.response.usage.output_tokens > 0
+    assert run.response.usage is not None
+    assert run.response.usage.output_tokens > 0
