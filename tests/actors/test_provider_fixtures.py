@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from provider_support import FIXTURES, model_for, question, request_for, run_call, wire
+from sdk_checks import payload_problems
 
 from actors.providers.testing import StubServer, load_fixture
 from runtime import (
@@ -25,6 +26,7 @@ from runtime import (
     Usage,
     digest,
 )
+from runtime.testing import check_provider_view
 
 PATHS = sorted(FIXTURES.glob("*/*.json"))
 
@@ -64,6 +66,8 @@ def test_fixture(path: Path) -> None:
             assert server.disconnected.wait(5), "the server never saw the client go"
         received = list(server.requests)
     payload = model.payload(request)
+    assert payload_problems(provider, payload) == []  # the SDK's request type, strictly
+    check_provider_view(payload, provider, request=True)  # PROVIDERS.md's rules
     sent = run.chunks[0]
     assert isinstance(sent, RequestSent)
     assert sent.payload_digest == digest(payload)
