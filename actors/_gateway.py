@@ -28,7 +28,7 @@ from runtime import (
     channel_rule,
 )
 
-from ._adapter import DeliverySink
+from ._adapter import DeliverySink, serves
 from ._errors import InvalidConfig
 
 __all__ = ["Gateway", "Subscription"]
@@ -41,6 +41,13 @@ class _AdapterEntry:
     ref: pykka.ActorRef[Any]
     platform: str
     kind: ChannelKind
+    sessions: frozenset[str] | None = None
+    channels: frozenset[str] | None = None
+
+    def serves(self, platform: str, session_id: str, channel_id: str) -> bool:
+        return platform == self.platform and serves(
+            self.sessions, self.channels, session_id, channel_id
+        )
 
 
 class _Subscriber(pykka.ThreadingActor):
@@ -103,9 +110,18 @@ class Gateway:
         proxy = ref.proxy()
         platform = proxy.platform.get(timeout=10)
         kind = ChannelKind(proxy.kind.get(timeout=10))
+        sessions = getattr(proxy, "sessions", None)
+        channels = getattr(proxy, "channels", None)
+        entry = _AdapterEntry(
+            ref,
+            platform,
+            kind,
+            sessions.get(timeout=10) if sessions is not None else None,
+            channels.get(timeout=10) if channels is not None else None,
+        )
         proxy.attach(self.sink_for(ref)).get(timeout=10)
         with self._lock:
-            self._adapters = (*self._adapters, _AdapterEntry(ref, platform, kind))
+            self._adapters = (*self._adapters, entry)
 
     def sink_for(self, ref: pykka.ActorRef[Any]) -> DeliverySink:
         """The sink adapter ``ref`` reports its deliveries to (the router's, by default)."""
@@ -122,7 +138,7 @@ class Gateway:
             return False
         for entry in self._adapters:
             if (
-                entry.platform == message.chatbot_id
+                entry.serves(message.chatbot_id, message.session_id, message.channel_id)
                 and channel_rule(entry.kind, message).visibility is not Visibility.HIDDEN
             ):
                 return True
@@ -130,9 +146,9 @@ class Gateway:
 
     def publish(self, update: Update) -> None:
         """Fan ``update`` out to its platform's adapters and to subscribers."""
-        platform = update.message.chatbot_id
+        message = update.message
         for entry in self._adapters:
-            if entry.platform == platform:
+            if entry.serves(message.chatbot_id, message.session_id, message.channel_id):
                 _tell(entry.ref, update)
         for sub in self._subscribers:
             if sub.session_id is None or sub.session_id == update.session_id:
@@ -141,7 +157,7 @@ class Gateway:
     def delta(self, delta: Delta) -> None:
         """Fan a live delta out to its platform's adapters and delta subscribers."""
         for entry in self._adapters:
-            if entry.platform == delta.chatbot_id:
+            if entry.serves(delta.chatbot_id, delta.session_id, delta.channel_id):
                 _tell(entry.ref, delta)
         for sub in self._subscribers:
             if sub.deltas and (sub.session_id is None or sub.session_id == delta.session_id):

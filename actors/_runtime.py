@@ -45,6 +45,7 @@ from ._errors import AlreadyStarted, IdleTimeout, InvalidConfig, RuntimeStopped
 from ._gateway import Gateway, Subscription
 from ._ids import Clock, utc_now
 from ._model import Model
+from ._ownership import Resume, RunnerLock, new_runner_id, resume_policy
 from ._router import Router
 from ._services import Monotonic, Services
 from ._settings import Settings
@@ -92,8 +93,15 @@ class Runtime:
         adapters: started adapter actors (``CliAdapter.start()`` …); the
             runtime attaches them and stops them when it stops.
         settings: how sessions run; ``Settings()`` by default.
+        resume: which stored sessions the runtime loads and answers when it
+            starts: ``"none"`` (the default: only the sessions it is sent to),
+            ``"all"`` (a service: every session with input waiting, a turn a
+            dead runner left, or output not yet delivered), or the ids of the
+            sessions to continue.
         clock: wall-clock time for events (UTC now by default).
         monotonic: monotonic seconds for durations (``time.monotonic`` by default).
+        runner: this runtime's incarnation id, recorded with each turn it starts
+            (default: a new random one; give one only to make runs reproducible).
 
     Ids are derived from the session and its seq by the turn machine
     (``msg_3fa1c2b9_000017`` is the message added at seq 17), so every
@@ -115,8 +123,10 @@ class Runtime:
         tools: Iterable[Tool | Callable[..., Any]] = (),
         adapters: Iterable[pykka.ActorRef[Any]] = (),
         settings: Settings | None = None,
+        resume: Resume = "none",
         clock: Clock = utc_now,
         monotonic: Monotonic = time.monotonic,
+        runner: str | None = None,
     ) -> None:
         if not hasattr(model, "stream") or not callable(model.stream):
             raise InvalidConfig(
@@ -128,8 +138,15 @@ class Runtime:
         self.settings = settings or Settings()
         self.model = model
         self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
+        self.resume = resume_policy(resume)
+        """Which stored sessions ``start`` resumes (``"all"``, ``"none"`` or ids)."""
         self.clock = clock
         self.monotonic = monotonic
+        if runner is not None and (not isinstance(runner, str) or not runner):
+            raise InvalidConfig(f"runner must be a non-empty str or None (got {runner!r}).")
+        self.runner = runner or new_runner_id()
+        """This runtime's incarnation, recorded with every turn it starts."""
+        self._lock_file: RunnerLock | None = None
         self._store_arg = store
         self._adapter_refs = list(adapters)
         self._lock = threading.Lock()
@@ -147,11 +164,13 @@ class Runtime:
     def start(self) -> Self:
         """Start the store thread, the effects loop, tool actors and adapters.
 
-        Sessions that have input waiting, a turn left running by a stopped
-        runtime, or output not yet delivered are loaded and resumed.
+        The sessions of the ``resume`` policy that have input waiting, a turn
+        a runner left active, or output not yet delivered are loaded and
+        resumed. A SQLite store is locked for this runtime while it runs.
 
         Raises:
             AlreadyStarted: the runtime was started before.
+            StoreBusy: another runtime runs this SQLite store.
             StoreError: the store cannot be opened.
         """
         with self._lock:
@@ -161,9 +180,22 @@ class Runtime:
                     "make a new one to start again."
                 )
             self._state = "starting"
-        store = StoreThread(_open_store(self._store_arg))
+        opened = _open_store(self._store_arg)
+        path = getattr(opened, "path", None) if isinstance(opened, SQLiteStore) else None
+        if path is not None:
+            lock = RunnerLock(path, self.runner)
+            try:
+                lock.acquire()
+            except BaseException:
+                opened.close()
+                with self._lock:
+                    self._state = "new"
+                raise
+            self._lock_file = lock
+        store = StoreThread(opened)
         store.start()
         self._store = store
+        exclusive = not getattr(opened, "shared", False)
         effects = Effects()
         effects.start()
         self._effects = effects
@@ -195,6 +227,8 @@ class Runtime:
                         recover_after=settings.recover_after,
                         tools=self.toolbox.specs(),
                         model_name=name if isinstance(name, str) and name else None,
+                        runner=self.runner,
+                        exclusive=exclusive,
                     ),
                     clock=self.clock,
                     monotonic=self.monotonic,
@@ -204,9 +238,11 @@ class Runtime:
             )
             with self._lock:
                 self._state = "running"
-            for info in self._call_store(lambda s: s.list_sessions()):
-                if info.needs_runner:
-                    self.router.load(info.session_id)
+            resume = self.resume
+            if resume != "none":
+                for info in self._call_store(lambda s: s.list_sessions()):
+                    if info.needs_runner and (resume == "all" or info.session_id in resume):
+                        self.router.load(info.session_id)
         except BaseException:
             self.stop()
             raise
@@ -233,6 +269,8 @@ class Runtime:
             self._effects.stop(timeout=timeout)
         if self._store is not None:
             self._store.stop(timeout=timeout)
+        if self._lock_file is not None:
+            self._lock_file.release()
         with self._lock:
             self._state = "stopped"
 

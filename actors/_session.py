@@ -179,6 +179,8 @@ class SessionActor(pykka.ThreadingActor):
         hanging: the turn is failed if possible; if even that fails, the actor
         stops and the session is reloaded from the store on its next message.
         """
+        if self._closed:
+            return None  # a report for a session that has shut down or passivated
         if isinstance(message, _Wake):
             entry = self._timers.get(message.name)
             if entry is None or entry[0] != message.token:

@@ -156,6 +156,8 @@ class TurnStarted(Event):
 
     turn_id: str = attrs.field(validator=_check.non_empty_str)
     """The new turn's id (unique in the session)."""
+    runner: str | None = None
+    """The runner (one runtime's incarnation) that starts it, recorded with the turn."""
 
 
 class TurnOutcome(enum.StrEnum):

@@ -54,12 +54,19 @@ class TurnSettings:
     passivate_after: float | None = 300.0
     """Idle seconds before the machine asks to be passivated (None: never)."""
     recover_after: float = 300.0
-    """Seconds a turn left active by a runner that may still be alive waits before its
-    input is taken back."""
+    """Seconds a turn left active by a runner that may still be alive (on a shared store)
+    waits before its input is taken back."""
     tools: tuple[ToolSpec, ...] = ()
     """The tools the model may call."""
     model_name: str | None = None
     """The model's name, recorded in audit rows."""
+    runner: str | None = None
+    """This runner's incarnation (one runtime's run), recorded with every turn it starts."""
+    exclusive: bool = True
+    """True when this runner alone runs the store (a SQLite file a runtime holds, an
+    in-memory store): a turn found active on load was left by a runner that is gone and is
+    recovered at once. False for a store several runners share: another runner's turn
+    waits ``recover_after``."""
     tool_names: frozenset[str] = attrs.field(init=False)
     """Names of ``tools``."""
 

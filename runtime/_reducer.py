@@ -305,6 +305,7 @@ def _turn_started(state: SessionState, event: TurnStarted) -> SessionState:
         started_at=event.at,
         started_seq=event.seq,
         input_ids=ids,
+        runner=event.runner,
     )
     return replace(
         state,

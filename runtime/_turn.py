@@ -66,6 +66,9 @@ class Turn:
     """Turn metrics, as the runner reported them."""
     duration_ms: float | None = None
     """Monotonic duration, as the runner measured it."""
+    runner: str | None = None
+    """The runner (one runtime's incarnation) that started it, if it said: a turn found
+    active whose runner is gone is recovered at once."""
 
     @property
     def is_active(self) -> bool:

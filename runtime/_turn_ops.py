@@ -63,7 +63,7 @@ def maybe_start_turn(s: Step) -> None:
     if s.run is not None or state.active_turn is not None or not state.queued:
         return
     turn_id = s.turn_id()
-    s.emit(TurnStarted, turn_id=turn_id)
+    s.emit(TurnStarted, turn_id=turn_id, runner=s.settings.runner)
     turn = s.state.active_turn
     assert turn is not None
     last = s.state.message(turn.input_ids[-1])
@@ -235,21 +235,33 @@ def fail(s: Step, reason: str) -> None:
 
 
 def orphaned(s: Step, *, runner_gone: bool = False) -> None:
-    """A turn left active by a runner that is gone (or may be): give its input back now or later."""
+    """A turn left active by a runner that is gone (or may be): give its input back now or later.
+
+    The runner is known to be gone when this runner alone runs the store
+    (``exclusive``), when the turn is this runner's own (its run was lost with
+    the session's actor), or when the shell says so; then the turn is
+    recovered at once. Otherwise (a shared store) it waits ``recover_after``
+    from its last activity.
+    """
     state = s.state
     turn = state.active_turn
     assert turn is not None
     assert state.updated_at is not None
+    settings = s.settings
+    own = turn.runner is not None and turn.runner == settings.runner
+    gone = runner_gone or settings.exclusive or own
     age = (s.at - state.updated_at).total_seconds()
-    wait = s.settings.recover_after - age
-    if not runner_gone and wait > 0:
+    wait = settings.recover_after - age
+    if not gone and wait > 0:
         s.command(SetTimer(name=ORPHAN_TIMER, seconds=wait))
         return
-    reason = (
-        "its runner stopped before the turn ended"
-        if runner_gone
-        else f"no activity for {age:.0f} s when the session was loaded; its runner is presumed dead"
-    )
+    if gone:
+        who = f"its runner ({turn.runner})" if turn.runner else "its runner"
+        reason = f"{who} is gone: the turn was left active; recovered at once"
+    else:
+        reason = (
+            f"no activity for {age:.0f} s when the session was loaded; its runner is presumed dead"
+        )
     s.emit(OrphanRecovered, turn_id=turn.id, reason=reason)
     maybe_start_turn(s)
 

@@ -32,7 +32,7 @@ from .._shell import shell_tool
 from .._tools import Tool, tool
 from ._app import CliError, ExitCode, db_option, open_store
 
-__all__ = ["ChatLoop", "chat", "chat_model", "chat_tools"]
+__all__ = ["ChatLoop", "chat", "chat_model", "chat_tools", "resume"]
 
 _SLEEP = re.compile(r"^\s*(?:sleep|wait)\s+(\d+(?:\.\d+)?)\s*$", re.IGNORECASE)
 _HELP = (
@@ -185,13 +185,21 @@ def chat(session_id: str | None, shell: bool, stream: bool, db: str) -> None:
             while session_id in store:
                 number += 1
                 session_id = f"chat-{number}"
-            existing = 0
+            existing, waiting = 0, False
         else:
-            existing = len(store.load_state(session_id)) if session_id in store else 0
+            head = store.load_state(session_id) if session_id in store else None
+            existing = len(head) if head is not None else 0
+            # A session continued on purpose (a pending fork, a crashed turn) is
+            # answered first, before the prompt.
+            waiting = head is not None and (head.active_turn_id is not None or bool(head.queued))
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401  (line editing and history for input())
     console = Console(highlight=False)
-    adapter = CliAdapter.start(console=console, echo_inputs=False, stream=stream)
+    # Only this session is drawn and resumed: other sessions in the store (a pending
+    # fork, say) are never answered by a chat that did not ask for them.
+    adapter = CliAdapter.start(
+        console=console, echo_inputs=False, stream=stream, sessions=[session_id]
+    )
     note = f"continuing, {existing} messages" if existing else "new"
     console.print(
         Text.assemble(
@@ -207,11 +215,68 @@ def chat(session_id: str | None, shell: bool, stream: bool, db: str) -> None:
             store=Path(db),
             tools=chat_tools(shell=shell),
             adapters=[adapter],
+            resume=[session_id],
         )
         # A second Ctrl-C while the first is being handled: leave all the same.
         with runtime as rt, contextlib.suppress(KeyboardInterrupt):
-            ChatLoop(rt, session_id, console, console.input).run()
+            loop = ChatLoop(rt, session_id, console, console.input)
+            loop.busy = waiting
+            loop.run()
     except KeyboardInterrupt:
         raise CliError("Interrupted while stopping the runtime.", ExitCode.INTERRUPTED) from None
     bye = Text(f"Bye. Stored in {db}: amber timeline {session_id} --db {db}", style="dim")
     console.print(bye, soft_wrap=True)
+
+
+@click.command()
+@click.argument("session")
+@click.option("--shell", is_flag=True, help="Let the model run shell commands ($ command).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0,
+              show_default=True, help="Seconds to wait for the session to go idle.")  # fmt: skip
+@db_option()
+def resume(session: str, shell: bool, timeout: float, db: str) -> None:
+    """Continue SESSION on purpose: answer the input it has waiting, then stop.
+
+    A pending fork, a session whose turn a stopped or crashed runtime left
+    active, a reply not yet delivered: this runtime resumes SESSION and no
+    other (no command but resume and chat --session touches a session it was
+    not given). The model is the chat's scripted stand-in.
+    """
+    from runtime import Status
+
+    with open_store(db) as store:
+        require = store.load_state(session) if session in store else None
+    if require is None:
+        raise CliError(
+            f"There is no session {session!r} in {db}; list them with 'amber sessions'.",
+            ExitCode.NOT_FOUND,
+        )
+    waiting = [m for m in require if m.status is Status.PENDING_AGENT]
+    active = require.active_turn_id
+    console = Console(highlight=False)
+    if not waiting and active is None:
+        console.print(
+            f"Nothing to resume: {session} has no input waiting and no turn left active.",
+            soft_wrap=True,
+        )
+        return
+    what = [f"{len(waiting)} input(s) waiting"] if waiting else []
+    if active is not None:
+        what.append(f"turn {active} left active (recovered first)")
+    console.print(Text(f"Resuming {session}: {', '.join(what)}.", style="dim"), soft_wrap=True)
+    for message in waiting:
+        console.print(Text(f"  {message.sender}> {message.content}"), soft_wrap=True)
+    adapter = CliAdapter.start(console=console, echo_inputs=False, sessions=[session])
+    with Runtime(
+        model=chat_model(shell=shell),
+        store=Path(db),
+        tools=chat_tools(shell=shell),
+        adapters=[adapter],
+        resume=[session],
+    ) as rt:
+        state = rt.wait_idle(session, timeout=timeout)
+    console.print(
+        Text(f"{session} is idle at seq {state.seq}: amber timeline {session} --db {db}",
+             style="dim"),
+        soft_wrap=True,
+    )  # fmt: skip

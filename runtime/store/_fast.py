@@ -66,7 +66,7 @@ _KNOWN_MESSAGE_FIELDS = (
 )  # fmt: skip
 _KNOWN_TURN_FIELDS = (
     "id", "status", "started_at", "started_seq", "input_ids", "open_calls", "ended_at",
-    "ended_seq", "reason", "metrics", "duration_ms",
+    "ended_seq", "reason", "metrics", "duration_ms", "runner",
 )  # fmt: skip
 FAST_MESSAGES = _MESSAGE_FIELDS == _KNOWN_MESSAGE_FIELDS
 """False when ``Message``'s fields changed and this module was not taught them."""
@@ -207,8 +207,10 @@ def _turn_from_row(row: object) -> Turn:
     """A turn from its values in ``Turn`` field order."""
     if type(row) is not list:
         raise _Slow
+    if len(row) != len(_KNOWN_TURN_FIELDS):
+        raise _Slow
     (id_, status, started_at, started_seq, input_ids, open_calls, ended_at, ended_seq, reason,
-     metrics, duration) = row  # fmt: skip
+     metrics, duration, runner) = row  # fmt: skip
     if (
         type(id_) is not str
         or type(started_seq) is not int
@@ -218,6 +220,7 @@ def _turn_from_row(row: object) -> Turn:
         or type(open_calls) is not dict
         or type(started_at) is not str
         or (ended_at is not None and type(ended_at) is not str)
+        or (runner is not None and type(runner) is not str)
     ):
         raise _Slow
     started = _fromisoformat(started_at)
@@ -246,6 +249,7 @@ def _turn_from_row(row: object) -> Turn:
         reason,
         _json_map(metrics),
         duration,
+        runner,
     )
 
 

@@ -126,8 +126,6 @@ class SimulationMachine(RuleBasedStateMachine):
         max_nudges=1, model_timeout=60.0, passivate_after=30.0, recover_after=300.0
     )
     """The turn machine's settings."""
-    runner_gone_on_restart: ClassVar[bool] = False
-    """Recover a crashed runner's turns at once on restart (else after ``recover_after``)."""
     max_answers: ClassVar[int] = 3
     """Most model answers a drawn turn plan holds."""
     plan_options: ClassVar[dict[str, bool]] = {"stalls": True}
@@ -161,7 +159,6 @@ class SimulationMachine(RuleBasedStateMachine):
             adapters=self.make_adapters(),
             settings=self.settings,
             choose=self._choose,
-            runner_gone_on_restart=self.runner_gone_on_restart,
         )
         """The simulation under test."""
         self._channels = sorted({a.platform for a in self.sim.adapters}) or ["sim"]

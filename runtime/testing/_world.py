@@ -60,8 +60,6 @@ class Simulation(SimShell):
             earliest due); the default is the natural order.
         freeze_time: stamp every input at ``EPOCH`` and monotonic 0 (what a
             runtime with a frozen clock sees), whatever the simulated time.
-        runner_gone_on_restart: recover a crashed runner's turns at once on
-            restart (else after ``recover_after``).
         check_views: check invariant 7 on every model request's state.
         isolate: store (and check) copies of the events made through JSON, as a
             durable store would keep them.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -66,6 +67,7 @@ from runtime.testing import (
 
 TOOL = ToolSpec(name="lookup", description="Look a thing up.", parameters={"type": "object"})
 SETTINGS = TurnSettings(tools=(TOOL,), model_timeout=60.0, passivate_after=30.0, max_nudges=1)
+SHARED = attrs.evolve(SETTINGS, exclusive=False, runner="runner_b")
 
 
 class Driver:
@@ -261,9 +263,11 @@ class TestModelCalls:
 
 
 class TestRecovery:
-    def _orphan(self, age: float, settings: TurnSettings = SETTINGS) -> Driver:
-        d = Driver(settings)
+    def _orphan(self, age: float, settings: TurnSettings = SHARED) -> Driver:
+        """A turn ``runner_a`` left active, found ``age`` s later by ``settings``' runner."""
+        d = Driver(attrs.evolve(settings, runner="runner_a"))
         d.started()
+        d.settings = settings
         d.machine = SessionMachine.load(d.machine.state)  # the runner is gone; the state stays
         d.now += age
         return d
@@ -286,6 +290,22 @@ class TestRecovery:
         """``runner_gone``: no waiting."""
         decision = self._orphan(1.0)(Loaded, runner_gone=True)
         assert isinstance(decision.events[0], OrphanRecovered)
+
+    def test_on_a_store_this_runner_holds_every_orphan_is_recovered_at_once(self) -> None:
+        """``exclusive``: whoever left the turn is gone; no ``recover_after`` wait."""
+        d = self._orphan(1.0, attrs.evolve(SHARED, exclusive=True))
+        decision = d(Loaded)
+        assert isinstance(decision.events[0], OrphanRecovered)
+        assert "is gone" in decision.events[0].reason  # type: ignore[operator]
+
+    def test_this_runners_own_turn_is_recovered_at_once(self) -> None:
+        """A turn this runner started, found after its actor was lost: no wait either."""
+        d = Driver(attrs.evolve(SHARED, runner="runner_a"))
+        d.started()
+        assert d.machine.state.active_turn.runner == "runner_a"  # type: ignore[union-attr]
+        d.machine = SessionMachine.load(d.machine.state)
+        d.settings = attrs.evolve(SHARED, runner="runner_a")
+        assert isinstance(d(Loaded).events[0], OrphanRecovered)
 
     def test_new_input_waits_for_the_orphan_instead_of_conflicting(self) -> None:
         """Input while an orphaned turn is active is queued; no second turn starts."""
