@@ -10,6 +10,7 @@ or ``except ValueError`` keeps working for callers that do not know Amber::
     ├── EffectsStopped (RuntimeError)          the trio effects loop is not running
     ├── SessionGone (RuntimeError)             a session actor kept stopping under a call
     ├── IdleTimeout (TimeoutError)             a session was not idle within the time given
+    ├── AskTimeout (TimeoutError)              an asked input was not answered in time
     ├── ModelTimeout (TimeoutError)            a model call took longer than its limit
     ├── ModelFailure (RuntimeError)            a scripted model's failure (a provider's, in life)
     ├── ScriptExhausted (RuntimeError)         a ScriptedModel called more times than scripted
@@ -26,6 +27,7 @@ from runtime import AmberError
 
 __all__ = [
     "AlreadyStarted",
+    "AskTimeout",
     "EffectsStopped",
     "IdleTimeout",
     "InvalidConfig",
@@ -59,6 +61,10 @@ class SessionGone(AmberError, RuntimeError):
 
 class IdleTimeout(AmberError, TimeoutError):
     """A session did not become idle (or settled) within the time given."""
+
+
+class AskTimeout(AmberError, TimeoutError):
+    """An input sent with ``ask`` was not answered within the time given (its turn goes on)."""
 
 
 class ModelTimeout(AmberError, TimeoutError):

@@ -51,15 +51,23 @@ class _AdapterEntry:
 
 
 class _Subscriber(pykka.ThreadingActor):
-    """Runs a subscriber's callback in its own thread, so it never slows a session."""
+    """Runs a subscriber's callbacks in its own thread, so they never slow a session."""
 
-    def __init__(self, callback: Callable[[Update | Delta], object]) -> None:
+    def __init__(
+        self,
+        on_update: Callable[[Update], object] | None,
+        on_delta: Callable[[Delta], object] | None,
+    ) -> None:
         super().__init__()
-        self._callback = callback
+        self._on_update = on_update
+        self._on_delta = on_delta
 
     def on_receive(self, message: Any) -> None:
+        callback: Any = self._on_update if isinstance(message, Update) else self._on_delta
+        if callback is None:
+            return
         try:
-            self._callback(message)
+            callback(message)
         except Exception:
             log.exception("a subscriber's callback failed on %r", message)
 
@@ -71,9 +79,11 @@ class Subscription:
     _gateway: Gateway
     _ref: pykka.ActorRef[Any]
     session_id: str | None
-    """Only this session's updates (None: every session)."""
+    """Only this session's (None: every session)."""
+    updates: bool
+    """Whether it takes updates (it has ``on_update``)."""
     deltas: bool
-    """Whether live deltas are passed too."""
+    """Whether it takes live deltas (it has ``on_delta``)."""
 
     def close(self) -> None:
         """Stop receiving; pending callbacks still run first."""
@@ -151,7 +161,7 @@ class Gateway:
             if entry.serves(message.chatbot_id, message.session_id, message.channel_id):
                 _tell(entry.ref, update)
         for sub in self._subscribers:
-            if sub.session_id is None or sub.session_id == update.session_id:
+            if sub.updates and (sub.session_id is None or sub.session_id == update.session_id):
                 _tell(sub._ref, update)
 
     def delta(self, delta: Delta) -> None:
@@ -167,20 +177,29 @@ class Gateway:
 
     def subscribe(
         self,
-        callback: Callable[[Update | Delta], object],
+        on_update: Callable[[Update], object] | None = None,
         *,
+        on_delta: Callable[[Delta], object] | None = None,
         session_id: str | None = None,
-        deltas: bool = False,
     ) -> Subscription:
-        """Call ``callback`` with every ``Update`` (and ``Delta`` if ``deltas``).
+        """Call ``on_update`` with every ``Update`` and ``on_delta`` with every live ``Delta``.
 
-        The callback runs in a thread of its own, in order, so a slow one never
+        The callbacks run in a thread of their own, in order, so a slow one never
         holds up a session. Returns a ``Subscription`` to ``close()``.
+
+        Raises:
+            InvalidConfig: neither callback given, or one is not callable.
         """
-        if not callable(callback):
-            raise InvalidConfig(f"subscribe() takes a callable; got {callback!r}.")
-        ref = _Subscriber.start(callback)
-        sub = Subscription(self, ref, session_id, deltas)
+        for name, callback in (("on_update", on_update), ("on_delta", on_delta)):
+            if callback is not None and not callable(callback):
+                raise InvalidConfig(f"subscribe() takes a callable {name}; got {callback!r}.")
+        if on_update is None and on_delta is None:
+            raise InvalidConfig(
+                "subscribe() needs on_update (new and changed messages), on_delta (live "
+                "pieces of streaming model messages), or both."
+            )
+        ref = _Subscriber.start(on_update, on_delta)
+        sub = Subscription(self, ref, session_id, on_update is not None, on_delta is not None)
         with self._lock:
             self._subscribers = (*self._subscribers, sub)
         return sub

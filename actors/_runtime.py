@@ -26,8 +26,7 @@ from runtime import (
     Category,
     Delta,
     Draft,
-    InvalidInput,
-    InvalidMessage,
+    InputLimits,
     Message,
     SessionState,
     Status,
@@ -36,10 +35,11 @@ from runtime import (
     UnknownSession,
     Update,
     UserInput,
-    new_message,
 )
 from runtime.store import MemoryStore, SessionInfo, SQLiteStore, Store
 
+from ._asking import Asking
+from ._drafts import post_draft, session_id_of, user_draft
 from ._effects import Effects
 from ._errors import AlreadyStarted, IdleTimeout, InvalidConfig, RuntimeStopped
 from ._gateway import Gateway, Subscription
@@ -73,16 +73,7 @@ def _open_store(store: Store | str | os.PathLike[str]) -> Store:
     )
 
 
-def _session_id(value: object) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidInput(
-            f"session_id must be a non-empty str (got {value!r} that is a "
-            f"{type(value).__name__!r}); name the session the message belongs to."
-        )
-    return value
-
-
-class Runtime:
+class Runtime(Asking):
     """Amber's actor runtime: sessions, tools, adapters, a model and a store.
 
     Args:
@@ -234,6 +225,7 @@ class Runtime:
                     monotonic=self.monotonic,
                     passivate=self.router.request_passivation,
                     forget=self.router.forget,
+                    reroute=self.router.reroute,
                 )
             )
             with self._lock:
@@ -302,34 +294,9 @@ class Runtime:
             InvalidInput: the input breaks a rule; nothing was stored.
             RuntimeStopped: the runtime is not running.
         """
-        session_id = _session_id(session_id)
-        if isinstance(text, str):
-            try:
-                user_input = UserInput(text=text, **fields)
-            except TypeError as exc:
-                raise InvalidInput(
-                    f"send() takes the fields of UserInput (sender, chatbot_id, channel_id, "
-                    f"attachments, browser_elements, metadata): {exc}."
-                ) from None
-        elif isinstance(text, UserInput):
-            if fields:
-                raise InvalidInput(
-                    "send() takes extra fields only with plain text; put them in the UserInput."
-                )
-            user_input = text
-        else:
-            raise InvalidInput(
-                f"send() takes a UserInput or a str (got {text!r} that is a "
-                f"{type(text).__name__!r})."
-            )
-        # Built once here so that every rule is checked before the session sees it.
-        message = user_input.to_message(
-            id="msg_check",
-            session_id=session_id,
-            created_at=self.clock(),
-            limits=self.settings.input_limits,
-        )
-        return self._route_input(session_id, Draft.of(message))
+        session_id = session_id_of(session_id)
+        draft = user_draft("send", session_id, text, fields, self.clock, self.settings.input_limits)
+        return self._route_input(session_id, draft)
 
     def post(self, session_id: str, category: Category, content: str, **fields: Any) -> Message:
         """Post a cron prompt, compaction request or background alert (starts a turn),
@@ -339,25 +306,8 @@ class Runtime:
             InvalidInput: ``category`` cannot be posted from outside a turn, or a
                 field is wrong; nothing was stored.
         """
-        session_id = _session_id(session_id)
-        if not isinstance(category, Category) or not (
-            category.is_input or category is Category.NOTIFICATION
-        ):
-            allowed = "cron prompts, compaction requests, background alerts and notifications"
-            label = category.label if isinstance(category, Category) else repr(category)
-            raise InvalidInput(f"post() takes {allowed}; a {label} is made by a turn, not posted.")
-        try:
-            message = new_message(
-                category,
-                id="msg_check",
-                session_id=session_id,
-                created_at=self.clock(),
-                content=content,
-                **fields,
-            )
-        except (InvalidMessage, TypeError, ValueError) as exc:
-            raise InvalidInput(f"post() cannot make a {category.label} of that: {exc}") from None
-        draft = Draft.of(message)
+        session_id = session_id_of(session_id)
+        draft = post_draft(session_id, category, content, fields, self.clock)
         if category is Category.NOTIFICATION:
             added: Message = self.router.call(
                 session_id, lambda p: p.add_output(draft), timeout=self.settings.ask_timeout
@@ -454,13 +404,17 @@ class Runtime:
 
     def subscribe(
         self,
-        callback: Callable[[Update | Delta], object],
+        on_update: Callable[[Update], object] | None = None,
         *,
+        on_delta: Callable[[Delta], object] | None = None,
         session_id: str | None = None,
-        deltas: bool = False,
     ) -> Subscription:
-        """Call ``callback`` with every new or changed message (and live deltas if asked)."""
-        return self.gateway.subscribe(callback, session_id=session_id, deltas=deltas)
+        """Call ``on_update`` with every new or changed message and ``on_delta`` with every
+        live piece of a streaming model message (of ``session_id`` only, if given).
+
+        Each subscription runs its callbacks in order in a thread of its own.
+        """
+        return self.gateway.subscribe(on_update, on_delta=on_delta, session_id=session_id)
 
     def tool_stats(self) -> list[ToolStats]:
         """Counts per tool."""
@@ -476,6 +430,13 @@ class Runtime:
         if self._store is None or self._state not in ("running", "starting"):
             raise RuntimeStopped(_not_running(self._state))
         return self._store.call(fn).result(timeout or self.settings.store_timeout)
+
+    def _limits(self) -> InputLimits:
+        return self.settings.input_limits
+
+    def _check_running(self) -> None:
+        if self._state != "running":
+            raise RuntimeStopped(_not_running(self._state))
 
     def _route_input(self, session_id: str, draft: Draft) -> Message:
         if self._state != "running":

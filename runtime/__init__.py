@@ -127,6 +127,9 @@ from ._providers import to_gemini as to_gemini
 from ._providers import to_openai as to_openai
 from ._reducer import INTERRUPTED_MARK as INTERRUPTED_MARK
 from ._reducer import apply as apply
+from ._reply import FINAL_INPUT as FINAL_INPUT
+from ._reply import Reply as Reply
+from ._reply import reply_of as reply_of
 from ._script import Delay as Delay
 from ._script import Fail as Fail
 from ._script import Hang as Hang
@@ -193,6 +196,7 @@ __all__ = [
     "CHANNEL_RULES",
     "ERROR_TYPES",
     "EVENT_TYPES",
+    "FINAL_INPUT",
     "IMAGE_MEDIA_TYPES",
     "INPUT_CATEGORIES",
     "INTERRUPTED_MARK",
@@ -271,6 +275,7 @@ __all__ = [
     "ReasoningDelta",
     "ReasoningPart",
     "ReplayMismatch",
+    "Reply",
     "Response",
     "Resume",
     "ResumeSoon",
@@ -357,6 +362,7 @@ __all__ = [
     "new_message",
     "replay",
     "reply",
+    "reply_of",
     "session_history",
     "step",
     "thaw",

@@ -156,6 +156,9 @@ class Interrupt(Input):
 
     reason: str = "interrupted by the user"
     """Why, for people."""
+    input_id: str | None = None
+    """Only the turn that claims this input (a caller that stopped waiting for its
+    answer); one not claimed yet ends interrupted as soon as a turn claims it alone."""
 
 
 @attrs.frozen(kw_only=True)

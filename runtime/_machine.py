@@ -127,6 +127,9 @@ class SessionMachine:
     """The running turn, if this runner runs one."""
     idle_armed: int | None = None
     """The seq the idle (passivation) timer was armed at."""
+    cancelled: frozenset[str] = frozenset()
+    """Inputs whose caller gave up before a turn claimed them: a turn that claims only such
+    inputs ends interrupted at once, without calling the model."""
 
     @classmethod
     def load(cls, state: SessionState) -> SessionMachine:

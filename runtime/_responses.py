@@ -156,7 +156,7 @@ def _empty(s: Step, finished: dict[str, Any]) -> None:
     assert run is not None
     s.emit(ModelCallFinished, **finished)
     if run.nudges >= s.settings.max_nudges:
-        fail(s, f"the model answered with nothing {run.nudges + 1} times in a row")
+        fail(s, f"the model answered with nothing {run.nudges + 1} times in a row", cause="empty")
         return
     s.run = replace(run, nudges=run.nudges + 1)
     nudge = s.output(Category.NUDGE, _NUDGE, sender="System", metadata={"nudge": run.nudges + 1})

@@ -52,8 +52,8 @@ def free_id(base: str, taken: Callable[[str], bool]) -> str:
 class Step:
     """A decision under construction for one input."""
 
-    __slots__ = ("at", "commands", "events", "idle_armed", "input", "mono", "run", "settings",
-                 "state")  # fmt: skip
+    __slots__ = ("at", "cancelled", "commands", "events", "idle_armed", "input", "mono", "run",
+                 "settings", "state")  # fmt: skip
 
     def __init__(self, machine: SessionMachine, settings: TurnSettings, input: Input) -> None:
         self.settings = settings
@@ -63,6 +63,7 @@ class Step:
         self.state: SessionState = machine.state
         self.run: TurnRun | None = machine.run
         self.idle_armed = machine.idle_armed
+        self.cancelled = machine.cancelled
         self.events: list[Event] = []
         self.commands: list[Command] = []
 
@@ -111,7 +112,9 @@ class Step:
         return Decision(
             events=tuple(self.events),
             commands=tuple(self.commands),
-            machine=SessionMachine(state=state, run=self.run, idle_armed=self.idle_armed),
+            machine=SessionMachine(
+                state=state, run=self.run, idle_armed=self.idle_armed, cancelled=self.cancelled
+            ),
         )
 
     # -- ids ----------------------------------------------------------------------------

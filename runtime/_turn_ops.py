@@ -29,6 +29,7 @@ from ._stream import Assembly, ModelRequest
 
 __all__ = [
     "MODEL_CALL_KEY",
+    "NOTICES",
     "ORPHAN_TIMER",
     "call_model",
     "cancel_runs",
@@ -74,6 +75,13 @@ def maybe_start_turn(s: Step) -> None:
         chatbot_id=last.chatbot_id,
         channel_id=last.channel_id,
     )
+    claimed = set(turn.input_ids)
+    if s.cancelled:
+        withdrawn = claimed <= s.cancelled
+        s.cancelled = s.cancelled - claimed
+        if withdrawn:  # every caller gave up: no model call for nobody
+            end_turn(s, TurnOutcome.INTERRUPTED, "cancelled by the caller")
+            return
     call_model(s)
 
 
@@ -87,6 +95,7 @@ def call_model(s: Step) -> None:
             s,
             f"the turn reached {settings.max_model_calls} model calls without a final answer "
             "(Settings.max_model_calls)",
+            cause="steps",
         )
         return
     try:
@@ -97,7 +106,7 @@ def call_model(s: Step) -> None:
             max_result_chars=settings.max_result_chars,
         )
     except AmberError as exc:
-        fail(s, f"the model's view could not be built: {exc}")
+        fail(s, f"the model's view could not be built: {exc}", cause="view")
         return
     run_id = s.run_id()
     request = ModelRequest(
@@ -154,7 +163,7 @@ def open_call(s: Step, operation_id: str) -> bool:
     return True
 
 
-def model_failed(s: Step, reason: str, duration_ms: float | None) -> None:
+def model_failed(s: Step, reason: str, duration_ms: float | None, *, cause: str = "model") -> None:
     """Close the current call's audit row as failed, then fail the turn."""
     run = s.run
     assert run is not None
@@ -169,7 +178,7 @@ def model_failed(s: Step, reason: str, duration_ms: float | None) -> None:
         duration_ms=duration_ms,
         error=reason,
     )
-    fail(s, reason)
+    fail(s, reason, cause=cause)
 
 
 def cancel_runs(s: Step, run: TurnRun) -> None:
@@ -221,15 +230,27 @@ def end_turn(s: Step, outcome: TurnOutcome, reason: str, *, notice: str | None =
     s.run = None
 
 
-def fail(s: Step, reason: str) -> None:
-    """End the running turn as error with a crash notice; a waiting input starts the next."""
+NOTICES = {
+    "runtime": "Something went wrong on my side; please try again.",
+    "model": "The model call failed; please try again.",
+    "timeout": "The model took too long to answer; please try again.",
+    "empty": "The model gave no answer; please try again.",
+    "view": "I could not prepare the conversation for the model; please try again.",
+    "steps": "I could not finish this within the steps I am allowed; please try again, or ask "
+    "for less.",
+}
+"""What the user is told when a turn fails, by cause: short and human. The detail stays in
+the turn's recorded reason, the model-call audit row and the log."""
+
+
+def fail(s: Step, reason: str, *, cause: str = "runtime") -> None:
+    """End the running turn as error with a crash notice; a waiting input starts the next.
+
+    ``reason`` (the detail) is recorded with the turn and logged; the user
+    sees the short notice of ``cause`` (a key of ``NOTICES``).
+    """
     s.command(Warn(text=f"session {s.session_id}: turn failed: {reason}"))
-    end_turn(
-        s,
-        TurnOutcome.ERROR,
-        reason,
-        notice=f"Sorry, something went wrong and I could not finish: {reason.rstrip('.')}.",
-    )
+    end_turn(s, TurnOutcome.ERROR, reason, notice=NOTICES[cause])
     # A failed turn does not retry by itself; new input starts the next one.
     maybe_start_turn(s)
 

@@ -126,6 +126,14 @@ def _resume(s: Step, input: Resume) -> None:
 
 
 def _interrupt(s: Step, input: Interrupt) -> None:
+    target = input.input_id
+    if target is not None:
+        turn = s.state.active_turn
+        claimed = s.run is not None and turn is not None and target in turn.input_ids
+        if not claimed:
+            if target in s.state.queued:
+                s.cancelled = s.cancelled | {target}
+            return
     if s.run is None:
         return
     end_turn(s, TurnOutcome.INTERRUPTED, input.reason)
@@ -152,7 +160,7 @@ def _timer_fired(s: Step, input: TimerFired) -> None:
             "the model call failed: ModelTimeout: the model did not finish within "
             f"{timeout} s (Settings.model_timeout)"
         )
-        model_failed(s, reason, max(0.0, s.mono - run.model_started) * 1000)
+        model_failed(s, reason, max(0.0, s.mono - run.model_started) * 1000, cause="timeout")
 
 
 def _delivered(s: Step, input: Delivered) -> None:

@@ -269,7 +269,7 @@ def real(scenario: Scenario, tmp_path: Path) -> list[bytes]:
                 pieces[item.turn_id] = pieces.get(item.turn_id, 0) + 1
                 seen.notify_all()
 
-    rt.subscribe(count, deltas=True)
+    rt.subscribe(on_delta=count)
     sessions: list[str] = []
     try:
         for step in scenario.steps:
