@@ -60,6 +60,7 @@ from ._errors import IdleTimeout as IdleTimeout
 from ._errors import InvalidConfig as InvalidConfig
 from ._errors import ModelFailure as ModelFailure
 from ._errors import ModelTimeout as ModelTimeout
+from ._errors import NotAwaitingApproval as NotAwaitingApproval
 from ._errors import RuntimeStopped as RuntimeStopped
 from ._errors import ScriptExhausted as ScriptExhausted
 from ._errors import SessionGone as SessionGone
@@ -121,6 +122,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelTimeout",
+    "NotAwaitingApproval",
     "PlatformAction",
     "PlatformActionKind",
     "PlatformError",

@@ -8,9 +8,27 @@ input reaches a final status.
 
 from __future__ import annotations
 
-from runtime import FINAL_INPUT, Delta, DeltaKind, SessionState, Update, reply_of
+from collections.abc import Sequence
 
-from ._answers import ReasoningPiece, ReplyWaiter, TextPiece, ToolCallStarted, ToolResult
+from runtime import (
+    FINAL_INPUT,
+    ApprovalRequested,
+    Delta,
+    DeltaKind,
+    Event,
+    SessionState,
+    Update,
+    reply_of,
+)
+
+from ._answers import (
+    ApprovalNeeded,
+    ReasoningPiece,
+    ReplyWaiter,
+    TextPiece,
+    ToolCallStarted,
+    ToolResult,
+)
 
 __all__ = ["AskBook"]
 
@@ -62,6 +80,19 @@ class AskBook:
                 waiter.sink(ToolResult(call_id=message.tool_call_id, name=message.sender,
                                        content=message.content, is_error=message.is_error,
                                        message=message))  # fmt: skip
+
+    def decided(self, events: Sequence[Event], state: SessionState) -> None:
+        """A decision was stored: tell streams of their turn's calls that wait for approval."""
+        for event in events:
+            if not isinstance(event, ApprovalRequested):
+                continue
+            message = state.message(state.tool_calls[event.call_id])
+            call = message.tool_call
+            assert call is not None
+            for waiter, turn in self._asks.values():
+                if waiter.sink is not None and turn[0] == event.turn_id:
+                    waiter.sink(ApprovalNeeded(call_id=call.id, name=call.name,
+                                               arguments=call.arguments))  # fmt: skip
 
     def stream(self, delta: Delta) -> None:
         """A live piece of an asked turn's model message: to the callers that stream it."""

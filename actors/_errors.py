@@ -5,6 +5,7 @@ or ``except ValueError`` keeps working for callers that do not know Amber::
 
     AmberError
     ├── InvalidConfig (TypeError, ValueError)  a setting, argument or option Amber cannot use
+    ├── NotAwaitingApproval (ValueError)       approve/deny of a tool call that does not wait
     ├── RuntimeStopped (RuntimeError)          the runtime is not running (not started, stopped)
     ├── AlreadyStarted (RuntimeError)          a runtime or effects loop started a second time
     ├── EffectsStopped (RuntimeError)          the trio effects loop is not running
@@ -33,6 +34,7 @@ __all__ = [
     "InvalidConfig",
     "ModelFailure",
     "ModelTimeout",
+    "NotAwaitingApproval",
     "RuntimeStopped",
     "ScriptExhausted",
     "SessionGone",
@@ -41,6 +43,10 @@ __all__ = [
 
 class InvalidConfig(AmberError, TypeError, ValueError):
     """A setting, constructor argument or option that Amber cannot use."""
+
+
+class NotAwaitingApproval(AmberError, ValueError):
+    """``approve``/``deny`` named a tool call that does not wait for approval (now)."""
 
 
 class RuntimeStopped(AmberError, RuntimeError):

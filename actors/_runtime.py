@@ -38,10 +38,16 @@ from runtime import (
 )
 from runtime.store import MemoryStore, SessionInfo, SQLiteStore, Store
 
+from ._approving import Approving
 from ._asking import Asking
 from ._drafts import post_draft, session_id_of, user_draft
 from ._effects import Effects
-from ._errors import AlreadyStarted, IdleTimeout, InvalidConfig, RuntimeStopped
+from ._errors import (
+    AlreadyStarted,
+    IdleTimeout,
+    InvalidConfig,
+    RuntimeStopped,
+)
 from ._gateway import Gateway, Subscription
 from ._ids import Clock, utc_now
 from ._model import Model
@@ -73,7 +79,7 @@ def _open_store(store: Store | str | os.PathLike[str]) -> Store:
     )
 
 
-class Runtime(Asking):
+class Runtime(Asking, Approving):
     """Amber's actor runtime: sessions, tools, adapters, a model and a store.
 
     Args:
@@ -216,6 +222,7 @@ class Runtime(Asking):
                         model_timeout=settings.model_timeout,
                         passivate_after=settings.passivate_after,
                         recover_after=settings.recover_after,
+                        approval_timeout=settings.approval_timeout,
                         tools=self.toolbox.specs(),
                         model_name=name if isinstance(name, str) and name else None,
                         runner=self.runner,
@@ -329,7 +336,8 @@ class Runtime(Asking):
     def wait_idle(
         self, session_id: str, *, timeout: float | None = 30.0, settled: bool = True
     ) -> SessionState:
-        """Wait until no turn runs and no input waits; returns the head state.
+        """Wait until no turn runs (or one only waits for approval) and no input waits;
+        returns the head state.
 
         With ``settled`` (the default) it also waits until adapters have
         reported every message they deliver as delivered.

@@ -23,6 +23,8 @@ from pykka import ThreadingFuture
 
 from runtime import (
     Announce,
+    ApprovalDecided,
+    ApprovalGiven,
     CallModel,
     CancelRun,
     ClearTimer,
@@ -152,12 +154,18 @@ class SessionActor(pykka.ThreadingActor):
         return future
 
     def is_idle(self) -> bool:
-        """True when no turn runs and no input waits."""
-        return self._machine.is_idle
+        """True when nothing runs: no turn, or one that only waits for approval."""
+        return self._machine.is_quiet
+
+    def decide(self, call_id: str, approved: bool, reason: str | None, by: str | None) -> bool:
+        """Approve or deny a tool call waiting for approval; False if none waits by that id."""
+        stamp = self._svc.stamp()
+        given = ApprovalGiven(call_id=call_id, approved=approved, reason=reason, by=by, **stamp)
+        return any(isinstance(e, ApprovalDecided) for e in self._step(given).events)
 
     def close_if_idle(self, seq: int) -> bool:
         """Agree to passivate if nothing happened since ``seq`` and nothing is pending."""
-        if self._machine.is_idle and self._machine.state.seq == seq and not self._waiters:
+        if self._machine.is_quiet and self._machine.state.seq == seq and not self._waiters:
             self._close()
             return True
         return False
@@ -225,6 +233,8 @@ class SessionActor(pykka.ThreadingActor):
         if decision.events:
             self._svc.store.append(decision.events).result(self._svc.settings.store_timeout)
         self._machine = decision.machine
+        if self._asks and decision.events:
+            self._asks.decided(decision.events, self._machine.state)
         for command in decision.commands:
             self._run(command)
         self._notify()
@@ -331,7 +341,7 @@ class SessionActor(pykka.ThreadingActor):
         self._timers.clear()
 
     def _notify(self) -> None:
-        if not self._waiters or not self._machine.is_idle:
+        if not self._waiters or not self._machine.is_quiet:
             return
         state = self._machine.state
         keep: list[tuple[bool, ThreadingFuture[SessionState]]] = []

@@ -71,6 +71,8 @@ from ._errors import UnknownSession as UnknownSession
 from ._errors import UnknownTurn as UnknownTurn
 from ._errors import UnmatchedToolResult as UnmatchedToolResult
 from ._events import EVENT_TYPES as EVENT_TYPES
+from ._events import ApprovalDecided as ApprovalDecided
+from ._events import ApprovalRequested as ApprovalRequested
 from ._events import BranchImported as BranchImported
 from ._events import Event as Event
 from ._events import MessageAdded as MessageAdded
@@ -87,6 +89,7 @@ from ._history import session_history as session_history
 from ._input import InputLimits as InputLimits
 from ._input import UserInput as UserInput
 from ._input import validate_input as validate_input
+from ._inputs import ApprovalGiven as ApprovalGiven
 from ._inputs import Delivered as Delivered
 from ._inputs import Draft as Draft
 from ._inputs import Input as Input
@@ -205,6 +208,9 @@ __all__ = [
     "TRANSITIONS",
     "AmberError",
     "Announce",
+    "ApprovalDecided",
+    "ApprovalGiven",
+    "ApprovalRequested",
     "ArtifactStore",
     "AssembledCall",
     "Assembly",

@@ -25,6 +25,8 @@ from ._turn import Turn
 
 __all__ = [
     "EVENT_TYPES",
+    "ApprovalDecided",
+    "ApprovalRequested",
     "BranchImported",
     "Event",
     "MessageAdded",
@@ -306,6 +308,36 @@ class ModelCallFinished(Event):
     """Why it failed."""
 
 
+@attrs.frozen(kw_only=True)
+class ApprovalRequested(Event):
+    """A tool call of the active turn waits for a person's approval before it runs."""
+
+    kind: ClassVar[str] = "approval_requested"
+
+    turn_id: str = attrs.field(validator=_check.non_empty_str)
+    """The active turn."""
+    call_id: str = attrs.field(validator=_check.non_empty_str)
+    """The tool call (an open call of the turn)."""
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalDecided(Event):
+    """A person approved or denied a tool call that waited (or its time ran out)."""
+
+    kind: ClassVar[str] = "approval_decided"
+
+    turn_id: str = attrs.field(validator=_check.non_empty_str)
+    """The active turn."""
+    call_id: str = attrs.field(validator=_check.non_empty_str)
+    """The tool call; it must wait for approval."""
+    approved: bool = attrs.field(validator=_check.boolean)
+    """True: it runs. False: it is answered with an error result saying why."""
+    reason: str | None = None
+    """Why (a denial's reason, for the model and for people)."""
+    by: str | None = None
+    """Who decided, if known (a person's name, ``timeout``)."""
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
@@ -319,6 +351,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         RolledBack,
         ModelCallStarted,
         ModelCallFinished,
+        ApprovalRequested,
+        ApprovalDecided,
     )
 }
 """Every event class by its ``kind``."""

@@ -60,6 +60,8 @@ class TurnSettings:
     """The tools the model may call."""
     model_name: str | None = None
     """The model's name, recorded in audit rows."""
+    approval_timeout: float | None = None
+    """Seconds a tool call may wait for approval before it is denied (None: it waits)."""
     runner: str | None = None
     """This runner's incarnation (one runtime's run), recorded with every turn it starts."""
     exclusive: bool = True
@@ -69,10 +71,16 @@ class TurnSettings:
     waits ``recover_after``."""
     tool_names: frozenset[str] = attrs.field(init=False)
     """Names of ``tools``."""
+    approval_tools: frozenset[str] = attrs.field(init=False)
+    """Names of the ``tools`` whose calls wait for approval."""
 
     @tool_names.default
     def _names(self) -> frozenset[str]:
         return frozenset(spec.name for spec in self.tools)
+
+    @approval_tools.default
+    def _approval_names(self) -> frozenset[str]:
+        return frozenset(spec.name for spec in self.tools if spec.needs_approval)
 
 
 @attrs.frozen(kw_only=True)
@@ -146,3 +154,24 @@ class SessionMachine:
         """True when no turn runs or waits to be recovered, and no input waits."""
         state = self.state
         return self.run is None and not state.queued and state.active_turn is None
+
+    @property
+    def is_waiting(self) -> bool:
+        """True when the running turn only waits for a person to approve tool calls (nothing
+        in flight, no input waiting)."""
+        run, state = self.run, self.state
+        turn = state.active_turn
+        return (
+            run is not None
+            and turn is not None
+            and bool(turn.awaiting_approval)
+            and run.model_run is None
+            and not run.tools
+            and not state.queued
+        )
+
+    @property
+    def is_quiet(self) -> bool:
+        """Idle, or waiting for approval: nothing runs until someone acts (``wait_idle``
+        returns, and the session may be passivated)."""
+        return self.is_idle or self.is_waiting

@@ -7,12 +7,16 @@ commands, replaces the running turn's bookkeeping. Handlers of inputs
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from ._audit import AuditStatus
 from ._category import Category
 from ._clean import clean_history
-from ._commands import CallModel, CancelRun, ClearTimer, ResumeSoon, SetTimer, Warn
+from ._commands import CallModel, CancelRun, ClearTimer, ResumeSoon, RunTool, SetTimer, Warn
 from ._errors import AmberError, AuditConflict
 from ._events import (
+    ApprovalDecided,
+    ApprovalRequested,
     MessageAdded,
     ModelCallFinished,
     ModelCallStarted,
@@ -21,6 +25,7 @@ from ._events import (
     TurnOutcome,
     TurnStarted,
 )
+from ._json import thaw
 from ._machine import TurnRun
 from ._message import Message
 from ._replace import replace
@@ -28,11 +33,14 @@ from ._step import Step
 from ._stream import Assembly, ModelRequest
 
 __all__ = [
+    "APPROVAL_TIMER",
     "MODEL_CALL_KEY",
     "NOTICES",
     "ORPHAN_TIMER",
     "call_model",
     "cancel_runs",
+    "continue_after_tools",
+    "decide",
     "end_turn",
     "fail",
     "maybe_start_turn",
@@ -40,6 +48,8 @@ __all__ = [
     "model_timer",
     "open_call",
     "orphaned",
+    "request_approval",
+    "resume_waiting",
 ]
 
 ORPHAN_TIMER = "orphan"
@@ -276,6 +286,8 @@ def orphaned(s: Step, *, runner_gone: bool = False) -> None:
     if not gone and wait > 0:
         s.command(SetTimer(name=ORPHAN_TIMER, seconds=wait))
         return
+    if gone and resume_waiting(s):
+        return  # it only waited for a person: it waits on, with this runner
     if gone:
         who = f"its runner ({turn.runner})" if turn.runner else "its runner"
         reason = f"{who} is gone: the turn was left active; recovered at once"
@@ -285,6 +297,95 @@ def orphaned(s: Step, *, runner_gone: bool = False) -> None:
         )
     s.emit(OrphanRecovered, turn_id=turn.id, reason=reason)
     maybe_start_turn(s)
+
+
+APPROVAL_TIMER = "approval:"
+"""Prefix of the timers that deny a call left waiting for approval (``approval:<call id>``)."""
+DENIED = "The user denied this tool call"
+
+
+def request_approval(s: Step, call_id: str) -> None:
+    """Record that ``call_id`` waits for a person's approval (and set its time limit)."""
+    run = s.run
+    assert run is not None
+    s.emit(ApprovalRequested, turn_id=run.turn_id, call_id=call_id)
+    timeout = s.settings.approval_timeout
+    if timeout is not None:
+        s.command(SetTimer(name=APPROVAL_TIMER + call_id, seconds=timeout))
+
+
+def decide(s: Step, call_id: str, approved: bool, reason: str | None, by: str | None) -> bool:
+    """Approve (run it) or deny (answer it with an error) a call that waits; False if none."""
+    run, turn = s.run, s.state.active_turn
+    if run is None or turn is None or call_id not in turn.awaiting_approval:
+        return False
+    message = s.state.message(turn.awaiting_approval[call_id])
+    call = message.tool_call
+    assert call is not None
+    s.emit(ApprovalDecided, turn_id=turn.id, call_id=call_id, approved=approved, reason=reason,
+           by=by)  # fmt: skip
+    s.command(ClearTimer(name=APPROVAL_TIMER + call_id))
+    if approved:
+        arguments = cast(dict[str, Any], thaw(call.arguments))
+        s.command(RunTool(call_id=call_id, name=call.name, arguments=arguments))
+        s.run = replace(run, tools=run.tools.set(call_id, s.mono))
+        return True
+    why = f"{DENIED}: {reason}." if reason else f"{DENIED}."
+    result = s.output(
+        Category.TOOL_RESULT,
+        f"{why} Do not call it again with these arguments unless the user asks; answer "
+        "without it, or ask the user what to do.",
+        parent_id=message.id,
+        sender=call.name,
+        tool_call_id=call_id,
+        is_error=True,
+        error_type="denied",
+        metadata={"tool_name": call.name, "denied_by": by or "user", "duration_ms": 0.0},
+    )
+    s.emit(MessageAdded, message=result)
+    continue_after_tools(s)
+    return True
+
+
+def continue_after_tools(s: Step) -> None:
+    """The last result of a tool step is in (nothing runs, nothing waits): call the model."""
+    run, turn = s.run, s.state.active_turn
+    if run is None or run.tools or (turn is not None and turn.awaiting_approval):
+        return
+    call_model(s)
+
+
+def resume_waiting(s: Step) -> bool:
+    """After a (re)load: a turn that only waited for approval goes on waiting, as if the
+    runner had never left; False if the turn had work in flight (it is an orphan)."""
+    turn = s.state.active_turn
+    if (
+        turn is None
+        or not turn.awaiting_approval
+        or set(turn.open_calls) != set(turn.awaiting_approval)
+    ):
+        return False
+    state = s.state
+    last = state.message(turn.input_ids[-1])
+    rows = state.model_calls(turn.id)
+    s.run = TurnRun(
+        turn_id=turn.id,
+        started_mono=s.mono,
+        parent_id=last.id,
+        chatbot_id=last.chatbot_id,
+        channel_id=last.channel_id,
+        calls=len(rows),
+        source_key=rows[-1].source_key if rows else "",
+        tool_calls=sum(len(row.tool_calls) for row in rows),
+        tokens=sum(r.usage.total_tokens for r in rows if r.usage is not None),
+    )
+    timeout = s.settings.approval_timeout
+    if timeout is not None:
+        for call_id, message_id in turn.awaiting_approval.items():
+            asked = state.message(message_id).created_at
+            left = max(0.0, timeout - (s.at - asked).total_seconds())
+            s.command(SetTimer(name=APPROVAL_TIMER + call_id, seconds=left))
+    return True
 
 
 def resume_soon(s: Step) -> None:

@@ -24,6 +24,7 @@ from ._commands import Announce, Decision, Passivate
 from ._errors import EventRejected
 from ._events import MessageAdded, OrphanRecovered, StatusChanged, TurnOutcome
 from ._inputs import (
+    ApprovalGiven,
     Delivered,
     Draft,
     Input,
@@ -44,8 +45,10 @@ from ._message import Message, Status
 from ._responses import model_chunk, model_ended, tool_done
 from ._step import IDLE_TIMER, Step
 from ._turn_ops import (
+    APPROVAL_TIMER,
     ORPHAN_TIMER,
     cancel_runs,
+    decide,
     end_turn,
     fail,
     maybe_start_turn,
@@ -140,11 +143,28 @@ def _interrupt(s: Step, input: Interrupt) -> None:
     resume_soon(s)
 
 
+def _quiet(s: Step) -> bool:
+    return SessionMachine(state=s.state, run=s.run).is_quiet
+
+
+def _passivatable(s: Step) -> bool:
+    machine = SessionMachine(state=s.state, run=s.run)
+    return machine.is_idle or (machine.is_waiting and s.settings.approval_timeout is None)
+
+
+def _approval_given(s: Step, input: ApprovalGiven) -> None:
+    decide(s, input.call_id, input.approved, input.reason, input.by)
+
+
 def _timer_fired(s: Step, input: TimerFired) -> None:
     name = input.name
-    if name == IDLE_TIMER:
+    if name.startswith(APPROVAL_TIMER):
+        timeout = s.settings.approval_timeout
+        reason = f"no one answered within {timeout} s (Settings.approval_timeout)"
+        decide(s, name.removeprefix(APPROVAL_TIMER), False, reason, "timeout")
+    elif name == IDLE_TIMER:
         s.idle_armed = None
-        if s.run is None and not s.state.queued and s.state.active_turn is None:
+        if _passivatable(s):
             # Refused if anything happens first (the seq moves); the timer is then armed
             # again by this decision, in case the shell could not passivate.
             s.command(Passivate(seq=s.state.seq))
@@ -194,6 +214,9 @@ def _stopping(s: Step, input: Stopping) -> None:
     run = s.run
     if run is None:
         return
+    if _quiet(s):  # it only waits for a person: it waits on, for the next runner
+        s.run = None
+        return
     cancel_runs(s, run)
     s.emit(
         OrphanRecovered,
@@ -218,6 +241,7 @@ _HANDLERS: dict[type[Input], Callable[[Step, Any], None]] = {
     Interrupt: _interrupt,
     TimerFired: _timer_fired,
     Delivered: _delivered,
+    ApprovalGiven: _approval_given,
     Loaded: _loaded,
     Stopping: _stopping,
     RunnerFailed: _runner_failed,

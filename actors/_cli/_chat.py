@@ -17,10 +17,12 @@ import contextlib
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 import trio
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
 from runtime import ModelView, Response, ToolResultPart, call, reply
@@ -56,8 +58,9 @@ async def wait(seconds: float) -> str:
 
 
 def chat_tools(*, shell: bool) -> list[Tool]:
-    """The chat's tools: ``wait``, and ``run_shell_command`` when ``shell``."""
-    return [wait, shell_tool()] if shell else [wait]
+    """The chat's tools: ``wait``, and ``run_shell_command`` when ``shell`` (each command
+    waits for the person's approval: the chat asks ``approve? [y/N]``)."""
+    return [wait, shell_tool(approval=True)] if shell else [wait]
 
 
 def _last_input(view: ModelView) -> str:
@@ -151,10 +154,16 @@ class ChatLoop:
                 self.console.print(notice)
 
     def step(self) -> bool:
-        """Wait for the running turn, or read a line and send it; False to leave."""
+        """Wait for the running turn (asking about tool calls that need approval), or read a
+        line and send it; False to leave."""
         if self.busy:
-            self.rt.wait_idle(self.session, timeout=None)
-            self.busy = False
+            state = self.rt.wait_idle(self.session, timeout=None)
+            turn = state.active_turn
+            if turn is None or not turn.awaiting_approval:
+                self.busy = False
+                return True
+            for call_id, message_id in turn.awaiting_approval.items():
+                self.ask_approval(call_id, state.message(message_id))
             return True
         text = self.read("you> ")
         if text.strip() in ("/exit", "/quit"):
@@ -164,6 +173,17 @@ class ChatLoop:
             self.busy = True
             self.rt.send(self.session, text, sender="you", chatbot_id="cli", channel_id="chat")
         return True
+
+    def ask_approval(self, call_id: str, message: Any) -> None:
+        """Ask the person about one tool call; approve on y/yes, deny otherwise."""
+        call = message.tool_call
+        shown = ", ".join(f"{k}={v!r}" for k, v in dict(call.arguments).items()) if call else ""
+        name = call.name if call else "a tool"
+        answer = self.read(escape(f"approve {name}({shown})? [y/N] ")).strip().lower()
+        if answer in ("y", "yes"):
+            self.rt.approve(self.session, call_id, by="you")
+        else:
+            self.rt.deny(self.session, call_id, "the user said no", by="you")
 
 
 @click.command()

@@ -362,7 +362,7 @@ class SimShell:
 
     def _passivate(self, session_id: str, seq: int) -> None:
         machine = self.machines.get(session_id)
-        if machine is None or not machine.is_idle or machine.state.seq != seq:
+        if machine is None or not machine.is_quiet or machine.state.seq != seq:
             return
         del self.machines[session_id]
         for key in [k for k, s in self._sources.items()

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from runtime import (
     Announce,
+    ApprovalDecided,
+    ApprovalGiven,
     CallModel,
     CancelRun,
     Category,
@@ -387,3 +389,64 @@ def test_ids_are_derived_from_the_session_and_seq() -> None:
     assert session_tag("demo") == "5be1ef79"
     run = simulate(7, check_views=False)
     assert run.events > 0
+
+
+GUARDED = ToolSpec(name="guarded", description="Needs a person.", parameters={"type": "object"},
+                   needs_approval=True)  # fmt: skip
+
+
+class TestApprovals:
+    def waiting(self, settings: TurnSettings) -> tuple[Driver, str]:
+        d, call_id, _ = self.requested(settings)
+        return d, call_id
+
+    def requested(self, settings: TurnSettings) -> tuple[Driver, str, Decision]:
+        d = Driver(settings)
+        call = d.started()
+        d.stream(call.run_id, MessageStart(), ToolCallDelta(index=0, id="c1", name="guarded"))
+        decision = d(ModelEnded, run_id=call.run_id)
+        assert kinds(decision)[-1] == "ApprovalRequested"
+        assert commands(decision, RunTool) == []
+        assert commands(decision, CallModel) == []
+        return d, "c1", decision
+
+    def test_a_call_that_needs_approval_waits_quietly(self) -> None:
+        """The call is recorded and waits: nothing runs, the session is quiet."""
+        d, _ = self.waiting(TurnSettings(tools=(GUARDED,), passivate_after=30.0))
+        assert d.machine.is_waiting
+        assert d.machine.is_quiet
+        assert not d.machine.is_idle
+        assert d(TimerFired, name="idle").commands[:1] == (Passivate(seq=d.machine.state.seq),)
+
+    def test_approval_runs_it_and_denial_answers_it(self) -> None:
+        """Approved: ``RunTool``. Denied: an error result, and the model is called again."""
+        d, call_id = self.waiting(TurnSettings(tools=(GUARDED,)))
+        approved = d(ApprovalGiven, call_id=call_id, approved=True)
+        assert kinds(approved) == ["ApprovalDecided"]
+        assert commands(approved, RunTool)[0].call_id == call_id
+        d, call_id = self.waiting(TurnSettings(tools=(GUARDED,)))
+        denied = d(ApprovalGiven, call_id=call_id, approved=False, reason="no")
+        assert kinds(denied) == ["ApprovalDecided", "MessageAdded"]
+        assert commands(denied, CallModel)
+
+    def test_the_timeout_denies_on_simulated_time(self) -> None:
+        """``approval_timeout``: a timer, and no passivation meanwhile; firing denies."""
+        d, call_id, asked = self.requested(
+            TurnSettings(tools=(GUARDED,), approval_timeout=90.0, passivate_after=30.0)
+        )
+        assert SetTimer(name=f"approval:{call_id}", seconds=90.0) in asked.commands
+        assert d(TimerFired, name="idle").commands == ()  # the timer must live to deny it
+        d.now = 90.0
+        fired = d(TimerFired, name=f"approval:{call_id}")
+        decided = fired.events[0]
+        assert isinstance(decided, ApprovalDecided)
+        assert (decided.approved, decided.by) == (False, "timeout")
+
+    def test_a_waiting_turn_survives_a_reload(self) -> None:
+        """Passivated or restarted while it waits: on load it waits on, not recovered."""
+        d, call_id = self.waiting(TurnSettings(tools=(GUARDED,), runner="a"))
+        d.machine = SessionMachine.load(d.machine.state)
+        d.settings = TurnSettings(tools=(GUARDED,), runner="b")
+        assert d(Loaded).events == ()
+        assert d.machine.is_waiting
+        assert kinds(d(ApprovalGiven, call_id=call_id, approved=True)) == ["ApprovalDecided"]
