@@ -20,6 +20,7 @@ from runtime import MessageStart as MessageStart
 from runtime import ModelRequest as ModelRequest
 from runtime import ModelResponse as ModelResponse
 from runtime import ReasoningDelta as ReasoningDelta
+from runtime import Reply as Reply
 from runtime import Response as Response
 from runtime import StreamAssembler as StreamAssembler
 from runtime import StreamError as StreamError
@@ -38,6 +39,13 @@ from runtime import reply as reply
 
 from ._adapter import Adapter as Adapter
 from ._adapter import DeliverySink as DeliverySink
+from ._answers import ApprovalNeeded as ApprovalNeeded
+from ._answers import ReasoningPiece as ReasoningPiece
+from ._answers import ReplyStream as ReplyStream
+from ._answers import StreamEvent as StreamEvent
+from ._answers import TextPiece as TextPiece
+from ._answers import ToolCallStarted as ToolCallStarted
+from ._answers import ToolResult as ToolResult
 from ._channels import LiveChannelAdapter as LiveChannelAdapter
 from ._channels import SilentChannelAdapter as SilentChannelAdapter
 from ._channels import format_turn_metrics as format_turn_metrics
@@ -46,12 +54,14 @@ from ._cli_adapter import CliAdapter as CliAdapter
 from ._effects import EffectHandle as EffectHandle
 from ._effects import Effects as Effects
 from ._errors import AlreadyStarted as AlreadyStarted
+from ._errors import AskTimeout as AskTimeout
 from ._errors import EffectsStopped as EffectsStopped
 from ._errors import IdleTimeout as IdleTimeout
 from ._errors import InvalidConfig as InvalidConfig
 from ._errors import MissingSDK as MissingSDK
 from ._errors import ModelFailure as ModelFailure
 from ._errors import ModelTimeout as ModelTimeout
+from ._errors import NotAwaitingApproval as NotAwaitingApproval
 from ._errors import RuntimeStopped as RuntimeStopped
 from ._errors import ScriptExhausted as ScriptExhausted
 from ._errors import SessionGone as SessionGone
@@ -60,6 +70,8 @@ from ._gateway import Subscription as Subscription
 from ._ids import Clock as Clock
 from ._ids import utc_now as utc_now
 from ._model import Model as Model
+from ._ownership import Resume as Resume
+from ._ownership import StoreBusy as StoreBusy
 from ._platform import ChatPlatform as ChatPlatform
 from ._platform import FakePlatform as FakePlatform
 from ._platform import PlatformAction as PlatformAction
@@ -82,6 +94,8 @@ __all__ = [
     "ERROR_TYPES",
     "Adapter",
     "AlreadyStarted",
+    "ApprovalNeeded",
+    "AskTimeout",
     "AssembledCall",
     "ChatPlatform",
     "Chunk",
@@ -110,12 +124,17 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelTimeout",
+    "NotAwaitingApproval",
     "PlatformAction",
     "PlatformActionKind",
     "PlatformError",
     "PlatformMessage",
     "ReasoningDelta",
+    "ReasoningPiece",
+    "Reply",
+    "ReplyStream",
     "Response",
+    "Resume",
     "Router",
     "Runtime",
     "RuntimeStopped",
@@ -125,13 +144,18 @@ __all__ = [
     "SessionGone",
     "Settings",
     "SilentChannelAdapter",
+    "StoreBusy",
     "StreamAssembler",
     "StreamError",
+    "StreamEvent",
     "Subscription",
     "TextDelta",
+    "TextPiece",
     "Tool",
     "ToolCallDelta",
+    "ToolCallStarted",
     "ToolOutcome",
+    "ToolResult",
     "ToolSpec",
     "ToolStats",
     "Toolbox",

@@ -13,6 +13,7 @@ Subclasses override ``render`` (and, for live output, ``on_delta``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Protocol
 
 import pykka
@@ -31,11 +32,38 @@ from runtime import (
     channel_rule,
 )
 
-__all__ = ["Adapter", "DeliverySink"]
+__all__ = ["Adapter", "DeliverySink", "serves"]
 
 from ._errors import InvalidConfig
 
 _log = logging.getLogger("amber.adapters")
+
+
+def _scope(name: str, value: Iterable[str] | None) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise InvalidConfig(
+            f"{name} takes an iterable of ids, not a str (got {value!r}); write {name}=[{value!r}]."
+        )
+    scope = frozenset(value)
+    for item in scope:
+        if not isinstance(item, str) or not item:
+            raise InvalidConfig(f"{name} holds non-empty strs (got {item!r}).")
+    return scope
+
+
+def serves(
+    sessions: frozenset[str] | None,
+    channels: frozenset[str] | None,
+    session_id: str,
+    channel_id: str,
+) -> bool:
+    """True when an adapter scoped to ``sessions`` and ``channels`` serves this session and
+    channel (None: no limit)."""
+    return (sessions is None or session_id in sessions) and (
+        channels is None or channel_id in channels
+    )
 
 
 class DeliverySink(Protocol):
@@ -52,13 +80,22 @@ class Adapter(pykka.ThreadingActor):
     Args:
         platform: the ``chatbot_id`` of the messages it serves (``cli``,
             ``discord`` …); messages of other platforms are ignored.
-        kind: how its channel renders (``ChannelKind``); subclasses fix it.
+        sessions: serve only these sessions (None: every session of the platform).
+        channels: serve only these ``channel_id``s (None: every channel).
+
+    ``kind`` (how its channel renders, a ``ChannelKind``) is fixed by each subclass.
     """
 
     kind: ChannelKind = ChannelKind.CLI
     """How the channel renders; see ``runtime.CHANNEL_RULES``."""
 
-    def __init__(self, *, platform: str) -> None:
+    def __init__(
+        self,
+        *,
+        platform: str,
+        sessions: Iterable[str] | None = None,
+        channels: Iterable[str] | None = None,
+    ) -> None:
         super().__init__()
         if not isinstance(platform, str) or not platform:
             raise InvalidConfig(
@@ -66,6 +103,10 @@ class Adapter(pykka.ThreadingActor):
                 f"(got {platform!r})."
             )
         self.platform = platform
+        self.sessions: frozenset[str] | None = _scope("sessions", sessions)
+        """The sessions it serves (None: all of its platform)."""
+        self.channels: frozenset[str] | None = _scope("channels", channels)
+        """The channels it serves (None: all)."""
         self._sink: DeliverySink | None = None
 
     def attach(self, sink: DeliverySink) -> None:
@@ -77,6 +118,8 @@ class Adapter(pykka.ThreadingActor):
         if isinstance(message, Update):
             self.on_update(message)
         elif isinstance(message, Delta):
+            if not serves(self.sessions, self.channels, message.session_id, message.channel_id):
+                return
             try:
                 self.on_delta(message)
             except Exception:
@@ -85,8 +128,10 @@ class Adapter(pykka.ThreadingActor):
                 )
 
     def wants(self, message: Message) -> bool:
-        """True when this adapter serves ``message`` (same platform)."""
-        return message.chatbot_id == self.platform
+        """True when this adapter serves ``message`` (its platform, sessions and channels)."""
+        return message.chatbot_id == self.platform and serves(
+            self.sessions, self.channels, message.session_id, message.channel_id
+        )
 
     def on_update(self, update: Update) -> None:
         """Handle one update: render or absorb new output, then report delivery."""

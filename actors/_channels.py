@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from runtime import (
     INTERRUPTED_MARK,
@@ -185,8 +185,16 @@ def _check_limit(max_chars: object) -> int:
 class _ChatAdapter(Adapter):
     """What both reference chat adapters share: a platform client and chunked sends."""
 
-    def __init__(self, client: ChatPlatform, *, platform: str, max_chars: int) -> None:
-        super().__init__(platform=platform)
+    def __init__(
+        self,
+        client: ChatPlatform,
+        *,
+        platform: str,
+        max_chars: int,
+        sessions: Iterable[str] | None = None,
+        channels: Iterable[str] | None = None,
+    ) -> None:
+        super().__init__(platform=platform, sessions=sessions, channels=channels)
         self.client = client
         self.max_chars = _check_limit(max_chars)
 
@@ -222,8 +230,12 @@ class LiveChannelAdapter(_ChatAdapter):
         platform: str = "discord",
         max_chars: int = 2000,
         label_chars: int = 120,
+        sessions: Iterable[str] | None = None,
+        channels: Iterable[str] | None = None,
     ) -> None:
-        super().__init__(client, platform=platform, max_chars=max_chars)
+        super().__init__(
+            client, platform=platform, max_chars=max_chars, sessions=sessions, channels=channels
+        )
         self.label_chars = _check_limit(label_chars)
         # (session_id, tool_call_id) -> (platform message id, label after the status emoji)
         self._lines: dict[tuple[str, str], tuple[str, str]] = {}
@@ -297,9 +309,17 @@ class SilentChannelAdapter(_ChatAdapter):
     kind = ChannelKind.SILENT
 
     def __init__(
-        self, client: ChatPlatform, *, platform: str = "wechat", max_chars: int = 2000
+        self,
+        client: ChatPlatform,
+        *,
+        platform: str = "wechat",
+        max_chars: int = 2000,
+        sessions: Iterable[str] | None = None,
+        channels: Iterable[str] | None = None,
     ) -> None:
-        super().__init__(client, platform=platform, max_chars=max_chars)
+        super().__init__(
+            client, platform=platform, max_chars=max_chars, sessions=sessions, channels=channels
+        )
 
     def render(self, update: Update, presentation: Presentation) -> None:
         """Post outbound text in chunks; inputs are not echoed."""

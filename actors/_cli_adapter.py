@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 
 import attrs
 from rich.console import Console, RenderableType
@@ -86,11 +87,13 @@ class CliAdapter(Adapter):
         console: Console | None = None,
         *,
         platform: str = "cli",
+        sessions: Iterable[str] | None = None,
+        channels: Iterable[str] | None = None,
         stream: bool = False,
         echo_inputs: bool = True,
         max_result_chars: int = 2000,
     ) -> None:
-        super().__init__(platform=platform)
+        super().__init__(platform=platform, sessions=sessions, channels=channels)
         if isinstance(max_result_chars, bool) or not isinstance(max_result_chars, int):
             raise InvalidConfig(f"max_result_chars must be an int (got {max_result_chars!r}).")
         if max_result_chars < 1:

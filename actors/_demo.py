@@ -184,7 +184,7 @@ def run_demo(
         weather,
         _report_tool(started),
     ]
-    adapter = CliAdapter.start(console=console)
+    adapter = CliAdapter.start(console=console, sessions=[session])
     person = {"sender": _PERSON, "chatbot_id": "cli", "channel_id": "terminal"}
     with Runtime(
         model=_model(_python_command()),
@@ -192,6 +192,7 @@ def run_demo(
         tools=tools,
         adapters=[adapter],
         settings=Settings(agent_name="Amber"),
+        resume="none",  # the demo touches its own session only, never a stored fork
     ) as rt:
         for number, question in enumerate(QUESTIONS[:2], start=1):
             console.print(Rule(Text(f"turn {number}", style="dim"), style="dim"))

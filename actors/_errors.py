@@ -5,11 +5,13 @@ or ``except ValueError`` keeps working for callers that do not know Amber::
 
     AmberError
     ├── InvalidConfig (TypeError, ValueError)  a setting, argument or option Amber cannot use
+    ├── NotAwaitingApproval (ValueError)       approve/deny of a tool call that does not wait
     ├── RuntimeStopped (RuntimeError)          the runtime is not running (not started, stopped)
     ├── AlreadyStarted (RuntimeError)          a runtime or effects loop started a second time
     ├── EffectsStopped (RuntimeError)          the trio effects loop is not running
     ├── SessionGone (RuntimeError)             a session actor kept stopping under a call
     ├── IdleTimeout (TimeoutError)             a session was not idle within the time given
+    ├── AskTimeout (TimeoutError)              an asked input was not answered in time
     ├── ModelTimeout (TimeoutError)            a model call took longer than its limit
     ├── ModelFailure (RuntimeError)            a scripted model's failure (a provider's, in life)
     ├── ScriptExhausted (RuntimeError)         a ScriptedModel called more times than scripted
@@ -27,12 +29,14 @@ from runtime import AmberError
 
 __all__ = [
     "AlreadyStarted",
+    "AskTimeout",
     "EffectsStopped",
     "IdleTimeout",
     "InvalidConfig",
     "MissingSDK",
     "ModelFailure",
     "ModelTimeout",
+    "NotAwaitingApproval",
     "RuntimeStopped",
     "ScriptExhausted",
     "SessionGone",
@@ -45,6 +49,10 @@ class InvalidConfig(AmberError, TypeError, ValueError):
 
 class MissingSDK(AmberError, ImportError):
     """A provider model was asked for and its official SDK is not installed."""
+
+
+class NotAwaitingApproval(AmberError, ValueError):
+    """``approve``/``deny`` named a tool call that does not wait for approval (now)."""
 
 
 class RuntimeStopped(AmberError, RuntimeError):
@@ -65,6 +73,10 @@ class SessionGone(AmberError, RuntimeError):
 
 class IdleTimeout(AmberError, TimeoutError):
     """A session did not become idle (or settled) within the time given."""
+
+
+class AskTimeout(AmberError, TimeoutError):
+    """An input sent with ``ask`` was not answered within the time given (its turn goes on)."""
 
 
 class ModelTimeout(AmberError, TimeoutError):

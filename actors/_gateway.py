@@ -28,7 +28,7 @@ from runtime import (
     channel_rule,
 )
 
-from ._adapter import DeliverySink
+from ._adapter import DeliverySink, serves
 from ._errors import InvalidConfig
 
 __all__ = ["Gateway", "Subscription"]
@@ -41,18 +41,33 @@ class _AdapterEntry:
     ref: pykka.ActorRef[Any]
     platform: str
     kind: ChannelKind
+    sessions: frozenset[str] | None = None
+    channels: frozenset[str] | None = None
+
+    def serves(self, platform: str, session_id: str, channel_id: str) -> bool:
+        return platform == self.platform and serves(
+            self.sessions, self.channels, session_id, channel_id
+        )
 
 
 class _Subscriber(pykka.ThreadingActor):
-    """Runs a subscriber's callback in its own thread, so it never slows a session."""
+    """Runs a subscriber's callbacks in its own thread, so they never slow a session."""
 
-    def __init__(self, callback: Callable[[Update | Delta], object]) -> None:
+    def __init__(
+        self,
+        on_update: Callable[[Update], object] | None,
+        on_delta: Callable[[Delta], object] | None,
+    ) -> None:
         super().__init__()
-        self._callback = callback
+        self._on_update = on_update
+        self._on_delta = on_delta
 
     def on_receive(self, message: Any) -> None:
+        callback: Any = self._on_update if isinstance(message, Update) else self._on_delta
+        if callback is None:
+            return
         try:
-            self._callback(message)
+            callback(message)
         except Exception:
             log.exception("a subscriber's callback failed on %r", message)
 
@@ -64,9 +79,11 @@ class Subscription:
     _gateway: Gateway
     _ref: pykka.ActorRef[Any]
     session_id: str | None
-    """Only this session's updates (None: every session)."""
+    """Only this session's (None: every session)."""
+    updates: bool
+    """Whether it takes updates (it has ``on_update``)."""
     deltas: bool
-    """Whether live deltas are passed too."""
+    """Whether it takes live deltas (it has ``on_delta``)."""
 
     def close(self) -> None:
         """Stop receiving; pending callbacks still run first."""
@@ -103,9 +120,18 @@ class Gateway:
         proxy = ref.proxy()
         platform = proxy.platform.get(timeout=10)
         kind = ChannelKind(proxy.kind.get(timeout=10))
+        sessions = getattr(proxy, "sessions", None)
+        channels = getattr(proxy, "channels", None)
+        entry = _AdapterEntry(
+            ref,
+            platform,
+            kind,
+            sessions.get(timeout=10) if sessions is not None else None,
+            channels.get(timeout=10) if channels is not None else None,
+        )
         proxy.attach(self.sink_for(ref)).get(timeout=10)
         with self._lock:
-            self._adapters = (*self._adapters, _AdapterEntry(ref, platform, kind))
+            self._adapters = (*self._adapters, entry)
 
     def sink_for(self, ref: pykka.ActorRef[Any]) -> DeliverySink:
         """The sink adapter ``ref`` reports its deliveries to (the router's, by default)."""
@@ -122,7 +148,7 @@ class Gateway:
             return False
         for entry in self._adapters:
             if (
-                entry.platform == message.chatbot_id
+                entry.serves(message.chatbot_id, message.session_id, message.channel_id)
                 and channel_rule(entry.kind, message).visibility is not Visibility.HIDDEN
             ):
                 return True
@@ -130,18 +156,18 @@ class Gateway:
 
     def publish(self, update: Update) -> None:
         """Fan ``update`` out to its platform's adapters and to subscribers."""
-        platform = update.message.chatbot_id
+        message = update.message
         for entry in self._adapters:
-            if entry.platform == platform:
+            if entry.serves(message.chatbot_id, message.session_id, message.channel_id):
                 _tell(entry.ref, update)
         for sub in self._subscribers:
-            if sub.session_id is None or sub.session_id == update.session_id:
+            if sub.updates and (sub.session_id is None or sub.session_id == update.session_id):
                 _tell(sub._ref, update)
 
     def delta(self, delta: Delta) -> None:
         """Fan a live delta out to its platform's adapters and delta subscribers."""
         for entry in self._adapters:
-            if entry.platform == delta.chatbot_id:
+            if entry.serves(delta.chatbot_id, delta.session_id, delta.channel_id):
                 _tell(entry.ref, delta)
         for sub in self._subscribers:
             if sub.deltas and (sub.session_id is None or sub.session_id == delta.session_id):
@@ -151,20 +177,29 @@ class Gateway:
 
     def subscribe(
         self,
-        callback: Callable[[Update | Delta], object],
+        on_update: Callable[[Update], object] | None = None,
         *,
+        on_delta: Callable[[Delta], object] | None = None,
         session_id: str | None = None,
-        deltas: bool = False,
     ) -> Subscription:
-        """Call ``callback`` with every ``Update`` (and ``Delta`` if ``deltas``).
+        """Call ``on_update`` with every ``Update`` and ``on_delta`` with every live ``Delta``.
 
-        The callback runs in a thread of its own, in order, so a slow one never
+        The callbacks run in a thread of their own, in order, so a slow one never
         holds up a session. Returns a ``Subscription`` to ``close()``.
+
+        Raises:
+            InvalidConfig: neither callback given, or one is not callable.
         """
-        if not callable(callback):
-            raise InvalidConfig(f"subscribe() takes a callable; got {callback!r}.")
-        ref = _Subscriber.start(callback)
-        sub = Subscription(self, ref, session_id, deltas)
+        for name, callback in (("on_update", on_update), ("on_delta", on_delta)):
+            if callback is not None and not callable(callback):
+                raise InvalidConfig(f"subscribe() takes a callable {name}; got {callback!r}.")
+        if on_update is None and on_delta is None:
+            raise InvalidConfig(
+                "subscribe() needs on_update (new and changed messages), on_delta (live "
+                "pieces of streaming model messages), or both."
+            )
+        ref = _Subscriber.start(on_update, on_delta)
+        sub = Subscription(self, ref, session_id, on_update is not None, on_delta is not None)
         with self._lock:
             self._subscribers = (*self._subscribers, sub)
         return sub

@@ -118,6 +118,39 @@ class Router:
             "runtime stopping?"
         )
 
+    def tell(self, session_id: str, message: Any) -> None:
+        """Tell ``message`` to the session's actor, started if needed; an ``AskInput`` whose
+        session keeps stopping fails its waiter.
+
+        Raises:
+            RuntimeStopped: the runtime is not running.
+        """
+        for _ in range(3):
+            entry = self._entry(session_id)
+            try:
+                entry.ref.tell(message)
+                return
+            except pykka.ActorDeadError:
+                self.forget(session_id, entry.ref)
+        gone = SessionGone(f"Session {session_id!r} kept stopping; is the runtime stopping?")
+        waiter = getattr(message, "waiter", None)
+        if waiter is None:
+            raise gone
+        waiter.fail(gone)
+
+    def reroute(self, session_id: str, message: Any) -> None:
+        """A closed actor's message that must not be lost: to the session's next actor."""
+        with self._lock:
+            live = self._live.get(session_id)
+            if live is not None and not live.ref.is_alive():
+                del self._live[session_id]
+        try:
+            self.tell(session_id, message)
+        except RuntimeStopped:
+            waiter = getattr(message, "waiter", None)
+            if waiter is not None:
+                waiter.fail(RuntimeStopped(self._why_closed))
+
     # -- the delivery sink -------------------------------------------------------------------
 
     def delivered(self, session_id: str, message_id: str, expected: Status) -> None:

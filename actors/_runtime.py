@@ -26,8 +26,7 @@ from runtime import (
     Category,
     Delta,
     Draft,
-    InvalidInput,
-    InvalidMessage,
+    InputLimits,
     Message,
     SessionState,
     Status,
@@ -36,15 +35,18 @@ from runtime import (
     UnknownSession,
     Update,
     UserInput,
-    new_message,
 )
 from runtime.store import MemoryStore, SessionInfo, SQLiteStore, Store
 
+from ._approving import Approving
+from ._asking import Asking
+from ._drafts import post_draft, session_id_of, user_draft
 from ._effects import Effects
 from ._errors import AlreadyStarted, EffectsStopped, IdleTimeout, InvalidConfig, RuntimeStopped
 from ._gateway import Gateway, Subscription
 from ._ids import Clock, utc_now
 from ._model import Model
+from ._ownership import Resume, RunnerLock, new_runner_id, resume_policy
 from ._router import Router
 from ._services import Monotonic, Services
 from ._settings import Settings
@@ -72,16 +74,7 @@ def _open_store(store: Store | str | os.PathLike[str]) -> Store:
     )
 
 
-def _session_id(value: object) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidInput(
-            f"session_id must be a non-empty str (got {value!r} that is a "
-            f"{type(value).__name__!r}); name the session the message belongs to."
-        )
-    return value
-
-
-class Runtime:
+class Runtime(Asking, Approving):
     """Amber's actor runtime: sessions, tools, adapters, a model and a store.
 
     Args:
@@ -92,8 +85,15 @@ class Runtime:
         adapters: started adapter actors (``CliAdapter.start()`` …); the
             runtime attaches them and stops them when it stops.
         settings: how sessions run; ``Settings()`` by default.
+        resume: which stored sessions the runtime loads and answers when it
+            starts: ``"none"`` (the default: only the sessions it is sent to),
+            ``"all"`` (a service: every session with input waiting, a turn a
+            dead runner left, or output not yet delivered), or the ids of the
+            sessions to continue.
         clock: wall-clock time for events (UTC now by default).
         monotonic: monotonic seconds for durations (``time.monotonic`` by default).
+        runner: this runtime's incarnation id, recorded with each turn it starts
+            (default: a new random one; give one only to make runs reproducible).
 
     Ids are derived from the session and its seq by the turn machine
     (``msg_3fa1c2b9_000017`` is the message added at seq 17), so every
@@ -115,8 +115,10 @@ class Runtime:
         tools: Iterable[Tool | Callable[..., Any]] = (),
         adapters: Iterable[pykka.ActorRef[Any]] = (),
         settings: Settings | None = None,
+        resume: Resume = "none",
         clock: Clock = utc_now,
         monotonic: Monotonic = time.monotonic,
+        runner: str | None = None,
     ) -> None:
         if not hasattr(model, "stream") or not callable(model.stream):
             raise InvalidConfig(
@@ -128,8 +130,15 @@ class Runtime:
         self.settings = settings or Settings()
         self.model = model
         self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
+        self.resume = resume_policy(resume)
+        """Which stored sessions ``start`` resumes (``"all"``, ``"none"`` or ids)."""
         self.clock = clock
         self.monotonic = monotonic
+        if runner is not None and (not isinstance(runner, str) or not runner):
+            raise InvalidConfig(f"runner must be a non-empty str or None (got {runner!r}).")
+        self.runner = runner or new_runner_id()
+        """This runtime's incarnation, recorded with every turn it starts."""
+        self._lock_file: RunnerLock | None = None
         self._store_arg = store
         self._adapter_refs = list(adapters)
         self._lock = threading.Lock()
@@ -147,11 +156,13 @@ class Runtime:
     def start(self) -> Self:
         """Start the store thread, the effects loop, tool actors and adapters.
 
-        Sessions that have input waiting, a turn left running by a stopped
-        runtime, or output not yet delivered are loaded and resumed.
+        The sessions of the ``resume`` policy that have input waiting, a turn
+        a runner left active, or output not yet delivered are loaded and
+        resumed. A SQLite store is locked for this runtime while it runs.
 
         Raises:
             AlreadyStarted: the runtime was started before.
+            StoreBusy: another runtime runs this SQLite store.
             StoreError: the store cannot be opened.
         """
         with self._lock:
@@ -161,9 +172,22 @@ class Runtime:
                     "make a new one to start again."
                 )
             self._state = "starting"
-        store = StoreThread(_open_store(self._store_arg))
+        opened = _open_store(self._store_arg)
+        path = getattr(opened, "path", None) if isinstance(opened, SQLiteStore) else None
+        if path is not None:
+            lock = RunnerLock(path, self.runner)
+            try:
+                lock.acquire()
+            except BaseException:
+                opened.close()
+                with self._lock:
+                    self._state = "new"
+                raise
+            self._lock_file = lock
+        store = StoreThread(opened)
         store.start()
         self._store = store
+        exclusive = not getattr(opened, "shared", False)
         effects = Effects()
         effects.start()
         self._effects = effects
@@ -193,21 +217,27 @@ class Runtime:
                         model_timeout=settings.model_timeout,
                         passivate_after=settings.passivate_after,
                         recover_after=settings.recover_after,
+                        approval_timeout=settings.approval_timeout,
                         tools=self.toolbox.specs(),
                         model_name=name if isinstance(name, str) and name else None,
                         prices=settings.prices,
+                        runner=self.runner,
+                        exclusive=exclusive,
                     ),
                     clock=self.clock,
                     monotonic=self.monotonic,
                     passivate=self.router.request_passivation,
                     forget=self.router.forget,
+                    reroute=self.router.reroute,
                 )
             )
             with self._lock:
                 self._state = "running"
-            for info in self._call_store(lambda s: s.list_sessions()):
-                if info.needs_runner:
-                    self.router.load(info.session_id)
+            resume = self.resume
+            if resume != "none":
+                for info in self._call_store(lambda s: s.list_sessions()):
+                    if info.needs_runner and (resume == "all" or info.session_id in resume):
+                        self.router.load(info.session_id)
         except BaseException:
             self.stop()
             raise
@@ -235,6 +265,8 @@ class Runtime:
             self._effects.stop(timeout=timeout)
         if self._store is not None:
             self._store.stop(timeout=timeout)
+        if self._lock_file is not None:
+            self._lock_file.release()
         with self._lock:
             self._state = "stopped"
 
@@ -278,34 +310,9 @@ class Runtime:
             InvalidInput: the input breaks a rule; nothing was stored.
             RuntimeStopped: the runtime is not running.
         """
-        session_id = _session_id(session_id)
-        if isinstance(text, str):
-            try:
-                user_input = UserInput(text=text, **fields)
-            except TypeError as exc:
-                raise InvalidInput(
-                    f"send() takes the fields of UserInput (sender, chatbot_id, channel_id, "
-                    f"attachments, browser_elements, metadata): {exc}."
-                ) from None
-        elif isinstance(text, UserInput):
-            if fields:
-                raise InvalidInput(
-                    "send() takes extra fields only with plain text; put them in the UserInput."
-                )
-            user_input = text
-        else:
-            raise InvalidInput(
-                f"send() takes a UserInput or a str (got {text!r} that is a "
-                f"{type(text).__name__!r})."
-            )
-        # Built once here so that every rule is checked before the session sees it.
-        message = user_input.to_message(
-            id="msg_check",
-            session_id=session_id,
-            created_at=self.clock(),
-            limits=self.settings.input_limits,
-        )
-        return self._route_input(session_id, Draft.of(message))
+        session_id = session_id_of(session_id)
+        draft = user_draft("send", session_id, text, fields, self.clock, self.settings.input_limits)
+        return self._route_input(session_id, draft)
 
     def post(self, session_id: str, category: Category, content: str, **fields: Any) -> Message:
         """Post a cron prompt, compaction request or background alert (starts a turn),
@@ -315,25 +322,8 @@ class Runtime:
             InvalidInput: ``category`` cannot be posted from outside a turn, or a
                 field is wrong; nothing was stored.
         """
-        session_id = _session_id(session_id)
-        if not isinstance(category, Category) or not (
-            category.is_input or category is Category.NOTIFICATION
-        ):
-            allowed = "cron prompts, compaction requests, background alerts and notifications"
-            label = category.label if isinstance(category, Category) else repr(category)
-            raise InvalidInput(f"post() takes {allowed}; a {label} is made by a turn, not posted.")
-        try:
-            message = new_message(
-                category,
-                id="msg_check",
-                session_id=session_id,
-                created_at=self.clock(),
-                content=content,
-                **fields,
-            )
-        except (InvalidMessage, TypeError, ValueError) as exc:
-            raise InvalidInput(f"post() cannot make a {category.label} of that: {exc}") from None
-        draft = Draft.of(message)
+        session_id = session_id_of(session_id)
+        draft = post_draft(session_id, category, content, fields, self.clock)
         if category is Category.NOTIFICATION:
             added: Message = self.router.call(
                 session_id, lambda p: p.add_output(draft), timeout=self.settings.ask_timeout
@@ -355,7 +345,8 @@ class Runtime:
     def wait_idle(
         self, session_id: str, *, timeout: float | None = 30.0, settled: bool = True
     ) -> SessionState:
-        """Wait until no turn runs and no input waits; returns the head state.
+        """Wait until no turn runs (or one only waits for approval) and no input waits;
+        returns the head state.
 
         With ``settled`` (the default) it also waits until adapters have
         reported every message they deliver as delivered.
@@ -430,13 +421,17 @@ class Runtime:
 
     def subscribe(
         self,
-        callback: Callable[[Update | Delta], object],
+        on_update: Callable[[Update], object] | None = None,
         *,
+        on_delta: Callable[[Delta], object] | None = None,
         session_id: str | None = None,
-        deltas: bool = False,
     ) -> Subscription:
-        """Call ``callback`` with every new or changed message (and live deltas if asked)."""
-        return self.gateway.subscribe(callback, session_id=session_id, deltas=deltas)
+        """Call ``on_update`` with every new or changed message and ``on_delta`` with every
+        live piece of a streaming model message (of ``session_id`` only, if given).
+
+        Each subscription runs its callbacks in order in a thread of its own.
+        """
+        return self.gateway.subscribe(on_update, on_delta=on_delta, session_id=session_id)
 
     def tool_stats(self) -> list[ToolStats]:
         """Counts per tool."""
@@ -452,6 +447,13 @@ class Runtime:
         if self._store is None or self._state not in ("running", "starting"):
             raise RuntimeStopped(_not_running(self._state))
         return self._store.call(fn).result(timeout or self.settings.store_timeout)
+
+    def _limits(self) -> InputLimits:
+        return self.settings.input_limits
+
+    def _check_running(self) -> None:
+        if self._state != "running":
+            raise RuntimeStopped(_not_running(self._state))
 
     def _route_input(self, session_id: str, draft: Draft) -> Message:
         if self._state != "running":

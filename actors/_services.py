@@ -62,6 +62,9 @@ class Services:
     """Called by an idle session actor: ``(session_id, its ref, its seq)``."""
     forget: Callable[[str, pykka.ActorRef[Any]], None]
     """Called by a session actor that stops on its own: ``(session_id, its ref)``."""
+    reroute: Callable[[str, Any], None]
+    """Called by a closed session actor with a message that must not be lost (an ask, a
+    delivery report): the router tells it to the session's next actor."""
 
     def stamp(self) -> dict[str, Any]:
         """``at`` and ``mono`` for an input that happens now."""

@@ -23,11 +23,14 @@ from pykka import ThreadingFuture
 
 from runtime import (
     Announce,
+    ApprovalDecided,
+    ApprovalGiven,
     CallModel,
     CancelRun,
     ClearTimer,
     Command,
     Decision,
+    Delivered,
     Draft,
     Input,
     InputArrived,
@@ -57,8 +60,10 @@ from runtime import (
     step,
 )
 
+from ._answers import AskInput, CancelAsk, ReplyWaiter
+from ._asks import AskBook
 from ._effects import EffectHandle
-from ._errors import RuntimeStopped
+from ._errors import RuntimeStopped, SessionGone
 from ._services import Services
 from ._tool_actor import ToolRequest
 
@@ -95,6 +100,7 @@ class SessionActor(pykka.ThreadingActor):
         self._token = 0
         self._waiters: list[tuple[bool, ThreadingFuture[SessionState]]] = []
         self._awaiting: set[str] = set()  # messages an adapter will report delivered
+        self._asks = AskBook()  # the inputs sent with ask, by id
         self._closed = False
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -149,12 +155,18 @@ class SessionActor(pykka.ThreadingActor):
         return future
 
     def is_idle(self) -> bool:
-        """True when no turn runs and no input waits."""
-        return self._machine.is_idle
+        """True when nothing runs: no turn, or one that only waits for approval."""
+        return self._machine.is_quiet
+
+    def decide(self, call_id: str, approved: bool, reason: str | None, by: str | None) -> bool:
+        """Approve or deny a tool call waiting for approval; False if none waits by that id."""
+        stamp = self._svc.stamp()
+        given = ApprovalGiven(call_id=call_id, approved=approved, reason=reason, by=by, **stamp)
+        return any(isinstance(e, ApprovalDecided) for e in self._step(given).events)
 
     def close_if_idle(self, seq: int) -> bool:
         """Agree to passivate if nothing happened since ``seq`` and nothing is pending."""
-        if self._machine.is_idle and self._machine.state.seq == seq and not self._waiters:
+        if self._machine.is_quiet and self._machine.state.seq == seq and not self._waiters:
             self._close()
             return True
         return False
@@ -170,6 +182,7 @@ class SessionActor(pykka.ThreadingActor):
             stopped = RuntimeStopped("The runtime stopped before the session was idle.")
             future.set_exception((RuntimeStopped, stopped, None))
         self._waiters.clear()
+        self._asks.fail_all(RuntimeStopped("The runtime stopped before the turn answered."))
 
     # -- told by effects, tools, adapters and timers ---------------------------------------
 
@@ -180,6 +193,14 @@ class SessionActor(pykka.ThreadingActor):
         hanging: the turn is failed if possible; if even that fails, the actor
         stops and the session is reloaded from the store on its next message.
         """
+        if self._closed:
+            if isinstance(message, AskInput | Delivered):
+                self._svc.reroute(self.session_id, message)  # to the session's next actor
+            return None  # a report for a session that has shut down or passivated
+        if isinstance(message, AskInput):
+            return self._ask(message)
+        if isinstance(message, CancelAsk):
+            return self._cancel_ask(message.waiter)
         if isinstance(message, _Wake):
             entry = self._timers.get(message.name)
             if entry is None or entry[0] != message.token:
@@ -197,6 +218,7 @@ class SessionActor(pykka.ThreadingActor):
                 self._step(RunnerFailed(reason=f"{type(exc).__name__}: {exc}", **self._svc.stamp()))
             except Exception:
                 log.exception("session %s cannot go on; it stops and reloads", self.session_id)
+                self._asks.fail_all(SessionGone(f"Session {self.session_id!r} failed: {exc}."))
                 self._close()
                 self._svc.forget(self.session_id, self.actor_ref)
                 self.stop()
@@ -212,10 +234,35 @@ class SessionActor(pykka.ThreadingActor):
         if decision.events:
             self._svc.store.append(decision.events).result(self._svc.settings.store_timeout)
         self._machine = decision.machine
+        if self._asks and decision.events:
+            self._asks.decided(decision.events, self._machine.state)
         for command in decision.commands:
             self._run(command)
         self._notify()
         return decision
+
+    def _ask(self, ask: AskInput) -> None:
+        try:
+            message = self._added(self._step(InputArrived(draft=ask.draft, **self._svc.stamp())))
+        except Exception as exc:
+            ask.waiter.fail(exc)
+            return
+        self._asks.add(message.id, ask.waiter)
+        ask.waiter.stored(message)
+        if ask.waiter.cancelled:
+            self._cancel_ask(ask.waiter)
+
+    def _cancel_ask(self, waiter: ReplyWaiter) -> None:
+        """The caller stopped waiting: interrupt the turn that claims its input (or the one
+        that will), unless the input has its answer already."""
+        message = waiter.message
+        if message is None:
+            waiter.cancelled = True  # interrupted once stored
+            return
+        if waiter.done or message.id not in self._asks:
+            return
+        reason = "interrupted: the caller stopped waiting for the answer"
+        self._step(Interrupt(reason=reason, input_id=message.id, **self._svc.stamp()))
 
     def _added(self, decision: Decision) -> Message:
         event = decision.events[0]
@@ -226,8 +273,12 @@ class SessionActor(pykka.ThreadingActor):
         svc = self._svc
         if isinstance(command, Announce):
             self._announce(command.update)
+            if self._asks:
+                self._asks.settle(command.update, self._machine.state)
         elif isinstance(command, StreamDelta):
             svc.publisher.delta(command.delta)
+            if self._asks:
+                self._asks.stream(command.delta)
         elif isinstance(command, CallModel):
             effect = _model_effect(svc.model, command.request, self.actor_ref, command.run_id, svc)
             name = f"model {self.session_id}/{command.run_id}"
@@ -291,7 +342,7 @@ class SessionActor(pykka.ThreadingActor):
         self._timers.clear()
 
     def _notify(self) -> None:
-        if not self._waiters or not self._machine.is_idle:
+        if not self._waiters or not self._machine.is_quiet:
             return
         state = self._machine.state
         keep: list[tuple[bool, ThreadingFuture[SessionState]]] = []

@@ -71,6 +71,8 @@ class Settings:
     """Empty model responses nudged and retried in one turn before it fails."""
     max_model_calls: int = attrs.field(default=25, validator=_count)
     """Model calls in one turn before it fails (a loop guard)."""
+    approval_timeout: float | None = attrs.field(default=None, validator=_positive_or_none)
+    """Seconds a tool call may wait for approval before it is denied (None: it waits)."""
     model_timeout: float | None = attrs.field(default=300.0, validator=_positive_or_none)
     """Seconds one model call may take before it fails the turn."""
     passivate_after: float | None = attrs.field(default=300.0, validator=_positive_or_none)

@@ -132,6 +132,8 @@ class Tool:
     """Longer content is cut to this many characters, keeping its head and tail."""
     function: Callable[..., Any] = attrs.field(repr=False)
     """The function that does the work."""
+    approval: bool = False
+    """True: each call waits for a person to approve it (``Runtime.approve``/``deny``)."""
     _signature: _Signature = attrs.field(repr=False, alias="signature")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -144,6 +146,7 @@ class Tool:
             name=self.name,
             description=self.description,
             parameters=copy.deepcopy(dict(self.parameters)),
+            needs_approval=self.approval,
         )
 
     async def invoke(self, arguments: Mapping[str, Any]) -> ToolOutcome:
@@ -223,6 +226,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = 30.0,
     max_output_chars: int = 20_000,
+    approval: bool = False,
 ) -> Tool: ...
 
 
@@ -235,6 +239,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = 30.0,
     max_output_chars: int = 20_000,
+    approval: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -246,6 +251,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = 30.0,
     max_output_chars: int = 20_000,
+    approval: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool of a sync or async function; use as ``@tool`` or ``@tool(timeout=5)``.
 
@@ -261,6 +267,9 @@ def tool(
             and body (and its ``Returns`` section).
         timeout: Seconds a run may take; None for no limit.
         max_output_chars: Longer results are cut to this size (at least 100).
+        approval: Each call waits for a person to approve it before it runs
+            (``Runtime.approve``, ``Runtime.deny``); for tools that delete,
+            send or pay.
 
     Returns:
         The ``Tool`` (or, without ``fn``, a decorator that makes one).
@@ -288,9 +297,16 @@ def tool(
             max_output_chars=chars,
             function=function,
             signature=signature,
+            approval=_check_flag(tool_name, "approval", approval),
         )
 
     return make if fn is None else make(fn, _caller_locals())
+
+
+def _check_flag(name: str, option: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidTool(f"The {option} of tool {name!r} must be True or False (got {value!r}).")
+    return value
 
 
 def _caller_locals() -> Mapping[str, Any]:

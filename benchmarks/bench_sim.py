@@ -132,6 +132,7 @@ def caught(quick: bool) -> list[dict[str, Any]]:
                     suppress_health_check=list(HealthCheck),
                     report_multiple_bugs=False,
                     phases=[Phase.generate, Phase.shrink],
+                    derandomize=True,
                 ),
             )
         except InvariantViolation as exc:

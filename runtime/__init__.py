@@ -92,6 +92,8 @@ from ._errors import UnknownSession as UnknownSession
 from ._errors import UnknownTurn as UnknownTurn
 from ._errors import UnmatchedToolResult as UnmatchedToolResult
 from ._events import EVENT_TYPES as EVENT_TYPES
+from ._events import ApprovalDecided as ApprovalDecided
+from ._events import ApprovalRequested as ApprovalRequested
 from ._events import BranchImported as BranchImported
 from ._events import Event as Event
 from ._events import MessageAdded as MessageAdded
@@ -108,6 +110,7 @@ from ._history import session_history as session_history
 from ._input import InputLimits as InputLimits
 from ._input import UserInput as UserInput
 from ._input import validate_input as validate_input
+from ._inputs import ApprovalGiven as ApprovalGiven
 from ._inputs import Delivered as Delivered
 from ._inputs import Draft as Draft
 from ._inputs import Input as Input
@@ -166,6 +169,9 @@ from ._replay import find_call as find_call
 from ._replay import rebuild_request as rebuild_request
 from ._replay import request_record as request_record
 from ._replay import views_of as views_of
+from ._reply import FINAL_INPUT as FINAL_INPUT
+from ._reply import Reply as Reply
+from ._reply import reply_of as reply_of
 from ._request import RequestRecord as RequestRecord
 from ._request import digest as digest
 from ._script import Delay as Delay
@@ -228,6 +234,7 @@ __all__ = [
     "CHANNEL_RULES",
     "ERROR_TYPES",
     "EVENT_TYPES",
+    "FINAL_INPUT",
     "IMAGE_MEDIA_TYPES",
     "INPUT_CATEGORIES",
     "INTERRUPTED_MARK",
@@ -240,6 +247,9 @@ __all__ = [
     "TRANSITIONS",
     "AmberError",
     "Announce",
+    "ApprovalDecided",
+    "ApprovalGiven",
+    "ApprovalRequested",
     "ArtifactStore",
     "AssembledCall",
     "Assembly",
@@ -325,6 +335,7 @@ __all__ = [
     "ReasoningSegment",
     "RebuiltRequest",
     "ReplayMismatch",
+    "Reply",
     "RequestRecord",
     "RequestSent",
     "Response",
@@ -422,6 +433,7 @@ __all__ = [
     "rebuild_request",
     "replay",
     "reply",
+    "reply_of",
     "request_record",
     "response_metadata",
     "session_cost",

@@ -54,6 +54,11 @@ class Checks:
         if value is not None and not isinstance(value, str):
             raise self._fail(instance, attribute, "a str or None", _kind(value))
 
+    def boolean(self, instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        """A bool."""
+        if not isinstance(value, bool):
+            raise self._fail(instance, attribute, "a bool", _kind(value))
+
     def count(self, instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         """A non-negative int (not a bool)."""
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:

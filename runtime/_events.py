@@ -27,6 +27,8 @@ from ._turn import Turn
 
 __all__ = [
     "EVENT_TYPES",
+    "ApprovalDecided",
+    "ApprovalRequested",
     "BranchImported",
     "Event",
     "MessageAdded",
@@ -168,6 +170,8 @@ class TurnStarted(Event):
 
     turn_id: str = attrs.field(validator=_check.non_empty_str)
     """The new turn's id (unique in the session)."""
+    runner: str | None = None
+    """The runner (one runtime's incarnation) that starts it, recorded with the turn."""
 
 
 class TurnOutcome(enum.StrEnum):
@@ -332,6 +336,36 @@ class ModelCallFinished(Event):
     """What the call cost in US dollars, if known."""
 
 
+@attrs.frozen(kw_only=True)
+class ApprovalRequested(Event):
+    """A tool call of the active turn waits for a person's approval before it runs."""
+
+    kind: ClassVar[str] = "approval_requested"
+
+    turn_id: str = attrs.field(validator=_check.non_empty_str)
+    """The active turn."""
+    call_id: str = attrs.field(validator=_check.non_empty_str)
+    """The tool call (an open call of the turn)."""
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalDecided(Event):
+    """A person approved or denied a tool call that waited (or its time ran out)."""
+
+    kind: ClassVar[str] = "approval_decided"
+
+    turn_id: str = attrs.field(validator=_check.non_empty_str)
+    """The active turn."""
+    call_id: str = attrs.field(validator=_check.non_empty_str)
+    """The tool call; it must wait for approval."""
+    approved: bool = attrs.field(validator=_check.boolean)
+    """True: it runs. False: it is answered with an error result saying why."""
+    reason: str | None = None
+    """Why (a denial's reason, for the model and for people)."""
+    by: str | None = None
+    """Who decided, if known (a person's name, ``timeout``)."""
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
@@ -345,6 +379,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         RolledBack,
         ModelCallStarted,
         ModelCallFinished,
+        ApprovalRequested,
+        ApprovalDecided,
     )
 }
 """Every event class by its ``kind``."""

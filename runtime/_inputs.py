@@ -24,6 +24,7 @@ from ._outcome import ToolOutcome
 from ._stream import Chunk
 
 __all__ = [
+    "ApprovalGiven",
     "Delivered",
     "Draft",
     "Input",
@@ -161,6 +162,23 @@ class Interrupt(Input):
 
     reason: str = "interrupted by the user"
     """Why, for people."""
+    input_id: str | None = None
+    """Only the turn that claims this input (a caller that stopped waiting for its
+    answer); one not claimed yet ends interrupted as soon as a turn claims it alone."""
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalGiven(Input):
+    """A person approved or denied a tool call that waits for approval."""
+
+    call_id: str
+    """The tool call."""
+    approved: bool
+    """True: it runs. False: the model gets an error result saying it was denied, and why."""
+    reason: str | None = None
+    """Why (a denial's reason, shown to the model)."""
+    by: str | None = None
+    """Who decided, if known."""
 
 
 @attrs.frozen(kw_only=True)

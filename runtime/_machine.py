@@ -55,8 +55,8 @@ class TurnSettings:
     passivate_after: float | None = 300.0
     """Idle seconds before the machine asks to be passivated (None: never)."""
     recover_after: float = 300.0
-    """Seconds a turn left active by a runner that may still be alive waits before its
-    input is taken back."""
+    """Seconds a turn left active by a runner that may still be alive (on a shared store)
+    waits before its input is taken back."""
     tools: tuple[ToolSpec, ...] = ()
     """The tools the model may call."""
     model_name: str | None = None
@@ -64,12 +64,27 @@ class TurnSettings:
     prices: PriceTable | None = None
     """Prices to put a cost on each model call (its audit row, the turn's metrics); None:
     costs are not computed."""
+    approval_timeout: float | None = None
+    """Seconds a tool call may wait for approval before it is denied (None: it waits)."""
+    runner: str | None = None
+    """This runner's incarnation (one runtime's run), recorded with every turn it starts."""
+    exclusive: bool = True
+    """True when this runner alone runs the store (a SQLite file a runtime holds, an
+    in-memory store): a turn found active on load was left by a runner that is gone and is
+    recovered at once. False for a store several runners share: another runner's turn
+    waits ``recover_after``."""
     tool_names: frozenset[str] = attrs.field(init=False)
     """Names of ``tools``."""
+    approval_tools: frozenset[str] = attrs.field(init=False)
+    """Names of the ``tools`` whose calls wait for approval."""
 
     @tool_names.default
     def _names(self) -> frozenset[str]:
         return frozenset(spec.name for spec in self.tools)
+
+    @approval_tools.default
+    def _approval_names(self) -> frozenset[str]:
+        return frozenset(spec.name for spec in self.tools if spec.needs_approval)
 
 
 @attrs.frozen(kw_only=True)
@@ -129,6 +144,9 @@ class SessionMachine:
     """The running turn, if this runner runs one."""
     idle_armed: int | None = None
     """The seq the idle (passivation) timer was armed at."""
+    cancelled: frozenset[str] = frozenset()
+    """Inputs whose caller gave up before a turn claimed them: a turn that claims only such
+    inputs ends interrupted at once, without calling the model."""
 
     @classmethod
     def load(cls, state: SessionState) -> SessionMachine:
@@ -145,3 +163,24 @@ class SessionMachine:
         """True when no turn runs or waits to be recovered, and no input waits."""
         state = self.state
         return self.run is None and not state.queued and state.active_turn is None
+
+    @property
+    def is_waiting(self) -> bool:
+        """True when the running turn only waits for a person to approve tool calls (nothing
+        in flight, no input waiting)."""
+        run, state = self.run, self.state
+        turn = state.active_turn
+        return (
+            run is not None
+            and turn is not None
+            and bool(turn.awaiting_approval)
+            and run.model_run is None
+            and not run.tools
+            and not state.queued
+        )
+
+    @property
+    def is_quiet(self) -> bool:
+        """Idle, or waiting for approval: nothing runs until someone acts (``wait_idle``
+        returns, and the session may be passivated)."""
+        return self.is_idle or self.is_waiting

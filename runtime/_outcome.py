@@ -21,6 +21,7 @@ ERROR_TYPES: Mapping[str, str] = types.MappingProxyType(
         "timeout": "the tool did not finish within its time limit and was cancelled",
         "exception": "the tool raised an exception",
         "exit_status": "a shell command exited with a non-zero status",
+        "denied": "a person denied the call (its tool needs approval), or no one answered in time",
     }
 )
 """The ``error_type`` values Amber gives a failed tool run, with what each means."""

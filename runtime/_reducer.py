@@ -30,6 +30,8 @@ from ._errors import (
     UnmatchedToolResult,
 )
 from ._events import (
+    ApprovalDecided,
+    ApprovalRequested,
     BranchImported,
     Event,
     MessageAdded,
@@ -206,6 +208,11 @@ def _check_result(state: SessionState, message: Message) -> None:
     call_id = message.tool_call_id
     assert call_id is not None
     turn = state.active_turn
+    if turn is not None and call_id in turn.awaiting_approval:
+        raise UnmatchedToolResult(
+            f"Tool result {message.id!r} answers tool call {call_id!r}, which still waits for "
+            "approval; decide it first (ApprovalDecided)."
+        )
     if turn is not None and call_id in turn.open_calls:
         call_message = turn.open_calls[call_id]
         if message.parent_id is not None and message.parent_id != call_message:
@@ -305,6 +312,7 @@ def _turn_started(state: SessionState, event: TurnStarted) -> SessionState:
         started_at=event.at,
         started_seq=event.seq,
         input_ids=ids,
+        runner=event.runner,
     )
     return replace(
         state,
@@ -317,7 +325,9 @@ def _turn_started(state: SessionState, event: TurnStarted) -> SessionState:
     )
 
 
-def _active_turn(state: SessionState, event: TurnEnded | OrphanRecovered) -> Turn:
+def _active_turn(
+    state: SessionState, event: TurnEnded | OrphanRecovered | ApprovalRequested | ApprovalDecided
+) -> Turn:
     turn = state.active_turn
     if turn is None or turn.id != event.turn_id:
         where = f"turn {turn.id!r} is active" if turn else "no turn is active"
@@ -389,6 +399,7 @@ def _turn_ended(state: SessionState, event: TurnEnded) -> SessionState:
         metrics=event.metrics,
         duration_ms=event.duration_ms,
         open_calls=pmap() if event.outcome is TurnOutcome.INTERRUPTED else turn.open_calls,
+        awaiting_approval=pmap(),
     )
     return replace(
         state,
@@ -423,6 +434,7 @@ def _orphan_recovered(state: SessionState, event: OrphanRecovered) -> SessionSta
         ended_at=event.at,
         ended_seq=event.seq,
         reason=event.reason,
+        awaiting_approval=pmap(),
     )
     return replace(
         state,
@@ -601,6 +613,50 @@ def _model_call_finished(state: SessionState, event: ModelCallFinished) -> Sessi
     )
 
 
+def _approval_requested(state: SessionState, event: ApprovalRequested) -> SessionState:
+    turn = _active_turn(state, event)
+    call_id = event.call_id
+    if call_id not in turn.open_calls:
+        why = "it has a result already" if call_id in state.tool_results else (
+            "no open tool call of the turn has that id"
+        )  # fmt: skip
+        raise TurnConflict(
+            f"ApprovalRequested seq {event.seq} asks approval of tool call {call_id!r}, but "
+            f"{why}; only a call of the active turn still waiting for its result can wait "
+            "for approval."
+        )
+    if call_id in turn.awaiting_approval:
+        raise TurnConflict(
+            f"ApprovalRequested seq {event.seq}: tool call {call_id!r} waits for approval "
+            "already; decide it with ApprovalDecided."
+        )
+    awaiting = turn.awaiting_approval.set(call_id, turn.open_calls[call_id])
+    return replace(
+        state,
+        seq=event.seq,
+        updated_at=event.at,
+        active_turn=replace(turn, awaiting_approval=awaiting),
+    )
+
+
+def _approval_decided(state: SessionState, event: ApprovalDecided) -> SessionState:
+    turn = _active_turn(state, event)
+    if event.call_id not in turn.awaiting_approval:
+        raise TurnConflict(
+            f"ApprovalDecided seq {event.seq} decides tool call {event.call_id!r}, which does "
+            f"not wait for approval in turn {turn.id!r} (waiting: "
+            f"{sorted(turn.awaiting_approval) or 'none'}); a call is decided once, after "
+            "ApprovalRequested."
+        )
+    awaiting = turn.awaiting_approval.remove(event.call_id)
+    return replace(
+        state,
+        seq=event.seq,
+        updated_at=event.at,
+        active_turn=replace(turn, awaiting_approval=awaiting),
+    )
+
+
 def _branch_imported(state: SessionState, event: BranchImported) -> SessionState:
     if state.messages or state.turns:
         raise EventRejected(
@@ -669,5 +725,7 @@ _HANDLERS: dict[type[Event], Callable[[SessionState, Any], SessionState]] = {
     RolledBack: _rolled_back,
     ModelCallStarted: _model_call_started,
     ModelCallFinished: _model_call_finished,
+    ApprovalRequested: _approval_requested,
+    ApprovalDecided: _approval_decided,
 }
 _EVENT_NAMES = ", ".join(sorted(cls.__name__ for cls in _HANDLERS))

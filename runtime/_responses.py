@@ -38,11 +38,13 @@ from ._stream import (
 from ._turn_ops import (
     MODEL_CALL_KEY,
     call_model,
+    continue_after_tools,
     fail,
     maybe_start_turn,
     model_failed,
     model_timer,
     open_call,
+    request_approval,
     turn_metrics,
 )
 from ._updates import Delta, DeltaKind
@@ -211,7 +213,7 @@ def _empty(s: Step, finished: dict[str, Any]) -> None:
     assert run is not None
     s.emit(ModelCallFinished, **finished)
     if run.nudges >= s.settings.max_nudges:
-        fail(s, f"the model answered with nothing {run.nudges + 1} times in a row")
+        fail(s, f"the model answered with nothing {run.nudges + 1} times in a row", cause="empty")
         return
     s.run = replace(run, nudges=run.nudges + 1)
     nudge = s.output(Category.NUDGE, _NUDGE, sender="System", metadata={"nudge": run.nudges + 1})
@@ -256,13 +258,18 @@ def _record_calls(s: Step, response: ModelResponse, finished: dict[str, Any]) ->
     for message, outcome in immediate:
         s.emit(MessageAdded, message=_result_message(s, message, outcome, 0.0))
     tools = run.tools
+    waiting = False
     for message, arguments in runnable:
         call = message.tool_call
         assert call is not None
+        if call.name in s.settings.approval_tools:
+            request_approval(s, call.id)
+            waiting = True
+            continue
         s.command(RunTool(call_id=call.id, name=call.name, arguments=arguments))
         tools = tools.set(call.id, s.mono)
     s.run = replace(run, tool_calls=run.tool_calls + len(response.tool_calls), tools=tools)
-    if not runnable:
+    if not runnable or (not tools and not waiting):
         call_model(s)
 
 
@@ -339,8 +346,7 @@ def tool_done(s: Step, input: ToolDone) -> None:
     call = s.state.message(s.state.tool_calls[input.call_id])
     duration = max(0.0, s.mono - started) * 1000
     s.emit(MessageAdded, message=_result_message(s, call, input.outcome, duration))
-    if not run.tools:
-        call_model(s)
+    continue_after_tools(s)
 
 
 def _finish(s: Step, response: ModelResponse, finished: dict[str, Any]) -> None:

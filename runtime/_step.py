@@ -23,6 +23,7 @@ from ._inputs import Input
 from ._machine import SessionMachine, TurnRun, TurnSettings
 from ._message import Message
 from ._reducer import apply
+from ._replace import replace
 from ._state import SessionState
 from ._updates import Update
 
@@ -52,8 +53,8 @@ def free_id(base: str, taken: Callable[[str], bool]) -> str:
 class Step:
     """A decision under construction for one input."""
 
-    __slots__ = ("at", "commands", "events", "idle_armed", "input", "mono", "run", "settings",
-                 "state")  # fmt: skip
+    __slots__ = ("at", "cancelled", "commands", "events", "idle_armed", "input", "mono", "run",
+                 "settings", "state")  # fmt: skip
 
     def __init__(self, machine: SessionMachine, settings: TurnSettings, input: Input) -> None:
         self.settings = settings
@@ -63,6 +64,7 @@ class Step:
         self.state: SessionState = machine.state
         self.run: TurnRun | None = machine.run
         self.idle_armed = machine.idle_armed
+        self.cancelled = machine.cancelled
         self.events: list[Event] = []
         self.commands: list[Command] = []
 
@@ -99,7 +101,12 @@ class Step:
         """The decision: arm the idle timer if the session just went idle, then freeze."""
         settings = self.settings
         state = self.state
-        idle = self.run is None and not state.queued and state.active_turn is None
+        machine = SessionMachine(
+            state=state, run=self.run, idle_armed=self.idle_armed, cancelled=self.cancelled
+        )
+        # A turn waiting for approval may be passivated, unless its approval has a time
+        # limit: the timer must live to deny it.
+        idle = machine.is_idle or (machine.is_waiting and settings.approval_timeout is None)
         if not idle:
             self.idle_armed = None
         elif settings.passivate_after is not None and self.idle_armed != self.state.seq:
@@ -111,7 +118,7 @@ class Step:
         return Decision(
             events=tuple(self.events),
             commands=tuple(self.commands),
-            machine=SessionMachine(state=state, run=self.run, idle_armed=self.idle_armed),
+            machine=replace(machine, idle_armed=self.idle_armed),
         )
 
     # -- ids ----------------------------------------------------------------------------

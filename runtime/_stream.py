@@ -73,6 +73,9 @@ class ToolSpec:
     """What it does, for the model."""
     parameters: Mapping[str, Any]
     """JSON schema of its arguments (an object schema)."""
+    needs_approval: bool = False
+    """True: each call waits for a person to approve it before it runs (the model is not
+    told; ``ApprovalRequested`` records the wait)."""
 
 
 @attrs.frozen(kw_only=True)

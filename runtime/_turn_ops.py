@@ -7,13 +7,17 @@ commands, replaces the running turn's bookkeeping. Handlers of inputs
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from ._audit import AuditStatus, operation_key
 from ._category import Category
 from ._chunks import ModelRetry, RequestSent
 from ._clean import clean_history
-from ._commands import CallModel, CancelRun, ClearTimer, ResumeSoon, SetTimer, Warn
+from ._commands import CallModel, CancelRun, ClearTimer, ResumeSoon, RunTool, SetTimer, Warn
 from ._errors import AmberError, AuditConflict
 from ._events import (
+    ApprovalDecided,
+    ApprovalRequested,
     MessageAdded,
     ModelCallFinished,
     ModelCallStarted,
@@ -22,6 +26,7 @@ from ._events import (
     TurnOutcome,
     TurnStarted,
 )
+from ._json import thaw
 from ._machine import TurnRun
 from ._message import Message
 from ._parts import response_metadata
@@ -32,10 +37,14 @@ from ._step import Step
 from ._stream import Assembly, ModelRequest
 
 __all__ = [
+    "APPROVAL_TIMER",
     "MODEL_CALL_KEY",
+    "NOTICES",
     "ORPHAN_TIMER",
     "call_model",
     "cancel_runs",
+    "continue_after_tools",
+    "decide",
     "end_turn",
     "fail",
     "maybe_start_turn",
@@ -43,6 +52,8 @@ __all__ = [
     "model_timer",
     "open_call",
     "orphaned",
+    "request_approval",
+    "resume_waiting",
     "turn_metrics",
 ]
 
@@ -68,7 +79,7 @@ def maybe_start_turn(s: Step) -> None:
     if s.run is not None or state.active_turn is not None or not state.queued:
         return
     turn_id = s.turn_id()
-    s.emit(TurnStarted, turn_id=turn_id)
+    s.emit(TurnStarted, turn_id=turn_id, runner=s.settings.runner)
     turn = s.state.active_turn
     assert turn is not None
     last = s.state.message(turn.input_ids[-1])
@@ -79,6 +90,13 @@ def maybe_start_turn(s: Step) -> None:
         chatbot_id=last.chatbot_id,
         channel_id=last.channel_id,
     )
+    claimed = set(turn.input_ids)
+    if s.cancelled:
+        withdrawn = claimed <= s.cancelled
+        s.cancelled = s.cancelled - claimed
+        if withdrawn:  # every caller gave up: no model call for nobody
+            end_turn(s, TurnOutcome.INTERRUPTED, "cancelled by the caller")
+            return
     call_model(s)
 
 
@@ -92,6 +110,7 @@ def call_model(s: Step) -> None:
             s,
             f"the turn reached {settings.max_model_calls} model calls without a final answer "
             "(Settings.max_model_calls)",
+            cause="steps",
         )
         return
     try:
@@ -102,7 +121,7 @@ def call_model(s: Step) -> None:
             max_result_chars=settings.max_result_chars,
         )
     except AmberError as exc:
-        fail(s, f"the model's view could not be built: {exc}")
+        fail(s, f"the model's view could not be built: {exc}", cause="view")
         return
     run_id = s.run_id()
     request = ModelRequest(
@@ -198,6 +217,7 @@ def model_failed(
     duration_ms: float | None,
     *,
     retries: tuple[ModelRetry, ...] = (),
+    cause: str = "model",
 ) -> None:
     """Close the current call's audit row as failed, then fail the turn (keeping, marked,
     what the model streamed before it failed)."""
@@ -217,7 +237,7 @@ def model_failed(
         error=reason,
         retries=retries,
     )
-    fail(s, reason, model_error=reason)
+    fail(s, reason, cause=cause, model_error=reason)
 
 
 def cancel_runs(s: Step, run: TurnRun) -> None:
@@ -289,38 +309,153 @@ def turn_metrics(run: TurnRun, elapsed: float) -> dict[str, object]:
     return metrics
 
 
-def fail(s: Step, reason: str, *, model_error: str | None = None) -> None:
-    """End the running turn as error with a crash notice; a waiting input starts the next."""
+NOTICES = {
+    "runtime": "Something went wrong on my side; please try again.",
+    "model": "The model call failed; please try again.",
+    "timeout": "The model took too long to answer; please try again.",
+    "empty": "The model gave no answer; please try again.",
+    "view": "I could not prepare the conversation for the model; please try again.",
+    "steps": "I could not finish this within the steps I am allowed; please try again, or ask "
+    "for less.",
+}
+"""What the user is told when a turn fails, by cause: short and human. The detail stays in
+the turn's recorded reason, the model-call audit row and the log."""
+
+
+def fail(s: Step, reason: str, *, cause: str = "runtime", model_error: str | None = None) -> None:
+    """End the running turn as error with a crash notice; a waiting input starts the next.
+
+    ``reason`` (the detail) is recorded with the turn and logged; the user
+    sees the short notice of ``cause`` (a key of ``NOTICES``). ``model_error`` marks
+    the partial output of a failed model call with why it failed.
+    """
     s.command(Warn(text=f"session {s.session_id}: turn failed: {reason}"))
-    end_turn(
-        s,
-        TurnOutcome.ERROR,
-        reason,
-        notice=f"Sorry, something went wrong and I could not finish: {reason.rstrip('.')}.",
-        model_error=model_error,
-    )
+    end_turn(s, TurnOutcome.ERROR, reason, notice=NOTICES[cause], model_error=model_error)
     # A failed turn does not retry by itself; new input starts the next one.
     maybe_start_turn(s)
 
 
 def orphaned(s: Step, *, runner_gone: bool = False) -> None:
-    """A turn left active by a runner that is gone (or may be): give its input back now or later."""
+    """A turn left active by a runner that is gone (or may be): give its input back now or later.
+
+    The runner is known to be gone when this runner alone runs the store
+    (``exclusive``), when the turn is this runner's own (its run was lost with
+    the session's actor), or when the shell says so; then the turn is
+    recovered at once. Otherwise (a shared store) it waits ``recover_after``
+    from its last activity.
+    """
     state = s.state
     turn = state.active_turn
     assert turn is not None
     assert state.updated_at is not None
+    settings = s.settings
+    own = turn.runner is not None and turn.runner == settings.runner
+    gone = runner_gone or settings.exclusive or own
     age = (s.at - state.updated_at).total_seconds()
-    wait = s.settings.recover_after - age
-    if not runner_gone and wait > 0:
+    wait = settings.recover_after - age
+    if not gone and wait > 0:
         s.command(SetTimer(name=ORPHAN_TIMER, seconds=wait))
         return
-    reason = (
-        "its runner stopped before the turn ended"
-        if runner_gone
-        else f"no activity for {age:.0f} s when the session was loaded; its runner is presumed dead"
-    )
+    if gone and resume_waiting(s):
+        return  # it only waited for a person: it waits on, with this runner
+    if gone:
+        who = f"its runner ({turn.runner})" if turn.runner else "its runner"
+        reason = f"{who} is gone: the turn was left active; recovered at once"
+    else:
+        reason = (
+            f"no activity for {age:.0f} s when the session was loaded; its runner is presumed dead"
+        )
     s.emit(OrphanRecovered, turn_id=turn.id, reason=reason)
     maybe_start_turn(s)
+
+
+APPROVAL_TIMER = "approval:"
+"""Prefix of the timers that deny a call left waiting for approval (``approval:<call id>``)."""
+DENIED = "The user denied this tool call"
+
+
+def request_approval(s: Step, call_id: str) -> None:
+    """Record that ``call_id`` waits for a person's approval (and set its time limit)."""
+    run = s.run
+    assert run is not None
+    s.emit(ApprovalRequested, turn_id=run.turn_id, call_id=call_id)
+    timeout = s.settings.approval_timeout
+    if timeout is not None:
+        s.command(SetTimer(name=APPROVAL_TIMER + call_id, seconds=timeout))
+
+
+def decide(s: Step, call_id: str, approved: bool, reason: str | None, by: str | None) -> bool:
+    """Approve (run it) or deny (answer it with an error) a call that waits; False if none."""
+    run, turn = s.run, s.state.active_turn
+    if run is None or turn is None or call_id not in turn.awaiting_approval:
+        return False
+    message = s.state.message(turn.awaiting_approval[call_id])
+    call = message.tool_call
+    assert call is not None
+    s.emit(ApprovalDecided, turn_id=turn.id, call_id=call_id, approved=approved, reason=reason,
+           by=by)  # fmt: skip
+    s.command(ClearTimer(name=APPROVAL_TIMER + call_id))
+    if approved:
+        arguments = cast(dict[str, Any], thaw(call.arguments))
+        s.command(RunTool(call_id=call_id, name=call.name, arguments=arguments))
+        s.run = replace(run, tools=run.tools.set(call_id, s.mono))
+        return True
+    why = f"{DENIED}: {reason}." if reason else f"{DENIED}."
+    result = s.output(
+        Category.TOOL_RESULT,
+        f"{why} Do not call it again with these arguments unless the user asks; answer "
+        "without it, or ask the user what to do.",
+        parent_id=message.id,
+        sender=call.name,
+        tool_call_id=call_id,
+        is_error=True,
+        error_type="denied",
+        metadata={"tool_name": call.name, "denied_by": by or "user", "duration_ms": 0.0},
+    )
+    s.emit(MessageAdded, message=result)
+    continue_after_tools(s)
+    return True
+
+
+def continue_after_tools(s: Step) -> None:
+    """The last result of a tool step is in (nothing runs, nothing waits): call the model."""
+    run, turn = s.run, s.state.active_turn
+    if run is None or run.tools or (turn is not None and turn.awaiting_approval):
+        return
+    call_model(s)
+
+
+def resume_waiting(s: Step) -> bool:
+    """After a (re)load: a turn that only waited for approval goes on waiting, as if the
+    runner had never left; False if the turn had work in flight (it is an orphan)."""
+    turn = s.state.active_turn
+    if (
+        turn is None
+        or not turn.awaiting_approval
+        or set(turn.open_calls) != set(turn.awaiting_approval)
+    ):
+        return False
+    state = s.state
+    last = state.message(turn.input_ids[-1])
+    rows = state.model_calls(turn.id)
+    s.run = TurnRun(
+        turn_id=turn.id,
+        started_mono=s.mono,
+        parent_id=last.id,
+        chatbot_id=last.chatbot_id,
+        channel_id=last.channel_id,
+        calls=len(rows),
+        source_key=rows[-1].source_key if rows else "",
+        tool_calls=sum(len(row.tool_calls) for row in rows),
+        tokens=sum(r.usage.total_tokens for r in rows if r.usage is not None),
+    )
+    timeout = s.settings.approval_timeout
+    if timeout is not None:
+        for call_id, message_id in turn.awaiting_approval.items():
+            asked = state.message(message_id).created_at
+            left = max(0.0, timeout - (s.at - asked).total_seconds())
+            s.command(SetTimer(name=APPROVAL_TIMER + call_id, seconds=left))
+    return True
 
 
 def resume_soon(s: Step) -> None:

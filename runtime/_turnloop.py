@@ -24,6 +24,7 @@ from ._commands import Announce, Decision, Passivate
 from ._errors import EventRejected
 from ._events import MessageAdded, OrphanRecovered, StatusChanged, TurnOutcome
 from ._inputs import (
+    ApprovalGiven,
     Delivered,
     Draft,
     Input,
@@ -44,8 +45,10 @@ from ._message import Message, Status
 from ._responses import model_chunk, model_ended, tool_done
 from ._step import IDLE_TIMER, Step
 from ._turn_ops import (
+    APPROVAL_TIMER,
     ORPHAN_TIMER,
     cancel_runs,
+    decide,
     end_turn,
     fail,
     maybe_start_turn,
@@ -126,17 +129,42 @@ def _resume(s: Step, input: Resume) -> None:
 
 
 def _interrupt(s: Step, input: Interrupt) -> None:
+    target = input.input_id
+    if target is not None:
+        turn = s.state.active_turn
+        claimed = s.run is not None and turn is not None and target in turn.input_ids
+        if not claimed:
+            if target in s.state.queued:
+                s.cancelled = s.cancelled | {target}
+            return
     if s.run is None:
         return
     end_turn(s, TurnOutcome.INTERRUPTED, input.reason)
     resume_soon(s)
 
 
+def _quiet(s: Step) -> bool:
+    return SessionMachine(state=s.state, run=s.run).is_quiet
+
+
+def _passivatable(s: Step) -> bool:
+    machine = SessionMachine(state=s.state, run=s.run)
+    return machine.is_idle or (machine.is_waiting and s.settings.approval_timeout is None)
+
+
+def _approval_given(s: Step, input: ApprovalGiven) -> None:
+    decide(s, input.call_id, input.approved, input.reason, input.by)
+
+
 def _timer_fired(s: Step, input: TimerFired) -> None:
     name = input.name
-    if name == IDLE_TIMER:
+    if name.startswith(APPROVAL_TIMER):
+        timeout = s.settings.approval_timeout
+        reason = f"no one answered within {timeout} s (Settings.approval_timeout)"
+        decide(s, name.removeprefix(APPROVAL_TIMER), False, reason, "timeout")
+    elif name == IDLE_TIMER:
         s.idle_armed = None
-        if s.run is None and not s.state.queued and s.state.active_turn is None:
+        if _passivatable(s):
             # Refused if anything happens first (the seq moves); the timer is then armed
             # again by this decision, in case the shell could not passivate.
             s.command(Passivate(seq=s.state.seq))
@@ -152,7 +180,7 @@ def _timer_fired(s: Step, input: TimerFired) -> None:
             "the model call failed: ModelTimeout: the model did not finish within "
             f"{timeout} s (Settings.model_timeout)"
         )
-        model_failed(s, reason, max(0.0, s.mono - run.model_started) * 1000)
+        model_failed(s, reason, max(0.0, s.mono - run.model_started) * 1000, cause="timeout")
 
 
 def _delivered(s: Step, input: Delivered) -> None:
@@ -186,6 +214,9 @@ def _stopping(s: Step, input: Stopping) -> None:
     run = s.run
     if run is None:
         return
+    if _quiet(s):  # it only waits for a person: it waits on, for the next runner
+        s.run = None
+        return
     cancel_runs(s, run)
     s.emit(
         OrphanRecovered,
@@ -210,6 +241,7 @@ _HANDLERS: dict[type[Input], Callable[[Step, Any], None]] = {
     Interrupt: _interrupt,
     TimerFired: _timer_fired,
     Delivered: _delivered,
+    ApprovalGiven: _approval_given,
     Loaded: _loaded,
     Stopping: _stopping,
     RunnerFailed: _runner_failed,

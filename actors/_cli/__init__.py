@@ -30,7 +30,7 @@ from runtime import AmberError
 
 from ._admin import events, export, fork, import_command, recover
 from ._app import CliError, ExitCode, db_option, fail, open_store, parse_seq, resolve_seq, translate
-from ._chat import chat
+from ._chat import chat, resume
 from ._diff import diff_command
 from ._replay import replay_command
 from ._travel import load_timeline, sessions, show, timeline
@@ -139,6 +139,7 @@ def inspect(session: str, at_seq: int, db: str) -> None:
 for command in (
     demo,
     chat,
+    resume,
     sessions,
     timeline,
     show,

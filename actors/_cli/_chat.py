@@ -21,13 +21,24 @@ import contextlib
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 import trio
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
-from runtime import AmberError, ModelView, Response, ToolResultPart, call, reply
+from runtime import (
+    AmberError,
+    ModelView,
+    Response,
+    SessionState,
+    ToolResultPart,
+    TurnStatus,
+    call,
+    reply,
+)
 
 from .._cli_adapter import CliAdapter
 from .._model import Model
@@ -38,7 +49,7 @@ from .._shell import shell_tool
 from .._tools import Tool, tool
 from ._app import CliError, ExitCode, db_option, open_store
 
-__all__ = ["ChatLoop", "chat", "chat_model", "chat_tools"]
+__all__ = ["ChatLoop", "chat", "chat_model", "chat_tools", "resume"]
 
 _SLEEP = re.compile(r"^\s*(?:sleep|wait)\s+(\d+(?:\.\d+)?)\s*$", re.IGNORECASE)
 _HELP = (
@@ -62,8 +73,9 @@ async def wait(seconds: float) -> str:
 
 
 def chat_tools(*, shell: bool) -> list[Tool]:
-    """The chat's tools: ``wait``, and ``run_shell_command`` when ``shell``."""
-    return [wait, shell_tool()] if shell else [wait]
+    """The chat's tools: ``wait``, and ``run_shell_command`` when ``shell`` (each command
+    waits for the person's approval: the chat asks ``approve? [y/N]``)."""
+    return [wait, shell_tool(approval=True)] if shell else [wait]
 
 
 def _last_input(view: ModelView) -> str:
@@ -157,10 +169,17 @@ class ChatLoop:
                 self.console.print(notice)
 
     def step(self) -> bool:
-        """Wait for the running turn, or read a line and send it; False to leave."""
+        """Wait for the running turn (asking about tool calls that need approval), or read a
+        line and send it; False to leave."""
         if self.busy:
-            self.rt.wait_idle(self.session, timeout=None)
-            self.busy = False
+            state = self.rt.wait_idle(self.session, timeout=None)
+            turn = state.active_turn
+            if turn is None or not turn.awaiting_approval:
+                self.busy = False
+                self.show_failure(state)
+                return True
+            for call_id, message_id in turn.awaiting_approval.items():
+                self.ask_approval(call_id, state.message(message_id))
             return True
         text = self.read("you> ")
         if text.strip() in ("/exit", "/quit"):
@@ -170,6 +189,25 @@ class ChatLoop:
             self.busy = True
             self.rt.send(self.session, text, sender="you", chatbot_id="cli", channel_id="chat")
         return True
+
+    def show_failure(self, state: SessionState) -> None:
+        """Under a failed turn's short crash notice, the detail a person can act on (the
+        provider's message, the missing key, the window setting to lower)."""
+        turns = state.turn_list()
+        last = turns[-1] if turns else None
+        if last is not None and last.status is TurnStatus.ERROR and last.reason:
+            self.console.print(Text(f"  {last.reason}", style="dim red"), soft_wrap=True)
+
+    def ask_approval(self, call_id: str, message: Any) -> None:
+        """Ask the person about one tool call; approve on y/yes, deny otherwise."""
+        call = message.tool_call
+        shown = ", ".join(f"{k}={v!r}" for k, v in dict(call.arguments).items()) if call else ""
+        name = call.name if call else "a tool"
+        answer = self.read(escape(f"approve {name}({shown})? [y/N] ")).strip().lower()
+        if answer in ("y", "yes"):
+            self.rt.approve(self.session, call_id, by="you")
+        else:
+            self.rt.deny(self.session, call_id, "the user said no", by="you")
 
 
 def provider_model(spec: str, base_url: str | None) -> Model:
@@ -237,13 +275,21 @@ def chat(
             while session_id in store:
                 number += 1
                 session_id = f"chat-{number}"
-            existing = 0
+            existing, waiting = 0, False
         else:
-            existing = len(store.load_state(session_id)) if session_id in store else 0
+            head = store.load_state(session_id) if session_id in store else None
+            existing = len(head) if head is not None else 0
+            # A session continued on purpose (a pending fork, a crashed turn) is
+            # answered first, before the prompt.
+            waiting = head is not None and (head.active_turn_id is not None or bool(head.queued))
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401  (line editing and history for input())
     console = Console(highlight=False)
-    adapter = CliAdapter.start(console=console, echo_inputs=False, stream=stream)
+    # Only this session is drawn and resumed: other sessions in the store (a pending
+    # fork, say) are never answered by a chat that did not ask for them.
+    adapter = CliAdapter.start(
+        console=console, echo_inputs=False, stream=stream, sessions=[session_id]
+    )
     note = f"continuing, {existing} messages" if existing else "new"
     about = (
         f"model {getattr(model, 'name', model_spec)}"
@@ -265,11 +311,68 @@ def chat(
             tools=chat_tools(shell=shell),
             adapters=[adapter],
             settings=settings,
+            resume=[session_id],
         )
         # A second Ctrl-C while the first is being handled: leave all the same.
         with runtime as rt, contextlib.suppress(KeyboardInterrupt):
-            ChatLoop(rt, session_id, console, console.input).run()
+            loop = ChatLoop(rt, session_id, console, console.input)
+            loop.busy = waiting
+            loop.run()
     except KeyboardInterrupt:
         raise CliError("Interrupted while stopping the runtime.", ExitCode.INTERRUPTED) from None
     bye = Text(f"Bye. Stored in {db}: amber timeline {session_id} --db {db}", style="dim")
     console.print(bye, soft_wrap=True)
+
+
+@click.command()
+@click.argument("session")
+@click.option("--shell", is_flag=True, help="Let the model run shell commands ($ command).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0,
+              show_default=True, help="Seconds to wait for the session to go idle.")  # fmt: skip
+@db_option()
+def resume(session: str, shell: bool, timeout: float, db: str) -> None:
+    """Continue SESSION on purpose: answer the input it has waiting, then stop.
+
+    A pending fork, a session whose turn a stopped or crashed runtime left
+    active, a reply not yet delivered: this runtime resumes SESSION and no
+    other (no command but resume and chat --session touches a session it was
+    not given). The model is the chat's scripted stand-in.
+    """
+    from runtime import Status
+
+    with open_store(db) as store:
+        require = store.load_state(session) if session in store else None
+    if require is None:
+        raise CliError(
+            f"There is no session {session!r} in {db}; list them with 'amber sessions'.",
+            ExitCode.NOT_FOUND,
+        )
+    waiting = [m for m in require if m.status is Status.PENDING_AGENT]
+    active = require.active_turn_id
+    console = Console(highlight=False)
+    if not waiting and active is None:
+        console.print(
+            f"Nothing to resume: {session} has no input waiting and no turn left active.",
+            soft_wrap=True,
+        )
+        return
+    what = [f"{len(waiting)} input(s) waiting"] if waiting else []
+    if active is not None:
+        what.append(f"turn {active} left active (recovered first)")
+    console.print(Text(f"Resuming {session}: {', '.join(what)}.", style="dim"), soft_wrap=True)
+    for message in waiting:
+        console.print(Text(f"  {message.sender}> {message.content}"), soft_wrap=True)
+    adapter = CliAdapter.start(console=console, echo_inputs=False, sessions=[session])
+    with Runtime(
+        model=chat_model(shell=shell),
+        store=Path(db),
+        tools=chat_tools(shell=shell),
+        adapters=[adapter],
+        resume=[session],
+    ) as rt:
+        state = rt.wait_idle(session, timeout=timeout)
+    console.print(
+        Text(f"{session} is idle at seq {state.seq}: amber timeline {session} --db {db}",
+             style="dim"),
+        soft_wrap=True,
+    )  # fmt: skip

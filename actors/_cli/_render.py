@@ -10,6 +10,8 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from runtime import (
+    ApprovalDecided,
+    ApprovalRequested,
     AuditRow,
     BranchImported,
     Category,
@@ -78,6 +80,9 @@ def touched_ids(event: Event, before: SessionState, after: SessionState) -> set[
         return ids
     if isinstance(event, BranchImported):
         return {m.id for m in event.messages}
+    if isinstance(event, ApprovalRequested | ApprovalDecided):
+        message_id = before.tool_calls.get(event.call_id)
+        return {message_id} if message_id is not None else set()
     if isinstance(event, RolledBack):
         return {m.id for m in after.messages if not m.active and before.get(m.id) is not None}
     return set()
@@ -140,6 +145,16 @@ def describe_event(event: Event, before: SessionState, after: SessionState) -> T
             f"forked from {event.source_session_id} at seq {event.source_seq}: ",
             f"{len(event.messages)} messages, {len(event.turns)} turns",
         )
+    if isinstance(event, ApprovalRequested):
+        call = _call_name(after, event.call_id)
+        return join(("⏸ ", "magenta"), (event.call_id, "bold"), f" {call} waits for approval")
+    if isinstance(event, ApprovalDecided):
+        call = _call_name(after, event.call_id)
+        verdict = ("approved", "green") if event.approved else ("denied", "red")
+        who = f" by {safe(event.by)}" if event.by else ""
+        why = f" ({excerpt(event.reason, 80)})" if event.reason else ""
+        return join(("✔ " if event.approved else "✘ ", verdict[1]), (event.call_id, "bold"),
+                    f" {call} ", verdict, f"{who}{why}")  # fmt: skip
     if isinstance(event, RolledBack):
         gone = len(touched_ids(event, before, after))
         reason = f" ({excerpt(event.reason, 80)})" if event.reason else ""
@@ -158,6 +173,12 @@ def _finished_row(event: ModelCallFinished, after: SessionState) -> AuditRow | N
         ),
         None,
     )
+
+
+def _call_name(state: SessionState, call_id: str) -> str:
+    message = state.get(state.tool_calls.get(call_id, ""))
+    call = message.tool_call if message is not None else None
+    return f"{safe(call.name)}()" if call is not None else "tool call"
 
 
 def _describe_call_end(event: ModelCallFinished, after: SessionState) -> Text:

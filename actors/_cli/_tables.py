@@ -56,6 +56,9 @@ def state_header(state: SessionState, *, last_seq: int, event: Event | None) -> 
         if turn.open_calls:
             line.append(f"; open calls: {', '.join(turn.open_calls)}")
         line.append(")")
+        if turn.awaiting_approval:
+            line.append("\nAwaiting approval: ", style="magenta")
+            line.append(", ".join(turn.awaiting_approval), style="bold magenta")
     counts = ", ".join(f"{n} {status}" for status, n in state.status_counts().items())
     line.append(f"\n{len(state)} messages" + (f": {counts}" if counts else ""), style="dim")
     calls = state.model_calls()

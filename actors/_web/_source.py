@@ -196,9 +196,7 @@ class Source:
             head = entry.timeline.head
         return head if head.seq == info.seq else None
 
-    def _origin(
-        self, store: Store, info: SessionInfo, head: SessionState
-    ) -> BranchImported | None:
+    def _origin(self, store: Store, info: SessionInfo, head: SessionState) -> BranchImported | None:
         """The fork's first event, read once per session (the first event never changes).
 
         A fork's first event imports every message at seq 1, so a head with

@@ -165,6 +165,8 @@ class _BridgedAdapter:
         self.adapter = adapter
         self.platform = adapter.platform
         self.kind = ChannelKind(adapter.kind)
+        self.sessions = adapter.sessions
+        self.channels = adapter.channels
         self.label = label or f"{type(adapter).__name__}({adapter.platform!r})"
         self._seconds = seconds
         self._reports: list[Report] = []

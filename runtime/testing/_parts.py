@@ -201,6 +201,8 @@ class FakeTool:
     """What it does."""
     seconds: float = 5.0
     """How long a ``slow`` or ``timeout`` run takes."""
+    approval: bool = False
+    """Each call waits for a person's approval before it runs."""
 
     def spec(self) -> ToolSpec:
         """An object schema with one optional string ``text``."""
@@ -212,6 +214,7 @@ class FakeTool:
                 "properties": {"text": {"type": "string"}},
                 "additionalProperties": False,
             },
+            needs_approval=self.approval,
         )
 
     def run(self, arguments: Mapping[str, Any]) -> ToolRun:
@@ -239,12 +242,14 @@ class FakeTool:
 
 
 def fake_tools(*, hang: bool = False) -> tuple[FakeTool, ...]:
-    """One tool of each behaviour, named after it (``ok``, ``error``, ``slow`` …).
+    """One tool of each behaviour, named after it (``ok``, ``error``, ``slow`` …), and
+    ``guarded``, an ``ok`` tool whose calls wait for approval.
 
     ``hang`` adds the tool that never returns: it breaks the tool contract, so
     a run with it settles only if something interrupts its turn.
     """
-    return tuple(FakeTool(str(b), b) for b in ToolBehaviour if hang or b is not ToolBehaviour.HANG)
+    tools = [FakeTool(str(b), b) for b in ToolBehaviour if hang or b is not ToolBehaviour.HANG]
+    return (*tools, FakeTool("guarded", ToolBehaviour.OK, approval=True))
 
 
 class FakeChannel:

@@ -98,6 +98,8 @@ def _answer(prng: Prng, tools: Sequence[str]) -> Answer:
                 calls.append(("no_such_tool", {}))
             elif kind == 1:
                 calls.append((prng.pick(tools), '{"unclosed": '))
+            elif kind < 4 and "guarded" in tools:
+                calls.append(("guarded", {"text": "x"}))  # waits for a person's approval
             else:
                 calls.append((prng.pick(tools), {"text": prng.pick(("a", "b c", "ünï"))}))
         ids = None
@@ -206,7 +208,12 @@ def _act(
 ) -> None:
     roll = prng.below(100)
     session = prng.pick(sessions)
-    if roll < 35:
+    waiting = sim.approvals(session)
+    if waiting and prng.chance(0.4):  # a person answers the approval the turn waits for
+        call_id, approved = prng.pick(waiting), prng.chance(0.6)
+        transcript.append(f"sim.decide({session!r}, {call_id!r}, approved={approved})")
+        sim.decide(session, call_id, approved, None if approved else "no")
+    elif roll < 35:
         text, channel = prng.pick(_TEXTS) or "hi", prng.pick(_CHANNELS)
         plan = _plan(prng, tools) if planned else None
         transcript.append(f"sim.send({session!r}, {text!r}, plan={plan!r}, channel={channel!r})")

@@ -94,7 +94,6 @@ class SimShell:
         store: Store | None = None,
         choose: Callable[[int], int] | None = None,
         freeze_time: bool = False,
-        runner_gone_on_restart: bool = False,
         check_views: bool = True,
         isolate: bool = True,
         max_events: int = 20_000,
@@ -106,13 +105,14 @@ class SimShell:
             tools=tuple(t.spec() for t in tools),
             model_name=base.model_name or (name if isinstance(name, str) else None),
         )
+        self._runner = self.settings.runner or "runner_sim"
+        self.settings = attrs.evolve(self.settings, runner=self._runner)
         self.model = model
         self.tools = {t.name: t for t in tools}
         self.adapters = list(adapters)
         self.store: Store = store if store is not None else MemoryStore()
         self.choose = choose or (lambda n: 0)
         self.freeze_time = freeze_time
-        self.runner_gone_on_restart = runner_gone_on_restart
         self.check_views = check_views
         self.isolate = isolate
         self.max_events = max_events
@@ -178,13 +178,15 @@ class SimShell:
         machine = self.machines.get(session_id)
         if machine is None:
             machine = SessionMachine.load(self.head(session_id))
-            gone = restart and self.runner_gone_on_restart
-            self._apply(session_id, machine, Loaded(runner_gone=gone, **self._stamp()))
+            self._apply(session_id, machine, Loaded(**self._stamp()))
             machine = self.machines[session_id]
         return machine
 
     def _restart(self) -> None:
         self.generation += 1
+        # A new process is a new runner: on a shared store its predecessor's turns
+        # are another runner's, and wait recover_after.
+        self.settings = attrs.evolve(self.settings, runner=f"{self._runner}-{self.generation}")
         for info in self.store.list_sessions():
             if info.needs_runner:
                 self._machine(info.session_id, restart=True)
@@ -306,9 +308,8 @@ class SimShell:
 
     def _announce(self, session_id: str, update: Any) -> None:
         self.ledger.announced(update)
-        platform = update.message.chatbot_id
         for adapter in self.adapters:
-            if adapter.platform != platform:
+            if not _serves(adapter, update.message):
                 continue
             for report in adapter.on_update(update):
                 key = ("delivery", adapter.label, session_id)
@@ -361,7 +362,7 @@ class SimShell:
 
     def _passivate(self, session_id: str, seq: int) -> None:
         machine = self.machines.get(session_id)
-        if machine is None or not machine.is_idle or machine.state.seq != seq:
+        if machine is None or not machine.is_quiet or machine.state.seq != seq:
             return
         del self.machines[session_id]
         for key in [k for k, s in self._sources.items()
@@ -377,7 +378,7 @@ class SimShell:
             if not message.active or not awaits_delivery(message) or message.id in failed:
                 continue
             if any(
-                a.platform == message.chatbot_id
+                _serves(a, message)
                 and channel_rule(a.kind, message).visibility is not Visibility.HIDDEN
                 for a in self.adapters
             ):
@@ -393,3 +394,14 @@ class SimShell:
                 name="adapters report every output they show or absorb delivered",
                 seq=state.seq, detail=detail, session_id=state.session_id,
             )  # fmt: skip
+
+
+def _serves(adapter: SimAdapter, message: Message) -> bool:
+    """The adapter's platform, and its sessions and channels if it is scoped to some."""
+    sessions = getattr(adapter, "sessions", None)
+    channels = getattr(adapter, "channels", None)
+    return (
+        adapter.platform == message.chatbot_id
+        and (sessions is None or message.session_id in sessions)
+        and (channels is None or message.channel_id in channels)
+    )

@@ -123,11 +123,13 @@ class SimulationMachine(RuleBasedStateMachine):
     sessions: ClassVar[Sequence[str]] = ("s1", "s2")
     """The sessions traffic goes to."""
     settings: ClassVar[TurnSettings] = TurnSettings(
-        max_nudges=1, model_timeout=60.0, passivate_after=30.0, recover_after=300.0
+        max_nudges=1,
+        model_timeout=60.0,
+        passivate_after=30.0,
+        recover_after=300.0,
+        approval_timeout=120.0,
     )
     """The turn machine's settings."""
-    runner_gone_on_restart: ClassVar[bool] = False
-    """Recover a crashed runner's turns at once on restart (else after ``recover_after``)."""
     max_answers: ClassVar[int] = 3
     """Most model answers a drawn turn plan holds."""
     plan_options: ClassVar[dict[str, bool]] = {"stalls": True}
@@ -161,7 +163,6 @@ class SimulationMachine(RuleBasedStateMachine):
             adapters=self.make_adapters(),
             settings=self.settings,
             choose=self._choose,
-            runner_gone_on_restart=self.runner_gone_on_restart,
         )
         """The simulation under test."""
         self._channels = sorted({a.platform for a in self.sim.adapters}) or ["sim"]
@@ -222,6 +223,14 @@ class SimulationMachine(RuleBasedStateMachine):
     def interrupt(self, session: str) -> None:
         """The user stops the running turn (if any)."""
         self.sim.interrupt(session)
+
+    @rule(session=_of("_session_names"), approved=st.booleans(), which=st.integers(0, 3))
+    def decide(self, session: str, approved: bool, which: int) -> None:
+        """A person approves or denies a tool call that waits (if one does)."""
+        waiting = self.sim.approvals(session)
+        if waiting:
+            call_id = waiting[which % len(waiting)]
+            assert self.sim.decide(session, call_id, approved, None if approved else "no")
 
     @rule(choices=st.lists(st.integers(0, 7), min_size=1, max_size=12))
     def run(self, choices: list[int]) -> None:

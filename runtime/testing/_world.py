@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable
 import attrs
 
 from .. import (
+    ApprovalDecided,
+    ApprovalGiven,
     AuditStatus,
     Category,
     Draft,
@@ -60,8 +62,6 @@ class Simulation(SimShell):
             earliest due); the default is the natural order.
         freeze_time: stamp every input at ``EPOCH`` and monotonic 0 (what a
             runtime with a frozen clock sees), whatever the simulated time.
-        runner_gone_on_restart: recover a crashed runner's turns at once on
-            restart (else after ``recover_after``).
         check_views: check invariant 7 on every model request's state.
         isolate: store (and check) copies of the events made through JSON, as a
             durable store would keep them.
@@ -125,6 +125,21 @@ class Simulation(SimShell):
         self._step(session_id, Interrupt(reason=reason, **self._stamp()))
         return True
 
+    def approvals(self, session_id: str) -> list[str]:
+        """The tool calls of ``session_id`` waiting for approval now."""
+        turn = self.head(session_id).active_turn
+        return sorted(turn.awaiting_approval) if turn is not None else []
+
+    def decide(
+        self, session_id: str, call_id: str, approved: bool, reason: str | None = None
+    ) -> bool:
+        """A person approves or denies a waiting call; False if it does not wait."""
+        stamp = self._stamp()
+        given = ApprovalGiven(call_id=call_id, approved=approved, reason=reason, by="tester",
+                              **stamp)  # fmt: skip
+        decision = self._step(session_id, given)
+        return any(isinstance(e, ApprovalDecided) for e in decision.events)
+
     def crash(self) -> None:
         """The process dies: everything but the store is lost; then a new runner starts."""
         self.machines.clear()
@@ -181,7 +196,8 @@ class Simulation(SimShell):
         """Deliver completions (``choose`` picking) until nothing is in flight.
 
         With ``interrupt_stuck``, a turn left waiting on a tool that never
-        returns is interrupted (a person giving up), and the run goes on.
+        returns, or for an approval no one gives, is interrupted (a person
+        giving up), and the run goes on.
 
         Raises:
             InvariantViolation: a check failed, or it did not settle within
@@ -190,9 +206,10 @@ class Simulation(SimShell):
         for _ in range(self.max_events):
             candidates = self._candidates()
             if not candidates:
-                stuck = [s for s, m in sorted(self.machines.items()) if m.run is not None]
-                if interrupt_stuck and stuck:
+                stuck = self._stuck() if interrupt_stuck else []
+                if stuck:
                     for session_id in stuck:
+                        self._machine(session_id)  # a passivated one waiting for approval
                         self.interrupt(session_id, "interrupted: the user gave up waiting")
                     continue
                 return
@@ -203,6 +220,14 @@ class Simulation(SimShell):
             f"in flight: {sorted(self._sources)[:5]}",
             invariant=9, name="every accepted user message reaches a final status",
         )  # fmt: skip
+
+    def _stuck(self) -> list[str]:
+        """Sessions whose turn waits with nothing in flight (live, or stored and passivated)."""
+        stuck = {s for s, m in self.machines.items() if m.run is not None}
+        for session_id in self.accepted:
+            if session_id not in self.machines and self.head(session_id).active_turn is not None:
+                stuck.add(session_id)
+        return sorted(stuck)
 
     def check_liveness(self) -> None:
         """After ``settle``: every accepted input final, nothing running, outputs delivered.

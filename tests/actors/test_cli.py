@@ -40,7 +40,9 @@ class TestMain:
             for line in result.output.split("Commands:")[1].splitlines()
             if line.strip()
         ]
-        assert listed[:7] == ["demo", "chat", "sessions", "timeline", "show", "diff", "inspect"]
+        assert listed[:8] == [
+            "demo", "chat", "resume", "sessions", "timeline", "show", "diff", "inspect"
+        ]
         assert "Exit codes: 0 ok, 1 a check failed" in result.output
 
     def test_exit_codes_are_the_documented_ones(self) -> None:

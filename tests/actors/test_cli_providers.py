@@ -166,3 +166,16 @@ class TestChatModel:
             (received,) = server.requests
         assert received.json["model"] == "llama3.1:8b"
         assert received.headers["authorization"] == "Bearer not-needed"
+
+    def test_a_failed_call_shows_what_the_provider_said(self, tmp_path: Path) -> None:
+        """Under the short crash notice, chat prints the detail a person can act on."""
+        with StubServer() as server:
+            server.queue(*replies("openai", "bad_request"))
+            result = amber(
+                "chat", "--model", "openai-compatible:llama3.1:8b", "--base-url",
+                server.url + "/v1", "--db", tmp_path / "c.db", "--no-stream",
+                input="Weather?\n/exit\n",
+            )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert "The model call failed" in result.output
+        assert "ModelRequestError" in result.output

@@ -36,6 +36,7 @@ from runtime import (
 from runtime.testing import EPOCH, Simulation
 
 WAIT = 30.0
+RUNNER = "runner_equivalence"
 
 
 def frozen() -> datetime:
@@ -251,11 +252,14 @@ def real(scenario: Scenario, tmp_path: Path) -> list[bytes]:
     db = tmp_path / "amber.db"
     model = ScriptedModel(list(scenario.script))
 
-    def make() -> Runtime:
+    def make(generation: int) -> Runtime:
+        # A restarted process is a new runner, as the simulator names it.
+        runner = f"{RUNNER}-{generation}" if generation else RUNNER
         return Runtime(model=model, store=db, tools=tools, settings=scenario.settings,
-                       clock=frozen, monotonic=zero).start()  # fmt: skip
+                       clock=frozen, monotonic=zero, runner=runner).start()  # fmt: skip
 
-    rt = make()
+    generation = 0
+    rt = make(generation)
     pieces: dict[str, int] = {}
     seen = threading.Condition()
 
@@ -265,7 +269,7 @@ def real(scenario: Scenario, tmp_path: Path) -> list[bytes]:
                 pieces[item.turn_id] = pieces.get(item.turn_id, 0) + 1
                 seen.notify_all()
 
-    rt.subscribe(count, deltas=True)
+    rt.subscribe(on_delta=count)
     sessions: list[str] = []
     try:
         for step in scenario.steps:
@@ -283,7 +287,8 @@ def real(scenario: Scenario, tmp_path: Path) -> list[bytes]:
                                          WAIT)  # fmt: skip
             else:
                 rt.stop()
-                rt = make()
+                generation += 1
+                rt = make(generation)
         return _log(lambda sid: rt.call_store(lambda s: s.events(sid)), sessions)
     finally:
         rt.stop()
@@ -301,6 +306,7 @@ def _turn_settings(settings: Settings) -> Any:
         passivate_after=settings.passivate_after,
         recover_after=settings.recover_after,
         model_name="scripted",
+        runner=RUNNER,
     )
 
 

@@ -22,6 +22,7 @@ from runtime import (
     rebuild_request,
 )
 from runtime.testing import check_invariants
+from runtime._turn_ops import NOTICES
 
 __all__ = ["make_runtime"]
 
@@ -94,7 +95,8 @@ class TestATurnOnAProvider:
     def test_a_bad_request_ends_the_turn_with_the_providers_message(
         self, make_runtime: RuntimeFactory
     ) -> None:
-        """A 400: the turn fails, its crash notice and row say what the provider said."""
+        """A 400: the turn fails; its reason and audit row say what the provider said, the
+        user sees the short crash notice."""
         with StubServer() as server:
             server.queue(*replies("anthropic", "context_length"))
             rt = make_runtime(model=model_for("anthropic", server), settings=settings())
@@ -105,8 +107,11 @@ class TestATurnOnAProvider:
         assert row.request is not None  # the request that got the 400 can be rebuilt
         assert "prompt is too long" in (row.error or "")
         assert "Settings.window" in (row.error or "")
+        (turn,) = state.turns.values()
+        assert "ContextLengthError" in (turn.reason or "")
+        assert "Settings.window" in (turn.reason or "")
         notice = next(m for m in state.messages if category_of(m) is Category.CRASH_NOTICE)
-        assert "ContextLengthError" in notice.content
+        assert notice.content == NOTICES["model"]
 
     def test_a_broken_stream_keeps_what_arrived_marked(self, make_runtime: RuntimeFactory) -> None:
         """A dropped connection: the partial reply is kept, marked, with the error."""
@@ -134,7 +139,7 @@ class TestInterrupt:
                 lambda item: isinstance(item, Delta) and item.kind is DeltaKind.TEXT and item.text
             )
             rt = make_runtime(model=model_for(provider, server), settings=settings())
-            rt.subscribe(on_delta, deltas=True)
+            rt.subscribe(on_delta=on_delta)
             rt.send("s", "first")
             streaming.wait()
             rt.send("s", "actually, second")

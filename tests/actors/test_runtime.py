@@ -206,7 +206,8 @@ class TestFailures:
     def test_model_error_ends_the_turn_with_a_crash_notice(
         self, make_runtime: RuntimeFactory
     ) -> None:
-        """A failing model ends the turn as error and leaves a pending crash notice."""
+        """A failing model ends the turn as error and leaves a pending crash notice: short and
+        human for the user; the provider's error stays in the turn, the audit row and the log."""
         rt = make_runtime(model=ScriptedModel([error("provider is down")]))
         user = rt.send("s", "hi")
         state = rt.wait_idle("s", timeout=WAIT)
@@ -214,10 +215,12 @@ class TestFailures:
         notice = list(state)[-1]
         assert notice.metadata["is_crash_notice"] is True
         assert notice.status is Status.PENDING
-        assert "provider is down" in notice.content
+        assert notice.content == "The model call failed; please try again."
         (turn,) = state.turn_list()
         assert turn.status is TurnStatus.ERROR
-        assert "ModelFailure" in (turn.reason or "")
+        assert "ModelFailure: provider is down" in (turn.reason or "")
+        (row,) = state.model_calls()
+        assert "provider is down" in (row.error or "")
 
     def test_empty_response_is_nudged_and_retried(self, make_runtime: RuntimeFactory) -> None:
         """An empty answer adds a nudge and calls the model again."""
@@ -342,7 +345,7 @@ class TestInterrupts:
         )
         rt = make_runtime(model=model)
         streaming, callback = when(lambda d: isinstance(d, Delta) and d.kind is DeltaKind.TEXT)
-        rt.subscribe(callback, deltas=True)
+        rt.subscribe(on_delta=callback)
         first = rt.send("s", "first")
         streaming.wait()
         rt.send("s", "second")

@@ -139,7 +139,7 @@ class TestNoRunningRowOnceFinal:
         model = ScriptedModel([reply("slow words here", piece=2, delay=0.05, id="p1"), reply("ok")])
         rt = make_runtime(model=model)
         streaming, callback = when(lambda d: isinstance(d, Delta) and d.kind is DeltaKind.TEXT)
-        rt.subscribe(callback, deltas=True)
+        rt.subscribe(callback, on_delta=callback)
         rt.send("s", "first")
         streaming.wait()
         assert statuses(rt, "s") == [AuditStatus.RUNNING]  # readable mid-turn
@@ -154,7 +154,7 @@ class TestNoRunningRowOnceFinal:
         first_model = ScriptedModel([reply("never", delay=30, id="p1")])
         with Runtime(model=first_model, store=db) as first:
             sub_signal, callback = when(lambda d: isinstance(d, Delta))
-            first.subscribe(callback, deltas=True)
+            first.subscribe(callback, on_delta=callback)
             first.send("s", "go")
             sub_signal.wait()
         with Runtime(model=ScriptedModel([reply("answered", id="p2")]), store=db) as second:  # fmt: skip

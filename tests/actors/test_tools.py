@@ -781,6 +781,7 @@ class TestToolOutcome:
             "timeout",
             "exception",
             "exit_status",
+            "denied",
         }
 
 

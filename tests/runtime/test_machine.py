@@ -5,12 +5,15 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runtime import (
     Announce,
+    ApprovalDecided,
+    ApprovalGiven,
     CallModel,
     CancelRun,
     Category,
@@ -66,6 +69,7 @@ from runtime.testing import (
 
 TOOL = ToolSpec(name="lookup", description="Look a thing up.", parameters={"type": "object"})
 SETTINGS = TurnSettings(tools=(TOOL,), model_timeout=60.0, passivate_after=30.0, max_nudges=1)
+SHARED = attrs.evolve(SETTINGS, exclusive=False, runner="runner_b")
 
 
 class Driver:
@@ -261,9 +265,11 @@ class TestModelCalls:
 
 
 class TestRecovery:
-    def _orphan(self, age: float, settings: TurnSettings = SETTINGS) -> Driver:
-        d = Driver(settings)
+    def _orphan(self, age: float, settings: TurnSettings = SHARED) -> Driver:
+        """A turn ``runner_a`` left active, found ``age`` s later by ``settings``' runner."""
+        d = Driver(attrs.evolve(settings, runner="runner_a"))
         d.started()
+        d.settings = settings
         d.machine = SessionMachine.load(d.machine.state)  # the runner is gone; the state stays
         d.now += age
         return d
@@ -286,6 +292,22 @@ class TestRecovery:
         """``runner_gone``: no waiting."""
         decision = self._orphan(1.0)(Loaded, runner_gone=True)
         assert isinstance(decision.events[0], OrphanRecovered)
+
+    def test_on_a_store_this_runner_holds_every_orphan_is_recovered_at_once(self) -> None:
+        """``exclusive``: whoever left the turn is gone; no ``recover_after`` wait."""
+        d = self._orphan(1.0, attrs.evolve(SHARED, exclusive=True))
+        decision = d(Loaded)
+        assert isinstance(decision.events[0], OrphanRecovered)
+        assert "is gone" in decision.events[0].reason  # type: ignore[operator]
+
+    def test_this_runners_own_turn_is_recovered_at_once(self) -> None:
+        """A turn this runner started, found after its actor was lost: no wait either."""
+        d = Driver(attrs.evolve(SHARED, runner="runner_a"))
+        d.started()
+        assert d.machine.state.active_turn.runner == "runner_a"  # type: ignore[union-attr]
+        d.machine = SessionMachine.load(d.machine.state)
+        d.settings = attrs.evolve(SHARED, runner="runner_a")
+        assert isinstance(d(Loaded).events[0], OrphanRecovered)
 
     def test_new_input_waits_for_the_orphan_instead_of_conflicting(self) -> None:
         """Input while an orphaned turn is active is queued; no second turn starts."""
@@ -367,3 +389,64 @@ def test_ids_are_derived_from_the_session_and_seq() -> None:
     assert session_tag("demo") == "5be1ef79"
     run = simulate(7, check_views=False)
     assert run.events > 0
+
+
+GUARDED = ToolSpec(name="guarded", description="Needs a person.", parameters={"type": "object"},
+                   needs_approval=True)  # fmt: skip
+
+
+class TestApprovals:
+    def waiting(self, settings: TurnSettings) -> tuple[Driver, str]:
+        d, call_id, _ = self.requested(settings)
+        return d, call_id
+
+    def requested(self, settings: TurnSettings) -> tuple[Driver, str, Decision]:
+        d = Driver(settings)
+        call = d.started()
+        d.stream(call.run_id, MessageStart(), ToolCallDelta(index=0, id="c1", name="guarded"))
+        decision = d(ModelEnded, run_id=call.run_id)
+        assert kinds(decision)[-1] == "ApprovalRequested"
+        assert commands(decision, RunTool) == []
+        assert commands(decision, CallModel) == []
+        return d, "c1", decision
+
+    def test_a_call_that_needs_approval_waits_quietly(self) -> None:
+        """The call is recorded and waits: nothing runs, the session is quiet."""
+        d, _ = self.waiting(TurnSettings(tools=(GUARDED,), passivate_after=30.0))
+        assert d.machine.is_waiting
+        assert d.machine.is_quiet
+        assert not d.machine.is_idle
+        assert d(TimerFired, name="idle").commands[:1] == (Passivate(seq=d.machine.state.seq),)
+
+    def test_approval_runs_it_and_denial_answers_it(self) -> None:
+        """Approved: ``RunTool``. Denied: an error result, and the model is called again."""
+        d, call_id = self.waiting(TurnSettings(tools=(GUARDED,)))
+        approved = d(ApprovalGiven, call_id=call_id, approved=True)
+        assert kinds(approved) == ["ApprovalDecided"]
+        assert commands(approved, RunTool)[0].call_id == call_id
+        d, call_id = self.waiting(TurnSettings(tools=(GUARDED,)))
+        denied = d(ApprovalGiven, call_id=call_id, approved=False, reason="no")
+        assert kinds(denied) == ["ApprovalDecided", "MessageAdded"]
+        assert commands(denied, CallModel)
+
+    def test_the_timeout_denies_on_simulated_time(self) -> None:
+        """``approval_timeout``: a timer, and no passivation meanwhile; firing denies."""
+        d, call_id, asked = self.requested(
+            TurnSettings(tools=(GUARDED,), approval_timeout=90.0, passivate_after=30.0)
+        )
+        assert SetTimer(name=f"approval:{call_id}", seconds=90.0) in asked.commands
+        assert d(TimerFired, name="idle").commands == ()  # the timer must live to deny it
+        d.now = 90.0
+        fired = d(TimerFired, name=f"approval:{call_id}")
+        decided = fired.events[0]
+        assert isinstance(decided, ApprovalDecided)
+        assert (decided.approved, decided.by) == (False, "timeout")
+
+    def test_a_waiting_turn_survives_a_reload(self) -> None:
+        """Passivated or restarted while it waits: on load it waits on, not recovered."""
+        d, call_id = self.waiting(TurnSettings(tools=(GUARDED,), runner="a"))
+        d.machine = SessionMachine.load(d.machine.state)
+        d.settings = TurnSettings(tools=(GUARDED,), runner="b")
+        assert d(Loaded).events == ()
+        assert d.machine.is_waiting
+        assert kinds(d(ApprovalGiven, call_id=call_id, approved=True)) == ["ApprovalDecided"]
