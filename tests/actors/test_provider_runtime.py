@@ -21,8 +21,8 @@ from runtime import (
     category_of,
     rebuild_request,
 )
-from runtime.testing import check_invariants
 from runtime._turn_ops import NOTICES
+from runtime.testing import check_invariants
 
 __all__ = ["make_runtime"]
 
