@@ -14,7 +14,7 @@ interleave them (so a noisy machine slows them alike), are:
 - ``ask``: ``rt.ask(...)``;
 - ``ask_async``: ``await rt.ask_async(...)`` in a running asyncio loop.
 
-Limits (issue 13): ``ask`` ≤ 1.2× ``send+wait_idle``; ``ask_async`` adds
+Limits (issue 13): ``ask`` ≤ 1.2 times ``send+wait_idle``; ``ask_async`` adds
 ≤ 100 µs over ``ask`` (medians of the same run).
 """
 
