@@ -225,8 +225,12 @@ async def await_waiter(waiter: ReplyWaiter, timeout: float | None) -> bool:
                 loop.call_soon_threadsafe(_set_future, future)
 
         waiter.add_callback(wake)
+        if timeout is None:
+            await future
+            return True
         try:
-            await asyncio.wait_for(asyncio.shield(future), timeout)
+            async with asyncio.timeout(timeout):
+                await future
         except TimeoutError:
             return False
         return True

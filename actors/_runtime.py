@@ -359,8 +359,9 @@ class Runtime(Asking, Approving):
             info = self._call_store(lambda s: s.session(session_id) if session_id in s else None)
             if info is None:
                 raise UnknownSession(
-                    f"There is no session {session_id!r}; send it a message first, or list the "
-                    "stored ones with Runtime.sessions()."
+                    f"Session {session_id!r} has no stored input to wait for: nothing was ever "
+                    "accepted for it (an input refused with InvalidInput stores nothing). Send "
+                    "it a message first, or list the stored sessions with Runtime.sessions()."
                 )
             if info.active_turn_id is None and not info.counts.get(Status.PENDING_AGENT):
                 return self._call_store(lambda s: s.load_state(session_id))

@@ -106,9 +106,7 @@ def main() -> None:
         print(f"\nForked seq {before.seq} into support-fixed (the original is untouched).")
 
         # 3. Replay with the fixed tool: a runtime starting on the store answers pending input.
-        with Runtime(
-            model=ScriptedModel(agent), store=db, tools=[convert_fixed]
-        ) as rt:
+        with Runtime(model=ScriptedModel(agent), store=db, tools=[convert_fixed]) as rt:
             fixed = rt.wait_idle("support-fixed", timeout=10)
         show("\nThe fork, answered with the fixed tool:", list(fixed.messages))
 

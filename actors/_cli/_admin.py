@@ -126,17 +126,22 @@ def fork(session: str, at_seq: int, new_id: str | None, db: str, as_json: bool) 
 @click.command()
 @click.argument("session")
 @click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to this file."
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+    help="Write to this file ('-': standard output).",
 )
 @click.option("--force", is_flag=True, help="Overwrite the --output file if it exists.")
 @db_option()
 def export(session: str, output: Path | None, force: bool, db: str) -> None:
     """Print SESSION as JSON (its whole event log).
 
-    Or write it to --output.
+    Or write it to --output ('-o -' is standard output, as without it).
 
     'amber import' reads it back, into this store or another.
     """
+    if output is not None and str(output) == "-":
+        output = None
     if output is not None and output.exists() and not force:
         raise CliError(
             f"{str(output)!r} exists already; pass --force to overwrite it, or another --output.",

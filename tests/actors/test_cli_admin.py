@@ -183,6 +183,14 @@ class TestReplay:
 
 
 class TestExportImport:
+    def test_dash_is_standard_output(self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """`-o -` writes to stdout (it made a file named '-')."""
+        monkeypatch.chdir(tmp_path)
+        result = amber("export", "demo", "-o", "-", "--db", recorded.db)
+        assert result.exit_code == 0
+        assert json.loads(result.output)["seq"] == recorded.demo.events
+        assert not (tmp_path / "-").exists()
+
     def test_round_trip_into_a_new_store(self, recorded: Recorded, tmp_path: Path) -> None:
         """export then import into a new file gives the same log, event for event."""
         exported = amber("export", "demo", "--db", recorded.db)

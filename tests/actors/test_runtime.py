@@ -161,6 +161,8 @@ class TestInput:
         assert rt.sessions() == []
         with pytest.raises(UnknownSession):
             rt.state("s")
+        with pytest.raises(UnknownSession, match=r"^Session 's' has no stored input to wait for"):
+            rt.wait_idle("s")
 
     def test_send_returns_the_stored_message(self, make_runtime: RuntimeFactory) -> None:
         """send() answers once the message is stored, pending_agent, with its event seq."""
