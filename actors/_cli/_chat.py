@@ -326,19 +326,43 @@ def chat(
 
 @click.command()
 @click.argument("session")
+@click.option(
+    "--model",
+    "model_spec",
+    metavar="PROVIDER:MODEL",
+    help="A real model (as for amber chat). Default: the scripted stand-in.",
+)
+@click.option("--base-url", help="The API endpoint (an OpenAI-compatible server, a proxy).")
+@click.option("--system", "system_prompt", help="The system prompt.")
+@click.option("--prices", type=click.Path(dir_okay=False), help="A JSON price table to use.")
 @click.option("--shell", is_flag=True, help="Let the model run shell commands ($ command).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0,
               show_default=True, help="Seconds to wait for the session to go idle.")  # fmt: skip
 @db_option()
-def resume(session: str, shell: bool, timeout: float, db: str) -> None:
+def resume(
+    session: str,
+    model_spec: str | None,
+    base_url: str | None,
+    system_prompt: str | None,
+    prices: str | None,
+    shell: bool,
+    timeout: float,
+    db: str,
+) -> None:
     """Continue SESSION on purpose: answer the input it has waiting, then stop.
 
     A pending fork, a session whose turn a stopped or crashed runtime left
     active, a reply not yet delivered: this runtime resumes SESSION and no
     other (no command but resume and chat --session touches a session it was
-    not given). The model is the chat's scripted stand-in.
+    not given). The model is the chat's scripted stand-in, or the real one
+    --model names (as for amber chat).
     """
     from runtime import Status
+
+    if base_url is not None and model_spec is None:
+        raise CliError("--base-url needs --model PROVIDER:MODEL.", ExitCode.USAGE)
+    model = provider_model(model_spec, base_url) if model_spec else chat_model(shell=shell)
+    settings = chat_settings(system_prompt, prices)
 
     with open_store(db) as store:
         require = store.load_state(session) if session in store else None
@@ -364,10 +388,11 @@ def resume(session: str, shell: bool, timeout: float, db: str) -> None:
         console.print(Text(f"  {message.sender}> {message.content}"), soft_wrap=True)
     adapter = CliAdapter.start(console=console, echo_inputs=False, sessions=[session])
     with Runtime(
-        model=chat_model(shell=shell),
+        model=model,
         store=Path(db),
         tools=chat_tools(shell=shell),
         adapters=[adapter],
+        settings=settings,
         resume=[session],
     ) as rt:
         state = rt.wait_idle(session, timeout=timeout)

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_support import amber
+from cli_support import Recorded, amber
+from cli_support import recorded as demo_store  # noqa: F401  (the fixture)
 from provider_support import FIXTURES, model_for, wire
 
 from actors import Runtime, Settings, tool
@@ -179,3 +180,18 @@ class TestChatModel:
         assert result.exit_code == 0, result.output
         assert "The model call failed" in result.output
         assert "ModelRequestError" in result.output
+
+    def test_resume_with_a_real_model(self, demo_store: Recorded, tmp_path: Path) -> None:  # noqa: F811
+        """amber resume SESSION --model …: a fork's pending question goes to that model."""
+        db = demo_store.copy(tmp_path)
+        assert amber("fork", "demo", "--at", 16, "--as", "again", "--db", db).exit_code == 0
+        with StubServer() as server:
+            server.queue(*replies("openai", "text"))
+            result = amber(
+                "resume", "again", "--model", "openai-compatible:llama3.1:8b", "--base-url",
+                server.url + "/v1", "--db", db,
+            )  # fmt: skip
+            assert result.exit_code == 0, result.output
+            assert "Sunny in Tokyo." in result.output
+            (received,) = server.requests
+        assert received.json["messages"][-1]["role"] == "user"
