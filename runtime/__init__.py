@@ -6,6 +6,8 @@ never imports ``actors``, ``pykka`` or ``trio``.
 """
 
 from ._artifacts import ArtifactStore as ArtifactStore
+from ._assembly import Assembly as Assembly
+from ._assembly import StreamAssembler as StreamAssembler
 from ._audit import AUDIT_CLOSED_BY as AUDIT_CLOSED_BY
 from ._audit import AuditCall as AuditCall
 from ._audit import AuditRow as AuditRow
@@ -193,10 +195,8 @@ from ._segments import ui_segments as ui_segments
 from ._state import STATUS_ORDER as STATUS_ORDER
 from ._state import SessionState as SessionState
 from ._stream import AssembledCall as AssembledCall
-from ._stream import Assembly as Assembly
 from ._stream import ModelRequest as ModelRequest
 from ._stream import ModelResponse as ModelResponse
-from ._stream import StreamAssembler as StreamAssembler
 from ._stream import ToolSpec as ToolSpec
 from ._timeline import Timeline as Timeline
 from ._timeline import replay as replay

@@ -22,10 +22,11 @@ from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
 from ._artifacts import ArtifactStore
+from ._assembly import Assembly
 from ._category import AGENT_SENDER
 from ._cost import PriceTable
 from ._state import SessionState
-from ._stream import Assembly, ToolSpec
+from ._stream import ToolSpec
 from ._view import ModelView
 from ._window import Window
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from ._assembly import Assembly
 from ._audit import AuditStatus, operation_key
 from ._category import Category
 from ._chunks import ModelRetry, RequestSent
@@ -34,7 +35,7 @@ from ._replace import replace
 from ._replay import request_record, stored_digests
 from ._request import RequestRecord
 from ._step import Step
-from ._stream import Assembly, ModelRequest
+from ._stream import ModelRequest
 
 __all__ = [
     "APPROVAL_TIMER",
