@@ -80,7 +80,9 @@ def text(index: int, words: str) -> list[dict[str, object]]:
 def main() -> None:
     with StubServer() as api, tempfile.TemporaryDirectory() as folder:
         api.queue(
-            message("tool_use", thinking(0, "I should look it up.", "EqQBsig=="), tool_use(1, "Tokyo")),
+            message(
+                "tool_use", thinking(0, "I should look it up.", "EqQBsig=="), tool_use(1, "Tokyo")
+            ),
             message("end_turn", text(0, "It is sunny in Tokyo, 24°C.")),
         )
         model = AnthropicModel("claude-sonnet-4-6", api_key="stub", base_url=api.url)

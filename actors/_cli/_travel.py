@@ -98,10 +98,7 @@ def sessions(db: str, as_json: bool) -> None:
         costs = {info.session_id: _session_cost(store, info.session_id) for info in infos}
     if as_json:
         emit_json(
-            [
-                {**info_data(info), "cost_usd": _cost_data(costs[info.session_id])}
-                for info in infos
-            ]
+            [{**info_data(info), "cost_usd": _cost_data(costs[info.session_id])} for info in infos]
         )
         return
     console = stdout_console()

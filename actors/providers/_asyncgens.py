@@ -29,8 +29,8 @@ import anyio
 
 __all__ = ["Tracked"]
 
-_TRACKED: contextvars.ContextVar[list[AsyncGenerator[Any, Any]] | None] = (
-    contextvars.ContextVar("amber_tracked_asyncgens", default=None)
+_TRACKED: contextvars.ContextVar[list[AsyncGenerator[Any, Any]] | None] = contextvars.ContextVar(
+    "amber_tracked_asyncgens", default=None
 )
 
 
