@@ -58,6 +58,7 @@ from ._errors import AskTimeout as AskTimeout
 from ._errors import EffectsStopped as EffectsStopped
 from ._errors import IdleTimeout as IdleTimeout
 from ._errors import InvalidConfig as InvalidConfig
+from ._errors import MissingSDK as MissingSDK
 from ._errors import ModelFailure as ModelFailure
 from ._errors import ModelTimeout as ModelTimeout
 from ._errors import NotAwaitingApproval as NotAwaitingApproval
@@ -117,6 +118,7 @@ __all__ = [
     "LiveChannelAdapter",
     "MessageFinish",
     "MessageStart",
+    "MissingSDK",
     "Model",
     "ModelFailure",
     "ModelRequest",

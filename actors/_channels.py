@@ -76,8 +76,9 @@ def format_turn_metrics(metrics: object) -> str:
     """A one-line summary of a reply's ``turn_metrics`` (seed 000 §6.1).
 
     Reads ``session_turns``, ``context_tokens``, ``turn_tool_calls``,
-    ``turn_tokens`` and ``turn_time`` (seconds); missing or non-numeric
-    entries are left out, so anything else gives ``""``.
+    ``turn_tokens``, ``turn_time`` (seconds) and ``turn_cost_usd`` (with a
+    ``+`` when ``turn_cost_partial``); missing or non-numeric entries are left
+    out, so anything else gives ``""``.
 
     >>> format_turn_metrics({"session_turns": 3, "context_tokens": 8421, "turn_tool_calls": 1,
     ...                      "turn_tokens": 1042, "turn_time": 2.1})
@@ -96,6 +97,9 @@ def format_turn_metrics(metrics: object) -> str:
         parts.append(_plural(tokens, "token", "tokens"))
     if (seconds := _count(metrics.get("turn_time"))) is not None:
         parts.append(f"{seconds:.1f} s")
+    if (cost := _count(metrics.get("turn_cost_usd"))) is not None:
+        partial = "+" if metrics.get("turn_cost_partial") is True else ""
+        parts.append(f"${cost:.4f}{partial}" if cost >= 0.0001 else f"${cost:.6f}{partial}")
     return " · ".join(parts)
 
 

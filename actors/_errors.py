@@ -16,6 +16,7 @@ or ``except ValueError`` keeps working for callers that do not know Amber::
     ├── ModelFailure (RuntimeError)            a scripted model's failure (a provider's, in life)
     ├── ScriptExhausted (RuntimeError)         a ScriptedModel called more times than scripted
     ├── InvalidTool (ValueError)               a tool definition Amber cannot use
+    ├── MissingSDK (ImportError)               a provider model whose official SDK is not installed
     └── PlatformError (ConnectionError)        a chat platform refused a send or an edit
 
 ``runtime``'s errors (``InvalidInput``, ``UnknownSession``, ``StoreError`` …)
@@ -32,6 +33,7 @@ __all__ = [
     "EffectsStopped",
     "IdleTimeout",
     "InvalidConfig",
+    "MissingSDK",
     "ModelFailure",
     "ModelTimeout",
     "NotAwaitingApproval",
@@ -43,6 +45,10 @@ __all__ = [
 
 class InvalidConfig(AmberError, TypeError, ValueError):
     """A setting, constructor argument or option that Amber cannot use."""
+
+
+class MissingSDK(AmberError, ImportError):
+    """A provider model was asked for and its official SDK is not installed."""
 
 
 class NotAwaitingApproval(AmberError, ValueError):

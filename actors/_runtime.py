@@ -42,12 +42,7 @@ from ._approving import Approving
 from ._asking import Asking
 from ._drafts import post_draft, session_id_of, user_draft
 from ._effects import Effects
-from ._errors import (
-    AlreadyStarted,
-    IdleTimeout,
-    InvalidConfig,
-    RuntimeStopped,
-)
+from ._errors import AlreadyStarted, EffectsStopped, IdleTimeout, InvalidConfig, RuntimeStopped
 from ._gateway import Gateway, Subscription
 from ._ids import Clock, utc_now
 from ._model import Model
@@ -225,6 +220,7 @@ class Runtime(Asking, Approving):
                         approval_timeout=settings.approval_timeout,
                         tools=self.toolbox.specs(),
                         model_name=name if isinstance(name, str) and name else None,
+                        prices=settings.prices,
                         runner=self.runner,
                         exclusive=exclusive,
                     ),
@@ -265,6 +261,7 @@ class Runtime(Asking, Approving):
             _stop(ref, timeout)
         self.gateway.close_subscriptions()
         if self._effects is not None:
+            self._close_model(min(timeout, 5.0))
             self._effects.stop(timeout=timeout)
         if self._store is not None:
             self._store.stop(timeout=timeout)
@@ -272,6 +269,18 @@ class Runtime(Asking, Approving):
             self._lock_file.release()
         with self._lock:
             self._state = "stopped"
+
+    def _close_model(self, timeout: float) -> None:
+        """Let a provider model close its HTTP client on the effects loop it ran on."""
+        aclose = getattr(self.model, "aclose", None)
+        effects = self._effects
+        if aclose is None or effects is None or not effects.alive:
+            return
+        try:
+            handle = effects.submit(aclose, name="close the model's client")
+        except EffectsStopped:
+            return
+        handle.done.wait(timeout)
 
     def __enter__(self) -> Self:
         return self.start()

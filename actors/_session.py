@@ -41,6 +41,7 @@ from runtime import (
     ModelChunk,
     ModelEnded,
     ModelRequest,
+    ModelRetry,
     OutputPosted,
     Passivate,
     Resume,
@@ -365,6 +366,8 @@ def _model_effect(
 
     async def effect() -> None:
         error: str | None = None
+        error_type: str | None = None
+        retries: tuple[ModelRetry, ...] = ()
         try:
             stream: AsyncIterator[Any] = model.stream(request)
             try:
@@ -380,6 +383,13 @@ def _model_effect(
                         await aclose()
         except Exception as exc:
             error = f"{type(exc).__name__}: {str(exc) or type(exc).__name__}"
-        _tell(ref, ModelEnded(run_id=run_id, error=error, **svc.stamp()))
+            error_type = type(exc).__name__
+            retries = tuple(r for r in getattr(exc, "retries", ()) if isinstance(r, ModelRetry))
+        _tell(
+            ref,
+            ModelEnded(
+                run_id=run_id, error=error, error_type=error_type, retries=retries, **svc.stamp()
+            ),
+        )
 
     return effect

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from runtime import AGENT_SENDER, ArtifactStore, InputLimits, Window
+from runtime import AGENT_SENDER, ArtifactStore, InputLimits, PriceTable, Window
 
 from ._errors import InvalidConfig
 
@@ -27,6 +27,20 @@ def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: obje
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise InvalidConfig(
             f"Settings.{attribute.name} must be a non-negative number (got {value!r})."
+        )
+
+
+def _default_prices() -> PriceTable:
+    from .providers._prices import default_prices
+
+    return default_prices()
+
+
+def _prices(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, PriceTable):
+        raise InvalidConfig(
+            f"Settings.prices must be a PriceTable or None (got {value!r}); load one with "
+            "actors.providers.load_prices(path)."
         )
 
 
@@ -69,3 +83,6 @@ class Settings:
     """Seconds to wait for the store to commit or load before giving up."""
     ask_timeout: float = attrs.field(default=30.0, validator=_positive_or_none)
     """Seconds the runtime waits for a session actor to answer."""
+    prices: PriceTable | None = attrs.field(factory=_default_prices, validator=_prices, repr=False)
+    """Prices that put a cost on each model call (audit row, turn metrics, sessions): Amber's
+    shipped table, with the file ``AMBER_PRICES`` names layered over it; None: no costs."""

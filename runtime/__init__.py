@@ -6,6 +6,8 @@ never imports ``actors``, ``pykka`` or ``trio``.
 """
 
 from ._artifacts import ArtifactStore as ArtifactStore
+from ._assembly import Assembly as Assembly
+from ._assembly import StreamAssembler as StreamAssembler
 from ._audit import AUDIT_CLOSED_BY as AUDIT_CLOSED_BY
 from ._audit import AuditCall as AuditCall
 from ._audit import AuditRow as AuditRow
@@ -17,6 +19,14 @@ from ._category import Category as Category
 from ._category import CategorySpec as CategorySpec
 from ._category import category_of as category_of
 from ._category import new_message as new_message
+from ._chunks import Chunk as Chunk
+from ._chunks import MessageFinish as MessageFinish
+from ._chunks import MessageStart as MessageStart
+from ._chunks import ModelRetry as ModelRetry
+from ._chunks import ReasoningDelta as ReasoningDelta
+from ._chunks import RequestSent as RequestSent
+from ._chunks import TextDelta as TextDelta
+from ._chunks import ToolCallDelta as ToolCallDelta
 from ._clean import IMAGE_MEDIA_TYPES as IMAGE_MEDIA_TYPES
 from ._clean import NOTIFICATION_PREFIX as NOTIFICATION_PREFIX
 from ._clean import clean_history as clean_history
@@ -36,6 +46,11 @@ from ._commands import RunTool as RunTool
 from ._commands import SetTimer as SetTimer
 from ._commands import StreamDelta as StreamDelta
 from ._commands import Warn as Warn
+from ._cost import Price as Price
+from ._cost import PriceTable as PriceTable
+from ._cost import SessionCost as SessionCost
+from ._cost import call_cost as call_cost
+from ._cost import session_cost as session_cost
 from ._diff import AuditChange as AuditChange
 from ._diff import FieldChange as FieldChange
 from ._diff import StateDiff as StateDiff
@@ -43,6 +58,7 @@ from ._diff import TurnChange as TurnChange
 from ._diff import diff as diff
 from ._errors import AmberError as AmberError
 from ._errors import AuditConflict as AuditConflict
+from ._errors import ContextLengthError as ContextLengthError
 from ._errors import CorruptRow as CorruptRow
 from ._errors import DecodeError as DecodeError
 from ._errors import DuplicateMessage as DuplicateMessage
@@ -53,7 +69,14 @@ from ._errors import InvalidEvent as InvalidEvent
 from ._errors import InvalidInput as InvalidInput
 from ._errors import InvalidMessage as InvalidMessage
 from ._errors import MissingArtifact as MissingArtifact
+from ._errors import ModelAuthError as ModelAuthError
+from ._errors import ModelError as ModelError
+from ._errors import ModelRateLimited as ModelRateLimited
+from ._errors import ModelRequestError as ModelRequestError
+from ._errors import ModelStreamBroken as ModelStreamBroken
+from ._errors import ModelUnavailable as ModelUnavailable
 from ._errors import NotAStore as NotAStore
+from ._errors import PriceError as PriceError
 from ._errors import ProjectionError as ProjectionError
 from ._errors import ReplayMismatch as ReplayMismatch
 from ._errors import SchemaVersionError as SchemaVersionError
@@ -123,16 +146,36 @@ from ._message import Role as Role
 from ._message import Status as Status
 from ._message import ToolCall as ToolCall
 from ._message import Usage as Usage
+from ._openai_responses import to_openai_responses as to_openai_responses
 from ._outcome import ERROR_TYPES as ERROR_TYPES
 from ._outcome import ToolOutcome as ToolOutcome
+from ._parts import MODEL_CALL as MODEL_CALL
+from ._parts import MODEL_PARTS as MODEL_PARTS
+from ._parts import MODEL_PROVIDER as MODEL_PROVIDER
+from ._parts import CallSegment as CallSegment
+from ._parts import ReasoningSegment as ReasoningSegment
+from ._parts import ResponseMetadata as ResponseMetadata
+from ._parts import ResponsePart as ResponsePart
+from ._parts import TextSegment as TextSegment
+from ._parts import response_metadata as response_metadata
+from ._payloads import PAYLOAD_BUILDERS as PAYLOAD_BUILDERS
+from ._payloads import PayloadBuilder as PayloadBuilder
+from ._payloads import build_payload as build_payload
 from ._providers import to_anthropic as to_anthropic
 from ._providers import to_gemini as to_gemini
 from ._providers import to_openai as to_openai
 from ._reducer import INTERRUPTED_MARK as INTERRUPTED_MARK
 from ._reducer import apply as apply
+from ._replay import RebuiltRequest as RebuiltRequest
+from ._replay import find_call as find_call
+from ._replay import rebuild_request as rebuild_request
+from ._replay import request_record as request_record
+from ._replay import views_of as views_of
 from ._reply import FINAL_INPUT as FINAL_INPUT
 from ._reply import Reply as Reply
 from ._reply import reply_of as reply_of
+from ._request import RequestRecord as RequestRecord
+from ._request import digest as digest
 from ._script import Delay as Delay
 from ._script import Fail as Fail
 from ._script import Hang as Hang
@@ -152,16 +195,8 @@ from ._segments import ui_segments as ui_segments
 from ._state import STATUS_ORDER as STATUS_ORDER
 from ._state import SessionState as SessionState
 from ._stream import AssembledCall as AssembledCall
-from ._stream import Assembly as Assembly
-from ._stream import Chunk as Chunk
-from ._stream import MessageFinish as MessageFinish
-from ._stream import MessageStart as MessageStart
 from ._stream import ModelRequest as ModelRequest
 from ._stream import ModelResponse as ModelResponse
-from ._stream import ReasoningDelta as ReasoningDelta
-from ._stream import StreamAssembler as StreamAssembler
-from ._stream import TextDelta as TextDelta
-from ._stream import ToolCallDelta as ToolCallDelta
 from ._stream import ToolSpec as ToolSpec
 from ._timeline import Timeline as Timeline
 from ._timeline import replay as replay
@@ -203,7 +238,11 @@ __all__ = [
     "IMAGE_MEDIA_TYPES",
     "INPUT_CATEGORIES",
     "INTERRUPTED_MARK",
+    "MODEL_CALL",
+    "MODEL_PARTS",
+    "MODEL_PROVIDER",
     "NOTIFICATION_PREFIX",
+    "PAYLOAD_BUILDERS",
     "STATUS_ORDER",
     "TRANSITIONS",
     "AmberError",
@@ -223,6 +262,7 @@ __all__ = [
     "BranchImported",
     "BrowserElement",
     "CallModel",
+    "CallSegment",
     "CancelRun",
     "Category",
     "CategorySpec",
@@ -231,6 +271,7 @@ __all__ = [
     "Chunk",
     "ClearTimer",
     "Command",
+    "ContextLengthError",
     "CorruptRow",
     "Decision",
     "DecodeError",
@@ -265,24 +306,41 @@ __all__ = [
     "MessageType",
     "MetadataUpdated",
     "MissingArtifact",
+    "ModelAuthError",
     "ModelCallFinished",
     "ModelCallStarted",
     "ModelChunk",
     "ModelEnded",
+    "ModelError",
+    "ModelRateLimited",
     "ModelRequest",
+    "ModelRequestError",
     "ModelResponse",
+    "ModelRetry",
+    "ModelStreamBroken",
+    "ModelUnavailable",
     "ModelView",
     "NotAStore",
     "OrphanRecovered",
     "OutputPosted",
     "Passivate",
+    "PayloadBuilder",
     "Presentation",
+    "Price",
+    "PriceError",
+    "PriceTable",
     "ProjectionError",
     "ReasoningDelta",
     "ReasoningPart",
+    "ReasoningSegment",
+    "RebuiltRequest",
     "ReplayMismatch",
     "Reply",
+    "RequestRecord",
+    "RequestSent",
     "Response",
+    "ResponseMetadata",
+    "ResponsePart",
     "Resume",
     "ResumeSoon",
     "Role",
@@ -297,6 +355,7 @@ __all__ = [
     "SeqConflict",
     "SeqMismatch",
     "SeqOutOfRange",
+    "SessionCost",
     "SessionExists",
     "SessionMachine",
     "SessionState",
@@ -313,6 +372,7 @@ __all__ = [
     "StreamError",
     "TextDelta",
     "TextPart",
+    "TextSegment",
     "Timeline",
     "TimerFired",
     "TokenCounter",
@@ -350,15 +410,19 @@ __all__ = [
     "apply",
     "approx_tokens",
     "awaits_delivery",
+    "build_payload",
     "call",
+    "call_cost",
     "calls",
     "category_of",
     "channel_rule",
     "check_transition",
     "clean_history",
     "diff",
+    "digest",
     "empty",
     "error",
+    "find_call",
     "freeze",
     "from_data",
     "from_json",
@@ -366,9 +430,13 @@ __all__ = [
     "is_terminal",
     "model_calls",
     "new_message",
+    "rebuild_request",
     "replay",
     "reply",
     "reply_of",
+    "request_record",
+    "response_metadata",
+    "session_cost",
     "session_history",
     "step",
     "thaw",
@@ -377,8 +445,10 @@ __all__ = [
     "to_gemini",
     "to_json",
     "to_openai",
+    "to_openai_responses",
     "ui_segments",
     "validate_input",
     "verify",
+    "views_of",
     "visibility",
 ]

@@ -16,11 +16,13 @@ import attrs
 from pyrsistent import pvector
 from pyrsistent.typing import PMap, PVector
 
-from ._audit import AuditCall, AuditStatus, audit_calls
+from ._audit import AuditCall, AuditStatus, audit_calls, audit_retries
 from ._checks import EVENT_CHECKS as _check
+from ._chunks import ModelRetry
 from ._errors import InvalidEvent
 from ._json import FrozenJSON, freeze_metadata, freeze_metrics
 from ._message import Message, Status, Usage, article
+from ._request import RequestRecord
 from ._turn import Turn
 
 __all__ = [
@@ -66,6 +68,16 @@ def _duration(instance: object, attribute: attrs.Attribute[Any], value: object) 
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be a non-negative number of "
             f"milliseconds or None (got {value!r}); measure it with time.monotonic()."
+        )
+
+
+def _dollars(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise InvalidEvent(
+            f"{type(instance).__name__}.{attribute.name} must be a non-negative number of US "
+            f"dollars or None (got {value!r})."
         )
 
 
@@ -263,7 +275,9 @@ class ModelCallStarted(Event):
 
     Starting again with the same ``source_key``, operation id and sequence
     changes nothing; the same key with another operation id or sequence is
-    rejected (``AuditConflict``).
+    rejected (``AuditConflict``), and so is an operation id that another call
+    of the same turn and role has (ids are unique per turn and role: a
+    provider may reuse its message ids in later turns).
     """
 
     kind: ClassVar[str] = "model_call_started"
@@ -280,6 +294,11 @@ class ModelCallStarted(Event):
     """Who calls."""
     model: str | None = None
     """The model's name, if known."""
+    request: RequestRecord | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(attrs.validators.instance_of(RequestRecord)),
+    )
+    """What the request was built from, if the model reported it."""
 
 
 @attrs.frozen(kw_only=True)
@@ -306,6 +325,15 @@ class ModelCallFinished(Event):
     """Why the provider stopped."""
     error: str | None = None
     """Why it failed."""
+    source_key: str | None = attrs.field(default=None, validator=_check.optional_string)
+    """The call's source key (its row); None (events stored before it existed) finds the
+    running row of the active turn with ``operation_id``."""
+    response_model: str | None = None
+    """The model that answered, as the provider named it."""
+    retries: PVector[ModelRetry] = attrs.field(factory=pvector, converter=audit_retries)
+    """Attempts the provider refused before the call streamed."""
+    cost_usd: float | None = attrs.field(default=None, validator=_dollars)
+    """What the call cost in US dollars, if known."""
 
 
 @attrs.frozen(kw_only=True)

@@ -18,6 +18,7 @@ from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
 from ._category import Category, category_of
+from ._chunks import ModelRetry
 from ._message import Attachment, BrowserElement, Message, Status
 from ._outcome import ToolOutcome
 from ._stream import Chunk
@@ -139,6 +140,10 @@ class ModelEnded(Input):
     """The model run."""
     error: str | None = None
     """Why it failed (``ModelFailure: rate limited``); None when the stream finished."""
+    error_type: str | None = None
+    """The failure's class name (``ModelStreamBroken``, ``ContextLengthError`` …), if known."""
+    retries: tuple[ModelRetry, ...] = ()
+    """Attempts the provider refused before the call failed (a ``ModelError``'s ``retries``)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -22,9 +22,11 @@ from pyrsistent import pmap
 from pyrsistent.typing import PMap
 
 from ._artifacts import ArtifactStore
+from ._assembly import Assembly
 from ._category import AGENT_SENDER
+from ._cost import PriceTable
 from ._state import SessionState
-from ._stream import Assembly, ToolSpec
+from ._stream import ToolSpec
 from ._view import ModelView
 from ._window import Window
 
@@ -60,6 +62,9 @@ class TurnSettings:
     """The tools the model may call."""
     model_name: str | None = None
     """The model's name, recorded in audit rows."""
+    prices: PriceTable | None = None
+    """Prices to put a cost on each model call (its audit row, the turn's metrics); None:
+    costs are not computed."""
     approval_timeout: float | None = None
     """Seconds a tool call may wait for approval before it is denied (None: it waits)."""
     runner: str | None = None
@@ -123,6 +128,11 @@ class TurnRun:
     """Prompt size: from usage, else the window's count, else counted at the end."""
     nudges: int = 0
     """Empty answers nudged so far."""
+    cost_usd: float | None = None
+    """What the turn's priced calls cost so far (US dollars); None until one is priced."""
+    priced: bool = True
+    """False once a call of the turn had usage but no known price (``cost_usd`` is then a
+    lower bound)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from pyrsistent import pmap
 
-from ._audit import AUDIT_CLOSED_BY, AuditRow, AuditStatus
+from ._audit import AUDIT_CLOSED_BY, AuditRow, AuditStatus, operation_key
 from ._category import Category, category_of
 from ._errors import (
     AuditConflict,
@@ -463,10 +463,10 @@ def _close_audit(
         "processed": "its turn ended without the call finishing",
         "recovered": "its turn's runner died",
     }[how]
-    for operation_id in state.audit_running:
-        row = audit[operation_id]
+    for key in state.audit_running:
+        row = audit[key]
         audit = audit.set(
-            operation_id,
+            key,
             replace(
                 row,
                 status=status,
@@ -486,9 +486,8 @@ def _model_call_started(state: SessionState, event: ModelCallStarted) -> Session
             f"ModelCallStarted seq {event.seq} names turn {event.turn_id!r} but {where}; a model "
             "call starts inside its running turn."
         )
-    known = state.audit_keys.get(event.source_key)
-    if known is not None:
-        row = state.audit[known]
+    row = state.audit.get(event.source_key)
+    if row is not None:
         if (row.operation_id, row.sequence, row.turn_id, row.role) == (
             event.operation_id,
             event.sequence,
@@ -502,11 +501,13 @@ def _model_call_started(state: SessionState, event: ModelCallStarted) -> Session
             f"operation {row.operation_id!r} #{row.sequence}; one call has one operation id and "
             "one sequence."
         )
-    if event.operation_id in state.audit:
-        other = state.audit[event.operation_id]
+    op_key = operation_key(event.turn_id, event.role, event.operation_id)
+    other_key = state.audit_ops.get(op_key)
+    if other_key is not None:
         raise AuditConflict(
             f"ModelCallStarted seq {event.seq}: operation {event.operation_id!r} is already call "
-            f"{other.source_key!r}; operation ids are unique in a session."
+            f"{other_key!r} of turn {event.turn_id!r} ({event.role}); operation ids are unique "
+            "per turn and role."
         )
     expected = len(state.audit) + 1
     if event.sequence != expected:
@@ -524,24 +525,63 @@ def _model_call_started(state: SessionState, event: ModelCallStarted) -> Session
         started_at=event.at,
         started_seq=event.seq,
         model=event.model,
+        request=event.request,
     )
     return replace(
         state,
         seq=event.seq,
         updated_at=event.at,
-        audit=state.audit.set(row.operation_id, row),
-        audit_keys=state.audit_keys.set(row.source_key, row.operation_id),
-        audit_running=(*state.audit_running, row.operation_id),
+        audit=state.audit.set(row.source_key, row),
+        audit_ops=state.audit_ops.set(op_key, row.source_key),
+        audit_running=(*state.audit_running, row.source_key),
     )
 
 
-def _model_call_finished(state: SessionState, event: ModelCallFinished) -> SessionState:
-    row = state.audit.get(event.operation_id)
-    if row is None:
+def _finished_row(state: SessionState, event: ModelCallFinished) -> AuditRow:
+    """The row a finish names: by source key, else the active turn's row with its operation id."""
+    if event.source_key is not None:
+        row = state.audit.get(event.source_key)
+        if row is None:
+            raise AuditConflict(
+                f"ModelCallFinished seq {event.seq} finishes call {event.source_key!r}, which "
+                f"session {state.session_id!r} never started; start it with ModelCallStarted."
+            )
+        if row.operation_id != event.operation_id:
+            raise AuditConflict(
+                f"ModelCallFinished seq {event.seq} finishes call {event.source_key!r} as "
+                f"operation {event.operation_id!r}, but it started as {row.operation_id!r}."
+            )
+        return row
+    running = [
+        state.audit[key]
+        for key in state.audit_running
+        if state.audit[key].operation_id == event.operation_id
+    ]
+    if not running:
+        # A replayed finish of a row that is done: it belongs to the active turn.
+        turn = state.active_turn_id
+        running = [
+            row
+            for row in state.audit.values()
+            if row.turn_id == turn and row.operation_id == event.operation_id
+        ]
+    if not running:
         raise AuditConflict(
             f"ModelCallFinished seq {event.seq} finishes operation {event.operation_id!r}, which "
-            f"session {state.session_id!r} never started; start it with ModelCallStarted."
+            f"no call of the active turn of session {state.session_id!r} started; start it with "
+            "ModelCallStarted."
         )
+    if len(running) > 1:
+        raise AuditConflict(
+            f"ModelCallFinished seq {event.seq} finishes operation {event.operation_id!r}, which "
+            f"calls {sorted(r.source_key for r in running)} share (in different roles); name the "
+            "call with source_key."
+        )
+    return running[0]
+
+
+def _model_call_finished(state: SessionState, event: ModelCallFinished) -> SessionState:
+    row = _finished_row(state, event)
     fields = {
         "status": event.status,
         "duration_ms": event.duration_ms,
@@ -551,6 +591,9 @@ def _model_call_finished(state: SessionState, event: ModelCallFinished) -> Sessi
         "tool_calls": event.tool_calls,
         "stop_reason": event.stop_reason,
         "error": event.error,
+        "response_model": event.response_model,
+        "retries": event.retries,
+        "cost_usd": event.cost_usd,
     }
     if row.status is not AuditStatus.RUNNING:
         if all(getattr(row, name) == value for name, value in fields.items()):
@@ -565,8 +608,8 @@ def _model_call_finished(state: SessionState, event: ModelCallFinished) -> Sessi
         state,
         seq=event.seq,
         updated_at=event.at,
-        audit=state.audit.set(row.operation_id, done),
-        audit_running=tuple(i for i in state.audit_running if i != row.operation_id),
+        audit=state.audit.set(row.source_key, done),
+        audit_running=tuple(k for k in state.audit_running if k != row.source_key),
     )
 
 

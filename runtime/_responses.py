@@ -17,12 +17,14 @@ import orjson
 
 from ._audit import AuditCall, AuditStatus
 from ._category import Category
+from ._chunks import ModelRetry, RequestSent
 from ._commands import ClearTimer, RunTool, StreamDelta
 from ._errors import StreamError
 from ._events import MessageAdded, ModelCallFinished, TurnEnded, TurnOutcome
 from ._inputs import ModelChunk, ModelEnded, ToolDone
 from ._message import Message, ToolCall
 from ._outcome import ToolOutcome
+from ._parts import ReasoningSegment, ResponseMetadata, TextSegment, response_metadata
 from ._replace import replace
 from ._step import Step
 from ._stream import (
@@ -43,6 +45,7 @@ from ._turn_ops import (
     model_timer,
     open_call,
     request_approval,
+    turn_metrics,
 )
 from ._updates import Delta, DeltaKind
 from ._window import approx_tokens
@@ -61,12 +64,22 @@ def model_chunk(s: Step, input: ModelChunk) -> None:
     if run is None or input.run_id != run.model_run or run.assembly is None:
         return  # a chunk of a run that was cancelled or has ended
     chunk = input.chunk
+    kind_of = type(chunk)
+    if kind_of is RequestSent or kind_of is ModelRetry:
+        # What was sent, and the attempts refused before the stream opened: kept for the
+        # audit row, which opens when the message starts.
+        try:
+            s.run = replace(run, assembly=run.assembly.feed(chunk))
+        except StreamError as exc:
+            model_failed(s, f"the model's stream is malformed: {exc}", None)
+        return
+    sent = run.assembly.request
     if isinstance(chunk, MessageStart):
         if chunk.id:
             s.run = run = replace(run, stream_id=chunk.id)
-        if not open_call(s, chunk.id or run.stream_id):
+        if not open_call(s, chunk.id or run.stream_id, sent):
             return
-    elif run.operation_id is None and not open_call(s, run.stream_id):
+    elif run.operation_id is None and not open_call(s, run.stream_id, sent):
         return  # a stream without MessageStart: the row opens at its first chunk
     run = s.run
     assert run is not None
@@ -78,11 +91,16 @@ def model_chunk(s: Step, input: ModelChunk) -> None:
         return
     s.run = replace(run, assembly=assembly)
     index = name = None
-    if isinstance(chunk, TextDelta):
-        kind, text = DeltaKind.TEXT, chunk.text
-    elif isinstance(chunk, ReasoningDelta):
-        kind, text = DeltaKind.REASONING, chunk.text
-    elif isinstance(chunk, ToolCallDelta):
+    if kind_of is TextDelta:
+        kind, text = DeltaKind.TEXT, chunk.text  # type: ignore[union-attr]
+        if not text:
+            return  # a part's start, or a signature: nothing to show
+    elif kind_of is ReasoningDelta:
+        kind, text = DeltaKind.REASONING, chunk.text  # type: ignore[union-attr]
+        if not text:
+            return
+    elif kind_of is ToolCallDelta:
+        assert isinstance(chunk, ToolCallDelta)
         kind, text, index, name = DeltaKind.TOOL_CALL, chunk.arguments, chunk.index, chunk.name
     else:
         return
@@ -112,7 +130,7 @@ def model_ended(s: Step, input: ModelEnded) -> None:
     duration = max(0.0, s.mono - run.model_started) * 1000
     s.run = run = replace(run, model_run=None)
     if input.error is not None:
-        model_failed(s, f"the model call failed: {input.error}", duration)
+        model_failed(s, f"the model call failed: {input.error}", duration, retries=input.retries)
         return
     assert run.assembly is not None
     try:
@@ -121,12 +139,18 @@ def model_ended(s: Step, input: ModelEnded) -> None:
         model_failed(s, f"the model's stream is malformed: {exc}", duration)
         return
     s.run = run = replace(run, assembly=None)
-    if run.operation_id is None and not open_call(s, response.id or run.stream_id):
+    opened = run.operation_id is not None
+    if not opened and not open_call(s, response.id or run.stream_id, response.request):
         return
     run = s.run
     assert run is not None
+    cost = _cost(s, response)
     finished: dict[str, Any] = {
         "operation_id": run.operation_id,
+        "source_key": run.source_key,
+        "response_model": response.model,
+        "retries": response.retries,
+        "cost_usd": cost,
         "status": AuditStatus.COMPLETED,
         "duration_ms": duration,
         "usage": response.usage,
@@ -140,17 +164,48 @@ def model_ended(s: Step, input: ModelEnded) -> None:
     }
     usage = response.usage
     if usage is not None:
-        s.run = replace(
+        s.run = run = replace(
             run,
             tokens=run.tokens + usage.total_tokens,
             context_tokens=usage.input_tokens or run.context_tokens,
         )
+    if cost is not None:
+        s.run = replace(run, cost_usd=(run.cost_usd or 0.0) + cost)
+    elif s.settings.prices is not None and usage is not None:
+        s.run = replace(run, priced=False)
     if response.is_empty:
         _empty(s, finished)
     elif response.tool_calls:
         _record_calls(s, response, finished)
     else:
         _finish(s, response, finished)
+
+
+def _cost(s: Step, response: ModelResponse) -> float | None:
+    """What the call cost by the settings' prices: the model that answered (a dated
+    snapshot is priced as its model), else the one asked."""
+    prices = s.settings.prices
+    if prices is None or response.usage is None:
+        return None
+    asked = response.request.model if response.request is not None else s.settings.model_name
+    for name in (response.model, asked):
+        cost = prices.cost(response.usage, name)
+        if cost is not None:
+            return round(cost, 9)
+    return None
+
+
+def _metadata(response: ModelResponse, key: str) -> ResponseMetadata:
+    """The metadata that keeps the response's parts and provider data on its messages."""
+    return response_metadata(response.parts, provider=response.provider, source_key=key)
+
+
+def _carries(response: ModelResponse, kind: type) -> bool:
+    """True when a part of ``kind`` carries provider data to send back (a redacted block)."""
+    return any(
+        isinstance(part, kind) and (part.signature is not None or part.item_id is not None)
+        for part in response.parts
+    )
 
 
 def _empty(s: Step, finished: dict[str, Any]) -> None:
@@ -171,11 +226,14 @@ def _record_calls(s: Step, response: ModelResponse, finished: dict[str, Any]) ->
     assert run is not None
     key = run.source_key
     s.emit(ModelCallFinished, **finished)
-    if response.reasoning.strip():
-        thought = s.output(Category.THOUGHT, response.reasoning, metadata={MODEL_CALL_KEY: key})
+    meta = _metadata(response, key)
+    if response.reasoning.strip() or _carries(response, ReasoningSegment):
+        thought = s.output(
+            Category.THOUGHT, response.reasoning, metadata={MODEL_CALL_KEY: key, **meta.thought}
+        )
         s.emit(MessageAdded, message=thought)
-    if response.text.strip():
-        text = s.output(Category.REPLY, response.text, metadata={MODEL_CALL_KEY: key})
+    if response.text.strip() or _carries(response, TextSegment):
+        text = s.output(Category.REPLY, response.text, metadata={MODEL_CALL_KEY: key, **meta.text})
         s.emit(MessageAdded, message=text)
     immediate: list[tuple[Message, ToolOutcome]] = []
     runnable: list[tuple[Message, dict[str, Any]]] = []
@@ -187,7 +245,9 @@ def _record_calls(s: Step, response: ModelResponse, finished: dict[str, Any]) ->
             # unique in a session, so a reused one gets a fresh id (the original is kept).
             assembled = replace(assembled, id=s.call_id(taken))
         taken.add(assembled.id)
-        message, arguments, problem = _call_message(s, assembled, original, key)
+        message, arguments, problem = _call_message(
+            s, assembled, original, key, meta.calls.get(assembled.index, {})
+        )
         s.emit(MessageAdded, message=message)
         if problem is not None:
             immediate.append((message, problem))
@@ -214,7 +274,7 @@ def _record_calls(s: Step, response: ModelResponse, finished: dict[str, Any]) ->
 
 
 def _call_message(
-    s: Step, assembled: AssembledCall, original_id: str, key: str
+    s: Step, assembled: AssembledCall, original_id: str, key: str, parts: dict[str, Any]
 ) -> tuple[Message, dict[str, Any], ToolOutcome | None]:
     problem: ToolOutcome | None = None
     try:
@@ -228,7 +288,7 @@ def _call_message(
         problem = ToolOutcome(
             content=f"{exc}", is_error=True, error_type="invalid_arguments", summary=None
         )
-    metadata: dict[str, Any] = {"tool_name": assembled.name, MODEL_CALL_KEY: key}
+    metadata: dict[str, Any] = {"tool_name": assembled.name, MODEL_CALL_KEY: key, **parts}
     if original_id != assembled.id:
         metadata["provider_call_id"] = original_id
     if problem is None:
@@ -294,8 +354,11 @@ def _finish(s: Step, response: ModelResponse, finished: dict[str, Any]) -> None:
     assert run is not None
     key = run.source_key
     s.emit(ModelCallFinished, **finished)
-    if response.reasoning.strip():
-        thought = s.output(Category.THOUGHT, response.reasoning, metadata={MODEL_CALL_KEY: key})
+    meta = _metadata(response, key)
+    if response.reasoning.strip() or _carries(response, ReasoningSegment):
+        thought = s.output(
+            Category.THOUGHT, response.reasoning, metadata={MODEL_CALL_KEY: key, **meta.thought}
+        )
         s.emit(MessageAdded, message=thought)
     elapsed = max(0.0, s.mono - run.started_mono)
     context = run.context_tokens
@@ -305,12 +368,12 @@ def _finish(s: Step, response: ModelResponse, finished: dict[str, Any]) -> None:
     metrics = {
         "session_turns": len(s.state.turns) + 1,
         "context_tokens": context,
-        "turn_tool_calls": run.tool_calls,
-        "turn_tokens": run.tokens,
-        "turn_time": round(elapsed, 3),
+        **turn_metrics(run, elapsed),
     }
     reply = s.output(
-        Category.REPLY, response.text, metadata={"turn_metrics": metrics, MODEL_CALL_KEY: key}
+        Category.REPLY,
+        response.text,
+        metadata={"turn_metrics": metrics, MODEL_CALL_KEY: key, **meta.text},
     )
     s.emit(MessageAdded, message=reply)
     s.emit(

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from ._audit import AuditStatus
+from ._assembly import Assembly
+from ._audit import AuditStatus, operation_key
 from ._category import Category
+from ._chunks import ModelRetry, RequestSent
 from ._clean import clean_history
 from ._commands import CallModel, CancelRun, ClearTimer, ResumeSoon, RunTool, SetTimer, Warn
 from ._errors import AmberError, AuditConflict
@@ -28,9 +30,12 @@ from ._events import (
 from ._json import thaw
 from ._machine import TurnRun
 from ._message import Message
+from ._parts import response_metadata
 from ._replace import replace
+from ._replay import request_record, stored_digests
+from ._request import RequestRecord
 from ._step import Step
-from ._stream import Assembly, ModelRequest
+from ._stream import ModelRequest
 
 __all__ = [
     "APPROVAL_TIMER",
@@ -50,6 +55,7 @@ __all__ = [
     "orphaned",
     "request_approval",
     "resume_waiting",
+    "turn_metrics",
 ]
 
 ORPHAN_TIMER = "orphan"
@@ -127,6 +133,8 @@ def call_model(s: Step) -> None:
         view=view,
         tools=settings.tools,
         system=settings.system_prompt,
+        window=settings.window,
+        max_result_chars=settings.max_result_chars,
     )
     s.run = replace(
         run,
@@ -147,16 +155,25 @@ def call_model(s: Step) -> None:
         s.command(SetTimer(name=model_timer(run_id), seconds=settings.model_timeout))
 
 
-def open_call(s: Step, operation_id: str) -> bool:
+def open_call(s: Step, operation_id: str, sent: RequestSent | None = None) -> bool:
     """Open (or, the same again, confirm) the audit row of the current model call.
 
-    A start that contradicts the call's row fails the turn; returns False then.
+    ``sent`` is what the model reported sending: the row records what the
+    request was built from, so it can be rebuilt (``rebuild_request``). An
+    operation id the turn used already (a provider that reuses its ids) gives
+    way to the call's source key. A start that contradicts the call's row
+    fails the turn; returns False then.
     """
     run = s.run
     assert run is not None
     state = s.state
-    known = state.audit_keys.get(run.source_key)
-    sequence = state.audit[known].sequence if known else len(state.audit) + 1
+    row = state.audit.get(run.source_key)
+    if row is not None:
+        sequence = row.sequence
+    else:
+        sequence = len(state.audit) + 1
+        if operation_key(run.turn_id, "assistant", operation_id) in state.audit_ops:
+            operation_id = run.source_key
     try:
         s.emit(
             ModelCallStarted,
@@ -165,6 +182,7 @@ def open_call(s: Step, operation_id: str) -> bool:
             turn_id=run.turn_id,
             sequence=sequence,
             model=s.settings.model_name,
+            request=None if row is not None else _record(s, sent),
         )
     except AuditConflict as exc:
         fail(s, f"the model-call audit refused the call's start: {exc}")
@@ -173,22 +191,54 @@ def open_call(s: Step, operation_id: str) -> bool:
     return True
 
 
-def model_failed(s: Step, reason: str, duration_ms: float | None, *, cause: str = "model") -> None:
-    """Close the current call's audit row as failed, then fail the turn."""
+def _record(s: Step, sent: RequestSent | None) -> RequestRecord | None:
+    """What the current call's request was built from, if the model reported sending it."""
+    run = s.run
+    if sent is None or run is None or run.view is None:
+        return None
+    settings = s.settings
+    return request_record(
+        view=run.view,
+        window=settings.window,
+        max_result_chars=settings.max_result_chars,
+        system=settings.system_prompt,
+        tools=settings.tools,
+        provider=sent.provider,
+        model=sent.model,
+        params=sent.params,
+        payload_digest=sent.payload_digest,
+        base_url=sent.base_url,
+        known_digests=stored_digests(s.state.audit.values()),
+    )
+
+
+def model_failed(
+    s: Step,
+    reason: str,
+    duration_ms: float | None,
+    *,
+    retries: tuple[ModelRetry, ...] = (),
+    cause: str = "model",
+) -> None:
+    """Close the current call's audit row as failed, then fail the turn (keeping, marked,
+    what the model streamed before it failed)."""
     run = s.run
     assert run is not None
-    if run.operation_id is None and not open_call(s, run.stream_id):
+    sent = run.assembly.request if run.assembly is not None else None
+    if run.operation_id is None and not open_call(s, run.stream_id, sent):
         return
     run = s.run
     assert run is not None
     s.emit(
         ModelCallFinished,
         operation_id=run.operation_id,
+        source_key=run.source_key,
         status=AuditStatus.FAILED,
         duration_ms=duration_ms,
         error=reason,
+        retries=retries,
     )
-    fail(s, reason, cause=cause)
+    fail(s, reason, cause=cause, model_error=reason)
 
 
 def cancel_runs(s: Step, run: TurnRun) -> None:
@@ -200,8 +250,19 @@ def cancel_runs(s: Step, run: TurnRun) -> None:
         s.command(CancelRun(run_id=call_id))
 
 
-def end_turn(s: Step, outcome: TurnOutcome, reason: str, *, notice: str | None = None) -> None:
-    """End the running turn (interrupted or error): cancel its runs, keep partial output."""
+def end_turn(
+    s: Step,
+    outcome: TurnOutcome,
+    reason: str,
+    *,
+    notice: str | None = None,
+    model_error: str | None = None,
+) -> None:
+    """End the running turn (interrupted or error): cancel its runs, keep partial output.
+
+    Partial output keeps the provider data of what streamed (``model_parts``);
+    when the model failed, ``model_error`` says why on it.
+    """
     run = s.run
     assert run is not None
     cancel_runs(s, run)
@@ -211,19 +272,18 @@ def end_turn(s: Step, outcome: TurnOutcome, reason: str, *, notice: str | None =
     partial: list[Message] = []
     assembly = run.assembly
     if assembly is not None:
-        for category, text in (
-            (Category.THOUGHT, assembly.reasoning),
-            (Category.REPLY, assembly.text),
+        meta = response_metadata(
+            assembly.segments(), provider=assembly.provider, source_key=run.source_key
+        )
+        for category, text, extra in (
+            (Category.THOUGHT, assembly.reasoning, meta.thought),
+            (Category.REPLY, assembly.text, meta.text),
         ):
             if text.strip():
-                partial.append(
-                    s.output(
-                        category,
-                        text,
-                        part=len(partial) + 1,
-                        metadata={MODEL_CALL_KEY: run.source_key},
-                    )
-                )
+                metadata = {MODEL_CALL_KEY: run.source_key, **extra}
+                if model_error is not None:
+                    metadata["model_error"] = model_error
+                partial.append(s.output(category, text, part=len(partial) + 1, metadata=metadata))
     s.emit(
         TurnEnded,
         turn_id=run.turn_id,
@@ -231,13 +291,23 @@ def end_turn(s: Step, outcome: TurnOutcome, reason: str, *, notice: str | None =
         reason=reason,
         duration_ms=elapsed * 1000,
         partial=partial,
-        metrics={
-            "turn_tool_calls": run.tool_calls,
-            "turn_tokens": run.tokens,
-            "turn_time": round(elapsed, 3),
-        },
+        metrics=turn_metrics(run, elapsed),
     )
     s.run = None
+
+
+def turn_metrics(run: TurnRun, elapsed: float) -> dict[str, object]:
+    """The metrics every ended turn carries (a finished one adds its own)."""
+    metrics: dict[str, object] = {
+        "turn_tool_calls": run.tool_calls,
+        "turn_tokens": run.tokens,
+        "turn_time": round(elapsed, 3),
+    }
+    if run.cost_usd is not None:
+        metrics["turn_cost_usd"] = round(run.cost_usd, 6)
+        if not run.priced:
+            metrics["turn_cost_partial"] = True  # some call of the turn had no known price
+    return metrics
 
 
 NOTICES = {
@@ -253,14 +323,15 @@ NOTICES = {
 the turn's recorded reason, the model-call audit row and the log."""
 
 
-def fail(s: Step, reason: str, *, cause: str = "runtime") -> None:
+def fail(s: Step, reason: str, *, cause: str = "runtime", model_error: str | None = None) -> None:
     """End the running turn as error with a crash notice; a waiting input starts the next.
 
     ``reason`` (the detail) is recorded with the turn and logged; the user
-    sees the short notice of ``cause`` (a key of ``NOTICES``).
+    sees the short notice of ``cause`` (a key of ``NOTICES``). ``model_error`` marks
+    the partial output of a failed model call with why it failed.
     """
     s.command(Warn(text=f"session {s.session_id}: turn failed: {reason}"))
-    end_turn(s, TurnOutcome.ERROR, reason, notice=NOTICES[cause])
+    end_turn(s, TurnOutcome.ERROR, reason, notice=NOTICES[cause], model_error=model_error)
     # A failed turn does not retry by itself; new input starts the next one.
     maybe_start_turn(s)
 

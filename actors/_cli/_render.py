@@ -12,6 +12,7 @@ from rich.text import Text
 from runtime import (
     ApprovalDecided,
     ApprovalRequested,
+    AuditRow,
     BranchImported,
     Category,
     Event,
@@ -161,6 +162,19 @@ def describe_event(event: Event, before: SessionState, after: SessionState) -> T
     return Text(event.kind)
 
 
+def _finished_row(event: ModelCallFinished, after: SessionState) -> AuditRow | None:
+    if event.source_key is not None:
+        return after.audit.get(event.source_key)
+    return next(
+        (
+            row
+            for row in after.audit.values()
+            if row.operation_id == event.operation_id and row.ended_seq == event.seq
+        ),
+        None,
+    )
+
+
 def _call_name(state: SessionState, call_id: str) -> str:
     message = state.get(state.tool_calls.get(call_id, ""))
     call = message.tool_call if message is not None else None
@@ -168,7 +182,7 @@ def _call_name(state: SessionState, call_id: str) -> str:
 
 
 def _describe_call_end(event: ModelCallFinished, after: SessionState) -> Text:
-    row = after.audit.get(event.operation_id)
+    row = _finished_row(event, after)
     number = f"#{row.sequence} " if row is not None else ""
     status = str(event.status)
     rest = ""
@@ -194,10 +208,10 @@ def _describe_call_end(event: ModelCallFinished, after: SessionState) -> Text:
 def _closed_calls(before: SessionState, after: SessionState) -> str:
     """``, closes model call run_7 (interrupted)`` when a turn's end closed running calls."""
     closed = []
-    for operation_id in before.audit_running:
-        row = after.audit.get(operation_id)
+    for key in before.audit_running:
+        row = after.audit.get(key)
         if row is not None and row.status.is_terminal:
-            closed.append(f"{safe(operation_id)} ({row.status})")
+            closed.append(f"{safe(row.operation_id)} ({row.status})")
     return f", closes model call {', '.join(closed)}" if closed else ""
 
 

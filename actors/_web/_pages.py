@@ -321,8 +321,8 @@ class Pane:
 
 _REBUILT = (
     "Rebuilt from the state at seq {seq} with today's code: no system prompt, no tools, no "
-    "artifacts. The request a model call was actually sent is recorded once provider models "
-    "land (issue 14)."
+    "artifacts. The exact request a model call was sent is on its call page (amber show "
+    "--call)."
 )
 
 
@@ -390,7 +390,7 @@ def _entries(data: Any) -> tuple[str | None, list[Any]]:
     if isinstance(data, list):
         return None, data
     if isinstance(data, dict):
-        for key in ("messages", "contents"):
+        for key in ("messages", "contents", "input"):
             if isinstance(data.get(key), list):
                 return key, data[key]
     return None, []

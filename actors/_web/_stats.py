@@ -6,10 +6,10 @@ durations) and the rest (the runner's own work, waiting, delivery), tokens in
 and out, and cost. Per session: the same summed. Over a timeline: how many
 messages had each status at each seq.
 
-Cost is read from the model-call audit. Today's rows carry tokens only: the
-provider models with a price table that put a cost on each call are issue 14,
-and until a row carries one its cost is unknown (``None``, shown as "—"),
-never a guess.
+Cost is read from the model-call audit: provider models price each call with
+the runtime's price table when it finishes (``AuditRow.cost_usd``); a row
+without one (a scripted model, an unknown price) has an unknown cost
+(``None``, shown as "—"), never a guess.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ __all__ = [
 def call_cost(row: AuditRow) -> float | None:
     """The cost of one model call in US dollars, if its audit row records one.
 
-    Rows written before provider models priced their calls (issue 14) have
+    Rows of models that do not price their calls (the scripted model) have
     none: ``None``.
     """
-    cost = getattr(row, "cost", None)
+    cost = getattr(row, "cost_usd", None)
     if isinstance(cost, int | float) and not isinstance(cost, bool) and math.isfinite(cost):
         return float(cost)
     return None

@@ -20,7 +20,15 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from runtime import EVENT_TYPES, Event, SessionState, Timeline
+from runtime import (
+    EVENT_TYPES,
+    AmberError,
+    AuditRow,
+    Event,
+    SessionState,
+    Timeline,
+    rebuild_request,
+)
 
 from .._cli._app import ExitCode
 from .._cli._render import touched_ids
@@ -227,7 +235,10 @@ def call_page(request: Request, *, source: Source, page: Page, **_: Any) -> Resp
     session_id = require(request)
     operation_id = require(request, "id")
     loaded = source.timeline(session_id, need=-1)
-    row = loaded.timeline.head.audit.get(operation_id)
+    head = loaded.timeline.head
+    row = head.audit.get(operation_id) or next(  # a source key, or an operation id
+        (r for r in head.model_calls() if r.operation_id == operation_id), None
+    )
     if row is None:
         calls = loaded.timeline.head.model_calls()
         hint = (
@@ -247,6 +258,7 @@ def call_page(request: Request, *, source: Source, page: Page, **_: Any) -> Resp
             400, f"Unknown provider {provider!r}; pass provider= one of {', '.join(PROVIDERS)}."
         )
     asked_at = max(0, row.started_seq - 1)
+    exact, missing = _exact_request(source, session_id, row)
     timeline = source.timeline(session_id, need=asked_at).timeline
     request_view = view_pane(provider, timeline.at(asked_at), show_all=one(q, "all") == "1")
     tool_calls = [(call, _pretty_arguments(call.arguments_json)) for call in row.tool_calls]
@@ -258,10 +270,29 @@ def call_page(request: Request, *, source: Source, page: Page, **_: Any) -> Resp
         "providers": PROVIDERS,
         "asked_at": asked_at,
         "request_view": request_view,
+        "exact": exact,
+        "missing": missing,
         "tool_calls": tool_calls,
         "last": timeline.last_seq,
     }
     return page(request, "call.html", context)
+
+
+def _exact_request(source: Source, session_id: str, row: AuditRow) -> tuple[Any, str]:
+    """The call's request rebuilt from its audit row (``amber show --call``), or why not."""
+    if row.request is None:
+        return None, (
+            "this call's model did not report what it sent (a scripted model), so no exact "
+            "request is recorded."
+        )
+    from .._cli._calls import call_data
+
+    timeline = source.timeline(session_id, need=row.request.view_seq).timeline
+    try:
+        data = call_data(rebuild_request(timeline, row))
+    except AmberError as exc:
+        return None, f"its exact request cannot be rebuilt here ({exc})."
+    return {**data, "json": pretty_json(data["body"])}, ""
 
 
 def _pretty_arguments(text: str) -> str:

@@ -160,6 +160,9 @@ class TestInspect:
             await pilot.press("v")
             assert app.view == "openai"
             assert '"role": "tool"' in pane(app)
+            await pilot.press("v")
+            assert app.view == "openai-responses"
+            assert '"type": "function_call_output"' in pane(app)
             await pilot.press("v", "v", "v")
             assert app.view == "state"
             await pilot.press("down")  # the view stays when the cursor moves

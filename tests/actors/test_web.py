@@ -265,7 +265,7 @@ class TestMessageAndCall:
         with SQLiteStore(recorded.db) as store:
             line = store.load_timeline("demo")
         ids = Ids(recorded.demo.state)
-        row = line.head.audit[ids.call(5)]
+        row = next(r for r in line.head.model_calls() if r.operation_id == ids.call(5))
         with web(recorded.db) as (client, _):
             shown = page(client, f"/call?s=demo&id={ids.call(5)}&provider=anthropic")
             assert "write_report" in shown.text("response")

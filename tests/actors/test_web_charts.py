@@ -66,9 +66,9 @@ class TestStats:
 
     def test_cost_only_when_a_row_records_one(self) -> None:
         """A row without a cost has none; one with a finite number has it."""
-        assert call_cost(SimpleNamespace(cost=0.25)) == 0.25  # type: ignore[arg-type]
-        for missing in (SimpleNamespace(), SimpleNamespace(cost=None), SimpleNamespace(cost=True),
-                        SimpleNamespace(cost=float("nan"))):  # fmt: skip
+        assert call_cost(SimpleNamespace(cost_usd=0.25)) == 0.25  # type: ignore[arg-type]
+        for missing in (SimpleNamespace(), SimpleNamespace(cost_usd=None), SimpleNamespace(cost_usd=True),
+                        SimpleNamespace(cost_usd=float("nan"))):  # fmt: skip
             assert call_cost(missing) is None  # type: ignore[arg-type]
 
 
