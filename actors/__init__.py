@@ -7,12 +7,45 @@ are ``@tool`` functions; adapters show messages on a channel and report
 delivery. Everything a session does is an event in ``runtime``'s pure core.
 """
 
+from runtime import ERROR_TYPES as ERROR_TYPES
+from runtime import AssembledCall as AssembledCall
+from runtime import Chunk as Chunk
+from runtime import Delay as Delay
+from runtime import Delta as Delta
+from runtime import DeltaKind as DeltaKind
+from runtime import Fail as Fail
+from runtime import Hang as Hang
+from runtime import MessageFinish as MessageFinish
+from runtime import MessageStart as MessageStart
+from runtime import ModelRequest as ModelRequest
+from runtime import ModelResponse as ModelResponse
+from runtime import ReasoningDelta as ReasoningDelta
+from runtime import Reply as Reply
+from runtime import Response as Response
+from runtime import StreamAssembler as StreamAssembler
+from runtime import StreamError as StreamError
+from runtime import TextDelta as TextDelta
+from runtime import ToolCallDelta as ToolCallDelta
+from runtime import ToolOutcome as ToolOutcome
+from runtime import ToolSpec as ToolSpec
+from runtime import Update as Update
+from runtime import awaits_delivery as awaits_delivery
+from runtime import call as call
+from runtime import calls as calls
+from runtime import empty as empty
+from runtime import error as error
+from runtime import hang as hang
+from runtime import reply as reply
+
 from ._adapter import Adapter as Adapter
 from ._adapter import DeliverySink as DeliverySink
-from ._adapter import Delta as Delta
-from ._adapter import DeltaKind as DeltaKind
-from ._adapter import Update as Update
-from ._adapter import awaits_delivery as awaits_delivery
+from ._answers import ApprovalNeeded as ApprovalNeeded
+from ._answers import ReasoningPiece as ReasoningPiece
+from ._answers import ReplyStream as ReplyStream
+from ._answers import StreamEvent as StreamEvent
+from ._answers import TextPiece as TextPiece
+from ._answers import ToolCallStarted as ToolCallStarted
+from ._answers import ToolResult as ToolResult
 from ._channels import LiveChannelAdapter as LiveChannelAdapter
 from ._channels import SilentChannelAdapter as SilentChannelAdapter
 from ._channels import format_turn_metrics as format_turn_metrics
@@ -20,61 +53,49 @@ from ._channels import split_text as split_text
 from ._cli_adapter import CliAdapter as CliAdapter
 from ._effects import EffectHandle as EffectHandle
 from ._effects import Effects as Effects
-from ._effects import EffectsStopped as EffectsStopped
+from ._errors import AlreadyStarted as AlreadyStarted
+from ._errors import AskTimeout as AskTimeout
+from ._errors import EffectsStopped as EffectsStopped
+from ._errors import IdleTimeout as IdleTimeout
+from ._errors import InvalidConfig as InvalidConfig
+from ._errors import MissingSDK as MissingSDK
+from ._errors import ModelFailure as ModelFailure
+from ._errors import ModelTimeout as ModelTimeout
+from ._errors import NotAwaitingApproval as NotAwaitingApproval
+from ._errors import RuntimeStopped as RuntimeStopped
+from ._errors import ScriptExhausted as ScriptExhausted
+from ._errors import SessionGone as SessionGone
 from ._gateway import Gateway as Gateway
 from ._gateway import Subscription as Subscription
 from ._ids import Clock as Clock
-from ._ids import IdFactory as IdFactory
-from ._ids import SequentialIds as SequentialIds
-from ._ids import random_ids as random_ids
 from ._ids import utc_now as utc_now
-from ._model import AssembledCall as AssembledCall
-from ._model import Chunk as Chunk
-from ._model import MessageFinish as MessageFinish
-from ._model import MessageStart as MessageStart
 from ._model import Model as Model
-from ._model import ModelRequest as ModelRequest
-from ._model import ModelResponse as ModelResponse
-from ._model import ReasoningDelta as ReasoningDelta
-from ._model import StreamAssembler as StreamAssembler
-from ._model import StreamError as StreamError
-from ._model import TextDelta as TextDelta
-from ._model import ToolCallDelta as ToolCallDelta
-from ._model import ToolSpec as ToolSpec
+from ._ownership import Resume as Resume
+from ._ownership import StoreBusy as StoreBusy
 from ._platform import ChatPlatform as ChatPlatform
 from ._platform import FakePlatform as FakePlatform
 from ._platform import PlatformAction as PlatformAction
 from ._platform import PlatformActionKind as PlatformActionKind
 from ._platform import PlatformError as PlatformError
 from ._platform import PlatformMessage as PlatformMessage
+from ._router import Router as Router
 from ._runtime import Runtime as Runtime
-from ._runtime import RuntimeStopped as RuntimeStopped
-from ._scripted import Delay as Delay
-from ._scripted import Fail as Fail
-from ._scripted import ModelFailure as ModelFailure
-from ._scripted import Response as Response
 from ._scripted import ScriptedModel as ScriptedModel
-from ._scripted import ScriptExhausted as ScriptExhausted
-from ._scripted import call as call
-from ._scripted import calls as calls
-from ._scripted import empty as empty
-from ._scripted import error as error
-from ._scripted import reply as reply
-from ._session import ModelTimeout as ModelTimeout
 from ._session import SessionActor as SessionActor
 from ._settings import Settings as Settings
 from ._shell import shell_tool as shell_tool
 from ._tool_actor import ToolStats as ToolStats
-from ._tools import ERROR_TYPES as ERROR_TYPES
 from ._tools import InvalidTool as InvalidTool
 from ._tools import Tool as Tool
 from ._tools import Toolbox as Toolbox
-from ._tools import ToolOutcome as ToolOutcome
 from ._tools import tool as tool
 
 __all__ = [
     "ERROR_TYPES",
     "Adapter",
+    "AlreadyStarted",
+    "ApprovalNeeded",
+    "AskTimeout",
     "AssembledCall",
     "ChatPlatform",
     "Chunk",
@@ -90,37 +111,51 @@ __all__ = [
     "Fail",
     "FakePlatform",
     "Gateway",
-    "IdFactory",
+    "Hang",
+    "IdleTimeout",
+    "InvalidConfig",
     "InvalidTool",
     "LiveChannelAdapter",
     "MessageFinish",
     "MessageStart",
+    "MissingSDK",
     "Model",
     "ModelFailure",
     "ModelRequest",
     "ModelResponse",
     "ModelTimeout",
+    "NotAwaitingApproval",
     "PlatformAction",
     "PlatformActionKind",
     "PlatformError",
     "PlatformMessage",
     "ReasoningDelta",
+    "ReasoningPiece",
+    "Reply",
+    "ReplyStream",
     "Response",
+    "Resume",
+    "Router",
     "Runtime",
     "RuntimeStopped",
     "ScriptExhausted",
     "ScriptedModel",
-    "SequentialIds",
     "SessionActor",
+    "SessionGone",
     "Settings",
     "SilentChannelAdapter",
+    "StoreBusy",
     "StreamAssembler",
     "StreamError",
+    "StreamEvent",
     "Subscription",
     "TextDelta",
+    "TextPiece",
     "Tool",
     "ToolCallDelta",
+    "ToolCallStarted",
     "ToolOutcome",
+    "ToolResult",
     "ToolSpec",
     "ToolStats",
     "Toolbox",
@@ -131,7 +166,7 @@ __all__ = [
     "empty",
     "error",
     "format_turn_metrics",
-    "random_ids",
+    "hang",
     "reply",
     "shell_tool",
     "split_text",

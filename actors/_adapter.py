@@ -12,87 +12,58 @@ Subclasses override ``render`` (and, for live output, ``on_delta``).
 
 from __future__ import annotations
 
-import enum
 import logging
+from collections.abc import Iterable
 from typing import Protocol
 
-import attrs
 import pykka
 
 from runtime import (
     Category,
     ChannelKind,
+    Delta,
     Message,
     Presentation,
     Status,
+    Update,
     Visibility,
+    awaits_delivery,
     category_of,
     channel_rule,
 )
 
-__all__ = ["Adapter", "DeliverySink", "Delta", "DeltaKind", "Update", "awaits_delivery"]
+__all__ = ["Adapter", "DeliverySink", "serves"]
 
-_UNDELIVERED = frozenset({Status.PENDING, Status.RESPONDED})
+from ._errors import InvalidConfig
+
 _log = logging.getLogger("amber.adapters")
 
 
-def awaits_delivery(message: Message) -> bool:
-    """True when ``message`` waits for an adapter to deliver it (nudges stay ``responded``)."""
-    return message.status in _UNDELIVERED and Status.DELIVERED in category_of(message).spec.finals
+def _scope(name: str, value: Iterable[str] | None) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise InvalidConfig(
+            f"{name} takes an iterable of ids, not a str (got {value!r}); write {name}=[{value!r}]."
+        )
+    scope = frozenset(value)
+    for item in scope:
+        if not isinstance(item, str) or not item:
+            raise InvalidConfig(f"{name} holds non-empty strs (got {item!r}).")
+    return scope
 
 
-@attrs.frozen(kw_only=True)
-class Update:
-    """A message that joined a session or changed status."""
-
-    session_id: str
-    """The session."""
-    seq: int
-    """The seq of the event that made the change."""
-    message: Message
-    """The message as it is after the change."""
-    previous: Status | None = None
-    """Its status before the change; None for a message that just joined."""
-
-    @property
-    def is_new(self) -> bool:
-        """True when the message just joined the session."""
-        return self.previous is None
-
-
-class DeltaKind(enum.StrEnum):
-    """What a live piece of a model message is."""
-
-    TEXT = "text"
-    """Reply text."""
-    REASONING = "reasoning"
-    """Reasoning."""
-    TOOL_CALL = "tool_call"
-    """A fragment of a tool call (its name, or a piece of its arguments)."""
-
-
-@attrs.frozen(kw_only=True)
-class Delta:
-    """A live piece of a streaming model message; never stored."""
-
-    session_id: str
-    """The session."""
-    turn_id: str
-    """The turn streaming it."""
-    stream_id: str
-    """Id of the model message being streamed (the same for all its pieces)."""
-    kind: DeltaKind
-    """Text, reasoning or a tool-call fragment."""
-    text: str
-    """The piece (for a tool call: a piece of its argument JSON)."""
-    chatbot_id: str = ""
-    """Platform of the turn's input (who should show it)."""
-    channel_id: str = ""
-    """Channel of the turn's input."""
-    index: int | None = None
-    """Tool index, for tool-call fragments."""
-    name: str | None = None
-    """Tool name, when the fragment carries it."""
+def serves(
+    sessions: frozenset[str] | None,
+    channels: frozenset[str] | None,
+    session_id: str,
+    channel_id: str,
+) -> bool:
+    """True when an adapter scoped to ``sessions`` and ``channels`` serves this session and
+    channel (None: no limit)."""
+    return (sessions is None or session_id in sessions) and (
+        channels is None or channel_id in channels
+    )
 
 
 class DeliverySink(Protocol):
@@ -109,20 +80,33 @@ class Adapter(pykka.ThreadingActor):
     Args:
         platform: the ``chatbot_id`` of the messages it serves (``cli``,
             ``discord`` …); messages of other platforms are ignored.
-        kind: how its channel renders (``ChannelKind``); subclasses fix it.
+        sessions: serve only these sessions (None: every session of the platform).
+        channels: serve only these ``channel_id``s (None: every channel).
+
+    ``kind`` (how its channel renders, a ``ChannelKind``) is fixed by each subclass.
     """
 
     kind: ChannelKind = ChannelKind.CLI
     """How the channel renders; see ``runtime.CHANNEL_RULES``."""
 
-    def __init__(self, *, platform: str) -> None:
+    def __init__(
+        self,
+        *,
+        platform: str,
+        sessions: Iterable[str] | None = None,
+        channels: Iterable[str] | None = None,
+    ) -> None:
         super().__init__()
         if not isinstance(platform, str) or not platform:
-            raise TypeError(
+            raise InvalidConfig(
                 f"platform must be a non-empty str naming the chatbot_id it serves "
                 f"(got {platform!r})."
             )
         self.platform = platform
+        self.sessions: frozenset[str] | None = _scope("sessions", sessions)
+        """The sessions it serves (None: all of its platform)."""
+        self.channels: frozenset[str] | None = _scope("channels", channels)
+        """The channels it serves (None: all)."""
         self._sink: DeliverySink | None = None
 
     def attach(self, sink: DeliverySink) -> None:
@@ -134,6 +118,8 @@ class Adapter(pykka.ThreadingActor):
         if isinstance(message, Update):
             self.on_update(message)
         elif isinstance(message, Delta):
+            if not serves(self.sessions, self.channels, message.session_id, message.channel_id):
+                return
             try:
                 self.on_delta(message)
             except Exception:
@@ -142,8 +128,10 @@ class Adapter(pykka.ThreadingActor):
                 )
 
     def wants(self, message: Message) -> bool:
-        """True when this adapter serves ``message`` (same platform)."""
-        return message.chatbot_id == self.platform
+        """True when this adapter serves ``message`` (its platform, sessions and channels)."""
+        return message.chatbot_id == self.platform and serves(
+            self.sessions, self.channels, message.session_id, message.channel_id
+        )
 
     def on_update(self, update: Update) -> None:
         """Handle one update: render or absorb new output, then report delivery."""
@@ -204,7 +192,7 @@ class Adapter(pykka.ThreadingActor):
     def deliver(self, message: Message) -> None:
         """Report ``message`` delivered (status ``pending`` or ``responded`` now)."""
         if self._sink is None:
-            raise RuntimeError(
+            raise InvalidConfig(
                 f"{type(self).__name__} is not attached to a gateway; register it with the "
                 "runtime (Runtime(adapters=[...])) before it delivers."
             )

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from runtime import (
     INTERRUPTED_MARK,
@@ -29,10 +29,12 @@ from runtime import (
     Message,
     Presentation,
     Status,
+    Update,
     thaw,
 )
 
-from ._adapter import Adapter, Update
+from ._adapter import Adapter
+from ._errors import InvalidConfig
 from ._platform import ChatPlatform
 
 __all__ = [
@@ -74,8 +76,9 @@ def format_turn_metrics(metrics: object) -> str:
     """A one-line summary of a reply's ``turn_metrics`` (seed 000 §6.1).
 
     Reads ``session_turns``, ``context_tokens``, ``turn_tool_calls``,
-    ``turn_tokens`` and ``turn_time`` (seconds); missing or non-numeric
-    entries are left out, so anything else gives ``""``.
+    ``turn_tokens``, ``turn_time`` (seconds) and ``turn_cost_usd`` (with a
+    ``+`` when ``turn_cost_partial``); missing or non-numeric entries are left
+    out, so anything else gives ``""``.
 
     >>> format_turn_metrics({"session_turns": 3, "context_tokens": 8421, "turn_tool_calls": 1,
     ...                      "turn_tokens": 1042, "turn_time": 2.1})
@@ -94,6 +97,9 @@ def format_turn_metrics(metrics: object) -> str:
         parts.append(_plural(tokens, "token", "tokens"))
     if (seconds := _count(metrics.get("turn_time"))) is not None:
         parts.append(f"{seconds:.1f} s")
+    if (cost := _count(metrics.get("turn_cost_usd"))) is not None:
+        partial = "+" if metrics.get("turn_cost_partial") is True else ""
+        parts.append(f"${cost:.4f}{partial}" if cost >= 0.0001 else f"${cost:.6f}{partial}")
     return " · ".join(parts)
 
 
@@ -134,7 +140,7 @@ def split_text(text: str, limit: int = 2000) -> list[str]:
         ValueError: ``limit`` is less than 1.
     """
     if limit < 1:
-        raise ValueError(f"split_text() needs a limit of at least 1 character (got {limit!r}).")
+        raise InvalidConfig(f"split_text() needs a limit of at least 1 character (got {limit!r}).")
     units: list[str] = []
     for paragraph in _PARAGRAPH_BREAK.split(text):
         paragraph = paragraph.strip("\n").rstrip()
@@ -169,7 +175,7 @@ def _tool_label(message: Message, limit: int) -> str:
 
 def _check_limit(max_chars: object) -> int:
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-        raise ValueError(
+        raise InvalidConfig(
             f"max_chars must be a positive int, the platform's message size limit "
             f"(got {max_chars!r})."
         )
@@ -179,8 +185,16 @@ def _check_limit(max_chars: object) -> int:
 class _ChatAdapter(Adapter):
     """What both reference chat adapters share: a platform client and chunked sends."""
 
-    def __init__(self, client: ChatPlatform, *, platform: str, max_chars: int) -> None:
-        super().__init__(platform=platform)
+    def __init__(
+        self,
+        client: ChatPlatform,
+        *,
+        platform: str,
+        max_chars: int,
+        sessions: Iterable[str] | None = None,
+        channels: Iterable[str] | None = None,
+    ) -> None:
+        super().__init__(platform=platform, sessions=sessions, channels=channels)
         self.client = client
         self.max_chars = _check_limit(max_chars)
 
@@ -216,8 +230,12 @@ class LiveChannelAdapter(_ChatAdapter):
         platform: str = "discord",
         max_chars: int = 2000,
         label_chars: int = 120,
+        sessions: Iterable[str] | None = None,
+        channels: Iterable[str] | None = None,
     ) -> None:
-        super().__init__(client, platform=platform, max_chars=max_chars)
+        super().__init__(
+            client, platform=platform, max_chars=max_chars, sessions=sessions, channels=channels
+        )
         self.label_chars = _check_limit(label_chars)
         # (session_id, tool_call_id) -> (platform message id, label after the status emoji)
         self._lines: dict[tuple[str, str], tuple[str, str]] = {}
@@ -291,9 +309,17 @@ class SilentChannelAdapter(_ChatAdapter):
     kind = ChannelKind.SILENT
 
     def __init__(
-        self, client: ChatPlatform, *, platform: str = "wechat", max_chars: int = 2000
+        self,
+        client: ChatPlatform,
+        *,
+        platform: str = "wechat",
+        max_chars: int = 2000,
+        sessions: Iterable[str] | None = None,
+        channels: Iterable[str] | None = None,
     ) -> None:
-        super().__init__(client, platform=platform, max_chars=max_chars)
+        super().__init__(
+            client, platform=platform, max_chars=max_chars, sessions=sessions, channels=channels
+        )
 
     def render(self, update: Update, presentation: Presentation) -> None:
         """Post outbound text in chunks; inputs are not echoed."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 
 import attrs
 from rich.console import Console, RenderableType
@@ -28,14 +29,18 @@ from runtime import (
     INTERRUPTED_MARK,
     Category,
     ChannelKind,
+    Delta,
+    DeltaKind,
     Message,
     Presentation,
     Status,
+    Update,
     thaw,
 )
 
-from ._adapter import Adapter, Delta, DeltaKind, Update
+from ._adapter import Adapter
 from ._channels import format_turn_metrics
+from ._errors import InvalidConfig
 from ._terminal import safe
 
 __all__ = ["CliAdapter"]
@@ -82,15 +87,17 @@ class CliAdapter(Adapter):
         console: Console | None = None,
         *,
         platform: str = "cli",
+        sessions: Iterable[str] | None = None,
+        channels: Iterable[str] | None = None,
         stream: bool = False,
         echo_inputs: bool = True,
         max_result_chars: int = 2000,
     ) -> None:
-        super().__init__(platform=platform)
+        super().__init__(platform=platform, sessions=sessions, channels=channels)
         if isinstance(max_result_chars, bool) or not isinstance(max_result_chars, int):
-            raise TypeError(f"max_result_chars must be an int (got {max_result_chars!r}).")
+            raise InvalidConfig(f"max_result_chars must be an int (got {max_result_chars!r}).")
         if max_result_chars < 1:
-            raise ValueError(f"max_result_chars must be at least 1 (got {max_result_chars!r}).")
+            raise InvalidConfig(f"max_result_chars must be at least 1 (got {max_result_chars!r}).")
         self.console = console if console is not None else Console()
         self.stream = stream
         self.echo_inputs = echo_inputs

@@ -31,14 +31,12 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.text import Text
 
-from runtime import SessionState, Status, TurnEnded, TurnOutcome
+from runtime import Delta, SessionState, Status, TurnEnded, TurnOutcome, Update, call, reply
 from runtime.store import SQLiteStore
 
-from ._adapter import Delta, Update
 from ._cli_adapter import CliAdapter
-from ._ids import SequentialIds
 from ._runtime import Runtime
-from ._scripted import ScriptedModel, call, reply
+from ._scripted import ScriptedModel
 from ._settings import Settings
 from ._shell import shell_tool
 from ._tools import Tool, tool
@@ -186,7 +184,7 @@ def run_demo(
         weather,
         _report_tool(started),
     ]
-    adapter = CliAdapter.start(console=console)
+    adapter = CliAdapter.start(console=console, sessions=[session])
     person = {"sender": _PERSON, "chatbot_id": "cli", "channel_id": "terminal"}
     with Runtime(
         model=_model(_python_command()),
@@ -194,7 +192,7 @@ def run_demo(
         tools=tools,
         adapters=[adapter],
         settings=Settings(agent_name="Amber"),
-        ids=SequentialIds(),
+        resume="none",  # the demo touches its own session only, never a stored fork
     ) as rt:
         for number, question in enumerate(QUESTIONS[:2], start=1):
             console.print(Rule(Text(f"turn {number}", style="dim"), style="dim"))

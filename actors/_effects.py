@@ -15,13 +15,11 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-__all__ = ["EffectHandle", "Effects", "EffectsStopped"]
+from ._errors import AlreadyStarted, EffectsStopped
+
+__all__ = ["EffectHandle", "Effects"]
 
 log = logging.getLogger("amber.effects")
-
-
-class EffectsStopped(RuntimeError):
-    """The effects loop is not running (never started, or stopped)."""
 
 
 class EffectHandle:
@@ -94,11 +92,11 @@ class Effects:
             RuntimeError: already started, or the loop did not come up in ``timeout``.
         """
         if self._thread is not None:
-            raise RuntimeError("Effects.start() was called twice; an Effects loop starts once.")
+            raise AlreadyStarted("Effects.start() was called twice; an Effects loop starts once.")
         self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
         self._thread.start()
         if not self._ready.wait(timeout) or self._token is None:
-            raise RuntimeError(
+            raise EffectsStopped(
                 f"The trio effects loop did not start within {timeout} s"
                 + (f": {self._failure!r}" if self._failure else ".")
             )

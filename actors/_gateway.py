@@ -1,10 +1,10 @@
-"""The gateway: the broker between adapters and session actors (DESIGN §7).
+"""The gateway: fans a session's output out to adapters and subscribers (DESIGN §7).
 
-Adapters hand it user input: it is validated (``InvalidInput`` goes back to
-the adapter and nothing is stored), turned into a message and routed to the
-session's actor. Session actors hand it every new or changed message and
-every live delta: it fans them out to the adapters of the message's platform
-and to subscribers. Adapters report deliveries to it; it routes them back.
+Session actors hand it every new or changed message (``Update``) and every
+live delta: it tells them to the adapters of the message's platform and to
+subscribers. It does not route input (``Runtime`` validates it and hands it
+to the router) and it does not route deliveries back: adapters report to
+the ``DeliverySink`` the gateway attaches them to (the router).
 """
 
 from __future__ import annotations
@@ -13,27 +13,23 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import pykka
 
 from runtime import (
-    Category,
     ChannelKind,
+    Delta,
     Message,
-    Status,
-    UserInput,
+    Update,
     Visibility,
+    awaits_delivery,
     channel_rule,
-    check_session_id,
-    new_message,
 )
 
-from ._adapter import Delta, Update, awaits_delivery
-
-if TYPE_CHECKING:
-    from ._runtime import Runtime
+from ._adapter import DeliverySink, serves
+from ._errors import InvalidConfig
 
 __all__ = ["Gateway", "Subscription"]
 
@@ -45,18 +41,33 @@ class _AdapterEntry:
     ref: pykka.ActorRef[Any]
     platform: str
     kind: ChannelKind
+    sessions: frozenset[str] | None = None
+    channels: frozenset[str] | None = None
+
+    def serves(self, platform: str, session_id: str, channel_id: str) -> bool:
+        return platform == self.platform and serves(
+            self.sessions, self.channels, session_id, channel_id
+        )
 
 
 class _Subscriber(pykka.ThreadingActor):
-    """Runs a subscriber's callback in its own thread, so it never slows a session."""
+    """Runs a subscriber's callbacks in its own thread, so they never slow a session."""
 
-    def __init__(self, callback: Callable[[Update | Delta], object]) -> None:
+    def __init__(
+        self,
+        on_update: Callable[[Update], object] | None,
+        on_delta: Callable[[Delta], object] | None,
+    ) -> None:
         super().__init__()
-        self._callback = callback
+        self._on_update = on_update
+        self._on_delta = on_delta
 
     def on_receive(self, message: Any) -> None:
+        callback: Any = self._on_update if isinstance(message, Update) else self._on_delta
+        if callback is None:
+            return
         try:
-            self._callback(message)
+            callback(message)
         except Exception:
             log.exception("a subscriber's callback failed on %r", message)
 
@@ -68,9 +79,11 @@ class Subscription:
     _gateway: Gateway
     _ref: pykka.ActorRef[Any]
     session_id: str | None
-    """Only this session's updates (None: every session)."""
+    """Only this session's (None: every session)."""
+    updates: bool
+    """Whether it takes updates (it has ``on_update``)."""
     deltas: bool
-    """Whether live deltas are passed too."""
+    """Whether it takes live deltas (it has ``on_delta``)."""
 
     def close(self) -> None:
         """Stop receiving; pending callbacks still run first."""
@@ -86,13 +99,16 @@ class Subscription:
 
 
 class Gateway:
-    """Routes input to session actors and fans output out to adapters and subscribers.
+    """Fans output out to adapters and subscribers.
 
     Made by the ``Runtime``; reach it as ``runtime.gateway``.
+
+    Args:
+        sink: where adapters report deliveries (the runtime's router).
     """
 
-    def __init__(self, runtime: Runtime) -> None:
-        self._runtime = runtime
+    def __init__(self, sink: DeliverySink) -> None:
+        self._sink = sink
         self._lock = threading.Lock()
         self._adapters: tuple[_AdapterEntry, ...] = ()
         self._subscribers: tuple[Subscription, ...] = ()
@@ -104,9 +120,22 @@ class Gateway:
         proxy = ref.proxy()
         platform = proxy.platform.get(timeout=10)
         kind = ChannelKind(proxy.kind.get(timeout=10))
-        proxy.attach(self).get(timeout=10)
+        sessions = getattr(proxy, "sessions", None)
+        channels = getattr(proxy, "channels", None)
+        entry = _AdapterEntry(
+            ref,
+            platform,
+            kind,
+            sessions.get(timeout=10) if sessions is not None else None,
+            channels.get(timeout=10) if channels is not None else None,
+        )
+        proxy.attach(self.sink_for(ref)).get(timeout=10)
         with self._lock:
-            self._adapters = (*self._adapters, _AdapterEntry(ref, platform, kind))
+            self._adapters = (*self._adapters, entry)
+
+    def sink_for(self, ref: pykka.ActorRef[Any]) -> DeliverySink:
+        """The sink adapter ``ref`` reports its deliveries to (the router's, by default)."""
+        return self._sink
 
     @property
     def adapters(self) -> list[pykka.ActorRef[Any]]:
@@ -119,7 +148,7 @@ class Gateway:
             return False
         for entry in self._adapters:
             if (
-                entry.platform == message.chatbot_id
+                entry.serves(message.chatbot_id, message.session_id, message.channel_id)
                 and channel_rule(entry.kind, message).visibility is not Visibility.HIDDEN
             ):
                 return True
@@ -127,124 +156,62 @@ class Gateway:
 
     def publish(self, update: Update) -> None:
         """Fan ``update`` out to its platform's adapters and to subscribers."""
-        platform = update.message.chatbot_id
+        message = update.message
         for entry in self._adapters:
-            if entry.platform == platform:
+            if entry.serves(message.chatbot_id, message.session_id, message.channel_id):
                 _tell(entry.ref, update)
         for sub in self._subscribers:
-            if sub.session_id is None or sub.session_id == update.session_id:
+            if sub.updates and (sub.session_id is None or sub.session_id == update.session_id):
                 _tell(sub._ref, update)
 
     def delta(self, delta: Delta) -> None:
         """Fan a live delta out to its platform's adapters and delta subscribers."""
         for entry in self._adapters:
-            if entry.platform == delta.chatbot_id:
+            if entry.serves(delta.chatbot_id, delta.session_id, delta.channel_id):
                 _tell(entry.ref, delta)
         for sub in self._subscribers:
             if sub.deltas and (sub.session_id is None or sub.session_id == delta.session_id):
                 _tell(sub._ref, delta)
 
-    def delivered(self, session_id: str, message_id: str, expected: Status) -> None:
-        """An adapter sent or absorbed ``message_id`` (it had status ``expected``)."""
-        self._runtime._deliver(session_id, message_id, expected)
-
     # -- subscribers ----------------------------------------------------------------
 
     def subscribe(
         self,
-        callback: Callable[[Update | Delta], object],
+        on_update: Callable[[Update], object] | None = None,
         *,
+        on_delta: Callable[[Delta], object] | None = None,
         session_id: str | None = None,
-        deltas: bool = False,
     ) -> Subscription:
-        """Call ``callback`` with every ``Update`` (and ``Delta`` if ``deltas``).
+        """Call ``on_update`` with every ``Update`` and ``on_delta`` with every live ``Delta``.
 
-        The callback runs in a thread of its own, in order, so a slow one never
+        The callbacks run in a thread of their own, in order, so a slow one never
         holds up a session. Returns a ``Subscription`` to ``close()``.
+
+        Raises:
+            InvalidConfig: neither callback given, or one is not callable.
         """
-        if not callable(callback):
-            raise TypeError(f"subscribe() takes a callable; got {callback!r}.")
-        ref = _Subscriber.start(callback)
-        sub = Subscription(self, ref, session_id, deltas)
+        for name, callback in (("on_update", on_update), ("on_delta", on_delta)):
+            if callback is not None and not callable(callback):
+                raise InvalidConfig(f"subscribe() takes a callable {name}; got {callback!r}.")
+        if on_update is None and on_delta is None:
+            raise InvalidConfig(
+                "subscribe() needs on_update (new and changed messages), on_delta (live "
+                "pieces of streaming model messages), or both."
+            )
+        ref = _Subscriber.start(on_update, on_delta)
+        sub = Subscription(self, ref, session_id, on_update is not None, on_delta is not None)
         with self._lock:
             self._subscribers = (*self._subscribers, sub)
         return sub
 
+    def close_subscriptions(self) -> None:
+        """Close every subscription (the runtime stops)."""
+        for sub in self._subscribers:
+            sub.close()
+
     def _unsubscribe(self, sub: Subscription) -> None:
         with self._lock:
             self._subscribers = tuple(s for s in self._subscribers if s is not sub)
-
-    # -- input -------------------------------------------------------------------------
-
-    def submit(self, session_id: str, user_input: UserInput | str, **fields: Any) -> Message:
-        """Validate a person's input and hand it to the session; returns the stored message.
-
-        ``user_input`` is a ``UserInput`` or plain text (``fields`` then fill
-        the other ``UserInput`` fields: ``sender``, ``chatbot_id`` …).
-
-        Raises:
-            InvalidInput: the input breaks a rule; nothing was stored.
-        """
-        if isinstance(user_input, str):
-            user_input = UserInput(text=user_input, **fields)
-        elif fields:
-            raise TypeError(
-                "submit() takes extra fields only with plain text; put them in the UserInput."
-            )
-        if not isinstance(user_input, UserInput):
-            raise TypeError(
-                f"submit() takes a UserInput or a str (got {user_input!r} that is a "
-                f"{type(user_input).__name__!r})."
-            )
-        runtime = self._runtime
-        message = user_input.to_message(
-            id=runtime.ids("msg"),
-            session_id=check_session_id(session_id),
-            created_at=runtime.clock(),
-            limits=runtime.settings.input_limits,
-        )
-        return runtime._add_input(message)
-
-    def post(
-        self,
-        session_id: str,
-        category: Category,
-        content: str,
-        **fields: Any,
-    ) -> Message:
-        """Post a cron prompt, compaction request or background alert (starts a turn),
-        or a notification (delivered to the user, never sent to the model).
-
-        Raises:
-            ValueError: ``category`` cannot be posted from outside a turn.
-        """
-        runtime = self._runtime
-        session_id = _session_id(session_id)
-        if category is Category.NOTIFICATION:
-            added: Message = runtime._session_call(
-                session_id, lambda p: p.add_output(category, content, **fields)
-            )
-            return added
-        if not category.is_input:
-            allowed = "cron prompts, compaction requests, background alerts and notifications"
-            raise ValueError(
-                f"post() takes {allowed}; a {category.label} is made by a turn, not posted."
-            )
-        message = new_message(
-            category,
-            id=runtime.ids("msg"),
-            session_id=session_id,
-            created_at=runtime.clock(),
-            content=content,
-            **fields,
-        )
-        return runtime._add_input(message)
-
-
-def _session_id(value: object) -> str:
-    if not isinstance(value, str) or not value:
-        raise TypeError(f"session_id must be a non-empty str (got {value!r}).")
-    return value
 
 
 def _tell(ref: pykka.ActorRef[Any], message: Any) -> None:

@@ -4,12 +4,16 @@ The timeline is on the left, one row per state (seq 0 is the empty state
 before the first event). The right side shows the state at the cursor: the
 event that made it, what changed from the previous state (added rows in
 green, changed rows marked ``~``), the active turn and every message. ``v``
-cycles the right side through the projections of that state (history, the
-model's view, the provider requests).
+and ``V`` cycle the right side through the projections of that state
+(history, the model's view, the provider requests), forward and back.
 
 Keys: up/down or k/j step one state, PageUp/PageDown a page, Home/End (g/G)
 the ends, ``[``/``]`` the previous/next turn boundary, ``e`` the next error
-(a failed turn or a tool error), ``v`` the next view, ``q`` quits.
+(a failed turn or a tool error), ``v``/``V`` the next/previous view, ``o``
+opens one message whole (the ones the event touched first), ``w`` widens
+the timeline to the whole screen (its change column in full), left/right
+(h/l) scroll it sideways, ``q`` quits. Scrollbars keep a gutter of their
+own, so they never cover text.
 """
 
 from __future__ import annotations
@@ -21,12 +25,14 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Header, OptionList, Static
+from textual.widgets.option_list import Option
 
 from runtime import (
     AmberError,
     Event,
-    ModelCallFinished,
+    Message,
     SessionState,
     Timeline,
     TurnEnded,
@@ -35,11 +41,12 @@ from runtime import (
 )
 
 from ._cli._render import describe_event, diff_view
-from ._cli._tables import message_lines, state_header
-from ._cli._text import time_text
+from ._cli._render import is_error_event as _is_error
+from ._cli._tables import message_detail, message_lines, state_header
+from ._cli._text import category_label, message_summary, time_text
 from ._cli._views import VIEWS, view_parts
 
-__all__ = ["InspectApp", "is_error_event"]
+__all__ = ["InspectApp", "MessageScreen", "PickMessage", "is_error_event"]
 
 _MAX_ROWS = 200
 """States with more messages show the last ones and those that changed."""
@@ -47,12 +54,66 @@ _MAX_ROWS = 200
 
 def is_error_event(event: Event, state: SessionState) -> bool:
     """A turn that ended in error, a failed model call, or a tool result that is an error."""
-    if isinstance(event, TurnEnded):
-        return str(event.outcome) == "error"
-    if isinstance(event, ModelCallFinished):
-        return str(event.status) == "failed"
-    message = getattr(event, "message", None)
-    return bool(message is not None and getattr(message, "is_error", False))
+    del state  # kept for callers; the event alone tells
+    return _is_error(event)
+
+
+class MessageScreen(ModalScreen[None]):
+    """One message whole: every field, its metadata and all of its content."""
+
+    DEFAULT_CSS = """
+    MessageScreen { align: center middle; }
+    #message { width: 90%; height: 90%; border: round $accent; padding: 0 1;
+               scrollbar-gutter: stable; background: $surface; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,o", "dismiss", "Close"),
+    ]
+
+    def __init__(self, message: Message) -> None:
+        super().__init__()
+        self.message = message
+        """The message shown."""
+
+    def compose(self) -> ComposeResult:
+        """The message's fields in a scrollable box."""
+        with VerticalScroll(id="message") as box:
+            box.border_title = f"{self.message.id} · Esc closes"
+            yield Static(message_detail(self.message), id="detail")
+
+
+class PickMessage(ModalScreen[str | None]):
+    """Choose a message of the state to open (the ones the event touched first)."""
+
+    DEFAULT_CSS = """
+    PickMessage { align: center middle; }
+    #pick { width: 90%; height: 80%; border: round $accent; scrollbar-gutter: stable; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss(None)", "Close")]
+
+    def __init__(self, messages: list[Message], touched: set[str]) -> None:
+        super().__init__()
+        self.messages = messages
+        self.touched = touched
+
+    def compose(self) -> ComposeResult:
+        """The messages, one line each, newest first after the touched ones."""
+        first = [m for m in self.messages if m.id in self.touched]
+        rest = [m for m in reversed(self.messages) if m.id not in self.touched]
+        options = []
+        for message in first + rest:
+            mark = "~ " if message.id in self.touched else "  "
+            line = Text.assemble(
+                mark, (message.id, "bold"), f" {category_label(message)}: "
+            ) + message_summary(message, 100)
+            options.append(Option(line, id=message.id))
+        picker = OptionList(*options, id="pick")
+        picker.border_title = "Open which message? Enter opens, Esc closes"
+        yield picker
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """Enter: open the highlighted message."""
+        self.dismiss(event.option.id)
 
 
 class InspectApp(App[None]):
@@ -60,8 +121,10 @@ class InspectApp(App[None]):
 
     TITLE = "amber inspect"
     CSS = """
-    #timeline { width: 45%; }
-    #pane { width: 1fr; padding: 0 1; }
+    #timeline { width: 45%; scrollbar-gutter: stable; }
+    #pane { width: 1fr; padding: 0 1; scrollbar-gutter: stable; }
+    Horizontal.-wide #timeline { width: 100%; }
+    Horizontal.-wide #pane { display: none; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
@@ -72,7 +135,12 @@ class InspectApp(App[None]):
         Binding("[", "turn(-1)", "Prev turn"),
         Binding("]", "turn(1)", "Next turn"),
         Binding("e", "next_error", "Next error"),
-        Binding("v", "cycle_view", "View"),
+        Binding("v", "cycle_view(1)", "View"),
+        Binding("V", "cycle_view(-1)", "Prev view", show=False),
+        Binding("o", "open_message", "Open message"),
+        Binding("w", "toggle_wide", "Wide"),
+        Binding("h", "scroll_timeline(-8)", "Left", show=False),
+        Binding("l", "scroll_timeline(8)", "Right", show=False),
     ]
 
     def __init__(self, timeline: Timeline, *, seq: int | None = None, db: str = "") -> None:
@@ -213,7 +281,33 @@ class InspectApp(App[None]):
                 return
         self.notify("No errors in this session.")
 
-    def action_cycle_view(self) -> None:
-        """Show the next view of the state at the cursor."""
-        self.view = VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)]
+    def action_cycle_view(self, step: int = 1) -> None:
+        """Show the next (``step`` 1) or previous (-1) view of the state at the cursor."""
+        self.view = VIEWS[(VIEWS.index(self.view) + step) % len(VIEWS)]
         self.show(self.seq)
+
+    def action_toggle_wide(self) -> None:
+        """Give the timeline the whole screen (its change column in full), or give it back."""
+        self.query_one(Horizontal).toggle_class("-wide")
+
+    def action_scroll_timeline(self, columns: int) -> None:
+        """Scroll the timeline sideways by ``columns``."""
+        table = self.query_one("#timeline", DataTable)
+        table.scroll_to(x=table.scroll_x + columns, animate=False)
+
+    def action_open_message(self) -> None:
+        """Pick a message of the state at the cursor and open it whole."""
+        line = self.timeline
+        state = line.at(self.seq)
+        if not len(state):
+            self.notify("No messages at this seq.")
+            return
+        before = line.at(self.seq - 1) if self.seq > line.first_seq else state
+        delta = diff(before, state)
+        touched = {m.id for m in delta.added} | {c.message_id for c in delta.changed}
+
+        def opened(message_id: str | None) -> None:
+            if message_id is not None:
+                self.push_screen(MessageScreen(state.message(message_id)))
+
+        self.push_screen(PickMessage(list(state.messages), touched), opened)

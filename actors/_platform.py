@@ -18,6 +18,8 @@ import attrs
 
 from runtime import AmberError
 
+from ._errors import InvalidConfig
+
 __all__ = [
     "ChatPlatform",
     "FakePlatform",
@@ -159,7 +161,7 @@ class FakePlatform:
     def fail_next(self, count: int = 1) -> None:
         """Make the next ``count`` sends raise ``PlatformError``."""
         if count < 0:
-            raise ValueError(f"fail_next() takes a count >= 0 (got {count!r}).")
+            raise InvalidConfig(f"fail_next() takes a count >= 0 (got {count!r}).")
         with self._lock:
             self._fail_sends = count
 

@@ -13,54 +13,52 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-import attrs
 import pykka
-import trio
 
 from runtime import (
     AuditRow,
     Category,
+    Delta,
+    Draft,
+    InputLimits,
     Message,
     SessionState,
     Status,
     Timeline,
+    TurnSettings,
     UnknownSession,
+    Update,
     UserInput,
 )
 from runtime.store import MemoryStore, SessionInfo, SQLiteStore, Store
 
-from ._adapter import Delta, Update
+from ._approving import Approving
+from ._asking import Asking
+from ._drafts import post_draft, session_id_of, user_draft
 from ._effects import Effects
+from ._errors import AlreadyStarted, EffectsStopped, IdleTimeout, InvalidConfig, RuntimeStopped
 from ._gateway import Gateway, Subscription
-from ._ids import Clock, IdFactory, random_ids, utc_now
+from ._ids import Clock, utc_now
 from ._model import Model
-from ._services import Services
-from ._session import SessionActor, _Delivered
+from ._ownership import Resume, RunnerLock, new_runner_id, resume_policy
+from ._router import Router
+from ._services import Monotonic, Services
 from ._settings import Settings
 from ._storage import StoreThread
 from ._tool_actor import ToolActor, ToolStats
 from ._tools import Tool, Toolbox
 
-__all__ = ["Runtime", "RuntimeStopped"]
+__all__ = ["Runtime"]
 
 log = logging.getLogger("amber.runtime")
 
 T = TypeVar("T")
-
-
-class RuntimeStopped(RuntimeError):
-    """The runtime is not running (not started yet, or stopped)."""
-
-
-@attrs.define(eq=False)
-class _Live:
-    ref: pykka.ActorRef[Any]
-    proxy: Any
 
 
 def _open_store(store: Store | str | os.PathLike[str]) -> Store:
@@ -70,13 +68,13 @@ def _open_store(store: Store | str | os.PathLike[str]) -> Store:
         return SQLiteStore(Path(store))
     if isinstance(store, Store):
         return store
-    raise TypeError(
+    raise InvalidConfig(
         f"store must be a Store, a path to a SQLite file, or ':memory:' (got {store!r} that is "
         f"a {type(store).__name__!r})."
     )
 
 
-class Runtime:
+class Runtime(Asking, Approving):
     """Amber's actor runtime: sessions, tools, adapters, a model and a store.
 
     Args:
@@ -87,8 +85,20 @@ class Runtime:
         adapters: started adapter actors (``CliAdapter.start()`` …); the
             runtime attaches them and stops them when it stops.
         settings: how sessions run; ``Settings()`` by default.
-        ids: makes message and turn ids (random by default).
+        resume: which stored sessions the runtime loads and answers when it
+            starts: ``"none"`` (the default: only the sessions it is sent to),
+            ``"all"`` (a service: every session with input waiting, a turn a
+            dead runner left, or output not yet delivered), or the ids of the
+            sessions to continue.
         clock: wall-clock time for events (UTC now by default).
+        monotonic: monotonic seconds for durations (``time.monotonic`` by default).
+        runner: this runtime's incarnation id, recorded with each turn it starts
+            (default: a new random one; give one only to make runs reproducible).
+
+    Ids are derived from the session and its seq by the turn machine
+    (``msg_3fa1c2b9_000017`` is the message added at seq 17), so every
+    process makes the same ids for the same events and none collides with
+    another's.
 
     Use it as a context manager, or call ``start()`` and ``stop()``::
 
@@ -105,56 +115,79 @@ class Runtime:
         tools: Iterable[Tool | Callable[..., Any]] = (),
         adapters: Iterable[pykka.ActorRef[Any]] = (),
         settings: Settings | None = None,
-        ids: IdFactory = random_ids,
+        resume: Resume = "none",
         clock: Clock = utc_now,
+        monotonic: Monotonic = time.monotonic,
+        runner: str | None = None,
     ) -> None:
         if not hasattr(model, "stream") or not callable(model.stream):
-            raise TypeError(
+            raise InvalidConfig(
                 f"model must have an async stream(request) method (a ScriptedModel or a "
                 f"provider model); got {model!r}."
             )
         if settings is not None and not isinstance(settings, Settings):
-            raise TypeError(f"settings must be a Settings (got {settings!r}).")
+            raise InvalidConfig(f"settings must be a Settings (got {settings!r}).")
         self.settings = settings or Settings()
         self.model = model
         self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
-        self.ids = ids
+        self.resume = resume_policy(resume)
+        """Which stored sessions ``start`` resumes (``"all"``, ``"none"`` or ids)."""
         self.clock = clock
+        self.monotonic = monotonic
+        if runner is not None and (not isinstance(runner, str) or not runner):
+            raise InvalidConfig(f"runner must be a non-empty str or None (got {runner!r}).")
+        self.runner = runner or new_runner_id()
+        """This runtime's incarnation, recorded with every turn it starts."""
+        self._lock_file: RunnerLock | None = None
         self._store_arg = store
         self._adapter_refs = list(adapters)
-        self._lock = threading.RLock()
-        self._live_changed = threading.Condition(self._lock)
-        self._live: dict[str, _Live] = {}
+        self._lock = threading.Lock()
         self._state = "new"
         self._store: StoreThread | None = None
         self._effects: Effects | None = None
         self._tool_refs: dict[str, pykka.ActorRef[Any]] = {}
-        self._services: Services | None = None
-        self.gateway = Gateway(self)
-        """The broker: ``submit``, ``post``, ``subscribe``."""
+        self.router = Router()
+        """The live-session table: loading, routing, passivation."""
+        self.gateway = Gateway(self.router)
+        """Fans output out to adapters and subscribers."""
 
     # -- lifecycle -------------------------------------------------------------------
 
     def start(self) -> Self:
         """Start the store thread, the effects loop, tool actors and adapters.
 
-        Sessions that have input waiting (or a turn left running by a stopped
-        runtime) are loaded and resumed.
+        The sessions of the ``resume`` policy that have input waiting, a turn
+        a runner left active, or output not yet delivered are loaded and
+        resumed. A SQLite store is locked for this runtime while it runs.
 
         Raises:
-            RuntimeError: the runtime was started before.
+            AlreadyStarted: the runtime was started before.
+            StoreBusy: another runtime runs this SQLite store.
             StoreError: the store cannot be opened.
         """
         with self._lock:
             if self._state != "new":
-                raise RuntimeError(
+                raise AlreadyStarted(
                     f"Runtime.start() on a runtime that is {self._state}; a runtime starts once, "
                     "make a new one to start again."
                 )
             self._state = "starting"
-        store = StoreThread(_open_store(self._store_arg))
+        opened = _open_store(self._store_arg)
+        path = getattr(opened, "path", None) if isinstance(opened, SQLiteStore) else None
+        if path is not None:
+            lock = RunnerLock(path, self.runner)
+            try:
+                lock.acquire()
+            except BaseException:
+                opened.close()
+                with self._lock:
+                    self._state = "new"
+                raise
+            self._lock_file = lock
+        store = StoreThread(opened)
         store.start()
         self._store = store
+        exclusive = not getattr(opened, "shared", False)
         effects = Effects()
         effects.start()
         self._effects = effects
@@ -163,25 +196,48 @@ class Runtime:
                 self._tool_refs[tool.name] = ToolActor.start(tool, effects)
             for ref in self._adapter_refs:
                 self.gateway.register(ref)
-            self._services = Services(
-                store=store,
-                effects=effects,
-                gateway=self.gateway,
-                model=self.model,
-                tools=self.toolbox,
-                tool_specs=self.toolbox.specs(),
-                tool_refs=self._tool_refs,
-                settings=self.settings,
-                ids=self.ids,
-                clock=self.clock,
-                passivate=self._request_passivation,
-                forget=self._forget,
+            name = getattr(self.model, "name", None)
+            settings = self.settings
+            self.router.open(
+                Services(
+                    store=store,
+                    effects=effects,
+                    publisher=self.gateway,
+                    model=self.model,
+                    tool_refs=self._tool_refs,
+                    settings=settings,
+                    turn_settings=TurnSettings(
+                        system_prompt=settings.system_prompt,
+                        agent_name=settings.agent_name,
+                        window=settings.window,
+                        artifacts=settings.artifacts,
+                        max_result_chars=settings.max_result_chars,
+                        max_nudges=settings.max_nudges,
+                        max_model_calls=settings.max_model_calls,
+                        model_timeout=settings.model_timeout,
+                        passivate_after=settings.passivate_after,
+                        recover_after=settings.recover_after,
+                        approval_timeout=settings.approval_timeout,
+                        tools=self.toolbox.specs(),
+                        model_name=name if isinstance(name, str) and name else None,
+                        prices=settings.prices,
+                        runner=self.runner,
+                        exclusive=exclusive,
+                    ),
+                    clock=self.clock,
+                    monotonic=self.monotonic,
+                    passivate=self.router.request_passivation,
+                    forget=self.router.forget,
+                    reroute=self.router.reroute,
+                )
             )
             with self._lock:
                 self._state = "running"
-            for info in self._call_store(lambda s: s.list_sessions()):
-                if info.active_turn_id is not None or info.counts.get(Status.PENDING_AGENT):
-                    self._session(info.session_id)
+            resume = self.resume
+            if resume != "none":
+                for info in self._call_store(lambda s: s.list_sessions()):
+                    if info.needs_runner and (resume == "all" or info.session_id in resume):
+                        self.router.load(info.session_id)
         except BaseException:
             self.stop()
             raise
@@ -198,26 +254,33 @@ class Runtime:
                 self._state = "stopped"
                 return
             self._state = "stopping"
-            live = list(self._live.items())
-            self._live.clear()
-        for session_id, entry in live:
-            try:
-                entry.proxy.shutdown().get(timeout=timeout)
-            except Exception:
-                log.exception("session %s did not shut down cleanly", session_id)
-            entry.ref.stop(block=True, timeout=timeout)
+        self.router.close(_not_running("stopped"), timeout=timeout)
         for ref in self._tool_refs.values():
             _stop(ref, timeout)
         for ref in self._adapter_refs:
             _stop(ref, timeout)
-        for sub in list(self.gateway._subscribers):
-            sub.close()
+        self.gateway.close_subscriptions()
         if self._effects is not None:
+            self._close_model(min(timeout, 5.0))
             self._effects.stop(timeout=timeout)
         if self._store is not None:
             self._store.stop(timeout=timeout)
+        if self._lock_file is not None:
+            self._lock_file.release()
         with self._lock:
             self._state = "stopped"
+
+    def _close_model(self, timeout: float) -> None:
+        """Let a provider model close its HTTP client on the effects loop it ran on."""
+        aclose = getattr(self.model, "aclose", None)
+        effects = self._effects
+        if aclose is None or effects is None or not effects.alive:
+            return
+        try:
+            handle = effects.submit(aclose, name="close the model's client")
+        except EffectsStopped:
+            return
+        handle.done.wait(timeout)
 
     def __enter__(self) -> Self:
         return self.start()
@@ -247,44 +310,68 @@ class Runtime:
             InvalidInput: the input breaks a rule; nothing was stored.
             RuntimeStopped: the runtime is not running.
         """
-        return self.gateway.submit(session_id, text, **fields)
+        session_id = session_id_of(session_id)
+        draft = user_draft("send", session_id, text, fields, self.clock, self.settings.input_limits)
+        return self._route_input(session_id, draft)
 
     def post(self, session_id: str, category: Category, content: str, **fields: Any) -> Message:
-        """Post a cron prompt, compaction request, background alert or notification."""
-        return self.gateway.post(session_id, category, content, **fields)
+        """Post a cron prompt, compaction request or background alert (starts a turn),
+        or a notification (delivered to the user, never sent to the model).
+
+        Raises:
+            InvalidInput: ``category`` cannot be posted from outside a turn, or a
+                field is wrong; nothing was stored.
+        """
+        session_id = session_id_of(session_id)
+        draft = post_draft(session_id, category, content, fields, self.clock)
+        if category is Category.NOTIFICATION:
+            added: Message = self.router.call(
+                session_id, lambda p: p.add_output(draft), timeout=self.settings.ask_timeout
+            )
+            return added
+        return self._route_input(session_id, draft)
 
     def interrupt(self, session_id: str, reason: str = "interrupted by the user") -> bool:
         """Interrupt the session's running turn; True if there was one."""
-        with self._lock:
-            entry = self._live.get(session_id)
-        if entry is None:
+        proxy = self.router.live(session_id)
+        if proxy is None:
             return False
-        result: bool = entry.proxy.interrupt(reason).get(timeout=self.settings.ask_timeout)
+        try:
+            result: bool = proxy.interrupt(reason).get(timeout=self.settings.ask_timeout)
+        except pykka.ActorDeadError:
+            return False  # passivated: nothing was running
         return result
 
     def wait_idle(
         self, session_id: str, *, timeout: float | None = 30.0, settled: bool = True
     ) -> SessionState:
-        """Wait until no turn runs and no input waits; returns the head state.
+        """Wait until no turn runs (or one only waits for approval) and no input waits;
+        returns the head state.
 
         With ``settled`` (the default) it also waits until adapters have
         reported every message they deliver as delivered.
 
         Raises:
-            TimeoutError: not idle within ``timeout`` seconds.
+            IdleTimeout: not idle within ``timeout`` seconds.
             UnknownSession: the store has no such session.
         """
-        entry = self._session_if_needed(session_id)
-        if entry is None:
-            return self._call_store(lambda s: s.load_state(session_id))
-        try:
-            future = entry.proxy.when_idle(settled).get(timeout=self.settings.ask_timeout)
-        except pykka.ActorDeadError:  # passivated or stopped meanwhile: ask again
-            future = self._session_call(session_id, lambda p: p.when_idle(settled))
+        if self.router.live(session_id) is None:
+            info = self._call_store(lambda s: s.session(session_id) if session_id in s else None)
+            if info is None:
+                raise UnknownSession(
+                    f"Session {session_id!r} has no stored input to wait for: nothing was ever "
+                    "accepted for it (an input refused with InvalidInput stores nothing). Send "
+                    "it a message first, or list the stored sessions with Runtime.sessions()."
+                )
+            if info.active_turn_id is None and not info.counts.get(Status.PENDING_AGENT):
+                return self._call_store(lambda s: s.load_state(session_id))
+        future = self.router.call(
+            session_id, lambda p: p.when_idle(settled), timeout=self.settings.ask_timeout
+        )
         try:
             state: SessionState = future.get(timeout=timeout)
         except pykka.Timeout:
-            raise TimeoutError(
+            raise IdleTimeout(
                 f"Session {session_id!r} was not idle within {timeout} s; a turn may be waiting "
                 "on a slow model or tool (raise the timeout, or interrupt it)."
             ) from None
@@ -296,11 +383,10 @@ class Runtime:
         Raises:
             UnknownSession: the store has no such session.
         """
-        with self._lock:
-            entry = self._live.get(session_id)
-        if entry is not None:
+        proxy = self.router.live(session_id)
+        if proxy is not None:
             try:
-                state: SessionState = entry.proxy.state_now().get(timeout=self.settings.ask_timeout)
+                state: SessionState = proxy.state_now().get(timeout=self.settings.ask_timeout)
                 return state
             except pykka.ActorDeadError:
                 pass
@@ -328,23 +414,25 @@ class Runtime:
 
     def live_sessions(self) -> list[str]:
         """Ids of the sessions with a running actor."""
-        with self._lock:
-            return sorted(self._live)
+        return self.router.live_sessions()
 
     def wait_passivated(self, session_id: str, *, timeout: float | None = 30.0) -> bool:
         """Wait until the session has no live actor; False if it still has one after ``timeout``."""
-        with self._live_changed:
-            return self._live_changed.wait_for(lambda: session_id not in self._live, timeout)
+        return self.router.wait_passivated(session_id, timeout)
 
     def subscribe(
         self,
-        callback: Callable[[Update | Delta], object],
+        on_update: Callable[[Update], object] | None = None,
         *,
+        on_delta: Callable[[Delta], object] | None = None,
         session_id: str | None = None,
-        deltas: bool = False,
     ) -> Subscription:
-        """Call ``callback`` with every new or changed message (and live deltas if asked)."""
-        return self.gateway.subscribe(callback, session_id=session_id, deltas=deltas)
+        """Call ``on_update`` with every new or changed message and ``on_delta`` with every
+        live piece of a streaming model message (of ``session_id`` only, if given).
+
+        Each subscription runs its callbacks in order in a thread of its own.
+        """
+        return self.gateway.subscribe(on_update, on_delta=on_delta, session_id=session_id)
 
     def tool_stats(self) -> list[ToolStats]:
         """Counts per tool."""
@@ -361,93 +449,20 @@ class Runtime:
             raise RuntimeStopped(_not_running(self._state))
         return self._store.call(fn).result(timeout or self.settings.store_timeout)
 
-    def _session(self, session_id: str) -> _Live:
-        """The session's live actor, started (and loaded) if needed."""
-        with self._lock:
-            if self._state != "running":
-                raise RuntimeStopped(_not_running(self._state))
-            entry = self._live.get(session_id)
-            if entry is None:
-                assert self._services is not None
-                ref = SessionActor.start(self._services, session_id)
-                entry = self._live[session_id] = _Live(ref, ref.proxy())
-            return entry
+    def _limits(self) -> InputLimits:
+        return self.settings.input_limits
 
-    def _session_if_needed(self, session_id: str) -> _Live | None:
-        with self._lock:
-            entry = self._live.get(session_id)
-        if entry is not None:
-            return entry
-        info = self._call_store(lambda s: s.session(session_id) if session_id in s else None)
-        if info is None:
-            raise UnknownSession(
-                f"There is no session {session_id!r}; send it a message first, or list the "
-                "stored ones with Runtime.sessions()."
-            )
-        if info.active_turn_id is None and not info.counts.get(Status.PENDING_AGENT):
-            return None
-        return self._session(session_id)
+    def _check_running(self) -> None:
+        if self._state != "running":
+            raise RuntimeStopped(_not_running(self._state))
 
-    def _session_call(self, session_id: str, fn: Callable[[Any], Any]) -> Any:
-        for _ in range(3):
-            entry = self._session(session_id)
-            try:
-                return fn(entry.proxy).get(timeout=self.settings.ask_timeout)
-            except pykka.ActorDeadError:
-                # Passivated between lookup and call: drop it and load the session again.
-                with self._lock:
-                    if self._live.get(session_id) is entry:
-                        del self._live[session_id]
-        raise RuntimeStopped(f"Session {session_id!r} kept stopping; is the runtime stopping?")
-
-    def _add_input(self, message: Message) -> Message:
-        result: Message = self._session_call(message.session_id, lambda p: p.add_input(message))
-        return result
-
-    def _deliver(self, session_id: str, message_id: str, expected: Status) -> None:
-        with self._lock:
-            if self._state != "running":
-                return
-            entry = self._live.get(session_id)
-        if entry is None:
-            entry = self._session(session_id)
-        try:
-            entry.ref.tell(_Delivered(message_id, expected))
-        except pykka.ActorDeadError:
-            self._session(session_id).ref.tell(_Delivered(message_id, expected))
-
-    def _forget(self, session_id: str, ref: pykka.ActorRef[Any]) -> None:
-        with self._lock:
-            entry = self._live.get(session_id)
-            if entry is not None and entry.ref is ref:
-                del self._live[session_id]
-                self._live_changed.notify_all()
-
-    def _request_passivation(self, session_id: str, ref: pykka.ActorRef[Any], seq: int) -> None:
-        effects = self._effects
-        if effects is None:
-            return
-
-        async def passivate() -> None:
-            await trio.to_thread.run_sync(self._passivate, session_id, ref, seq)
-
-        effects.submit(passivate, name=f"passivate {session_id}")
-
-    def _passivate(self, session_id: str, ref: pykka.ActorRef[Any], seq: int) -> None:
-        with self._lock:
-            entry = self._live.get(session_id)
-            if self._state != "running" or entry is None or entry.ref is not ref:
-                return
-            try:
-                agreed = entry.proxy.close_if_idle(seq).get(timeout=self.settings.ask_timeout)
-            except (pykka.ActorDeadError, pykka.Timeout):
-                agreed = False
-            if not agreed:
-                return
-            del self._live[session_id]
-            self._live_changed.notify_all()
-        ref.stop(block=False)
-        log.debug("session %s passivated at seq %d", session_id, seq)
+    def _route_input(self, session_id: str, draft: Draft) -> Message:
+        if self._state != "running":
+            raise RuntimeStopped(_not_running(self._state))
+        added: Message = self.router.call(
+            session_id, lambda p: p.add_input(draft), timeout=self.settings.ask_timeout
+        )
+        return added
 
 
 def _stop(ref: pykka.ActorRef[Any], timeout: float) -> None:

@@ -1,63 +1,71 @@
-"""``Services``: what a runtime shares with its session actors."""
+"""``Services``: what a runtime shares with its session actors, and the ``Publisher`` they tell.
+
+Session actors reach the rest of the runtime only through these: the store
+thread, the effects loop, the tool actors, the publisher (the gateway, seen
+through a narrow protocol so that nothing here imports it), the model, the
+settings, the clocks, and two callbacks into the router.
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 import pykka
 
+from runtime import Delta, Message, TurnSettings, Update
+
 from ._effects import Effects
-from ._ids import Clock, IdFactory
-from ._model import Model, ToolSpec
+from ._ids import Clock
+from ._model import Model
 from ._settings import Settings
 from ._storage import StoreThread
-from ._tools import Toolbox, ToolOutcome
 
-if TYPE_CHECKING:
-    from ._gateway import Gateway
+__all__ = ["Monotonic", "Publisher", "Services"]
 
-__all__ = ["Services"]
+Monotonic = Callable[[], float]
+"""Returns monotonic seconds (``time.monotonic`` by default)."""
+
+
+class Publisher(Protocol):
+    """Where session actors send what adapters and subscribers see (the gateway)."""
+
+    def publish(self, update: Update) -> None:
+        """A message joined a session or changed status."""
+        ...
+
+    def delta(self, delta: Delta) -> None:
+        """A live piece of a streaming model message."""
+        ...
+
+    def expects_delivery(self, message: Message) -> bool:
+        """True when a registered adapter will report ``message`` delivered."""
+        ...
 
 
 @attrs.define(eq=False, kw_only=True)
 class Services:
-    """The store thread, effects loop, gateway, model, tools and settings of a runtime."""
+    """The store thread, effects loop, publisher, model, tools and settings of a runtime."""
 
     store: StoreThread
     effects: Effects
-    gateway: Gateway
+    publisher: Publisher
     model: Model
-    tools: Toolbox
-    tool_specs: tuple[ToolSpec, ...]
     tool_refs: dict[str, pykka.ActorRef[Any]]
     settings: Settings
-    ids: IdFactory
+    turn_settings: TurnSettings
     clock: Clock
+    monotonic: Monotonic = time.monotonic
     passivate: Callable[[str, pykka.ActorRef[Any], int], None]
     """Called by an idle session actor: ``(session_id, its ref, its seq)``."""
     forget: Callable[[str, pykka.ActorRef[Any]], None]
     """Called by a session actor that stops on its own: ``(session_id, its ref)``."""
+    reroute: Callable[[str, Any], None]
+    """Called by a closed session actor with a message that must not be lost (an ask, a
+    delivery report): the router tells it to the session's next actor."""
 
-    @property
-    def model_name(self) -> str | None:
-        """The model's ``name`` attribute, if it has one (recorded in audit rows)."""
-        name = getattr(self.model, "name", None)
-        return name if isinstance(name, str) and name else None
-
-    def tool_actor(self, name: str) -> pykka.ActorRef[Any]:
-        """The actor that runs tool ``name`` (it must exist)."""
-        return self.tool_refs[name]
-
-    def unknown_tool(self, name: str) -> ToolOutcome:
-        """The result for a call to a tool that does not exist."""
-        known = ", ".join(sorted(self.tool_refs)) or "none"
-        return ToolOutcome(
-            content=(
-                f"There is no tool named {name!r}. The tools you can call are: {known}. Call one "
-                "of them, or answer without a tool."
-            ),
-            is_error=True,
-            error_type="unknown_tool",
-        )
+    def stamp(self) -> dict[str, Any]:
+        """``at`` and ``mono`` for an input that happens now."""
+        return {"at": self.clock(), "mono": self.monotonic()}

@@ -6,7 +6,9 @@ from typing import Any
 
 import attrs
 
-from runtime import AGENT_SENDER, ArtifactStore, InputLimits, Window
+from runtime import AGENT_SENDER, ArtifactStore, InputLimits, PriceTable, Window
+
+from ._errors import InvalidConfig
 
 __all__ = ["Settings"]
 
@@ -15,7 +17,7 @@ def _positive_or_none(instance: object, attribute: attrs.Attribute[Any], value: 
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(
+        raise InvalidConfig(
             f"Settings.{attribute.name} must be a positive number of seconds or None "
             f"(got {value!r})."
         )
@@ -23,14 +25,30 @@ def _positive_or_none(instance: object, attribute: attrs.Attribute[Any], value: 
 
 def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(
+        raise InvalidConfig(
             f"Settings.{attribute.name} must be a non-negative number (got {value!r})."
+        )
+
+
+def _default_prices() -> PriceTable:
+    from .providers._prices import default_prices
+
+    return default_prices()
+
+
+def _prices(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, PriceTable):
+        raise InvalidConfig(
+            f"Settings.prices must be a PriceTable or None (got {value!r}); load one with "
+            "actors.providers.load_prices(path)."
         )
 
 
 def _count(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"Settings.{attribute.name} must be a non-negative int (got {value!r}).")
+        raise InvalidConfig(
+            f"Settings.{attribute.name} must be a non-negative int (got {value!r})."
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -53,6 +71,8 @@ class Settings:
     """Empty model responses nudged and retried in one turn before it fails."""
     max_model_calls: int = attrs.field(default=25, validator=_count)
     """Model calls in one turn before it fails (a loop guard)."""
+    approval_timeout: float | None = attrs.field(default=None, validator=_positive_or_none)
+    """Seconds a tool call may wait for approval before it is denied (None: it waits)."""
     model_timeout: float | None = attrs.field(default=300.0, validator=_positive_or_none)
     """Seconds one model call may take before it fails the turn."""
     passivate_after: float | None = attrs.field(default=300.0, validator=_positive_or_none)
@@ -63,3 +83,6 @@ class Settings:
     """Seconds to wait for the store to commit or load before giving up."""
     ask_timeout: float = attrs.field(default=30.0, validator=_positive_or_none)
     """Seconds the runtime waits for a session actor to answer."""
+    prices: PriceTable | None = attrs.field(factory=_default_prices, validator=_prices, repr=False)
+    """Prices that put a cost on each model call (audit row, turn metrics, sessions): Amber's
+    shipped table, with the file ``AMBER_PRICES`` names layered over it; None: no costs."""

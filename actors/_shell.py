@@ -54,6 +54,7 @@ def shell_tool(
     env: Mapping[str, str] | None = None,
     max_output_chars: int = 20_000,
     name: str = "run_shell_command",
+    approval: bool = False,
 ) -> Tool:
     """Make the ``run_shell_command`` tool; it is off unless you add it to your tools.
 
@@ -73,6 +74,8 @@ def shell_tool(
             replaces the inherited one; include ``PATH``); inherited when None.
         max_output_chars: Longer answers keep the head and tail of each stream.
         name: The name the model calls the tool by.
+        approval: Each command waits for a person to approve it before it runs
+            (``Runtime.approve``/``deny``; ``amber chat --shell`` asks on the terminal).
 
     Returns:
         The tool. Its own ``timeout`` is a few seconds longer than the
@@ -113,6 +116,7 @@ def shell_tool(
         ),
         timeout=limit + _BACKSTOP,
         max_output_chars=max_output_chars,
+        approval=approval,
     )
 
 

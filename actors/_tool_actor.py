@@ -1,35 +1,37 @@
 """Tool actors: one pykka actor per tool runs its calls as trio effects.
 
-A session actor tells a ``RunTool`` to the tool's actor with an effect handle
-it keeps (so an interrupt cancels the run even before it starts); the run
-tells the session a ``ToolDone`` with the outcome. A tool's failure, timeout
-or bad arguments are outcomes, never exceptions that reach the session.
+A session actor tells a ``ToolRequest`` to the tool's actor with an effect
+handle it keeps (so an interrupt cancels the run even before it starts); the
+run tells the session a ``ToolDone`` (a turn-machine input, stamped when the
+run ended) with the outcome. A tool's failure, timeout or bad arguments are
+outcomes, never exceptions that reach the session.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 import pykka
 
-from ._effects import EffectHandle, Effects
-from ._tools import Tool, ToolOutcome
+from runtime import ToolDone, ToolOutcome
 
-__all__ = ["RunTool", "ToolActor", "ToolDone", "ToolStats"]
+from ._effects import EffectHandle, Effects
+from ._errors import InvalidConfig
+from ._tools import Tool
+
+__all__ = ["ToolActor", "ToolRequest", "ToolStats"]
 
 log = logging.getLogger("amber.tools")
 
 
 @attrs.frozen(kw_only=True)
-class RunTool:
+class ToolRequest:
     """Run one tool call and tell ``reply_to`` a ``ToolDone``."""
 
-    run_id: int
-    """The caller's id for this run (stale answers are recognised by it)."""
     call_id: str
     """The tool call id."""
     arguments: Mapping[str, Any]
@@ -38,18 +40,8 @@ class RunTool:
     """Who gets the ``ToolDone``."""
     handle: EffectHandle
     """The effect handle the caller cancels on interrupt."""
-
-
-@attrs.frozen(kw_only=True)
-class ToolDone:
-    """A tool call finished (its outcome may be an error)."""
-
-    run_id: int
-    """As in ``RunTool``."""
-    call_id: str
-    """The tool call id."""
-    outcome: ToolOutcome
-    """What the tool returned, or the error."""
+    stamp: Callable[[], dict[str, Any]]
+    """Gives ``at`` and ``mono`` for the ``ToolDone`` (the runtime's clocks)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -79,15 +71,15 @@ class ToolActor(pykka.ThreadingActor):
         self._calls = self._errors = self._cancelled = self._in_flight = 0
 
     def on_receive(self, message: Any) -> Any:
-        """Handle a ``RunTool``."""
-        if not isinstance(message, RunTool):
-            raise TypeError(f"ToolActor takes RunTool messages; got {message!r}.")
+        """Handle a ``ToolRequest``."""
+        if not isinstance(message, ToolRequest):
+            raise InvalidConfig(f"ToolActor takes ToolRequest messages; got {message!r}.")
         self._effects.submit(
             lambda: self._run(message), name=f"tool {self.tool.name}", handle=message.handle
         )
         return None
 
-    async def _run(self, request: RunTool) -> None:
+    async def _run(self, request: ToolRequest) -> None:
         with self._lock:
             self._calls += 1
             self._in_flight += 1
@@ -114,7 +106,7 @@ class ToolActor(pykka.ThreadingActor):
                     self._errors += 1
         try:
             request.reply_to.tell(
-                ToolDone(run_id=request.run_id, call_id=request.call_id, outcome=outcome)
+                ToolDone(call_id=request.call_id, outcome=outcome, **request.stamp())
             )
         except pykka.ActorDeadError:
             log.debug("tool %s finished for a session that has stopped", self.tool.name)

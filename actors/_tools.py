@@ -38,22 +38,12 @@ import outcome
 import pydantic
 import trio
 
-from runtime import AmberError, storable_text
+from runtime import ERROR_TYPES, AmberError, ToolOutcome, ToolSpec, storable_text
 
-from ._model import ToolSpec
+from ._errors import InvalidConfig
 
 __all__ = ["ERROR_TYPES", "InvalidTool", "Tool", "ToolOutcome", "Toolbox", "tool"]
 
-ERROR_TYPES: Mapping[str, str] = types.MappingProxyType(
-    {
-        "invalid_arguments": "the arguments are not a JSON object that fits the tool's schema",
-        "unknown_tool": "the model called a tool the toolbox does not have",
-        "timeout": "the tool did not finish within its time limit and was cancelled",
-        "exception": "the tool raised an exception",
-        "exit_status": "a shell command exited with a non-zero status",
-    }
-)
-"""The ``error_type`` values Amber gives a failed tool run, with what each means."""
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _SUMMARY_CHARS = 200
@@ -69,33 +59,6 @@ _PLUMBING = (
 
 class InvalidTool(AmberError, ValueError):
     """A tool definition Amber cannot use (found when the tool is made, not run)."""
-
-
-@attrs.frozen(kw_only=True)
-class ToolOutcome:
-    """What one tool run gave back; a failure is an outcome too, never an exception."""
-
-    content: str
-    """What the model reads: the result as text, or the error explained."""
-    is_error: bool = False
-    """True when the run failed."""
-    error_type: str | None = attrs.field(default=None)
-    """Why it failed (a key of ``ERROR_TYPES``); None when it did not."""
-    summary: str | None = None
-    """A one-line summary (at most 200 characters) for the UI and message metadata."""
-    duration_ms: float = 0.0
-    """How long the run took, in milliseconds (set by ``Tool.invoke``)."""
-    truncated: bool = False
-    """True when ``content`` was cut to the tool's output limit."""
-
-    @error_type.validator
-    def _check_error_type(self, _: attrs.Attribute[str | None], value: str | None) -> None:
-        if self.is_error != (value is not None) or value == "":
-            raise ValueError(
-                "A ToolOutcome has an error_type exactly when is_error is True "
-                f"(got is_error={self.is_error!r}, error_type={value!r}); "
-                "pass both or neither."
-            )
 
 
 def _check_name(name: object) -> str:
@@ -169,6 +132,8 @@ class Tool:
     """Longer content is cut to this many characters, keeping its head and tail."""
     function: Callable[..., Any] = attrs.field(repr=False)
     """The function that does the work."""
+    approval: bool = False
+    """True: each call waits for a person to approve it (``Runtime.approve``/``deny``)."""
     _signature: _Signature = attrs.field(repr=False, alias="signature")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -181,6 +146,7 @@ class Tool:
             name=self.name,
             description=self.description,
             parameters=copy.deepcopy(dict(self.parameters)),
+            needs_approval=self.approval,
         )
 
     async def invoke(self, arguments: Mapping[str, Any]) -> ToolOutcome:
@@ -260,6 +226,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = 30.0,
     max_output_chars: int = 20_000,
+    approval: bool = False,
 ) -> Tool: ...
 
 
@@ -272,6 +239,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = 30.0,
     max_output_chars: int = 20_000,
+    approval: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -283,6 +251,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = 30.0,
     max_output_chars: int = 20_000,
+    approval: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool of a sync or async function; use as ``@tool`` or ``@tool(timeout=5)``.
 
@@ -298,6 +267,9 @@ def tool(
             and body (and its ``Returns`` section).
         timeout: Seconds a run may take; None for no limit.
         max_output_chars: Longer results are cut to this size (at least 100).
+        approval: Each call waits for a person to approve it before it runs
+            (``Runtime.approve``, ``Runtime.deny``); for tools that delete,
+            send or pay.
 
     Returns:
         The ``Tool`` (or, without ``fn``, a decorator that makes one).
@@ -309,7 +281,7 @@ def tool(
 
     def make(function: Callable[..., Any], scope: Mapping[str, Any] | None = None) -> Tool:
         if not callable(function):
-            raise TypeError(f"tool() takes a function (got {function!r} that is not callable).")
+            raise InvalidConfig(f"tool() takes a function (got {function!r} that is not callable).")
         tool_name = _check_name(name if name is not None else _default_name(function))
         limit = _check_timeout(tool_name, timeout)
         chars = _check_max_output(tool_name, max_output_chars)
@@ -325,9 +297,16 @@ def tool(
             max_output_chars=chars,
             function=function,
             signature=signature,
+            approval=_check_flag(tool_name, "approval", approval),
         )
 
     return make if fn is None else make(fn, _caller_locals())
+
+
+def _check_flag(name: str, option: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidTool(f"The {option} of tool {name!r} must be True or False (got {value!r}).")
+    return value
 
 
 def _caller_locals() -> Mapping[str, Any]:

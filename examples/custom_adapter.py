@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import threading
 
-from actors import Adapter, Runtime, ScriptedModel, SequentialIds, Update, calls, reply, tool
+from actors import Adapter, Runtime, ScriptedModel, Update, calls, reply, tool
 from runtime import Category, ChannelKind, Presentation, Status
 
 
@@ -114,7 +114,6 @@ def main() -> None:
         model=model,
         store=":memory:",
         tools=[lookup],
-        ids=SequentialIds(),
         adapters=[BoardAdapter.start(board)],
     ) as rt:
         rt.send("s1", "How many people live in Tokyo and in Atlantis?", **person)

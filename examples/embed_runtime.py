@@ -22,7 +22,6 @@ from actors import (
     ScriptedModel,
     Settings,
     SilentChannelAdapter,
-    Update,
     call,
     reply,
     tool,
@@ -72,13 +71,7 @@ with tempfile.TemporaryDirectory() as folder:
         settings=Settings(agent_name="Kesoku"),
     ) as rt:
         seen: list[str] = []
-        rt.subscribe(
-            lambda u: (
-                seen.append(f"{u.message.id[:10]} {u.message.status}")
-                if isinstance(u, Update)
-                else None
-            )
-        )
+        rt.subscribe(lambda u: seen.append(f"{u.message.id[:10]} {u.message.status}"))
 
         person = {"sender": "Chii", "chatbot_id": "wechat", "channel_id": "room-1"}
         rt.send("demo", "What's the weather in Tokyo?", **person)

@@ -1,23 +1,19 @@
-"""Embed Amber's runtime in a trio program.
+"""Embed Amber's runtime in a trio program: no glue, just ``await``.
 
-``Runtime``'s methods block (they wait on actors and the store), so a trio
-program calls them through ``trio.to_thread.run_sync``. Replies come back
-through a subscription: its callback runs on a runtime thread and hands each
-update to the trio loop with ``TrioToken.run_sync_soon``, where ``ask``
-awaits it. Two sessions run at once while the program keeps doing its own
-work (a heartbeat) on the same loop.
+``ask_async`` and ``stream`` are awaited from trio (or asyncio) directly:
+the runtime's threads hand results to the loop, so the program never blocks
+on the runtime. Two sessions run at once while the program keeps doing its
+own work (a heartbeat) on the same loop, and one answer is streamed piece by
+piece.
 
 Run: python examples/embed_trio.py
 """
 
 from __future__ import annotations
 
-import contextlib
-
 import trio
 
-from actors import Delta, ModelRequest, Response, Runtime, ScriptedModel, Update, call, reply, tool
-from runtime import Category, category_of
+from actors import ModelRequest, Response, Runtime, ScriptedModel, TextPiece, call, reply, tool
 
 
 @tool
@@ -31,70 +27,41 @@ async def search(query: str) -> str:
     return f"3 pages match {query!r}"
 
 
-class Replies:
-    """Turns the runtime's updates into awaitable replies, one channel per session."""
-
-    def __init__(self) -> None:
-        self.token = trio.lowlevel.current_trio_token()
-        self.channels: dict[str, trio.MemorySendChannel[str]] = {}
-
-    def open(self, session_id: str) -> trio.MemoryReceiveChannel[str]:
-        send, receive = trio.open_memory_channel[str](10)
-        self.channels[session_id] = send
-        return receive
-
-    def on_update(self, item: Update | Delta) -> None:
-        """Runs on a runtime thread: hand replies to the trio loop, never block it."""
-        if isinstance(item, Update) and item.is_new and category_of(item.message) is Category.REPLY:
-            channel = self.channels.get(item.session_id)
-            if channel is not None:
-                with contextlib.suppress(trio.RunFinishedError):  # shutting down
-                    self.token.run_sync_soon(channel.send_nowait, item.message.content)
-
-
-def answer(request: ModelRequest) -> Response:
-    """A scripted model serving every session: it searches for the question's topic."""
-    question = next(m.text for m in request.view.messages if m.role == "user")
-    topic = "trio" if "trio" in question else "pykka"
+def agent(request: ModelRequest) -> Response:
+    """Search first, then answer with what the search found."""
     if request.call_index == 0:
-        return call("search", {"query": topic})
-    return reply(f"I found 3 pages about {topic}.")
-
-
-async def ask(rt: Runtime, replies: Replies, session_id: str, question: str) -> None:
-    answers = replies.open(session_id)
-    await trio.to_thread.run_sync(rt.send, session_id, question)
-    with trio.fail_after(10):
-        answer = await answers.receive()
-    print(f"[{session_id}] {question} -> {answer}")
-
-
-async def heartbeat(done: trio.Event) -> None:
-    beats = 0
-    while not done.is_set():
-        beats += 1
-        await trio.sleep(0.05)
-    print(f"the program's own work went on meanwhile: {beats} heartbeats")
+        question = request.view.messages[-1].text
+        return call("search", {"query": question}, reasoning="Look it up first.")
+    found = request.view.messages[-1].text
+    return reply(f"From the docs: {found}.", piece=6)
 
 
 async def main() -> None:
-    model = ScriptedModel(answer)
-    replies = Replies()
-    rt = Runtime(model=model, store=":memory:", tools=[search])
-    await trio.to_thread.run_sync(rt.start)
-    subscription = rt.subscribe(replies.on_update)
-    try:
-        done = trio.Event()
+    with Runtime(model=ScriptedModel(agent), store=":memory:", tools=[search]) as rt:
+        beats = 0
+
+        async def heartbeat() -> None:
+            nonlocal beats
+            while True:
+                beats += 1
+                await trio.sleep(0.05)
+
+        async def ask(session: str, question: str) -> None:
+            answer = await rt.ask_async(session, question, sender="you")
+            print(f"[{session}] {question!r} -> {answer.text} ({answer.outcome})")
+
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(heartbeat, done)
-            async with trio.open_nursery() as questions:
-                questions.start_soon(ask, rt, replies, "alice", "How do I use trio?")
-                questions.start_soon(ask, rt, replies, "bob", "And pykka?")
-            done.set()
-    finally:
-        subscription.close()
-        await trio.to_thread.run_sync(rt.stop)
-    print("both sessions answered; the runtime stopped cleanly")
+            nursery.start_soon(heartbeat)
+            async with trio.open_nursery() as asks:  # two sessions at once
+                asks.start_soon(ask, "alice", "how do I fork a session?")
+                asks.start_soon(ask, "bob", "what is a snapshot?")
+            print("[carol] ", end="", flush=True)
+            async for event in rt.stream("carol", "what does passivation do?"):
+                if isinstance(event, TextPiece):
+                    print(event.text, end="", flush=True)
+            print()
+            nursery.cancel_scope.cancel()
+        print(f"the trio loop kept running meanwhile: {beats} heartbeats")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 """Property-test a custom tool with Amber's kit: a buggy version fails, the fixed one passes.
 
-Copy this file next to your own tools. ``python examples/property_tests_custom_tool.py``
-runs both versions; in a test suite write ``TestMyBot = MyMachine.TestCase``
-and let pytest run it.
+The simulator runs your real tool on simulated time (trio's mock clock), so
+a hang is found at once and every failure replays exactly; the fixed tool
+then also runs in a real runtime. Copy this file next to your own tools.
+``python examples/property_tests_custom_tool.py`` runs both versions; in a
+test suite write ``TestMyBot = simulation_machine(...).TestCase`` and let
+pytest run it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from actors import tool
-from actors.testing import ToolContract, lifecycle_machine
+from actors.testing import ToolContract, lifecycle_machine, simulation_machine
 from runtime.testing import InvariantViolation
 
 # -- the tool, with a bug: an empty city makes it retry forever (and it has no time limit) --
@@ -33,7 +36,7 @@ async def weather(city: str) -> str:
         answer = CITIES.get(city.strip().lower())
         if answer is not None or city:  # bug: an empty name is retried forever
             return answer or f"no weather for {city!r}"
-        await trio.sleep(0.01)
+        await trio.sleep(1.0)  # back off a second, then ask again
 
 
 # -- the fix: refuse what cannot be answered, and bound the time anyway ------------------
@@ -51,31 +54,25 @@ async def weather_fixed(city: str) -> str:
     return CITIES.get(city.strip().lower()) or f"no weather for {city!r}"
 
 
-# Shrinking a hang replays the example many times, each waiting out the timeouts; a CI run
-# would keep Phase.shrink (the default) for the shortest example, this demo stays quick.
-FAST = settings(
-    max_examples=100,
+# Simulated time makes shrinking cheap: the failure comes back as a short example.
+SIMULATED = settings(
+    max_examples=200,
     stateful_step_count=10,
-    phases=[Phase.generate],
+    phases=[Phase.generate, Phase.shrink],
     deadline=None,
     database=None,
     suppress_health_check=list(HealthCheck),
     report_multiple_bugs=False,
+    derandomize=True,  # the same examples every run: the demo always shows the same failure
 )
+REAL = settings(SIMULATED, max_examples=10, phases=[Phase.generate])
 
 
 def main() -> None:
     failures = tempfile.mkdtemp(prefix="amber-failures-")
-    buggy = lifecycle_machine(
-        tools=[weather],
-        name="BuggyWeather",
-        wait_timeout=0.2,
-        cancel_grace=0.2,
-        stop_timeout=0.2,
-        failures_dir=failures,
-    )
+    buggy = simulation_machine(tools=[weather], name="BuggyWeather", failures_dir=failures)
     try:
-        run_state_machine_as_test(buggy, settings=FAST)
+        run_state_machine_as_test(buggy, settings=SIMULATED)
     except InvariantViolation as error:
         print("The kit caught the bug:")
         print(" ", str(error)[:300])
@@ -85,9 +82,12 @@ def main() -> None:
     else:
         raise SystemExit("the buggy tool was not caught")
 
-    fixed = lifecycle_machine(tools=[weather_fixed], name="FixedWeather")
-    run_state_machine_as_test(fixed, settings=FAST)
-    print("The fixed tool passes the lifecycle machine.")
+    fixed = simulation_machine(tools=[weather_fixed], name="FixedWeather")
+    run_state_machine_as_test(fixed, settings=SIMULATED)
+    print("The fixed tool passes the simulator.")
+    real = lifecycle_machine(tools=[weather_fixed], name="FixedWeatherReal")
+    run_state_machine_as_test(real, settings=REAL)
+    print("And a real runtime, with real threads.")
 
     class TestWeather(ToolContract):
         tool = weather_fixed

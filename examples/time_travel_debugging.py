@@ -23,7 +23,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from actors import ModelRequest, Response, Runtime, ScriptedModel, SequentialIds, call, reply, tool
+from actors import ModelRequest, Response, Runtime, ScriptedModel, call, reply, tool
 from runtime import Category, Message, ToolResultPart, TurnStarted, category_of, diff, thaw
 from runtime.store import SQLiteStore
 
@@ -76,7 +76,7 @@ def main() -> None:
 
         # The incident: a session recorded with the buggy tool.
         model = ScriptedModel(agent)
-        with Runtime(model=model, store=db, tools=[convert_buggy], ids=SequentialIds()) as rt:
+        with Runtime(model=model, store=db, tools=[convert_buggy]) as rt:
             rt.send("support", "Hi! How much is 20 EUR in USD?", sender="Chii")
             rt.wait_idle("support", timeout=10)
 
@@ -106,9 +106,7 @@ def main() -> None:
         print(f"\nForked seq {before.seq} into support-fixed (the original is untouched).")
 
         # 3. Replay with the fixed tool: a runtime starting on the store answers pending input.
-        with Runtime(
-            model=ScriptedModel(agent), store=db, tools=[convert_fixed], ids=SequentialIds("fix")
-        ) as rt:
+        with Runtime(model=ScriptedModel(agent), store=db, tools=[convert_fixed]) as rt:
             fixed = rt.wait_idle("support-fixed", timeout=10)
         show("\nThe fork, answered with the fixed tool:", list(fixed.messages))
 

@@ -6,6 +6,8 @@ never imports ``actors``, ``pykka`` or ``trio``.
 """
 
 from ._artifacts import ArtifactStore as ArtifactStore
+from ._assembly import Assembly as Assembly
+from ._assembly import StreamAssembler as StreamAssembler
 from ._audit import AUDIT_CLOSED_BY as AUDIT_CLOSED_BY
 from ._audit import AuditCall as AuditCall
 from ._audit import AuditRow as AuditRow
@@ -17,6 +19,14 @@ from ._category import Category as Category
 from ._category import CategorySpec as CategorySpec
 from ._category import category_of as category_of
 from ._category import new_message as new_message
+from ._chunks import Chunk as Chunk
+from ._chunks import MessageFinish as MessageFinish
+from ._chunks import MessageStart as MessageStart
+from ._chunks import ModelRetry as ModelRetry
+from ._chunks import ReasoningDelta as ReasoningDelta
+from ._chunks import RequestSent as RequestSent
+from ._chunks import TextDelta as TextDelta
+from ._chunks import ToolCallDelta as ToolCallDelta
 from ._clean import IMAGE_MEDIA_TYPES as IMAGE_MEDIA_TYPES
 from ._clean import NOTIFICATION_PREFIX as NOTIFICATION_PREFIX
 from ._clean import clean_history as clean_history
@@ -24,6 +34,23 @@ from ._codec import from_data as from_data
 from ._codec import from_json as from_json
 from ._codec import to_data as to_data
 from ._codec import to_json as to_json
+from ._commands import Announce as Announce
+from ._commands import CallModel as CallModel
+from ._commands import CancelRun as CancelRun
+from ._commands import ClearTimer as ClearTimer
+from ._commands import Command as Command
+from ._commands import Decision as Decision
+from ._commands import Passivate as Passivate
+from ._commands import ResumeSoon as ResumeSoon
+from ._commands import RunTool as RunTool
+from ._commands import SetTimer as SetTimer
+from ._commands import StreamDelta as StreamDelta
+from ._commands import Warn as Warn
+from ._cost import Price as Price
+from ._cost import PriceTable as PriceTable
+from ._cost import SessionCost as SessionCost
+from ._cost import call_cost as call_cost
+from ._cost import session_cost as session_cost
 from ._diff import AuditChange as AuditChange
 from ._diff import FieldChange as FieldChange
 from ._diff import StateDiff as StateDiff
@@ -31,6 +58,7 @@ from ._diff import TurnChange as TurnChange
 from ._diff import diff as diff
 from ._errors import AmberError as AmberError
 from ._errors import AuditConflict as AuditConflict
+from ._errors import ContextLengthError as ContextLengthError
 from ._errors import CorruptRow as CorruptRow
 from ._errors import DecodeError as DecodeError
 from ._errors import DuplicateMessage as DuplicateMessage
@@ -42,7 +70,14 @@ from ._errors import InvalidEvent as InvalidEvent
 from ._errors import InvalidInput as InvalidInput
 from ._errors import InvalidMessage as InvalidMessage
 from ._errors import MissingArtifact as MissingArtifact
+from ._errors import ModelAuthError as ModelAuthError
+from ._errors import ModelError as ModelError
+from ._errors import ModelRateLimited as ModelRateLimited
+from ._errors import ModelRequestError as ModelRequestError
+from ._errors import ModelStreamBroken as ModelStreamBroken
+from ._errors import ModelUnavailable as ModelUnavailable
 from ._errors import NotAStore as NotAStore
+from ._errors import PriceError as PriceError
 from ._errors import ProjectionError as ProjectionError
 from ._errors import ReplayMismatch as ReplayMismatch
 from ._errors import SchemaVersionError as SchemaVersionError
@@ -53,12 +88,15 @@ from ._errors import SessionExists as SessionExists
 from ._errors import StatusConflict as StatusConflict
 from ._errors import StoreClosed as StoreClosed
 from ._errors import StoreError as StoreError
+from ._errors import StreamError as StreamError
 from ._errors import TurnConflict as TurnConflict
 from ._errors import UnknownMessage as UnknownMessage
 from ._errors import UnknownSession as UnknownSession
 from ._errors import UnknownTurn as UnknownTurn
 from ._errors import UnmatchedToolResult as UnmatchedToolResult
 from ._events import EVENT_TYPES as EVENT_TYPES
+from ._events import ApprovalDecided as ApprovalDecided
+from ._events import ApprovalRequested as ApprovalRequested
 from ._events import BranchImported as BranchImported
 from ._events import Event as Event
 from ._events import MessageAdded as MessageAdded
@@ -76,6 +114,21 @@ from ._input import InputLimits as InputLimits
 from ._input import UserInput as UserInput
 from ._input import check_session_id as check_session_id
 from ._input import validate_input as validate_input
+from ._inputs import ApprovalGiven as ApprovalGiven
+from ._inputs import Delivered as Delivered
+from ._inputs import Draft as Draft
+from ._inputs import Input as Input
+from ._inputs import InputArrived as InputArrived
+from ._inputs import Interrupt as Interrupt
+from ._inputs import Loaded as Loaded
+from ._inputs import ModelChunk as ModelChunk
+from ._inputs import ModelEnded as ModelEnded
+from ._inputs import OutputPosted as OutputPosted
+from ._inputs import Resume as Resume
+from ._inputs import RunnerFailed as RunnerFailed
+from ._inputs import Stopping as Stopping
+from ._inputs import TimerFired as TimerFired
+from ._inputs import ToolDone as ToolDone
 from ._json import FrozenJSON as FrozenJSON
 from ._json import freeze as freeze
 from ._json import thaw as thaw
@@ -84,6 +137,9 @@ from ._lifecycle import Driver as Driver
 from ._lifecycle import Transition as Transition
 from ._lifecycle import check_transition as check_transition
 from ._lifecycle import is_terminal as is_terminal
+from ._machine import SessionMachine as SessionMachine
+from ._machine import TurnRun as TurnRun
+from ._machine import TurnSettings as TurnSettings
 from ._message import Attachment as Attachment
 from ._message import BrowserElement as BrowserElement
 from ._message import Message as Message
@@ -92,11 +148,48 @@ from ._message import Role as Role
 from ._message import Status as Status
 from ._message import ToolCall as ToolCall
 from ._message import Usage as Usage
+from ._openai_responses import to_openai_responses as to_openai_responses
+from ._outcome import ERROR_TYPES as ERROR_TYPES
+from ._outcome import ToolOutcome as ToolOutcome
+from ._parts import MODEL_CALL as MODEL_CALL
+from ._parts import MODEL_PARTS as MODEL_PARTS
+from ._parts import MODEL_PROVIDER as MODEL_PROVIDER
+from ._parts import CallSegment as CallSegment
+from ._parts import ReasoningSegment as ReasoningSegment
+from ._parts import ResponseMetadata as ResponseMetadata
+from ._parts import ResponsePart as ResponsePart
+from ._parts import TextSegment as TextSegment
+from ._parts import response_metadata as response_metadata
+from ._payloads import PAYLOAD_BUILDERS as PAYLOAD_BUILDERS
+from ._payloads import PayloadBuilder as PayloadBuilder
+from ._payloads import build_payload as build_payload
 from ._providers import to_anthropic as to_anthropic
 from ._providers import to_gemini as to_gemini
 from ._providers import to_openai as to_openai
 from ._reducer import INTERRUPTED_MARK as INTERRUPTED_MARK
 from ._reducer import apply as apply
+from ._replay import RebuiltRequest as RebuiltRequest
+from ._replay import find_call as find_call
+from ._replay import rebuild_request as rebuild_request
+from ._replay import request_record as request_record
+from ._replay import views_of as views_of
+from ._reply import FINAL_INPUT as FINAL_INPUT
+from ._reply import Reply as Reply
+from ._reply import reply_of as reply_of
+from ._request import RequestRecord as RequestRecord
+from ._request import digest as digest
+from ._script import Delay as Delay
+from ._script import Fail as Fail
+from ._script import Hang as Hang
+from ._script import Response as Response
+from ._script import Script as Script
+from ._script import ScriptStep as ScriptStep
+from ._script import call as call
+from ._script import calls as calls
+from ._script import empty as empty
+from ._script import error as error
+from ._script import hang as hang
+from ._script import reply as reply
 from ._segments import Segment as Segment
 from ._segments import SegmentKind as SegmentKind
 from ._segments import ToolState as ToolState
@@ -110,11 +203,20 @@ from ._storable import MAX_EVENT_BYTES as MAX_EVENT_BYTES
 from ._storable import MAX_SEQ as MAX_SEQ
 from ._storable import MAX_SESSION_ID_CHARS as MAX_SESSION_ID_CHARS
 from ._storable import storable_text as storable_text
+from ._stream import AssembledCall as AssembledCall
+from ._stream import ModelRequest as ModelRequest
+from ._stream import ModelResponse as ModelResponse
+from ._stream import ToolSpec as ToolSpec
 from ._timeline import Timeline as Timeline
 from ._timeline import replay as replay
 from ._timeline import verify as verify
 from ._turn import Turn as Turn
 from ._turn import TurnStatus as TurnStatus
+from ._turnloop import step as step
+from ._updates import Delta as Delta
+from ._updates import DeltaKind as DeltaKind
+from ._updates import Update as Update
+from ._updates import awaits_delivery as awaits_delivery
 from ._view import ImagePart as ImagePart
 from ._view import ModelView as ModelView
 from ._view import ReasoningPart as ReasoningPart
@@ -139,7 +241,9 @@ __all__ = [
     "AGENT_SENDER",
     "AUDIT_CLOSED_BY",
     "CHANNEL_RULES",
+    "ERROR_TYPES",
     "EVENT_TYPES",
+    "FINAL_INPUT",
     "IMAGE_MEDIA_TYPES",
     "INPUT_CATEGORIES",
     "INTERRUPTED_MARK",
@@ -149,11 +253,21 @@ __all__ = [
     "MAX_EVENT_BYTES",
     "MAX_SEQ",
     "MAX_SESSION_ID_CHARS",
+    "MODEL_CALL",
+    "MODEL_PARTS",
+    "MODEL_PROVIDER",
     "NOTIFICATION_PREFIX",
+    "PAYLOAD_BUILDERS",
     "STATUS_ORDER",
     "TRANSITIONS",
     "AmberError",
+    "Announce",
+    "ApprovalDecided",
+    "ApprovalGiven",
+    "ApprovalRequested",
     "ArtifactStore",
+    "AssembledCall",
+    "Assembly",
     "Attachment",
     "AuditCall",
     "AuditChange",
@@ -162,61 +276,128 @@ __all__ = [
     "AuditStatus",
     "BranchImported",
     "BrowserElement",
+    "CallModel",
+    "CallSegment",
+    "CancelRun",
     "Category",
     "CategorySpec",
     "ChannelKind",
     "ChannelRule",
+    "Chunk",
+    "ClearTimer",
+    "Command",
+    "ContextLengthError",
     "CorruptRow",
+    "Decision",
     "DecodeError",
+    "Delay",
+    "Delivered",
+    "Delta",
+    "DeltaKind",
+    "Draft",
     "Driver",
     "DuplicateMessage",
     "Event",
     "EventRejected",
+    "Fail",
     "FieldChange",
     "ForeignEvent",
     "FrozenJSON",
+    "Hang",
     "IllegalTransition",
     "ImagePart",
+    "Input",
+    "InputArrived",
     "InputLimits",
+    "Interrupt",
     "InvalidArgument",
     "InvalidEvent",
     "InvalidInput",
     "InvalidMessage",
+    "Loaded",
     "Message",
     "MessageAdded",
+    "MessageFinish",
+    "MessageStart",
     "MessageType",
     "MetadataUpdated",
     "MissingArtifact",
+    "ModelAuthError",
     "ModelCallFinished",
     "ModelCallStarted",
+    "ModelChunk",
+    "ModelEnded",
+    "ModelError",
+    "ModelRateLimited",
+    "ModelRequest",
+    "ModelRequestError",
+    "ModelResponse",
+    "ModelRetry",
+    "ModelStreamBroken",
+    "ModelUnavailable",
     "ModelView",
     "NotAStore",
     "OrphanRecovered",
+    "OutputPosted",
+    "Passivate",
+    "PayloadBuilder",
     "Presentation",
+    "Price",
+    "PriceError",
+    "PriceTable",
     "ProjectionError",
+    "ReasoningDelta",
     "ReasoningPart",
+    "ReasoningSegment",
+    "RebuiltRequest",
     "ReplayMismatch",
+    "Reply",
+    "RequestRecord",
+    "RequestSent",
+    "Response",
+    "ResponseMetadata",
+    "ResponsePart",
+    "Resume",
+    "ResumeSoon",
     "Role",
     "RolledBack",
+    "RunTool",
+    "RunnerFailed",
     "SchemaVersionError",
+    "Script",
+    "ScriptStep",
     "Segment",
     "SegmentKind",
     "SeqConflict",
     "SeqMismatch",
     "SeqOutOfRange",
+    "SessionCost",
     "SessionExists",
+    "SessionMachine",
     "SessionState",
+    "SetTimer",
     "StateDiff",
     "Status",
     "StatusChanged",
     "StatusConflict",
+    "Stopping",
     "StoreClosed",
     "StoreError",
+    "StreamAssembler",
+    "StreamDelta",
+    "StreamError",
+    "TextDelta",
     "TextPart",
+    "TextSegment",
     "Timeline",
+    "TimerFired",
     "TokenCounter",
     "ToolCall",
+    "ToolCallDelta",
+    "ToolDone",
+    "ToolOutcome",
     "ToolResultPart",
+    "ToolSpec",
     "ToolState",
     "ToolUsePart",
     "Transition",
@@ -225,35 +406,56 @@ __all__ = [
     "TurnConflict",
     "TurnEnded",
     "TurnOutcome",
+    "TurnRun",
+    "TurnSettings",
     "TurnStarted",
     "TurnStatus",
     "UnknownMessage",
     "UnknownSession",
     "UnknownTurn",
     "UnmatchedToolResult",
+    "Update",
     "Usage",
     "UserInput",
     "ViewMessage",
     "ViewPart",
     "ViewRole",
     "Visibility",
+    "Warn",
     "Window",
     "apply",
     "approx_tokens",
+    "awaits_delivery",
+    "build_payload",
+    "call",
+    "call_cost",
+    "calls",
     "category_of",
     "channel_rule",
     "check_session_id",
     "check_transition",
     "clean_history",
     "diff",
+    "digest",
+    "empty",
+    "error",
+    "find_call",
     "freeze",
     "from_data",
     "from_json",
+    "hang",
     "is_terminal",
     "model_calls",
     "new_message",
+    "rebuild_request",
     "replay",
+    "reply",
+    "reply_of",
+    "request_record",
+    "response_metadata",
+    "session_cost",
     "session_history",
+    "step",
     "storable_text",
     "thaw",
     "to_anthropic",
@@ -261,8 +463,10 @@ __all__ = [
     "to_gemini",
     "to_json",
     "to_openai",
+    "to_openai_responses",
     "ui_segments",
     "validate_input",
     "verify",
+    "views_of",
     "visibility",
 ]

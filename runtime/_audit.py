@@ -21,10 +21,20 @@ from pyrsistent.typing import PVector
 
 from ._checks import EVENT_CHECKS as _check
 from ._checks import to_milliseconds
+from ._chunks import ModelRetry
 from ._errors import InvalidEvent
 from ._message import Usage
+from ._request import RequestRecord
 
-__all__ = ["AUDIT_CLOSED_BY", "AuditCall", "AuditRow", "AuditStatus", "model_calls"]
+__all__ = [
+    "AUDIT_CLOSED_BY",
+    "AuditCall",
+    "AuditRow",
+    "AuditStatus",
+    "audit_retries",
+    "model_calls",
+    "operation_key",
+]
 
 
 class AuditStatus(enum.StrEnum):
@@ -80,15 +90,48 @@ def audit_calls(value: Any) -> PVector[AuditCall]:
     return items
 
 
+def audit_retries(value: Any) -> PVector[ModelRetry]:
+    """``value`` as a pvector of ``ModelRetry`` (the converter of events and rows)."""
+    items: PVector[Any] = pvector(value)
+    for i, item in enumerate(items):
+        if not isinstance(item, ModelRetry):
+            raise InvalidEvent(
+                f"retries[{i}] must be a ModelRetry (got {item!r} that is a "
+                f"{type(item).__name__!r})."
+            )
+    return items
+
+
+def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise InvalidEvent(
+            f"{type(instance).__name__}.{attribute.name} must be a non-negative number of "
+            f"milliseconds or None (got {value!r}); measure it with time.monotonic()."
+        )
+
+
+def _non_negative_cost(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise InvalidEvent(
+            f"{type(instance).__name__}.{attribute.name} must be a non-negative number of US "
+            f"dollars or None (got {value!r}); compute it with call_cost()."
+        )
+
+
 @attrs.frozen(kw_only=True)
 class AuditRow:
     """One model call of a session."""
 
     operation_id: str = attrs.field(validator=_check.non_empty_str)
-    """The provider's message id, or the runtime's model-run id when it gives none."""
+    """The provider's message id, or the runtime's model-run id when it gives none (unique per
+    turn and role: a provider may reuse its ids across turns)."""
     source_key: str = attrs.field(validator=_check.non_empty_str)
-    """The runtime's key for the call (``<turn id>#<call index>``): a repeated start with
-    the same key is the same call."""
+    """The runtime's key for the call (``<turn id>#<call index>``), unique in the session: the
+    row's key; a repeated start with the same key is the same call."""
     turn_id: str = attrs.field(validator=_check.non_empty_str)
     """The turn that made the call."""
     role: str = attrs.field(validator=_check.non_empty_str)
@@ -127,6 +170,21 @@ class AuditRow:
     """Why the provider stopped."""
     error: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why it failed or was closed."""
+    request: RequestRecord | None = None
+    """What the request was built from (``rebuild_request`` turns it back into the payload);
+    None for models that do not report it (``ScriptedModel``)."""
+    response_model: str | None = None
+    """The model that answered, as the provider named it (often a dated snapshot)."""
+    retries: PVector[ModelRetry] = attrs.field(factory=pvector, converter=audit_retries)
+    """Attempts the provider refused before the call streamed (429s, 5xx), in order."""
+    cost_usd: float | None = attrs.field(default=None, validator=_non_negative_cost)
+    """What the call cost in US dollars by the price table in use when it finished; None when
+    the usage or the model's price is unknown."""
+
+
+def operation_key(turn_id: str, role: str, operation_id: str) -> str:
+    """The key of ``SessionState.audit_ops``: operation ids are unique per turn and role."""
+    return f"{turn_id}\x1f{role}\x1f{operation_id}"
 
 
 def model_calls(state: Any, turn_id: str | None = None) -> tuple[AuditRow, ...]:

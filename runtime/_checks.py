@@ -89,6 +89,11 @@ class Checks:
                 f"characters of valid Unicode without control characters, but {problem}."
             )
 
+    def boolean(self, instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        """A bool."""
+        if not isinstance(value, bool):
+            raise self._fail(instance, attribute, "a bool", _kind(value))
+
     def count(self, instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         """A non-negative int (not a bool) that fits in a signed 64-bit column."""
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:

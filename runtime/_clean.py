@@ -27,12 +27,16 @@ are read, never changed: every rewrite below exists in the view only.
 from __future__ import annotations
 
 import json
+from typing import Any
+
+import attrs
 
 from ._artifacts import ArtifactStore, load_attachment
 from ._category import INPUT_CATEGORIES, Category
 from ._errors import ProjectionError
 from ._history import Block, blocks_newest_first
 from ._message import Attachment, Message
+from ._parts import MODEL_CALL, MODEL_PARTS, stored_parts
 from ._reducer import INTERRUPTED_MARK
 from ._state import SessionState
 from ._view import (
@@ -102,6 +106,27 @@ def _interrupted(message: Message) -> bool:
     return bool(metadata) and metadata.get(INTERRUPTED_MARK) is True
 
 
+class _Group:
+    """The stored outputs of one model response (thought, text, calls)."""
+
+    __slots__ = ("members",)
+
+    def __init__(self) -> None:
+        self.members: list[tuple[Message, Category]] = []
+
+
+def _first(entry: tuple[Any, ...]) -> Any:
+    return entry[0]
+
+
+def _rank(entry: tuple[tuple[int, int], int, ViewPart]) -> tuple[tuple[int, int], int]:
+    return entry[0], entry[1]
+
+
+_OUTPUTS = frozenset({Category.THOUGHT, Category.REPLY, Category.TOOL_CALL})
+"""What a model response is stored as."""
+
+
 class _Builder:
     """Turns one block into view messages; holds the options."""
 
@@ -117,25 +142,151 @@ class _Builder:
         self.max_result_chars = max_result_chars
 
     def block(self, block: Block) -> list[ViewMessage]:
+        """The block's view: its inputs, then what happened in stored order (module docstring)."""
         out: list[ViewMessage] = []
-        calls: list[Message] = []
-        results: dict[str, Message] = {}
-        flushed = False
+        rest: list[tuple[Message, Category]] = []
         for message, category in zip(block.messages, block.categories, strict=True):
-            if category is Category.TOOL_CALL:
-                calls.append(message)
-                continue
+            if category in INPUT_CATEGORIES:  # first, as session_history puts them
+                out.append(self.user(message, category))
+            else:
+                rest.append((message, category))
+        if len(rest) > 1:  # back to stored order (session_history phased it)
+            index = self.state.index
+            rest.sort(key=lambda entry: index[entry[0].id])
+        results: dict[str, Message] = {}
+        items: list[tuple[Message, Category] | _Group] = []
+        groups: dict[str, _Group] = {}
+        loose: _Group | None = None  # a response stored before ``model_call``: by adjacency
+        for message, category in rest:
             if category is Category.TOOL_RESULT:
                 results[message.tool_call_id or ""] = message
-                continue
-            if (calls or results) and not flushed:
-                out.extend(self.tool_messages(calls, results))
-                flushed = True
-            made = self.one(message, category)
-            if made is not None:
-                out.append(made)
-        if not flushed:
-            out.extend(self.tool_messages(calls, results))
+                loose = None
+            elif category in _OUTPUTS:
+                key = message.metadata.get(MODEL_CALL) if message.metadata else None
+                if isinstance(key, str):
+                    group = groups.get(key)
+                    if group is None:
+                        group = groups[key] = _Group()
+                        items.append(group)
+                    loose = None
+                else:
+                    if loose is None:
+                        loose = _Group()
+                        items.append(loose)
+                    group = loose
+                group.members.append((message, category))
+            else:
+                loose = None
+                items.append((message, category))
+        for item in items:
+            if isinstance(item, _Group):
+                out.extend(self.response(item, results))
+            else:
+                made = self.one(*item)
+                if made is not None:
+                    out.append(made)
+        # A result always answers a call of its own turn (the reducer checks it),
+        # so every result was placed after its call; an unpaired one could not be sent.
+        return out
+
+    def response(self, group: _Group, results: dict[str, Message]) -> list[ViewMessage]:
+        """One model response as one assistant message in the model's order, then its results."""
+        members = group.members
+        if len(members) == 1 and members[0][1] is Category.REPLY:
+            message = members[0][0]
+            if not message.metadata or MODEL_PARTS not in message.metadata:
+                # The common case (a final reply): one text part, as any assistant text.
+                made = self.one(message, Category.REPLY)
+                return [made] if made is not None else []
+        ranked: list[tuple[tuple[int, int], int, ViewPart]] = []
+        calls: list[tuple[tuple[int, int], Message]] = []
+        for message, category in group.members:
+            for stored in self.parts(message, category):
+                rank, part = stored
+                ranked.append((rank, len(ranked), part))
+                if isinstance(part, ToolUsePart):
+                    calls.append((rank, message))
+        if not ranked:
+            return []
+        ranked.sort(key=_rank)
+        first = group.members[0][0]
+        out = [
+            ViewMessage(
+                role=ViewRole.ASSISTANT,
+                parts=tuple(part for _, _, part in ranked),
+                source_id=first.id,
+                source_ids=tuple(m.id for m, _ in group.members),
+                turn_id=first.turn_id,
+                event_seq=first.event_seq,
+            )
+        ]
+        calls.sort(key=_first)
+        for _, call in calls:
+            assert call.tool_call is not None
+            tool = call.tool_call
+            result = results.pop(tool.id, None)
+            out.append(
+                self.result(result, tool.name)
+                if result is not None
+                else self.synthesized(call, tool.id, tool.name)
+            )
+        return out
+
+    def parts(self, message: Message, category: Category) -> list[tuple[tuple[int, int], ViewPart]]:
+        """The view parts of one stored output of a response, each with its rank."""
+        stored = stored_parts(message, category)
+        rank = stored[0].rank
+        if category is Category.TOOL_CALL:
+            assert message.tool_call is not None
+            tool = message.tool_call
+            one = stored[0]
+            use = ToolUsePart(
+                call_id=tool.id,
+                name=tool.name,
+                arguments=tool.arguments,
+                provider=one.provider,
+                signature=one.signature,
+                item_id=one.item_id,
+            )
+            return [(rank, use)]
+        text = message.content
+        if _interrupted(message):
+            if not text.strip():
+                return []
+            if category is Category.THOUGHT:
+                marked = f"[Interrupted reasoning, cut short before the turn finished]\n{text}"
+            else:
+                marked = f"{text}\n\n[Interrupted: this reply was cut short.]"
+            return [(rank, TextPart(text=marked))]
+        out: list[tuple[tuple[int, int], ViewPart]] = []
+        if category is Category.THOUGHT:
+            if message.turn_id is None or message.turn_id != self.current:
+                return []  # thoughts of finished turns are not sent
+            for part in stored:
+                if part.text.strip() or part.signature is not None:
+                    reasoning = ReasoningPart(
+                        text=part.text,
+                        signature=part.signature,
+                        provider=part.provider,
+                        redacted=part.redacted,
+                        item_id=part.item_id,
+                    )
+                    out.append((part.rank, reasoning))
+            return out
+        for part in stored:
+            if part.text.strip() or (part.signature is not None and part.provider is not None):
+                made = TextPart(
+                    text=part.text,
+                    provider=part.provider,
+                    signature=part.signature,
+                    item_id=part.item_id,
+                )
+                out.append((part.rank, made))
+        if message.attachments and out:
+            rank, last = out[-1]
+            assert isinstance(last, TextPart)
+            line = _stripped_line(list(message.attachments))
+            out[-1] = (rank, attrs.evolve(last, text=f"{last.text}\n\n{line}"))
         return out
 
     def one(self, message: Message, category: Category) -> ViewMessage | None:
@@ -144,29 +295,13 @@ class _Builder:
         if category is Category.NOTIFICATION:
             return None
         text = message.content
-        interrupted = _interrupted(message)
-        part: ViewPart
         if not text.strip():
             return None
-        if category is Category.THOUGHT:
-            if interrupted:
-                part = TextPart(
-                    text=f"[Interrupted reasoning, cut short before the turn finished]\n{text}"
-                )
-            elif message.turn_id is not None and message.turn_id == self.current:
-                signature = message.metadata.get("signature")
-                part = ReasoningPart(
-                    text=text, signature=signature if isinstance(signature, str) else None
-                )
-            else:
-                return None
-        else:
-            if interrupted:
-                text = f"{text}\n\n[Interrupted: this reply was cut short.]"
-            if message.attachments:
-                text = f"{text}\n\n{_stripped_line(list(message.attachments))}"
-            part = TextPart(text=text)
-        return self.view(message, ViewRole.ASSISTANT, (part,))
+        if _interrupted(message):
+            text = f"{text}\n\n[Interrupted: this reply was cut short.]"
+        if message.attachments:
+            text = f"{text}\n\n{_stripped_line(list(message.attachments))}"
+        return self.view(message, ViewRole.ASSISTANT, (TextPart(text=text),))
 
     def user(self, message: Message, category: Category) -> ViewMessage:
         content = message.content
@@ -196,30 +331,6 @@ class _Builder:
         if category in _NOTICES:
             text = NOTIFICATION_PREFIX + text
         return self.view(message, ViewRole.USER, (TextPart(text=text), *images))
-
-    def tool_messages(self, calls: list[Message], results: dict[str, Message]) -> list[ViewMessage]:
-        """The calls as assistant messages, then one result per call, in call order."""
-        out = []
-        answers = []
-        for call in calls:
-            assert call.tool_call is not None
-            tool = call.tool_call
-            out.append(
-                self.view(
-                    call,
-                    ViewRole.ASSISTANT,
-                    (ToolUsePart(call_id=tool.id, name=tool.name, arguments=tool.arguments),),
-                )
-            )
-            result = results.pop(tool.id, None)
-            answers.append(
-                self.result(result, tool.name)
-                if result is not None
-                else self.synthesized(call, tool.id, tool.name)
-            )
-        # A result always answers a call of its own turn (the reducer checks it),
-        # so ``results`` is empty here; an unpaired one could not be sent anyway.
-        return out + answers
 
     def result(self, message: Message, name: str) -> ViewMessage:
         text = message.content

@@ -50,11 +50,13 @@ class AuditChange:
     """A model call whose audit status differs (``None``: no row there)."""
 
     operation_id: str
-    """The call."""
+    """The call's operation id."""
     before: AuditStatus | None
     """Status in the first state."""
     after: AuditStatus | None
     """Status in the second state."""
+    source_key: str = ""
+    """The call's source key (its row's key: operation ids repeat across turns)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -140,18 +142,29 @@ def diff(a: SessionState, b: SessionState) -> StateDiff:
         after_status = None if after is None else after.status
         if before_status != after_status:
             turns.append(TurnChange(turn_id=turn_id, before=before_status, after=after_status))
-    calls = []
+    calls: list[tuple[int, AuditChange]] = []
     if a.audit is not b.audit:
-        for operation_id in sorted(set(a.audit.keys()) | set(b.audit.keys())):
-            old_row, new_row = a.audit.get(operation_id), b.audit.get(operation_id)
+        for key in set(a.audit.keys()) | set(b.audit.keys()):
+            old_row, new_row = a.audit.get(key), b.audit.get(key)
             if old_row is new_row:
                 continue
             old_status = None if old_row is None else old_row.status
             new_status = None if new_row is None else new_row.status
             if old_status != new_status:
+                row = new_row if new_row is not None else old_row
+                assert row is not None
                 calls.append(
-                    AuditChange(operation_id=operation_id, before=old_status, after=new_status)
+                    (
+                        row.sequence,
+                        AuditChange(
+                            operation_id=row.operation_id,
+                            before=old_status,
+                            after=new_status,
+                            source_key=key,
+                        ),
+                    )
                 )
+        calls.sort(key=lambda entry: entry[0])
     return StateDiff(
         before_seq=a.seq,
         after_seq=b.seq,
@@ -159,5 +172,5 @@ def diff(a: SessionState, b: SessionState) -> StateDiff:
         removed=tuple(removed),
         changed=tuple(changed),
         turns=tuple(turns),
-        model_calls=tuple(calls),
+        model_calls=tuple(change for _, change in calls),
     )

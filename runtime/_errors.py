@@ -20,11 +20,20 @@ keeps working for callers that do not know Amber::
     │   ├── UnmatchedToolResult            a tool result that answers no open tool call of its turn
     │   └── AuditConflict                  a model-call start or finish contradicting its audit row
     ├── DecodeError (ValueError)           JSON that is not a valid Amber value
+    ├── StreamError (ValueError)           a model stream that breaks the chunk protocol
+    ├── PriceError (ValueError)            a price or price table Amber cannot read
     ├── ProjectionError (ValueError)       a view (history, provider view, segments) cannot be built
     │   ├── MissingArtifact (+ LookupError) a current-turn image the artifact store cannot give back
     │   └── UnknownTurn (+ KeyError)       a projection names a turn the session does not have
     ├── SeqOutOfRange (IndexError)         a timeline asked for a seq it does not hold
     ├── ReplayMismatch (AssertionError)    a replayed log does not reproduce the recorded states
+    ├── ModelError (RuntimeError)          a model call failed (provider models raise these)
+    │   ├── ModelAuthError (+ PermissionError) no API key, or the provider refused it (401/403)
+    │   ├── ModelRequestError (+ ValueError) the provider refused the request (400, 404, 422)
+    │   │   └── ContextLengthError         the request is longer than the model's window
+    │   ├── ModelRateLimited               429 after the retries
+    │   ├── ModelUnavailable               5xx, overload, timeouts, connection errors after retries
+    │   └── ModelStreamBroken              the stream broke mid-way (what arrived is kept)
     └── StoreError (RuntimeError)          an event store cannot do what was asked
         ├── SeqConflict                    an append whose seq is taken or skips one (none stored)
         ├── UnknownSession (+ KeyError)    the store holds no event of that session
@@ -43,6 +52,7 @@ from __future__ import annotations
 __all__ = [
     "AmberError",
     "AuditConflict",
+    "ContextLengthError",
     "CorruptRow",
     "DecodeError",
     "DuplicateMessage",
@@ -54,7 +64,14 @@ __all__ = [
     "InvalidInput",
     "InvalidMessage",
     "MissingArtifact",
+    "ModelAuthError",
+    "ModelError",
+    "ModelRateLimited",
+    "ModelRequestError",
+    "ModelStreamBroken",
+    "ModelUnavailable",
     "NotAStore",
+    "PriceError",
     "ProjectionError",
     "ReplayMismatch",
     "SchemaVersionError",
@@ -65,6 +82,7 @@ __all__ = [
     "StatusConflict",
     "StoreClosed",
     "StoreError",
+    "StreamError",
     "TurnConflict",
     "UnknownMessage",
     "UnknownSession",
@@ -151,6 +169,14 @@ class DecodeError(AmberError, ValueError):
     """JSON that does not decode to a valid Amber value."""
 
 
+class StreamError(AmberError, ValueError):
+    """A model's stream broke the chunk protocol (a chunk of the wrong type, say)."""
+
+
+class PriceError(AmberError, ValueError):
+    """A price or a price table that Amber cannot read (the message names the model)."""
+
+
 class ProjectionError(AmberError, ValueError):
     """A projection (history, provider view, UI segments) cannot be built as asked.
 
@@ -176,6 +202,58 @@ class SeqOutOfRange(AmberError, IndexError):
 
 class ReplayMismatch(AmberError, AssertionError):
     """Replaying a stored log did not reproduce a recorded state."""
+
+
+class ModelError(AmberError, RuntimeError):
+    """A model call failed; the message says why in the provider's words and what to do.
+
+    Attributes:
+        provider: the API (``openai``, ``anthropic`` …), if known.
+        status: the HTTP status, if there was one.
+        retries: the attempts refused before this failure (``ModelRetry``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status: int | None = None,
+        retries: tuple[object, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+        self.retries = retries
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class ModelAuthError(ModelError, PermissionError):
+    """No API key was found, or the provider refused the one given (401/403)."""
+
+
+class ModelRequestError(ModelError, ValueError):
+    """The provider refused the request as malformed or unknown (400, 404, 422); not retried."""
+
+
+class ContextLengthError(ModelRequestError):
+    """The request is longer than the model's context window; lower the view's window."""
+
+
+class ModelRateLimited(ModelError):
+    """The provider kept answering 429 (rate or quota limit) until the retries ran out."""
+
+
+class ModelUnavailable(ModelError):
+    """The provider failed (5xx, overloaded), timed out or could not be reached, retries
+    included."""
+
+
+class ModelStreamBroken(ModelError):
+    """The stream broke after it started (malformed data, a dropped connection, an error
+    event, an end without a finish); what arrived before is kept, marked."""
 
 
 class StoreError(AmberError, RuntimeError):

@@ -16,17 +16,21 @@ import attrs
 from pyrsistent import pvector
 from pyrsistent.typing import PMap, PVector
 
-from ._audit import AuditCall, AuditStatus, audit_calls
+from ._audit import AuditCall, AuditStatus, audit_calls, audit_retries
 from ._checks import EVENT_CHECKS as _check
 from ._checks import to_milliseconds
+from ._chunks import ModelRetry
 from ._errors import InvalidEvent
 from ._json import FrozenJSON, freeze_metadata, freeze_metrics
 from ._message import Message, Status, Usage, article
+from ._request import RequestRecord
 from ._storable import MAX_SEQ
 from ._turn import Turn
 
 __all__ = [
     "EVENT_TYPES",
+    "ApprovalDecided",
+    "ApprovalRequested",
     "BranchImported",
     "Event",
     "MessageAdded",
@@ -62,6 +66,26 @@ def _positive(instance: object, attribute: attrs.Attribute[Any], value: object) 
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be at least 1 (got 0); "
             "a session's first event has seq 1."
+        )
+
+
+def _duration(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise InvalidEvent(
+            f"{type(instance).__name__}.{attribute.name} must be a non-negative number of "
+            f"milliseconds or None (got {value!r}); measure it with time.monotonic()."
+        )
+
+
+def _dollars(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise InvalidEvent(
+            f"{type(instance).__name__}.{attribute.name} must be a non-negative number of US "
+            f"dollars or None (got {value!r})."
         )
 
 
@@ -154,6 +178,8 @@ class TurnStarted(Event):
 
     turn_id: str = attrs.field(validator=_check.non_empty_str)
     """The new turn's id (unique in the session)."""
+    runner: str | None = None
+    """The runner (one runtime's incarnation) that starts it, recorded with the turn."""
 
 
 class TurnOutcome(enum.StrEnum):
@@ -259,7 +285,9 @@ class ModelCallStarted(Event):
 
     Starting again with the same ``source_key``, operation id and sequence
     changes nothing; the same key with another operation id or sequence is
-    rejected (``AuditConflict``).
+    rejected (``AuditConflict``), and so is an operation id that another call
+    of the same turn and role has (ids are unique per turn and role: a
+    provider may reuse its message ids in later turns).
     """
 
     kind: ClassVar[str] = "model_call_started"
@@ -276,6 +304,11 @@ class ModelCallStarted(Event):
     """Who calls."""
     model: str | None = attrs.field(default=None, validator=_check.optional_string)
     """The model's name, if known."""
+    request: RequestRecord | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(attrs.validators.instance_of(RequestRecord)),
+    )
+    """What the request was built from, if the model reported it."""
 
 
 @attrs.frozen(kw_only=True)
@@ -304,6 +337,45 @@ class ModelCallFinished(Event):
     """Why the provider stopped."""
     error: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why it failed."""
+    source_key: str | None = attrs.field(default=None, validator=_check.optional_string)
+    """The call's source key (its row); None (events stored before it existed) finds the
+    running row of the active turn with ``operation_id``."""
+    response_model: str | None = None
+    """The model that answered, as the provider named it."""
+    retries: PVector[ModelRetry] = attrs.field(factory=pvector, converter=audit_retries)
+    """Attempts the provider refused before the call streamed."""
+    cost_usd: float | None = attrs.field(default=None, validator=_dollars)
+    """What the call cost in US dollars, if known."""
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalRequested(Event):
+    """A tool call of the active turn waits for a person's approval before it runs."""
+
+    kind: ClassVar[str] = "approval_requested"
+
+    turn_id: str = attrs.field(validator=_check.non_empty_str)
+    """The active turn."""
+    call_id: str = attrs.field(validator=_check.non_empty_str)
+    """The tool call (an open call of the turn)."""
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalDecided(Event):
+    """A person approved or denied a tool call that waited (or its time ran out)."""
+
+    kind: ClassVar[str] = "approval_decided"
+
+    turn_id: str = attrs.field(validator=_check.non_empty_str)
+    """The active turn."""
+    call_id: str = attrs.field(validator=_check.non_empty_str)
+    """The tool call; it must wait for approval."""
+    approved: bool = attrs.field(validator=_check.boolean)
+    """True: it runs. False: it is answered with an error result saying why."""
+    reason: str | None = None
+    """Why (a denial's reason, for the model and for people)."""
+    by: str | None = None
+    """Who decided, if known (a person's name, ``timeout``)."""
 
 
 EVENT_TYPES: dict[str, type[Event]] = {
@@ -319,6 +391,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         RolledBack,
         ModelCallStarted,
         ModelCallFinished,
+        ApprovalRequested,
+        ApprovalDecided,
     )
 }
 """Every event class by its ``kind``."""

@@ -175,19 +175,35 @@ class BrowserElement:
 
 @attrs.frozen(kw_only=True)
 class Usage:
-    """Token usage reported by a model call."""
+    """Token usage reported by a model call, counted the same way for every provider.
+
+    ``input_tokens`` is the whole prompt; the cache counts are parts of it
+    (Anthropic reports them beside its ``input_tokens``: the provider models
+    add them up). ``reasoning_tokens`` is a part of ``output_tokens`` (Gemini
+    reports thoughts beside its candidates: they are added up too).
+    """
 
     input_tokens: int = attrs.field(default=0, validator=_check.count)
-    """Prompt tokens."""
+    """Prompt tokens, cached ones included."""
     output_tokens: int = attrs.field(default=0, validator=_check.count)
     """Completion tokens, reasoning included."""
     cache_read_tokens: int = attrs.field(default=0, validator=_check.count)
-    """Prompt tokens served from the provider's cache."""
+    """Prompt tokens served from the provider's cache (part of ``input_tokens``)."""
+    cache_write_tokens: int = attrs.field(default=0, validator=_check.count)
+    """Prompt tokens written to the provider's cache (part of ``input_tokens``; Anthropic bills
+    them above the input price)."""
+    reasoning_tokens: int = attrs.field(default=0, validator=_check.count)
+    """Output tokens the model spent reasoning (part of ``output_tokens``)."""
 
     @property
     def total_tokens(self) -> int:
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
+
+    @property
+    def uncached_input_tokens(self) -> int:
+        """Prompt tokens billed at the full input price (not read from or written to a cache)."""
+        return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
 
 
 _ROLE_TYPES = frozenset(

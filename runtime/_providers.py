@@ -40,6 +40,7 @@ from ._view import (
     ToolResultPart,
     ToolUsePart,
     ViewMessage,
+    ViewPart,
     ViewRole,
 )
 from ._window import Window
@@ -47,6 +48,7 @@ from ._window import Window
 __all__ = ["to_anthropic", "to_gemini", "to_openai"]
 
 _GEMINI_IMAGES = frozenset({"image/png", "image/jpeg", "image/webp"})
+_THINKING = frozenset({"thinking", "redacted_thinking"})
 _ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 
 
@@ -161,15 +163,33 @@ def to_openai(
     return out
 
 
+def _texts(parts: list[ViewPart], provider: str | None = None) -> str:
+    """The model text of ``parts`` as one string: text that followed text is joined as it was,
+    text a call or a thought came between is joined by a blank line."""
+    out: list[str] = []
+    previous_text = False
+    for part in parts:
+        if isinstance(part, TextPart):
+            if part.text.strip():
+                if out:
+                    out.append("" if previous_text else "\n\n")
+                out.append(part.text)
+            previous_text = True
+        else:
+            previous_text = False
+    return "".join(out)
+
+
 def _openai_assistant(run: list[ViewMessage]) -> dict[str, Any] | None:
     """One assistant message: text joined, calls with JSON-string arguments; reasoning left out."""
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     for message in run:
+        text = _texts(list(message.parts))
+        if text:
+            texts.append(text)
         for part in message.parts:
-            if isinstance(part, TextPart):
-                texts.append(part.text)
-            elif isinstance(part, ToolUsePart):
+            if isinstance(part, ToolUsePart):
                 function = {"name": part.name, "arguments": part.arguments_json()}
                 calls.append({"id": part.call_id, "type": "function", "function": function})
     if not texts and not calls:
@@ -210,25 +230,47 @@ def _merge(out: list[dict[str, Any]], role: str, key: str, items: list[Any]) -> 
 
 
 def _anthropic_assistant(run: list[ViewMessage]) -> list[dict[str, Any]]:
-    """Blocks of one assistant message: signed thinking first, never alone."""
-    thinking: list[dict[str, Any]] = []
+    """Blocks of one assistant message in the model's order: signed thinking (and redacted
+    thinking) exactly as received and first, text, tool uses; thinking is never last, never
+    alone."""
     blocks: list[dict[str, Any]] = []
     for message in run:
+        previous_text: dict[str, Any] | None = None
         for part in message.parts:
+            block: dict[str, Any] | None = None
             if isinstance(part, ReasoningPart):
-                if part.signature is not None:  # unsigned thinking is rejected
-                    thinking.append(
-                        {"type": "thinking", "thinking": part.text, "signature": part.signature}
-                    )
+                # Only Anthropic's own signed blocks go back (unsigned thinking is rejected),
+                # and only first in the message: one that would follow text (a response
+                # stored right after another assistant message) is left out.
+                if (
+                    part.signature is not None
+                    and part.provider in (None, "anthropic")
+                    and all(b["type"] in _THINKING for b in blocks)
+                ):
+                    if part.redacted:
+                        block = {"type": "redacted_thinking", "data": part.signature}
+                    else:
+                        block = {
+                            "type": "thinking",
+                            "thinking": part.text,
+                            "signature": part.signature,
+                        }
             elif isinstance(part, TextPart):
-                blocks.append({"type": "text", "text": part.text})
+                if part.text.strip():
+                    if previous_text is not None:  # text that followed text: one block
+                        previous_text["text"] += part.text
+                        continue
+                    block = {"type": "text", "text": part.text}
             elif isinstance(part, ToolUsePart):
                 use_id = _anthropic_id(part.call_id)
                 input_ = part.arguments_dict()
-                blocks.append(
-                    {"type": "tool_use", "id": use_id, "name": part.name, "input": input_}
-                )
-    return thinking + blocks if blocks else []
+                block = {"type": "tool_use", "id": use_id, "name": part.name, "input": input_}
+            previous_text = block if block is not None and block["type"] == "text" else None
+            if block is not None:
+                blocks.append(block)
+    while blocks and blocks[-1]["type"] in _THINKING:
+        blocks.pop()
+    return blocks
 
 
 def _anthropic_user(run: list[ViewMessage]) -> list[dict[str, Any]]:
@@ -290,20 +332,48 @@ def to_anthropic(
     return out
 
 
+def _gemini_signature(part: ReasoningPart | TextPart | ToolUsePart) -> bytes | None:
+    """Gemini's own thought signature, as the bytes google-genai takes (stored as base64)."""
+    if part.signature is None or part.provider != "gemini":
+        return None
+    try:
+        return base64.b64decode(part.signature, validate=True)
+    except ValueError:
+        return None  # not a signature Gemini made: it would be refused
+
+
 def _gemini_model(run: list[ViewMessage]) -> list[dict[str, Any]]:
-    """Parts of one model content: thoughts first, never alone; calls without ids."""
-    thoughts: list[dict[str, Any]] = []
+    """Parts of one model content in the model's order, each with its thought signature;
+    calls without ids; thoughts never alone."""
     parts: list[dict[str, Any]] = []
     for message in run:
         for part in message.parts:
+            made: dict[str, Any] | None = None
+            signed = (
+                isinstance(part, ReasoningPart | TextPart)
+                and part.provider == "gemini"
+                and part.signature is not None
+            )
             if isinstance(part, ReasoningPart):
-                thoughts.append({"text": part.text, "thought": True})
+                if part.text.strip() or signed:
+                    made = {"text": part.text, "thought": True}
             elif isinstance(part, TextPart):
-                parts.append({"text": part.text})
+                if part.text.strip() or signed:
+                    made = {"text": part.text}
             elif isinstance(part, ToolUsePart):
-                call = {"name": part.name, "args": part.arguments_dict()}
-                parts.append({"function_call": call})
-    return thoughts + parts if parts else []
+                made = {"function_call": {"name": part.name, "args": part.arguments_dict()}}
+            if made is None:
+                continue
+            assert isinstance(part, ReasoningPart | TextPart | ToolUsePart)
+            signature = _gemini_signature(part)
+            if signature is not None:
+                made["thought_signature"] = signature
+            elif "text" in made and not made["text"].strip():
+                continue  # an empty part without Gemini's signature says nothing
+            parts.append(made)
+    if all(p.get("thought") for p in parts):
+        return []
+    return parts
 
 
 def _gemini_user(run: list[ViewMessage]) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ Small collections inside values (metadata, tool arguments) stay ``pmap`` and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -31,7 +31,7 @@ from immutables import Map
 from pyrsistent._pvector import python_pvector
 from pyrsistent.typing import PVector
 
-from ._audit import AuditRow, AuditStatus, model_calls
+from ._audit import AuditRow, AuditStatus, model_calls, operation_key
 from ._errors import UnknownMessage
 from ._message import Message, MessageType, Status
 from ._turn import Turn, TurnStatus
@@ -88,16 +88,22 @@ class SessionState:
     counts: tuple[int, ...] = _ZERO_COUNTS
     """How many messages have each status, in ``STATUS_ORDER``."""
     audit: Map[str, AuditRow] = _EMPTY_MAP
-    """Model-call audit rows by operation id (never part of history or counts)."""
-    audit_keys: Map[str, str] = _EMPTY_MAP
-    """Source key of each audit row -> its operation id."""
+    """Model-call audit rows by source key (never part of history or counts)."""
+    audit_ops: Map[str, str] = _EMPTY_MAP
+    """``operation_key(turn, role, operation id)`` -> source key: operation ids are unique
+    per turn and role."""
     audit_running: tuple[str, ...] = ()
-    """Operation ids of the rows still running (all of the active turn)."""
+    """Source keys of the rows still running (all of the active turn)."""
 
     @classmethod
     def empty(cls, session_id: str) -> SessionState:
         """The state of a session before its first event."""
         return cls(session_id=session_id)
+
+    @property
+    def audit_keys(self) -> Mapping[str, str]:
+        """Source key -> the key of its row in ``audit`` (the same key; kept for older code)."""
+        return _SourceKeys(self.audit)
 
     @property
     def active_turn_id(self) -> str | None:
@@ -176,6 +182,26 @@ class SessionState:
         return (m for m in self.messages if m.active)
 
 
+class _SourceKeys(Mapping[str, str]):
+    """Every audit row's source key, mapped to itself (``SessionState.audit_keys``)."""
+
+    __slots__ = ("_audit",)
+
+    def __init__(self, audit: Map[str, AuditRow]) -> None:
+        self._audit = audit
+
+    def __getitem__(self, key: str) -> str:
+        if key in self._audit:
+            return key
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._audit.keys())
+
+    def __len__(self) -> int:
+        return len(self._audit)
+
+
 def build_state(
     *,
     session_id: str,
@@ -211,7 +237,7 @@ def build_state(
         # One active turn is the norm; any others stay in the map, where
         # check_consistent reports them.
         del turn_map[active[0].id]
-    rows = {row.operation_id: row for row in audit}
+    rows = {row.source_key: row for row in audit}
     return SessionState(
         session_id=session_id,
         seq=seq,
@@ -225,9 +251,11 @@ def build_state(
         tool_results=Map(results),
         counts=tuple(counts),
         audit=Map(rows),
-        audit_keys=Map({row.source_key: row.operation_id for row in rows.values()}),
+        audit_ops=Map(
+            {operation_key(r.turn_id, r.role, r.operation_id): r.source_key for r in rows.values()}
+        ),
         audit_running=tuple(
-            row.operation_id
+            row.source_key
             for row in sorted(rows.values(), key=lambda r: r.sequence)
             if row.status is AuditStatus.RUNNING
         ),
@@ -289,8 +317,8 @@ def _audit_problems(state: SessionState) -> list[str]:
     rows = model_calls(state)
     if [row.sequence for row in rows] != list(range(1, len(rows) + 1)):
         problems.append("audit row sequences are not 1, 2, 3 … without gaps")
-    if len(state.audit_keys) != len(rows):
-        problems.append("audit rows share a source key")
+    if len(state.audit_ops) != len(rows):
+        problems.append("audit rows share an operation id in one turn and role")
     active = state.active_turn_id
     for row in rows:
         if row.status is AuditStatus.RUNNING and row.turn_id != active:

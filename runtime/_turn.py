@@ -76,6 +76,12 @@ class Turn:
         default=None, converter=to_milliseconds, validator=_check.milliseconds
     )
     """Monotonic duration, as the runner measured it."""
+    runner: str | None = None
+    """The runner (one runtime's incarnation) that started it, if it said: a turn found
+    active whose runner is gone is recovered at once."""
+    awaiting_approval: PMap[str, str] = attrs.field(factory=pmap, converter=_calls)
+    """Its tool calls waiting for a person to approve or deny them: call id -> message id
+    (a subset of ``open_calls``)."""
 
     @property
     def is_active(self) -> bool:

@@ -49,7 +49,13 @@ class TextPart:
     """Text the model reads (markers for stripped or interrupted content included)."""
 
     text: str
-    """Never empty or blank."""
+    """Never empty or blank (except a model's text part that only carries a signature)."""
+    provider: str | None = None
+    """For model text: the API that wrote it (its ``signature`` and ``item_id`` are that API's)."""
+    signature: str | None = None
+    """For model text: the provider's signature on it (Gemini)."""
+    item_id: str | None = None
+    """For model text: the provider's item id (OpenAI Responses)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -67,9 +73,17 @@ class ReasoningPart:
     """Reasoning of the current turn (providers that cannot take it back drop it)."""
 
     text: str
-    """The reasoning text."""
+    """The reasoning text (empty for a redacted block)."""
     signature: str | None = None
-    """The provider's signature (``metadata["signature"]``), needed to send it back to Anthropic."""
+    """The provider's opaque data for it, sent back unchanged: Anthropic's signature (or a
+    redacted block's data), Gemini's thought signature, OpenAI Responses' encrypted content."""
+    provider: str | None = None
+    """The API that produced it; None for a thought stored with a bare
+    ``metadata["signature"]`` (read as Anthropic's)."""
+    redacted: bool = False
+    """True for a block the provider withheld (Anthropic ``redacted_thinking``)."""
+    item_id: str | None = None
+    """The provider's item id (OpenAI Responses reasoning item)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -82,6 +96,12 @@ class ToolUsePart:
     """The tool."""
     arguments: PMap[str, FrozenJSON]
     """The arguments, frozen."""
+    provider: str | None = None
+    """The API that made the call (its ``signature`` and ``item_id`` are that API's)."""
+    signature: str | None = None
+    """The provider's signature on the call (Gemini's thought signature)."""
+    item_id: str | None = None
+    """The provider's item id (OpenAI Responses ``fc_…``)."""
 
     def arguments_dict(self) -> dict[str, Any]:
         """The arguments as a plain dict (what Anthropic and Gemini want)."""
@@ -128,7 +148,10 @@ class ViewMessage:
     parts: tuple[ViewPart, ...]
     """What it says, never empty. A tool message has exactly one ``ToolResultPart``."""
     source_id: str | None = None
-    """Id of the stored message it was made from; None when the view made it up."""
+    """Id of the (first) stored message it was made from; None when the view made it up."""
+    source_ids: tuple[str, ...] = ()
+    """Ids of every stored message it was made from (a model response's thought, text and
+    calls make one assistant message); empty when the view made it up."""
     turn_id: str | None = None
     """The turn of that message."""
     event_seq: int | None = None
@@ -140,7 +163,8 @@ class ViewMessage:
         out = []
         for part in self.parts:
             if isinstance(part, TextPart | ReasoningPart | ToolResultPart):
-                out.append(part.text)
+                if part.text:
+                    out.append(part.text)
             elif isinstance(part, ToolUsePart):
                 out.append(f"{part.name}({part.arguments_json()})")
         return "\n\n".join(out)

@@ -131,24 +131,23 @@ class CurrentTurn:
 
 
 def units(messages: list[ViewMessage]) -> list[list[ViewMessage]]:
-    """Split a block's view messages where a window may cut."""
+    """Split a block's view messages where a window may cut: before any message but a result.
+
+    A model response is one assistant message holding its calls, so a unit is
+    that message and the results that answer it.
+    """
     units: list[list[ViewMessage]] = []
-    previous: ViewMessage | None = None
     for message in messages:
-        joins = previous is not None and (
-            message.role is ViewRole.TOOL or (is_call(message) and is_call(previous))
-        )
-        if joins:
+        if units and message.role is ViewRole.TOOL:
             units[-1].append(message)
         else:
             units.append([message])
-        previous = message
     return units
 
 
 def is_call(message: ViewMessage) -> bool:
-    """True for a view message that is a tool call."""
-    return isinstance(message.parts[0], ToolUsePart)
+    """True for a view message that holds a tool call."""
+    return any(isinstance(part, ToolUsePart) for part in message.parts)
 
 
 def cost(window: Window, message: ViewMessage) -> int:

@@ -30,3 +30,15 @@ def test_tour_shows_the_interrupt() -> None:
     assert "msg_call_002     responded -> interrupted" in out
     assert "pending [interrupted]" in out
     assert "Replay verified against" in out
+
+
+def test_the_readme_embed_snippet_prints_the_reply(tmp_path: pathlib.Path) -> None:
+    """The README's first Python block runs as written and prints the reply (it printed
+    nothing)."""
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
+    snippet = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    result = subprocess.run(
+        [sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Sunny, 24°C.\n"

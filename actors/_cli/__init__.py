@@ -3,15 +3,16 @@
 ``amber demo`` runs the main job; ``amber chat`` is an interactive session;
 ``sessions``, ``timeline``, ``show``, ``diff``, ``fork``, ``replay``,
 ``export``, ``import`` and ``recover`` travel in the stored history; ``check``
-scans a store for damage;
-``inspect`` steps through it in a terminal UI. Every command takes ``--db``
+scans a store for damage; ``inspect`` steps through it in a terminal UI, ``web`` in a
+browser. Every command takes ``--db``
 (default ``./amber.db``, or ``$AMBER_DB``); exit codes are listed in
 ``_app.ExitCode`` and docs/cli.md.
 
 Modules: ``_app`` (exit codes, errors, options, the store), ``_render``
 (how values look), ``_text``, ``_render``, ``_tables`` (how values look), ``_travel`` and
 ``_diff`` (read-only commands), ``_views`` (``show
---view``), ``_replay`` (replay and verify), ``_admin`` (commands that write), ``_chat``, and this
+--view``), ``_replay`` (replay and verify), ``_admin`` (commands that write), ``_chat``,
+``_web`` (``amber web``, the viewer in ``actors._web``), and this
 one (the group, ``demo``, ``inspect`` and ``main``).
 """
 
@@ -31,11 +32,12 @@ from runtime import AmberError
 
 from ._admin import events, export, fork, import_command, recover
 from ._app import CliError, ExitCode, db_option, fail, open_store, parse_seq, resolve_seq, translate
-from ._chat import chat
+from ._chat import chat, resume
 from ._check import check_command
 from ._diff import diff_command
 from ._replay import replay_command
 from ._travel import load_timeline, sessions, show, timeline
+from ._web import web
 
 __all__ = ["ExitCode", "cli", "main"]
 
@@ -131,8 +133,10 @@ def inspect(session: str, at_seq: int, db: str) -> None:
     The timeline is on the left, the state at the cursor on the right with
     the change from the previous state highlighted. Up/down (k/j) step,
     Home/End (g/G) go to the ends, [ and ] jump between turns, e jumps to
-    the next error, v cycles the view (state, history, model view, provider
-    requests), q quits.
+    the next error, v/V cycle the view (state, history, model view, provider
+    requests) forward/back, o opens one message whole, w widens the
+    timeline, left/right (h/l) scroll it, q quits. 'amber web' is the same
+    in a browser.
     """
     with open_store(db) as store:
         line = load_timeline(store, session, db)
@@ -151,11 +155,13 @@ def inspect(session: str, at_seq: int, db: str) -> None:
 for command in (
     demo,
     chat,
+    resume,
     sessions,
     timeline,
     show,
     diff_command,
     inspect,
+    web,
     fork,
     replay_command,
     export,

@@ -12,8 +12,8 @@ import click
 import orjson
 from rich.text import Text
 
-from runtime import EVENT_TYPES, CorruptRow
-from runtime.store import RebuildReport, SQLiteStore, recover_orphans
+from runtime import EVENT_TYPES, CorruptRow, SessionState, Timeline
+from runtime.store import RebuildReport, Store, recover_orphans
 
 from .._ids import utc_now
 from ._app import (
@@ -30,15 +30,45 @@ from ._app import (
 )
 from ._check import describe_problem
 
-__all__ = ["events", "export", "fork", "import_command", "recover"]
+__all__ = ["events", "export", "fork", "fork_session", "import_command", "recover"]
 
 
-def _free_id(store: SQLiteStore, base: str) -> str:
+def _free_id(store: Store, base: str) -> str:
     candidate, number = base, 1
     while candidate in store:
         number += 1
         candidate = f"{base}-{number}"
     return candidate
+
+
+def fork_session(
+    store: Store,
+    session: str,
+    at_seq: int,
+    new_id: str | None,
+    db: str,
+    *,
+    timeline: Timeline | None = None,
+) -> tuple[str, int, SessionState]:
+    """Store a fork of ``session`` at ``at_seq``; returns its id, the source seq and its head.
+
+    The checks and errors of ``amber fork`` (and of ``amber web``'s fork):
+    the session must exist, the seq must be in it, ``new_id`` must be free.
+    ``timeline``: the session's timeline if the caller has it loaded already.
+    """
+    require_session(store, session, db)
+    line = timeline if timeline is not None else store.load_timeline(session)
+    seq = resolve_seq(at_seq, line)
+    if new_id is not None and new_id in store:
+        raise CliError(
+            f"The store {db!r} already has a session {new_id!r}; pass another --as, or leave "
+            "--as out to get a free id.",
+            ExitCode.CONFLICT,
+        )
+    target = new_id if new_id is not None else _free_id(store, f"{session}-fork-{seq}")
+    forked = line.fork(seq, target, at=utc_now())
+    head = store.append(forked.events())[target]
+    return target, seq, head
 
 
 @click.command()
@@ -60,18 +90,7 @@ def fork(session: str, at_seq: int, new_id: str | None, db: str, as_json: bool) 
     it is idle for recover_after (or now: amber recover --older-than 0).
     """
     with open_store(db) as store:
-        require_session(store, session, db)
-        line = store.load_timeline(session)
-        seq = resolve_seq(at_seq, line)
-        if new_id is not None and new_id in store:
-            raise CliError(
-                f"The store {db!r} already has a session {new_id!r}; pass another --as, or leave "
-                "--as out to get a free id.",
-                ExitCode.CONFLICT,
-            )
-        target = new_id if new_id is not None else _free_id(store, f"{session}-fork-{seq}")
-        forked = line.fork(seq, target, at=utc_now())
-        head = store.append(forked.events())[target]
+        target, seq, head = fork_session(store, session, at_seq, new_id, db)
     turn = head.active_turn_id
     if as_json:
         emit_json(
@@ -109,17 +128,22 @@ def fork(session: str, at_seq: int, new_id: str | None, db: str, as_json: bool) 
 @click.command()
 @click.argument("session")
 @click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to this file."
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+    help="Write to this file ('-': standard output).",
 )
 @click.option("--force", is_flag=True, help="Overwrite the --output file if it exists.")
 @db_option()
 def export(session: str, output: Path | None, force: bool, db: str) -> None:
     """Print SESSION as JSON (its whole event log).
 
-    Or write it to --output.
+    Or write it to --output ('-o -' is standard output, as without it).
 
     'amber import' reads it back, into this store or another.
     """
+    if output is not None and str(output) == "-":
+        output = None
     if output is not None and output.exists() and not force:
         raise CliError(
             f"{str(output)!r} exists already; pass --force to overwrite it, or another --output.",
@@ -323,7 +347,7 @@ def recover(
         ctx.exit(ExitCode.FAILED)
 
 
-def _rebuild(store: SQLiteStore, *, dry_run: bool, as_json: bool) -> RebuildReport:
+def _rebuild(store: Store, *, dry_run: bool, as_json: bool) -> RebuildReport:
     """Rebuild the derived rows (or, with ``dry_run``, list what a check finds in them)."""
     if dry_run:
         report = store.check()

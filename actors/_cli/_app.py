@@ -50,7 +50,7 @@ from runtime import (
     storable_text,
     thaw,
 )
-from runtime.store import SQLiteStore
+from runtime.store import SQLiteStore, Store
 
 __all__ = [
     "DEFAULT_DB",
@@ -212,7 +212,7 @@ def open_store(db: str, *, create: bool = False) -> Iterator[SQLiteStore]:
         store.close()
 
 
-def require_session(store: SQLiteStore, session_id: str, db: str) -> None:
+def require_session(store: Store, session_id: str, db: str) -> None:
     """Fail with ``NOT_FOUND`` (and the closest ids) if the store lacks ``session_id``."""
     if session_id in store:
         return

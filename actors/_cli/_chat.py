@@ -1,10 +1,14 @@
 """``amber chat``: an interactive session on the CLI adapter.
 
-The model is a scripted stand-in (no network, no key) that answers a few
-commands so that everything the runtime does can be tried by hand: ``sleep
-N`` calls a slow tool (press Ctrl-C to interrupt it), ``$ command`` runs a
-shell command when ``--shell`` allowed it, anything else is echoed back.
-Provider models plug in here once they are configured (their own issue).
+Without ``--model`` the model is a scripted stand-in (no network, no key)
+that answers a few commands so that everything the runtime does can be
+tried by hand: ``sleep N`` calls a slow tool (press Ctrl-C to interrupt it),
+``$ command`` runs a shell command when ``--shell`` allowed it, anything
+else is echoed back. ``--model PROVIDER:MODEL`` (``openai:gpt-4.1-mini``,
+``anthropic:claude-sonnet-4-6``, ``gemini:gemini-2.5-flash``,
+``openai-responses:o4-mini``, ``openai-compatible:NAME --base-url URL``)
+talks to a real model with the key from the provider's usual environment
+variable.
 
 Ctrl-C while a turn runs interrupts it; a second Ctrl-C (or Ctrl-C at the
 prompt twice, or Ctrl-D, or ``/exit``) leaves cleanly: the runtime stops and
@@ -17,22 +21,35 @@ import contextlib
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 import trio
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
-from runtime import ModelView, ToolResultPart
+from runtime import (
+    AmberError,
+    ModelView,
+    Response,
+    SessionState,
+    ToolResultPart,
+    TurnStatus,
+    call,
+    reply,
+)
 
 from .._cli_adapter import CliAdapter
+from .._model import Model
 from .._runtime import Runtime
-from .._scripted import Response, ScriptedModel, call, reply
+from .._scripted import ScriptedModel
+from .._settings import Settings
 from .._shell import shell_tool
 from .._tools import Tool, tool
 from ._app import CliError, ExitCode, db_option, open_store
 
-__all__ = ["ChatLoop", "chat", "chat_model", "chat_tools"]
+__all__ = ["ChatLoop", "chat", "chat_model", "chat_tools", "resume"]
 
 _SLEEP = re.compile(r"^\s*(?:sleep|wait)\s+(\d+(?:\.\d+)?)\s*$", re.IGNORECASE)
 _HELP = (
@@ -56,8 +73,9 @@ async def wait(seconds: float) -> str:
 
 
 def chat_tools(*, shell: bool) -> list[Tool]:
-    """The chat's tools: ``wait``, and ``run_shell_command`` when ``shell``."""
-    return [wait, shell_tool()] if shell else [wait]
+    """The chat's tools: ``wait``, and ``run_shell_command`` when ``shell`` (each command
+    waits for the person's approval: the chat asks ``approve? [y/N]``)."""
+    return [wait, shell_tool(approval=True)] if shell else [wait]
 
 
 def _last_input(view: ModelView) -> str:
@@ -79,7 +97,7 @@ def chat_model(*, shell: bool) -> ScriptedModel:
     """The scripted stand-in: a function of each request (see the module docstring)."""
 
     def answer(request: object) -> Response:
-        from .._model import ModelRequest
+        from runtime import ModelRequest
 
         assert isinstance(request, ModelRequest)
         if request.call_index > 0:
@@ -151,10 +169,17 @@ class ChatLoop:
                 self.console.print(notice)
 
     def step(self) -> bool:
-        """Wait for the running turn, or read a line and send it; False to leave."""
+        """Wait for the running turn (asking about tool calls that need approval), or read a
+        line and send it; False to leave."""
         if self.busy:
-            self.rt.wait_idle(self.session, timeout=None)
-            self.busy = False
+            state = self.rt.wait_idle(self.session, timeout=None)
+            turn = state.active_turn
+            if turn is None or not turn.awaiting_approval:
+                self.busy = False
+                self.show_failure(state)
+                return True
+            for call_id, message_id in turn.awaiting_approval.items():
+                self.ask_approval(call_id, state.message(message_id))
             return True
         text = self.read("you> ")
         if text.strip() in ("/exit", "/quit"):
@@ -165,53 +190,214 @@ class ChatLoop:
             self.rt.send(self.session, text, sender="you", chatbot_id="cli", channel_id="chat")
         return True
 
+    def show_failure(self, state: SessionState) -> None:
+        """Under a failed turn's short crash notice, the detail a person can act on (the
+        provider's message, the missing key, the window setting to lower)."""
+        turns = state.turn_list()
+        last = turns[-1] if turns else None
+        if last is not None and last.status is TurnStatus.ERROR and last.reason:
+            self.console.print(Text(f"  {last.reason}", style="dim red"), soft_wrap=True)
+
+    def ask_approval(self, call_id: str, message: Any) -> None:
+        """Ask the person about one tool call; approve on y/yes, deny otherwise."""
+        call = message.tool_call
+        shown = ", ".join(f"{k}={v!r}" for k, v in dict(call.arguments).items()) if call else ""
+        name = call.name if call else "a tool"
+        answer = self.read(escape(f"approve {name}({shown})? [y/N] ")).strip().lower()
+        if answer in ("y", "yes"):
+            self.rt.approve(self.session, call_id, by="you")
+        else:
+            self.rt.deny(self.session, call_id, "the user said no", by="you")
+
+
+def provider_model(spec: str, base_url: str | None) -> Model:
+    """The provider model ``spec`` names, or a one-line CLI error saying what is missing."""
+    from ..providers import model_from_spec
+
+    try:
+        return model_from_spec(spec, base_url=base_url)
+    except (AmberError, ImportError) as exc:
+        raise CliError(str(exc), ExitCode.USAGE) from None
+
+
+def chat_settings(system: str | None, prices: str | None) -> Settings:
+    """Chat's settings: the system prompt and the price table (shipped, or --prices FILE)."""
+    from ..providers import default_prices, load_prices
+
+    try:
+        table = default_prices() if prices is None else default_prices().merged(load_prices(prices))
+    except AmberError as exc:
+        raise CliError(str(exc), ExitCode.USAGE) from None
+    return Settings(system_prompt=system, prices=table)
+
 
 @click.command()
 @click.option("--session", "session_id", help="Continue this session (default: a new one).")
+@click.option(
+    "--model",
+    "model_spec",
+    metavar="PROVIDER:MODEL",
+    help="A real model: openai:gpt-4.1-mini, anthropic:claude-sonnet-4-6, gemini:gemini-2.5-flash, "
+    "openai-responses:o4-mini, openai-compatible:NAME (with --base-url). Default: the scripted "
+    "stand-in.",
+)
+@click.option("--base-url", help="The API endpoint (an OpenAI-compatible server, a proxy).")
+@click.option("--system", "system_prompt", help="The system prompt.")
+@click.option("--prices", type=click.Path(dir_okay=False), help="A JSON price table to use.")
 @click.option("--shell", is_flag=True, help="Let the model run shell commands ($ command).")
 @click.option("--stream/--no-stream", default=True, help="Print replies as they stream.")
 @db_option(create=True)
-def chat(session_id: str | None, shell: bool, stream: bool, db: str) -> None:
+def chat(
+    session_id: str | None,
+    model_spec: str | None,
+    base_url: str | None,
+    system_prompt: str | None,
+    prices: str | None,
+    shell: bool,
+    stream: bool,
+    db: str,
+) -> None:
     """Chat with an agent; Ctrl-C interrupts the running turn.
 
     Every turn is stored in --db.
     Ctrl-C interrupts the running turn; a second Ctrl-C leaves cleanly.
-    The model is a scripted stand-in (type 'help'); provider models plug in
-    once configured.
+    Without --model the model is a scripted stand-in (type 'help'); with
+    --model PROVIDER:MODEL it is a real one, its key read from the provider's
+    environment variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY).
     """
+    if base_url is not None and model_spec is None:
+        raise CliError("--base-url needs --model PROVIDER:MODEL.", ExitCode.USAGE)
+    model = provider_model(model_spec, base_url) if model_spec else chat_model(shell=shell)
+    settings = chat_settings(system_prompt, prices)
     with open_store(db, create=True) as store:
         if session_id is None:
             session_id, number = "chat", 1
             while session_id in store:
                 number += 1
                 session_id = f"chat-{number}"
-            existing = 0
+            existing, waiting = 0, False
         else:
-            existing = len(store.load_state(session_id)) if session_id in store else 0
+            head = store.load_state(session_id) if session_id in store else None
+            existing = len(head) if head is not None else 0
+            # A session continued on purpose (a pending fork, a crashed turn) is
+            # answered first, before the prompt.
+            waiting = head is not None and (head.active_turn_id is not None or bool(head.queued))
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401  (line editing and history for input())
     console = Console(highlight=False)
-    adapter = CliAdapter.start(console=console, echo_inputs=False, stream=stream)
+    # Only this session is drawn and resumed: other sessions in the store (a pending
+    # fork, say) are never answered by a chat that did not ask for them.
+    adapter = CliAdapter.start(
+        console=console, echo_inputs=False, stream=stream, sessions=[session_id]
+    )
     note = f"continuing, {existing} messages" if existing else "new"
+    about = (
+        f"model {getattr(model, 'name', model_spec)}"
+        if model_spec
+        else "'help' for what the scripted model does"
+    )
     console.print(
         Text.assemble(
             ("amber chat", "bold"),
-            f" · session {session_id} ({note}) in {db} · 'help' for what the scripted model does",
+            f" · session {session_id} ({note}) in {db} · {about}",
             style="dim",
         ),
         soft_wrap=True,
     )
     try:
         runtime = Runtime(
-            model=chat_model(shell=shell),
+            model=model,
             store=Path(db),
             tools=chat_tools(shell=shell),
             adapters=[adapter],
+            settings=settings,
+            resume=[session_id],
         )
         # A second Ctrl-C while the first is being handled: leave all the same.
         with runtime as rt, contextlib.suppress(KeyboardInterrupt):
-            ChatLoop(rt, session_id, console, console.input).run()
+            loop = ChatLoop(rt, session_id, console, console.input)
+            loop.busy = waiting
+            loop.run()
     except KeyboardInterrupt:
         raise CliError("Interrupted while stopping the runtime.", ExitCode.INTERRUPTED) from None
     bye = Text(f"Bye. Stored in {db}: amber timeline {session_id} --db {db}", style="dim")
     console.print(bye, soft_wrap=True)
+
+
+@click.command()
+@click.argument("session")
+@click.option(
+    "--model",
+    "model_spec",
+    metavar="PROVIDER:MODEL",
+    help="A real model (as for amber chat). Default: the scripted stand-in.",
+)
+@click.option("--base-url", help="The API endpoint (an OpenAI-compatible server, a proxy).")
+@click.option("--system", "system_prompt", help="The system prompt.")
+@click.option("--prices", type=click.Path(dir_okay=False), help="A JSON price table to use.")
+@click.option("--shell", is_flag=True, help="Let the model run shell commands ($ command).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0,
+              show_default=True, help="Seconds to wait for the session to go idle.")  # fmt: skip
+@db_option()
+def resume(
+    session: str,
+    model_spec: str | None,
+    base_url: str | None,
+    system_prompt: str | None,
+    prices: str | None,
+    shell: bool,
+    timeout: float,
+    db: str,
+) -> None:
+    """Continue SESSION on purpose: answer the input it has waiting, then stop.
+
+    A pending fork, a session whose turn a stopped or crashed runtime left
+    active, a reply not yet delivered: this runtime resumes SESSION and no
+    other (no command but resume and chat --session touches a session it was
+    not given). The model is the chat's scripted stand-in, or the real one
+    --model names (as for amber chat).
+    """
+    from runtime import Status
+
+    if base_url is not None and model_spec is None:
+        raise CliError("--base-url needs --model PROVIDER:MODEL.", ExitCode.USAGE)
+    model = provider_model(model_spec, base_url) if model_spec else chat_model(shell=shell)
+    settings = chat_settings(system_prompt, prices)
+
+    with open_store(db) as store:
+        require = store.load_state(session) if session in store else None
+    if require is None:
+        raise CliError(
+            f"There is no session {session!r} in {db}; list them with 'amber sessions'.",
+            ExitCode.NOT_FOUND,
+        )
+    waiting = [m for m in require if m.status is Status.PENDING_AGENT]
+    active = require.active_turn_id
+    console = Console(highlight=False)
+    if not waiting and active is None:
+        console.print(
+            f"Nothing to resume: {session} has no input waiting and no turn left active.",
+            soft_wrap=True,
+        )
+        return
+    what = [f"{len(waiting)} input(s) waiting"] if waiting else []
+    if active is not None:
+        what.append(f"turn {active} left active (recovered first)")
+    console.print(Text(f"Resuming {session}: {', '.join(what)}.", style="dim"), soft_wrap=True)
+    for message in waiting:
+        console.print(Text(f"  {message.sender}> {message.content}"), soft_wrap=True)
+    adapter = CliAdapter.start(console=console, echo_inputs=False, sessions=[session])
+    with Runtime(
+        model=model,
+        store=Path(db),
+        tools=chat_tools(shell=shell),
+        adapters=[adapter],
+        settings=settings,
+        resume=[session],
+    ) as rt:
+        state = rt.wait_idle(session, timeout=timeout)
+    console.print(
+        Text(f"{session} is idle at seq {state.seq}: amber timeline {session} --db {db}",
+             style="dim"),
+        soft_wrap=True,
+    )  # fmt: skip

@@ -10,6 +10,9 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from runtime import (
+    ApprovalDecided,
+    ApprovalRequested,
+    AuditRow,
     BranchImported,
     Category,
     Event,
@@ -44,7 +47,18 @@ from ._text import (
     status_text,
 )
 
-__all__ = ["describe_event", "diff_view", "touched_ids"]
+__all__ = ["describe_event", "diff_view", "is_error_event", "touched_ids"]
+
+
+def is_error_event(event: Event) -> bool:
+    """A turn that ended in error, a failed model call, or a tool result that is an error."""
+    if isinstance(event, TurnEnded):
+        return str(event.outcome) == "error"
+    if isinstance(event, ModelCallFinished):
+        return str(event.status) == "failed"
+    if isinstance(event, MessageAdded):
+        return event.message.is_error
+    return False
 
 
 def touched_ids(event: Event, before: SessionState, after: SessionState) -> set[str]:
@@ -66,6 +80,9 @@ def touched_ids(event: Event, before: SessionState, after: SessionState) -> set[
         return ids
     if isinstance(event, BranchImported):
         return {m.id for m in event.messages}
+    if isinstance(event, ApprovalRequested | ApprovalDecided):
+        message_id = before.tool_calls.get(event.call_id)
+        return {message_id} if message_id is not None else set()
     if isinstance(event, RolledBack):
         return {m.id for m in after.messages if not m.active and before.get(m.id) is not None}
     return set()
@@ -128,6 +145,16 @@ def describe_event(event: Event, before: SessionState, after: SessionState) -> T
             f"forked from {event.source_session_id} at seq {event.source_seq}: ",
             f"{len(event.messages)} messages, {len(event.turns)} turns",
         )
+    if isinstance(event, ApprovalRequested):
+        call = _call_name(after, event.call_id)
+        return join(("⏸ ", "magenta"), (event.call_id, "bold"), f" {call} waits for approval")
+    if isinstance(event, ApprovalDecided):
+        call = _call_name(after, event.call_id)
+        verdict = ("approved", "green") if event.approved else ("denied", "red")
+        who = f" by {safe(event.by)}" if event.by else ""
+        why = f" ({excerpt(event.reason, 80)})" if event.reason else ""
+        return join(("✔ " if event.approved else "✘ ", verdict[1]), (event.call_id, "bold"),
+                    f" {call} ", verdict, f"{who}{why}")  # fmt: skip
     if isinstance(event, RolledBack):
         gone = len(touched_ids(event, before, after))
         reason = f" ({excerpt(event.reason, 80)})" if event.reason else ""
@@ -135,8 +162,27 @@ def describe_event(event: Event, before: SessionState, after: SessionState) -> T
     return Text(event.kind)
 
 
+def _finished_row(event: ModelCallFinished, after: SessionState) -> AuditRow | None:
+    if event.source_key is not None:
+        return after.audit.get(event.source_key)
+    return next(
+        (
+            row
+            for row in after.audit.values()
+            if row.operation_id == event.operation_id and row.ended_seq == event.seq
+        ),
+        None,
+    )
+
+
+def _call_name(state: SessionState, call_id: str) -> str:
+    message = state.get(state.tool_calls.get(call_id, ""))
+    call = message.tool_call if message is not None else None
+    return f"{safe(call.name)}()" if call is not None else "tool call"
+
+
 def _describe_call_end(event: ModelCallFinished, after: SessionState) -> Text:
-    row = after.audit.get(event.operation_id)
+    row = _finished_row(event, after)
     number = f"#{row.sequence} " if row is not None else ""
     status = str(event.status)
     rest = ""
@@ -162,10 +208,10 @@ def _describe_call_end(event: ModelCallFinished, after: SessionState) -> Text:
 def _closed_calls(before: SessionState, after: SessionState) -> str:
     """``, closes model call run_7 (interrupted)`` when a turn's end closed running calls."""
     closed = []
-    for operation_id in before.audit_running:
-        row = after.audit.get(operation_id)
+    for key in before.audit_running:
+        row = after.audit.get(key)
         if row is not None and row.status.is_terminal:
-            closed.append(f"{safe(operation_id)} ({row.status})")
+            closed.append(f"{safe(row.operation_id)} ({row.status})")
     return f", closes model call {', '.join(closed)}" if closed else ""
 
 

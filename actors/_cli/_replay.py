@@ -15,7 +15,7 @@ import click
 from rich.text import Text
 
 from runtime import CorruptRow, ReplayMismatch, diff, replay
-from runtime.store import SessionInfo, SQLiteStore
+from runtime.store import SessionInfo, Store
 
 from ._app import (
     ExitCode,
@@ -27,23 +27,25 @@ from ._app import (
     stdout_console,
 )
 
-__all__ = ["replay_command"]
+__all__ = ["Check", "replay_command", "verify_session"]
 
 
 @attrs.frozen
-class _Check:
+class Check:
+    """One check of ``replay --verify``: its name, whether it held, and what was found."""
+
     name: str
     ok: bool
     detail: str
 
 
-def _verify(store: SQLiteStore, session: str) -> tuple[int, list[_Check]]:
-    """Replay ``session`` and compare it with what the store recorded.
+def verify_session(store: Store, session: str) -> tuple[int, list[Check]]:
+    """Replay ``session`` and compare it with what the store recorded (``replay --verify``).
 
     Damage in derived rows (a summary that fails its digest, a snapshot) is a
     failed check; damage in the log itself is a ``CorruptRow`` (exit 4).
     """
-    checks: list[_Check] = []
+    checks: list[Check] = []
     info: SessionInfo | None
     try:
         info = store.session(session)
@@ -52,23 +54,23 @@ def _verify(store: SQLiteStore, session: str) -> tuple[int, list[_Check]]:
     try:
         line = store.verify(session)
     except ReplayMismatch as exc:
-        return (0 if info is None else info.seq), [_Check("snapshot", False, str(exc))]
+        return (0 if info is None else info.seq), [Check("snapshot", False, str(exc))]
     snapshot_seq = 0 if info is None else info.snapshot_seq
     snap = (
         f"the snapshot at seq {snapshot_seq} equals the replayed state"
         if snapshot_seq
         else "no snapshot yet (fewer events than snapshot_every)"
     )
-    checks.append(_Check("snapshot", True, snap))
+    checks.append(Check("snapshot", True, snap))
     loaded = store.load_state(session)
     if loaded == line.head:
         checks.append(
-            _Check("head", True, f"snapshot + tail equals the replay at seq {line.last_seq}")
+            Check("head", True, f"snapshot + tail equals the replay at seq {line.last_seq}")
         )
     else:
         delta = diff(line.head, loaded)
         checks.append(
-            _Check(
+            Check(
                 "head",
                 False,
                 f"the head loaded from the snapshot differs from the replay: {len(delta.added)} "
@@ -77,15 +79,15 @@ def _verify(store: SQLiteStore, session: str) -> tuple[int, list[_Check]]:
         )
     head = line.head
     if info is None:
-        checks.append(_Check("summary", False, damaged_summary))
+        checks.append(Check("summary", False, damaged_summary))
         return line.last_seq, checks
     recorded = (info.seq, info.messages, dict(info.counts), info.active_turn_id)
     replayed = (head.seq, len(head), head.status_counts(), head.active_turn_id)
     if recorded == replayed:
-        checks.append(_Check("summary", True, "the session row matches the replayed head"))
+        checks.append(Check("summary", True, "the session row matches the replayed head"))
     else:
         checks.append(
-            _Check(
+            Check(
                 "summary",
                 False,
                 f"the session row says seq/messages/counts/turn {recorded!r}, the replay "
@@ -128,7 +130,7 @@ def replay_command(
         for sid in ids:
             started = time.perf_counter()
             if verify:
-                seq, checks = _verify(store, sid)
+                seq, checks = verify_session(store, sid)
             else:
                 seq, checks = replay(store.events(sid)).last_seq, []
             elapsed = (time.perf_counter() - started) * 1000
@@ -150,7 +152,7 @@ def replay_command(
         ctx.exit(ExitCode.FAILED)
 
 
-def _session_ids(store: SQLiteStore) -> list[str]:
+def _session_ids(store: Store) -> list[str]:
     """Every session of the store, even when a summary row is damaged (from a full check)."""
     try:
         return [info.session_id for info in store.list_sessions()]

@@ -12,7 +12,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from runtime import AGENT_SENDER, Event, Message, SessionState, StateDiff, thaw
+from runtime import AGENT_SENDER, Event, Message, SessionState, StateDiff, session_cost, thaw
 
 from ._text import (
     AUDIT_STYLES,
@@ -23,6 +23,7 @@ from ._text import (
     excerpt,
     join,
     message_summary,
+    money,
     safe,
     status_text,
     time_text,
@@ -55,8 +56,18 @@ def state_header(state: SessionState, *, last_seq: int, event: Event | None) -> 
         if turn.open_calls:
             line.append(f"; open calls: {', '.join(turn.open_calls)}")
         line.append(")")
+        if turn.awaiting_approval:
+            line.append("\nAwaiting approval: ", style="magenta")
+            line.append(", ".join(turn.awaiting_approval), style="bold magenta")
     counts = ", ".join(f"{n} {status}" for status, n in state.status_counts().items())
     line.append(f"\n{len(state)} messages" + (f": {counts}" if counts else ""), style="dim")
+    calls = state.model_calls()
+    if calls:
+        cost = session_cost(calls)
+        spent = money(cost.usd) if cost.priced else "cost unknown"
+        if cost.priced and not cost.complete:
+            spent += f" ({cost.unpriced} call(s) unpriced)"
+        line.append(f" · {len(calls)} model calls, {spent}", style="dim")
     return line
 
 
@@ -213,6 +224,10 @@ def model_call_lines(state: SessionState) -> list[Text]:
             rest += f"  {duration_text(row.duration_ms)}"
         if row.usage is not None:
             rest += f"  {row.usage.input_tokens:,}/{row.usage.output_tokens:,} tokens"
+        if row.cost_usd is not None:
+            rest += f"  {money(row.cost_usd)}"
+        if row.retries:
+            rest += f"  {len(row.retries)} retr{'y' if len(row.retries) == 1 else 'ies'}"
         if row.error:
             rest += f"  ({excerpt(row.error, 60)})"
         elif row.stop_reason:

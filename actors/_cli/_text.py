@@ -28,6 +28,7 @@ __all__ = [
     "join",
     "label",
     "message_summary",
+    "money",
     "safe",
     "status_text",
     "time_text",
@@ -147,3 +148,14 @@ def message_summary(message: Message, limit: int = _EXCERPT) -> Text:
 def duration_text(ms: float) -> str:
     """``0.4 ms``, ``12 ms``, ``1,204 ms``."""
     return f"{ms:.1f} ms" if ms < 10 else f"{ms:,.0f} ms"
+
+
+def money(usd: float | None) -> str:
+    """``$0.0123`` (four significant places below a cent); ``-`` when unknown."""
+    if usd is None:
+        return "-"
+    if usd == 0:
+        return "$0"
+    if usd < 0.01:
+        return f"${usd:.6f}".rstrip("0")
+    return f"${usd:,.4f}".rstrip("0").rstrip(".")

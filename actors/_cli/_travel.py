@@ -17,9 +17,12 @@ from rich.text import Text
 from runtime import (
     EVENT_TYPES,
     STATUS_ORDER,
+    AmberError,
     Event,
+    SessionCost,
     SessionState,
     Timeline,
+    session_cost,
     to_data,
 )
 from runtime.store import SessionInfo, SQLiteStore
@@ -36,9 +39,10 @@ from ._app import (
     resolve_seq,
     stdout_console,
 )
+from ._calls import print_call
 from ._render import describe_event, touched_ids
 from ._tables import message_detail
-from ._text import join, status_text, time_text
+from ._text import join, money, status_text, time_text
 from ._views import VIEWS, print_view, view_data
 
 __all__ = ["event_line", "load_timeline", "sessions", "show", "timeline"]
@@ -86,12 +90,16 @@ def sessions(db: str, as_json: bool) -> None:
     """List the stored sessions, most recently active first.
 
     One row per session: events, messages (by status), the turn running at
-    its last event, when it started and when it was last active (UTC).
+    its last event, when it was last active (UTC), and what its model calls
+    cost (as recorded in their audit rows).
     """
     with open_store(db) as store:
         infos = store.list_sessions()
+        costs = {info.session_id: _session_cost(store, info.session_id) for info in infos}
     if as_json:
-        emit_json([info_data(info) for info in infos])
+        emit_json(
+            [{**info_data(info), "cost_usd": _cost_data(costs[info.session_id])} for info in infos]
+        )
         return
     console = stdout_console()
     if not infos:
@@ -99,7 +107,7 @@ def sessions(db: str, as_json: bool) -> None:
         return
     now = datetime.now(UTC)
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for name in ("session", "events", "messages", "active turn", "last active"):
+    for name in ("session", "events", "messages", "active turn", "last active", "cost"):
         table.add_column(name, no_wrap=True)
     table.add_column("statuses", ratio=1)
     for info in infos:
@@ -117,10 +125,29 @@ def sessions(db: str, as_json: bool) -> None:
             str(info.messages),
             Text(info.active_turn_id or "-", style="bold yellow" if info.active_turn_id else "dim"),
             _ago(info.updated_at, now),
+            _cost_text(costs[info.session_id]),
             statuses,
         )
     console.print(table)
     console.print(Text(f"{len(infos)} session(s) in {db}", style="dim"))
+
+
+def _session_cost(store: Any, session_id: str) -> SessionCost | None:
+    """The session's cost from its audit rows (its head is loaded from the snapshot)."""
+    try:
+        return session_cost(store.load_state(session_id).model_calls())
+    except AmberError:
+        return None  # a damaged session is reported by the commands that read it
+
+
+def _cost_data(cost: SessionCost | None) -> float | None:
+    return None if cost is None or not cost.priced else round(cost.usd, 9)
+
+
+def _cost_text(cost: SessionCost | None) -> Text:
+    if cost is None or not cost.priced:
+        return Text("-", style="dim")
+    return Text(money(cost.usd) + ("+" if not cost.complete else ""))
 
 
 def event_line(event: Event, before: SessionState, after: SessionState, width: int) -> Text:
@@ -244,6 +271,12 @@ def timeline(
 @click.option(
     "--message", "message_id", metavar="ID", help="Print one message in full (every field)."
 )
+@click.option(
+    "--call",
+    "call",
+    metavar="N",
+    help="Print the exact request model call N sent (its number, source key or operation id).",
+)
 @click.option("--full", is_flag=True, help="Print whole contents instead of one-line excerpts.")
 @db_option()
 @json_option
@@ -252,6 +285,7 @@ def show(
     at_seq: int,
     view: str,
     message_id: str | None,
+    call: str | None,
     full: bool,
     db: str,
     as_json: bool,
@@ -259,12 +293,18 @@ def show(
     """The state of SESSION at a seq, or a projection of it.
 
     The messages with their status, the active turn and the turns.
-    --view openai|anthropic|gemini prints the provider request the model
-    would have been sent then; history the phased session_history; clean
-    the model's view (clean_history).
+    --call N prints the exact request model call N sent, rebuilt from its
+    audit row (checked against the digest recorded then).
+    --view openai|openai-responses|anthropic|gemini prints the provider view of
+    the state at --at, rebuilt with today's code (and says which model call, if
+    any, was sent that state's request); history the phased session_history;
+    clean the model's view (clean_history).
     """
     with open_store(db) as store:
         line = load_timeline(store, session, db)
+    if call is not None:
+        print_call(line, call, as_json=as_json)
+        return
     seq = resolve_seq(at_seq, line)
     state = line.at(seq)
     event = line.event(seq) if seq > line.first_seq else None
@@ -287,6 +327,7 @@ def show(
         event=event,
         event_line=None if event is None else describe_event(event, before, state),
         full=full,
+        head=line.head,
     )
 
 

@@ -2,9 +2,11 @@
 
 ``state`` is the stored state itself; ``history`` is ``session_history``
 (phased order); ``clean`` is ``clean_history`` (the model's view); ``openai``,
-``anthropic`` and ``gemini`` are the provider requests built from it. The
-projections are rebuilt from the past state with today's code, with no system
-prompt and no artifact store (a current-turn image is reported as missing).
+``openai-responses``, ``anthropic`` and ``gemini`` are the provider views
+built from it. The projections are rebuilt from the past state with today's
+code, with no system prompt and no artifact store (a current-turn image is
+reported as missing); a note says which model call, if any, was sent that
+state's request, whose exact payload ``--call`` prints.
 """
 
 from __future__ import annotations
@@ -37,16 +39,26 @@ from runtime import (
     to_data,
     to_gemini,
     to_openai,
+    to_openai_responses,
 )
 
+from .._errors import InvalidConfig
 from ._tables import message_lines, message_table, model_call_lines, state_header, turn_lines
 from ._text import excerpt
 
-__all__ = ["PROVIDERS", "VIEWS", "print_parts", "print_view", "view_data", "view_parts"]
+__all__ = [
+    "PROVIDERS",
+    "VIEWS",
+    "json_text",
+    "print_parts",
+    "print_view",
+    "view_data",
+    "view_parts",
+]
 
-VIEWS = ("state", "history", "clean", "openai", "anthropic", "gemini")
+VIEWS = ("state", "history", "clean", "openai", "openai-responses", "anthropic", "gemini")
 """What ``--view`` takes."""
-PROVIDERS = ("openai", "anthropic", "gemini")
+PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini")
 """The views that are provider requests (JSON)."""
 
 
@@ -60,11 +72,13 @@ def view_data(view: str, state: SessionState) -> Any:
         return _model_view_data(clean_history(state))
     if view == "openai":
         return to_openai(state)
+    if view == "openai-responses":
+        return to_openai_responses(state, reasoning=True)
     if view == "anthropic":
         return to_anthropic(state)
     if view == "gemini":
         return to_gemini(state)
-    raise ValueError(f"unknown view {view!r}; expected one of {VIEWS}")
+    raise InvalidConfig(f"unknown view {view!r}; expected one of {VIEWS}")
 
 
 def _model_view_data(view: ModelView) -> dict[str, Any]:
@@ -80,16 +94,22 @@ def print_view(
     event: Event | None,
     event_line: Text | None,
     full: bool = False,
+    head: SessionState | None = None,
 ) -> None:
-    """Print ``view`` of ``state`` for people, under the state's header and event."""
+    """Print ``view`` of ``state`` for people, under the state's header and event (and, for a
+    provider view, which model call of ``head`` was sent that state's request)."""
     console.print(state_header(state, last_seq=last_seq, event=event))
     if event_line is not None:
         console.print(Text.assemble(("Event: ", "bold"), event_line))
     console.print()
+    if view in PROVIDERS and head is not None:
+        from ._calls import call_note
+
+        console.print(call_note(head, state.seq))
     if view in PROVIDERS and not console.is_terminal:
         # Plain, unwrapped JSON that can be copied as it is.
         console.print(Text(f"{view} request view (no system prompt):", style="bold"))
-        click.echo(_json_text(view_data(view, state)))
+        click.echo(json_text(view_data(view, state)))
         return
     print_parts(console, view_parts(view, state, full=full))
 
@@ -141,7 +161,7 @@ def view_parts(view: str, state: SessionState, *, full: bool = False) -> list[Re
         ]
     return [
         Text(f"{view} request view (no system prompt):", style="bold"),
-        JSON(_json_text(view_data(view, state))),
+        JSON(json_text(view_data(view, state))),
     ]
 
 
@@ -153,7 +173,8 @@ def _messages(
     return list(message_lines(messages, title=title))
 
 
-def _json_text(data: object) -> str:
+def json_text(data: object) -> str:
+    """``data`` as indented JSON (bytes shown by their size)."""
     return orjson.dumps(data, option=orjson.OPT_INDENT_2, default=_bytes).decode()
 
 

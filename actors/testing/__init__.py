@@ -8,6 +8,26 @@ pin the contracts of your own parts; the pytest plugin (loaded by the
 invariant checks over values — is ``runtime.testing``.
 """
 
+from runtime.testing import FAILURES_ENV as FAILURES_ENV
+from runtime.testing import PLAN_KEY as PLAN_KEY
+from runtime.testing import Answer as Answer
+from runtime.testing import DeliveryLedger as DeliveryLedger
+from runtime.testing import DeliveryReport as DeliveryReport
+from runtime.testing import RaiseError as RaiseError
+from runtime.testing import RestartableMemoryStore as RestartableMemoryStore
+from runtime.testing import Say as Say
+from runtime.testing import SayNothing as SayNothing
+from runtime.testing import TurnPlan as TurnPlan
+from runtime.testing import UseTools as UseTools
+from runtime.testing import answers as answers
+from runtime.testing import model_responses as model_responses
+from runtime.testing import tool_uses as tool_uses
+from runtime.testing import turn_plans as turn_plans
+
+from ._bridge import sim_adapter as sim_adapter
+from ._bridge import sim_model as sim_model
+from ._bridge import sim_tool as sim_tool
+from ._bridge import simulation_machine as simulation_machine
 from ._contracts import AdapterContract as AdapterContract
 from ._contracts import ToolContract as ToolContract
 from ._contracts import check_adapter_updates as check_adapter_updates
@@ -21,23 +41,8 @@ from ._instrument import ObservedModel as ObservedModel
 from ._instrument import ToolFault as ToolFault
 from ._machine import LifecycleMachine as LifecycleMachine
 from ._machine import lifecycle_machine as lifecycle_machine
-from ._observe import DeliveryLedger as DeliveryLedger
-from ._observe import DeliveryReport as DeliveryReport
 from ._observe import ObservedRuntime as ObservedRuntime
-from ._plans import PLAN_KEY as PLAN_KEY
-from ._plans import Answer as Answer
 from ._plans import PlannedModel as PlannedModel
-from ._plans import RaiseError as RaiseError
-from ._plans import Say as Say
-from ._plans import SayNothing as SayNothing
-from ._plans import TurnPlan as TurnPlan
-from ._plans import UseTools as UseTools
-from ._store import FAILURES_ENV as FAILURES_ENV
-from ._store import RestartableMemoryStore as RestartableMemoryStore
-from ._strategies import answers as answers
-from ._strategies import model_responses as model_responses
-from ._strategies import tool_uses as tool_uses
-from ._strategies import turn_plans as turn_plans
 
 __all__ = [
     "FAILURES_ENV",
@@ -67,6 +72,10 @@ __all__ = [
     "check_tool_call",
     "lifecycle_machine",
     "model_responses",
+    "sim_adapter",
+    "sim_model",
+    "sim_tool",
+    "simulation_machine",
     "tool_uses",
     "turn_plans",
     "updates_of",

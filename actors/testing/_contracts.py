@@ -30,7 +30,9 @@ from runtime import (
     ChannelKind,
     Status,
     Timeline,
+    Update,
     Visibility,
+    awaits_delivery,
     category_of,
     channel_rule,
     diff,
@@ -42,7 +44,6 @@ from runtime.testing import (
     timelines,
 )
 
-from .._adapter import Update, awaits_delivery
 from .._tools import Tool, ToolOutcome, tool
 
 __all__ = [

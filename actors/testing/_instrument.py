@@ -23,8 +23,10 @@ from typing import Any
 import attrs
 import trio
 
-from .._model import Chunk, Model, ModelRequest
-from .._scripted import ModelFailure
+from runtime import Chunk, ModelRequest
+
+from .._errors import ModelFailure
+from .._model import Model
 from .._tools import Tool, ToolOutcome
 
 __all__ = [

@@ -2,166 +2,31 @@
 
 ``ObservedRuntime`` is a ``Runtime`` whose gateway records every update it
 fans out and every delivery each adapter reports (each adapter gets its own
-sink, so reports are told apart). ``DeliveryLedger.check`` turns what it saw
-into the delivery contract: an adapter reports a message delivered at most
-once per time it was announced, only output that waits for delivery, only
-messages of its platform that its channel shows or absorbs.
+sink, so reports are told apart), in a ``runtime.testing.DeliveryLedger``
+that checks the delivery contract.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
 from typing import Any
 
-import attrs
 import pykka
 
-from runtime import (
-    ChannelKind,
-    SessionState,
-    Status,
-    Visibility,
-    category_of,
-    channel_rule,
-)
-from runtime.testing import InvariantViolation
+from runtime import ChannelKind, Status, Update
+from runtime.testing import DeliveryLedger, DeliveryReport
 
-from .._adapter import Update, awaits_delivery
+from .._adapter import DeliverySink
 from .._gateway import Gateway
 from .._runtime import Runtime
 
-__all__ = ["DeliveryLedger", "DeliveryReport", "ObservedRuntime"]
-
-
-@attrs.frozen(kw_only=True)
-class DeliveryReport:
-    """One ``delivered`` report of one adapter."""
-
-    adapter: str
-    """The adapter: its class, platform and runtime generation."""
-    platform: str
-    """The adapter's platform."""
-    kind: ChannelKind
-    """Its channel kind."""
-    session_id: str
-    """The session."""
-    message_id: str
-    """The message reported."""
-    expected: Status
-    """The status the adapter saw."""
-
-
-class DeliveryLedger:
-    """Announcements and delivery reports, recorded from the gateway's threads."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._announced: Counter[tuple[str, str]] = Counter()
-        self._reported: Counter[tuple[str, str, str]] = Counter()
-        self._reports: list[DeliveryReport] = []
-        self._checked = 0
-        self._waiting: list[DeliveryReport] = []
-
-    def announced(self, update: Update) -> None:
-        """The gateway fanned out a new message that waits for delivery."""
-        if update.is_new and awaits_delivery(update.message):
-            with self._lock:
-                self._announced[(update.session_id, update.message.id)] += 1
-
-    def reported(self, report: DeliveryReport) -> None:
-        """An adapter reported a delivery."""
-        with self._lock:
-            self._reports.append(report)
-
-    def check(self, heads: dict[str, SessionState]) -> None:
-        """Check the new reports of the sessions in ``heads`` against the delivery contract.
-
-        A report of a session not in ``heads`` (or of a message its head does
-        not have yet) waits for a later call.
-
-        Raises:
-            InvariantViolation: a report breaks the contract.
-        """
-        with self._lock:
-            reports = self._waiting + self._reports[self._checked :]
-            self._checked = len(self._reports)
-            self._waiting = []
-            announced = Counter(self._announced)
-        for position, report in enumerate(reports):
-            state = heads.get(report.session_id)
-            if state is None or report.message_id not in state:
-                with self._lock:
-                    self._waiting.append(report)
-                continue
-            key = (report.adapter, report.session_id, report.message_id)
-            with self._lock:
-                self._reported[key] += 1
-                count = self._reported[key]
-            try:
-                _check_report(
-                    report, state, count, announced[(report.session_id, report.message_id)]
-                )
-            except InvariantViolation:
-                with self._lock:
-                    self._waiting.extend(reports[position + 1 :])
-                raise
-
-
-def _check_report(report: DeliveryReport, state: SessionState, count: int, announced: int) -> None:
-    message = state.message(report.message_id)
-    category = category_of(message)
-    who = f"adapter {report.adapter}"
-    what = f"message {message.id!r} ({category.label})"
-
-    def broken(number: int | None, rule: str, detail: str) -> InvariantViolation:
-        head = f"Invariant {number} ({rule})" if number else f"Contract ({rule})"
-        return InvariantViolation(
-            f"{head} broken at seq {state.seq}: {detail}",
-            invariant=number,
-            name=rule,
-            seq=state.seq,
-            detail=detail,
-            session_id=state.session_id,
-            message_id=message.id,
-        )
-
-    if category.is_input or Status.DELIVERED not in category.spec.finals:
-        raise broken(
-            1, "only output waiting for delivery is reported delivered",
-            f"{who} reported {what} delivered while it was {report.expected}; "
-            f"{report.expected} -> delivered is not a change a {category.label} makes "
-            "(inputs end by their turn, nudges stay responded)",
-        )  # fmt: skip
-    if report.expected not in (Status.PENDING, Status.RESPONDED):
-        raise broken(
-            1, "only output waiting for delivery is reported delivered",
-            f"{who} reported {what} delivered from {report.expected}, a status it leaves only "
-            "by its turn",
-        )  # fmt: skip
-    if count > max(1, announced):
-        raise broken(
-            1, "an adapter reports each message delivered exactly once",
-            f"{who} reported {what} delivered {count} times, but it was announced "
-            f"{announced} time(s); a second report would move a terminal status",
-        )  # fmt: skip
-    if message.chatbot_id != report.platform:
-        raise broken(
-            None, "an adapter delivers only its platform's messages",
-            f"{who} reported {what} of platform {message.chatbot_id!r} delivered",
-        )  # fmt: skip
-    if channel_rule(report.kind, message).visibility is Visibility.HIDDEN:
-        raise broken(
-            None, "an adapter delivers only what its channel shows or absorbs",
-            f"{who} reported {what} delivered, which a {report.kind} channel hides",
-        )  # fmt: skip
+__all__ = ["ObservedRuntime"]
 
 
 class _Sink:
-    """One adapter's delivery sink: records, then forwards to the gateway."""
+    """One adapter's delivery sink: records, then forwards to the router."""
 
-    def __init__(self, gateway: Gateway, ledger: DeliveryLedger, report: dict[str, Any]) -> None:
-        self._gateway = gateway
+    def __init__(self, sink: DeliverySink, ledger: DeliveryLedger, report: dict[str, Any]) -> None:
+        self._sink = sink
         self._ledger = ledger
         self._report = report
 
@@ -171,25 +36,22 @@ class _Sink:
                 session_id=session_id, message_id=message_id, expected=expected, **self._report
             )
         )
-        self._gateway.delivered(session_id, message_id, expected)
+        self._sink.delivered(session_id, message_id, expected)
 
 
 class _ObservedGateway(Gateway):
-    def __init__(self, runtime: Runtime, ledger: DeliveryLedger, generation: int) -> None:
-        super().__init__(runtime)
+    def __init__(self, sink: DeliverySink, ledger: DeliveryLedger, generation: int) -> None:
+        super().__init__(sink)
         self._ledger = ledger
         self._generation = generation
 
-    def register(self, ref: pykka.ActorRef[Any]) -> None:
-        super().register(ref)
+    def sink_for(self, ref: pykka.ActorRef[Any]) -> DeliverySink:
         proxy = ref.proxy()
         platform = proxy.platform.get(timeout=10)
         kind = ChannelKind(proxy.kind.get(timeout=10))
         label = f"{ref.actor_class.__name__}({platform!r}, run {self._generation})"
-        # Registration happens before any session is loaded, so nothing was
-        # reported to the gateway's own sink in between.
         report = {"adapter": label, "platform": platform, "kind": kind}
-        proxy.attach(_Sink(self, self._ledger, report)).get(timeout=10)
+        return _Sink(super().sink_for(ref), self._ledger, report)
 
     def publish(self, update: Update) -> None:
         self._ledger.announced(update)
@@ -207,4 +69,4 @@ class ObservedRuntime(Runtime):
 
     def __init__(self, *, ledger: DeliveryLedger, generation: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.gateway = _ObservedGateway(self, ledger, generation)
+        self.gateway = _ObservedGateway(self.router, ledger, generation)

@@ -82,7 +82,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def _save(runtime: Any, test_name: str) -> list[str]:
-    from ._store import failure_path, inspect_commands, save_sessions
+    from runtime.testing import failure_path, inspect_commands, save_sessions
 
     if not runtime.running:
         return []
@@ -129,7 +129,7 @@ def amber_runtime_factory(
     tmp_path: Path, amber_model: Any, amber_tools: list[Any], amber_settings: Any
 ) -> Iterator[Callable[..., Any]]:
     """``make(**kwargs)``: a started ``Runtime`` (SQLite in the temp dir unless ``store=``)."""
-    from actors import Runtime, SequentialIds
+    from actors import Runtime
 
     made: list[Any] = []
 
@@ -138,7 +138,6 @@ def amber_runtime_factory(
         kwargs.setdefault("tools", amber_tools)
         kwargs.setdefault("settings", amber_settings)
         kwargs.setdefault("store", tmp_path / f"amber-{len(made)}.db")
-        kwargs.setdefault("ids", SequentialIds(f"r{len(made)}" if made else ""))
         runtime = Runtime(**kwargs).start()
         made.append(runtime)
         return runtime

@@ -71,7 +71,7 @@ _KNOWN_MESSAGE_FIELDS = (
 )  # fmt: skip
 _KNOWN_TURN_FIELDS = (
     "id", "status", "started_at", "started_seq", "input_ids", "open_calls", "ended_at",
-    "ended_seq", "reason", "metrics", "duration_ms",
+    "ended_seq", "reason", "metrics", "duration_ms", "runner", "awaiting_approval",
 )  # fmt: skip
 FAST_MESSAGES = _MESSAGE_FIELDS == _KNOWN_MESSAGE_FIELDS
 """False when ``Message``'s fields changed and this module was not taught them."""
@@ -226,8 +226,10 @@ def _turn_from_row(row: object) -> Turn:
     """A turn from its values in ``Turn`` field order."""
     if type(row) is not list:
         raise _Slow
+    if len(row) != len(_KNOWN_TURN_FIELDS):
+        raise _Slow
     (id_, status, started_at, started_seq, input_ids, open_calls, ended_at, ended_seq, reason,
-     metrics, duration) = row  # fmt: skip
+     metrics, duration, runner, awaiting) = row  # fmt: skip
     if (
         type(id_) is not str
         or not id_
@@ -241,6 +243,8 @@ def _turn_from_row(row: object) -> Turn:
         or type(open_calls) is not dict
         or type(started_at) is not str
         or (ended_at is not None and type(ended_at) is not str)
+        or (runner is not None and type(runner) is not str)
+        or type(awaiting) is not dict
     ):
         raise _Slow
     started = _fromisoformat(started_at)
@@ -250,7 +254,7 @@ def _turn_from_row(row: object) -> Turn:
     for item in input_ids:
         if type(item) is not str:
             raise _Slow
-    for key, item in open_calls.items():
+    for key, item in (*open_calls.items(), *awaiting.items()):
         if type(key) is not str or type(item) is not str:
             raise _Slow
     if duration is not None:
@@ -270,6 +274,8 @@ def _turn_from_row(row: object) -> Turn:
         reason,
         _json_map(metrics),
         duration,
+        runner,
+        pmap(awaiting) if awaiting else _EMPTY_MAP,
     )
 
 

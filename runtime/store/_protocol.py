@@ -44,6 +44,18 @@ class SessionInfo:
     snapshot_seq: int
     """Seq of its latest snapshot (0: none yet)."""
 
+    @property
+    def needs_runner(self) -> bool:
+        """True when a runtime that starts should load the session: a turn is active (its
+        runner may be dead), input waits, or output may wait for delivery (``pending`` or
+        ``responded`` messages; a session whose only such messages are nudges, which stay
+        ``responded``, is loaded and passivated again for nothing)."""
+        counts = self.counts
+        return self.active_turn_id is not None or any(
+            counts.get(status)
+            for status in (Status.PENDING_AGENT, Status.PENDING, Status.RESPONDED)
+        )
+
     @classmethod
     def of(cls, state: SessionState, *, created_at: datetime, snapshot_seq: int) -> SessionInfo:
         """The summary of a session whose head is ``state``."""

@@ -52,7 +52,7 @@ def check_audit(state: SessionState, previous: SessionState | None = None) -> No
     for row in previous.model_calls():
         if row.status is AuditStatus.RUNNING:
             continue
-        now = state.audit.get(row.operation_id)
+        now = state.audit.get(row.source_key)
         if now != row:
             raise _fail(
                 10, "finished rows never change", state.seq,

@@ -7,6 +7,7 @@ import re
 
 from .._artifacts import ArtifactStore
 from .._clean import clean_history
+from .._openai_responses import to_openai_responses
 from .._providers import to_anthropic, to_gemini, to_openai
 from .._state import SessionState
 from .._window import Window
@@ -14,7 +15,7 @@ from ._violation import fail
 
 __all__ = ["PROVIDERS", "check_provider_view", "check_provider_views"]
 
-PROVIDERS = ("openai", "anthropic", "gemini")
+PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini")
 """The provider views ``check_provider_views`` builds and checks."""
 
 
@@ -44,34 +45,96 @@ def check_provider_views(
         state, window=window, artifacts=artifacts, max_result_chars=max_result_chars
     )
     check_provider_view(to_openai(view, system=system), "openai", seq=state.seq)
+    check_provider_view(
+        to_openai_responses(view, system=system, reasoning=True), "openai-responses", seq=state.seq
+    )
     check_provider_view(to_anthropic(view, system=system), "anthropic", seq=state.seq)
     check_provider_view(to_gemini(view, system=system), "gemini", seq=state.seq)
 
 
-def check_provider_view(view: object, provider: str, *, seq: int = 0) -> None:
+def check_provider_view(
+    view: object, provider: str, *, seq: int = 0, request: bool = False
+) -> None:
     """Invariant 7: a provider view is structurally valid for its API.
 
-    ``provider`` is ``openai`` (a ``to_openai`` list), ``anthropic`` or
-    ``gemini`` (the dicts ``to_anthropic`` and ``to_gemini`` return). Checks
-    the rules of ``PROVIDERS.md`` that the SDK types cannot: allowed roles and
-    blocks, no empty content, alternation where the API requires it, system
-    placement, and every tool call answered in the next message(s) in the way
-    the API pairs them (and no answer without its call). An empty view (no
-    message to send) is allowed.
+    ``provider`` is ``openai`` (a ``to_openai`` list), ``openai-responses``,
+    ``anthropic`` or ``gemini`` (the dicts ``to_openai_responses``,
+    ``to_anthropic`` and ``to_gemini`` return; a whole payload of
+    ``build_payload`` is checked on those keys). Checks the rules of
+    ``PROVIDERS.md`` that the SDK types cannot: allowed roles and blocks, no
+    empty content, alternation where the API requires it, system placement,
+    signed thinking never last, a reasoning item never last, and every tool
+    call answered in the next message(s) in the way the API pairs them (and
+    no answer without its call). An empty view (no message to send) is
+    allowed.
 
     Args:
         view: what the provider view function returned.
-        provider: ``openai``, ``anthropic`` or ``gemini``.
+        provider: ``openai``, ``openai-responses``, ``anthropic`` or ``gemini``.
         seq: the seq of the state, for the error message.
+        request: also check what a request needs: something to send, and it
+            does not end on the assistant's side (a request never does).
     """
-    checks = {"openai": _openai, "anthropic": _anthropic, "gemini": _gemini}
+    checks = {
+        "openai": _openai,
+        "openai-responses": _responses,
+        "anthropic": _anthropic,
+        "gemini": _gemini,
+    }
     if provider not in checks:
         raise ValueError(
             f"check_provider_view() knows providers {sorted(checks)} (got {provider!r})."
         )
-    problem = checks[provider](view)
+    problem = checks[provider](_view_part(view, provider))
+    if problem is None and request:
+        problem = _request_problem(_view_part(view, provider), provider)
     if problem is not None:
         raise fail(7, f"the {provider} view is valid for its API", seq, problem)
+
+
+_VIEW_KEYS = {
+    "openai-responses": ("instructions", "input"),
+    "anthropic": ("system", "messages"),
+    "gemini": ("contents", "system_instruction"),
+}
+
+
+def _view_part(view: object, provider: str) -> object:
+    """The view's keys of a whole payload (``build_payload``); a view as it is."""
+    if provider == "openai" and isinstance(view, dict) and "messages" in view:
+        return view["messages"]
+    keys = _VIEW_KEYS.get(provider)
+    if keys is None or not isinstance(view, dict):
+        return view
+    if provider == "gemini" and "config" in view:
+        config = view.get("config") or {}
+        out = {"contents": view.get("contents")}
+        if "system_instruction" in config:
+            out["system_instruction"] = config["system_instruction"]
+        return out
+    return {key: view[key] for key in keys if key in view}
+
+
+def _request_problem(view: object, provider: str) -> str | None:
+    if provider == "openai":
+        items = view if isinstance(view, list) else []
+        last = items[-1].get("role") if items else None
+        ends = last == "assistant"
+    elif provider == "openai-responses":
+        items = view.get("input", []) if isinstance(view, dict) else []
+        kind = items[-1].get("type", "message") if items else None
+        ends = kind in ("reasoning", "function_call") or (
+            kind == "message" and items[-1].get("role") == "assistant"
+        )
+    else:
+        key = "messages" if provider == "anthropic" else "contents"
+        items = view.get(key, []) if isinstance(view, dict) else []
+        ends = bool(items) and items[-1].get("role") in ("assistant", "model")
+    if not items:
+        return "the request has no message to send"
+    if ends:
+        return "the request ends on the assistant's side (a prefill); a request never does"
+    return None
 
 
 def _text(value: object) -> bool:
@@ -155,7 +218,7 @@ def _openai_calls(where: str, calls: object) -> str | None:
 
 _ANTHROPIC_BLOCKS = {
     "user": {"text", "image", "tool_result"},
-    "assistant": {"text", "tool_use", "thinking"},
+    "assistant": {"text", "tool_use", "thinking", "redacted_thinking"},
 }
 
 
@@ -196,9 +259,14 @@ def _anthropic(view: object) -> str | None:
         else:
             if asked:
                 return f"tool uses {asked} are not answered"
-            thinking = [k == "thinking" for k in kinds]
+            thinking = [k in ("thinking", "redacted_thinking") for k in kinds]
             if thinking[-1] or thinking != sorted(thinking, reverse=True):
                 return f"{where} has thinking blocks that are not first, or last: {kinds}"
+            for block in content:
+                if block.get("type") == "thinking" and not _text(block.get("signature")):
+                    return f"{where} has a thinking block without its signature"
+                if block.get("type") == "redacted_thinking" and not _text(block.get("data")):
+                    return f"{where} has a redacted_thinking block without its data"
             uses = [b for b in content if b.get("type") == "tool_use"]
             for use in uses:
                 if not isinstance(use.get("input"), dict):
@@ -252,10 +320,12 @@ def _gemini(view: object) -> str | None:
             data = set(part) & _GEMINI_DATA
             if len(data) != 1:
                 return f"{where} has a part with data fields {sorted(data)}; exactly one is allowed"
-            if "text" in part and not _text(part["text"]):
-                return f"{where} has an empty text part"
+            if "text" in part and not _text(part["text"]) and not part.get("thought_signature"):
+                return f"{where} has an empty text part (and no thought signature)"
             if part.get("thought") and "text" not in part:
                 return f"{where} has a thought part without text"
+            if "thought_signature" in part and not isinstance(part["thought_signature"], bytes):
+                return f"{where} has a thought signature that is not bytes"
         responses = [p["function_response"] for p in parts if "function_response" in p]
         if role == "user":
             names = [r.get("name") for r in responses]
@@ -273,6 +343,78 @@ def _gemini(view: object) -> str | None:
                 if not _text(call.get("name")) or not isinstance(call.get("args", {}), dict):
                     return f"{where} has a malformed function call {call!r}"
             called = [c["name"] for c in calls]
+            if all(p.get("thought") for p in parts):
+                return f"{where} has only thoughts"
     if called:
         return f"function calls {called} are never answered"
+    return None
+
+
+_RESPONSES_ITEMS = {"message", "reasoning", "function_call", "function_call_output"}
+
+
+def _responses(view: object) -> str | None:
+    if not isinstance(view, dict) or set(view) - {"instructions", "input"}:
+        return "expected a dict with 'input' and an optional 'instructions'"
+    if "instructions" in view and not _text(view["instructions"]):
+        return "instructions are present but empty"
+    items = view.get("input")
+    if not isinstance(items, list):
+        return "input is not a list"
+    waiting: list[str] = []
+    answered: set[str] = set()
+    for i, item in enumerate(items):
+        where = f"input[{i}]"
+        if not isinstance(item, dict):
+            return f"{where} is not a dict"
+        kind = item.get("type", "message")
+        if kind not in _RESPONSES_ITEMS:
+            return f"{where} has type {kind!r}"
+        if kind == "function_call_output":
+            call_id = item.get("call_id")
+            if call_id not in waiting:
+                return f"{where} answers call {call_id!r}, which no function_call before it made"
+            waiting.remove(call_id)
+            answered.add(call_id)
+            if not _text(item.get("output")):
+                return f"{where} has an empty output"
+            continue
+        if waiting and kind != "function_call":
+            return f"{where} ({kind}) comes before calls {waiting} are answered"
+        if kind == "function_call":
+            call_id = item.get("call_id")
+            if not _text(call_id) or call_id in waiting or call_id in answered:
+                return f"{where} has a missing or repeated call_id {call_id!r}"
+            if not _text(item.get("name")):
+                return f"{where} has no name"
+            try:
+                arguments = json.loads(item.get("arguments"))  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                return f"{where} has arguments that are not a JSON string"
+            if not isinstance(arguments, dict):
+                return f"{where} has arguments that are not a JSON object"
+            waiting.append(str(call_id))
+        elif kind == "reasoning":
+            following = items[i + 1] if i + 1 < len(items) else None
+            if following is None or following.get("type", "message") == "function_call_output":
+                return f"{where} is a reasoning item without the item that followed it"
+            if not _text(item.get("id")) or not _text(item.get("encrypted_content")):
+                return f"{where} is a reasoning item without its id or encrypted content"
+        else:
+            role = item.get("role")
+            if role not in ("user", "assistant", "system", "developer"):
+                return f"{where} has role {role!r}"
+            content = item.get("content")
+            if isinstance(content, list):
+                if not content:
+                    return f"{where} has empty content"
+                for part in content:
+                    if part.get("type") in ("input_text", "output_text") and not _text(
+                        part.get("text")
+                    ):
+                        return f"{where} has an empty text part"
+            elif not _text(content):
+                return f"{where} has empty content"
+    if waiting:
+        return f"calls {waiting} are never answered"
     return None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from .._errors import AmberError
+
 __all__ = ["INVARIANTS", "InvariantViolation", "fail"]
 
 INVARIANTS: Mapping[int, str] = MappingProxyType(
@@ -24,7 +26,7 @@ INVARIANTS: Mapping[int, str] = MappingProxyType(
 """DESIGN §11, by number: what each invariant says."""
 
 
-class InvariantViolation(AssertionError):
+class InvariantViolation(AmberError, AssertionError):
     """A DESIGN §11 invariant (or a kit contract) does not hold.
 
     The message reads ``Invariant N (what broke) broken at seq S: detail``;

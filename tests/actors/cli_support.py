@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 from rich.console import Console
 
-from actors import Runtime, ScriptedModel, SequentialIds, error
+from actors import Runtime, ScriptedModel, error
 from actors._cli import cli
 from actors._demo import DemoResult, run_demo
 from runtime.store import SQLiteStore
@@ -50,7 +50,6 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     with Runtime(
         model=ScriptedModel([error("the provider is down")]),
         store=db,
-        ids=SequentialIds("b"),
     ) as rt:
         rt.send("broken", "Are you there?", sender="Chii")
         rt.wait_idle("broken", timeout=10)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from actors import Adapter, Delta, Runtime, SequentialIds, Settings, Update
+from actors import Adapter, Delta, Runtime, Settings, Update
 from runtime import ChannelKind, Message, Presentation
 
 WAIT = 10.0
@@ -79,7 +79,6 @@ def make_runtime(tmp_path: Path) -> Iterator[RuntimeFactory]:
 
     def make(**kwargs: Any) -> Runtime:
         kwargs.setdefault("store", tmp_path / "amber.db")
-        kwargs.setdefault("ids", SequentialIds(f"r{len(made)}"))
         kwargs.setdefault("settings", Settings(passivate_after=None))
         runtime = Runtime(**kwargs).start()
         made.append(runtime)

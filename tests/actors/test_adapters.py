@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from actors._adapter import Adapter, Delta, DeltaKind, Update
+from actors._adapter import Adapter
 from actors._channels import (
     LiveChannelAdapter,
     SilentChannelAdapter,
@@ -29,11 +29,14 @@ from runtime import (
     INTERRUPTED_MARK,
     Category,
     ChannelKind,
+    Delta,
+    DeltaKind,
     Driver,
     Message,
     Presentation,
     Status,
     ToolCall,
+    Update,
     Visibility,
     category_of,
     channel_rule,

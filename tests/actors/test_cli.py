@@ -41,7 +41,16 @@ class TestMain:
             for line in result.output.split("Commands:")[1].splitlines()
             if line.strip()
         ]
-        assert listed[:7] == ["demo", "chat", "sessions", "timeline", "show", "diff", "inspect"]
+        assert listed[:8] == [
+            "demo",
+            "chat",
+            "resume",
+            "sessions",
+            "timeline",
+            "show",
+            "diff",
+            "inspect",
+        ]
         assert "Exit codes: 0 ok, 1 a check failed" in result.output
 
     def test_exit_codes_are_the_documented_ones(self) -> None:
@@ -218,11 +227,14 @@ class TestTimeline:
         events = lines[1:]
         assert len(events) == recorded.demo.events
         assert events[0].split()[:3] == ["1", events[0].split()[1], "message_added"]
-        assert "+ msg_000001 user question from Chii: What is 2**100?" in events[0]
-        assert "turn_000001 starts, claims msg_000001" in events[1]
+        assert "+ msg_5be1ef79_000001 user question from Chii: What is 2**100?" in events[0]
+        assert "turn_5be1ef79_000002 starts, claims msg_5be1ef79_000001" in events[1]
         interrupt = events[recorded.demo.interrupt_seq - 1]
         assert "turn_ended" in interrupt
-        assert "turn_000003 ends interrupted (interrupted by msg_000014)" in interrupt
+        assert (
+            "turn_5be1ef79_000032 ends interrupted (interrupted by msg_5be1ef79_000039)"
+            in interrupt
+        )
         assert "1 unanswered call(s) interrupted" in interrupt
 
     def test_filters(self, recorded: Recorded) -> None:
@@ -234,7 +246,7 @@ class TestTimeline:
         assert seqs == [recorded.demo.events - 2, recorded.demo.events - 1, recorded.demo.events]
         window = amber("timeline", "demo", "--from", "2", "--to", "3", "--db", recorded.db)
         assert [line.split()[0] for line in window.output.splitlines()[1:]] == ["2", "3"]
-        call = amber("timeline", "demo", "--message", "msg_000013", "--db", recorded.db)
+        call = amber("timeline", "demo", "--message", "msg_5be1ef79_000036", "--db", recorded.db)
         kinds = [line.split()[2] for line in call.output.splitlines()[1:]]
         assert kinds == ["message_added", "status_changed", "turn_ended"]  # shown, interrupted
 
@@ -244,7 +256,7 @@ class TestTimeline:
         finished = amber("timeline", "demo", "--kind", "model_call_finished", "--db", recorded.db)
         assert len(started.output.splitlines()) == len(finished.output.splitlines()) == 1 + 6
         first = finished.output.splitlines()[1]
-        assert "◆ model call #1 run_000001 completed in " in first
+        assert "◆ model call #1 run_5be1ef79_000003 completed in " in first
         assert "out tokens → run_shell_command" in first
         failed = amber("timeline", "broken", "--kind", "model_call_finished", "--db", recorded.db)
         assert "failed" in failed.output
@@ -267,7 +279,7 @@ class TestTimeline:
         data = json.loads(result.output)
         assert [e["seq"] for e in data] == [1, 2]
         assert data[1]["kind"] == "turn_started"
-        assert data[1]["summary"] == "▶ turn_000001 starts, claims msg_000001"
+        assert data[1]["summary"] == "▶ turn_5be1ef79_000002 starts, claims msg_5be1ef79_000001"
         assert data[0]["event"]["message"]["content"] == "What is 2**100? Compute it, don't guess."
 
 
@@ -279,14 +291,14 @@ class TestShow:
         assert result.exit_code == 0
         out = result.output
         assert out.startswith(f"demo at seq {seq} of {recorded.demo.events} · ")
-        assert "Active turn: turn_000003 (since seq" in out
-        assert "Event: + msg_000014 user question from Chii: Actually, stop" in out
-        rows = {line.split()[1]: line for line in out.splitlines() if " msg_0000" in line[:20]}
-        assert "processing" in rows["msg_000011"]
-        assert "pending_agent" in rows["msg_000014"]
-        assert "write_report" in rows["msg_000013"]
-        assert "delivered" in rows["msg_000013"]
-        assert "turn_000003 active" in out
+        assert "Active turn: turn_5be1ef79_000032 (since seq" in out
+        assert "Event: + msg_5be1ef79_000039 user question from Chii: Actually, stop" in out
+        rows = {line.split()[1]: line for line in out.splitlines() if " msg_5be1ef79_" in line[:30]}
+        assert "processing" in rows["msg_5be1ef79_000031"]
+        assert "pending_agent" in rows["msg_5be1ef79_000039"]
+        assert "write_report" in rows["msg_5be1ef79_000036"]
+        assert "delivered" in rows["msg_5be1ef79_000036"]
+        assert "turn_5be1ef79_000032 active" in out
 
     def test_head_by_default_and_seq_zero(self, recorded: Recorded) -> None:
         """No --at is the head; --at 0 is the empty state."""
@@ -310,7 +322,8 @@ class TestShow:
         out = amber("show", "demo", "--db", recorded.db).output
         calls = out.split("Model calls:\n", 1)[1].splitlines()
         assert [line.split()[:3] for line in calls] == [
-            [f"#{n}", f"run_{n:06d}", "completed"] for n in range(1, 7)
+            [f"#{n}", f"run_5be1ef79_{seq:06d}", "completed"]
+            for n, seq in enumerate((3, 10, 18, 25, 33, 42), start=1)
         ]
         assert "tool_use" in calls[0]
         broken = amber("show", "broken", "--db", recorded.db).output
@@ -349,13 +362,15 @@ class TestShow:
 
     def test_message_in_full(self, recorded: Recorded) -> None:
         """--message prints every field and the whole content."""
-        result = amber("show", "demo", "--message", "msg_000009", "--db", recorded.db)
+        result = amber("show", "demo", "--message", "msg_5be1ef79_000024", "--db", recorded.db)
         out = result.output
         assert "tool result" in out
         assert "exception" in out
         assert "ConnectionError: weather service unreachable for 'Tokyo'" in out
         data = json.loads(
-            amber("show", "demo", "--message", "msg_000009", "--json", "--db", recorded.db).output
+            amber(
+                "show", "demo", "--message", "msg_5be1ef79_000024", "--json", "--db", recorded.db
+            ).output
         )
         assert data["is_error"] is True
         assert data["error_type"] == "exception"
@@ -376,9 +391,9 @@ class TestDiff:
         result = amber("diff", "demo", seq - 1, seq, "--db", recorded.db)
         assert result.exit_code == 0
         out = result.output
-        assert "~ msg_000011 status: processing → interrupted" in out
-        assert "~ msg_000013 status: delivered → interrupted" in out
-        assert "▶ turn_000003 turn: active → interrupted" in out
+        assert "~ msg_5be1ef79_000031 status: processing → interrupted" in out
+        assert "~ msg_5be1ef79_000036 status: delivered → interrupted" in out
+        assert "▶ turn_5be1ef79_000032 turn: active → interrupted" in out
         assert "1 event(s) in between:" in out
 
     def test_negative_seqs_after_double_dash(self, recorded: Recorded) -> None:
@@ -403,11 +418,11 @@ class TestDiff:
         assert data["before_seq"] == seq - 1
         assert data["after_seq"] == seq
         assert {(c["message_id"], c["after"]) for c in data["changed"]} == {
-            ("msg_000011", "interrupted"),
-            ("msg_000013", "interrupted"),
+            ("msg_5be1ef79_000031", "interrupted"),
+            ("msg_5be1ef79_000036", "interrupted"),
         }
         assert data["turns"] == [
-            {"turn_id": "turn_000003", "before": "active", "after": "interrupted"}
+            {"turn_id": "turn_5be1ef79_000032", "before": "active", "after": "interrupted"}
         ]
 
     def test_b_out_of_range(self, recorded: Recorded) -> None:

@@ -34,10 +34,10 @@ class TestFork:
         assert result.output.startswith(
             f"Forked demo at seq {seq} into {new} (14 messages, 3 turns)."
         )
-        assert "turn_000003 is still active in the fork" in result.output
+        assert "turn_5be1ef79_000032 is still active in the fork" in result.output
         with SQLiteStore(db) as store:
             head = store.load_state(new)
-            assert head.active_turn_id == "turn_000003"
+            assert head.active_turn_id == "turn_5be1ef79_000032"
             assert store.load_state("demo").seq == recorded.demo.events  # the source is as it was
 
     def test_diff_against_the_source(self, recorded: Recorded, tmp_path: Path) -> None:
@@ -51,7 +51,9 @@ class TestFork:
         later = amber("diff", "demo", "--other", "f", "--json", "--db", db, "--", "-1", "-1")
         data = json.loads(later.output)
         assert data["other_session_id"] == "f"
-        assert [m["id"] for m in data["removed"]] == ["msg_000015"]  # the reply the fork lacks
+        assert [m["id"] for m in data["removed"]] == [
+            "msg_5be1ef79_000044"
+        ]  # the reply the fork lacks
         assert data["model_calls"] == []
 
     def test_ids_are_free_and_explicit_ids_conflict(
@@ -218,6 +220,16 @@ class TestReplay:
 
 
 class TestExportImport:
+    def test_dash_is_standard_output(
+        self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """`-o -` writes to stdout (it made a file named '-')."""
+        monkeypatch.chdir(tmp_path)
+        result = amber("export", "demo", "-o", "-", "--db", recorded.db)
+        assert result.exit_code == 0
+        assert json.loads(result.output)["seq"] == recorded.demo.events
+        assert not (tmp_path / "-").exists()
+
     def test_round_trip_into_a_new_store(self, recorded: Recorded, tmp_path: Path) -> None:
         """export then import into a new file gives the same log, event for event."""
         exported = amber("export", "demo", "--db", recorded.db)
@@ -322,24 +334,25 @@ class TestRecover:
     def test_dry_run_then_recover(self, orphan: Path) -> None:
         """--dry-run lists without writing; then the inputs go back to pending_agent."""
         dry = amber("recover", "--older-than", "0", "--dry-run", "--db", orphan)
-        assert "Would recover orphan: turn_000003 (seq 2); its inputs would be pending again." in (
-            dry.output
+        assert (
+            "Would recover orphan: turn_5be1ef79_000032 (seq 2); its inputs would be pending again."
+            in (dry.output)
         )
         with SQLiteStore(orphan) as store:
-            assert store.load_state("orphan").active_turn_id == "turn_000003"
+            assert store.load_state("orphan").active_turn_id == "turn_5be1ef79_000032"
         done = amber("recover", "--older-than", "0", "--json", "--db", orphan)
         assert json.loads(done.output) == {
             "dry_run": False,
-            "recovered": [{"session_id": "orphan", "turn_id": "turn_000003", "seq": 2}],
+            "recovered": [{"session_id": "orphan", "turn_id": "turn_5be1ef79_000032", "seq": 2}],
             "left_alone": [],
         }
         with SQLiteStore(orphan) as store:
             state = store.load_state("orphan")
             assert state.active_turn is None
-            assert state.message("msg_000011").status is Status.PENDING_AGENT
-            assert state.turn("turn_000003").status is TurnStatus.RECOVERED  # type: ignore[union-attr]
+            assert state.message("msg_5be1ef79_000031").status is Status.PENDING_AGENT
+            assert state.turn("turn_5be1ef79_000032").status is TurnStatus.RECOVERED  # type: ignore[union-attr]
         shown = amber("timeline", "orphan", "--kind", "orphan_recovered", "--db", orphan)
-        assert "↺ turn_000003 recovered" in shown.output
+        assert "↺ turn_5be1ef79_000032 recovered" in shown.output
 
     def test_negative_age_is_a_usage_error(self, orphan: Path) -> None:
         """--older-than must not be negative."""

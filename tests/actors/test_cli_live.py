@@ -60,8 +60,8 @@ class TestDemo:
         assert out.index("⏹ write_report interrupted") < out.index("Sure. In one line")
         with SQLiteStore(tmp_path / "amber.db") as store:
             state = store.load_state("demo")
-        assert state.message("msg_000013").status is Status.INTERRUPTED
-        assert state.message("msg_000009").is_error
+        assert state.message("msg_5be1ef79_000036").status is Status.INTERRUPTED
+        assert state.message("msg_5be1ef79_000024").is_error
 
     def test_hints_name_the_interrupt(self, tmp_path: Path) -> None:
         """The diff hint points at the interrupt, and running it shows the interrupt."""
@@ -143,9 +143,26 @@ class TestChat:
         off = amber("chat", "--db", db, "--no-stream", input="$ echo hi\nsleep 0.01\n")
         assert "The shell tool is off" in off.output
         assert "Done: waited 0.01 s" in off.output
-        on = amber("chat", "--shell", "--db", db, "--no-stream", input="$ echo hi-there\n")
+        on = amber("chat", "--shell", "--db", db, "--no-stream", input="$ echo hi-there\ny\n")
         assert "🛠️ run_shell_command" in on.output
+        assert "approve run_shell_command(command='echo hi-there')? [y/N]" in on.output
         assert "Done: hi-there" in on.output
+
+    def test_a_denied_command_never_runs(self, tmp_path: Path) -> None:
+        """`--shell` asks `approve? [y/N]` for each command; no (or Enter) denies it."""
+        db = tmp_path / "chat.db"
+        marker = tmp_path / "ran"
+        result = amber("chat", "--shell", "--db", db, "--no-stream",
+                       input=f"$ touch {marker}\n\n")  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert "approve run_shell_command" in result.output
+        assert "It failed" in result.output
+        assert "denied" in result.output
+        assert not marker.exists()
+        with SQLiteStore(db) as store:
+            kinds = [e.kind for e in store.events("chat")]
+        assert "approval_requested" in kinds
+        assert "approval_decided" in kinds
 
     def test_ctrl_c_at_the_prompt_twice_leaves(self) -> None:
         """The first Ctrl-C at the prompt warns, the second leaves."""

@@ -67,27 +67,30 @@ class TestInspect:
             assert table.cursor_row == 2
             text = pane(app)
             assert text.startswith(f"demo at seq 2 of {demo.last_seq}")
-            assert "Event: ▶ turn_000001 starts, claims msg_000001" in text
-            assert "~ msg_000001 status: pending_agent → processing" in text
-            assert "▶ turn_000001 turn: (none) → active" in text
-            assert "Active turn: turn_000001" in text
+            assert "Event: ▶ turn_5be1ef79_000002 starts, claims msg_5be1ef79_000001" in text
+            assert "~ msg_5be1ef79_000001 status: pending_agent → processing" in text
+            assert "▶ turn_5be1ef79_000002 turn: (none) → active" in text
+            assert "Active turn: turn_5be1ef79_000002" in text
             assert app.title == f"amber inspect · seq 2 of {demo.last_seq} · state"
 
         run(InspectApp(demo, seq=2), scenario)
 
     def test_steps_forward_and_back(self, demo: Timeline) -> None:
         """down/j step forward, up/k step back; the pane follows the cursor."""
-        thought = added(demo, "msg_000002")
-        result = added(demo, "msg_000004")
+        thought = added(demo, "msg_5be1ef79_000005")
+        result = added(demo, "msg_5be1ef79_000009")
 
         async def scenario(app: InspectApp, pilot: Pilot[None]) -> None:
             await pilot.press("down")
             assert app.seq == thought
-            assert "+ msg_000002 thought responded: Python's integers are exact" in pane(app)
+            assert "+ msg_5be1ef79_000005 thought responded: Python's integers are exact" in pane(
+                app
+            )
             await pilot.press(*["j"] * (result - thought))
             assert app.seq == result
-            assert "+ msg_000004 tool result responded: ✅ 1267650600228229401496703205376" in (
-                pane(app)
+            assert (
+                "+ msg_5be1ef79_000009 tool result responded: ✅ 1267650600228229401496703205376"
+                in (pane(app))
             )
             await pilot.press("up", "k")
             assert app.seq == result - 2
@@ -116,10 +119,10 @@ class TestInspect:
                 and len(line.split()) > 2
                 and line.split()[2].startswith("msg_")
             }
-            assert rows == {"msg_000011": "~", "msg_000013": "~"}
+            assert rows == {"msg_5be1ef79_000031": "~", "msg_5be1ef79_000036": "~"}
             await pilot.press("k")
             text = pane(app)
-            assert "+ msg_000014 user question pending_agent" in text
+            assert "+ msg_5be1ef79_000039 user question pending_agent" in text
 
         run(InspectApp(demo, seq=interrupt), scenario)
 
@@ -131,7 +134,7 @@ class TestInspect:
 
         async def scenario(app: InspectApp, pilot: Pilot[None]) -> None:
             await pilot.press("]")
-            assert app.seq == 2  # turn_000001 starts
+            assert app.seq == 2  # turn_5be1ef79_000002 starts
             await pilot.press("]")
             assert demo.event(app.seq).kind == "turn_ended"
             await pilot.press("[")
@@ -157,6 +160,9 @@ class TestInspect:
             await pilot.press("v")
             assert app.view == "openai"
             assert '"role": "tool"' in pane(app)
+            await pilot.press("v")
+            assert app.view == "openai-responses"
+            assert '"type": "function_call_output"' in pane(app)
             await pilot.press("v", "v", "v")
             assert app.view == "state"
             await pilot.press("down")  # the view stays when the cursor moves

@@ -15,7 +15,6 @@ from actors import (
     DeltaKind,
     Runtime,
     ScriptedModel,
-    SequentialIds,
     Settings,
     Update,
     call,
@@ -162,6 +161,8 @@ class TestInput:
         assert rt.sessions() == []
         with pytest.raises(UnknownSession):
             rt.state("s")
+        with pytest.raises(UnknownSession, match=r"^Session 's' has no stored input to wait for"):
+            rt.wait_idle("s")
 
     def test_send_returns_the_stored_message(self, make_runtime: RuntimeFactory) -> None:
         """send() answers once the message is stored, pending_agent, with its event seq."""
@@ -207,7 +208,8 @@ class TestFailures:
     def test_model_error_ends_the_turn_with_a_crash_notice(
         self, make_runtime: RuntimeFactory
     ) -> None:
-        """A failing model ends the turn as error and leaves a pending crash notice."""
+        """A failing model ends the turn as error and leaves a pending crash notice: short and
+        human for the user; the provider's error stays in the turn, the audit row and the log."""
         rt = make_runtime(model=ScriptedModel([error("provider is down")]))
         user = rt.send("s", "hi")
         state = rt.wait_idle("s", timeout=WAIT)
@@ -215,10 +217,12 @@ class TestFailures:
         notice = list(state)[-1]
         assert notice.metadata["is_crash_notice"] is True
         assert notice.status is Status.PENDING
-        assert "provider is down" in notice.content
+        assert notice.content == "The model call failed; please try again."
         (turn,) = state.turn_list()
         assert turn.status is TurnStatus.ERROR
-        assert "ModelFailure" in (turn.reason or "")
+        assert "ModelFailure: provider is down" in (turn.reason or "")
+        (row,) = state.model_calls()
+        assert "provider is down" in (row.error or "")
 
     def test_empty_response_is_nudged_and_retried(self, make_runtime: RuntimeFactory) -> None:
         """An empty answer adds a nudge and calls the model again."""
@@ -343,7 +347,7 @@ class TestInterrupts:
         )
         rt = make_runtime(model=model)
         streaming, callback = when(lambda d: isinstance(d, Delta) and d.kind is DeltaKind.TEXT)
-        rt.subscribe(callback, deltas=True)
+        rt.subscribe(on_delta=callback)
         first = rt.send("s", "first")
         streaming.wait()
         rt.send("s", "second")
@@ -415,15 +419,11 @@ class TestSessions:
             await trio.sleep_forever()
             return "never"
 
-        first = Runtime(
-            model=ScriptedModel([call("hang")]), tools=[hang], store=db, ids=SequentialIds("a")
-        ).start()
+        first = Runtime(model=ScriptedModel([call("hang")]), tools=[hang], store=db).start()
         user = first.send("s", "please")
         started.wait()
         first.stop()
-        with Runtime(
-            model=ScriptedModel([reply("answered after restart")]), store=db, ids=SequentialIds("b")
-        ) as second:
+        with Runtime(model=ScriptedModel([reply("answered after restart")]), store=db) as second:
             state = second.wait_idle("s", timeout=WAIT)
             assert state.message(user.id).status is Status.PROCESSED
             assert list(state)[-1].content == "answered after restart"
@@ -512,3 +512,49 @@ class TestStoreFailures:
         second = rt.send("s", "again")
         assert rt.wait_idle("s", timeout=WAIT).message(second.id).status is Status.PROCESSED
         check_invariants(rt.timeline("s"))
+
+
+class TestIdsAcrossProcesses:
+    def test_a_fork_resumed_by_another_process_never_collides(self, tmp_path: Path) -> None:
+        """A session forked by one process is answered by another: the new ids are derived
+        from the fork's own id and seq, so none repeats one the source (or any run) made."""
+        import subprocess
+        import sys
+        from datetime import UTC, datetime
+
+        from runtime.store import SQLiteStore
+
+        db = tmp_path / "amber.db"
+        model = ScriptedModel([reply("first answer"), reply("second answer")])
+        with Runtime(model=model, store=db, settings=Settings(passivate_after=None)) as rt:
+            rt.send("demo", "one")
+            rt.wait_idle("demo", timeout=WAIT)
+            rt.send("demo", "two")
+            rt.wait_idle("demo", timeout=WAIT)
+        with SQLiteStore(db) as store:
+            timeline = store.load_timeline("demo")
+            second = next(
+                e.seq
+                for e in timeline.events()
+                if isinstance(e, MessageAdded) and e.message.content == "two"
+            )
+            store.append(timeline.fork(second, "demo-retry", at=datetime.now(UTC)).events())
+        code = (
+            "from actors import Runtime, ScriptedModel, Settings, reply\n"
+            f"with Runtime(model=ScriptedModel([reply('retried')]), store={str(db)!r},\n"
+            "             settings=Settings(passivate_after=None)) as rt:\n"
+            "    print(rt.wait_idle('demo-retry', timeout=30).seq)\n"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        with SQLiteStore(db) as store:
+            source, fork = store.load_state("demo"), store.load_state("demo-retry")
+            at_fork = store.verify("demo-retry").at(1)
+        assert [m.content for m in fork][-1] == "retried"
+        assert all(m.status is not Status.PENDING_AGENT for m in fork)
+        made_by_fork = {m.id for m in fork} - {m.id for m in at_fork}
+        assert made_by_fork
+        assert not made_by_fork & {m.id for m in source}
+        new_turns = {t.id for t in fork.turn_list()} - {t.id for t in at_fork.turn_list()}
+        assert new_turns
+        assert not new_turns & {t.id for t in source.turn_list()}

@@ -14,7 +14,6 @@ from actors import (
     Response,
     Runtime,
     ScriptedModel,
-    SequentialIds,
     TextDelta,
     call,
     error,
@@ -140,7 +139,7 @@ class TestNoRunningRowOnceFinal:
         model = ScriptedModel([reply("slow words here", piece=2, delay=0.05, id="p1"), reply("ok")])
         rt = make_runtime(model=model)
         streaming, callback = when(lambda d: isinstance(d, Delta) and d.kind is DeltaKind.TEXT)
-        rt.subscribe(callback, deltas=True)
+        rt.subscribe(callback, on_delta=callback)
         rt.send("s", "first")
         streaming.wait()
         assert statuses(rt, "s") == [AuditStatus.RUNNING]  # readable mid-turn
@@ -153,13 +152,12 @@ class TestNoRunningRowOnceFinal:
         """Stopping mid-call abandons the row; the next runtime answers with a new one."""
         db = tmp_path / "a.db"
         first_model = ScriptedModel([reply("never", delay=30, id="p1")])
-        with Runtime(model=first_model, store=db, ids=SequentialIds("a")) as first:
+        with Runtime(model=first_model, store=db) as first:
             sub_signal, callback = when(lambda d: isinstance(d, Delta))
-            first.subscribe(callback, deltas=True)
+            first.subscribe(callback, on_delta=callback)
             first.send("s", "go")
             sub_signal.wait()
-        with Runtime(model=ScriptedModel([reply("answered", id="p2")]), store=db,
-                     ids=SequentialIds("b")) as second:  # fmt: skip
+        with Runtime(model=ScriptedModel([reply("answered", id="p2")]), store=db) as second:  # fmt: skip
             state = second.wait_idle("s", timeout=WAIT)
             assert [(r.operation_id, r.status) for r in state.model_calls()] == [
                 ("p1", AuditStatus.ABANDONED),

@@ -28,7 +28,6 @@ from actors import (
     Response,
     Runtime,
     ScriptedModel,
-    SequentialIds,
     Settings,
     call,
     empty,
@@ -102,7 +101,6 @@ class RuntimeMachine(RuleBasedStateMachine):
             store=self.db,
             tools=[ok_tool, bad_tool, slow_tool],
             adapters=[Recorder.start(platform="test")],
-            ids=SequentialIds(f"g{next(self.generation)}"),
             settings=Settings(passivate_after=0.3, max_nudges=1),
         ).start()
 

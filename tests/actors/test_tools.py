@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typing_extensions import TypedDict
 
-from actors._model import ToolSpec
 from actors._tools import ERROR_TYPES, InvalidTool, Tool, Toolbox, ToolOutcome, tool
+from runtime import ToolSpec
 
 T = typing.TypeVar("T")
 
@@ -786,6 +786,7 @@ class TestToolOutcome:
             "timeout",
             "exception",
             "exit_status",
+            "denied",
         }
 
 

@@ -127,15 +127,49 @@ class TestStartAndFinish:
             ModelCallStarted, operation_id="op1", source_key="t1#0", turn_id="t1", sequence=2,
         )  # fmt: skip
 
-    def test_operation_ids_are_unique(self, turn: Session) -> None:
-        """Another call cannot reuse an operation id."""
+    def test_operation_ids_are_unique_per_turn_and_role(self, turn: Session) -> None:
+        """Another call of the same turn and role cannot reuse an operation id."""
         start(turn)
         rejects(
             turn, AuditConflict,
-            "ModelCallStarted seq 4: operation 'op1' is already call 't1#0'; operation ids are "
-            "unique in a session.",
+            "ModelCallStarted seq 4: operation 'op1' is already call 't1#0' of turn 't1' "
+            "(assistant); operation ids are unique per turn and role.",
             ModelCallStarted, operation_id="op1", source_key="t1#1", turn_id="t1", sequence=2,
         )  # fmt: skip
+
+    def test_another_role_may_reuse_an_operation_id(self, turn: Session) -> None:
+        """Uniqueness is per turn and role: a summarizer's call may share the agent's id."""
+        start(turn)
+        start(turn, "op1", "t1#summary", 2, role="summarizer")
+        assert [(r.role, r.operation_id) for r in turn.state.model_calls()] == [
+            ("assistant", "op1"), ("summarizer", "op1"),
+        ]  # fmt: skip
+        finish(turn, "op1", source_key="t1#summary")
+        assert turn.state.audit["t1#summary"].status is AuditStatus.COMPLETED
+        assert turn.state.audit["t1#0"].status is AuditStatus.RUNNING
+        rejects(
+            turn, AuditConflict,
+            "ModelCallFinished seq 6 finishes call 't1#0' as operation 'op9', but it started "
+            "as 'op1'.",
+            ModelCallFinished, operation_id="op9", status=AuditStatus.COMPLETED,
+            source_key="t1#0",
+        )  # fmt: skip
+
+    def test_a_provider_id_reused_in_a_later_turn_is_accepted(self, turn: Session) -> None:
+        """Issue 14 case 3: a provider that reuses its message ids across turns keeps working."""
+        start(turn, "msg_01")
+        finish(turn, "msg_01", content="first answer")
+        turn.end()
+        turn.ask("u2")
+        turn.start("t2")
+        start(turn, "msg_01", "t2#0", 2, turn_id="t2")
+        finish(turn, "msg_01", content="second answer")
+        rows = turn.state.model_calls()
+        assert [(r.turn_id, r.operation_id, r.content) for r in rows] == [
+            ("t1", "msg_01", "first answer"), ("t2", "msg_01", "second answer"),
+        ]  # fmt: skip
+        check_audit(turn.state)
+        assert from_json(to_json(turn.state), SessionState) == turn.state
 
     def test_sequence_is_gapless(self, turn: Session) -> None:
         """A sequence that skips is refused."""
@@ -160,9 +194,16 @@ class TestStartAndFinish:
         """Finishing a call that never started is refused."""
         rejects(
             turn, AuditConflict,
-            "ModelCallFinished seq 3 finishes operation 'op1', which session 'sess' never "
-            "started; start it with ModelCallStarted.",
+            "ModelCallFinished seq 3 finishes operation 'op1', which no call of the active turn "
+            "of session 'sess' started; start it with ModelCallStarted.",
             ModelCallFinished, operation_id="op1", status=AuditStatus.COMPLETED,
+        )  # fmt: skip
+        rejects(
+            turn, AuditConflict,
+            "ModelCallFinished seq 3 finishes call 't1#0', which session 'sess' never started; "
+            "start it with ModelCallStarted.",
+            ModelCallFinished, operation_id="op1", status=AuditStatus.COMPLETED,
+            source_key="t1#0",
         )  # fmt: skip
 
     def test_finished_row_never_changes(self, turn: Session) -> None:
@@ -285,7 +326,7 @@ class TestChecks:
         from runtime._replace import replace
 
         broken = replace(
-            turn.state, audit=turn.state.audit.set("op1", replace(row, status=AuditStatus.RUNNING))
+            turn.state, audit=turn.state.audit.set("t1#0", replace(row, status=AuditStatus.RUNNING))
         )
         with pytest.raises(InvariantViolation, match=r"^Invariant 4 \(nothing of an ended turn"):
             check_audit(broken)
@@ -298,7 +339,7 @@ class TestChecks:
         from runtime._replace import replace
 
         after = replace(
-            before, audit=before.audit.set("op1", replace(before.audit["op1"], content="b"))
+            before, audit=before.audit.set("t1#0", replace(before.audit["t1#0"], content="b"))
         )
         with pytest.raises(InvariantViolation, match=r"^Invariant 10 \(finished rows never change"):
             check_audit(after, before)

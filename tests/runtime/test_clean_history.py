@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runtime import (
-    INTERRUPTED_MARK,
     Attachment,
     BrowserElement,
     Category,
@@ -279,10 +278,12 @@ class TestTools:
         session.result("r1", "call_1")
         session.reply("a1")
         view = clean_history(session.state)
-        parts = [m.parts[0] for m in view.messages[1:5]]
-        assert [p.call_id for p in parts] == ["call_1", "call_2", "call_1", "call_2"]  # type: ignore[union-attr]
-        assert isinstance(parts[0], ToolUsePart)
-        assert isinstance(parts[2], ToolResultPart)
+        calls, first, second = view.messages[1:4]
+        assert [p.call_id for p in calls.parts] == ["call_1", "call_2"]  # type: ignore[union-attr]
+        assert all(isinstance(p, ToolUsePart) for p in calls.parts)
+        assert calls.source_ids == ("c1", "c2")
+        assert [first.parts[0].call_id, second.parts[0].call_id] == ["call_1", "call_2"]  # type: ignore[union-attr]
+        assert isinstance(first.parts[0], ToolResultPart)
 
     def test_unanswered_call_of_an_ended_turn_gets_an_interrupted_result(
         self, session: Session
@@ -557,30 +558,36 @@ def check_view(state: SessionState, view: ModelView) -> None:
     for message in view.messages:
         for part in message.parts:
             if isinstance(part, TextPart | ReasoningPart | ToolResultPart):
-                assert part.text.strip()
+                assert part.text.strip() or getattr(part, "signature", None) is not None
         if message.source_id is None:
             continue
-        source = state.message(message.source_id)
-        category = category_of(source)
-        assert source.active
-        assert category is not Category.NOTIFICATION
-        if category is Category.THOUGHT:
-            assert source.turn_id == current or source.metadata.get(INTERRUPTED_MARK) is True
-        if any(isinstance(p, ImagePart) for p in message.parts):
-            assert source.turn_id in (None, current)
+        assert message.source_id == (message.source_ids or (message.source_id,))[0]
+        for source_id in message.source_ids or (message.source_id,):
+            source = state.message(source_id)
+            category = category_of(source)
+            assert source.active
+            assert category is not Category.NOTIFICATION
+            if category is Category.THOUGHT and any(
+                isinstance(p, ReasoningPart) for p in message.parts
+            ):
+                assert source.turn_id == current
+            if any(isinstance(p, ImagePart) for p in message.parts):
+                assert source.turn_id in (None, current)
     if view.messages:
         assert view.messages[0].role is ViewRole.USER
-    # Every call is answered right after its run of calls, in call order.
+    # Every call is answered right after the message that made it, in call order.
     pending: list[str] = []
     for message in view.messages:
-        part = message.parts[0]
-        if isinstance(part, ToolUsePart):
-            pending.append(part.call_id)
-        elif isinstance(part, ToolResultPart):
+        if message.role is ViewRole.TOOL:
+            (part,) = message.parts
+            assert isinstance(part, ToolResultPart)
             assert pending
             assert part.call_id == pending.pop(0)
-        else:
-            assert not pending
+            continue
+        assert not pending
+        pending = [p.call_id for p in message.parts if isinstance(p, ToolUsePart)]
+        if pending:
+            assert message.role is ViewRole.ASSISTANT
     assert not pending
 
 

@@ -18,6 +18,8 @@ from pyrsistent import PMap, PVector, pmap, pvector
 import runtime
 from runtime import (
     EVENT_TYPES,
+    ApprovalDecided,
+    ApprovalRequested,
     Attachment,
     AuditCall,
     AuditStatus,
@@ -215,6 +217,19 @@ EXAMPLES: dict[str, Event] = {
             AuditCall(id="call_1", name="run_shell_command", arguments_json='{"command": "ls"')
         ],
         stop_reason="tool_use",
+    ),
+    "approval_requested": ApprovalRequested(
+        session_id="sess", seq=5, at=at(6), turn_id="t1", call_id="call_1"
+    ),
+    "approval_decided": ApprovalDecided(
+        session_id="sess",
+        seq=6,
+        at=at(7),
+        turn_id="t1",
+        call_id="call_1",
+        approved=False,
+        reason="not on a Friday",
+        by="Chii",
     ),
     "turn_ended": TurnEnded(
         session_id="sess",

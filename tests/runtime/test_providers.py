@@ -485,7 +485,7 @@ class TestCheckProviderView:
     def test_unknown_provider(self) -> None:
         with pytest.raises(
             ValueError,
-            match=r"^check_provider_view\(\) knows providers \['anthropic', 'gemini', 'openai'\] \(got 'bard'\)\.$",
+            match=r"^check_provider_view\(\) knows providers \['anthropic', 'gemini', 'openai', 'openai-responses'\] \(got 'bard'\)\.$",
         ):
             check_provider_view([], "bard")
 

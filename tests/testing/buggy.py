@@ -24,8 +24,7 @@ from actors import (
     Update,
     tool,
 )
-from actors._model import Chunk
-from runtime import ChannelKind, Presentation
+from runtime import ChannelKind, Chunk, Presentation
 
 
 class DeliversTwice(LiveChannelAdapter):

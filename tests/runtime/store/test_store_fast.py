@@ -218,7 +218,7 @@ class TestRows:
         """A row that is not a list of the right length is a DecodeError saying what was expected."""
         with pytest.raises(
             DecodeError,
-            match=r"^Cannot decode Turn from JSON: expected a row of 11 values \(id, status, started_at, .*, duration_ms\), got .*\.$",
+            match=r"^Cannot decode Turn from JSON: expected a row of 13 values \(id, status, started_at, .*, awaiting_approval\), got .*\.$",
         ):
             decode_turn_row(TURN_FIELDS, row)
 

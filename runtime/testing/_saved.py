@@ -1,4 +1,5 @@
-"""Stores for machines: an in-memory store that survives restarts, and saving a failure."""
+"""Stores for the simulator and machines: an in-memory store that survives restarts, and
+saving a failing example's sessions where ``amber inspect`` opens them."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from runtime import Event, SessionState, from_json, to_json
-from runtime.store import MemoryStore, SQLiteStore, Store
+from .. import Event, SessionState, from_json, to_json
+from ..store import MemoryStore, SQLiteStore, Store
 
 __all__ = [
     "FAILURES_ENV",

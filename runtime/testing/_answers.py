@@ -1,4 +1,4 @@
-"""Hypothesis strategies for model answers and streamed responses (they need ``actors`` types)."""
+"""Hypothesis strategies for model answers, turn plans and streamed responses."""
 
 from __future__ import annotations
 
@@ -7,12 +7,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from runtime.testing import arguments_for, invalid_arguments_for
-
-from .._model import ToolSpec
-from .._scripted import Response
-from .._tools import Tool
-from ._plans import Answer, RaiseError, Say, SayNothing, TurnPlan, UseTools
+from .. import Response, ToolSpec
+from ._plans import Answer, RaiseError, Say, SayNothing, Stall, TurnPlan, UseTools
+from ._schema import arguments_for, invalid_arguments_for
 
 __all__ = ["answers", "model_responses", "tool_uses", "turn_plans"]
 
@@ -25,12 +22,16 @@ _ARGUMENT_TEXT = st.sampled_from(["", "a b a", "hello world", "ünïcödé", "x"
 _PAUSES = st.sampled_from([0.0, 0.0, 0.0, 0.0, 0.002, 0.01])
 
 
-def _specs(tools: Iterable[Tool | ToolSpec]) -> list[ToolSpec]:
-    return [t.spec() if isinstance(t, Tool) else t for t in tools]
+HasSpec = Any
+"""A tool: a ``ToolSpec``, or anything with a ``spec()`` method giving one (``actors.Tool``)."""
+
+
+def _specs(tools: Iterable[HasSpec]) -> list[ToolSpec]:
+    return [t if isinstance(t, ToolSpec) else t.spec() for t in tools]
 
 
 def tool_uses(
-    tools: Iterable[Tool | ToolSpec] = (),
+    tools: Iterable[HasSpec] = (),
     *,
     max_calls: int = 3,
     invalid: bool = True,
@@ -90,15 +91,17 @@ def tool_uses(
 
 
 def answers(
-    tools: Iterable[Tool | ToolSpec] = (),
+    tools: Iterable[HasSpec] = (),
     *,
     errors: bool = True,
     empty: bool = True,
     invalid_calls: bool = True,
     pauses: bool = True,
+    stalls: bool = False,
 ) -> st.SearchStrategy[Answer]:
     """One model call's answer: text (with reasoning, in pieces, paused), tool calls,
-    a failure (before or mid-stream), or nothing at all.
+    a failure (before or mid-stream), nothing at all, or (with ``stalls``) a stream that
+    never ends (on simulated time; a real runtime waits out ``model_timeout``).
     """
     pause = _PAUSES if pauses else st.just(0.0)
     options: list[st.SearchStrategy[Any]] = [
@@ -119,11 +122,13 @@ def answers(
         )
     if empty:
         options.append(st.builds(SayNothing, pause))
+    if stalls:
+        options.append(st.builds(Stall, st.sampled_from(["", "Let me th"])))
     return st.one_of(options)
 
 
 def turn_plans(
-    tools: Iterable[Tool | ToolSpec] = (), *, max_answers: int = 3, **options: bool
+    tools: Iterable[HasSpec] = (), *, max_answers: int = 3, **options: bool
 ) -> st.SearchStrategy[TurnPlan]:
     """A turn's answers, one per model call (``answers(tools, **options)`` each).
 
@@ -143,9 +148,7 @@ def turn_plans(
     return st.one_of(plans)
 
 
-def model_responses(
-    tools: Sequence[Tool | ToolSpec] = (), **options: bool
-) -> st.SearchStrategy[Response]:
+def model_responses(tools: Sequence[HasSpec] = (), **options: bool) -> st.SearchStrategy[Response]:
     """Streamed model responses for a ``ScriptedModel``: text, reasoning, fragmented tool
     calls, errors, empty answers and pauses (``answers(...).map(Answer.response)``).
     """

@@ -1,0 +1,78 @@
+"""Human approval of tool calls: ``approve``, ``deny`` and ``pending_approvals``.
+
+A mixin of ``Runtime``. A tool made with ``tool(approval=True)`` does not run
+when the model calls it: its call is recorded, ``ApprovalRequested`` says it
+waits, and the turn waits with nothing in flight (no thread blocked; the
+session may be passivated and the runtime restarted meanwhile). ``approve``
+runs it; ``deny`` gives the model an error result saying it was denied and
+why; a new message interrupts the turn as usual; ``Settings.approval_timeout``
+denies a call no one answered.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from runtime import Message, SessionState
+
+from ._drafts import session_id_of
+from ._errors import NotAwaitingApproval
+
+if TYPE_CHECKING:
+    from ._router import Router
+    from ._settings import Settings
+
+__all__ = ["Approving"]
+
+
+class Approving:
+    """``approve``, ``deny`` and ``pending_approvals`` (mixed into ``Runtime``)."""
+
+    router: Router
+    settings: Settings
+
+    def state(self, session_id: str) -> SessionState:
+        raise NotImplementedError
+
+    def approve(self, session_id: str, call_id: str, *, by: str | None = None) -> None:
+        """Let a tool call that waits for approval run.
+
+        Raises:
+            NotAwaitingApproval: no call of that id waits (it was decided, or its
+                turn ended).
+        """
+        self._decide(session_id, call_id, True, None, by)
+
+    def deny(
+        self, session_id: str, call_id: str, reason: str | None = None, *, by: str | None = None
+    ) -> None:
+        """Refuse a tool call that waits for approval: the model gets an error result saying
+        it was denied (and ``reason``), and goes on.
+
+        Raises:
+            NotAwaitingApproval: no call of that id waits.
+        """
+        self._decide(session_id, call_id, False, reason, by)
+
+    def pending_approvals(self, session_id: str) -> list[Message]:
+        """The tool-call messages of ``session_id`` that wait for approval now."""
+        state = self.state(session_id)
+        turn = state.active_turn
+        if turn is None:
+            return []
+        return [state.message(message_id) for message_id in turn.awaiting_approval.values()]
+
+    def _decide(
+        self, session_id: str, call_id: str, approved: bool, reason: str | None, by: str | None
+    ) -> None:
+        session_id = session_id_of(session_id)
+        decided: bool = self.router.call(
+            session_id, lambda p: p.decide(call_id, approved, reason, by),
+            timeout=self.settings.ask_timeout,
+        )  # fmt: skip
+        if not decided:
+            raise NotAwaitingApproval(
+                f"No tool call {call_id!r} waits for approval in session {session_id!r}; it was "
+                "decided already, or its turn ended (Runtime.pending_approvals lists those that "
+                "wait)."
+            )

@@ -1,0 +1,139 @@
+"""Asking a session: ``ask`` (threads), ``ask_async`` and ``stream`` (asyncio and trio).
+
+A mixin of ``Runtime``: each call checks the input in the caller's thread
+(``InvalidInput`` at once, nothing stored), tells the session actor an
+``AskInput`` (no thread waits on the caller's behalf) and waits for the
+input's ``Reply``. Cancelling an awaiting task, or stopping a stream early,
+interrupts the turn that claims the input (or the one that will).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from runtime import InputLimits, Reply, UserInput
+
+from ._answers import (
+    AskInput,
+    CancelAsk,
+    ReplyStream,
+    ReplyWaiter,
+    StreamEvent,
+    await_waiter,
+)
+from ._drafts import session_id_of, user_draft
+from ._errors import AskTimeout
+
+if TYPE_CHECKING:
+    from ._router import Router
+
+__all__ = ["Asking"]
+
+
+class Asking:
+    """``ask``, ``ask_async`` and ``stream`` (mixed into ``Runtime``)."""
+
+    router: Router
+    clock: Callable[[], datetime]
+
+    def _limits(self) -> InputLimits:
+        raise NotImplementedError
+
+    def _check_running(self) -> None:
+        raise NotImplementedError
+
+    def ask(
+        self, session_id: str, text: UserInput | str, *, timeout: float | None = 120.0,
+        **fields: Any,
+    ) -> Reply:  # fmt: skip
+        """Send a person's message and wait for the turn that answers it.
+
+        ``fields`` fill the other ``UserInput`` fields (``sender``,
+        ``chatbot_id`` …), as for ``send``.
+
+        Returns:
+            The ``Reply``: its text, outcome (``processed``, ``interrupted``,
+            ``error`` with a reason for people), the turn's messages, metrics and
+            model calls.
+
+        Raises:
+            InvalidInput: the input breaks a rule; nothing was stored.
+            AskTimeout: no answer within ``timeout`` seconds (the turn goes on;
+                ``interrupt`` stops it).
+            RuntimeStopped: the runtime is not running, or stopped before the answer.
+        """
+        waiter = self._start_ask(session_id, text, fields, None)
+        if not waiter.wait(timeout):
+            raise _timeout(session_id, timeout)
+        return waiter.result()
+
+    async def ask_async(
+        self, session_id: str, text: UserInput | str, *, timeout: float | None = None,
+        **fields: Any,
+    ) -> Reply:  # fmt: skip
+        """``ask``, awaited from asyncio or trio (the loop never blocks on the runtime).
+
+        Cancelling the awaiting task interrupts the turn that answers the input.
+
+        Raises:
+            InvalidInput: the input breaks a rule; nothing was stored.
+            AskTimeout: no answer within ``timeout`` seconds (the turn goes on).
+            InvalidConfig: awaited outside asyncio and trio.
+        """
+        waiter = self._start_ask(session_id, text, fields, None)
+        try:
+            resolved = await await_waiter(waiter, timeout)
+        except BaseException:
+            if not waiter.done:
+                self._cancel_ask(session_id, waiter)
+            raise
+        if not resolved:
+            raise _timeout(session_id, timeout)
+        return waiter.result()
+
+    def stream(self, session_id: str, text: UserInput | str, **fields: Any) -> ReplyStream:
+        """Send a person's message; iterate the turn's live events, then its ``Reply``.
+
+        ``async for event in rt.stream("s1", "hi"):`` yields ``TextPiece`` and
+        ``ReasoningPiece`` as the model streams, ``ToolCallStarted``,
+        ``ApprovalNeeded`` and ``ToolResult`` as tools are called, and the
+        ``Reply`` last. Works from asyncio and trio; leaving the loop early
+        interrupts the turn.
+
+        Raises:
+            InvalidInput: the input breaks a rule (when iteration starts); nothing was stored.
+        """
+        return ReplyStream(
+            lambda sink: self._start_ask(session_id, text, fields, sink),
+            lambda waiter: self._cancel_ask(session_id, waiter),
+        )
+
+    def _start_ask(
+        self,
+        session_id: str,
+        text: UserInput | str,
+        fields: dict[str, Any],
+        sink: Callable[[StreamEvent], None] | None,
+    ) -> ReplyWaiter:
+        session_id = session_id_of(session_id)
+        draft = user_draft("ask", session_id, text, fields, self.clock, self._limits())
+        self._check_running()
+        waiter = ReplyWaiter(sink)
+        self.router.tell(session_id, AskInput(draft, waiter))
+        return waiter
+
+    def _cancel_ask(self, session_id: str, waiter: ReplyWaiter) -> None:
+        waiter.cancelled = True
+        try:
+            self.router.tell(session_id, CancelAsk(waiter))
+        except Exception:  # the runtime is stopping: the turn ends with it
+            return
+
+
+def _timeout(session_id: str, timeout: float | None) -> AskTimeout:
+    return AskTimeout(
+        f"Session {session_id!r} did not answer within {timeout} s; its turn goes on (raise the "
+        "timeout, or stop the turn with Runtime.interrupt)."
+    )

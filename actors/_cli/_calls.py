@@ -1,0 +1,176 @@
+"""``amber show SESSION --call N``: the exact request a model call sent, rebuilt.
+
+The call's audit row records what its request was built from (the state's
+seq, the view options, the provider, the model, the parameters, the system
+prompt and tool schemas by digest); ``rebuild_request`` rebuilds the payload
+and checks it against the digest recorded when it was sent. The request is
+printed as it went over the wire: method, path (under the SDK's base URL)
+and JSON body. ``--view`` at a seq says which call, if any, was sent that
+state's request (``call_note``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import orjson
+from rich.console import Group, RenderableType
+from rich.json import JSON
+from rich.text import Text
+
+from runtime import (
+    AmberError,
+    AuditRow,
+    MissingArtifact,
+    ProjectionError,
+    RebuiltRequest,
+    SessionState,
+    Timeline,
+    find_call,
+    rebuild_request,
+    views_of,
+)
+
+from ._app import CliError, ExitCode, emit_json, stdout_console
+from ._text import money
+
+__all__ = ["call_note", "print_call", "rebuilt_call"]
+
+
+def _key(call: str) -> int | str:
+    text = call.strip().lstrip("#")
+    return int(text) if text.isdigit() else call
+
+
+def rebuilt_call(line: Timeline, call: str) -> RebuiltRequest:
+    """Model call ``call`` of ``line`` rebuilt, or a CLI error that says why it cannot be.
+
+    Raises:
+        CliError: no such call (``NOT_FOUND``), or it cannot be rebuilt (``FAILED``).
+    """
+    try:
+        row = find_call(line.head, _key(call))
+    except ProjectionError as exc:
+        raise CliError(str(exc), ExitCode.NOT_FOUND) from None
+    try:
+        return rebuild_request(line, row)
+    except MissingArtifact as exc:
+        raise CliError(
+            f"Model call #{row.sequence} sent an image the CLI cannot load: {exc}", ExitCode.FAILED
+        ) from None
+    except ProjectionError as exc:
+        raise CliError(str(exc), ExitCode.FAILED) from None
+
+
+def _wire(rebuilt: RebuiltRequest) -> tuple[dict[str, Any], str | None]:
+    """The HTTP request, or the SDK arguments with a note when the wire form is unknown here."""
+    from ..providers import wire_request
+
+    try:
+        return wire_request(rebuilt.record.provider, rebuilt.payload), None
+    except (AmberError, ImportError) as exc:
+        note = f"the SDK's arguments, not the HTTP body ({exc})"
+        return {"method": None, "path": None, "body": rebuilt.payload}, note
+
+
+def call_data(rebuilt: RebuiltRequest) -> dict[str, Any]:
+    """The rebuilt call as JSON-ready data."""
+    row, record = rebuilt.row, rebuilt.record
+    wire, note = _wire(rebuilt)
+    return {
+        "call": row.sequence,
+        "operation_id": row.operation_id,
+        "source_key": row.source_key,
+        "status": str(row.status),
+        "provider": record.provider,
+        "model": record.model,
+        "base_url": record.base_url,
+        "view_seq": record.view_seq,
+        "exact": rebuilt.exact,
+        "digest": rebuilt.digest,
+        "recorded_digest": record.payload_digest,
+        "cost_usd": row.cost_usd,
+        "retries": [
+            {"attempt": r.attempt, "status": r.status, "error": r.error, "delay": r.delay}
+            for r in row.retries
+        ],
+        "method": wire["method"],
+        "path": wire["path"],
+        "body": wire["body"],
+        "note": note,
+    }
+
+
+def print_call(line: Timeline, call: str, *, as_json: bool) -> None:
+    """Print model call ``call``'s request (see the module docstring)."""
+    rebuilt = rebuilt_call(line, call)
+    data = call_data(rebuilt)
+    if as_json:
+        emit_json(data)
+        return
+    console = stdout_console()
+    row = rebuilt.row
+    head = Text.assemble(
+        (f"{line.session_id} model call #{row.sequence} ", "bold"),
+        f"{row.operation_id} ({row.status}) · {data['provider']} {data['model']}",
+    )
+    if data["base_url"]:
+        head.append(f" at {data['base_url']}")
+    head.append(f"\nBuilt from the state at seq {data['view_seq']}")
+    if row.cost_usd is not None:
+        head.append(f" · cost {money(row.cost_usd)}")
+    if row.retries:
+        head.append(f" · {len(row.retries)} refused attempt(s) before it")
+    check = (
+        Text("\n✓ exact: the digest matches the one recorded when it was sent", style="green")
+        if rebuilt.exact
+        else Text(
+            f"\n✗ not exact: rebuilt {rebuilt.digest}, sent {data['recorded_digest']} (the view "
+            "or payload code changed since, or a custom token counter was used)",
+            style="bold red",
+        )
+    )
+    head.append_text(check)
+    if data["note"]:
+        head.append(f"\nShown: {data['note']}", style="dim")
+    elif data["method"]:
+        head.append(f"\n{data['method']} {data['path']}", style="dim")
+    if not console.is_terminal:
+        console.print(head)
+        click.echo(orjson.dumps(data["body"], option=orjson.OPT_INDENT_2).decode())
+        return
+    parts: list[RenderableType] = [head, JSON.from_data(data["body"])]
+    console.print(Group(*parts))
+
+
+def call_note(head: SessionState, seq: int) -> Text:
+    """Which model call, if any, was sent the request of the state at ``seq``."""
+    rows = views_of(head, seq)
+    if rows:
+        numbers = ", ".join(f"#{row.sequence}" for row in rows)
+        return Text(
+            f"Model call {numbers} was sent this state's view: 'amber show "
+            f"{head.session_id} --call {rows[0].sequence}' prints that exact request (with its "
+            "system prompt, tools and parameters). Below: the view rebuilt with today's code, "
+            "without them.",
+            style="dim",
+        )
+    later = _next_call(head, seq)
+    hint = (
+        f" The next call, #{later.sequence}, was built from seq {later.request.view_seq}."
+        if later is not None and later.request is not None
+        else ""
+    )
+    return Text(
+        f"No model call was sent the view of seq {seq}; below is what a call at this seq would "
+        f"have been sent (no system prompt, no tools).{hint}",
+        style="dim",
+    )
+
+
+def _next_call(head: SessionState, seq: int) -> AuditRow | None:
+    for row in head.model_calls():
+        if row.request is not None and row.request.view_seq > seq:
+            return row
+    return None

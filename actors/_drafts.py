@@ -1,0 +1,100 @@
+"""Input from outside a turn, checked before a session sees it: drafts for the turn machine.
+
+Every rule is checked here, in the caller's thread, so that refused input
+raises ``InvalidInput`` and nothing is stored; the session's machine then
+gives the accepted draft its id, seq and time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from runtime import (
+    Category,
+    Draft,
+    InputLimits,
+    InvalidInput,
+    InvalidMessage,
+    UserInput,
+    check_session_id,
+    new_message,
+)
+
+__all__ = ["post_draft", "session_id_of", "user_draft"]
+
+
+def session_id_of(value: object) -> str:
+    """``value`` as a session id.
+
+    Raises:
+        InvalidInput: it is not a session id (1 to 256 characters, no control characters).
+    """
+    return check_session_id(value)
+
+
+def user_draft(
+    what: str,
+    session_id: str,
+    text: UserInput | str,
+    fields: dict[str, Any],
+    clock: Callable[[], datetime],
+    limits: InputLimits,
+) -> Draft:
+    """A person's input (text with ``UserInput`` fields, or a ``UserInput``), checked.
+
+    Raises:
+        InvalidInput: the input breaks a rule (``what`` names the caller in the message).
+    """
+    if isinstance(text, str):
+        try:
+            user_input = UserInput(text=text, **fields)
+        except TypeError as exc:
+            raise InvalidInput(
+                f"{what}() takes the fields of UserInput (sender, chatbot_id, channel_id, "
+                f"attachments, browser_elements, metadata): {exc}."
+            ) from None
+    elif isinstance(text, UserInput):
+        if fields:
+            raise InvalidInput(
+                f"{what}() takes extra fields only with plain text; put them in the UserInput."
+            )
+        user_input = text
+    else:
+        raise InvalidInput(
+            f"{what}() takes a UserInput or a str (got {text!r} that is a {type(text).__name__!r})."
+        )
+    # Built once here so that every rule is checked before the session sees it.
+    message = user_input.to_message(
+        id="msg_check", session_id=session_id, created_at=clock(), limits=limits
+    )
+    return Draft.of(message)
+
+
+def post_draft(
+    session_id: str,
+    category: Category,
+    content: str,
+    fields: dict[str, Any],
+    clock: Callable[[], datetime],
+) -> Draft:
+    """A cron prompt, compaction request, background alert or notification, checked.
+
+    Raises:
+        InvalidInput: ``category`` cannot be posted, or a field is wrong.
+    """
+    if not isinstance(category, Category) or not (
+        category.is_input or category is Category.NOTIFICATION
+    ):
+        allowed = "cron prompts, compaction requests, background alerts and notifications"
+        label = category.label if isinstance(category, Category) else repr(category)
+        raise InvalidInput(f"post() takes {allowed}; a {label} is made by a turn, not posted.")
+    try:
+        message = new_message(
+            category, id="msg_check", session_id=session_id, created_at=clock(), content=content,
+            **fields,
+        )  # fmt: skip
+    except (InvalidMessage, TypeError, ValueError) as exc:
+        raise InvalidInput(f"post() cannot make a {category.label} of that: {exc}") from None
+    return Draft.of(message)

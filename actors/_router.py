@@ -1,0 +1,215 @@
+"""The router: which session actors are live, loading them, routing to them, passivating them.
+
+It owns the live-session table and its lock. A call for a session goes to
+its actor, started (and loaded from the store) on demand; a call that meets
+an actor just passivated retries on a fresh one. An idle actor asks to be
+passivated; the router agrees under the lock only if nothing happened since
+(``close_if_idle(seq)``), so no input is ever routed to an actor that is
+stopping. Adapters report deliveries here (the ``DeliverySink``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import attrs
+import pykka
+import trio
+
+from runtime import Delivered, Status
+
+from ._errors import RuntimeStopped, SessionGone
+from ._services import Services
+from ._session import SessionActor
+
+__all__ = ["Router"]
+
+log = logging.getLogger("amber.router")
+
+T = TypeVar("T")
+
+
+@attrs.define(eq=False)
+class _Live:
+    ref: pykka.ActorRef[Any]
+    proxy: Any
+
+
+class Router:
+    """The live-session table of a runtime (made and started by ``Runtime``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._live: dict[str, _Live] = {}
+        self._services: Services | None = None
+        self._why_closed = "The runtime is not started; call start() or use it in a with block."
+
+    def open(self, services: Services) -> None:
+        """Start routing, with the services new session actors get."""
+        with self._lock:
+            self._services = services
+
+    def close(self, why: str, *, timeout: float) -> None:
+        """Stop routing; every live session shuts down (a running turn's input goes back to
+        pending) and its actor stops."""
+        with self._lock:
+            self._services = None
+            self._why_closed = why
+            live = list(self._live.items())
+            self._live.clear()
+            self._changed.notify_all()
+        for session_id, entry in live:
+            try:
+                entry.proxy.shutdown().get(timeout=timeout)
+            except Exception:
+                log.exception("session %s did not shut down cleanly", session_id)
+            with contextlib.suppress(pykka.ActorDeadError):
+                entry.ref.stop(block=True, timeout=timeout)
+
+    # -- routing ------------------------------------------------------------------------
+
+    def live(self, session_id: str) -> Any | None:
+        """The session's actor proxy if it is live, else None."""
+        with self._lock:
+            entry = self._live.get(session_id)
+        return None if entry is None else entry.proxy
+
+    def live_sessions(self) -> list[str]:
+        """Ids of the sessions with a live actor, sorted."""
+        with self._lock:
+            return sorted(self._live)
+
+    def _entry(self, session_id: str) -> _Live:
+        with self._lock:
+            services = self._services
+            if services is None:
+                raise RuntimeStopped(self._why_closed)
+            entry = self._live.get(session_id)
+            if entry is None:
+                ref = SessionActor.start(services, session_id)
+                entry = self._live[session_id] = _Live(ref, ref.proxy())
+            return entry
+
+    def load(self, session_id: str) -> None:
+        """Make the session live (it loads and resumes what waits)."""
+        self._entry(session_id)
+
+    def call(self, session_id: str, fn: Callable[[Any], Any], *, timeout: float) -> Any:
+        """``fn(proxy).get()`` on the session's actor, started if needed.
+
+        Raises:
+            RuntimeStopped: the runtime is not running.
+            SessionGone: the actor stopped under every try.
+        """
+        for _ in range(3):
+            entry = self._entry(session_id)
+            try:
+                return fn(entry.proxy).get(timeout=timeout)
+            except pykka.ActorDeadError:
+                # Passivated between lookup and call: drop it and load the session again.
+                self.forget(session_id, entry.ref)
+        raise SessionGone(
+            f"Session {session_id!r} kept stopping while a call was routed to it; is the "
+            "runtime stopping?"
+        )
+
+    def tell(self, session_id: str, message: Any) -> None:
+        """Tell ``message`` to the session's actor, started if needed; an ``AskInput`` whose
+        session keeps stopping fails its waiter.
+
+        Raises:
+            RuntimeStopped: the runtime is not running.
+        """
+        for _ in range(3):
+            entry = self._entry(session_id)
+            try:
+                entry.ref.tell(message)
+                return
+            except pykka.ActorDeadError:
+                self.forget(session_id, entry.ref)
+        gone = SessionGone(f"Session {session_id!r} kept stopping; is the runtime stopping?")
+        waiter = getattr(message, "waiter", None)
+        if waiter is None:
+            raise gone
+        waiter.fail(gone)
+
+    def reroute(self, session_id: str, message: Any) -> None:
+        """A closed actor's message that must not be lost: to the session's next actor."""
+        with self._lock:
+            live = self._live.get(session_id)
+            if live is not None and not live.ref.is_alive():
+                del self._live[session_id]
+        try:
+            self.tell(session_id, message)
+        except RuntimeStopped:
+            waiter = getattr(message, "waiter", None)
+            if waiter is not None:
+                waiter.fail(RuntimeStopped(self._why_closed))
+
+    # -- the delivery sink -------------------------------------------------------------------
+
+    def delivered(self, session_id: str, message_id: str, expected: Status) -> None:
+        """An adapter sent or absorbed ``message_id``; tell its session (loaded if needed)."""
+        with self._lock:
+            services = self._services
+        if services is None:
+            return
+        report = Delivered(message_id=message_id, expected=expected, **services.stamp())
+        for _ in range(3):
+            try:
+                entry = self._entry(session_id)
+            except RuntimeStopped:
+                return
+            try:
+                entry.ref.tell(report)
+                return
+            except pykka.ActorDeadError:
+                self.forget(session_id, entry.ref)
+
+    # -- passivation ---------------------------------------------------------------------------
+
+    def forget(self, session_id: str, ref: pykka.ActorRef[Any]) -> None:
+        """Drop ``ref`` from the table if it is still the session's actor."""
+        with self._lock:
+            entry = self._live.get(session_id)
+            if entry is not None and entry.ref is ref:
+                del self._live[session_id]
+                self._changed.notify_all()
+
+    def request_passivation(self, session_id: str, ref: pykka.ActorRef[Any], seq: int) -> None:
+        """An idle actor asks to stop; decided off its thread (it must answer the ask)."""
+        services = self._services
+        if services is None:
+            return
+
+        async def passivate() -> None:
+            await trio.to_thread.run_sync(self._passivate, session_id, ref, seq)
+
+        services.effects.submit(passivate, name=f"passivate {session_id}")
+
+    def _passivate(self, session_id: str, ref: pykka.ActorRef[Any], seq: int) -> None:
+        with self._lock:
+            entry = self._live.get(session_id)
+            services = self._services
+            if services is None or entry is None or entry.ref is not ref:
+                return
+            try:
+                agreed = entry.proxy.close_if_idle(seq).get(timeout=services.settings.ask_timeout)
+            except (pykka.ActorDeadError, pykka.Timeout):
+                agreed = False
+            if not agreed:
+                return
+            del self._live[session_id]
+            self._changed.notify_all()
+        ref.stop(block=False)
+        log.debug("session %s passivated at seq %d", session_id, seq)
+
+    def wait_passivated(self, session_id: str, timeout: float | None) -> bool:
+        """Wait until the session has no live actor; False if it still has one after ``timeout``."""
+        with self._changed:
+            return self._changed.wait_for(lambda: session_id not in self._live, timeout)

@@ -1,0 +1,173 @@
+"""What a request asks for, checked: seqs, views, kinds, form fields; and the errors.
+
+Every bad value is a ``WebError`` with an HTTP status and a message that says
+what was expected, what was got and how to fix it, in the CLI's words where
+the CLI has the same check (``amber show --at 99`` and ``/s/demo?at=99``
+fail with the same sentence). Errors from the CLI's own checks
+(``CliError``) keep their message and map their exit code to a status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from urllib.parse import parse_qs
+
+from runtime import EVENT_TYPES, AmberError
+
+from .._cli._app import SEQ_HELP, CliError, ExitCode, translate
+
+__all__ = [
+    "FORM_LIMIT",
+    "VIEWS",
+    "WebError",
+    "as_web_error",
+    "one",
+    "parse_form",
+    "parse_index",
+    "parse_kinds",
+    "parse_seq",
+    "parse_view",
+    "resolve",
+]
+
+VIEWS = ("calls", "history", "clean", "openai", "anthropic", "gemini")
+"""What the pane beside the state can show (``?view=``)."""
+FORM_LIMIT = 8_192
+"""The largest form body accepted, in bytes."""
+
+_STATUS = {
+    ExitCode.USAGE: 400,
+    ExitCode.NOT_FOUND: 404,
+    ExitCode.CONFLICT: 409,
+    ExitCode.BAD_STORE: 500,
+    ExitCode.FAILED: 500,
+    ExitCode.INTERRUPTED: 503,
+}
+
+
+class WebError(Exception):
+    """A request the viewer cannot answer: an HTTP status and a one-line message."""
+
+    def __init__(self, status: int, message: str, *, code: ExitCode | None = None) -> None:
+        super().__init__(" ".join(message.split()))
+        self.status = status
+        """The HTTP status of the error page."""
+        self.code = code
+        """The ``amber`` exit code the same error has on the command line, if any."""
+
+
+def as_web_error(exc: CliError | AmberError) -> WebError:
+    """The ``WebError`` for an error of the CLI's checks or of the core (same message)."""
+    error = exc if isinstance(exc, CliError) else translate(exc)
+    return WebError(_STATUS.get(error.code, 500), str(error), code=error.code)
+
+
+def one(query: Mapping[str, Sequence[str]], name: str) -> str | None:
+    """The single value of ``name`` (None if absent); a ``WebError`` if it is repeated."""
+    values = query.get(name)
+    if not values:
+        return None
+    if len(values) > 1:
+        raise WebError(
+            400,
+            f"'{name}' is given {len(values)} times ({', '.join(map(repr, values))}); pass it "
+            "once.",
+        )
+    return values[0]
+
+
+def parse_seq(value: str | None, *, name: str = "at", default: int = -1) -> int:
+    """A seq as the CLI reads one: a number, negative from the head, or ``head`` (-1)."""
+    if value is None or not value.strip():
+        return default
+    text = value.strip().lower()
+    if text == "head":
+        return -1
+    try:
+        return int(text, 10)
+    except ValueError:
+        raise WebError(400, f"{value!r} is not a seq: pass {SEQ_HELP}.") from None
+
+
+def resolve(seq: int, last_seq: int, session_id: str, *, name: str = "at") -> int:
+    """``seq`` as a seq of the session (``0..last_seq``); negatives count back from the head.
+
+    The message is ``amber show --at``'s, with the query parameter's name.
+    """
+    resolved = last_seq + 1 + seq if seq < 0 else seq
+    if not 0 <= resolved <= last_seq:
+        raise WebError(
+            404,
+            f"Session {session_id!r} has no seq {seq}: it holds seq 0 (before the first event) "
+            f"to {last_seq}. Pass {name} between 0 and {last_seq}, or a negative number to count "
+            "back from the head (-1 is the head).",
+            code=ExitCode.NOT_FOUND,
+        )
+    return resolved
+
+
+def parse_index(value: str | None, *, name: str) -> int | None:
+    """A non-negative integer query parameter (a row or message offset), or None."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    if not text.isdigit():
+        raise WebError(400, f"'{name}' must be a whole number ≥ 0 (got {value!r}).")
+    return int(text)
+
+
+def parse_view(value: str | None) -> str:
+    """The pane beside the state: one of ``VIEWS`` (``calls`` by default)."""
+    if value is None or not value:
+        return "calls"
+    if value not in VIEWS:
+        raise WebError(400, f"Unknown view {value!r}; pass view= one of {', '.join(VIEWS)}.")
+    return value
+
+
+def parse_kinds(values: Sequence[str]) -> tuple[str, ...]:
+    """Event kinds to keep in the timeline (none: every kind)."""
+    unknown = [v for v in values if v not in EVENT_TYPES]
+    if unknown:
+        raise WebError(
+            400,
+            f"Unknown event kind {unknown[0]!r}; pass kind= one of {', '.join(EVENT_TYPES)} "
+            "('amber events' lists them).",
+        )
+    return tuple(dict.fromkeys(values))
+
+
+def parse_form(body: bytes, content_type: str | None, fields: Sequence[str]) -> dict[str, str]:
+    """A URL-encoded form with exactly the given field names (each at most once).
+
+    Raises:
+        WebError: 415 for another content type, 413 for a body over
+            ``FORM_LIMIT``, 400 for a body that is not UTF-8 or not a form, a
+            repeated field or one not in ``fields``.
+    """
+    media = (content_type or "").split(";")[0].strip().lower()
+    if media != "application/x-www-form-urlencoded":
+        raise WebError(
+            415,
+            "Expected a form (application/x-www-form-urlencoded), got "
+            f"{media or 'no content type'}; submit the page's form.",
+        )
+    if len(body) > FORM_LIMIT:
+        raise WebError(
+            413, f"The form is {len(body):,} bytes; at most {FORM_LIMIT:,} are accepted."
+        )
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise WebError(400, "The form is not UTF-8 text; submit the page's form.") from None
+    try:
+        parsed = parse_qs(text, keep_blank_values=True, strict_parsing=bool(text), errors="strict")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise WebError(400, f"The form cannot be read ({exc}); submit the page's form.") from None
+    unexpected = sorted(set(parsed) - set(fields))
+    if unexpected:
+        raise WebError(
+            400,
+            f"Unexpected form field {unexpected[0]!r}; the form takes {', '.join(fields)}.",
+        )
+    return {name: value for name in fields if (value := one(parsed, name)) is not None}

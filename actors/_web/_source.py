@@ -1,0 +1,416 @@
+"""Everything the viewer reads from or writes to a store, in one place.
+
+The pages never touch a store: they ask a ``Source``. It opens the store of
+``--db`` for each operation through the CLI's ``open_store`` (the same
+checks as every ``amber`` command: the file must exist and be an Amber
+store, nothing is ever created) and reports the CLI's errors (``CliError``
+with its exit code), so a bad request reads the same in a browser as on the
+command line. A PostgreSQL store (issue 17) and lazy time travel from
+snapshots (issue 16) slot in here and nowhere else.
+
+Time travel needs every state of a session, and today the store rebuilds
+them by replaying the whole log (about 0.4-0.9 s for 10,000 events on two
+busy cores). So a ``Source`` keeps what it loaded, per process:
+
+- a session's **timeline** is cached and brought up to date on every request
+  (the events stored since are read and applied: a live session stays live);
+- the **first request** for a session is answered from the latest snapshot
+  and the events after it when that covers what the page needs (the head and
+  the states just before it), and the whole log is replayed in a background
+  thread meanwhile; a request that needs an older state waits for it;
+- the cache holds at most ``budget`` events of complete timelines (least
+  recently used out first).
+
+Reads never write: the viewer's only writes are ``fork`` (an ``append`` of
+the fork's first event, as ``amber fork`` does).
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
+
+import attrs
+import orjson
+
+from runtime import BranchImported, Event, SessionState, Status, Timeline
+from runtime.store import SessionInfo, Store
+
+from .._cli._admin import fork_session
+from .._cli._app import CliError, ExitCode, open_store, require_session
+from .._cli._replay import Check, verify_session
+from ._stats import SessionTotals, session_totals
+
+__all__ = ["Forked", "Loaded", "SessionRow", "Source"]
+
+Opener = Callable[[str], AbstractContextManager[Store]]
+"""Opens the store at a ``--db`` value for one operation (the CLI's ``open_store``)."""
+
+_LOAD_TIMEOUT = 120.0
+"""Seconds a request waits for a timeline being loaded by another thread."""
+_EXACT_FORK_CHECK = 2_000
+"""Sessions up to this many events have their first event read to tell forks apart."""
+
+
+@attrs.frozen(kw_only=True)
+class Loaded:
+    """One session's timeline as a request sees it."""
+
+    timeline: Timeline
+    """The states the viewer has: every one, or those from the latest snapshot on."""
+    origin: BranchImported | None
+    """The fork's first event, if the session is a fork and the first event is loaded."""
+    loading: bool
+    """True while the whole log is still being replayed (``timeline`` is partial)."""
+
+    @property
+    def complete(self) -> bool:
+        """True when the timeline holds every state from seq 0."""
+        return self.timeline.first_seq == 0
+
+
+@attrs.frozen(kw_only=True)
+class SessionRow:
+    """A session in the sessions list."""
+
+    info: SessionInfo
+    """The store's summary row."""
+    totals: SessionTotals
+    """Turns, tokens, cost and time, from the head."""
+    forked_from: tuple[str, int] | None
+    """``(source session, source seq)`` when the session is a fork."""
+    pending: int
+    """Inputs waiting for a turn (``pending_agent``)."""
+
+
+@attrs.frozen(kw_only=True)
+class Forked:
+    """What a fork stored."""
+
+    session_id: str
+    """The new session."""
+    source_session_id: str
+    """The session it was forked from."""
+    source_seq: int
+    """The seq it was forked at."""
+    head: SessionState
+    """The new session's state."""
+
+
+@attrs.define(eq=False)
+class _Entry:
+    """What the cache holds for one session (changed under ``Source._lock`` only)."""
+
+    created_at: datetime
+    timeline: Timeline
+    loader: threading.Thread | None = None
+    """The thread that will replay the whole log, until ``start_loads`` starts it."""
+    done: threading.Event = attrs.field(factory=threading.Event)
+    error: BaseException | None = None
+
+
+class Source:
+    """The store behind the viewer, with a per-process cache of timelines.
+
+    Args:
+        db: the ``--db`` value (an SQLite file path today).
+        opener: opens the store for one operation (default: the CLI's ``open_store``).
+        budget: how many events of complete timelines to keep cached.
+        freeze_gc: call ``gc.freeze()`` after each load, so that the cyclic
+            collector stops walking the loaded states (full collections of a
+            10,000-event timeline pause every thread for 0.1-0.2 s). Only for a
+            process that serves the viewer alone (``amber web``): it affects
+            the whole process. The states stay freed by reference counting.
+
+    Thread-safe: the web server answers requests on a pool of threads, and
+    each operation opens its own store connection.
+    """
+
+    def __init__(
+        self,
+        db: str,
+        *,
+        opener: Opener | None = None,
+        budget: int = 200_000,
+        freeze_gc: bool = False,
+    ) -> None:
+        self.db = db
+        """The store's ``--db`` value, as the user gave it."""
+        self._opener: Opener = opener if opener is not None else open_store
+        self._budget = budget
+        self._freeze = freeze_gc
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._origins: dict[tuple[str, datetime], BranchImported | None] = {}
+        self._rows: dict[str, SessionRow] = {}
+
+    @contextmanager
+    def _store(self) -> Iterator[Store]:
+        with self._opener(self.db) as store:
+            yield store
+
+    def check(self) -> int:
+        """Open the store once (the server's start-up check); returns how many sessions it has.
+
+        Raises:
+            CliError: no store at ``db``, or not an Amber store (the CLI's exit codes).
+        """
+        with self._store() as store:
+            return len(store.list_sessions())
+
+    # --- the sessions list ------------------------------------------------------------
+
+    def sessions(self) -> list[SessionRow]:
+        """Every session with its totals, most recently active first."""
+        with self._store() as store:
+            infos = store.list_sessions()
+            rows = []
+            for info in infos:
+                with self._lock:
+                    row = self._rows.get(info.session_id)
+                if row is None or row.info != info:
+                    head = self._cached_head(info) or store.load_state(info.session_id)
+                    origin = self._origin(store, info, head)
+                    row = SessionRow(
+                        info=info,
+                        totals=session_totals(head),
+                        forked_from=None
+                        if origin is None
+                        else (origin.source_session_id, origin.source_seq),
+                        pending=head.status_counts().get(Status.PENDING_AGENT, 0),
+                    )
+                    with self._lock:
+                        self._rows[info.session_id] = row
+                rows.append(row)
+        return rows
+
+    def _cached_head(self, info: SessionInfo) -> SessionState | None:
+        with self._lock:
+            entry = self._entries.get(info.session_id)
+            if entry is None or entry.created_at != info.created_at:
+                return None
+            head = entry.timeline.head
+        return head if head.seq == info.seq else None
+
+    def _origin(self, store: Store, info: SessionInfo, head: SessionState) -> BranchImported | None:
+        """The fork's first event, read once per session (the first event never changes).
+
+        A fork's first event imports every message at seq 1, so a head with
+        other than exactly one message from seq 1 is a fork. With exactly one,
+        only the first event tells; it is read for sessions of up to
+        ``_EXACT_FORK_CHECK`` events (the store has no cheap way to read one
+        event of a long log yet; issue 16).
+        """
+        key = (info.session_id, info.created_at)
+        with self._lock:
+            if key in self._origins:
+                return self._origins[key]
+        from_first = sum(1 for m in head.messages if m.event_seq == 1)
+        origin: BranchImported | None = None
+        if from_first != 1 or info.seq <= _EXACT_FORK_CHECK:
+            first = _first(store.events(info.session_id))
+            origin = first if isinstance(first, BranchImported) else None
+        with self._lock:
+            self._origins[key] = origin
+        return origin
+
+    # --- one session ------------------------------------------------------------------
+
+    def timeline(self, session_id: str, *, need: int = 0) -> Loaded:
+        """The session's timeline, up to date, holding at least the states from seq ``need``.
+
+        ``need=0`` asks for every state (waits for the whole log); a negative
+        ``need`` counts back from the head (-1: the head, -2: the state before
+        it). A ``need`` at or after the latest snapshot may be answered from
+        it while the whole log loads in the background.
+
+        Raises:
+            CliError: no such session (``NOT_FOUND``, with the closest ids), or
+                the store cannot be read.
+        """
+        with self._store() as store:
+            require_session(store, session_id, self.db)
+            info = store.session(session_id)
+            if need < 0:
+                need = max(0, info.seq + 1 + need)
+            entry = self._current(session_id, info)
+            if entry is None:
+                if need > 0 and 0 < info.snapshot_seq <= need:
+                    partial = store.load_timeline(session_id, from_snapshot=True)
+                    entry = self._start(session_id, info, partial)
+                else:
+                    entry = self._install(session_id, info, store.load_timeline(session_id))
+            timeline = entry.timeline
+            if timeline.first_seq > need:
+                timeline = self._wait(session_id, entry)
+            if timeline.last_seq < info.seq:
+                timeline = timeline.extend(store.events(session_id, after=timeline.last_seq))
+                self._refresh(session_id, entry, timeline)
+            origin = self._origin_of(session_id, info, timeline, store)
+        return Loaded(
+            timeline=timeline,
+            origin=origin,
+            loading=timeline.first_seq > 0 and not entry.done.is_set(),
+        )
+
+    def _origin_of(
+        self, session_id: str, info: SessionInfo, timeline: Timeline, store: Store
+    ) -> BranchImported | None:
+        if timeline.first_seq == 0 and timeline.last_seq > 0:
+            first = timeline.event(1)
+            origin = first if isinstance(first, BranchImported) else None
+            with self._lock:
+                self._origins[(session_id, info.created_at)] = origin
+            return origin
+        return self._origin(store, info, timeline.head)
+
+    def _current(self, session_id: str, info: SessionInfo) -> _Entry | None:
+        """The cached entry, unless the store no longer matches it (recreated or shorter)."""
+        with self._lock:
+            entry = self._entries.get(session_id)
+            if entry is None:
+                return None
+            if entry.created_at != info.created_at or entry.timeline.last_seq > info.seq:
+                del self._entries[session_id]
+                return None
+            self._entries.move_to_end(session_id)
+            return entry
+
+    def _install(self, session_id: str, info: SessionInfo, timeline: Timeline) -> _Entry:
+        entry = _Entry(created_at=info.created_at, timeline=timeline)
+        entry.done.set()
+        with self._lock:
+            self._entries[session_id] = entry
+            self._evict()
+        self._loaded()
+        return entry
+
+    def _loaded(self) -> None:
+        if self._freeze:
+            gc.freeze()
+
+    def _start(self, session_id: str, info: SessionInfo, partial: Timeline) -> _Entry:
+        """Cache ``partial``; the whole log is replayed by a thread ``start_loads`` starts."""
+        entry = _Entry(created_at=info.created_at, timeline=partial)
+        entry.loader = threading.Thread(
+            target=self._load_whole,
+            args=(session_id, entry),
+            name=f"amber-web-load-{session_id}",
+            daemon=True,
+        )
+        with self._lock:
+            self._entries[session_id] = entry
+        self._loaded()
+        return entry
+
+    def start_loads(self) -> None:
+        """Start the background replays that requests asked for.
+
+        The application calls it once a response is sent: a replay started
+        earlier would compete with the page being rendered for the
+        interpreter (one thread runs Python at a time).
+        """
+        with self._lock:
+            waiting = [e.loader for e in self._entries.values() if e.loader is not None]
+            for entry in self._entries.values():
+                entry.loader = None
+        for loader in waiting:
+            loader.start()
+
+    def _load_whole(self, session_id: str, entry: _Entry) -> None:
+        try:
+            with self._store() as store:
+                whole = store.load_timeline(session_id)
+        except BaseException as exc:  # reported to the request that waits for it
+            with self._lock:
+                entry.error = exc
+        else:
+            with self._lock:
+                if whole.last_seq < entry.timeline.last_seq:
+                    # Requests moved the partial on meanwhile: catch up with them.
+                    newer = [e for e in entry.timeline.events() if e.seq > whole.last_seq]
+                    whole = whole.extend(newer)
+                entry.timeline = whole
+                self._evict()
+            self._loaded()
+        finally:
+            entry.done.set()
+
+    def _wait(self, session_id: str, entry: _Entry) -> Timeline:
+        self.start_loads()
+        if not entry.done.wait(_LOAD_TIMEOUT):
+            raise CliError(
+                f"Loading session {session_id!r} took more than {_LOAD_TIMEOUT:.0f} s; try again.",
+                ExitCode.FAILED,
+            )
+        with self._lock:
+            error, timeline = entry.error, entry.timeline
+            if error is not None and self._entries.get(session_id) is entry:
+                del self._entries[session_id]  # the next request tries again
+        if error is not None:
+            if isinstance(error, CliError):
+                raise error
+            raise CliError(f"{type(error).__name__}: {error}", ExitCode.FAILED) from error
+        return timeline
+
+    def _refresh(self, session_id: str, entry: _Entry, timeline: Timeline) -> None:
+        with self._lock:
+            if entry.timeline.last_seq < timeline.last_seq and (
+                entry.timeline.first_seq >= timeline.first_seq
+            ):
+                entry.timeline = timeline
+
+    def _evict(self) -> None:
+        """Drop least recently used complete timelines beyond the budget (under the lock)."""
+        total = sum(len(e.timeline) for e in self._entries.values())
+        for session_id in list(self._entries):
+            if total <= self._budget or len(self._entries) == 1:
+                break
+            entry = self._entries[session_id]
+            if entry.done.is_set():
+                total -= len(entry.timeline)
+                del self._entries[session_id]
+
+    def wait_loaded(self, timeout: float | None = None) -> bool:
+        """Wait until no background load runs; True if none is left (for tests, benchmarks)."""
+        self.start_loads()
+        with self._lock:
+            pending = [e.done for e in self._entries.values()]
+        return all(done.wait(timeout) for done in pending)
+
+    # --- actions ------------------------------------------------------------------------
+
+    def fork(self, session_id: str, at_seq: int, new_id: str | None) -> Forked:
+        """Fork ``session_id`` at ``at_seq`` as ``new_id`` (or a free id): ``amber fork``'s code.
+
+        Raises:
+            CliError: the CLI's errors (no such session or seq: ``NOT_FOUND``;
+                ``new_id`` taken: ``CONFLICT``; an event the store refuses).
+        """
+        loaded = self.timeline(session_id)
+        with self._store() as store:
+            target, seq, head = fork_session(
+                store, session_id, at_seq, new_id, self.db, timeline=loaded.timeline
+            )
+        return Forked(session_id=target, source_session_id=session_id, source_seq=seq, head=head)
+
+    def export(self, session_id: str) -> bytes:
+        """The session as ``amber export`` prints it (the same JSON, with a final newline)."""
+        with self._store() as store:
+            require_session(store, session_id, self.db)
+            data = store.export_session(session_id)
+        return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
+
+    def verify(self, session_id: str) -> tuple[int, list[Check]]:
+        """``amber replay --verify`` for one session: replay the log, compare with the store."""
+        with self._store() as store:
+            require_session(store, session_id, self.db)
+            return verify_session(store, session_id)
+
+
+def _first(events: list[Event]) -> Event | None:
+    return events[0] if events else None

@@ -1,0 +1,398 @@
+"""What every provider model shares: keys, the payload, one SDK client per event loop,
+retries made visible, cancellation that closes the stream, and errors a user can act on.
+
+A provider model's ``stream(request)``:
+
+1. builds the payload with ``runtime.build_payload`` (the same function a
+   replay uses) and yields ``RequestSent`` with its digest;
+2. opens the stream through the official SDK, whose own retry honours
+   ``retry-after`` on 429 and 5xx; each refused attempt is yielded as a
+   ``ModelRetry`` once the stream opens (or carried by the error if it never
+   does);
+3. maps the SDK's events to Amber's chunks (the subclass's ``_chunks``);
+4. on cancellation (an interrupt), closes the HTTP response in a shielded
+   scope, so the server sees the client go at once.
+
+The SDK's async clients run on anyio (httpx2), so they work on Amber's trio
+effects loop as they do on asyncio; a client is made per event loop, since a
+connection pool belongs to the loop that opened it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+import os
+import re
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from typing import Any, ClassVar
+
+import anyio
+import sniffio
+
+from runtime import (
+    Chunk,
+    ContextLengthError,
+    ModelAuthError,
+    ModelError,
+    ModelRateLimited,
+    ModelRequest,
+    ModelRequestError,
+    ModelRetry,
+    ModelStreamBroken,
+    ModelUnavailable,
+    RequestSent,
+    build_payload,
+    digest,
+    freeze,
+    thaw,
+)
+from runtime._request import tools_json
+
+from .._errors import InvalidConfig
+from ._asyncgens import Tracked
+
+__all__ = ["ProviderModel", "Retrying", "classify", "record_retry", "retry_recorder"]
+
+_RETRIES: contextvars.ContextVar[list[ModelRetry] | None] = contextvars.ContextVar(
+    "amber_model_retries", default=None
+)
+_CONTEXT_LENGTH = re.compile(
+    r"context[ _]length|context[ _]window|maximum context|prompt is too long|too many tokens"
+    r"|exceeds the (?:maximum|available) (?:number of tokens|context)|input token count"
+    r"|reduce the length",
+    re.IGNORECASE,
+)
+
+
+def retry_recorder() -> list[ModelRetry] | None:
+    """The retries of the model call running in this task (set by ``ProviderModel``)."""
+    return _RETRIES.get()
+
+
+def record_retry(attempt: int, status: int | None, error: str, delay: float | None) -> None:
+    """Note a refused attempt for the model call running in this task (SDK retry hooks)."""
+    found = _RETRIES.get()
+    if found is not None:
+        found.append(ModelRetry(attempt=attempt, status=status, error=error, delay=delay))
+
+
+class Retrying:
+    """Records each of the SDK's own retries (status, ``retry-after``, the wait) before it
+    sleeps; the wait is the SDK's: ``retry-after`` when given, else its backoff."""
+
+    async def _sleep_for_retry(
+        self,
+        *,
+        retries_taken: int,
+        max_retries: int,
+        options: Any,
+        response: Any,
+    ) -> None:
+        remaining = max_retries - retries_taken
+        headers = response.headers if response is not None else None
+        timeout = self._calculate_retry_timeout(remaining, options, headers)  # type: ignore[attr-defined]
+        status = response.status_code if response is not None else None
+        reason = (
+            f"{status} {getattr(response, 'reason_phrase', '')}".strip()
+            if response is not None
+            else "connection error or timeout"
+        )
+        if headers is not None and headers.get("retry-after"):
+            reason += f" (retry-after: {headers.get('retry-after')})"
+        record_retry(retries_taken + 1, status, reason, timeout)
+        await anyio.sleep(timeout if math.isfinite(timeout) else 60.0)
+
+
+def _loop_key() -> object:
+    """The running event loop: a trio token or an asyncio loop."""
+    library = sniffio.current_async_library()
+    if library == "trio":
+        import trio
+
+        return trio.lowlevel.current_trio_token()
+    import asyncio
+
+    return asyncio.get_running_loop()
+
+
+def classify(
+    exc: BaseException,
+    *,
+    provider: str,
+    model: str,
+    key_variable: str | None,
+    status: int | None,
+    message: str,
+    retries: tuple[ModelRetry, ...],
+    streaming: bool,
+) -> ModelError:
+    """The Amber error for a provider failure (status and message already read from it)."""
+    where = f"{provider} ({model})"
+    after = f" after {len(retries) + 1} attempts" if retries else ""
+    fields: dict[str, Any] = {"provider": provider, "status": status, "retries": retries}
+    text = message.strip() or type(exc).__name__
+    if status in (401, 403):
+        hint = f"; check {key_variable}" if key_variable else "; check the API key"
+        return ModelAuthError(f"{where} refused the API key ({status}): {text}{hint}.", **fields)
+    if status == 429:
+        return ModelRateLimited(
+            f"{where} kept rate-limiting the request (429){after}: {text}. Wait, lower the "
+            "request rate, or raise the model's max_retries.",
+            **fields,
+        )
+    if status is not None and 400 <= status < 500 and status != 408:
+        if _CONTEXT_LENGTH.search(text):
+            return ContextLengthError(
+                f"The request is longer than {model}'s context window ({provider} {status}: "
+                f"{text}). Lower Settings.window (Window(max_tokens=...)) so the model's view "
+                "fits, or use a model with a longer window.",
+                **fields,
+            )
+        return ModelRequestError(f"{where} refused the request ({status}): {text}", **fields)
+    if streaming:
+        return ModelStreamBroken(
+            f"The {where} stream broke before the model finished: {text}", **fields
+        )
+    code = f" ({status})" if status is not None else ""
+    return ModelUnavailable(f"{where} failed{code}{after}: {text}", **fields)
+
+
+class ProviderModel:
+    """A ``Model`` that streams through a provider's official SDK (see the module docstring).
+
+    Args:
+        model: the provider's model name.
+        api_key: the key; None reads the provider's usual environment variable.
+        base_url: another endpoint (a proxy, a compatible server, a stub).
+        params: provider-native parameters merged into every request
+            (``temperature``, ``max_tokens``, ``reasoning`` …; None removes a
+            default).
+        max_retries: how many times a 429, a 5xx or a connection error is retried.
+        timeout: seconds for the whole HTTP request (None: the SDK's default).
+
+    Raises:
+        ModelAuthError: no key given and the environment variable is not set.
+    """
+
+    provider: ClassVar[str] = ""
+    """The payload builder and the name of the API (``RequestSent.provider``)."""
+    key_variable: ClassVar[str | None] = None
+    """The environment variable the key is read from."""
+    label: ClassVar[str] = ""
+    """The prefix of ``name`` (``openai:``, ``anthropic:`` …)."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        max_retries: int = 4,
+        timeout: float | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise InvalidConfig(f"A model name is a non-empty str (got {model!r}).")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise InvalidConfig(f"max_retries must be a non-negative int (got {max_retries!r}).")
+        self.model = model
+        self.api_key = self._key(api_key)
+        self.base_url = base_url
+        self.params: dict[str, Any] = thaw(freeze(dict(params or {})))  # type: ignore[assignment]
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self._clients: dict[Any, Any] = {}
+
+    @property
+    def name(self) -> str:
+        """``provider:model`` (what audit rows and the CLI show)."""
+        return f"{self.label or self.provider}:{self.model}"
+
+    def __repr__(self) -> str:
+        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        return f"{type(self).__name__}({self.model!r}{where})"
+
+    # -- keys and clients ----------------------------------------------------
+
+    def _key(self, api_key: str | None) -> str:
+        if api_key is not None:
+            if not api_key.strip():
+                raise ModelAuthError(f"The API key for {self.label or self.provider} is empty.")
+            return api_key
+        variable = self.key_variable
+        found = os.environ.get(variable, "").strip() if variable else ""
+        if not found:
+            raise ModelAuthError(
+                f"{variable} is not set: export {variable}=... (or pass api_key=...) to use "
+                f"{self.label or self.provider}:{self.model}.",
+                provider=self.provider,
+            )
+        return found
+
+    def _client(self) -> Any:
+        """The SDK client of the running event loop (made on first use in that loop)."""
+        key = _loop_key()
+        client = self._clients.get(key)
+        if client is None:
+            client = self._clients[key] = self._make_client()
+        return client
+
+    def _make_client(self) -> Any:  # pragma: no cover - each provider makes its own
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Close the SDK client of the running event loop (its pooled connections)."""
+        client = self._clients.pop(_loop_key(), None)
+        if client is not None:
+            await self._close_client(client)
+
+    async def _close_client(self, client: Any) -> None:
+        await client.close()
+
+    # -- the request -----------------------------------------------------------
+
+    def payload(self, request: ModelRequest) -> dict[str, Any]:
+        """The SDK arguments for ``request`` (``runtime.build_payload``)."""
+        return build_payload(
+            self.provider,
+            request.view,
+            model=self.model,
+            system=request.system,
+            tools=tools_json(request.tools),
+            params=self.params,
+        )
+
+    def sent(self, payload: Mapping[str, Any]) -> RequestSent:
+        """The ``RequestSent`` chunk for ``payload``."""
+        return RequestSent(
+            provider=self.provider,
+            model=self.model,
+            params=self.params,
+            payload_digest=digest(payload),
+            base_url=self.base_url,
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+        """Stream the answer to ``request`` as Amber chunks (see the module docstring)."""
+        payload = self.payload(request)
+        yield self.sent(payload)
+        client = self._client()
+        retries: list[ModelRetry] = []
+        tracked = Tracked()
+        response: Any = None
+        finished = False
+        try:
+            token = _RETRIES.set(retries)
+            try:
+                with tracked.active():
+                    events, response = await self._open(client, payload, retries)
+            except ModelError:
+                raise
+            except Exception as exc:
+                raise self._error(exc, tuple(retries), streaming=False) from exc
+            finally:
+                _RETRIES.reset(token)
+            for retry in retries:
+                yield retry
+            try:
+                async with (
+                    contextlib.aclosing(_noted(tracked, events)) as noted,
+                    contextlib.aclosing(self._chunks(noted)) as chunks,
+                ):
+                    async for chunk in chunks:
+                        yield chunk
+                finished = True
+            except ModelError:
+                raise
+            except Exception as exc:
+                raise self._error(exc, (), streaming=True) from exc
+        finally:
+            if not finished:
+                await _close_quietly(response)
+            await tracked.aclose()
+
+    async def _open(
+        self, client: Any, payload: dict[str, Any], retries: list[ModelRetry]
+    ) -> tuple[AsyncIterator[Any], Any]:  # pragma: no cover - each provider opens its own
+        """Open the stream: (the SDK's events, what to close on cancel)."""
+        raise NotImplementedError
+
+    def _chunks(self, events: AsyncIterator[Any]) -> AsyncGenerator[Chunk, None]:
+        """The provider's events as Amber chunks."""
+        raise NotImplementedError  # pragma: no cover - each provider maps its own
+
+    def incomplete(self, what: str) -> ModelStreamBroken:
+        """The error for a stream that ended before the model finished."""
+        return ModelStreamBroken(
+            f"The {self.provider} ({self.model}) stream ended before the model finished: {what}.",
+            provider=self.provider,
+        )
+
+    def _status_and_message(self, exc: BaseException) -> tuple[int | None, str]:
+        """The HTTP status and the provider's message of an SDK error."""
+        status = getattr(exc, "status_code", None)
+        body = getattr(exc, "body", None)
+        message = _body_message(body) or getattr(exc, "message", None) or str(exc)
+        return (status if isinstance(status, int) else None), str(message)
+
+    def _error(
+        self, exc: BaseException, retries: tuple[ModelRetry, ...], *, streaming: bool
+    ) -> ModelError:
+        status, message = self._status_and_message(exc)
+        if streaming and isinstance(exc, ValueError) and status is None:
+            message = f"malformed data from the server ({type(exc).__name__}: {exc})"
+        return classify(
+            exc,
+            provider=self.provider,
+            model=self.model,
+            key_variable=self.key_variable,
+            status=status,
+            message=message,
+            retries=retries,
+            streaming=streaming,
+        )
+
+
+def _body_message(body: object) -> str | None:
+    """The ``message`` of a provider's JSON error body, wherever it keeps it."""
+    if isinstance(body, Mapping):
+        error = body.get("error", body)
+        if isinstance(error, Mapping):
+            message = error.get("message")
+            if isinstance(message, str) and message:
+                kind = error.get("type") or error.get("code") or error.get("status")
+                return f"{message} [{kind}]" if isinstance(kind, str) and kind else message
+        message = body.get("message")
+        if isinstance(message, str):
+            return message
+    return None
+
+
+async def _noted(tracked: Tracked, events: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
+    """``events``, with the generators the SDK starts while making each one noted."""
+    iterator = events.__aiter__()
+    anext = iterator.__anext__
+    enter, leave = tracked.enter, tracked.leave
+    while True:
+        token = enter()
+        try:
+            item = await anext()
+        except StopAsyncIteration:
+            return
+        finally:
+            leave(token)
+        yield item
+
+
+async def _close_quietly(response: Any) -> None:
+    """Close an HTTP response even while cancelled (the server must see the client go)."""
+    if response is None:
+        return
+    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+        try:
+            close = getattr(response, "aclose", None) or response.close
+            await close()
+        except Exception:  # a broken connection may fail to close; it is gone either way
+            pass

@@ -1,0 +1,464 @@
+"""The turn machine's moves: start a turn, call the model, open its audit row, end a turn.
+
+Each takes the ``Step`` being built and changes it: emits events, adds
+commands, replaces the running turn's bookkeeping. Handlers of inputs
+(``_turnloop``, ``_responses``) are made of these.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from ._assembly import Assembly
+from ._audit import AuditStatus, operation_key
+from ._category import Category
+from ._chunks import ModelRetry, RequestSent
+from ._clean import clean_history
+from ._commands import CallModel, CancelRun, ClearTimer, ResumeSoon, RunTool, SetTimer, Warn
+from ._errors import AmberError, AuditConflict
+from ._events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    MessageAdded,
+    ModelCallFinished,
+    ModelCallStarted,
+    OrphanRecovered,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+)
+from ._json import thaw
+from ._machine import TurnRun
+from ._message import Message
+from ._parts import response_metadata
+from ._replace import replace
+from ._replay import request_record, stored_digests
+from ._request import RequestRecord
+from ._step import Step
+from ._stream import ModelRequest
+
+__all__ = [
+    "APPROVAL_TIMER",
+    "MODEL_CALL_KEY",
+    "NOTICES",
+    "ORPHAN_TIMER",
+    "call_model",
+    "cancel_runs",
+    "continue_after_tools",
+    "decide",
+    "end_turn",
+    "fail",
+    "maybe_start_turn",
+    "model_failed",
+    "model_timer",
+    "open_call",
+    "orphaned",
+    "request_approval",
+    "resume_waiting",
+    "turn_metrics",
+]
+
+ORPHAN_TIMER = "orphan"
+"""The timer that recovers a turn a runner left, once ``recover_after`` has passed."""
+MODEL_CALL_KEY = "model_call"
+"""Metadata key on every message made from a model response: the call's audit source key
+(``<turn id>#<call index>``), so the model's view can keep one response together."""
+
+
+def model_timer(run_id: str) -> str:
+    """The name of the timer that fails model run ``run_id`` at ``model_timeout``."""
+    return f"model:{run_id}"
+
+
+def maybe_start_turn(s: Step) -> None:
+    """Start a turn that claims every waiting input, if none runs; then call the model.
+
+    A turn a dead runner left active blocks new turns until it is recovered
+    (its input and the new one are then claimed together).
+    """
+    state = s.state
+    if s.run is not None or state.active_turn is not None or not state.queued:
+        return
+    turn_id = s.turn_id()
+    s.emit(TurnStarted, turn_id=turn_id, runner=s.settings.runner)
+    turn = s.state.active_turn
+    assert turn is not None
+    last = s.state.message(turn.input_ids[-1])
+    s.run = TurnRun(
+        turn_id=turn_id,
+        started_mono=s.mono,
+        parent_id=last.id,
+        chatbot_id=last.chatbot_id,
+        channel_id=last.channel_id,
+    )
+    claimed = set(turn.input_ids)
+    if s.cancelled:
+        withdrawn = claimed <= s.cancelled
+        s.cancelled = s.cancelled - claimed
+        if withdrawn:  # every caller gave up: no model call for nobody
+            end_turn(s, TurnOutcome.INTERRUPTED, "cancelled by the caller")
+            return
+    call_model(s)
+
+
+def call_model(s: Step) -> None:
+    """Call the model with the view of the head state (or fail the turn if it cannot be)."""
+    run = s.run
+    assert run is not None
+    settings = s.settings
+    if run.calls >= settings.max_model_calls:
+        fail(
+            s,
+            f"the turn reached {settings.max_model_calls} model calls without a final answer "
+            "(Settings.max_model_calls)",
+            cause="steps",
+        )
+        return
+    try:
+        view = clean_history(
+            s.state,
+            window=settings.window,
+            artifacts=settings.artifacts,
+            max_result_chars=settings.max_result_chars,
+        )
+    except AmberError as exc:
+        fail(s, f"the model's view could not be built: {exc}", cause="view")
+        return
+    run_id = s.run_id()
+    request = ModelRequest(
+        session_id=s.session_id,
+        turn_id=run.turn_id,
+        call_index=run.calls,
+        state=s.state,
+        view=view,
+        tools=settings.tools,
+        system=settings.system_prompt,
+        window=settings.window,
+        max_result_chars=settings.max_result_chars,
+    )
+    s.run = replace(
+        run,
+        calls=run.calls + 1,
+        model_run=run_id,
+        model_started=s.mono,
+        source_key=f"{run.turn_id}#{run.calls}",
+        operation_id=None,
+        stream_id=run_id,
+        assembly=Assembly(),
+        view=view,
+        # Counting the view's tokens costs a walk of it: without a window it is done
+        # once, when the turn ends, and only if the model reports no usage.
+        context_tokens=view.tokens,
+    )
+    s.command(CallModel(run_id=run_id, request=request))
+    if settings.model_timeout is not None:
+        s.command(SetTimer(name=model_timer(run_id), seconds=settings.model_timeout))
+
+
+def open_call(s: Step, operation_id: str, sent: RequestSent | None = None) -> bool:
+    """Open (or, the same again, confirm) the audit row of the current model call.
+
+    ``sent`` is what the model reported sending: the row records what the
+    request was built from, so it can be rebuilt (``rebuild_request``). An
+    operation id the turn used already (a provider that reuses its ids) gives
+    way to the call's source key. A start that contradicts the call's row
+    fails the turn; returns False then.
+    """
+    run = s.run
+    assert run is not None
+    state = s.state
+    row = state.audit.get(run.source_key)
+    if row is not None:
+        sequence = row.sequence
+    else:
+        sequence = len(state.audit) + 1
+        if operation_key(run.turn_id, "assistant", operation_id) in state.audit_ops:
+            operation_id = run.source_key
+    try:
+        s.emit(
+            ModelCallStarted,
+            operation_id=operation_id,
+            source_key=run.source_key,
+            turn_id=run.turn_id,
+            sequence=sequence,
+            model=s.settings.model_name,
+            request=None if row is not None else _record(s, sent),
+        )
+    except AuditConflict as exc:
+        fail(s, f"the model-call audit refused the call's start: {exc}")
+        return False
+    s.run = replace(run, operation_id=run.operation_id or operation_id)
+    return True
+
+
+def _record(s: Step, sent: RequestSent | None) -> RequestRecord | None:
+    """What the current call's request was built from, if the model reported sending it."""
+    run = s.run
+    if sent is None or run is None or run.view is None:
+        return None
+    settings = s.settings
+    return request_record(
+        view=run.view,
+        window=settings.window,
+        max_result_chars=settings.max_result_chars,
+        system=settings.system_prompt,
+        tools=settings.tools,
+        provider=sent.provider,
+        model=sent.model,
+        params=sent.params,
+        payload_digest=sent.payload_digest,
+        base_url=sent.base_url,
+        known_digests=stored_digests(s.state.audit.values()),
+    )
+
+
+def model_failed(
+    s: Step,
+    reason: str,
+    duration_ms: float | None,
+    *,
+    retries: tuple[ModelRetry, ...] = (),
+    cause: str = "model",
+) -> None:
+    """Close the current call's audit row as failed, then fail the turn (keeping, marked,
+    what the model streamed before it failed)."""
+    run = s.run
+    assert run is not None
+    sent = run.assembly.request if run.assembly is not None else None
+    if run.operation_id is None and not open_call(s, run.stream_id, sent):
+        return
+    run = s.run
+    assert run is not None
+    s.emit(
+        ModelCallFinished,
+        operation_id=run.operation_id,
+        source_key=run.source_key,
+        status=AuditStatus.FAILED,
+        duration_ms=duration_ms,
+        error=reason,
+        retries=retries,
+    )
+    fail(s, reason, cause=cause, model_error=reason)
+
+
+def cancel_runs(s: Step, run: TurnRun) -> None:
+    """Cancel the turn's model call and tool runs still in flight."""
+    if run.model_run is not None:
+        s.command(CancelRun(run_id=run.model_run))
+        s.command(ClearTimer(name=model_timer(run.model_run)))
+    for call_id in run.tools:
+        s.command(CancelRun(run_id=call_id))
+
+
+def end_turn(
+    s: Step,
+    outcome: TurnOutcome,
+    reason: str,
+    *,
+    notice: str | None = None,
+    model_error: str | None = None,
+) -> None:
+    """End the running turn (interrupted or error): cancel its runs, keep partial output.
+
+    Partial output keeps the provider data of what streamed (``model_parts``);
+    when the model failed, ``model_error`` says why on it.
+    """
+    run = s.run
+    assert run is not None
+    cancel_runs(s, run)
+    elapsed = max(0.0, s.mono - run.started_mono)
+    if notice is not None:
+        s.emit(MessageAdded, message=s.output(Category.CRASH_NOTICE, notice))
+    partial: list[Message] = []
+    assembly = run.assembly
+    if assembly is not None:
+        meta = response_metadata(
+            assembly.segments(), provider=assembly.provider, source_key=run.source_key
+        )
+        for category, text, extra in (
+            (Category.THOUGHT, assembly.reasoning, meta.thought),
+            (Category.REPLY, assembly.text, meta.text),
+        ):
+            if text.strip():
+                metadata = {MODEL_CALL_KEY: run.source_key, **extra}
+                if model_error is not None:
+                    metadata["model_error"] = model_error
+                partial.append(s.output(category, text, part=len(partial) + 1, metadata=metadata))
+    s.emit(
+        TurnEnded,
+        turn_id=run.turn_id,
+        outcome=outcome,
+        reason=reason,
+        duration_ms=elapsed * 1000,
+        partial=partial,
+        metrics=turn_metrics(run, elapsed),
+    )
+    s.run = None
+
+
+def turn_metrics(run: TurnRun, elapsed: float) -> dict[str, object]:
+    """The metrics every ended turn carries (a finished one adds its own)."""
+    metrics: dict[str, object] = {
+        "turn_tool_calls": run.tool_calls,
+        "turn_tokens": run.tokens,
+        "turn_time": round(elapsed, 3),
+    }
+    if run.cost_usd is not None:
+        metrics["turn_cost_usd"] = round(run.cost_usd, 6)
+        if not run.priced:
+            metrics["turn_cost_partial"] = True  # some call of the turn had no known price
+    return metrics
+
+
+NOTICES = {
+    "runtime": "Something went wrong on my side; please try again.",
+    "model": "The model call failed; please try again.",
+    "timeout": "The model took too long to answer; please try again.",
+    "empty": "The model gave no answer; please try again.",
+    "view": "I could not prepare the conversation for the model; please try again.",
+    "steps": "I could not finish this within the steps I am allowed; please try again, or ask "
+    "for less.",
+}
+"""What the user is told when a turn fails, by cause: short and human. The detail stays in
+the turn's recorded reason, the model-call audit row and the log."""
+
+
+def fail(s: Step, reason: str, *, cause: str = "runtime", model_error: str | None = None) -> None:
+    """End the running turn as error with a crash notice; a waiting input starts the next.
+
+    ``reason`` (the detail) is recorded with the turn and logged; the user
+    sees the short notice of ``cause`` (a key of ``NOTICES``). ``model_error`` marks
+    the partial output of a failed model call with why it failed.
+    """
+    s.command(Warn(text=f"session {s.session_id}: turn failed: {reason}"))
+    end_turn(s, TurnOutcome.ERROR, reason, notice=NOTICES[cause], model_error=model_error)
+    # A failed turn does not retry by itself; new input starts the next one.
+    maybe_start_turn(s)
+
+
+def orphaned(s: Step, *, runner_gone: bool = False) -> None:
+    """A turn left active by a runner that is gone (or may be): give its input back now or later.
+
+    The runner is known to be gone when this runner alone runs the store
+    (``exclusive``), when the turn is this runner's own (its run was lost with
+    the session's actor), or when the shell says so; then the turn is
+    recovered at once. Otherwise (a shared store) it waits ``recover_after``
+    from its last activity.
+    """
+    state = s.state
+    turn = state.active_turn
+    assert turn is not None
+    assert state.updated_at is not None
+    settings = s.settings
+    own = turn.runner is not None and turn.runner == settings.runner
+    gone = runner_gone or settings.exclusive or own
+    age = (s.at - state.updated_at).total_seconds()
+    wait = settings.recover_after - age
+    if not gone and wait > 0:
+        s.command(SetTimer(name=ORPHAN_TIMER, seconds=wait))
+        return
+    if gone and resume_waiting(s):
+        return  # it only waited for a person: it waits on, with this runner
+    if gone:
+        who = f"its runner ({turn.runner})" if turn.runner else "its runner"
+        reason = f"{who} is gone: the turn was left active; recovered at once"
+    else:
+        reason = (
+            f"no activity for {age:.0f} s when the session was loaded; its runner is presumed dead"
+        )
+    s.emit(OrphanRecovered, turn_id=turn.id, reason=reason)
+    maybe_start_turn(s)
+
+
+APPROVAL_TIMER = "approval:"
+"""Prefix of the timers that deny a call left waiting for approval (``approval:<call id>``)."""
+DENIED = "The user denied this tool call"
+
+
+def request_approval(s: Step, call_id: str) -> None:
+    """Record that ``call_id`` waits for a person's approval (and set its time limit)."""
+    run = s.run
+    assert run is not None
+    s.emit(ApprovalRequested, turn_id=run.turn_id, call_id=call_id)
+    timeout = s.settings.approval_timeout
+    if timeout is not None:
+        s.command(SetTimer(name=APPROVAL_TIMER + call_id, seconds=timeout))
+
+
+def decide(s: Step, call_id: str, approved: bool, reason: str | None, by: str | None) -> bool:
+    """Approve (run it) or deny (answer it with an error) a call that waits; False if none."""
+    run, turn = s.run, s.state.active_turn
+    if run is None or turn is None or call_id not in turn.awaiting_approval:
+        return False
+    message = s.state.message(turn.awaiting_approval[call_id])
+    call = message.tool_call
+    assert call is not None
+    s.emit(ApprovalDecided, turn_id=turn.id, call_id=call_id, approved=approved, reason=reason,
+           by=by)  # fmt: skip
+    s.command(ClearTimer(name=APPROVAL_TIMER + call_id))
+    if approved:
+        arguments = cast(dict[str, Any], thaw(call.arguments))
+        s.command(RunTool(call_id=call_id, name=call.name, arguments=arguments))
+        s.run = replace(run, tools=run.tools.set(call_id, s.mono))
+        return True
+    why = f"{DENIED}: {reason}." if reason else f"{DENIED}."
+    result = s.output(
+        Category.TOOL_RESULT,
+        f"{why} Do not call it again with these arguments unless the user asks; answer "
+        "without it, or ask the user what to do.",
+        parent_id=message.id,
+        sender=call.name,
+        tool_call_id=call_id,
+        is_error=True,
+        error_type="denied",
+        metadata={"tool_name": call.name, "denied_by": by or "user", "duration_ms": 0.0},
+    )
+    s.emit(MessageAdded, message=result)
+    continue_after_tools(s)
+    return True
+
+
+def continue_after_tools(s: Step) -> None:
+    """The last result of a tool step is in (nothing runs, nothing waits): call the model."""
+    run, turn = s.run, s.state.active_turn
+    if run is None or run.tools or (turn is not None and turn.awaiting_approval):
+        return
+    call_model(s)
+
+
+def resume_waiting(s: Step) -> bool:
+    """After a (re)load: a turn that only waited for approval goes on waiting, as if the
+    runner had never left; False if the turn had work in flight (it is an orphan)."""
+    turn = s.state.active_turn
+    if (
+        turn is None
+        or not turn.awaiting_approval
+        or set(turn.open_calls) != set(turn.awaiting_approval)
+    ):
+        return False
+    state = s.state
+    last = state.message(turn.input_ids[-1])
+    rows = state.model_calls(turn.id)
+    s.run = TurnRun(
+        turn_id=turn.id,
+        started_mono=s.mono,
+        parent_id=last.id,
+        chatbot_id=last.chatbot_id,
+        channel_id=last.channel_id,
+        calls=len(rows),
+        source_key=rows[-1].source_key if rows else "",
+        tool_calls=sum(len(row.tool_calls) for row in rows),
+        tokens=sum(r.usage.total_tokens for r in rows if r.usage is not None),
+    )
+    timeout = s.settings.approval_timeout
+    if timeout is not None:
+        for call_id, message_id in turn.awaiting_approval.items():
+            asked = state.message(message_id).created_at
+            left = max(0.0, timeout - (s.at - asked).total_seconds())
+            s.command(SetTimer(name=APPROVAL_TIMER + call_id, seconds=left))
+    return True
+
+
+def resume_soon(s: Step) -> None:
+    """Ask to be stepped with ``Resume`` after what is queued (a new turn may start then)."""
+    s.command(ResumeSoon())

@@ -1,0 +1,205 @@
+"""Human approval of tool calls: the turn waits, a person approves or denies, it survives."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors import (
+    ApprovalNeeded,
+    NotAwaitingApproval,
+    Reply,
+    Runtime,
+    ScriptedModel,
+    Settings,
+    ToolResult,
+    call,
+    reply,
+    tool,
+)
+from runtime import Status, TurnOutcome
+from runtime.store import SQLiteStore
+
+WAIT = 60.0
+
+
+def deleter(ran: list[str]) -> Any:
+    @tool(approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file.
+
+        Args:
+            path: The file.
+        """
+        ran.append(path)
+        return f"deleted {path}"
+
+    return delete_file
+
+
+def model() -> ScriptedModel:
+    return ScriptedModel([call("delete_file", {"path": "/tmp/x"}), reply("Done.")],
+                         fallback=reply("Understood."))  # fmt: skip
+
+
+def make(store: Any = ":memory:", **settings: Any) -> tuple[Runtime, list[str]]:
+    ran: list[str] = []
+    rt = Runtime(model=model(), store=store, tools=[deleter(ran)],
+                 settings=Settings(passivate_after=None, **settings))  # fmt: skip
+    return rt, ran
+
+
+def waiting_call(rt: Runtime, session: str = "s1") -> str:
+    rt.wait_idle(session, timeout=WAIT)  # returns while the turn waits for a person
+    (message,) = rt.pending_approvals(session)
+    assert message.tool_call is not None
+    return message.tool_call.id
+
+
+class TestApproval:
+    def test_the_call_waits_then_runs_once_approved(self) -> None:
+        """Nothing runs until ``approve``; then the tool runs and the turn answers."""
+        rt, ran = make()
+        with rt:
+            sent = rt.send("s1", "delete /tmp/x")
+            call_id = waiting_call(rt)
+            assert ran == []
+            state = rt.state("s1")
+            assert state.message(sent.id).status is Status.PROCESSING
+            assert list(state.active_turn.awaiting_approval) == [call_id]  # type: ignore[union-attr]
+            rt.approve("s1", call_id, by="Chii")
+            final = rt.wait_idle("s1", timeout=WAIT)
+        assert ran == ["/tmp/x"]
+        assert final.message(sent.id).status is Status.PROCESSED
+        assert [m.content for m in final][-1] == "Done."
+
+    def test_a_denied_call_never_runs_and_the_model_is_told_why(self) -> None:
+        """``deny``: no run; the model gets an error result with the reason, and answers."""
+        rt, ran = make()
+        with rt:
+            rt.send("s1", "delete /tmp/x")
+            call_id = waiting_call(rt)
+            rt.deny("s1", call_id, "not on a Friday", by="Chii")
+            final = rt.wait_idle("s1", timeout=WAIT)
+            second = rt.model.requests[1]  # type: ignore[attr-defined]
+        assert ran == []
+        result = next(m for m in final if m.tool_call_id == call_id)
+        assert result.is_error
+        assert result.error_type == "denied"
+        assert "The user denied this tool call: not on a Friday." in result.content
+        assert "not on a Friday" in str(second.view.messages[-1].text)
+
+    def test_approving_what_does_not_wait_is_a_clear_error(self) -> None:
+        """A call decided already, or unknown: ``NotAwaitingApproval``."""
+        rt, _ = make()
+        with rt:
+            rt.send("s1", "delete /tmp/x")
+            call_id = waiting_call(rt)
+            rt.approve("s1", call_id)
+            with pytest.raises(NotAwaitingApproval, match=r"^No tool call '.+' waits for approval"):
+                rt.deny("s1", call_id)
+            with pytest.raises(NotAwaitingApproval):
+                rt.approve("s1", "call_nope")
+
+    def test_a_new_message_interrupts_a_waiting_turn(self) -> None:
+        """A person writes instead of answering: the turn ends interrupted, the call too."""
+        rt, ran = make()
+        with rt:
+            first = rt.send("s1", "delete /tmp/x")
+            call_id = waiting_call(rt)
+            rt.send("s1", "never mind")
+            final = rt.wait_idle("s1", timeout=WAIT)
+            with pytest.raises(NotAwaitingApproval):
+                rt.approve("s1", call_id)
+        assert ran == []
+        assert final.message(first.id).status is Status.INTERRUPTED
+        assert final.message(final.tool_calls[call_id]).status is Status.INTERRUPTED
+
+    def test_a_timeout_denies(self) -> None:
+        """``approval_timeout``: no answer in time is a denial by ``timeout``."""
+        rt, ran = make(approval_timeout=0.05)
+        with rt:
+            rt.send("s1", "delete /tmp/x")
+            final = rt.wait_idle("s1", timeout=WAIT)
+            while final.active_turn is not None:  # waiting, until the timer denies it
+                final = rt.wait_idle("s1", timeout=WAIT)
+        assert ran == []
+        result = next(m for m in final if m.error_type == "denied")
+        assert "Settings.approval_timeout" in result.content
+        assert result.metadata["denied_by"] == "timeout"
+
+
+class TestWaitingSurvives:
+    def test_passivation(self) -> None:
+        """The waiting session's actor stops (no thread waits); approving reloads it."""
+        ran: list[str] = []
+        rt = Runtime(model=model(), store=":memory:", tools=[deleter(ran)],
+                     settings=Settings(passivate_after=0.05))  # fmt: skip
+        with rt:
+            rt.send("s1", "delete /tmp/x")
+            call_id = waiting_call(rt)
+            assert rt.wait_passivated("s1", timeout=WAIT)
+            rt.approve("s1", call_id)
+            final = rt.wait_idle("s1", timeout=WAIT)
+        assert ran == ["/tmp/x"]
+        assert final.active_turn is None
+
+    def test_a_restart(self, tmp_path: Path) -> None:
+        """The runtime stops while a call waits; the next one takes the approval and runs it."""
+        db = tmp_path / "amber.db"
+        rt, _ = make(db)
+        with rt:
+            rt.send("s1", "delete /tmp/x")
+            call_id = waiting_call(rt)
+        with SQLiteStore(db) as store:
+            assert store.load_state("s1").active_turn is not None  # still waiting, on disk
+        ran: list[str] = []
+        rt2 = Runtime(model=ScriptedModel([reply("Done.")]), store=db, tools=[deleter(ran)],
+                      settings=Settings(passivate_after=None))  # fmt: skip
+        with rt2:
+            assert [m.tool_call.id for m in rt2.pending_approvals("s1")] == [call_id]  # type: ignore[union-attr]
+            rt2.approve("s1", call_id)
+            final = rt2.wait_idle("s1", timeout=WAIT)
+        assert ran == ["/tmp/x"]
+        assert [m.content for m in final][-1] == "Done."
+        assert [t.status.value for t in final.turn_list()] == ["processed"]
+
+
+class TestStreaming:
+    def test_the_stream_says_a_call_waits_and_the_caller_approves(self) -> None:
+        """``stream`` yields ``ApprovalNeeded``; the caller approves from the loop."""
+        rt, ran = make()
+        with rt:
+
+            async def main() -> list[Any]:
+                events = []
+                async for event in rt.stream("s1", "delete /tmp/x"):
+                    events.append(event)
+                    if isinstance(event, ApprovalNeeded):
+                        await asyncio.to_thread(rt.approve, "s1", event.call_id)
+                return events
+
+            events = asyncio.run(main())
+        assert ran == ["/tmp/x"]
+        kinds = [type(e).__name__ for e in events]
+        assert kinds.index("ApprovalNeeded") < kinds.index("ToolResult")
+        assert isinstance(events[-1], Reply)
+        assert events[-1].outcome is TurnOutcome.PROCESSED
+        assert next(e for e in events if isinstance(e, ToolResult)).content == "deleted /tmp/x"
+
+    def test_ask_blocks_until_someone_decides(self) -> None:
+        """A sync ``ask`` waits through the approval; another thread approves."""
+        rt, ran = make()
+        with rt:
+            answers: list[Reply] = []
+            asker = threading.Thread(target=lambda: answers.append(rt.ask("s1", "delete it")))
+            asker.start()
+            call_id = waiting_call(rt)
+            rt.approve("s1", call_id)
+            asker.join(WAIT)
+        assert answers[0].text == "Done."
+        assert ran == ["/tmp/x"]

@@ -1,0 +1,244 @@
+"""Answers as values: ``ask``, ``ask_async`` and ``stream`` (asyncio and trio), typed subscriptions."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+import trio
+
+from actors import (
+    AskTimeout,
+    Delta,
+    InvalidConfig,
+    ReasoningPiece,
+    Reply,
+    Runtime,
+    ScriptedModel,
+    Settings,
+    TextPiece,
+    ToolCallStarted,
+    ToolResult,
+    Update,
+    call,
+    error,
+    reply,
+    tool,
+)
+from runtime import InvalidInput, Status, TurnOutcome
+
+WAIT = 60.0
+
+
+@tool
+def weather(city: str) -> str:
+    """Today's weather in a city.
+
+    Args:
+        city: The city's name.
+    """
+    return f"{city}: sunny"
+
+
+def runtime(*script: Any, tools: list[Any] | None = None) -> Runtime:
+    model = ScriptedModel(list(script), fallback=reply("fallback"))
+    settings = Settings(passivate_after=None)
+    return Runtime(model=model, store=":memory:", tools=tools or [weather], settings=settings)
+
+
+class TestAsk:
+    def test_a_reply_is_a_value(self) -> None:
+        """``ask`` returns the turn's reply text, outcome, messages, metrics and model calls."""
+        with runtime(call("weather", {"city": "Tokyo"}), reply("Sunny in Tokyo.")) as rt:
+            answer = rt.ask("s1", "Weather in Tokyo?", sender="Chii")
+        assert isinstance(answer, Reply)
+        assert answer.ok
+        assert answer.text == "Sunny in Tokyo."
+        assert answer.outcome is TurnOutcome.PROCESSED
+        assert answer.reason is None
+        assert answer.input.status is Status.PROCESSED
+        assert [m.type.value for m in answer.messages] == ["tool_call", "tool_result", "text"]
+        assert answer.metrics["turn_tool_calls"] == 1
+        assert len(answer.model_calls) == 2
+
+    def test_a_failure_has_a_reason_for_people(self) -> None:
+        """A failed turn: ``error``, a short reason for the user, the detail for developers."""
+        with runtime(error("the provider is down")) as rt:
+            answer = rt.ask("s1", "hi")
+        assert answer.outcome is TurnOutcome.ERROR
+        assert answer.text == ""
+        assert answer.reason == "The model call failed; please try again."
+        assert "the provider is down" in (answer.detail or "")
+
+    def test_an_interrupted_turn_says_so(self) -> None:
+        """A newer message interrupts the turn: the first ask gets ``interrupted``."""
+        started = threading.Event()
+
+        @tool(timeout=None)
+        async def slow() -> str:
+            """Waits."""
+            started.set()
+            await trio.sleep_forever()
+            return "never"
+
+        with runtime(call("slow"), reply("second"), tools=[slow]) as rt:
+            answers: list[Reply] = []
+            first = threading.Thread(target=lambda: answers.append(rt.ask("s1", "first")))
+            first.start()
+            assert started.wait(WAIT)
+            second = rt.ask("s1", "second")
+            first.join(WAIT)
+        assert answers[0].outcome is TurnOutcome.INTERRUPTED
+        assert answers[0].reason == "Interrupted by a newer message."
+        assert second.text == "second"
+
+    def test_a_timeout_leaves_the_turn_running(self) -> None:
+        """No answer in time: ``AskTimeout``; the turn goes on and ends later."""
+        release = threading.Event()
+
+        @tool(timeout=None)
+        def blocked() -> str:
+            """Waits for the test."""
+            release.wait(WAIT)
+            return "done"
+
+        with runtime(call("blocked"), reply("late"), tools=[blocked]) as rt:
+            with pytest.raises(AskTimeout, match=r"^Session 's1' did not answer within 0.05 s"):
+                rt.ask("s1", "hi", timeout=0.05)
+            release.set()
+            assert [m.content for m in rt.wait_idle("s1", timeout=WAIT)][-1] == "late"
+
+    def test_invalid_input_is_refused_and_nothing_is_stored(self) -> None:
+        """Blank input: ``InvalidInput`` at once; the session was never made."""
+        with runtime() as rt:
+            with pytest.raises(InvalidInput):
+                rt.ask("s1", "   ")
+            assert rt.sessions() == []
+
+
+class TestAsyncio:
+    def test_two_sessions_answer_concurrently(self) -> None:
+        """``ask_async`` from asyncio: two sessions at once, each its own reply."""
+        with runtime(reply("one"), reply("two")) as rt:
+
+            async def main() -> list[Reply]:
+                return list(await asyncio.gather(rt.ask_async("a", "hi"), rt.ask_async("b", "hi")))
+
+            answers = asyncio.run(main())
+        assert sorted(a.text for a in answers) == ["one", "two"]
+        assert {a.session_id for a in answers} == {"a", "b"}
+
+    def test_stream_yields_typed_events_then_the_reply(self) -> None:
+        """``stream``: reasoning and text pieces, the tool call and its result, the reply."""
+        script = (
+            call("weather", {"city": "Paris"}, reasoning="Check it."),
+            reply("Paris is sunny today.", piece=4),
+        )
+        with runtime(*script) as rt:
+
+            async def main() -> list[Any]:
+                return [event async for event in rt.stream("s1", "Weather in Paris?")]
+
+            events = asyncio.run(main())
+        assert isinstance(events[-1], Reply)
+        kinds = [type(e).__name__ for e in events]
+        assert kinds.index("ToolCallStarted") < kinds.index("ToolResult") < kinds.index("TextPiece")
+        assert "".join(e.text for e in events if isinstance(e, ReasoningPiece)) == "Check it."
+        assert "".join(e.text for e in events if isinstance(e, TextPiece)) == events[-1].text
+        started = next(e for e in events if isinstance(e, ToolCallStarted))
+        assert (started.name, dict(started.arguments)) == ("weather", {"city": "Paris"})
+        result = next(e for e in events if isinstance(e, ToolResult))
+        assert (result.content, result.is_error) == ("Paris: sunny", False)
+
+    def test_cancelling_the_task_interrupts_the_turn(self) -> None:
+        """The caller gives up (task cancelled): the turn that answers it is interrupted."""
+        started = threading.Event()
+
+        @tool(timeout=None)
+        async def slow() -> str:
+            """Waits."""
+            started.set()
+            await trio.sleep_forever()
+            return "never"
+
+        with runtime(call("slow"), tools=[slow]) as rt:
+
+            async def main() -> None:
+                task = asyncio.create_task(rt.ask_async("s1", "hi"))
+                await asyncio.get_running_loop().run_in_executor(None, started.wait, WAIT)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+
+            asyncio.run(main())
+            state = rt.wait_idle("s1", timeout=WAIT)
+        (turn,) = state.turn_list()
+        assert turn.status.value == "interrupted"
+        assert "the caller stopped waiting" in (turn.reason or "")
+
+
+class TestTrio:
+    def test_ask_and_stream_from_trio(self) -> None:
+        """The same calls from trio, with no glue: a nursery asks two sessions."""
+        with runtime(reply("one"), reply("two, streamed", piece=3)) as rt:
+            answers: dict[str, Any] = {}
+
+            async def main() -> None:
+                async def ask(session: str) -> None:
+                    answers[session] = await rt.ask_async(session, "hi")
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(ask, "a")
+                answers["stream"] = [e async for e in rt.stream("b", "hi")]
+
+            trio.run(main)
+        assert answers["a"].text == "one"
+        streamed = answers["stream"]
+        assert "".join(e.text for e in streamed if isinstance(e, TextPiece)) == "two, streamed"
+        assert streamed[-1].text == "two, streamed"
+
+    def test_leaving_a_stream_early_interrupts_the_turn(self) -> None:
+        """Breaking out of ``async for`` stops the turn it streams."""
+        with runtime(reply("a long answer, streamed slowly", piece=2, delay=0.05)) as rt:
+
+            async def main() -> None:
+                async for event in rt.stream("s1", "hi"):
+                    if isinstance(event, TextPiece):
+                        break
+
+            trio.run(main)
+            state = rt.wait_idle("s1", timeout=WAIT)
+        assert state.turn_list()[0].status.value == "interrupted"
+
+    def test_outside_a_loop_says_what_to_use(self) -> None:
+        """Awaited with no asyncio or trio loop: a clear error."""
+        with runtime() as rt:
+            coroutine = rt.ask_async("s1", "hi")
+            with pytest.raises(InvalidConfig, match=r"no event loop runs in this thread"):
+                coroutine.send(None)
+            coroutine.close()
+
+
+class TestSubscriptions:
+    def test_updates_and_deltas_go_to_their_own_callbacks(self) -> None:
+        """``on_update`` gets ``Update``s only, ``on_delta`` ``Delta``s only."""
+        updates: list[Any] = []
+        deltas: list[Any] = []
+        done = threading.Event()
+        with runtime(reply("hello there", piece=3)) as rt:
+            with rt.subscribe(updates.append, on_delta=deltas.append, session_id="s1"):
+                rt.ask("s1", "hi")
+            with rt.subscribe(on_update=lambda u: done.set()):
+                rt.ask("s2", "again")
+                assert done.wait(WAIT)
+        assert updates
+        assert all(isinstance(u, Update) for u in updates)
+        assert deltas
+        assert all(isinstance(d, Delta) for d in deltas)
+
+    def test_a_subscription_needs_a_callback(self) -> None:
+        """Neither callback: a clear error."""
+        with runtime() as rt, pytest.raises(InvalidConfig, match=r"needs on_update"):
+            rt.subscribe()

@@ -1,0 +1,113 @@
+"""``amber web``: its checks before serving, and a real server on a free port."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import pytest
+from cli_support import Recorded, amber, recorded
+from web_support import AMBER, Page
+
+from actors._cli import ExitCode
+from actors._cli import _web as web_command
+
+__all__ = ["recorded"]
+
+
+class TestBeforeServing:
+    def test_without_the_extra_it_says_how_to_install_it(
+        self, recorded: Recorded, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Missing Starlette, Jinja2 or uvicorn: one line naming the extra, exit 1."""
+        monkeypatch.setattr(
+            web_command, "find_spec", lambda name: None if name != "jinja2" else object()
+        )
+        result = amber("web", "--db", recorded.db)
+        assert result.exit_code == ExitCode.FAILED
+        assert result.output == (
+            "amber: amber web needs the web extra (starlette, uvicorn not installed): "
+            "python3 -m pip install 'amber[web]'\n"
+        )
+
+    def test_no_store_is_the_usual_error(self, tmp_path: Path) -> None:
+        """A missing --db exits 3 before anything is served, and creates nothing."""
+        result = amber("web", "--db", tmp_path / "typo.db")
+        assert result.exit_code == ExitCode.NOT_FOUND
+        assert "No Amber store at" in result.output
+        assert not (tmp_path / "typo.db").exists()
+
+    def test_another_host_warns_and_a_busy_port_fails(self, recorded: Recorded) -> None:
+        """A non-loopback host prints the warning; a port in use is a one-line error, exit 1."""
+        with socket.socket() as busy:
+            busy.bind(("0.0.0.0", 0))
+            busy.listen(1)
+            port = busy.getsockname()[1]
+            result = amber("web", "--db", recorded.db, "--host", "0.0.0.0", "--port", port)
+        assert result.exit_code == ExitCode.FAILED
+        lines = result.output.splitlines()
+        assert lines[0].startswith(
+            "amber: warning: serving on 0.0.0.0, not this machine's loopback: anyone who can "
+            f"reach 0.0.0.0:{port} can read every session in {recorded.db}"
+        )
+        assert lines[1] == (
+            f"amber: Cannot serve on 0.0.0.0:{port}: the port is in use. Pass another --port, "
+            "or --port 0 for a free one."
+        )
+
+    def test_an_unknown_host_is_a_usage_error(self, recorded: Recorded) -> None:
+        """A host name that does not resolve exits 2."""
+        result = amber("web", "--db", recorded.db, "--host", "no-such-host.invalid")
+        assert result.exit_code == ExitCode.USAGE
+        assert "Cannot serve on host 'no-such-host.invalid'" in result.output
+
+    @pytest.mark.parametrize(
+        ("host", "loopback"),
+        [
+            ("127.0.0.1", True),
+            ("127.3.0.1", True),
+            ("localhost", True),
+            ("::1", True),
+            ("[::1]", True),
+            ("0.0.0.0", False),
+            ("192.168.1.4", False),
+            ("::", False),
+            ("example.org", False),
+        ],
+    )
+    def test_loopback_hosts(self, host: str, loopback: bool) -> None:
+        """Only loopback addresses and localhost serve without the warning."""
+        assert web_command.is_loopback(host) is loopback
+
+
+def test_serves_the_viewer(recorded: Recorded) -> None:
+    """amber web --port 0 prints its address and serves the sessions list there."""
+    with subprocess.Popen(
+        [*AMBER, "web", "--db", str(recorded.db), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "AMBER_DB": ""},
+    ) as process:
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            match = re.fullmatch(
+                rf"Serving {re.escape(str(recorded.db))} \(2 sessions\) at "
+                r"(http://127\.0\.0\.1:\d+/) \(Ctrl-C to stop\)\n",
+                line,
+            )
+            assert match, line
+            with urllib.request.urlopen(match.group(1), timeout=30) as response:
+                text = Page.of(response.read().decode()).text("sessions")
+            assert "demo" in text
+            assert "broken" in text
+        finally:
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err

@@ -1,0 +1,528 @@
+"""``amber web``'s pages and actions, through Starlette's test client.
+
+Every page is read against a store written by a real demo run; every bad
+request gets an error page with the right status and the CLI's message;
+nothing but a fork writes to the store.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import sqlite3
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+import orjson
+import pytest
+from cli_support import Recorded, amber, recorded
+from web_support import TOKEN, Ids, Page, agent_session, snapshot, web
+
+from actors._cli._views import view_data
+from runtime.store import SQLiteStore
+
+__all__ = ["recorded"]
+
+
+def page(client: object, path: str, status: int = 200) -> Page:
+    """GET ``path`` and parse it; the status must be ``status``."""
+    response = client.get(path)  # type: ignore[attr-defined]
+    assert response.status_code == status, (path, response.status_code, response.text[:2000])
+    return Page.of(response.text)
+
+
+def error(client: object, path: str, status: int) -> str:
+    """The error message of the error page ``path`` answers with."""
+    return page(client, path, status).text("error")
+
+
+def linked(shown: Page, path: str, **params: str) -> bool:
+    """True if the page links to ``path`` with exactly these query parameters."""
+    for link in shown.links:
+        parts = urlsplit(link)
+        if parts.path == path and dict(parse_qsl(parts.query)) == params:
+            return True
+    return False
+
+
+def cli_error(*args: object) -> str:
+    """The one-line error ``amber ARGS`` prints, without ``amber: ``."""
+    result = amber(*args)  # type: ignore[arg-type]
+    assert result.exit_code != 0
+    return result.output.strip().removeprefix("amber: ")
+
+
+class TestSessions:
+    def test_lists_every_session_with_its_figures(self, recorded: Recorded) -> None:
+        """One row per session: turns, messages, events, tokens, cost (none recorded), state."""
+        with web(recorded.db) as (client, _):
+            text = page(client, "/").text("sessions")
+        demo = recorded.demo.state
+        tokens = sum(r.usage.total_tokens for r in demo.model_calls() if r.usage)
+        assert re.search(
+            rf"demo idle {len(demo.turn_list())} {len(demo)} {recorded.demo.events} "
+            rf"{tokens} \(0 / {tokens}\) — \d+ s ago",
+            text,
+        ), text
+        assert "broken idle" in text
+
+    def test_sorts_by_any_column_both_ways(self, recorded: Recorded) -> None:
+        """sort=events orders by events; order=asc reverses; unknown columns are a 400."""
+        with web(recorded.db) as (client, _):
+            down = page(client, "/?sort=events").text("sessions")
+            up = page(client, "/?sort=events&order=asc").text("sessions")
+            assert down.index("demo") < down.index("broken")
+            assert up.index("broken") < up.index("demo")
+            assert error(client, "/?sort=colour", 400) == (
+                "Cannot sort by 'colour'; pass sort= one of session, events, turns, messages, "
+                "tokens, cost, active, state."
+            )
+            assert error(client, "/?order=up", 400) == "order must be 'asc' or 'desc' (got 'up')."
+
+    def test_a_fork_says_where_it_comes_from(self, recorded: Recorded, tmp_path: Path) -> None:
+        """A fork's row links to its source at the fork's seq."""
+        db = recorded.copy(tmp_path)
+        amber("fork", "demo", "--at", 16, "--as", "retry", "--db", db)
+        with web(db) as (client, _):
+            sessions = page(client, "/")
+        assert "fork of demo @ 16" in sessions.text("sessions")
+        assert "/session?s=demo&at=16" in sessions.links
+
+    def test_an_empty_store_says_how_to_make_a_session(self, tmp_path: Path) -> None:
+        """A store without sessions shows how to store one."""
+        db = tmp_path / "empty.db"
+        SQLiteStore(db).close()
+        with web(db) as (client, _):
+            assert "amber demo --db" in page(client, "/").html
+
+
+class TestSession:
+    def test_opens_at_the_head(self, recorded: Recorded) -> None:
+        """Without at=, the head: the last rows of the timeline, the last event chosen."""
+        last = recorded.demo.events
+        with web(recorded.db) as (client, _):
+            shown = page(client, "/session?s=demo")
+        assert shown.text("title") == f"demo seq {last} of {last}"
+        assert shown.attrs[f"seq-{last}"]["class"] == "sel"
+        reply = Ids(recorded.demo.state).msg(15)
+        assert shown.text("event").startswith(f"Event: {reply} reply: pending → delivered")
+
+    def test_the_interrupt_reads_as_on_the_command_line(self, recorded: Recorded) -> None:
+        """The event line and the changes at the interrupt are amber timeline's and diff's."""
+        seq = recorded.demo.interrupt_seq
+        with web(recorded.db) as (client, _):
+            shown = page(client, f"/session?s=demo&at={seq}")
+        timeline = amber("timeline", "demo", "--from", seq, "--to", seq, "--db", recorded.db)
+        line = timeline.output.splitlines()[1]
+        assert line.split("turn_ended", 1)[1].strip() in shown.text("event")
+        diff = amber("diff", "demo", seq - 1, seq, "--db", recorded.db).output.splitlines()
+        changes = [" ".join(x.split()) for x in diff[2 : diff.index("")]]
+        assert shown.text("changes") == " ".join(changes)
+        question = Ids(recorded.demo.state).msg(11)
+        assert f"~ {question} status: processing → interrupted" in shown.text("changes")
+        rows = shown.text("messages")
+        added = recorded.demo.state.message(question).event_seq
+        assert f"~ {added} {question} user question interrupted" in rows  # marked as changed
+
+    def test_the_empty_state_and_negative_seqs(self, recorded: Recorded) -> None:
+        """at=0 is the empty state; at=-2 the state before the head; head the head."""
+        last = recorded.demo.events
+        with web(recorded.db) as (client, _):
+            empty = page(client, "/session?s=demo&at=0")
+            assert empty.text("title") == f"demo seq 0 of {last}"
+            assert "(no messages yet)" in empty.text("state")
+            assert not empty.has("changes")
+            assert page(client, "/session?s=demo&at=-2").text("seq") == str(last - 1)
+            assert page(client, "/session?s=demo&at=head").text("seq") == str(last)
+
+    def test_views_beside_the_state(self, recorded: Recorded) -> None:
+        """Each provider view is the request rebuilt from that state, as amber show prints it."""
+        seq = recorded.demo.interrupt_seq - 1
+        with SQLiteStore(recorded.db) as store:
+            state = store.load_timeline("demo").at(seq)
+        with web(recorded.db) as (client, _):
+            for view in ("openai", "anthropic", "gemini"):
+                shown = page(client, f"/session?s=demo&at={seq}&view={view}")
+                data = json.loads(html.unescape(shown.raw("request")))
+                assert data == json.loads(orjson.dumps(view_data(view, state)))
+                assert f"Rebuilt from the state at seq {seq}" in shown.text("side")
+            clean = page(client, f"/session?s=demo&at={seq}&view=clean").text("side")
+            assert "clean_history: " in clean
+            assert "No result yet" in clean
+            history = page(client, f"/session?s=demo&at={seq}&view=history").text("side")
+            assert "session_history: 14 messages, phased" in history
+            calls = page(client, f"/session?s=demo&at={seq}").text("side")
+            row = recorded.demo.state.model_calls()[4]
+            assert f"{row.operation_id} completed {row.started_seq}→{row.ended_seq}" in calls
+
+    def test_filter_by_kind(self, recorded: Recorded) -> None:
+        """kind= keeps only those events; the filter shows how many of each kind there are."""
+        with web(recorded.db) as (client, _):
+            shown = page(client, "/session?s=demo&at=40&kind=turn_ended&kind=turn_started")
+            rows = shown.text("rows")
+            assert rows.count(" ends ") == 4
+            assert rows.count(" starts, claims ") == 4
+            assert "+ msg_" not in rows
+            assert "model call" not in rows
+            assert "turn_ended 4" in shown.text("filter")
+            assert error(client, "/session?s=demo&kind=colour", 400).startswith(
+                "Unknown event kind 'colour'; pass kind= one of message_added, "
+            )
+
+    def test_bad_seqs_read_as_on_the_command_line(self, recorded: Recorded) -> None:
+        """A seq out of range is a 404 with amber show's sentence; not a number, a 400."""
+        last = recorded.demo.events
+        with web(recorded.db) as (client, _):
+            assert error(client, "/session?s=demo&at=99", 404) == (
+                f"Session 'demo' has no seq 99: it holds seq 0 (before the first event) to "
+                f"{last}. Pass at between 0 and {last}, or a negative number to count back "
+                "from the head (-1 is the head)."
+            )
+            shown = cli_error("show", "demo", "--at", "99", "--db", recorded.db)
+            assert shown.replace("--at", "at") == error(client, "/session?s=demo&at=99", 404)
+            assert error(client, "/session?s=demo&at=-99", 404).startswith(
+                "Session 'demo' has no seq -99"
+            )
+            assert error(client, "/session?s=demo&at=ten", 400) == (
+                "'ten' is not a seq: pass a number (0 is the empty state before the first "
+                "event), a negative number to count back from the head (-1 is the head), or "
+                "'head'."
+            )
+            assert error(client, "/session?s=demo&at=1&at=2", 400) == (
+                "'at' is given 2 times ('1', '2'); pass it once."
+            )
+            assert error(client, "/session?s=demo&msgs=-1", 400) == (
+                "'msgs' must be a whole number ≥ 0 (got '-1')."
+            )
+
+    def test_unknown_sessions_read_as_on_the_command_line(self, recorded: Recorded) -> None:
+        """An unknown session is a 404 with the CLI's did-you-mean; no session at all, a 400."""
+        with web(recorded.db) as (client, _):
+            message = error(client, "/session?s=dmeo", 404)
+            assert message == f"No session 'dmeo' in '{recorded.db}'; did you mean 'demo'?"
+            assert message == cli_error("timeline", "dmeo", "--db", recorded.db)
+            assert error(client, "/session", 400).startswith("This page needs a session id")
+            assert error(client, "/session?s=", 400).startswith("This page needs a session id")
+
+    def test_jumps_to_turns_and_errors(self, recorded: Recorded) -> None:
+        """Jumps redirect to the next turn boundary or error; none left leaves a note."""
+        with SQLiteStore(recorded.db) as store:
+            line = store.load_timeline("demo")
+        failed = Ids(recorded.demo.state).msg(9)
+        tool_error = next(s for s in range(1, line.last_seq + 1) if line.at(s).get(failed))
+        with web(recorded.db) as (client, _):
+            moved = client.get("/jump?s=demo&from=3&to=next-error&view=clean")
+            assert moved.status_code == 303
+            assert moved.headers["location"] == f"/session?s=demo&at={tool_error}&view=clean"
+            second = recorded.demo.state.turn_list()[1]
+            start, end = second.started_seq, second.ended_seq
+            back = client.get(f"/jump?s=demo&from={start + 3}&to=prev-turn")
+            assert back.headers["location"] == f"/session?s=demo&at={start}"
+            ahead = client.get(f"/jump?s=demo&from={start}&to=next-turn")
+            assert ahead.headers["location"] == f"/session?s=demo&at={end}"
+            last = recorded.demo.events
+            none = client.get(f"/jump?s=demo&from={last}&to=next-turn")
+            assert none.headers["location"] == f"/session?s=demo&at={last}&note=no-turn"
+            assert "No turn starts or ends that way" in page(client, none.headers["location"]).text(
+                "note"
+            )
+            assert error(client, "/jump?s=demo&from=1&to=sideways", 400).startswith(
+                "Unknown jump 'sideways'"
+            )
+
+
+class TestMessageAndCall:
+    def test_a_message_in_full(self, recorded: Recorded) -> None:
+        """A message page has every field, the whole content and the events that touched it."""
+        with web(recorded.db) as (client, _):
+            result = Ids(recorded.demo.state).msg(4)
+            shown = page(client, f"/message?s=demo&id={result}&at=-1")
+        assert "1267650600228229401496703205376" in shown.raw("content")
+        assert "run_shell_command" in shown.text("fields")
+        assert '"duration_ms"' in shown.raw("metadata")
+        listed = amber("timeline", "demo", "--message", result, "--db", recorded.db).output
+        seqs = [line.split()[0] for line in listed.splitlines()[1:]]
+        assert re.findall(r"seq (\d+)", shown.text("touched")) == seqs
+        assert len(seqs) == 2  # added, then delivered
+
+    def test_a_message_before_it_exists(self, recorded: Recorded) -> None:
+        """Asking for a message at a seq before it was added says where it is added."""
+        with web(recorded.db) as (client, _):
+            late = Ids(recorded.demo.state).msg(14)
+            added = recorded.demo.state.message(late).event_seq
+            message = error(client, f"/message?s=demo&id={late}&at=10", 404)
+            assert message == (
+                f"Session 'demo' has no message '{late}' at seq 10; it is added at seq {added}; "
+                f"pass at={added} or later."
+            )
+            assert error(client, "/message?s=demo&id=nope", 404).endswith(
+                "the session page lists its messages."
+            )
+
+    def test_a_model_call_with_its_rebuilt_request(self, recorded: Recorded) -> None:
+        """A call shows what it answered and the request rebuilt just before it started."""
+        with SQLiteStore(recorded.db) as store:
+            line = store.load_timeline("demo")
+        ids = Ids(recorded.demo.state)
+        row = next(r for r in line.head.model_calls() if r.operation_id == ids.call(5))
+        with web(recorded.db) as (client, _):
+            shown = page(client, f"/call?s=demo&id={ids.call(5)}&provider=anthropic")
+            assert "write_report" in shown.text("response")
+            assert "rebuilt from the state at seq" in shown.text("rebuilt")
+            request = json.loads(html.unescape(shown.raw("request")))
+            expected = view_data("anthropic", line.at(row.started_seq - 1))
+            assert request == json.loads(orjson.dumps(expected))
+            assert error(client, "/call?s=demo&id=run_9", 404).startswith(
+                f"Session 'demo' has no model call 'run_9'; it has 6 ({ids.call(1)} … {ids.call(6)})"
+            )
+            assert error(client, f"/call?s=demo&id={ids.call(5)}&provider=x", 400).startswith(
+                "Unknown provider 'x'"
+            )
+
+
+class TestChartsVerifyExport:
+    def test_charts_have_a_bar_per_turn(self, recorded: Recorded) -> None:
+        """Latency and tokens have one linked bar per turn; cost says none is recorded."""
+        turns = len(recorded.demo.state.turn_list())
+        with web(recorded.db) as (client, _):
+            shown = page(client, "/charts?s=demo")
+        latency = shown.html.split('id="chart-latency"')[1].split('id="chart-tokens"')[0]
+        assert latency.count('<a href="/session?s=demo&amp;at=') == turns
+        assert "No cost recorded in this session" in shown.text("chart-cost")
+        assert shown.html.count("<polygon") >= 3  # delivered, processed, interrupted …
+        table = shown.text("turns")
+        assert all(turn.id in table for turn in recorded.demo.state.turn_list())
+        assert table.count(" processed ") + table.count(" interrupted ") == turns
+
+    def test_verify_replays_and_reports_each_check(self, recorded: Recorded) -> None:
+        """Verify runs amber replay --verify's checks."""
+        with web(recorded.db) as (client, _):
+            shown = page(client, "/verify?s=demo")
+        assert shown.text("verdict").startswith("Verified")
+        assert "✓ snapshot" in shown.text("checks")
+        assert "✓ summary" in shown.text("checks")
+
+    def test_verify_reports_a_divergence(self, recorded: Recorded, tmp_path: Path) -> None:
+        """A summary row that does not match the log fails the check, as on the command line."""
+        db = recorded.copy(tmp_path)
+        with sqlite3.connect(db) as raw:
+            raw.execute("UPDATE sessions SET messages = 99 WHERE session_id = 'demo'")
+        with web(db) as (client, _):
+            shown = page(client, "/verify?s=demo")
+        assert shown.text("verdict").startswith("Diverged")
+        assert "✗ summary" in shown.text("checks")
+        assert amber("replay", "demo", "--verify", "--db", db).exit_code == 1
+
+    def test_export_is_amber_export(self, recorded: Recorded) -> None:
+        """The download is byte for byte what amber export prints."""
+        with web(recorded.db) as (client, _):
+            response = client.get("/export?s=demo")
+        assert response.status_code == 200
+        assert response.headers["content-disposition"] == 'attachment; filename="demo.json"'
+        assert response.text == amber("export", "demo", "--db", recorded.db).output
+
+
+class TestFork:
+    def test_fork_stores_and_opens_the_new_session(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """POST /fork stores a fork as amber fork does and redirects to it."""
+        db = recorded.copy(tmp_path)
+        seq = recorded.demo.interrupt_seq - 1
+        with web(db) as (client, _):
+            posted = client.post(
+                "/fork", data={"s": "demo", "at": str(seq), "as": "", "token": TOKEN}
+            )
+            assert posted.status_code == 303
+            assert posted.headers["location"] == f"/session?s=demo-fork-{seq}&note=forked"
+            shown = page(client, posted.headers["location"])
+        assert f"forked from demo at seq {seq}" in shown.html
+        turn = Ids(recorded.demo.state).turn(3)
+        assert f"It was taken mid-turn: {turn} is still active" in shown.text("note")
+        with SQLiteStore(db) as store:
+            assert store.load_state(f"demo-fork-{seq}").active_turn_id == turn
+
+    def test_fork_conflicts_and_bad_seqs_write_nothing(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """A taken id is a 409, a bad seq a 404/400, each with the CLI's message; nothing is stored."""
+        db = recorded.copy(tmp_path)
+        before = snapshot(db)
+        with web(db) as (client, _):
+
+            def fork(status: int, **fields: str) -> str:
+                response = client.post("/fork", data={"s": "demo", "token": TOKEN, **fields})
+                assert response.status_code == status, response.text
+                return Page.of(response.text).text("error")
+
+            taken = fork(409, at="5", **{"as": "broken"})
+            assert taken == cli_error("fork", "demo", "--at", "5", "--as", "broken", "--db", db)
+            assert fork(404, at="99").startswith("Session 'demo' has no seq 99")
+            assert fork(400, at="x").startswith("'x' is not a seq")
+            assert fork(400, at="") == "The fork form needs a seq (at): the seq to fork from."
+            assert fork(404, at="3", s="nope").startswith("No session 'nope'")
+        assert snapshot(db) == before
+
+    @pytest.mark.parametrize(
+        ("body", "headers", "status", "message"),
+        [
+            ("s=demo&at=3", {}, 403, "The form's token is missing or stale"),
+            ("s=demo&at=3&token=wrong", {}, 403, "The form's token is missing or stale"),
+            (
+                f"s=demo&at=3&token={TOKEN}",
+                {"origin": "http://evil.example"},
+                403,
+                "This form can only be sent from the viewer's own pages (not from",
+            ),
+            (
+                f"s=demo&at=3&token={TOKEN}",
+                {"sec-fetch-site": "cross-site"},
+                403,
+                "This form can only be sent from the viewer's own pages.",
+            ),
+            (f"s=demo&at=3&token={TOKEN}&colour=red", {}, 400, "Unexpected form field 'colour'"),
+            (f"s=demo&at=3&at=4&token={TOKEN}", {}, 400, "'at' is given 2 times"),
+            (b"s=demo&at=\xff\xfe", {}, 400, "The form is not UTF-8 text"),
+            ("s=demo&&at", {}, 400, "The form cannot be read"),
+            ("x" * 9_000, {}, 413, "The form is over 8,192 bytes"),
+            (
+                f"s=demo&at=3&token={TOKEN}",
+                {"content-type": "application/json"},
+                415,
+                "Expected a form (application/x-www-form-urlencoded), got application/json",
+            ),
+        ],
+    )
+    def test_malformed_or_foreign_forms_are_refused(
+        self,
+        recorded: Recorded,
+        tmp_path: Path,
+        body: str | bytes,
+        headers: dict[str, str],
+        status: int,
+        message: str,
+    ) -> None:
+        """Forms with no token, from another site, or that do not parse: refused, nothing written."""
+        db = recorded.copy(tmp_path)
+        before = snapshot(db)
+        sent = {"content-type": "application/x-www-form-urlencoded", **headers}
+        with web(db) as (client, _):
+            response = client.post("/fork", content=body, headers=sent)
+        assert response.status_code == status, response.text
+        assert Page.of(response.text).text("error").startswith(message)
+        assert snapshot(db) == before
+
+    def test_fork_only_by_post(self, recorded: Recorded) -> None:
+        """GET /fork is a 405; POST on a page is a 405."""
+        with web(recorded.db) as (client, _):
+            assert error(client, "/fork?s=demo&at=3", 405) == "GET is not allowed on '/fork'."
+            assert client.post("/session?s=demo").status_code == 405
+
+
+class TestGuardsAndReads:
+    def test_every_page_reads_and_writes_nothing(self, recorded: Recorded, tmp_path: Path) -> None:
+        """Every GET page leaves the store's sessions and logs as they were."""
+        db = recorded.copy(tmp_path)
+        before = snapshot(db)
+        ids = Ids(recorded.demo.state)
+        with web(db) as (client, _):
+            for path in (
+                "/",
+                "/session?s=demo&at=12&view=anthropic",
+                f"/message?s=demo&id={ids.msg(1)}",
+                f"/call?s=demo&id={ids.call(1)}",
+                "/charts?s=demo",
+                "/verify?s=demo",
+                "/export?s=demo",
+                "/jump?s=demo&from=1&to=next-error",
+            ):
+                assert client.get(path).status_code in (200, 303), path
+        assert snapshot(db) == before
+
+    def test_a_missing_store_is_not_created(self, tmp_path: Path) -> None:
+        """A viewer of a path with no store answers 404 and creates no file."""
+        db = tmp_path / "typo.db"
+        with web(db) as (client, _):
+            message = error(client, "/", 404)
+        assert message.startswith(f"No Amber store at '{db}': the file does not exist.")
+        assert not db.exists()
+
+    def test_a_file_that_is_not_a_store(self, tmp_path: Path) -> None:
+        """Another SQLite database is refused with the CLI's NotAStore message, untouched."""
+        db = tmp_path / "app.db"
+        with sqlite3.connect(db) as raw:
+            raw.execute("CREATE TABLE users (id INTEGER)")
+        data = db.read_bytes()
+        with web(db) as (client, _):
+            message = error(client, "/", 500)
+        assert message.startswith("NotAStore: ")
+        assert db.read_bytes() == data
+
+    def test_other_hosts_are_refused(self, recorded: Recorded) -> None:
+        """A request naming a host the viewer does not serve (DNS rebinding) is a 400."""
+        with web(recorded.db) as (client, _):
+            response = client.get("/", headers={"host": "evil.example"})
+        assert response.status_code == 400
+
+    def test_security_headers_and_local_assets(self, recorded: Recorded) -> None:
+        """Pages forbid framing and foreign content; the CSS, script and icon are served here."""
+        with web(recorded.db) as (client, _):
+            response = client.get("/")
+            assert "default-src 'self'" in response.headers["content-security-policy"]
+            assert response.headers["x-frame-options"] == "DENY"
+            assert (
+                "http"
+                not in re.sub(r'href="/[^"]*"|src="/[^"]*"', "", response.text).split("<body>")[0]
+            )
+            assert response.headers["cache-control"] == "no-store"
+            for asset in ("/static/amber.css", "/static/amber.js", "/static/amber.svg"):
+                served = client.get(asset)
+                assert served.status_code == 200
+                assert served.headers["cache-control"] == "no-cache"
+                assert "etag" in served.headers
+            assert (
+                error(client, "/nowhere", 404)
+                == "No page at '/nowhere'; the sessions list is at /."
+            )
+
+
+@pytest.fixture(scope="module")
+def long_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 560-event session, its last snapshot at seq 500 and 60 events after it."""
+
+    db = tmp_path_factory.mktemp("long") / "long.db"
+    events = agent_session(600, "long")
+    with SQLiteStore(db) as store:
+        store.append(events[:500])  # a snapshot at 500
+        store.append(events[500:560])
+        assert store.session("long").snapshot_seq == 500
+    return db
+
+
+class TestLongSessions:
+    def test_the_first_screen_comes_from_the_snapshot(self, long_db: Path) -> None:
+        """The first request is answered from the snapshot on, and says the rest is loading."""
+        with web(long_db) as (client, source):
+            first = page(client, "/session?s=long")
+            assert first.has("loading")
+            assert "earlier rows still loading" in first.text("timeline")
+            assert not first.has("seq-400")
+            assert source.wait_loaded(timeout=60)
+            later = page(client, "/session?s=long")
+            assert not later.has("loading")
+            older = page(client, "/session?s=long&at=42")
+            assert older.attrs["seq-42"]["class"] == "sel"
+
+    def test_pages_of_rows_and_messages(self, long_db: Path) -> None:
+        """from= pages the timeline, msgs= the messages; each page has links to the next."""
+        with web(long_db) as (client, _):
+            rows = page(client, "/session?s=long&at=300&from=100")
+            assert rows.has("seq-100")
+            assert rows.has("seq-140")
+            assert not rows.has("seq-141")
+            assert linked(rows, "/session", s="long", at="300", **{"from": "141"})
+            messages = page(client, "/session?s=long&at=300&msgs=40")
+            assert "41\u201380 of 100" in messages.text("state")
+            assert linked(messages, "/session", s="long", at="300", msgs="0")
+            assert linked(messages, "/session", s="long", at="300", msgs="80")

@@ -1,0 +1,452 @@
+"""The turn machine: ``step(machine, settings, input) -> Decision``, decision by decision."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runtime import (
+    Announce,
+    ApprovalDecided,
+    ApprovalGiven,
+    CallModel,
+    CancelRun,
+    Category,
+    ClearTimer,
+    Decision,
+    Delivered,
+    Draft,
+    InputArrived,
+    Interrupt,
+    Loaded,
+    MessageAdded,
+    MessageFinish,
+    MessageStart,
+    ModelCallFinished,
+    ModelChunk,
+    ModelEnded,
+    OrphanRecovered,
+    Passivate,
+    Resume,
+    ResumeSoon,
+    RunnerFailed,
+    RunTool,
+    SessionMachine,
+    SessionState,
+    SetTimer,
+    Status,
+    Stopping,
+    StreamDelta,
+    TextDelta,
+    TimerFired,
+    ToolCallDelta,
+    ToolDone,
+    ToolOutcome,
+    ToolSpec,
+    TurnEnded,
+    TurnOutcome,
+    TurnSettings,
+    TurnStarted,
+    step,
+    to_json,
+)
+from runtime.testing import (
+    EPOCH,
+    PlanModel,
+    Prng,
+    Say,
+    Simulation,
+    TurnPlan,
+    UseTools,
+    fake_tools,
+    simulate,
+)
+
+TOOL = ToolSpec(name="lookup", description="Look a thing up.", parameters={"type": "object"})
+SETTINGS = TurnSettings(tools=(TOOL,), model_timeout=60.0, passivate_after=30.0, max_nudges=1)
+SHARED = attrs.evolve(SETTINGS, exclusive=False, runner="runner_b")
+
+
+class Driver:
+    """Steps one session's machine by hand, at a time that only moves when told."""
+
+    def __init__(self, settings: TurnSettings = SETTINGS, session_id: str = "s") -> None:
+        self.settings = settings
+        self.machine = SessionMachine.load(SessionState.empty(session_id))
+        self.now = 0.0
+
+    def stamp(self) -> dict[str, Any]:
+        return {"at": EPOCH + timedelta(seconds=self.now), "mono": self.now}
+
+    def __call__(self, kind: type, **fields: Any) -> Decision:
+        decision = step(self.machine, self.settings, kind(**fields, **self.stamp()))
+        self.machine = decision.machine
+        return decision
+
+    def send(self, text: str = "hi") -> Decision:
+        draft = Draft(category=Category.USER_QUESTION, content=text, sender="Chii")
+        return self(InputArrived, draft=draft)
+
+    def started(self) -> CallModel:
+        """Send, then resume: the turn starts and the model is called."""
+        self.send()
+        decision = self(Resume)
+        calls = [c for c in decision.commands if isinstance(c, CallModel)]
+        assert len(calls) == 1
+        return calls[0]
+
+    def stream(self, run_id: str, *chunks: Any) -> list[Decision]:
+        return [self(ModelChunk, run_id=run_id, chunk=c) for c in chunks]
+
+
+def kinds(decision: Decision) -> list[str]:
+    return [type(e).__name__ for e in decision.events]
+
+
+def commands(decision: Decision, kind: type) -> list[Any]:
+    return [c for c in decision.commands if isinstance(c, kind)]
+
+
+class TestInputs:
+    def test_input_is_stored_and_the_turn_starts_on_the_next_step(self) -> None:
+        """A new input is stored with a derived id; the turn starts when ``Resume`` comes."""
+        d = Driver()
+        decision = d.send("hello")
+        assert kinds(decision) == ["MessageAdded"]
+        added = decision.events[0]
+        assert isinstance(added, MessageAdded)
+        assert added.message.id == "msg_a27592ee_000001"
+        assert commands(decision, ResumeSoon) == [ResumeSoon()]
+        assert [c.update.message.id for c in commands(decision, Announce)] == [added.message.id]
+        started = d(Resume)
+        assert kinds(started) == ["TurnStarted"]
+        call = commands(started, CallModel)[0]
+        assert call.request.call_index == 0
+        assert commands(started, SetTimer) == [SetTimer(name=f"model:{call.run_id}", seconds=60.0)]
+
+    def test_new_input_interrupts_the_running_turn(self) -> None:
+        """Mid-turn input: the turn ends interrupted, its model run is cancelled."""
+        d = Driver()
+        call = d.started()
+        d.stream(call.run_id, MessageStart(), TextDelta(text="par"))
+        decision = d.send("stop")
+        assert kinds(decision) == ["MessageAdded", "TurnEnded"]
+        ended = decision.events[1]
+        assert isinstance(ended, TurnEnded)
+        assert ended.outcome is TurnOutcome.INTERRUPTED
+        assert [m.content for m in ended.partial] == ["par"]
+        assert CancelRun(run_id=call.run_id) in decision.commands
+        assert ClearTimer(name=f"model:{call.run_id}") in decision.commands
+
+    def test_step_refuses_what_is_not_an_input(self) -> None:
+        """Anything but a machine input is a TypeError naming what it takes."""
+        with pytest.raises(TypeError, match=r"^step\(\) takes one of the machine's inputs"):
+            step(SessionMachine.load(SessionState.empty("s")), SETTINGS, "hi")  # type: ignore[arg-type]
+
+
+class TestModelCalls:
+    def test_a_reply_ends_the_turn_with_metrics(self) -> None:
+        """The first chunk opens the audit row; the end records the reply and ends the turn."""
+        d = Driver()
+        call = d.started()
+        first, text = d.stream(call.run_id, MessageStart(id="msg_p1"), TextDelta(text="Sunny."))
+        assert kinds(first) == ["ModelCallStarted"]
+        assert commands(text, StreamDelta)[0].delta.text == "Sunny."
+        d.now = 0.25
+        d.stream(call.run_id, MessageFinish(stop_reason="end_turn"))
+        decision = d(ModelEnded, run_id=call.run_id)
+        assert kinds(decision) == ["ModelCallFinished", "MessageAdded", "TurnEnded"]
+        finished, reply, ended = decision.events
+        assert isinstance(finished, ModelCallFinished)
+        assert finished.duration_ms == 250.0
+        assert isinstance(reply, MessageAdded)
+        assert reply.message.content == "Sunny."
+        assert reply.message.metadata["model_call"] == f"{ended.turn_id}#0"  # type: ignore[attr-defined]
+        assert set(reply.message.metadata["turn_metrics"]) >= {"turn_time", "turn_tool_calls"}
+        assert isinstance(ended, TurnEnded)
+        assert ended.outcome is TurnOutcome.PROCESSED
+        assert d.machine.run is None
+
+    def test_tool_calls_run_then_the_model_is_called_again(self) -> None:
+        """Calls are recorded and run; the last result calls the model again."""
+        d = Driver()
+        call = d.started()
+        d.stream(
+            call.run_id,
+            MessageStart(),
+            ToolCallDelta(index=0, id="c1", name="lookup", arguments='{"q": 1}'),
+            ToolCallDelta(index=1, id="c2", name="nope", arguments="{}"),
+        )
+        decision = d(ModelEnded, run_id=call.run_id)
+        assert kinds(decision) == ["ModelCallFinished", "MessageAdded", "MessageAdded",
+                                   "MessageAdded"]  # fmt: skip
+        unknown = decision.events[3]
+        assert isinstance(unknown, MessageAdded)
+        assert unknown.message.error_type == "unknown_tool"
+        assert commands(decision, RunTool) == [RunTool(call_id="c1", name="lookup",
+                                                       arguments={"q": 1})]  # fmt: skip
+        assert commands(decision, CallModel) == []
+        d.now = 1.0
+        done = d(ToolDone, call_id="c1", outcome=ToolOutcome(content="42"))
+        assert kinds(done) == ["MessageAdded"]
+        result = done.events[0]
+        assert isinstance(result, MessageAdded)
+        assert result.message.metadata["duration_ms"] == 1000.0
+        assert commands(done, CallModel)[0].request.call_index == 1
+
+    def test_a_reused_call_id_gets_a_fresh_one(self) -> None:
+        """A provider that numbers calls per response: the second ``c1`` is renamed."""
+        d = Driver()
+        call = d.started()
+        d.stream(call.run_id, MessageStart(), ToolCallDelta(index=0, id="c1", name="lookup"))
+        d(ModelEnded, run_id=call.run_id)
+        second = commands(d(ToolDone, call_id="c1", outcome=ToolOutcome(content="x")), CallModel)[0]
+        d.stream(second.run_id, MessageStart(), ToolCallDelta(index=0, id="c1", name="lookup"))
+        decision = d(ModelEnded, run_id=second.run_id)
+        renamed = commands(decision, RunTool)[0]
+        assert renamed.call_id.startswith("call_a27592ee_")
+        added = [e for e in decision.events if isinstance(e, MessageAdded)]
+        assert added[0].message.metadata["provider_call_id"] == "c1"
+
+    def test_stale_chunks_and_results_are_ignored(self) -> None:
+        """Reports of a cancelled run change nothing."""
+        d = Driver()
+        call = d.started()
+        d.send("again")  # interrupts; the old run is cancelled
+        assert step(d.machine, SETTINGS, ModelChunk(run_id=call.run_id, chunk=TextDelta(text="x"),
+                                                    **d.stamp())).events == ()  # fmt: skip
+        assert d(ToolDone, call_id="nope", outcome=ToolOutcome(content="x")).events == ()
+
+    def test_an_empty_answer_is_nudged_then_fails(self) -> None:
+        """Nothing said: a nudge and another call; again (max_nudges=1): the turn fails."""
+        d = Driver()
+        call = d.started()
+        d.stream(call.run_id, MessageStart(), MessageFinish())
+        nudged = d(ModelEnded, run_id=call.run_id)
+        assert kinds(nudged) == ["ModelCallFinished", "MessageAdded"]
+        again = commands(nudged, CallModel)[0]
+        d.stream(again.run_id, MessageStart(), MessageFinish())
+        failed = d(ModelEnded, run_id=again.run_id)
+        assert kinds(failed)[-2:] == ["MessageAdded", "TurnEnded"]  # the crash notice, the end
+        assert failed.events[-1].outcome is TurnOutcome.ERROR  # type: ignore[attr-defined]
+
+    def test_the_model_timer_fails_a_slow_call(self) -> None:
+        """``model:<run>`` firing while the call runs: it fails as a timeout and is cancelled."""
+        d = Driver()
+        call = d.started()
+        d.now = 60.0
+        decision = d(TimerFired, name=f"model:{call.run_id}")
+        assert kinds(decision) == ["ModelCallStarted", "ModelCallFinished", "MessageAdded",
+                                   "TurnEnded"]  # fmt: skip
+        assert "ModelTimeout: the model did not finish within 60.0 s" in (
+            decision.events[-1].reason  # type: ignore[attr-defined]
+        )
+        assert CancelRun(run_id=call.run_id) in decision.commands
+        assert d(TimerFired, name=f"model:{call.run_id}").events == ()  # stale now
+
+    def test_max_model_calls_bounds_a_loop(self) -> None:
+        """A model that keeps calling tools fails the turn at ``max_model_calls``."""
+        d = Driver(TurnSettings(tools=(TOOL,), max_model_calls=2))
+        run = d.started()
+        for n in range(2):
+            d.stream(run.run_id, MessageStart(),
+                     ToolCallDelta(index=0, id=f"c{n}", name="lookup"))  # fmt: skip
+            d(ModelEnded, run_id=run.run_id)
+            decision = d(ToolDone, call_id=f"c{n}", outcome=ToolOutcome(content="again"))
+            if n == 0:
+                run = commands(decision, CallModel)[0]
+        assert decision.events[-1].outcome is TurnOutcome.ERROR  # type: ignore[attr-defined]
+        assert "Settings.max_model_calls" in decision.events[-1].reason  # type: ignore[attr-defined]
+
+
+class TestRecovery:
+    def _orphan(self, age: float, settings: TurnSettings = SHARED) -> Driver:
+        """A turn ``runner_a`` left active, found ``age`` s later by ``settings``' runner."""
+        d = Driver(attrs.evolve(settings, runner="runner_a"))
+        d.started()
+        d.settings = settings
+        d.machine = SessionMachine.load(d.machine.state)  # the runner is gone; the state stays
+        d.now += age
+        return d
+
+    def test_a_young_orphan_waits_for_recover_after(self) -> None:
+        """A turn active for less than ``recover_after``: a timer, no recovery yet."""
+        d = self._orphan(10.0)
+        decision = d(Loaded)
+        assert decision.events == ()
+        assert SetTimer(name="orphan", seconds=290.0) in decision.commands
+        assert not d.machine.is_idle, "an orphaned turn must not be passivated away"
+
+    def test_an_old_orphan_is_recovered_and_answered(self) -> None:
+        """Older than ``recover_after``: its input goes back to pending and a turn claims it."""
+        d = self._orphan(400.0)
+        decision = d(Loaded)
+        assert kinds(decision)[:2] == ["OrphanRecovered", "TurnStarted"]
+
+    def test_a_dead_runner_is_recovered_at_once(self) -> None:
+        """``runner_gone``: no waiting."""
+        decision = self._orphan(1.0)(Loaded, runner_gone=True)
+        assert isinstance(decision.events[0], OrphanRecovered)
+
+    def test_on_a_store_this_runner_holds_every_orphan_is_recovered_at_once(self) -> None:
+        """``exclusive``: whoever left the turn is gone; no ``recover_after`` wait."""
+        d = self._orphan(1.0, attrs.evolve(SHARED, exclusive=True))
+        decision = d(Loaded)
+        assert isinstance(decision.events[0], OrphanRecovered)
+        assert "is gone" in decision.events[0].reason  # type: ignore[operator]
+
+    def test_this_runners_own_turn_is_recovered_at_once(self) -> None:
+        """A turn this runner started, found after its actor was lost: no wait either."""
+        d = Driver(attrs.evolve(SHARED, runner="runner_a"))
+        d.started()
+        assert d.machine.state.active_turn.runner == "runner_a"  # type: ignore[union-attr]
+        d.machine = SessionMachine.load(d.machine.state)
+        d.settings = attrs.evolve(SHARED, runner="runner_a")
+        assert isinstance(d(Loaded).events[0], OrphanRecovered)
+
+    def test_new_input_waits_for_the_orphan_instead_of_conflicting(self) -> None:
+        """Input while an orphaned turn is active is queued; no second turn starts."""
+        d = self._orphan(1.0)
+        d(Loaded)
+        d.send("anyone?")
+        assert d(Resume).events == ()
+        d.now = 400.0
+        recovered = d(TimerFired, name="orphan")
+        assert kinds(recovered)[:2] == ["OrphanRecovered", "TurnStarted"]
+        claimed = recovered.events[1]
+        assert isinstance(claimed, TurnStarted)
+        assert len(d.machine.state.active_turn.input_ids) == 2  # type: ignore[union-attr]
+
+    def test_stopping_gives_the_input_back(self) -> None:
+        """A clean stop mid-turn: ``OrphanRecovered`` and every run cancelled."""
+        d = Driver()
+        call = d.started()
+        decision = d(Stopping)
+        assert kinds(decision) == ["OrphanRecovered"]
+        assert CancelRun(run_id=call.run_id) in decision.commands
+
+    def test_a_runner_failure_fails_the_turn(self) -> None:
+        """``RunnerFailed`` (the store could not write): the turn ends as error."""
+        d = Driver()
+        d.started()
+        decision = d(RunnerFailed, reason="StoreError: disk full")
+        assert decision.events[-1].outcome is TurnOutcome.ERROR  # type: ignore[attr-defined]
+
+
+class TestDeliveryAndIdleness:
+    def test_delivery_is_a_compare_and_set(self) -> None:
+        """A report of the status seen moves it to delivered; a stale one changes nothing."""
+        d = Driver()
+        call = d.started()
+        d.stream(call.run_id, MessageStart(), TextDelta(text="ok"))
+        reply = d(ModelEnded, run_id=call.run_id).events[1]
+        assert isinstance(reply, MessageAdded)
+        report = {"message_id": reply.message.id, "expected": Status.PENDING}
+        assert kinds(d(Delivered, **report)) == ["StatusChanged"]
+        assert d(Delivered, **report).events == ()
+
+    def test_an_idle_session_asks_to_be_passivated(self) -> None:
+        """Idle: the idle timer is armed once; when it fires, ``Passivate`` at the seq."""
+        d = Driver()
+        call = d.started()
+        d.stream(call.run_id, MessageStart(), TextDelta(text="ok"))
+        ended = d(ModelEnded, run_id=call.run_id)
+        assert SetTimer(name="idle", seconds=30.0) in ended.commands
+        fired = d(TimerFired, name="idle")
+        assert commands(fired, Passivate) == [Passivate(seq=d.machine.state.seq)]
+        assert d(Interrupt).events == ()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32))
+def test_the_same_inputs_make_the_same_events(seed: int) -> None:
+    """Two runs of one seed store the same events, byte for byte (determinism)."""
+    logs = []
+    for _ in range(2):
+        sim = Simulation(model=PlanModel(), tools=fake_tools(), settings=SETTINGS,
+                         choose=Prng(seed).choose)  # fmt: skip
+        prng = Prng(seed + 1)
+        for n in range(4):
+            sim.send("s", f"message {n}", plan=TurnPlan(UseTools(("ok", {"text": "a"})),
+                                                        Say("done")))  # fmt: skip
+            sim.run([prng.below(4) for _ in range(prng.below(6))])
+        sim.settle()
+        logs.append([to_json(e) for e in sim.store.events("s")])
+    assert logs[0] == logs[1]
+    assert len(logs[0]) > 4
+
+
+def test_ids_are_derived_from_the_session_and_seq() -> None:
+    """``msg_<8 hex of the session>_<seq>``: the same in every process, other in a fork."""
+    from runtime._step import session_tag
+
+    assert session_tag("s") == "a27592ee"
+    assert session_tag("demo") == "5be1ef79"
+    run = simulate(7, check_views=False)
+    assert run.events > 0
+
+
+GUARDED = ToolSpec(name="guarded", description="Needs a person.", parameters={"type": "object"},
+                   needs_approval=True)  # fmt: skip
+
+
+class TestApprovals:
+    def waiting(self, settings: TurnSettings) -> tuple[Driver, str]:
+        d, call_id, _ = self.requested(settings)
+        return d, call_id
+
+    def requested(self, settings: TurnSettings) -> tuple[Driver, str, Decision]:
+        d = Driver(settings)
+        call = d.started()
+        d.stream(call.run_id, MessageStart(), ToolCallDelta(index=0, id="c1", name="guarded"))
+        decision = d(ModelEnded, run_id=call.run_id)
+        assert kinds(decision)[-1] == "ApprovalRequested"
+        assert commands(decision, RunTool) == []
+        assert commands(decision, CallModel) == []
+        return d, "c1", decision
+
+    def test_a_call_that_needs_approval_waits_quietly(self) -> None:
+        """The call is recorded and waits: nothing runs, the session is quiet."""
+        d, _ = self.waiting(TurnSettings(tools=(GUARDED,), passivate_after=30.0))
+        assert d.machine.is_waiting
+        assert d.machine.is_quiet
+        assert not d.machine.is_idle
+        assert d(TimerFired, name="idle").commands[:1] == (Passivate(seq=d.machine.state.seq),)
+
+    def test_approval_runs_it_and_denial_answers_it(self) -> None:
+        """Approved: ``RunTool``. Denied: an error result, and the model is called again."""
+        d, call_id = self.waiting(TurnSettings(tools=(GUARDED,)))
+        approved = d(ApprovalGiven, call_id=call_id, approved=True)
+        assert kinds(approved) == ["ApprovalDecided"]
+        assert commands(approved, RunTool)[0].call_id == call_id
+        d, call_id = self.waiting(TurnSettings(tools=(GUARDED,)))
+        denied = d(ApprovalGiven, call_id=call_id, approved=False, reason="no")
+        assert kinds(denied) == ["ApprovalDecided", "MessageAdded"]
+        assert commands(denied, CallModel)
+
+    def test_the_timeout_denies_on_simulated_time(self) -> None:
+        """``approval_timeout``: a timer, and no passivation meanwhile; firing denies."""
+        d, call_id, asked = self.requested(
+            TurnSettings(tools=(GUARDED,), approval_timeout=90.0, passivate_after=30.0)
+        )
+        assert SetTimer(name=f"approval:{call_id}", seconds=90.0) in asked.commands
+        assert d(TimerFired, name="idle").commands == ()  # the timer must live to deny it
+        d.now = 90.0
+        fired = d(TimerFired, name=f"approval:{call_id}")
+        decided = fired.events[0]
+        assert isinstance(decided, ApprovalDecided)
+        assert (decided.approved, decided.by) == (False, "timeout")
+
+    def test_a_waiting_turn_survives_a_reload(self) -> None:
+        """Passivated or restarted while it waits: on load it waits on, not recovered."""
+        d, call_id = self.waiting(TurnSettings(tools=(GUARDED,), runner="a"))
+        d.machine = SessionMachine.load(d.machine.state)
+        d.settings = TurnSettings(tools=(GUARDED,), runner="b")
+        assert d(Loaded).events == ()
+        assert d.machine.is_waiting
+        assert kinds(d(ApprovalGiven, call_id=call_id, approved=True)) == ["ApprovalDecided"]
