@@ -372,9 +372,9 @@ class ApprovalDecided(Event):
     """The tool call; it must wait for approval."""
     approved: bool = attrs.field(validator=_check.boolean)
     """True: it runs. False: it is answered with an error result saying why."""
-    reason: str | None = None
+    reason: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why (a denial's reason, for the model and for people)."""
-    by: str | None = None
+    by: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Who decided, if known (a person's name, ``timeout``)."""
 
 

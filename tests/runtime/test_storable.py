@@ -19,6 +19,7 @@ from runtime import (
     EVENT_TYPES,
     MAX_DEPTH,
     AmberError,
+    ApprovalDecided,
     Attachment,
     AuditCall,
     Category,
@@ -383,6 +384,8 @@ class TestEveryValueEncodes:
     @pytest.mark.parametrize("kind", sorted(EVENT_TYPES))
     def test_no_event_kind_takes_a_surrogate_session_id(self, kind: str) -> None:
         fields: dict[str, dict[str, Any]] = {
+            "approval_decided": {"turn_id": "t", "call_id": "c", "approved": False},
+            "approval_requested": {"turn_id": "t", "call_id": "c"},
             "branch_imported": {"source_session_id": "a", "source_seq": 1},
             "message_added": {"message": question()},
             "metadata_updated": {"message_id": "m", "metadata": {}},
@@ -399,6 +402,14 @@ class TestEveryValueEncodes:
         assert sorted(fields) == sorted(EVENT_TYPES)
         with pytest.raises(AmberError, match=r"session_id must be"):
             EVENT_TYPES[kind](session_id="s\ud800", seq=1, at=T0, **fields[kind])
+
+    def test_approval_texts(self) -> None:
+        """The approval events (added after the fuzzing run) refuse lone surrogates too."""
+        with pytest.raises(InvalidEvent, match=r"^ApprovalDecided\.reason must be valid"):
+            ApprovalDecided(
+                session_id="s", seq=2, at=T0, turn_id="t", call_id="c", approved=False,
+                reason=LONE,
+            )  # fmt: skip
 
     def test_model_call_started_model_name(self) -> None:
         with pytest.raises(InvalidEvent, match=r"^ModelCallStarted\.model must be valid"):
