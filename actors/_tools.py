@@ -538,14 +538,18 @@ _MAX_RESULT_DEPTH = 200
 thousand levels crash the process instead of raising."""
 
 
+class ResultTooDeep(AmberError, ValueError):
+    """A tool returned a value nested more than 200 levels deep (an error result)."""
+
+
 def _check_depth(value: Any) -> None:
-    """Raise ``ValueError`` if ``value`` nests more than ``_MAX_RESULT_DEPTH`` levels."""
+    """Raise ``ResultTooDeep`` if ``value`` nests more than ``_MAX_RESULT_DEPTH`` levels."""
     stack = [(value, 0)]
     seen = 0
     while stack:
         item, depth = stack.pop()
         if depth > _MAX_RESULT_DEPTH:
-            raise ValueError(
+            raise ResultTooDeep(
                 f"the tool's result nests more than {_MAX_RESULT_DEPTH} levels deep; return "
                 "something flatter (or text)"
             )
