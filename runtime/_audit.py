@@ -25,6 +25,7 @@ from ._chunks import ModelRetry
 from ._errors import InvalidEvent
 from ._message import Usage
 from ._request import RequestRecord
+from ._storable import shown
 
 __all__ = [
     "AUDIT_CLOSED_BY",
@@ -84,7 +85,7 @@ def audit_calls(value: Any) -> PVector[AuditCall]:
     for i, item in enumerate(items):
         if not isinstance(item, AuditCall):
             raise InvalidEvent(
-                f"tool_calls[{i}] must be an AuditCall (got {item!r} that is a "
+                f"tool_calls[{i}] must be an AuditCall (got {shown(item)} that is a "
                 f"{type(item).__name__!r})."
             )
     return items
@@ -96,7 +97,7 @@ def audit_retries(value: Any) -> PVector[ModelRetry]:
     for i, item in enumerate(items):
         if not isinstance(item, ModelRetry):
             raise InvalidEvent(
-                f"retries[{i}] must be a ModelRetry (got {item!r} that is a "
+                f"retries[{i}] must be a ModelRetry (got {shown(item)} that is a "
                 f"{type(item).__name__!r})."
             )
     return items
@@ -108,7 +109,7 @@ def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: obje
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be a non-negative number of "
-            f"milliseconds or None (got {value!r}); measure it with time.monotonic()."
+            f"milliseconds or None (got {shown(value)}); measure it with time.monotonic()."
         )
 
 
@@ -118,7 +119,7 @@ def _non_negative_cost(instance: object, attribute: attrs.Attribute[Any], value:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be a non-negative number of US "
-            f"dollars or None (got {value!r}); compute it with call_cost()."
+            f"dollars or None (got {shown(value)}); compute it with call_cost()."
         )
 
 

@@ -13,16 +13,13 @@ from typing import Any
 import attrs
 
 from ._errors import InvalidEvent, InvalidMessage
-from ._storable import MAX_SEQ, session_id_problem, text_problem
+from ._storable import MAX_SEQ, session_id_problem, shown, text_problem
 
 __all__ = ["EVENT_CHECKS", "MESSAGE_CHECKS", "Checks", "to_milliseconds"]
 
 
 def _kind(value: object) -> str:
-    text = repr(value)
-    if len(text) > 80:
-        text = text[:79] + "…"
-    return f"{text} that is a {type(value).__name__!r}"
+    return f"{shown(value)} that is a {type(value).__name__!r}"
 
 
 def _number(value: object) -> str:
@@ -97,7 +94,7 @@ class Checks:
     def count(self, instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         """A non-negative int (not a bool) that fits in a signed 64-bit column."""
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise self._fail(instance, attribute, "a non-negative int", repr(value))
+            raise self._fail(instance, attribute, "a non-negative int", shown(value))
         if value > MAX_SEQ:
             raise self._fail(instance, attribute, "a non-negative int below 2**63", _number(value))
 
@@ -108,7 +105,7 @@ class Checks:
         if value is None:
             return
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise self._fail(instance, attribute, "a non-negative int or None", repr(value))
+            raise self._fail(instance, attribute, "a non-negative int or None", shown(value))
         if value > MAX_SEQ:
             raise self._fail(
                 instance, attribute, "a non-negative int below 2**63 or None", _number(value)
@@ -161,7 +158,7 @@ class Checks:
         if not isinstance(value, datetime) or value.utcoffset() is None:
             raise self.error(
                 f"{type(instance).__name__}.{attribute.name} must be a timezone-aware datetime "
-                f"(got {value!r}); use datetime.now(timezone.utc)."
+                f"(got {shown(value)}); use datetime.now(timezone.utc)."
             )
 
 

@@ -24,7 +24,7 @@ from ._errors import InvalidEvent
 from ._json import FrozenJSON, freeze_metadata, freeze_metrics
 from ._message import Message, Status, Usage, article
 from ._request import RequestRecord
-from ._storable import MAX_SEQ
+from ._storable import MAX_SEQ, shown
 from ._turn import Turn
 
 __all__ = [
@@ -50,13 +50,12 @@ def _seq(instance: object, attribute: attrs.Attribute[Any], value: object) -> No
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be a non-negative int "
-            f"(got {value!r} that is a {type(value).__name__!r})."
+            f"(got {shown(value)} that is a {type(value).__name__!r})."
         )
     if value > MAX_SEQ:
-        shown = f"an integer of {value.bit_length()} bits" if value > 10**30 else repr(value)
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be a non-negative int below 2**63 "
-            f"(got {shown}); a store keeps seqs in signed 64-bit columns."
+            f"(got {shown(value)}); a store keeps seqs in signed 64-bit columns."
         )
 
 
@@ -75,7 +74,7 @@ def _duration(instance: object, attribute: attrs.Attribute[Any], value: object) 
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be a non-negative number of "
-            f"milliseconds or None (got {value!r}); measure it with time.monotonic()."
+            f"milliseconds or None (got {shown(value)}); measure it with time.monotonic()."
         )
 
 
@@ -85,7 +84,7 @@ def _dollars(instance: object, attribute: attrs.Attribute[Any], value: object) -
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be a non-negative number of US "
-            f"dollars or None (got {value!r})."
+            f"dollars or None (got {shown(value)})."
         )
 
 
@@ -94,7 +93,7 @@ def _instance(kind: type) -> Any:
         if not isinstance(value, kind):
             raise InvalidEvent(
                 f"{type(instance).__name__}.{attribute.name} must be {article(kind.__name__)} "
-                f"(got {value!r} that is a {type(value).__name__!r})."
+                f"(got {shown(value)} that is a {type(value).__name__!r})."
             )
 
     return check
@@ -105,7 +104,8 @@ def _messages(value: object) -> PVector[Message]:
     for i, item in enumerate(items):
         if not isinstance(item, Message):
             raise InvalidEvent(
-                f"messages[{i}] must be a Message (got {item!r} that is a {type(item).__name__!r})."
+                f"messages[{i}] must be a Message (got {shown(item)} that is a "
+                f"{type(item).__name__!r})."
             )
     return items
 
@@ -115,7 +115,7 @@ def _turns(value: object) -> PVector[Turn]:
     for i, item in enumerate(items):
         if not isinstance(item, Turn):
             raise InvalidEvent(
-                f"turns[{i}] must be a Turn (got {item!r} that is a {type(item).__name__!r})."
+                f"turns[{i}] must be a Turn (got {shown(item)} that is a {type(item).__name__!r})."
             )
     return items
 
@@ -267,7 +267,7 @@ class RolledBack(Event):
 def _finish_status(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value not in (AuditStatus.COMPLETED, AuditStatus.FAILED):
         raise InvalidEvent(
-            f"ModelCallFinished.status must be completed or failed (got {value!r}); a call is "
+            f"ModelCallFinished.status must be completed or failed (got {shown(value)}); a call is "
             "interrupted or abandoned by the TurnEnded or OrphanRecovered that ends its turn."
         )
 
@@ -275,7 +275,8 @@ def _finish_status(instance: object, attribute: attrs.Attribute[Any], value: obj
 def _optional_usage(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and not isinstance(value, Usage):
         raise InvalidEvent(
-            f"{type(instance).__name__}.{attribute.name} must be a Usage or None (got {value!r})."
+            f"{type(instance).__name__}.{attribute.name} must be a Usage or None "
+            f"(got {shown(value)})."
         )
 
 

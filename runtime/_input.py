@@ -185,7 +185,7 @@ def _check_types(name: str, items: Iterable[object], kind: type) -> None:
     for i, item in enumerate(items):
         if not isinstance(item, kind):
             raise InvalidInput(
-                f"{name}[{i}] must be {article(kind.__name__)} (got {item!r} that is a "
+                f"{name}[{i}] must be {article(kind.__name__)} (got {_shown(item)} that is a "
                 f"{type(item).__name__!r})."
             )
 

@@ -22,6 +22,7 @@ from pyrsistent.typing import PMap, PVector
 from ._checks import MESSAGE_CHECKS as _check
 from ._errors import InvalidMessage
 from ._json import FrozenJSON, freeze_arguments, freeze_metadata
+from ._storable import shown
 
 _E = TypeVar("_E", bound=enum.Enum)
 _T = TypeVar("_T")
@@ -95,7 +96,9 @@ def _to_enum(kind: type[_E], value: object) -> _E:
         return kind(value)
     except ValueError:
         allowed = ", ".join(repr(m.value) for m in kind)
-        raise InvalidMessage(f"{kind.__name__} must be one of {allowed} (got {value!r}).") from None
+        raise InvalidMessage(
+            f"{kind.__name__} must be one of {allowed} (got {shown(value)})."
+        ) from None
 
 
 def _role(value: object) -> Role:
@@ -222,13 +225,13 @@ def _vector_of(kind: type[_T], field: str, value: object) -> PVector[_T]:
     if value is None:
         return pvector()
     if not isinstance(value, Iterable) or isinstance(value, (str, bytes)):
-        raise InvalidMessage(f"Message.{field} must be a list (got {value!r}).")
+        raise InvalidMessage(f"Message.{field} must be a list (got {shown(value)}).")
     items = list(value)
     for i, item in enumerate(items):
         if not isinstance(item, kind):
             raise InvalidMessage(
                 f"Message.{field}[{i}] must be {article(kind.__name__)} "
-                f"(got {item!r} that is a {type(item).__name__!r})."
+                f"(got {shown(item)} that is a {type(item).__name__!r})."
             )
     if isinstance(value, PVectorABC):
         return value

@@ -22,6 +22,7 @@ docs/reliability.md lists the limits and where each is checked.
 from __future__ import annotations
 
 import re
+import reprlib
 import unicodedata
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "MAX_SEQ",
     "MAX_SESSION_ID_CHARS",
     "session_id_problem",
+    "shown",
     "storable_text",
     "text_problem",
 ]
@@ -89,6 +91,20 @@ def storable_text(value: str) -> str:
     return _SURROGATE.sub(_visible, value)
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 3, 60, 60
+
+
+def shown(value: object) -> str:
+    """``value`` for an error message: a short repr, safe on anything (deep, huge, odd)."""
+    if type(value) is int and not -(10**30) < value < 10**30:
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        return _SHORT.repr(value)
+    except Exception:  # a repr that fails (or recurses) must not hide the real problem
+        return f"a {type(value).__name__}"
+
+
 def session_id_problem(value: object) -> str | None:
     """Why ``value`` is not a usable session id, or None if it is.
 
@@ -96,7 +112,7 @@ def session_id_problem(value: object) -> str | None:
     Unicode, with no control characters (NUL, newline, escape …).
     """
     if not isinstance(value, str):
-        return f"it must be a str (got {value!r} that is a {type(value).__name__!r})"
+        return f"it must be a str (got {shown(value)} that is a {type(value).__name__!r})"
     if not value:
         return "it must not be empty"
     if len(value) > MAX_SESSION_ID_CHARS:

@@ -372,6 +372,19 @@ class TestSessionIds:
             UserInput(text="hi", **{field: value})
 
 
+class TestDeepValuesInErrors:
+    """A value too deep to repr in an error message (found by the fuzz suite: RecursionError)."""
+
+    def test_user_input_attachments(self) -> None:
+        deep: Any = []
+        for _ in range(100_000):
+            deep = [deep]
+        with pytest.raises(InvalidInput, match=r"^attachments\[0\] must be an Attachment"):
+            validate_input(UserInput(text="hi", attachments=[deep]))
+        with pytest.raises(InvalidMessage, match=r"^Message\.attachments\[0\] must be"):
+            question(attachments=[deep])
+
+
 class TestEveryValueEncodes:
     """Finding 1: every event kind, Message, Turn and SessionState built must encode."""
 
