@@ -310,7 +310,7 @@ class SessionActor(pykka.ThreadingActor):
             if not self._closed:
                 svc.passivate(self.session_id, self.actor_ref, command.seq)
         elif isinstance(command, Warn):
-            log.warning("%s", command.text)
+            log.warning("%s", command.text, extra={"amber_turn_id": command.turn_id})
 
     def _announce(self, update: Update) -> None:
         message = update.message

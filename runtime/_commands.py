@@ -121,6 +121,9 @@ class Warn:
 
     text: str
     """What to log."""
+    turn_id: str | None = None
+    """The turn that failed, when the warning says so (a front end that shows failed
+    turns itself, as ``amber chat`` does, leaves these out)."""
 
 
 Command = (

@@ -330,7 +330,8 @@ def fail(s: Step, reason: str, *, cause: str = "runtime", model_error: str | Non
     sees the short notice of ``cause`` (a key of ``NOTICES``). ``model_error`` marks
     the partial output of a failed model call with why it failed.
     """
-    s.command(Warn(text=f"session {s.session_id}: turn failed: {reason}"))
+    turn_id = s.state.active_turn_id
+    s.command(Warn(text=f"session {s.session_id}: turn failed: {reason}", turn_id=turn_id))
     end_turn(s, TurnOutcome.ERROR, reason, notice=NOTICES[cause], model_error=model_error)
     # A failed turn does not retry by itself; new input starts the next one.
     maybe_start_turn(s)

@@ -35,6 +35,7 @@ from ._app import CliError, ExitCode, db_option, fail, open_store, parse_seq, re
 from ._chat import chat, resume
 from ._check import check_command
 from ._diff import diff_command
+from ._logs import warnings_on
 from ._replay import replay_command
 from ._travel import load_timeline, sessions, show, timeline
 from ._web import web
@@ -117,7 +118,8 @@ def demo(session_id: str | None, db: str) -> None:
     console = Console(highlight=False)
     with open_store(db, create=True):
         pass  # a file that is not a store fails here, before the runtime starts
-    result = run_demo(Path(db), console=console, session_id=session_id)
+    with warnings_on(console):
+        result = run_demo(Path(db), console=console, session_id=session_id)
     print_summary(result, console, db_arg=db)
 
 

@@ -48,6 +48,7 @@ from .._settings import Settings
 from .._shell import shell_tool
 from .._tools import Tool, tool
 from ._app import CliError, ExitCode, db_option, open_store
+from ._logs import warnings_on
 
 __all__ = ["ChatLoop", "chat", "chat_model", "chat_tools", "resume"]
 
@@ -314,7 +315,7 @@ def chat(
             resume=[session_id],
         )
         # A second Ctrl-C while the first is being handled: leave all the same.
-        with runtime as rt, contextlib.suppress(KeyboardInterrupt):
+        with warnings_on(console), runtime as rt, contextlib.suppress(KeyboardInterrupt):
             loop = ChatLoop(rt, session_id, console, console.input)
             loop.busy = waiting
             loop.run()
@@ -387,14 +388,17 @@ def resume(
     for message in waiting:
         console.print(Text(f"  {message.sender}> {message.content}"), soft_wrap=True)
     adapter = CliAdapter.start(console=console, echo_inputs=False, sessions=[session])
-    with Runtime(
-        model=model,
-        store=Path(db),
-        tools=chat_tools(shell=shell),
-        adapters=[adapter],
-        settings=settings,
-        resume=[session],
-    ) as rt:
+    with (
+        warnings_on(console),
+        Runtime(
+            model=model,
+            store=Path(db),
+            tools=chat_tools(shell=shell),
+            adapters=[adapter],
+            settings=settings,
+            resume=[session],
+        ) as rt,
+    ):
         state = rt.wait_idle(session, timeout=timeout)
     console.print(
         Text(f"{session} is idle at seq {state.seq}: amber timeline {session} --db {db}",

@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,9 +34,7 @@ class TestDemo:
     ) -> None:
         """`amber demo` tells the story, stores it in ./amber.db and says how to inspect it."""
         monkeypatch.chdir(tmp_path)
-        started = time.monotonic()
         result = amber("demo")
-        assert time.monotonic() - started < 15
         assert result.exit_code == 0, result.output
         out = result.output
         for expected in [

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,9 @@ from runtime import Price, PriceTable, rebuild_request
 from runtime.store import SQLiteStore
 
 PRICES = PriceTable({"claude-sonnet-4-6": Price(input=3.0, output=15.0, cached_input=0.3)})
+
+
+AMBER = [sys.executable, "-c", "from actors._cli import main; raise SystemExit(main())"]
 
 
 @tool
@@ -180,6 +185,21 @@ class TestChatModel:
         assert result.exit_code == 0, result.output
         assert "The model call failed" in result.output
         assert "ModelRequestError" in result.output
+
+    def test_a_failed_call_is_not_logged_raw_on_the_terminal(self, tmp_path: Path) -> None:
+        """As a process: the failure shows once, under the notice, not again as a raw log line
+        ("session …: turn failed: …" from Python's last-resort handler on stderr)."""
+        with StubServer() as server:
+            server.queue(*replies("openai", "bad_request"))
+            process = subprocess.run(
+                [*AMBER, "chat", "--model", "openai-compatible:llama3.1:8b", "--base-url",
+                 server.url + "/v1", "--db", str(tmp_path / "c.db"), "--no-stream"],
+                input="Weather?\n/exit\n", capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+        assert process.returncode == 0, process.stderr
+        assert "The model call failed" in process.stdout
+        assert "ModelRequestError" in process.stdout
+        assert "turn failed:" not in process.stdout + process.stderr
 
     def test_resume_with_a_real_model(self, demo_store: Recorded, tmp_path: Path) -> None:  # noqa: F811
         """amber resume SESSION --model …: a fork's pending question goes to that model."""
