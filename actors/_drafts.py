@@ -18,6 +18,7 @@ from runtime import (
     InvalidInput,
     InvalidMessage,
     UserInput,
+    check_session_id,
     new_message,
 )
 
@@ -28,14 +29,9 @@ def session_id_of(value: object) -> str:
     """``value`` as a session id.
 
     Raises:
-        InvalidInput: it is not a non-empty str.
+        InvalidInput: it is not a session id (1 to 256 characters, no control characters).
     """
-    if not isinstance(value, str) or not value:
-        raise InvalidInput(
-            f"session_id must be a non-empty str (got {value!r} that is a "
-            f"{type(value).__name__!r}); name the session the message belongs to."
-        )
-    return value
+    return check_session_id(value)
 
 
 def user_draft(

@@ -10,7 +10,6 @@ stopping. Adapters report deliveries here (the ``DeliverySink``).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -68,8 +67,15 @@ class Router:
                 entry.proxy.shutdown().get(timeout=timeout)
             except Exception:
                 log.exception("session %s did not shut down cleanly", session_id)
-            with contextlib.suppress(pykka.ActorDeadError):
+            try:
                 entry.ref.stop(block=True, timeout=timeout)
+            except pykka.ActorDeadError:
+                pass
+            except pykka.Timeout:
+                # Go on stopping the others: a Timeout escaping here left every later
+                # actor, and the effects and store threads, running (pykka's actor threads
+                # are not daemon threads: the process could not exit).
+                log.warning("session %s did not stop within %s s", session_id, timeout)
 
     # -- routing ------------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ import outcome
 import pydantic
 import trio
 
-from runtime import ERROR_TYPES, AmberError, ToolOutcome, ToolSpec
+from runtime import ERROR_TYPES, AmberError, ToolOutcome, ToolSpec, storable_text
 
 from ._errors import InvalidConfig
 
@@ -164,7 +164,7 @@ class Tool:
                 thread is abandoned (it runs on until its function returns).
         """
         start = trio.current_time()
-        result = await self._run(arguments)
+        result = _storable(await self._run(arguments))
         if len(result.content) > self.max_output_chars:
             content, _ = _clip(result.content, "", 0, self.max_output_chars)
             result = attrs.evolve(result, content=content, truncated=True)
@@ -517,10 +517,56 @@ def _expected(schema: Mapping[str, Any]) -> str:
     return str(kind) if kind else "any JSON value"
 
 
+def _storable(outcome: ToolOutcome) -> ToolOutcome:
+    """``outcome`` with text a store can keep.
+
+    A tool's output comes from the system (file names from ``os.listdir``,
+    environment variables, decoded bytes), where bytes that are not UTF-8
+    arrive as lone surrogates. They are spelled out (``\\xff``) instead of
+    failing the turn when the result is stored.
+    """
+    content, summary = storable_text(outcome.content), outcome.summary
+    if summary is not None:
+        summary = storable_text(summary)
+    if content is outcome.content and summary is outcome.summary:
+        return outcome
+    return attrs.evolve(outcome, content=content, summary=summary)
+
+
+_MAX_RESULT_DEPTH = 200
+"""How deeply a tool's return value may nest: orjson has no limit for tuples, and a few
+thousand levels crash the process instead of raising."""
+
+
+class ResultTooDeep(AmberError, ValueError):
+    """A tool returned a value nested more than 200 levels deep (an error result)."""
+
+
+def _check_depth(value: Any) -> None:
+    """Raise ``ResultTooDeep`` if ``value`` nests more than ``_MAX_RESULT_DEPTH`` levels."""
+    stack = [(value, 0)]
+    seen = 0
+    while stack:
+        item, depth = stack.pop()
+        if depth > _MAX_RESULT_DEPTH:
+            raise ResultTooDeep(
+                f"the tool's result nests more than {_MAX_RESULT_DEPTH} levels deep; return "
+                "something flatter (or text)"
+            )
+        seen += 1
+        if seen > 1_000_000:  # a huge flat value: the size limit deals with it later
+            return
+        if isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend((child, depth + 1) for child in item)
+        elif isinstance(item, Mapping):
+            stack.extend((child, depth + 1) for child in item.values())
+
+
 def _text(value: Any) -> str:
     """A return value as the text the model reads: str as is, anything else as JSON."""
     if isinstance(value, str):
         return value
+    _check_depth(value)
     try:
         return orjson.dumps(value, default=_jsonable, option=orjson.OPT_NON_STR_KEYS).decode()
     except (TypeError, orjson.JSONEncodeError):  # e.g. an int beyond 64 bits
@@ -580,7 +626,12 @@ def _exception_line(exc: BaseException) -> str:
 
 
 def _describe_exception(exc: BaseException) -> str:
-    """``Type: message`` and the last frames of the tool's own code."""
+    """``Type: message`` and the last frames of the tool's own code.
+
+    Each frame is two lines (``File …, line …, in …`` and the source line),
+    the same on every Python: ``traceback.format_list`` adds caret lines
+    (``~~~^^^``) on 3.13, which the model does not need.
+    """
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]  # a nursery in the tool wrapped one failure
     frames = list(traceback.extract_tb(exc.__traceback__))
@@ -589,8 +640,14 @@ def _describe_exception(exc: BaseException) -> str:
     frames = frames[-_TRACEBACK_FRAMES:]
     text = _exception_line(exc)
     if frames:
-        text += "\nTraceback (innermost last):\n" + "".join(traceback.format_list(frames))
+        text += "\nTraceback (innermost last):\n" + "".join(_frame(frame) for frame in frames)
     return text.rstrip("\n")
+
+
+def _frame(frame: traceback.FrameSummary) -> str:
+    where = f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}\n'
+    line = (frame.line or "").strip()
+    return where + (f"    {line}\n" if line else "")
 
 
 class Toolbox:
@@ -674,8 +731,8 @@ class Toolbox:
         else:
             return await found.invoke(arguments)
         return attrs.evolve(
-            result,
-            summary=_first_line(result.content),
+            _storable(result),
+            summary=_first_line(storable_text(result.content)),
             duration_ms=(trio.current_time() - start) * 1000,
         )
 

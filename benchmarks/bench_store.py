@@ -29,6 +29,7 @@ What it measures (findings in ``docs/performance-store.md``):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -289,6 +290,65 @@ def bench_snapshot(path: Path, more: list[Event]) -> dict[str, Any]:
 # -- main ------------------------------------------------------------------------------
 
 
+def bench_checksums(path: Path, repeats: int) -> dict[str, Any]:
+    """What the hash chain and the snapshot digests cost on reads, against the reads.
+
+    ``load_timeline`` reads, decodes, chains and replays every row; the chain's
+    share is timed alone over the same rows (hashing each stored body after
+    the previous hash, as ``ChainCheck.row`` does). ``load_state`` (snapshot +
+    tail) checks a digest of every snapshot row it reads; their share is the
+    digests of those rows alone.
+    """
+    from runtime.store._chain import ChainCheck, digest, genesis
+
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        rows = db.execute(
+            "SELECT seq, CAST(body AS BLOB), hash FROM events WHERE session_id = ? ORDER BY seq",
+            (SESSION,),
+        ).fetchall()
+        snapshot_rows = [
+            row[0]
+            for row in db.execute(
+                "SELECT CAST(record AS BLOB) FROM snapshots WHERE session_id = ? UNION ALL "
+                "SELECT CAST(body AS BLOB) FROM snapshot_chunks WHERE session_id = ?",
+                (SESSION, SESSION),
+            )
+        ]
+    with SQLiteStore(path) as store:
+        events = store.events(SESSION)
+    full, chain, state, digests = [], [], [], []
+    for _ in range(repeats):
+        with SQLiteStore(path) as store:
+            started = time.perf_counter()
+            store.load_timeline(SESSION)
+            full.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        check = ChainCheck(SESSION, genesis(SESSION))
+        for (seq, body, stored), event in zip(rows, events, strict=True):
+            check.row(seq, stored, body, event)
+        chain.append(time.perf_counter() - started)
+        with SQLiteStore(path) as store:
+            started = time.perf_counter()
+            store.load_state(SESSION)
+            state.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        for text in snapshot_rows:
+            digest(text)
+        digests.append(time.perf_counter() - started)
+    count = len(rows)
+    return {
+        "events": count,
+        "load_timeline_median_ms": statistics.median(full) * 1e3,
+        "chain_median_ms": statistics.median(chain) * 1e3,
+        "chain_us_per_event": statistics.median(chain) / count * 1e6,
+        "chain_share": statistics.median(chain) / statistics.median(full),
+        "load_state_median_ms": statistics.median(state) * 1e3,
+        "snapshot_digest_median_ms": statistics.median(digests) * 1e3,
+        "snapshot_bytes": sum(len(text) for text in snapshot_rows),
+        "digest_share": statistics.median(digests) / statistics.median(state),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller run, for CI")
@@ -357,15 +417,31 @@ def main() -> int:
         print(f"   log only:        {sizes['no_snapshots_bytes_per_event']:>6.0f} B/event")
         print(f"   log + snapshots: {sizes['snapshots_bytes_per_event']:>6.0f} B/event "
               f"(message text: {sizes['message_text_bytes_per_event']:.0f} B/event)")  # fmt: skip
+        sums = bench_checksums(rehydrate["files"]["snapshots"], repeats)
+        print(f"\n5. Checksums on reads (the hash chain and the snapshot digests, median of "
+              f"{repeats})")  # fmt: skip
+        full_ms, chain_ms = sums["load_timeline_median_ms"], sums["chain_median_ms"]
+        print(f"   load_timeline ({sums['events']:,} events): {full_ms:.0f} ms, of which the "
+              f"chain {chain_ms:.1f} ms ({sums['chain_us_per_event']:.2f} µs/event, "
+              f"{sums['chain_share']:.1%})")  # fmt: skip
+        state_ms, digest_ms = sums["load_state_median_ms"], sums["snapshot_digest_median_ms"]
+        print(f"   load_state (snapshot + tail): {state_ms:.1f} ms, of which the digests of "
+              f"{sums['snapshot_bytes'] / 1e6:.1f} MB of snapshot rows {digest_ms:.2f} ms "
+              f"({sums['digest_share']:.1%})")  # fmt: skip
         del rehydrate["files"]
     results = {"machine": machine, "quick": args.quick, "appends": appends,
-               "rehydrate": rehydrate, "snapshot": snapshot, "sizes": sizes}  # fmt: skip
+               "rehydrate": rehydrate, "snapshot": snapshot, "sizes": sizes,
+               "checksums": sums}  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     # Minima: the least disturbed run of each (timeit's advice on a shared machine).
     ok = rehydrate["ratio_tail_99_min"] <= 0.1
     print(f"\nRequirement (snapshot path <= 1/10 of full replay, worst tail, minima): "
           f"{'met' if ok else 'NOT met'}")  # fmt: skip
+    cheap = sums["chain_share"] <= 0.1 and sums["digest_share"] <= 0.25
+    print(f"Requirement (chain <= 10% of a full read, digests <= 25% of load_state): "
+          f"{'met' if cheap else 'NOT met'}")  # fmt: skip
+    ok = ok and cheap
     return 0 if ok or not args.check else 1
 
 

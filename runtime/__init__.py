@@ -65,6 +65,7 @@ from ._errors import DuplicateMessage as DuplicateMessage
 from ._errors import EventRejected as EventRejected
 from ._errors import ForeignEvent as ForeignEvent
 from ._errors import IllegalTransition as IllegalTransition
+from ._errors import InvalidArgument as InvalidArgument
 from ._errors import InvalidEvent as InvalidEvent
 from ._errors import InvalidInput as InvalidInput
 from ._errors import InvalidMessage as InvalidMessage
@@ -111,6 +112,7 @@ from ._events import TurnStarted as TurnStarted
 from ._history import session_history as session_history
 from ._input import InputLimits as InputLimits
 from ._input import UserInput as UserInput
+from ._input import check_session_id as check_session_id
 from ._input import validate_input as validate_input
 from ._inputs import ApprovalGiven as ApprovalGiven
 from ._inputs import Delivered as Delivered
@@ -194,6 +196,13 @@ from ._segments import ToolState as ToolState
 from ._segments import ui_segments as ui_segments
 from ._state import STATUS_ORDER as STATUS_ORDER
 from ._state import SessionState as SessionState
+from ._storable import INT_MAX as INT_MAX
+from ._storable import INT_MIN as INT_MIN
+from ._storable import MAX_DEPTH as MAX_DEPTH
+from ._storable import MAX_EVENT_BYTES as MAX_EVENT_BYTES
+from ._storable import MAX_SEQ as MAX_SEQ
+from ._storable import MAX_SESSION_ID_CHARS as MAX_SESSION_ID_CHARS
+from ._storable import storable_text as storable_text
 from ._stream import AssembledCall as AssembledCall
 from ._stream import ModelRequest as ModelRequest
 from ._stream import ModelResponse as ModelResponse
@@ -238,6 +247,12 @@ __all__ = [
     "IMAGE_MEDIA_TYPES",
     "INPUT_CATEGORIES",
     "INTERRUPTED_MARK",
+    "INT_MAX",
+    "INT_MIN",
+    "MAX_DEPTH",
+    "MAX_EVENT_BYTES",
+    "MAX_SEQ",
+    "MAX_SESSION_ID_CHARS",
     "MODEL_CALL",
     "MODEL_PARTS",
     "MODEL_PROVIDER",
@@ -295,6 +310,7 @@ __all__ = [
     "InputArrived",
     "InputLimits",
     "Interrupt",
+    "InvalidArgument",
     "InvalidEvent",
     "InvalidInput",
     "InvalidMessage",
@@ -416,6 +432,7 @@ __all__ = [
     "calls",
     "category_of",
     "channel_rule",
+    "check_session_id",
     "check_transition",
     "clean_history",
     "diff",
@@ -439,6 +456,7 @@ __all__ = [
     "session_cost",
     "session_history",
     "step",
+    "storable_text",
     "thaw",
     "to_anthropic",
     "to_data",

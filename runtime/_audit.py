@@ -20,10 +20,12 @@ from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
 from ._checks import EVENT_CHECKS as _check
+from ._checks import to_milliseconds
 from ._chunks import ModelRetry
 from ._errors import InvalidEvent
 from ._message import Usage
 from ._request import RequestRecord
+from ._storable import shown
 
 __all__ = [
     "AUDIT_CLOSED_BY",
@@ -73,7 +75,7 @@ class AuditCall:
     """The call id."""
     name: str = attrs.field(validator=_check.non_empty_str)
     """The tool asked for."""
-    arguments_json: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    arguments_json: str = attrs.field(default="", validator=_check.string)
     """The arguments exactly as streamed (may be malformed JSON)."""
 
 
@@ -83,7 +85,7 @@ def audit_calls(value: Any) -> PVector[AuditCall]:
     for i, item in enumerate(items):
         if not isinstance(item, AuditCall):
             raise InvalidEvent(
-                f"tool_calls[{i}] must be an AuditCall (got {item!r} that is a "
+                f"tool_calls[{i}] must be an AuditCall (got {shown(item)} that is a "
                 f"{type(item).__name__!r})."
             )
     return items
@@ -95,7 +97,7 @@ def audit_retries(value: Any) -> PVector[ModelRetry]:
     for i, item in enumerate(items):
         if not isinstance(item, ModelRetry):
             raise InvalidEvent(
-                f"retries[{i}] must be a ModelRetry (got {item!r} that is a "
+                f"retries[{i}] must be a ModelRetry (got {shown(item)} that is a "
                 f"{type(item).__name__!r})."
             )
     return items
@@ -107,7 +109,7 @@ def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: obje
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be a non-negative number of "
-            f"milliseconds or None (got {value!r}); measure it with time.monotonic()."
+            f"milliseconds or None (got {shown(value)}); measure it with time.monotonic()."
         )
 
 
@@ -117,7 +119,7 @@ def _non_negative_cost(instance: object, attribute: attrs.Attribute[Any], value:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be a non-negative number of US "
-            f"dollars or None (got {value!r}); compute it with call_cost()."
+            f"dollars or None (got {shown(value)}); compute it with call_cost()."
         )
 
 
@@ -125,43 +127,49 @@ def _non_negative_cost(instance: object, attribute: attrs.Attribute[Any], value:
 class AuditRow:
     """One model call of a session."""
 
-    operation_id: str
+    operation_id: str = attrs.field(validator=_check.non_empty_str)
     """The provider's message id, or the runtime's model-run id when it gives none (unique per
     turn and role: a provider may reuse its ids across turns)."""
-    source_key: str
+    source_key: str = attrs.field(validator=_check.non_empty_str)
     """The runtime's key for the call (``<turn id>#<call index>``), unique in the session: the
     row's key; a repeated start with the same key is the same call."""
-    turn_id: str
+    turn_id: str = attrs.field(validator=_check.non_empty_str)
     """The turn that made the call."""
-    role: str
+    role: str = attrs.field(validator=_check.non_empty_str)
     """Who called: ``assistant`` for the agent's turns."""
-    sequence: int
+    sequence: int = attrs.field(validator=_check.count)
     """Order of the call in the session: 1, 2, 3 … with no gap."""
     status: AuditStatus = attrs.field(converter=AuditStatus)
     """Running, or how it ended."""
-    started_at: datetime
+    started_at: datetime = attrs.field(validator=_check.aware)
     """Wall clock at start (display only)."""
-    started_seq: int
+    started_seq: int = attrs.field(validator=_check.count)
     """Seq of the event that opened it."""
-    model: str | None = None
+    model: str | None = attrs.field(default=None, validator=_check.optional_string)
     """The model's name, if the runtime knows it."""
-    finished_at: datetime | None = None
+    finished_at: datetime | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_check.aware)
+    )
     """Wall clock at the end (display only)."""
-    ended_seq: int | None = None
+    ended_seq: int | None = attrs.field(default=None, validator=_check.optional_count)
     """Seq of the event that closed it."""
-    duration_ms: float | None = attrs.field(default=None, validator=_non_negative)
+    duration_ms: float | None = attrs.field(
+        default=None, converter=to_milliseconds, validator=_check.milliseconds
+    )
     """Monotonic duration measured where the call ran; None when its turn closed it."""
-    usage: Usage | None = None
+    usage: Usage | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(Usage))
+    )
     """Tokens the call used, as reported."""
-    content: str = ""
+    content: str = attrs.field(default="", validator=_check.string)
     """The text the model wrote."""
-    reasoning: str = ""
+    reasoning: str = attrs.field(default="", validator=_check.string)
     """The reasoning the model wrote."""
     tool_calls: PVector[AuditCall] = attrs.field(factory=pvector, converter=audit_calls)
     """The tool calls the model asked for, as written."""
-    stop_reason: str | None = None
+    stop_reason: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why the provider stopped."""
-    error: str | None = None
+    error: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why it failed or was closed."""
     request: RequestRecord | None = None
     """What the request was built from (``rebuild_request`` turns it back into the payload);

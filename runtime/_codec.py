@@ -12,7 +12,9 @@ turns, and every index is derived again on decode.
 from __future__ import annotations
 
 import enum
+import math
 import re
+import reprlib
 import typing
 from collections.abc import Callable
 from datetime import datetime
@@ -21,14 +23,15 @@ from typing import Any, TypeVar
 import attrs
 import cattrs
 import orjson
+from cattrs.errors import IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from pyrsistent import pvector
 from pyrsistent import typing as ptyping
 
-from ._audit import AuditRow
-from ._errors import DecodeError
+from ._audit import AuditRow, AuditStatus
+from ._errors import DecodeError, InvalidArgument
 from ._events import EVENT_TYPES, Event, TurnOutcome
-from ._json import freeze, freeze_map, thaw
+from ._json import canonical, freeze, freeze_map
 from ._message import (
     Attachment,
     BrowserElement,
@@ -40,6 +43,7 @@ from ._message import (
     Usage,
 )
 from ._state import SessionState, build_state, check_consistent
+from ._storable import INT_MAX, INT_MIN, text_problem
 from ._turn import Turn, TurnStatus
 
 __all__ = ["from_data", "from_json", "to_data", "to_json"]
@@ -49,40 +53,70 @@ T = TypeVar("T")
 _converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
 
 
+_MAX_PROBLEMS = 10
+"""How many problems a ``DecodeError`` lists; the rest are counted."""
+_FLOAT_INT = 2**53
+"""The largest integer a float field takes (beyond it a float would not hold it exactly)."""
+_short = reprlib.Repr()
+_short.maxlevel, _short.maxstring, _short.maxother = 2, 60, 60
+_short.maxlist = _short.maxdict = _short.maxtuple = _short.maxset = 3
+
+
+def _got(value: object) -> str:
+    """``value`` for an error message: short, and safe on any input (deep, huge, odd)."""
+    if type(value) is int and not -(10**30) < value < 10**30:
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        return _short.repr(value)
+    except Exception:  # a repr that fails must not hide the real problem
+        return f"a {type(value).__name__}"
+
+
 def _strict_int(value: object, _: type) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected an int, got {value!r}")
+        raise TypeError(f"expected an int, got {_got(value)}")
+    if not INT_MIN <= value <= INT_MAX:
+        raise ValueError(f"expected an int that fits in 64 bits, got {_got(value)}")
     return value
 
 
 def _strict_str(value: object, _: type) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"expected a str, got {value!r}")
+        raise TypeError(f"expected a str, got {_got(value)}")
+    problem = text_problem(value)
+    if problem is not None:
+        raise ValueError(f"expected valid Unicode text, got {problem}")
     return value
 
 
 def _strict_bool(value: object, _: type) -> bool:
     if not isinstance(value, bool):
-        raise TypeError(f"expected true or false, got {value!r}")
+        raise TypeError(f"expected true or false, got {_got(value)}")
     return value
 
 
 def _strict_float(value: object, _: type) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"expected a number, got {value!r}")
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"expected a finite number, got {value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected a number, got {_got(value)}")
+    if not -_FLOAT_INT <= value <= _FLOAT_INT:
+        # float() would round it: the value read would not be the value stored.
+        raise ValueError(f"expected a number a float holds exactly, got {_got(value)}")
     return float(value)
 
 
-# cattrs' defaults coerce ("1" -> 1, 1 -> "1"); a store row must decode exactly.
 def _strict_enum(value: object, kind: type[enum.Enum]) -> enum.Enum:
     if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {value!r}")
+        raise TypeError(f"expected a string, got {_got(value)}")
     try:
         return kind(value)
     except ValueError:
         allowed = ", ".join(repr(m.value) for m in kind)
         raise ValueError(
-            f"{value!r} is not a {kind.__name__} (expected one of {allowed})"
+            f"{_got(value)} is not a {kind.__name__} (expected one of {allowed})"
         ) from None
 
 
@@ -92,16 +126,19 @@ _converter.register_structure_hook(int, _strict_int)
 _converter.register_structure_hook(str, _strict_str)
 _converter.register_structure_hook(bool, _strict_bool)
 _converter.register_structure_hook(float, _strict_float)
-for _enum_type in (Role, MessageType, Status, TurnStatus, TurnOutcome):
+for _enum_type in (Role, MessageType, Status, TurnStatus, TurnOutcome, AuditStatus):
     _converter.register_structure_hook(_enum_type, _strict_enum)
 
 
 def _structure_datetime(value: object, _: type) -> datetime:
     if not isinstance(value, str):
-        raise TypeError(f"expected an ISO 8601 string with a UTC offset, got {value!r}")
-    parsed = datetime.fromisoformat(value)
+        raise TypeError(f"expected an ISO 8601 string with a UTC offset, got {_got(value)}")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"expected an ISO 8601 time, got {_got(value)}") from None
     if parsed.utcoffset() is None:
-        raise ValueError(f"expected a UTC offset in {value!r} (like +00:00)")
+        raise ValueError(f"expected a UTC offset in {_got(value)} (like +00:00)")
     return parsed
 
 
@@ -113,10 +150,65 @@ def _origin_is(kind: object) -> Callable[[Any], bool]:
     return lambda t: typing.get_origin(t) is kind
 
 
-_converter.register_unstructure_hook_func(_origin_is(ptyping.PMap), thaw)
-_converter.register_structure_hook_func(
-    _origin_is(ptyping.PMap), lambda value, _: freeze_map(value)
-)
+def _structure_map(value: object, _: type) -> Any:
+    if type(value) is not dict:
+        raise TypeError(f"expected an object, got {_got(value)}")
+    return freeze_map(value)
+
+
+# Maps are written with sorted keys: the JSON of a value is the same however
+# the value was built (a pmap's order depends on its history and on hashing).
+_converter.register_unstructure_hook_func(_origin_is(ptyping.PMap), canonical)
+_converter.register_structure_hook_func(_origin_is(ptyping.PMap), _structure_map)
+
+
+_MORE = "\x00more"
+
+
+class _MoreProblems(Exception):
+    """Stands for the problems of a list past the first ``_MAX_PROBLEMS``."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(f"{_MORE} {count} more item(s) that do not decode")
+        self.count = count
+
+
+def _structure_items(value: object, item_type: Any) -> list[Any]:
+    """The items of a JSON list, strictly; errors name the index of each bad item.
+
+    Only the first ``_MAX_PROBLEMS`` failures are kept (the rest are counted), so
+    rejecting a long list costs time and memory in proportion to its length.
+    """
+    if type(value) is not list:
+        raise TypeError(f"expected a list, got {_got(value)}")
+    structure = _converter.get_structure_hook(item_type)
+    items: list[Any] = []
+    errors: list[Exception] = []
+    more = 0
+    for index, item in enumerate(value):
+        try:
+            items.append(structure(item, item_type))
+        except Exception as exc:
+            if len(errors) < _MAX_PROBLEMS:
+                exc.__notes__ = [
+                    *getattr(exc, "__notes__", []),
+                    IterableValidationNote(f"Structuring item @ index {index}", index, item_type),
+                ]
+                errors.append(exc)
+            else:
+                more += 1
+    if errors:
+        if more:
+            errors.append(_MoreProblems(more))
+        raise cattrs.IterableValidationError("While structuring a list", errors, list)
+    return items
+
+
+def _structure_list(value: object, kind: Any) -> list[Any]:
+    (item_type,) = typing.get_args(kind) or (Any,)
+    if item_type is Any:
+        return [freeze(item) for item in _structure_items(value, object)]
+    return _structure_items(value, item_type)
 
 
 def _unstructure_vector(value: Any) -> list[Any]:
@@ -124,14 +216,15 @@ def _unstructure_vector(value: Any) -> list[Any]:
 
 
 def _structure_vector(value: object, kind: Any) -> Any:
-    if not isinstance(value, list):
-        raise TypeError(f"expected a list, got {value!r}")
     (item_type,) = typing.get_args(kind) or (Any,)
     if item_type is Any:
+        if type(value) is not list:
+            raise TypeError(f"expected a list, got {_got(value)}")
         return freeze(value)
-    return pvector(_converter.structure(item, item_type) for item in value)
+    return pvector(_structure_items(value, item_type))
 
 
+_converter.register_structure_hook_func(_origin_is(list), _structure_list)
 _converter.register_unstructure_hook_func(_origin_is(ptyping.PVector), _unstructure_vector)
 _converter.register_structure_hook_func(_origin_is(ptyping.PVector), _structure_vector)
 
@@ -158,14 +251,14 @@ def _unstructure_event(event: Event) -> dict[str, Any]:
 
 
 def _structure_event(value: object, wanted: type[Event]) -> Event:
-    if not isinstance(value, dict):
-        raise TypeError(f"expected an object with a 'kind', got {value!r}")
+    if type(value) is not dict:
+        raise TypeError(f"expected an object with a 'kind', got {_got(value)}")
     data = dict(value)
     kind = data.pop("kind", None)
-    structure = _EVENT_STRUCTURE.get(kind)
+    structure = _EVENT_STRUCTURE.get(kind) if type(kind) is str else None
     if structure is None:
         raise ValueError(
-            f"unknown event kind {kind!r}; expected one of {', '.join(sorted(EVENT_TYPES))}"
+            f"unknown event kind {_got(kind)}; expected one of {', '.join(sorted(EVENT_TYPES))}"
         )
     cls = EVENT_TYPES[kind]
     if not issubclass(cls, wanted):
@@ -210,8 +303,8 @@ _structure_state_data = make_dict_structure_fn(
 
 
 def _structure_state(value: object, _: type) -> SessionState:
-    if not isinstance(value, dict):
-        raise TypeError(f"expected a state object, got {value!r}")
+    if type(value) is not dict:
+        raise TypeError(f"expected a state object, got {_got(value)}")
     data = _structure_state_data(value, _StateData)
     state = build_state(
         session_id=data.session_id,
@@ -223,7 +316,10 @@ def _structure_state(value: object, _: type) -> SessionState:
     )
     problems = check_consistent(state)
     if problems:
-        raise ValueError(f"inconsistent session state: {'; '.join(problems)}")
+        shown = "; ".join(problems[:_MAX_PROBLEMS])
+        if len(problems) > _MAX_PROBLEMS:
+            shown += f"; and {len(problems) - _MAX_PROBLEMS} more"
+        raise ValueError(f"inconsistent session state: {shown}")
     return state
 
 
@@ -253,8 +349,14 @@ def from_data(data: object, kind: type[T]) -> T:
 def _explain(exc: BaseException) -> str:
     if isinstance(exc, (cattrs.ClassValidationError, cattrs.IterableValidationError)):
         lines = cattrs.transform_error(exc, path="$", format_exception=_format)
-        return "; ".join(_field_path(line) for line in lines)
-    return _field_path(f"{str(exc).rstrip('.')} @ $")
+    else:
+        lines = [f"{_format(exc, None)} @ $"]
+    more = [line for line in lines if line.startswith(_MORE)]
+    lines = [line for line in lines if not line.startswith(_MORE)]
+    shown = [_field_path(line) for line in lines[:_MAX_PROBLEMS]]
+    if len(lines) > _MAX_PROBLEMS:
+        shown.append(f"and {len(lines) - _MAX_PROBLEMS} more problem(s)")
+    return "; ".join(shown + [line.replace(_MORE, "and", 1) for line in more])
 
 
 _OWN_CHECK = re.compile(r"^(?P<cls>[A-Z]\w*)\.(?P<field>\w+) must .* @ (?P<path>\$\S*)$", re.S)
@@ -272,21 +374,43 @@ def _format(exc: BaseException, _type: Any) -> str:
     if isinstance(exc, KeyError):
         return "required field missing"
     if isinstance(exc, cattrs.ForbiddenExtraKeysError):
-        return f"unknown field(s) {sorted(exc.extra_fields)}"
-    return str(exc).rstrip(".") or type(exc).__name__
+        # Keys of plain data may be of any type (1, "x"): sorted by their repr.
+        return f"unknown field(s) {_got(sorted(exc.extra_fields, key=repr))}"
+    text = str(exc).rstrip(".") or type(exc).__name__
+    return text if len(text) <= 300 else text[:299] + "…"
 
 
 def to_json(value: Any) -> bytes:
-    """``value`` as compact UTF-8 JSON bytes."""
-    return orjson.dumps(to_data(value))
+    """``value`` as compact UTF-8 JSON bytes, canonical.
+
+    Fields in their declared order (an event's ``kind`` first), map keys
+    sorted, no whitespace: equal values built in any way give the same bytes,
+    so stored rows can be hashed and compared.
+
+    Raises:
+        InvalidArgument: the value holds something JSON cannot carry (only
+            possible for a value built around its own checks).
+    """
+    try:
+        return orjson.dumps(to_data(value))
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        raise InvalidArgument(
+            f"Cannot encode {type(value).__name__} as JSON: {exc}. Build values through their "
+            "constructors, which refuse what cannot be stored."
+        ) from None
 
 
 def from_json(raw: bytes | str, kind: type[T]) -> T:
     """Decode JSON bytes or text into a ``kind``.
 
     Raises:
-        DecodeError: the text is not JSON, or not a valid ``kind``.
+        DecodeError: the text is not JSON (or not UTF-8, or nested deeper than
+            1,024 levels), or not a valid ``kind``.
     """
+    if not isinstance(raw, (bytes, str)):
+        raise DecodeError(
+            f"Cannot decode {kind.__name__}: expected JSON bytes or text, got {type(raw).__name__}."
+        )
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -4,6 +4,8 @@ Every class also subclasses the matching built-in, so ``except ValueError``
 keeps working for callers that do not know Amber::
 
     AmberError
+    ├── InvalidArgument (TypeError, ValueError)  an argument the API cannot take (a bad type,
+    │                                      a value out of range, text that cannot be stored)
     ├── InvalidInput (ValueError)          user input rejected before it became a message
     ├── InvalidMessage (ValueError)        a message whose fields contradict each other
     ├── InvalidEvent (ValueError)          an event whose own fields are malformed
@@ -57,6 +59,7 @@ __all__ = [
     "EventRejected",
     "ForeignEvent",
     "IllegalTransition",
+    "InvalidArgument",
     "InvalidEvent",
     "InvalidInput",
     "InvalidMessage",
@@ -90,6 +93,17 @@ __all__ = [
 
 class AmberError(Exception):
     """Root of every error Amber raises on purpose."""
+
+
+class InvalidArgument(AmberError, TypeError, ValueError):
+    """An argument the API cannot take: nothing was done.
+
+    A wrong type (a session id that is not a str), a value out of range (a
+    negative seq, an integer beyond 64 bits), or a value that cannot be stored
+    and read back unchanged (text with a lone surrogate, nesting deeper than
+    ``MAX_DEPTH``). It is both a ``TypeError`` and a ``ValueError``, so code that
+    catches either keeps working.
+    """
 
 
 class InvalidInput(AmberError, ValueError):
@@ -268,8 +282,17 @@ class SessionExists(StoreError):
 class CorruptRow(StoreError):
     """A stored row that does not decode or does not fit its place.
 
-    The message names the session and the seq. Rows are never skipped.
+    The message names the session and the seq (also given as ``session_id``
+    and ``seq``, None where the damage is not one session's or one seq's).
+    Rows are never skipped.
     """
+
+    def __init__(self, message: str, *, session_id: str | None = None, seq: int | None = None):
+        super().__init__(message)
+        self.session_id = session_id
+        """The session whose row is damaged, if one is."""
+        self.seq = seq
+        """The seq of the damaged row (an event's, or a snapshot's), if one is."""
 
 
 class NotAStore(StoreError):

@@ -18,11 +18,13 @@ from pyrsistent.typing import PMap, PVector
 
 from ._audit import AuditCall, AuditStatus, audit_calls, audit_retries
 from ._checks import EVENT_CHECKS as _check
+from ._checks import to_milliseconds
 from ._chunks import ModelRetry
 from ._errors import InvalidEvent
 from ._json import FrozenJSON, freeze_metadata, freeze_metrics
 from ._message import Message, Status, Usage, article
 from ._request import RequestRecord
+from ._storable import MAX_SEQ, shown
 from ._turn import Turn
 
 __all__ = [
@@ -48,7 +50,12 @@ def _seq(instance: object, attribute: attrs.Attribute[Any], value: object) -> No
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be a non-negative int "
-            f"(got {value!r} that is a {type(value).__name__!r})."
+            f"(got {shown(value)} that is a {type(value).__name__!r})."
+        )
+    if value > MAX_SEQ:
+        raise InvalidEvent(
+            f"{type(instance).__name__}.{attribute.name} must be a non-negative int below 2**63 "
+            f"(got {shown(value)}); a store keeps seqs in signed 64-bit columns."
         )
 
 
@@ -67,7 +74,7 @@ def _duration(instance: object, attribute: attrs.Attribute[Any], value: object) 
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be a non-negative number of "
-            f"milliseconds or None (got {value!r}); measure it with time.monotonic()."
+            f"milliseconds or None (got {shown(value)}); measure it with time.monotonic()."
         )
 
 
@@ -77,7 +84,7 @@ def _dollars(instance: object, attribute: attrs.Attribute[Any], value: object) -
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be a non-negative number of US "
-            f"dollars or None (got {value!r})."
+            f"dollars or None (got {shown(value)})."
         )
 
 
@@ -86,7 +93,7 @@ def _instance(kind: type) -> Any:
         if not isinstance(value, kind):
             raise InvalidEvent(
                 f"{type(instance).__name__}.{attribute.name} must be {article(kind.__name__)} "
-                f"(got {value!r} that is a {type(value).__name__!r})."
+                f"(got {shown(value)} that is a {type(value).__name__!r})."
             )
 
     return check
@@ -97,7 +104,8 @@ def _messages(value: object) -> PVector[Message]:
     for i, item in enumerate(items):
         if not isinstance(item, Message):
             raise InvalidEvent(
-                f"messages[{i}] must be a Message (got {item!r} that is a {type(item).__name__!r})."
+                f"messages[{i}] must be a Message (got {shown(item)} that is a "
+                f"{type(item).__name__!r})."
             )
     return items
 
@@ -107,7 +115,7 @@ def _turns(value: object) -> PVector[Turn]:
     for i, item in enumerate(items):
         if not isinstance(item, Turn):
             raise InvalidEvent(
-                f"turns[{i}] must be a Turn (got {item!r} that is a {type(item).__name__!r})."
+                f"turns[{i}] must be a Turn (got {shown(item)} that is a {type(item).__name__!r})."
             )
     return items
 
@@ -118,7 +126,7 @@ class Event:
 
     kind: ClassVar[str] = "event"
 
-    session_id: str = attrs.field(validator=_check.non_empty_str)
+    session_id: str = attrs.field(validator=_check.session_id)
     """The session it changes."""
     seq: int = attrs.field(validator=_positive)
     """Its place in the session's log: the previous event's seq plus one."""
@@ -200,11 +208,13 @@ class TurnEnded(Event):
     """The turn that ends (must be the active one)."""
     outcome: TurnOutcome = attrs.field(converter=TurnOutcome)
     """How it ended."""
-    reason: str | None = None
+    reason: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why, for people (``interrupted by msg_7``, the model's error)."""
     metrics: PMap[str, FrozenJSON] = attrs.field(factory=dict, converter=freeze_metrics)
     """Turn metrics (tool calls, tokens, time …)."""
-    duration_ms: float | None = attrs.field(default=None, validator=_duration)
+    duration_ms: float | None = attrs.field(
+        default=None, converter=to_milliseconds, validator=_check.milliseconds
+    )
     """Monotonic duration of the turn, measured by the runner."""
     partial: PVector[Message] = attrs.field(factory=pvector, converter=_messages)
     """Output cut short by an interrupt or error: thoughts and replies of this turn."""
@@ -218,7 +228,7 @@ class OrphanRecovered(Event):
 
     turn_id: str = attrs.field(validator=_check.non_empty_str)
     """The abandoned turn (must be the active one)."""
-    reason: str | None = None
+    reason: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why (``processing for 412 s after restart``)."""
 
 
@@ -232,7 +242,7 @@ class BranchImported(Event):
 
     kind: ClassVar[str] = "branch_imported"
 
-    source_session_id: str = attrs.field(validator=_check.non_empty_str)
+    source_session_id: str = attrs.field(validator=_check.session_id)
     """The session it was forked from."""
     source_seq: int = attrs.field(validator=_seq)
     """The source's seq it was forked at."""
@@ -250,14 +260,14 @@ class RolledBack(Event):
 
     to_seq: int = attrs.field(validator=_seq)
     """The last seq whose messages stay active."""
-    reason: str | None = None
+    reason: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why, for people."""
 
 
 def _finish_status(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value not in (AuditStatus.COMPLETED, AuditStatus.FAILED):
         raise InvalidEvent(
-            f"ModelCallFinished.status must be completed or failed (got {value!r}); a call is "
+            f"ModelCallFinished.status must be completed or failed (got {shown(value)}); a call is "
             "interrupted or abandoned by the TurnEnded or OrphanRecovered that ends its turn."
         )
 
@@ -265,7 +275,8 @@ def _finish_status(instance: object, attribute: attrs.Attribute[Any], value: obj
 def _optional_usage(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and not isinstance(value, Usage):
         raise InvalidEvent(
-            f"{type(instance).__name__}.{attribute.name} must be a Usage or None (got {value!r})."
+            f"{type(instance).__name__}.{attribute.name} must be a Usage or None "
+            f"(got {shown(value)})."
         )
 
 
@@ -292,7 +303,7 @@ class ModelCallStarted(Event):
     """The session's next call number (the last row's plus one)."""
     role: str = attrs.field(default="assistant", validator=_check.non_empty_str)
     """Who calls."""
-    model: str | None = None
+    model: str | None = attrs.field(default=None, validator=_check.optional_string)
     """The model's name, if known."""
     request: RequestRecord | None = attrs.field(
         default=None,
@@ -311,19 +322,21 @@ class ModelCallFinished(Event):
     """The call's operation id."""
     status: AuditStatus = attrs.field(converter=AuditStatus, validator=_finish_status)
     """``completed`` or ``failed``."""
-    duration_ms: float | None = attrs.field(default=None, validator=_duration)
+    duration_ms: float | None = attrs.field(
+        default=None, converter=to_milliseconds, validator=_check.milliseconds
+    )
     """Monotonic duration, measured where the call ran."""
     usage: Usage | None = attrs.field(default=None, validator=_optional_usage)
     """Tokens used, as reported."""
-    content: str = ""
+    content: str = attrs.field(default="", validator=_check.string)
     """The text the model wrote."""
-    reasoning: str = ""
+    reasoning: str = attrs.field(default="", validator=_check.string)
     """The reasoning it wrote."""
     tool_calls: PVector[AuditCall] = attrs.field(factory=pvector, converter=audit_calls)
     """The tool calls it asked for, as written."""
-    stop_reason: str | None = None
+    stop_reason: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why the provider stopped."""
-    error: str | None = None
+    error: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why it failed."""
     source_key: str | None = attrs.field(default=None, validator=_check.optional_string)
     """The call's source key (its row); None (events stored before it existed) finds the
@@ -360,9 +373,9 @@ class ApprovalDecided(Event):
     """The tool call; it must wait for approval."""
     approved: bool = attrs.field(validator=_check.boolean)
     """True: it runs. False: it is answered with an error result saying why."""
-    reason: str | None = None
+    reason: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why (a denial's reason, for the model and for people)."""
-    by: str | None = None
+    by: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Who decided, if known (a person's name, ``timeout``)."""
 
 

@@ -8,19 +8,101 @@ elements are bounded in count and size.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 import attrs
 from pyrsistent import pvector
-from pyrsistent.typing import PVector
+from pyrsistent.typing import PMap, PVector
 
 from ._category import Category, new_message
-from ._errors import InvalidInput, InvalidMessage
+from ._errors import InvalidArgument, InvalidInput, InvalidMessage
+from ._json import FrozenJSON, freeze_map
 from ._message import Attachment, BrowserElement, Message, article
+from ._storable import MAX_SESSION_ID_CHARS, session_id_problem, text_problem
 
-__all__ = ["InputLimits", "UserInput", "validate_input"]
+__all__ = ["InputLimits", "UserInput", "check_session_id", "validate_input"]
+
+
+def check_session_id(session_id: object) -> str:
+    """``session_id`` if a session can have it; ``InvalidInput`` saying why not otherwise.
+
+    A session id is a str of 1 to 256 characters of valid Unicode with no
+    control characters (it keys store rows and is printed on terminals).
+
+    Raises:
+        InvalidInput: naming what is wrong with it; nothing was stored.
+    """
+    problem = session_id_problem(session_id)
+    if problem is not None:
+        raise InvalidInput(
+            f"Session id {_shown(session_id)} cannot be used: {problem}. A session id is 1 to "
+            f"{MAX_SESSION_ID_CHARS} characters of valid Unicode without control characters "
+            "(like 'chat-42')."
+        )
+    return session_id  # type: ignore[return-value]
+
+
+def _shown(value: object) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a repr that fails must not hide the real problem
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _text_field(name: str, *, optional: bool = False) -> Any:
+    """An attrs validator: ``UserInput.<name>`` is a str (or None) of valid Unicode."""
+
+    def check(_: object, __: attrs.Attribute[Any], value: object) -> None:
+        if value is None and optional:
+            return
+        if not isinstance(value, str):
+            wanted = "a str or None" if optional else "a str"
+            raise InvalidInput(
+                f"Input {name} must be {wanted} (got {_shown(value)} that is a "
+                f"{type(value).__name__!r})."
+            )
+        problem = text_problem(value)
+        if problem is not None:
+            raise InvalidInput(
+                f"Input {name} must be valid Unicode text (got {problem}); lone surrogates "
+                "cannot be stored. Decode bytes with errors='replace' before sending them."
+            )
+
+    return check
+
+
+def _items(name: str) -> Any:
+    """An attrs converter: a list (or any iterable but text) of items, as a pvector."""
+
+    def convert(value: object) -> PVector[Any]:
+        if value is None:
+            return pvector()
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+            raise InvalidInput(
+                f"Input {name} must be a list (got {_shown(value)} that is a "
+                f"{type(value).__name__!r})."
+            )
+        return pvector(value)
+
+    return convert
+
+
+def _attachments(value: object) -> PVector[Attachment]:
+    return _items("attachments")(value)  # type: ignore[no-any-return]
+
+
+def _browser_elements(value: object) -> PVector[BrowserElement]:
+    return _items("browser_elements")(value)  # type: ignore[no-any-return]
+
+
+def _metadata(value: object) -> PMap[str, FrozenJSON]:
+    try:
+        return freeze_map(value, path="$.metadata")
+    except InvalidArgument as exc:
+        raise InvalidInput(f"User input cannot become a message: {exc}") from None
 
 
 @attrs.frozen(kw_only=True)
@@ -43,22 +125,24 @@ class InputLimits:
 class UserInput:
     """What a person handed to an adapter, before it is a message."""
 
-    text: str = ""
+    text: str = attrs.field(default="", validator=_text_field("text"))
     """The typed text (may be empty with an attachment or browser element)."""
-    sender: str = "user"
+    sender: str = attrs.field(default="user", validator=_text_field("sender"))
     """Display name of the person."""
-    command: str | None = None
+    command: str | None = attrs.field(default=None, validator=_text_field("command", optional=True))
     """A slash command the adapter recognised (``compact``), if any."""
-    attachments: PVector[Attachment] = attrs.field(factory=pvector, converter=pvector)
+    attachments: PVector[Attachment] = attrs.field(factory=pvector, converter=_attachments)
     """Attached files (references into the artifact store)."""
-    browser_elements: PVector[BrowserElement] = attrs.field(factory=pvector, converter=pvector)
+    browser_elements: PVector[BrowserElement] = attrs.field(
+        factory=pvector, converter=_browser_elements
+    )
     """Selected page elements."""
-    chatbot_id: str = ""
+    chatbot_id: str = attrs.field(default="", validator=_text_field("chatbot_id"))
     """Platform the input came from."""
-    channel_id: str = ""
+    channel_id: str = attrs.field(default="", validator=_text_field("channel_id"))
     """Channel or thread on that platform."""
-    metadata: Any = attrs.field(factory=dict)
-    """Platform extras (``discord_message_id`` …), JSON-like."""
+    metadata: PMap[str, FrozenJSON] = attrs.field(factory=dict, converter=_metadata)
+    """Platform extras (``discord_message_id`` …), JSON-like, frozen."""
 
     def to_message(
         self,
@@ -74,6 +158,7 @@ class UserInput:
             InvalidInput: the input breaks a rule; nothing was built.
         """
         validate_input(self, limits)
+        check_session_id(session_id)
         try:
             return new_message(
                 Category.USER_QUESTION,
@@ -92,11 +177,15 @@ class UserInput:
             raise InvalidInput(f"User input cannot become a message: {exc}") from None
 
 
+def _check_text(name: str, value: object) -> None:
+    _text_field(name)(None, None, value)
+
+
 def _check_types(name: str, items: Iterable[object], kind: type) -> None:
     for i, item in enumerate(items):
         if not isinstance(item, kind):
             raise InvalidInput(
-                f"{name}[{i}] must be {article(kind.__name__)} (got {item!r} that is a "
+                f"{name}[{i}] must be {article(kind.__name__)} (got {_shown(item)} that is a "
                 f"{type(item).__name__!r})."
             )
 
@@ -107,12 +196,15 @@ def validate_input(user_input: UserInput, limits: InputLimits | None = None) -> 
     Raises:
         InvalidInput: saying which rule failed, what was got, and what to do.
     """
-    limits = limits or InputLimits()
-    if not isinstance(user_input.text, str):
+    if not isinstance(user_input, UserInput):
         raise InvalidInput(
-            f"Input text must be a str (got {user_input.text!r} that is a "
-            f"{type(user_input.text).__name__!r})."
+            f"validate_input() takes a UserInput (got {_shown(user_input)} that is a "
+            f"{type(user_input).__name__!r}); build one with UserInput(text=...)."
         )
+    limits = limits or InputLimits()
+    # A UserInput checks its fields when built; these catch one built around that.
+    for name in ("text", "sender", "chatbot_id", "channel_id"):
+        _check_text(name, getattr(user_input, name))
     _check_types("attachments", user_input.attachments, Attachment)
     _check_types("browser_elements", user_input.browser_elements, BrowserElement)
     if not user_input.sender:

@@ -22,6 +22,7 @@ from pyrsistent.typing import PMap, PVector
 from ._checks import MESSAGE_CHECKS as _check
 from ._errors import InvalidMessage
 from ._json import FrozenJSON, freeze_arguments, freeze_metadata
+from ._storable import shown
 
 _E = TypeVar("_E", bound=enum.Enum)
 _T = TypeVar("_T")
@@ -95,7 +96,9 @@ def _to_enum(kind: type[_E], value: object) -> _E:
         return kind(value)
     except ValueError:
         allowed = ", ".join(repr(m.value) for m in kind)
-        raise InvalidMessage(f"{kind.__name__} must be one of {allowed} (got {value!r}).") from None
+        raise InvalidMessage(
+            f"{kind.__name__} must be one of {allowed} (got {shown(value)})."
+        ) from None
 
 
 def _role(value: object) -> Role:
@@ -222,13 +225,13 @@ def _vector_of(kind: type[_T], field: str, value: object) -> PVector[_T]:
     if value is None:
         return pvector()
     if not isinstance(value, Iterable) or isinstance(value, (str, bytes)):
-        raise InvalidMessage(f"Message.{field} must be a list (got {value!r}).")
+        raise InvalidMessage(f"Message.{field} must be a list (got {shown(value)}).")
     items = list(value)
     for i, item in enumerate(items):
         if not isinstance(item, kind):
             raise InvalidMessage(
                 f"Message.{field}[{i}] must be {article(kind.__name__)} "
-                f"(got {item!r} that is a {type(item).__name__!r})."
+                f"(got {shown(item)} that is a {type(item).__name__!r})."
             )
     if isinstance(value, PVectorABC):
         return value
@@ -254,7 +257,7 @@ class Message:
 
     id: str = attrs.field(validator=_check.non_empty_str)
     """Stable id (``msg_…``), given by the caller, never by the reducer."""
-    session_id: str = attrs.field(validator=_check.non_empty_str)
+    session_id: str = attrs.field(validator=_check.session_id)
     """The session this message belongs to."""
     role: Role = attrs.field(converter=_role)
     """Who produced it."""
@@ -264,17 +267,17 @@ class Message:
     """Where it is in its lifecycle."""
     created_at: datetime = attrs.field(validator=_check.aware)
     """Wall-clock time it was created, from the event that added it."""
-    content: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    content: str = attrs.field(default="", validator=_check.string)
     """Text (for a tool call: a human-readable rendering of the call)."""
-    sender: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    sender: str = attrs.field(default="", validator=_check.string)
     """Display sender: a user, the agent, ``Cronjob``, ``System``, ``Notification``, a tool."""
     parent_id: str | None = attrs.field(default=None, validator=_check.optional_string)
     """The user message a turn output answers, or the tool call a result answers."""
     turn_id: str | None = attrs.field(default=None, validator=_check.optional_string)
     """The turn that produced or consumed it; None until a turn claims an input."""
-    chatbot_id: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    chatbot_id: str = attrs.field(default="", validator=_check.string)
     """The platform (``cli``, ``discord`` …)."""
-    channel_id: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    channel_id: str = attrs.field(default="", validator=_check.string)
     """The platform's channel or thread."""
     tool_call: ToolCall | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(ToolCall))

@@ -2,8 +2,9 @@
 
 ``amber demo`` runs the main job; ``amber chat`` is an interactive session;
 ``sessions``, ``timeline``, ``show``, ``diff``, ``fork``, ``replay``,
-``export``, ``import`` and ``recover`` travel in the stored history;
-``inspect`` steps through it in a terminal UI, ``web`` in a browser. Every command takes ``--db``
+``export``, ``import`` and ``recover`` travel in the stored history; ``check``
+scans a store for damage; ``inspect`` steps through it in a terminal UI, ``web`` in a
+browser. Every command takes ``--db``
 (default ``./amber.db``, or ``$AMBER_DB``); exit codes are listed in
 ``_app.ExitCode`` and docs/cli.md.
 
@@ -18,6 +19,7 @@ one (the group, ``demo``, ``inspect`` and ``main``).
 from __future__ import annotations
 
 import errno
+import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -31,6 +33,7 @@ from runtime import AmberError
 from ._admin import events, export, fork, import_command, recover
 from ._app import CliError, ExitCode, db_option, fail, open_store, parse_seq, resolve_seq, translate
 from ._chat import chat, resume
+from ._check import check_command
 from ._diff import diff_command
 from ._logs import warnings_on
 from ._replay import replay_command
@@ -71,6 +74,19 @@ class AmberGroup(click.Group):
             if exc.errno == errno.EPIPE:
                 raise  # click handles a closed pipe (amber timeline | head)
             fail(CliError(f"{type(exc).__name__}: {exc}", ExitCode.FAILED))
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:
+            # A bug, not bad input: still one line, unless asked for the traceback.
+            if os.environ.get("AMBER_DEBUG"):
+                raise
+            fail(
+                CliError(
+                    f"Internal error: {type(exc).__name__}: {exc}. This is a bug in amber; run "
+                    "again with AMBER_DEBUG=1 for the traceback, and report it.",
+                    ExitCode.FAILED,
+                )
+            )
 
 
 @click.group(cls=AmberGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -81,9 +97,9 @@ def cli() -> None:
     Start with 'amber demo'; then travel in what it stored with 'amber
     timeline demo', 'amber show demo --at SEQ' or 'amber inspect demo'.
 
-    Exit codes: 0 ok, 1 a check failed (replay --verify), 2 usage, 3 not
-    found (store file, session, seq, message), 4 not an Amber store or export,
-    5 the target session exists already, 130 Ctrl-C.
+    Exit codes: 0 ok, 1 a check failed (replay --verify, check), 2 usage, 3
+    not found (store file, session, seq, message), 4 not an Amber store or
+    export, or damaged, 5 the target session exists already, 130 Ctrl-C.
     """
 
 
@@ -153,6 +169,7 @@ for command in (
     export,
     import_command,
     recover,
+    check_command,
     events,
 ):
     cli.add_command(command)

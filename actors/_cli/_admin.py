@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -11,8 +12,8 @@ import click
 import orjson
 from rich.text import Text
 
-from runtime import EVENT_TYPES, SessionState, Timeline
-from runtime.store import Store, recover_orphans
+from runtime import EVENT_TYPES, CorruptRow, SessionState, Timeline
+from runtime.store import RebuildReport, Store, recover_orphans
 
 from .._ids import utc_now
 from ._app import (
@@ -27,6 +28,7 @@ from ._app import (
     resolve_seq,
     stdout_console,
 )
+from ._check import describe_problem
 
 __all__ = ["events", "export", "fork", "fork_session", "import_command", "recover"]
 
@@ -226,29 +228,80 @@ def import_command(file: Path, new_id: str | None, db: str, as_json: bool) -> No
     )
 
 
+MAX_AGE = 100 * 365 * 24 * 3600
+"""The largest --older-than (100 years): beyond it the cutoff would leave the calendar."""
+
+
+class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
+    """A finite number of seconds from 0 to ``MAX_AGE`` (no inf, nan or 1e400)."""
+
+    name = "seconds"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        """The value as a float, or a usage error saying what is allowed."""
+        if isinstance(value, float):
+            number = value
+        else:
+            try:
+                number = float(str(value))
+            except ValueError:
+                self.fail(f"{value!r} is not a number of seconds.", param, ctx)
+        if not math.isfinite(number) or not 0 <= number <= MAX_AGE:
+            self.fail(
+                f"{value!r} is not a number of seconds from 0 to {MAX_AGE} (100 years).",
+                param,
+                ctx,
+            )
+        return number
+
+
 @click.command()
 @click.option(
     "--older-than",
-    type=click.FloatRange(min=0),
+    type=Seconds(),
     default=300.0,
     show_default=True,
     metavar="SECONDS",
     help="Only turns idle for longer than this (a live runner keeps writing).",
 )
+@click.option(
+    "--rebuild",
+    is_flag=True,
+    help="First write every summary row and snapshot again from the events (after "
+    "damage that 'amber check' found in derived rows).",
+)
 @click.option("--dry-run", is_flag=True, help="Only list what would be recovered.")
 @db_option()
 @json_option
-def recover(older_than: float, dry_run: bool, db: str, as_json: bool) -> None:
+@click.pass_context
+def recover(
+    ctx: click.Context, older_than: float, rebuild: bool, dry_run: bool, db: str, as_json: bool
+) -> None:
     """Give inputs of dead runners' turns back (orphan recovery).
 
     A session whose active turn has been idle for more than --older-than
     seconds gets an orphan_recovered event: its inputs go back to
     pending_agent, and the next runtime on this store answers them.
+
+    With --rebuild, the derived rows (summaries, snapshots) are first
+    written again from the events, which are the truth; a session whose
+    events are damaged is left as it is and listed (exit 1).
     """
     now = utc_now()
     cutoff = now - timedelta(seconds=older_than)
+    rebuilt: RebuildReport | None = None
     with open_store(db) as store:
-        active = [info for info in store.list_sessions() if info.active_turn_id is not None]
+        if rebuild:
+            rebuilt = _rebuild(store, dry_run=dry_run, as_json=as_json)
+        try:
+            listed = store.list_sessions()
+        except CorruptRow:
+            if not (rebuild and dry_run):
+                raise
+            listed = []  # the rebuild would mend what stops the listing
+        active = [info for info in listed if info.active_turn_id is not None]
         stale = [info for info in active if info.updated_at <= cutoff]
         young = [info for info in active if info.updated_at > cutoff]
         if dry_run:
@@ -257,13 +310,18 @@ def recover(older_than: float, dry_run: bool, db: str, as_json: bool) -> None:
             events = recover_orphans(store, now=now, older_than=timedelta(seconds=older_than))
             recovered = [(e.session_id, e.turn_id, e.seq) for e in events]
     if as_json:
-        emit_json(
-            {
-                "dry_run": dry_run,
-                "recovered": [{"session_id": s, "turn_id": t, "seq": q} for s, t, q in recovered],
-                "left_alone": [i.session_id for i in young],
-            }
-        )
+        data: dict[str, Any] = {
+            "dry_run": dry_run,
+            "recovered": [{"session_id": s, "turn_id": t, "seq": q} for s, t, q in recovered],
+            "left_alone": [i.session_id for i in young],
+        }
+        if rebuilt is not None:
+            data["rebuilt"] = list(rebuilt.rebuilt)
+            data["removed"] = list(rebuilt.removed)
+            data["skipped"] = [str(p) for p in rebuilt.skipped]
+        emit_json(data)
+        if rebuilt is not None and rebuilt.skipped:
+            ctx.exit(ExitCode.FAILED)
         return
     console = stdout_console()
     verb, then = ("Would recover", "would be") if dry_run else ("Recovered", "are")
@@ -285,6 +343,40 @@ def recover(older_than: float, dry_run: bool, db: str, as_json: bool) -> None:
                 style="dim",
             )
         )
+    if rebuilt is not None and rebuilt.skipped:
+        ctx.exit(ExitCode.FAILED)
+
+
+def _rebuild(store: Store, *, dry_run: bool, as_json: bool) -> RebuildReport:
+    """Rebuild the derived rows (or, with ``dry_run``, list what a check finds in them)."""
+    if dry_run:
+        report = store.check()
+        derived = [p for p in report.problems if p.derived]
+        skipped = tuple(p for p in report.problems if not p.derived)
+        if not as_json:
+            console = stdout_console()
+            for problem in derived:
+                console.print(f"Would rebuild: {problem}")
+            if not derived:
+                console.print("Derived rows are sound: nothing to rebuild.")
+            for problem in skipped:
+                console.print(Text(f"Would leave alone: {describe_problem(problem)}", style="red"))
+        ids = tuple(sorted({p.session_id for p in derived if p.session_id is not None}))
+        return RebuildReport(rebuilt=ids, removed=(), skipped=skipped)
+    report_ = store.rebuild()
+    if not as_json:
+        console = stdout_console()
+        console.print(
+            f"Rebuilt the summary rows and snapshots of {len(report_.rebuilt)} session(s) from "
+            "their events."
+        )
+        if report_.removed:
+            console.print(
+                "Dropped derived rows of session(s) with no events: " + ", ".join(report_.removed)
+            )
+        for problem in report_.skipped:
+            console.print(Text(f"Left alone: {describe_problem(problem)}", style="bold red"))
+    return report_
 
 
 @click.command()

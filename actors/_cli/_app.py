@@ -37,6 +37,8 @@ from runtime import (
     AmberError,
     CorruptRow,
     DecodeError,
+    InvalidArgument,
+    InvalidInput,
     NotAStore,
     ReplayMismatch,
     SchemaVersionError,
@@ -45,6 +47,7 @@ from runtime import (
     Timeline,
     UnknownMessage,
     UnknownSession,
+    storable_text,
     thaw,
 )
 from runtime.store import SQLiteStore, Store
@@ -103,12 +106,18 @@ class CliError(Exception):
 
 
 def fail(error: CliError) -> NoReturn:
-    """Print ``error`` on stderr as one line and exit with its code."""
-    click.echo(f"amber: {error}", err=True)
+    """Print ``error`` on stderr as one line and exit with its code.
+
+    Text that cannot be printed (bytes of a damaged row kept as surrogate
+    escapes) is spelled out instead of failing the print.
+    """
+    click.echo(f"amber: {storable_text(str(error))}", err=True)
     raise click.exceptions.Exit(int(error.code))
 
 
 _CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
+    (InvalidArgument, ExitCode.USAGE),
+    (InvalidInput, ExitCode.USAGE),
     (UnknownSession, ExitCode.NOT_FOUND),
     (UnknownMessage, ExitCode.NOT_FOUND),
     (SeqOutOfRange, ExitCode.NOT_FOUND),

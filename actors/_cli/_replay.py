@@ -14,8 +14,8 @@ import attrs
 import click
 from rich.text import Text
 
-from runtime import ReplayMismatch, diff, replay
-from runtime.store import Store
+from runtime import CorruptRow, ReplayMismatch, diff, replay
+from runtime.store import SessionInfo, Store
 
 from ._app import (
     ExitCode,
@@ -40,16 +40,25 @@ class Check:
 
 
 def verify_session(store: Store, session: str) -> tuple[int, list[Check]]:
-    """Replay ``session`` and compare it with what the store recorded (``replay --verify``)."""
+    """Replay ``session`` and compare it with what the store recorded (``replay --verify``).
+
+    Damage in derived rows (a summary that fails its digest, a snapshot) is a
+    failed check; damage in the log itself is a ``CorruptRow`` (exit 4).
+    """
     checks: list[Check] = []
-    info = store.session(session)
+    info: SessionInfo | None
+    try:
+        info = store.session(session)
+    except CorruptRow as exc:
+        info, damaged_summary = None, str(exc)
     try:
         line = store.verify(session)
     except ReplayMismatch as exc:
-        return info.seq, [Check("snapshot", False, str(exc))]
+        return (0 if info is None else info.seq), [Check("snapshot", False, str(exc))]
+    snapshot_seq = 0 if info is None else info.snapshot_seq
     snap = (
-        f"the snapshot at seq {info.snapshot_seq} equals the replayed state"
-        if info.snapshot_seq
+        f"the snapshot at seq {snapshot_seq} equals the replayed state"
+        if snapshot_seq
         else "no snapshot yet (fewer events than snapshot_every)"
     )
     checks.append(Check("snapshot", True, snap))
@@ -69,6 +78,9 @@ def verify_session(store: Store, session: str) -> tuple[int, list[Check]]:
             )
         )
     head = line.head
+    if info is None:
+        checks.append(Check("summary", False, damaged_summary))
+        return line.last_seq, checks
     recorded = (info.seq, info.messages, dict(info.counts), info.active_turn_id)
     replayed = (head.seq, len(head), head.status_counts(), head.active_turn_id)
     if recorded == replayed:
@@ -114,7 +126,7 @@ def replay_command(
     with open_store(db) as store:
         if session is not None:
             require_session(store, session, db)
-        ids = [session] if session is not None else [i.session_id for i in store.list_sessions()]
+        ids = [session] if session is not None else _session_ids(store)
         for sid in ids:
             started = time.perf_counter()
             if verify:
@@ -138,6 +150,16 @@ def replay_command(
         _print_replays(results, verify)
     if failed:
         ctx.exit(ExitCode.FAILED)
+
+
+def _session_ids(store: Store) -> list[str]:
+    """Every session of the store, even when a summary row is damaged (from a full check)."""
+    try:
+        return [info.session_id for info in store.list_sessions()]
+    except CorruptRow:
+        report = store.check()
+        found = {p.session_id for p in report.problems if p.session_id is not None}
+        return sorted(set(report.heads) | found)
 
 
 def _print_replays(results: list[dict[str, Any]], verify: bool) -> None:

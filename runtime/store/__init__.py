@@ -16,6 +16,10 @@ from .._errors import SessionExists as SessionExists
 from .._errors import StoreClosed as StoreClosed
 from .._errors import StoreError as StoreError
 from .._errors import UnknownSession as UnknownSession
+from ._chain import CHAIN_FORMAT as CHAIN_FORMAT
+from ._check import CheckReport as CheckReport
+from ._check import Problem as Problem
+from ._check import RebuildReport as RebuildReport
 from ._memory import MemoryStore as MemoryStore
 from ._protocol import SessionInfo as SessionInfo
 from ._protocol import Store as Store
@@ -27,13 +31,17 @@ from ._transfer import EXPORT_FORMAT as EXPORT_FORMAT
 from ._transfer import EXPORT_VERSION as EXPORT_VERSION
 
 __all__ = [
+    "CHAIN_FORMAT",
     "DEFAULT_ORPHAN_AGE",
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
     "SCHEMA_VERSION",
+    "CheckReport",
     "CorruptRow",
     "MemoryStore",
     "NotAStore",
+    "Problem",
+    "RebuildReport",
     "SQLiteStore",
     "SchemaVersionError",
     "SeqConflict",

@@ -4,22 +4,60 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .._errors import SeqConflict
+from .._codec import to_json
+from .._errors import InvalidArgument, InvalidEvent, SeqConflict
 from .._events import Event
 from .._reducer import apply
 from .._state import SessionState
+from .._storable import MAX_EVENT_BYTES, session_id_problem
+from ._chain import link
 
-__all__ = ["check_batch", "check_session_id"]
+__all__ = ["check_batch", "check_session_id", "encode_batch"]
 
 
 def check_session_id(session_id: object) -> str:
-    """``session_id`` if it is a non-empty str; a clear ``TypeError`` otherwise."""
+    """``session_id`` if a session can have it; ``InvalidArgument`` saying why not otherwise."""
     if not isinstance(session_id, str) or not session_id:
-        raise TypeError(
+        raise InvalidArgument(
             f"session_id must be a non-empty str (got {session_id!r} that is a "
             f"{type(session_id).__name__!r})."
         )
+    problem = session_id_problem(session_id)
+    if problem is not None:
+        raise InvalidArgument(
+            f"session_id {session_id!r} is not a session id: {problem}. No session can have it."
+        )
     return session_id
+
+
+def encode_batch(
+    batch: list[Event], chains: dict[str, str]
+) -> tuple[list[tuple[str, int, str, str, str]], dict[str, str]]:
+    """The rows of a checked batch: ``(session_id, seq, kind, canonical JSON, hash)``.
+
+    Args:
+        batch: the events, each session's in seq order (as ``check_batch`` returns them).
+        chains: each session's chain head before the batch (its genesis if it is new).
+
+    Returns:
+        The rows, and each session's chain head after the batch.
+
+    Raises:
+        InvalidEvent: an event's JSON is larger than ``MAX_EVENT_BYTES``; nothing is stored.
+    """
+    heads = dict(chains)
+    rows: list[tuple[str, int, str, str, str]] = []
+    for event in batch:
+        body = to_json(event)
+        if len(body) > MAX_EVENT_BYTES:
+            raise InvalidEvent(
+                f"{type(event).__name__} seq {event.seq} of session {event.session_id!r} encodes "
+                f"to {len(body)} bytes of JSON, more than a store keeps ({MAX_EVENT_BYTES}); keep "
+                "large data in an artifact store and refer to it. Nothing in this batch was stored."
+            )
+        heads[event.session_id] = hashed = link(heads[event.session_id], body)
+        rows.append((event.session_id, event.seq, event.kind, body.decode(), hashed))
+    return rows, heads
 
 
 def check_batch(
@@ -35,7 +73,7 @@ def check_batch(
         The batch as a list, and the new head of every session it touches.
 
     Raises:
-        TypeError: an item is not an Amber event.
+        InvalidArgument: an item is not an Amber event.
         SeqConflict: an event's seq is taken already or skips one.
         EventRejected: an event does not apply to its session's head.
     """
@@ -43,7 +81,7 @@ def check_batch(
     heads: dict[str, SessionState] = {}
     for position, event in enumerate(batch):
         if not isinstance(event, Event) or type(event) is Event:
-            raise TypeError(
+            raise InvalidArgument(
                 f"append() takes Amber events; item {position} is {event!r} that is a "
                 f"{type(event).__name__!r}. Nothing was stored."
             )

@@ -10,6 +10,10 @@ builders, without ``__init__``: ~4 µs per message. A chunk's rows are
 decoded in one go (``decode_message_rows``); if any row is in doubt, the
 caller decodes them one by one, which names the bad row.
 
+Its input is JSON parsed by orjson, whose strings are always valid Unicode
+(orjson refuses lone surrogates, a test pins it), so it does not look for
+them; the codec does, for data from anywhere else.
+
 It is an optimisation, never a second opinion: anything the fast path does
 not accept goes to the codec, whose answer (a value, or a ``DecodeError``
 naming the field) is final. Tests pin that both agree on valid and mutated
@@ -40,6 +44,7 @@ from .._message import (
     Status,
     ToolCall,
 )
+from .._storable import MAX_SEQ, session_id_problem
 from .._turn import Turn, TurnStatus
 from ._build import slot_builder
 
@@ -92,6 +97,17 @@ _new_tool_call = slot_builder(ToolCall)
 _new_turn = slot_builder(Turn)
 
 
+_MAX_SEQ = MAX_SEQ
+_FLOAT_INT = 2**53
+_INF = float("inf")
+
+
+@functools.lru_cache(maxsize=256)
+def _good_session_id(value: str) -> bool:
+    # A snapshot's messages share one session id: checked once, then a cache hit.
+    return session_id_problem(value) is None
+
+
 class _Slow(Exception):
     """The fast path declines; the codec decides."""
 
@@ -107,7 +123,7 @@ def _tool_call(value: dict[str, Any]) -> ToolCall:
         or type(name) is not str
         or not name
         or type(index) is not int
-        or index < 0
+        or not 0 <= index <= _MAX_SEQ
     ):
         raise _Slow
     return _new_tool_call(id_, name, _json_map(arguments), index)
@@ -159,8 +175,11 @@ def _message_from_row(row: object) -> Message:
         or (turn_id is not None and type(turn_id) is not str)
         or (tool_call_id is not None and type(tool_call_id) is not str)
         or (error_type is not None and type(error_type) is not str)
-        or (event_seq is not None and (type(event_seq) is not int or event_seq < 0))
+        or (
+            event_seq is not None and (type(event_seq) is not int or not 0 <= event_seq <= _MAX_SEQ)
+        )
         or type(created_at) is not str
+        or not _good_session_id(session_id)
     ):
         raise _Slow
     created = _fromisoformat(created_at)
@@ -213,8 +232,12 @@ def _turn_from_row(row: object) -> Turn:
      metrics, duration, runner, awaiting) = row  # fmt: skip
     if (
         type(id_) is not str
+        or not id_
         or type(started_seq) is not int
-        or (ended_seq is not None and type(ended_seq) is not int)
+        or not 0 <= started_seq <= _MAX_SEQ
+        or (
+            ended_seq is not None and (type(ended_seq) is not int or not 0 <= ended_seq <= _MAX_SEQ)
+        )
         or (reason is not None and type(reason) is not str)
         or type(input_ids) is not list
         or type(open_calls) is not dict
@@ -235,9 +258,10 @@ def _turn_from_row(row: object) -> Turn:
         if type(key) is not str or type(item) is not str:
             raise _Slow
     if duration is not None:
-        if type(duration) is not float and type(duration) is not int:
+        if type(duration) is int and 0 <= duration <= _FLOAT_INT:
+            duration = float(duration)
+        elif type(duration) is not float or not 0 <= duration < _INF:
             raise _Slow
-        duration = float(duration)
     return _new_turn(
         id_,
         _TURN_STATUSES[status],

@@ -13,12 +13,18 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 
-from .._errors import SessionExists, StoreClosed, UnknownSession
+import attrs
+from immutables import Map
+
+from .._codec import to_json
+from .._errors import InvalidArgument, SessionExists, StoreClosed, UnknownSession
 from .._events import Event
 from .._state import SessionState
 from .._timeline import Timeline, replay
 from .._timeline import verify as verify_log
 from ._batch import check_batch, check_session_id
+from ._chain import genesis, link
+from ._check import CheckReport, Problem, RebuildReport, snapshot_problem, summary_problem
 from ._protocol import SessionInfo
 from ._transfer import export_data, parse_export
 
@@ -35,9 +41,13 @@ class MemoryStore:
 
     def __init__(self, *, snapshot_every: int = 100) -> None:
         if isinstance(snapshot_every, bool) or not isinstance(snapshot_every, int):
-            raise ValueError(f"snapshot_every must be a positive int (got {snapshot_every!r}).")
+            raise InvalidArgument(
+                f"snapshot_every must be a positive int (got {snapshot_every!r})."
+            )
         if snapshot_every < 1:
-            raise ValueError(f"snapshot_every must be a positive int (got {snapshot_every!r}).")
+            raise InvalidArgument(
+                f"snapshot_every must be a positive int (got {snapshot_every!r})."
+            )
         self._snapshot_every = snapshot_every
         self._logs: dict[str, list[Event]] = {}
         self._heads: dict[str, SessionState] = {}
@@ -79,7 +89,7 @@ class MemoryStore:
         """
         self._open()
         if isinstance(events, Event):
-            raise TypeError(
+            raise InvalidArgument(
                 "append() takes an iterable of events; wrap a single event in a list: "
                 "append([event])."
             )
@@ -123,7 +133,7 @@ class MemoryStore:
         """
         log = self._known(session_id)
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
-            raise ValueError(f"after must be a non-negative int seq (got {after!r}).")
+            raise InvalidArgument(f"after must be a non-negative int seq (got {after!r}).")
         return log[after:]
 
     def session(self, session_id: str) -> SessionInfo:
@@ -168,6 +178,47 @@ class MemoryStore:
         log = self._known(session_id)
         recorded = [self._snapshots[session_id]] if session_id in self._snapshots else []
         return verify_log(log, recorded, base=SessionState.empty(session_id))
+
+    def check(self) -> CheckReport:
+        """Replay every log and compare its head and snapshot (nothing can damage rows here).
+
+        The chain heads are the ones an ``SQLiteStore`` holding the same events has.
+        """
+        self._open()
+        problems: list[Problem] = []
+        heads: dict[str, str] = {}
+        events = 0
+        for session_id, log in self._logs.items():
+            timeline = replay(log, base=SessionState.empty(session_id))
+            events += len(log)
+            chain = genesis(session_id)
+            for event in log:
+                chain = link(chain, to_json(event))
+            heads[session_id] = chain
+            info = SessionInfo.of(
+                self._heads[session_id], created_at=self._created[session_id], snapshot_seq=0
+            )
+            snapshot = self._snapshots.get(session_id)
+            for found in (
+                summary_problem(timeline, attrs.evolve(info, snapshot_seq=0)),
+                snapshot_problem(timeline, snapshot),
+            ):
+                if found is not None:
+                    problems.append(found)
+        return CheckReport(
+            sessions=len(self._logs), events=events, problems=tuple(problems), heads=Map(heads)
+        )
+
+    def rebuild(self, session_id: str | None = None) -> RebuildReport:
+        """Derive every head and snapshot again from the logs."""
+        ids = [session_id] if session_id is not None else list(self._logs)
+        for sid in ids:
+            log = self._known(sid)
+            head = replay(log).head
+            self._heads[sid] = head
+            if sid in self._snapshots:
+                self._snapshots[sid] = replay(log[: self._snapshots[sid].seq]).head
+        return RebuildReport(rebuilt=tuple(ids), removed=(), skipped=())
 
     def export_session(self, session_id: str) -> dict[str, Any]:
         """The session as JSON-ready data: its whole event log.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 import attrs
 from immutables import Map
@@ -14,6 +14,9 @@ from .._events import Event
 from .._message import Status
 from .._state import SessionState
 from .._timeline import Timeline
+
+if TYPE_CHECKING:
+    from ._check import CheckReport, RebuildReport
 
 __all__ = ["SessionInfo", "Store"]
 
@@ -88,6 +91,9 @@ class Store(Protocol):
       and the caller may apply and announce them.
     - Reads never skip a row: a row that does not decode or does not fit is
       a ``CorruptRow`` error naming the session and the seq.
+    - Each event carries a hash chained to the one before it, computed over
+      its canonical JSON (``_chain``); reads check it, so an edited, dropped
+      or reordered row is named, not replayed.
     """
 
     def append(self, events: Iterable[Event]) -> dict[str, SessionState]:
@@ -141,6 +147,15 @@ class Store(Protocol):
         Raises:
             ReplayMismatch: the snapshot differs from the replayed state at its seq.
         """
+        ...
+
+    def check(self) -> CheckReport:
+        """Check every session: each row, the hash chain, and the derived rows against
+        a replay of the log. Reports problems (session, seq, what), never raises them."""
+        ...
+
+    def rebuild(self, session_id: str | None = None) -> RebuildReport:
+        """Write the derived rows (summaries, snapshots) again from the events."""
         ...
 
     def export_session(self, session_id: str) -> dict[str, Any]:

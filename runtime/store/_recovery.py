@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from .._errors import InvalidArgument
 from .._events import OrphanRecovered
 from ._protocol import Store
 
@@ -52,15 +53,20 @@ def recover_orphans(
         SeqConflict: another writer changed a session meanwhile; nothing was stored.
     """
     if not isinstance(now, datetime) or now.utcoffset() is None:
-        raise ValueError(
+        raise InvalidArgument(
             f"now must be a timezone-aware datetime (got {now!r}); use datetime.now(timezone.utc)."
         )
     if not isinstance(older_than, timedelta) or older_than < timedelta(0):
-        raise ValueError(
+        raise InvalidArgument(
             f"older_than must be a non-negative timedelta (got {older_than!r}), like "
             "timedelta(seconds=300)."
         )
-    cutoff = now - older_than
+    try:
+        cutoff = now - older_than
+    except OverflowError:
+        raise InvalidArgument(
+            f"older_than {older_than!r} reaches before the year 1; pass a shorter age."
+        ) from None
     recovered: list[OrphanRecovered] = []
     for info in store.list_sessions():
         if info.active_turn_id is None or info.updated_at > cutoff:

@@ -7,33 +7,64 @@ touched. Migrations run in one ``BEGIN IMMEDIATE`` transaction (a crash
 leaves the file as it was) and are idempotent: each step is written so that
 running it again changes nothing.
 
-Version 1 tables::
+Tables (version 2)::
 
     amber_meta       key -> value ('schema_version', 'application')
     sessions         one summary row per session (seq, times, counts, active turn)
-    events           (session_id, seq) -> kind, JSON body; append-only, gapless
-    snapshots        session_id -> the latest snapshot's seq and record
-    snapshot_chunks  (session_id, part, chunk) -> version seq, JSON list of items
+    events           (session_id, seq) -> kind, JSON body, hash (chained, see _chain)
+    snapshots        session_id -> the latest snapshot's seq, record and its digest
+    snapshot_chunks  (session_id, part, chunk) -> version seq, JSON chunk, its digest
+
+Version 2 added the hash chain: ``events.hash`` (filled for the rows an
+older Amber wrote, over their text as stored) and the snapshot digests
+(snapshots written before have none and are dropped: they are derived data,
+rebuilt from the log by the next append or ``amber recover --rebuild``).
 
 The database enforces what it can on its own: the primary key makes
 ``(session_id, seq)`` unique, a trigger refuses an event whose seq is not
-the session's last plus one, and two more refuse to change or delete events.
+the session's last plus one, one refuses an event without a hash, and two
+more refuse to change or delete events.
+
+Text columns are read with invalid UTF-8 bytes kept as surrogate escapes
+(``text_factory``), so damaged text reaches Amber's checks, which name the
+row, instead of failing inside the driver; event bodies are read as bytes.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from .._errors import NotAStore, SchemaVersionError, StoreError
+from .._storable import storable_text
+from ._chain import genesis, link
+from ._summaries import summary_digest
 
-__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "connect", "migrate"]
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "TRIGGERS", "connect", "migrate", "run_step"]
 
 APPLICATION_ID = 0x416D6272
 """SQLite header application id of an Amber store (``'Ambr'``)."""
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The schema this Amber writes, and the newest it reads."""
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+
+_NO_UPDATE = """CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
+    BEGIN
+        SELECT RAISE(ABORT, 'amber: events are append-only');
+    END"""
+
+_GAPLESS = """CREATE TRIGGER IF NOT EXISTS events_gapless BEFORE INSERT ON events
+    WHEN NEW.seq IS NOT
+        coalesce((SELECT max(seq) FROM events WHERE session_id = NEW.session_id), 0) + 1
+    BEGIN
+        SELECT RAISE(ABORT, 'amber: an event''s seq must be its session''s last seq plus one');
+    END"""
+
+_NO_DELETE = """CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
+    BEGIN
+        SELECT RAISE(ABORT, 'amber: events are append-only');
+    END"""
 
 _V1 = (
     """CREATE TABLE IF NOT EXISTS amber_meta (
@@ -57,20 +88,9 @@ _V1 = (
         body       TEXT NOT NULL,
         PRIMARY KEY (session_id, seq)
     ) WITHOUT ROWID""",
-    """CREATE TRIGGER IF NOT EXISTS events_gapless BEFORE INSERT ON events
-    WHEN NEW.seq IS NOT
-        coalesce((SELECT max(seq) FROM events WHERE session_id = NEW.session_id), 0) + 1
-    BEGIN
-        SELECT RAISE(ABORT, 'amber: an event''s seq must be its session''s last seq plus one');
-    END""",
-    """CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
-    BEGIN
-        SELECT RAISE(ABORT, 'amber: events are append-only');
-    END""",
-    """CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
-    BEGIN
-        SELECT RAISE(ABORT, 'amber: events are append-only');
-    END""",
+    _GAPLESS,
+    _NO_UPDATE,
+    _NO_DELETE,
     """CREATE TABLE IF NOT EXISTS snapshots (
         session_id TEXT PRIMARY KEY NOT NULL,
         seq        INTEGER NOT NULL CHECK (typeof(seq) = 'integer' AND seq >= 1),
@@ -87,8 +107,93 @@ _V1 = (
     "INSERT OR IGNORE INTO amber_meta (key, value) VALUES ('application', 'amber')",
 )
 
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1}
+_HASH_REQUIRED = """CREATE TRIGGER IF NOT EXISTS events_hash_required BEFORE INSERT ON events
+    WHEN NEW.hash IS NULL OR length(NEW.hash) != 64
+    BEGIN
+        SELECT RAISE(ABORT, 'amber: an event needs its chained hash');
+    END"""
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+def _v2_checksums(db: sqlite3.Connection) -> None:
+    """Add the hash chain and the row digests; hash the rows already stored."""
+    added = (
+        ("events", "hash"),
+        ("snapshots", "digest"),
+        ("snapshot_chunks", "digest"),
+        ("sessions", "digest"),
+    )
+    for table, column in added:
+        if column not in _columns(db, table):
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+    for row in db.execute(
+        "SELECT session_id, seq, created_at, updated_at, messages, counts, active_turn_id, "
+        "turn_started_at FROM sessions WHERE digest IS NULL"
+    ).fetchall():
+        db.execute(
+            "UPDATE sessions SET digest = ? WHERE session_id = ?", (summary_digest(row), row[0])
+        )
+    # Snapshots without digests are derived data an older Amber wrote: dropped.
+    db.execute(
+        "DELETE FROM snapshot_chunks WHERE digest IS NULL OR session_id IN "
+        "(SELECT session_id FROM snapshots WHERE digest IS NULL)"
+    )
+    db.execute("DELETE FROM snapshots WHERE digest IS NULL")
+    sessions = [
+        row[0] for row in db.execute("SELECT DISTINCT session_id FROM events WHERE hash IS NULL")
+    ]
+    if sessions:
+        db.execute("DROP TRIGGER IF EXISTS events_no_update")
+        for session_id in sessions:
+            head = genesis(session_id)
+            rows = db.execute(
+                "SELECT seq, CAST(body AS BLOB), hash FROM events WHERE session_id = ? "
+                "ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+            for seq, body, stored in rows:
+                if stored is None:
+                    # Over the text as stored: reads hash the stored text first.
+                    stored = link(head, body if isinstance(body, bytes) else b"")
+                    db.execute(
+                        "UPDATE events SET hash = ? WHERE session_id = ? AND seq = ?",
+                        (stored, session_id, seq),
+                    )
+                head = stored
+        db.execute(_NO_UPDATE)
+    db.execute(_HASH_REQUIRED)
+
+
+Step = str | Callable[[sqlite3.Connection], None]
+"""One migration step: an SQL statement, or a function of the connection."""
+
+MIGRATIONS: dict[int, tuple[Step, ...]] = {1: _V1, 2: (_v2_checksums,)}
 """Steps that take a store from version ``n - 1`` to ``n``; each is idempotent."""
+
+TRIGGERS = ("events_gapless", "events_hash_required", "events_no_delete", "events_no_update")
+"""The triggers that guard the log; ``amber check`` reports one that is missing."""
+
+
+def run_step(db: sqlite3.Connection, step: Step) -> None:
+    """Run one migration step."""
+    if isinstance(step, str):
+        db.execute(step)
+    else:
+        step(db)
+
+
+def recreate_guards(db: sqlite3.Connection) -> None:
+    """Create the log's triggers again if something dropped them (idempotent)."""
+    for step in (_GAPLESS, _NO_UPDATE, _NO_DELETE, _HASH_REQUIRED):
+        run_step(db, step)
+
+
+def _text(raw: bytes) -> str:
+    # Invalid UTF-8 becomes surrogate escapes, which Amber's checks then name.
+    return raw.decode("utf-8", "surrogateescape")
 
 
 def _describe(db: sqlite3.Connection) -> tuple[int, list[str]]:
@@ -131,6 +236,7 @@ def connect(path: Path) -> sqlite3.Connection:
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:
         raise StoreError(f"Cannot open {str(path)!r}: {exc}.") from exc
+    db.text_factory = _text
     try:
         _check_identity(db, path)
         mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -144,11 +250,13 @@ def connect(path: Path) -> sqlite3.Connection:
         db.execute("PRAGMA synchronous = FULL")
         db.execute("PRAGMA busy_timeout = 10000")
         migrate(db, path)
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        # UnicodeDecodeError: SQLite's own message quotes bytes that are not UTF-8
+        # (a damaged schema), and the driver fails to decode the message.
         db.close()
         raise NotAStore(
-            f"{str(path)!r} cannot be read as an SQLite database ({exc}); it is not an Amber "
-            "store, or it is damaged."
+            f"{str(path)!r} cannot be read as an SQLite database ({storable_text(str(exc))}); it "
+            "is not an Amber store, or it is damaged."
         ) from exc
     except BaseException:
         db.close()
@@ -160,7 +268,7 @@ def _check_identity(db: sqlite3.Connection, path: Path) -> None:
     application_id, tables = _describe(db)
     if application_id == APPLICATION_ID or (application_id == 0 and not tables):
         return
-    listed = ", ".join(tables) if tables else "none"
+    listed = ", ".join(storable_text(name) for name in tables) if tables else "none"
     raise NotAStore(
         f"{str(path)!r} is an SQLite database but not an Amber store (application id "
         f"{application_id:#x}, tables: {listed}). Pass the path of an Amber store, or a new path "
@@ -209,8 +317,8 @@ def migrate(db: sqlite3.Connection, path: Path) -> int:
         if version < SCHEMA_VERSION:
             db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[target]:
-                    db.execute(statement)
+                for step in MIGRATIONS[target]:
+                    run_step(db, step)
                 db.execute(
                     "INSERT OR REPLACE INTO amber_meta (key, value) VALUES ('schema_version', ?)",
                     (str(target),),

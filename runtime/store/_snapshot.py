@@ -32,6 +32,7 @@ from .._codec import from_data, to_data
 from .._errors import CorruptRow, DecodeError
 from .._state import SessionState, check_consistent
 from ._assemble import assemble_state
+from ._chain import digest
 from ._fast import (
     MESSAGE_FIELDS,
     TURN_FIELDS,
@@ -43,15 +44,17 @@ from ._fast import (
 
 __all__ = ["PARTS", "Refs", "SnapshotPlan", "decode_snapshot", "plan_snapshot"]
 
-SNAPSHOT_FORMAT = 2
-"""The layout of a snapshot record this Amber writes (2 adds the model-call audit rows;
-format 1 records, which have none, are still read)."""
+SNAPSHOT_FORMAT = 3
+"""The layout of a snapshot record this Amber writes and reads (2 added the model-call
+audit rows, 3 the hash of the event it was built at; older snapshots are dropped by the
+schema migration and rebuilt from the log)."""
 PARTS = ("messages", "turns")
 """The parts of a state a snapshot stores in chunks."""
 Refs = dict[str, list[int]]
 """For each part, the seq of the snapshot that wrote each chunk's current version."""
-_RECORD_KEYS_V1 = frozenset({"format", "seq", "updated_at", "chunk_size", "counts", *PARTS})
-_RECORD_KEYS = _RECORD_KEYS_V1 | {"audit"}
+_RECORD_KEYS = frozenset(
+    {"format", "seq", "updated_at", "chunk_size", "counts", "audit", "chain", *PARTS}
+)
 _CHUNK_KEYS = frozenset({"fields", "rows"})
 _FIELDS = {"messages": MESSAGE_FIELDS, "turns": TURN_FIELDS}
 _ROWS: dict[str, Callable[[list[str], list[object]], list[Any] | None]] = {
@@ -98,6 +101,7 @@ def plan_snapshot(
     previous: SessionState | None,
     refs: Refs | None,
     chunk_size: int,
+    chain: str,
 ) -> SnapshotPlan:
     """Plan the snapshot of ``head``, rewriting only chunks that differ from ``previous``.
 
@@ -106,6 +110,7 @@ def plan_snapshot(
         previous: the state of the session's current snapshot, if any.
         refs: that snapshot's chunk versions.
         chunk_size: items per chunk (must be the one ``refs`` was made with).
+        chain: the hash of the event at ``head.seq`` (the chain's head).
     """
     new_parts = _parts(head)
     old_parts = _parts(previous) if previous is not None and refs is not None else None
@@ -137,6 +142,7 @@ def plan_snapshot(
         "counts": list(head.counts),
         # Audit rows are few (one per model call) and small: kept whole in the record.
         "audit": [to_data(row) for row in head.model_calls()],
+        "chain": chain,
         **new_refs,
     }
     return SnapshotPlan(
@@ -148,18 +154,25 @@ def decode_snapshot(
     session_id: str,
     seq: int,
     record: object,
-    read_chunk: Callable[[str, int], tuple[int, object] | None],
-) -> tuple[SessionState, Refs, int]:
+    read_chunk: Callable[[str, int], tuple[int, object, object] | None],
+    *,
+    digest: object,
+    event_hash: str | None,
+) -> tuple[SessionState, Refs, int, str]:
     """Rebuild the state a snapshot holds.
 
     Args:
         session_id: the session (from the row's key).
         seq: the snapshot's seq (from the row).
-        record: the snapshot record (JSON text).
-        read_chunk: ``(part, number) -> (version seq, JSON text)`` or None if missing.
+        record: the snapshot record (JSON, bytes or text).
+        read_chunk: ``(part, number) -> (version seq, JSON, digest)`` or None if missing.
+        digest: the digest stored with the record.
+        event_hash: the chain's hash stored with the event at ``seq`` (None: the
+            log does not reach ``seq``).
 
     Returns:
-        The state at ``seq``, the snapshot's chunk versions and its chunk size.
+        The state at ``seq``, the snapshot's chunk versions, its chunk size and
+        the chain hash it was built at.
 
     Raises:
         CorruptRow: naming the session, the seq and what is wrong.
@@ -168,25 +181,36 @@ def decode_snapshot(
 
     def corrupt(problem: str) -> CorruptRow:
         return CorruptRow(
-            f"{where} is corrupt: {problem}. Snapshots can be rebuilt from the event log: "
-            "store.snapshot(session_id, rebuild=True)."
+            f"{where} is corrupt: {problem}. Snapshots are rebuilt from the event log by "
+            "'amber recover --rebuild' (store.rebuild()).",
+            session_id=session_id,
+            seq=seq,
         )
 
+    _check_digest(record, digest, corrupt, "the record")
     data = _loads(record, corrupt)
-    if type(data) is not dict or data.get("format") not in (1, SNAPSHOT_FORMAT):
+    if type(data) is not dict or data.get("format") != SNAPSHOT_FORMAT:
         got = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise corrupt(f"expected format 1 or {SNAPSHOT_FORMAT}, got {got!r}")
-    keys = _RECORD_KEYS if data["format"] == SNAPSHOT_FORMAT else _RECORD_KEYS_V1
+        raise corrupt(f"expected format {SNAPSHOT_FORMAT}, got {got!r}")
+    keys = _RECORD_KEYS
     if data.keys() != keys:
         raise corrupt(f"expected a record with keys {sorted(keys)}, got {sorted(data)}")
-    rows = data.get("audit", [])
+    chain = data["chain"]
+    if event_hash is None:
+        raise corrupt(f"the log has no event at seq {seq}; the snapshot is ahead of it")
+    if chain != event_hash:
+        raise corrupt(
+            "it was built from another log than the one stored (its chain hash "
+            f"{str(chain)[:16]}… is not the hash of event seq {seq}, {event_hash[:16]}…)"
+        )
+    rows = data["audit"]
     if type(rows) is not list:
         raise corrupt(f"audit must be a list of rows, got {type(rows).__name__}")
     try:
         audit = [from_data(row, AuditRow) for row in rows]
     except (DecodeError, TypeError) as exc:
         raise corrupt(f"audit rows: {str(exc).rstrip('.')}") from None
-    if data["seq"] != seq or type(data["seq"]) is not int:
+    if type(data["seq"]) is not int or data["seq"] != seq:
         raise corrupt(f"the record says seq {data['seq']!r}")
     size = data["chunk_size"]
     if type(size) is not int or size < 1:
@@ -213,7 +237,8 @@ def decode_snapshot(
             found = read_chunk(part, number)
             if found is None:
                 raise corrupt(f"{part} chunk {number} is missing")
-            stored, text = found
+            stored, text, chunk_digest = found
+            _check_digest(text, chunk_digest, corrupt, f"{part} chunk {number}")
             if stored != version:
                 raise corrupt(
                     f"{part} chunk {number} has version {stored}, the record expects {version}"
@@ -252,12 +277,24 @@ def decode_snapshot(
     if list(state.counts) != data["counts"]:
         problems.append(f"counts {data['counts']!r} do not match the messages {list(state.counts)}")
     if problems:
-        raise corrupt("; ".join(problems))
-    return state, refs, size
+        raise corrupt(
+            "; ".join(problems[:10])
+            + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")
+        )
+    return state, refs, size, chain
+
+
+def _check_digest(
+    text: object, stored: object, corrupt: Callable[[str], CorruptRow], what: str
+) -> None:
+    if not isinstance(text, bytes):
+        raise corrupt(f"{what} is a {type(text).__name__}, expected JSON text")
+    if digest(text) != stored:
+        raise corrupt(f"{what} does not match its digest: it was changed after it was written")
 
 
 def _loads(text: object, corrupt: Callable[[str], CorruptRow], what: str = "the record") -> Any:
-    if not isinstance(text, str):
+    if not isinstance(text, (bytes, str)):
         raise corrupt(f"{what} is a {type(text).__name__}, expected JSON text")
     try:
         return orjson.loads(text)

@@ -25,47 +25,43 @@ from typing import Any, Self
 
 import attrs
 
-from .._codec import to_json
-from .._errors import CorruptRow, SessionExists, StoreClosed, UnknownSession
+from .._errors import (
+    CorruptRow,
+    InvalidArgument,
+    ReplayMismatch,
+    SessionExists,
+    StoreClosed,
+    UnknownSession,
+)
 from .._events import Event
 from .._state import SessionState
+from .._storable import session_id_problem
 from .._timeline import Timeline
 from .._timeline import verify as verify_log
-from ._batch import check_batch, check_session_id
+from ._batch import check_batch, check_session_id, encode_batch
+from ._chain import ChainCheck, genesis
+from ._check import CheckReport, RebuildReport
+from ._entry import Entry as _Entry
+from ._entry import load_entry
+from ._entry import positive as _positive
 from ._protocol import SessionInfo
 from ._rows import (
     Transaction,
+    chain_at,
+    last_seq,
     read_events,
     read_snapshot,
-    read_summaries,
     replay_rows,
     session_row,
     write_snapshot,
-    write_summary,
 )
+from ._scan import check_rows, rebuild_rows
 from ._schema import connect
-from ._snapshot import Refs, plan_snapshot
+from ._snapshot import plan_snapshot
+from ._summaries import all_summaries, missing_summary, read_summaries, write_summary
 from ._transfer import export_data, parse_export
 
 __all__ = ["SQLiteStore"]
-
-
-@attrs.frozen(kw_only=True)
-class _Entry:
-    """A cached session: its head and what its latest snapshot holds."""
-
-    head: SessionState
-    created_at: datetime
-    snapshot: SessionState | None
-    refs: Refs | None
-
-
-def _positive(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(
-            f"{name} must be a positive int (got {value!r} that is a {type(value).__name__!r})."
-        )
-    return value
 
 
 class SQLiteStore:
@@ -147,24 +143,11 @@ class SQLiteStore:
         if row is None:
             self._cache.pop(session_id, None)
             return None
-        seq, created_at = row
         entry = self._cache.get(session_id)
-        if entry is not None and entry.head.seq == seq:
+        if entry is not None and entry.head.seq == row[0]:
             self._cache.move_to_end(session_id)
             return entry
-        snapshot, refs = read_snapshot(self._conn(), session_id, self._chunk_size)
-        if snapshot.seq > seq:
-            raise CorruptRow(
-                f"Session {session_id!r} snapshot at seq {snapshot.seq} is ahead of the log, which "
-                f"ends at seq {seq}."
-            )
-        head = replay_rows(self._conn(), snapshot, upto=seq).head
-        entry = _Entry(
-            head=head,
-            created_at=created_at,
-            snapshot=snapshot if snapshot.seq else None,
-            refs=refs,
-        )
+        entry = load_entry(self._conn(), session_id, row, self._chunk_size)
         self._remember(session_id, entry)
         return entry
 
@@ -175,7 +158,11 @@ class SQLiteStore:
         if head.seq == done or (not force and head.seq - done < self._snapshot_every):
             return entry
         plan = plan_snapshot(
-            head, previous=entry.snapshot, refs=entry.refs, chunk_size=self._chunk_size
+            head,
+            previous=entry.snapshot,
+            refs=entry.refs,
+            chunk_size=self._chunk_size,
+            chain=entry.chain,
         )
         write_snapshot(self._conn(), plan, head.session_id)
         return attrs.evolve(entry, snapshot=head, refs=plan.refs)
@@ -188,9 +175,15 @@ class SQLiteStore:
     ) -> dict[str, _Entry]:
         """Insert the batch and update summaries and snapshots (inside a write transaction)."""
         db = self._conn()
+        rows, chains = encode_batch(
+            batch,
+            {
+                session_id: (entry.chain if entry is not None else genesis(session_id))
+                for session_id, entry in old.items()
+            },
+        )
         db.executemany(
-            "INSERT INTO events (session_id, seq, kind, body) VALUES (?, ?, ?, ?)",
-            [(e.session_id, e.seq, e.kind, to_json(e).decode()) for e in batch],
+            "INSERT INTO events (session_id, seq, kind, body, hash) VALUES (?, ?, ?, ?, ?)", rows
         )
         first_at: dict[str, datetime] = {}
         for event in batch:
@@ -203,6 +196,7 @@ class SQLiteStore:
                 created_at=previous.created_at if previous else first_at[session_id],
                 snapshot=previous.snapshot if previous else None,
                 refs=previous.refs if previous else None,
+                chain=chains[session_id],
             )
             write_summary(self._conn(), head, entry.created_at)
             entries[session_id] = self._snapshot_entry(entry, force=False)
@@ -240,7 +234,7 @@ class SQLiteStore:
             StoreError: the file cannot be written; nothing was stored.
         """
         if isinstance(events, Event):
-            raise TypeError(
+            raise InvalidArgument(
                 "append() takes an iterable of events; wrap a single event in a list: "
                 "append([event])."
             )
@@ -281,12 +275,11 @@ class SQLiteStore:
             row = session_row(self._conn(), session_id)
             if row is None:
                 raise self._unknown(session_id)
-            base = (
-                read_snapshot(self._conn(), session_id, self._chunk_size)[0]
-                if from_snapshot
-                else SessionState.empty(session_id)
-            )
-            return replay_rows(self._conn(), base, upto=row[0])
+            if from_snapshot:
+                base, _, chain = read_snapshot(self._conn(), session_id, self._chunk_size)
+            else:
+                base, chain = SessionState.empty(session_id), None
+            return replay_rows(self._conn(), base, upto=row[0], chain=chain)[0]
 
     def events(self, session_id: str, *, after: int = 0) -> list[Event]:
         """The session's events with seq above ``after``, in seq order.
@@ -297,11 +290,16 @@ class SQLiteStore:
         """
         check_session_id(session_id)
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
-            raise ValueError(f"after must be a non-negative int seq (got {after!r}).")
+            raise InvalidArgument(f"after must be a non-negative int seq (got {after!r}).")
         with self._read():
-            if session_row(self._conn(), session_id) is None:
+            row = session_row(self._conn(), session_id)
+            if row is None:
                 raise self._unknown(session_id)
-            return list(read_events(self._conn(), session_id, after))
+            if after > row[0]:
+                return []
+            # session_row checked that the log ends at the summary's seq.
+            check = ChainCheck(session_id, chain_at(self._conn(), session_id, after))
+            return list(read_events(self._conn(), check, after))
 
     def session(self, session_id: str) -> SessionInfo:
         """The session's summary (read from its summary row, not its state).
@@ -312,14 +310,24 @@ class SQLiteStore:
         check_session_id(session_id)
         with self._read():
             rows = read_summaries(self._conn(), "WHERE s.session_id = ?", (session_id,))
+            if not rows:
+                last = last_seq(self._conn(), session_id)
+                if last is not None:
+                    raise missing_summary(session_id, last)
         if not rows:
             raise self._unknown(session_id)
         return rows[0]
 
     def list_sessions(self) -> list[SessionInfo]:
-        """Every stored session, most recently active first."""
+        """Every stored session, most recently active first.
+
+        Raises:
+            CorruptRow: a summary row is damaged or disagrees with its log, or a
+                session's events are stored without a summary row (so it would be
+                left out); the message names the session.
+        """
         with self._read():
-            infos = read_summaries(self._conn(), "", ())
+            infos = all_summaries(self._conn())
         return sorted(infos, key=lambda info: (info.updated_at, info.session_id), reverse=True)
 
     def snapshot(self, session_id: str, *, rebuild: bool = False) -> int:
@@ -342,8 +350,12 @@ class SQLiteStore:
                 row = session_row(self._conn(), session_id)
                 if row is None:
                     raise self._unknown(session_id)
-                head = replay_rows(self._conn(), SessionState.empty(session_id), upto=row[0]).head
-                entry = _Entry(head=head, created_at=row[1], snapshot=None, refs=None)
+                timeline, chain = replay_rows(
+                    self._conn(), SessionState.empty(session_id), upto=row[0]
+                )
+                entry = _Entry(
+                    head=timeline.head, created_at=row[1], snapshot=None, refs=None, chain=chain
+                )
             else:
                 found = self._entry(session_id)
                 if found is None:
@@ -360,18 +372,56 @@ class SQLiteStore:
             The replayed timeline.
 
         Raises:
-            ReplayMismatch: the snapshot differs from the replayed state at its seq.
-            CorruptRow: a row does not decode or does not apply.
+            ReplayMismatch: the snapshot differs from the replayed state at its seq,
+                or is damaged (it fails its digest or does not decode).
+            CorruptRow: an event row does not decode, does not apply or fails its checksum.
         """
         check_session_id(session_id)
         with self._read():
             row = session_row(self._conn(), session_id)
             if row is None:
                 raise self._unknown(session_id)
-            timeline = replay_rows(self._conn(), SessionState.empty(session_id), upto=row[0])
-            snapshot, _ = read_snapshot(self._conn(), session_id, self._chunk_size)
+            timeline = replay_rows(self._conn(), SessionState.empty(session_id), upto=row[0])[0]
+            try:
+                snapshot = read_snapshot(self._conn(), session_id, self._chunk_size)[0]
+            except CorruptRow as exc:
+                # The log is sound (just replayed): it is the snapshot that disagrees.
+                raise ReplayMismatch(str(exc)) from None
         recorded = [snapshot] if snapshot.seq else []
         return verify_log(timeline.events(), recorded, base=SessionState.empty(session_id))
+
+    def check(self) -> CheckReport:
+        """Check the whole file: SQLite's integrity, every row, the chain, the derived rows.
+
+        Every session's log is read from its first event (decoded, chained and
+        replayed), and its summary row and snapshot are compared with the replay.
+        Nothing is changed. Problems are reported, not raised.
+        """
+        with self._read():
+            return check_rows(self._conn(), self._chunk_size)
+
+    def rebuild(self, session_id: str | None = None) -> RebuildReport:
+        """Write the summary rows and snapshots again from the events (the truth).
+
+        Args:
+            session_id: only this session (default: every session, and derived
+                rows of sessions without events are dropped).
+
+        Returns:
+            What was rebuilt, dropped, and skipped (a session whose events are
+            damaged is left as it is).
+        """
+        if session_id is not None:
+            check_session_id(session_id)
+        with self._write():
+            report = rebuild_rows(
+                self._conn(),
+                chunk_size=self._chunk_size,
+                snapshot_every=self._snapshot_every,
+                session_id=session_id,
+            )
+        self._cache.clear()
+        return report
 
     def export_session(self, session_id: str) -> dict[str, Any]:
         """The session as JSON-ready data: its whole event log (see ``import_session``).
@@ -407,8 +457,9 @@ class SQLiteStore:
         return heads[session_id]
 
     def __contains__(self, session_id: object) -> bool:
-        if not isinstance(session_id, str):
+        if session_id_problem(session_id) is not None:
             return False
+        assert isinstance(session_id, str)
         with self._read():
             return session_row(self._conn(), session_id) is not None
 

@@ -6,6 +6,7 @@ written by a real run (``amber demo`` plus a session whose model failed).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
@@ -41,7 +42,14 @@ class TestMain:
             if line.strip()
         ]
         assert listed[:8] == [
-            "demo", "chat", "resume", "sessions", "timeline", "show", "diff", "inspect"
+            "demo",
+            "chat",
+            "resume",
+            "sessions",
+            "timeline",
+            "show",
+            "diff",
+            "inspect",
         ]
         assert "Exit codes: 0 ok, 1 a check failed" in result.output
 
@@ -99,7 +107,7 @@ class TestStoreErrors:
     def test_another_sqlite_database_is_not_a_store(self, tmp_path: Path) -> None:
         """Another application's SQLite database exits 4, naming its tables."""
         path = tmp_path / "app.db"
-        with sqlite3.connect(path) as db:
+        with contextlib.closing(sqlite3.connect(path)) as db, db:
             db.execute("CREATE TABLE users (name TEXT)")
         result = amber("timeline", "demo", "--db", path)
         assert result.exit_code == ExitCode.BAD_STORE

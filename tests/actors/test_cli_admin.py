@@ -5,6 +5,8 @@ Each test that writes works on its own copy of a store made by a real run.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -16,6 +18,7 @@ from cli_support import Recorded, amber, recorded
 from actors._cli import ExitCode
 from runtime import Status, TurnStatus
 from runtime.store import SQLiteStore
+from runtime.store._summaries import summary_digest
 
 __all__ = ["recorded"]
 
@@ -96,7 +99,7 @@ class TestFork:
 
 
 def _tamper(db: Path, sql: str, *params: object) -> None:
-    with sqlite3.connect(db) as conn:
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:
         conn.execute(sql, params)
 
 
@@ -134,12 +137,19 @@ class TestReplay:
         assert result.exit_code == ExitCode.USAGE
         assert "Pass a SESSION or --all (not both)." in result.stderr
 
-    def test_divergent_snapshot_exits_1(self, recorded: Recorded, tmp_path: Path) -> None:
-        """A snapshot that differs from the replay fails the check, names the seq, exits 1."""
+    @pytest.mark.parametrize("sealed", [True, False], ids=["digest-updated", "edited"])
+    def test_divergent_snapshot_exits_1(
+        self, recorded: Recorded, tmp_path: Path, sealed: bool
+    ) -> None:
+        """A snapshot that differs from the replay fails the check, names the seq, exits 1.
+
+        Whether its digest was updated with it (a snapshot written wrong) or not
+        (a snapshot edited afterwards), the log is sound, so it is a failed check.
+        """
         db = recorded.copy(tmp_path)
         with SQLiteStore(db) as store:
             store.snapshot("demo")
-        with sqlite3.connect(db) as conn:
+        with contextlib.closing(sqlite3.connect(db)) as conn, conn:
             (body,) = conn.execute(
                 "SELECT body FROM snapshot_chunks WHERE session_id = 'demo' AND part = 'messages'"
             ).fetchone()
@@ -147,10 +157,18 @@ class TestReplay:
             tampered = body.replace("one line is enough", "one word is enough")
             assert tampered != body
             conn.execute(
-                "UPDATE snapshot_chunks SET body = ? WHERE session_id = 'demo' AND part = 'messages'",
-                (tampered,),
+                "UPDATE snapshot_chunks SET body = ?, digest = ? "
+                "WHERE session_id = 'demo' AND part = 'messages'",
+                (tampered, hashlib.sha256(tampered.encode()).hexdigest() if sealed else "x"),
             )
         result = amber("replay", "demo", "--verify", "--db", db)
+        if not sealed:
+            assert result.exit_code == ExitCode.FAILED
+            assert (
+                "✗ snapshot: Session 'demo' snapshot at seq 46 is corrupt: messages chunk 0 does "
+                "not match its digest" in result.output
+            )
+            return
         assert result.exit_code == ExitCode.FAILED
         assert "✗ snapshot: Replaying session 'demo' does not reproduce the recorded state" in (
             result.output
@@ -159,19 +177,38 @@ class TestReplay:
         data = json.loads(amber("replay", "demo", "--verify", "--json", "--db", db).output)
         assert data["ok"] is False
 
-    def test_divergent_summary_exits_1(self, recorded: Recorded, tmp_path: Path) -> None:
-        """A session row that disagrees with the log fails the summary check."""
+    @pytest.mark.parametrize("sealed", [True, False], ids=["digest-updated", "edited"])
+    def test_divergent_summary_exits_1(
+        self, recorded: Recorded, tmp_path: Path, sealed: bool
+    ) -> None:
+        """A session row that disagrees with the log (or fails its digest) fails the check."""
         db = recorded.copy(tmp_path)
         _tamper(db, "UPDATE sessions SET messages = 99 WHERE session_id = 'demo'")
+        if sealed:
+            with contextlib.closing(sqlite3.connect(db)) as conn, conn:
+                row = conn.execute(
+                    "SELECT session_id, seq, created_at, updated_at, messages, counts, "
+                    "active_turn_id, turn_started_at FROM sessions WHERE session_id = 'demo'"
+                ).fetchone()
+                conn.execute(
+                    "UPDATE sessions SET digest = ? WHERE session_id = 'demo'",
+                    (summary_digest(row),),
+                )
         result = amber("replay", "--all", "--verify", "--db", db)
         assert result.exit_code == ExitCode.FAILED
-        assert "✗ summary: the session row says" in result.output
+        if sealed:
+            assert "✗ summary: the session row says" in result.output
+        else:
+            assert (
+                "✗ summary: Session 'demo' seq 46: its summary row does not match its digest"
+                in (result.output)
+            )
         assert "Diverged: 1 of 2 session(s)." in result.output
 
     def test_corrupt_event_row_exits_4(self, recorded: Recorded, tmp_path: Path) -> None:
         """An event row that is not JSON is a bad store, named by session and seq."""
         db = recorded.copy(tmp_path)
-        with sqlite3.connect(db) as conn:
+        with contextlib.closing(sqlite3.connect(db)) as conn, conn:
             conn.execute("DROP TRIGGER events_no_update")  # a program that bypasses Amber
             conn.execute("UPDATE events SET body = 'garbage' WHERE session_id = 'demo' AND seq = 3")
         result = amber("replay", "demo", "--verify", "--db", db)
@@ -183,7 +220,9 @@ class TestReplay:
 
 
 class TestExportImport:
-    def test_dash_is_standard_output(self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_dash_is_standard_output(
+        self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """`-o -` writes to stdout (it made a file named '-')."""
         monkeypatch.chdir(tmp_path)
         result = amber("export", "demo", "-o", "-", "--db", recorded.db)

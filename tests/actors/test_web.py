@@ -7,6 +7,7 @@ nothing but a fork writes to the store.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import re
@@ -306,7 +307,7 @@ class TestChartsVerifyExport:
     def test_verify_reports_a_divergence(self, recorded: Recorded, tmp_path: Path) -> None:
         """A summary row that does not match the log fails the check, as on the command line."""
         db = recorded.copy(tmp_path)
-        with sqlite3.connect(db) as raw:
+        with contextlib.closing(sqlite3.connect(db)) as raw, raw:
             raw.execute("UPDATE sessions SET messages = 99 WHERE session_id = 'demo'")
         with web(db) as (client, _):
             shown = page(client, "/verify?s=demo")
@@ -451,7 +452,7 @@ class TestGuardsAndReads:
     def test_a_file_that_is_not_a_store(self, tmp_path: Path) -> None:
         """Another SQLite database is refused with the CLI's NotAStore message, untouched."""
         db = tmp_path / "app.db"
-        with sqlite3.connect(db) as raw:
+        with contextlib.closing(sqlite3.connect(db)) as raw, raw:
             raw.execute("CREATE TABLE users (id INTEGER)")
         data = db.read_bytes()
         with web(db) as (client, _):

@@ -222,8 +222,14 @@ EXAMPLES: dict[str, Event] = {
         session_id="sess", seq=5, at=at(6), turn_id="t1", call_id="call_1"
     ),
     "approval_decided": ApprovalDecided(
-        session_id="sess", seq=6, at=at(7), turn_id="t1", call_id="call_1", approved=False,
-        reason="not on a Friday", by="Chii",
+        session_id="sess",
+        seq=6,
+        at=at(7),
+        turn_id="t1",
+        call_id="call_1",
+        approved=False,
+        reason="not on a Friday",
+        by="Chii",
     ),
     "turn_ended": TurnEnded(
         session_id="sess",

@@ -4,20 +4,34 @@ from __future__ import annotations
 
 import pathlib
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from runtime.store import SCHEMA_VERSION, SchemaVersionError, SQLiteStore
-from runtime.store._schema import APPLICATION_ID, MIGRATIONS, migrate
+from runtime.store._schema import APPLICATION_ID, MIGRATIONS, migrate, run_step
 
 from .scenario import conversation
 
 OpenStore = Callable[..., SQLiteStore]
 
 
+_RAW: list[sqlite3.Connection] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_raw_connections() -> Iterator[None]:
+    """Close the plain connections a test opened (Python 3.13 warns about unclosed ones)."""
+    yield
+    while _RAW:
+        _RAW.pop().close()
+
+
 def raw(path: pathlib.Path) -> sqlite3.Connection:
-    return sqlite3.connect(path, isolation_level=None)
+    """A plain connection to the store file (closed after the test)."""
+    db = sqlite3.connect(path, isolation_level=None)
+    _RAW.append(db)
+    return db
 
 
 def dump(path: pathlib.Path) -> list[tuple[object, ...]]:
@@ -46,10 +60,10 @@ class TestRecordedVersion:
     def test_newer_version_is_refused(self, open_store: OpenStore, db_path: pathlib.Path) -> None:
         """A store written by a newer Amber fails with a message saying to upgrade."""
         open_store().close()
-        raw(db_path).execute("UPDATE amber_meta SET value = '2' WHERE key = 'schema_version'")
+        raw(db_path).execute("UPDATE amber_meta SET value = '3' WHERE key = 'schema_version'")
         with pytest.raises(
             SchemaVersionError,
-            match=r"^'.*amber\.db' has schema version 2, newer than this Amber reads \(up to 1\); upgrade amber to open it\.$",
+            match=r"^'.*amber\.db' has schema version 3, newer than this Amber reads \(up to 2\); upgrade amber to open it\.$",
         ):
             open_store()
 
@@ -64,7 +78,7 @@ class TestRecordedVersion:
         )
         with pytest.raises(
             SchemaVersionError,
-            match=rf"^'.*amber\.db' is an Amber store with an unknown schema version \('{value}'; expected a number from 1 to 1\)\. It may be damaged; restore it from a backup\.$",
+            match=rf"^'.*amber\.db' is an Amber store with an unknown schema version \('{value}'; expected a number from 1 to 2\)\. It may be damaged; restore it from a backup\.$",
         ):
             open_store()
 
@@ -105,8 +119,8 @@ class TestMigrations:
         before = dump(db_path)
         db = raw(db_path)
         for version in sorted(MIGRATIONS):
-            for statement in MIGRATIONS[version]:
-                db.execute(statement)
+            for step in MIGRATIONS[version]:
+                run_step(db, step)
         assert dump(db_path) == before
 
     def test_reopening_keeps_everything(self, open_store: OpenStore, db_path: pathlib.Path) -> None:

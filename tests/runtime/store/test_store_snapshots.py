@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import pathlib
 import sqlite3
@@ -19,11 +20,11 @@ from .scenario import continue_session, conversation
 
 def chunks(path: pathlib.Path, session_id: str = "s") -> dict[tuple[str, int], int]:
     """(part, chunk) -> the seq of the snapshot that wrote its current version."""
-    db = sqlite3.connect(path)
-    rows = db.execute(
-        "SELECT part, chunk, seq FROM snapshot_chunks WHERE session_id = ?", (session_id,)
-    )
-    return {(part, chunk): seq for part, chunk, seq in rows}
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        rows = db.execute(
+            "SELECT part, chunk, seq FROM snapshot_chunks WHERE session_id = ?", (session_id,)
+        )
+        return {(part, chunk): seq for part, chunk, seq in rows}
 
 
 class TestChunks:

@@ -6,33 +6,103 @@ from __future__ import annotations
 import hashlib
 import pathlib
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import orjson
 import pytest
 
 from runtime import StatusChanged, to_json
 from runtime.store import CorruptRow, NotAStore, SeqConflict, SQLiteStore, StoreError
+from runtime.store._chain import digest as row_digest
+from runtime.store._chain import genesis, link
+from runtime.store._summaries import summary_digest
 
 from .scenario import continue_session, conversation
 
 OpenStore = Callable[..., SQLiteStore]
 
 
+_RAW: list[sqlite3.Connection] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_raw_connections() -> Iterator[None]:
+    """Close the plain connections a test opened (Python 3.13 warns about unclosed ones)."""
+    yield
+    while _RAW:
+        _RAW.pop().close()
+
+
 def raw(path: pathlib.Path) -> sqlite3.Connection:
-    """A plain connection to the store file, for looking and tampering."""
-    return sqlite3.connect(path, isolation_level=None)
+    """A plain connection to the store file, for looking and tampering (closed after the test)."""
+    db = sqlite3.connect(path, isolation_level=None)
+    _RAW.append(db)
+    return db
 
 
-def tamper(path: pathlib.Path, *statements: tuple[str, tuple[object, ...]]) -> None:
-    """Change rows behind the store's back (the append-only triggers dropped first)."""
+def tamper(
+    path: pathlib.Path, *statements: tuple[str, tuple[object, ...]], reseal: bool = True
+) -> None:
+    """Change rows behind the store's back (the append-only triggers dropped first).
+
+    With ``reseal`` the checksums are made to agree with the changed rows again
+    (as software that knows the chain would), so the checks behind them are
+    tested; without it the checksums catch the change first.
+    """
     db = raw(path)
     db.execute("DROP TRIGGER IF EXISTS events_no_update")
     db.execute("DROP TRIGGER IF EXISTS events_no_delete")
     db.execute("DROP TRIGGER IF EXISTS events_gapless")
     for sql, params in statements:
         db.execute(sql, params)
+    if reseal:
+        reseal_checksums(db)
     db.close()
+
+
+def reseal_checksums(db: sqlite3.Connection) -> None:
+    """Recompute every event hash and snapshot digest from the rows as they are."""
+    heads: dict[tuple[str, int], str] = {}
+    for (session_id,) in db.execute("SELECT DISTINCT session_id FROM events").fetchall():
+        head = genesis(session_id)
+        rows = db.execute(
+            "SELECT seq, CAST(body AS BLOB) FROM events WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+        for seq, text in rows:
+            head = link(head, text)
+            heads[session_id, seq] = head
+            db.execute(
+                "UPDATE events SET hash = ? WHERE session_id = ? AND seq = ?",
+                (head, session_id, seq),
+            )
+    for session_id, seq, record in db.execute(
+        "SELECT session_id, seq, CAST(record AS BLOB) FROM snapshots"
+    ).fetchall():
+        try:
+            data = orjson.loads(record)
+            data["chain"] = heads.get((session_id, seq), "")
+            record = orjson.dumps(data)
+        except (orjson.JSONDecodeError, TypeError):
+            pass  # a record the test broke on purpose stays broken
+        db.execute(
+            "UPDATE snapshots SET record = ?, digest = ? WHERE session_id = ?",
+            (record.decode(errors="surrogateescape"), row_digest(record), session_id),
+        )
+    for row in db.execute(
+        "SELECT session_id, seq, created_at, updated_at, messages, counts, active_turn_id, "
+        "turn_started_at FROM sessions"
+    ).fetchall():
+        db.execute(
+            "UPDATE sessions SET digest = ? WHERE session_id = ?", (summary_digest(row), row[0])
+        )
+    for session_id, part, chunk, text in db.execute(
+        "SELECT session_id, part, chunk, CAST(body AS BLOB) FROM snapshot_chunks"
+    ).fetchall():
+        db.execute(
+            "UPDATE snapshot_chunks SET digest = ? WHERE session_id = ? AND part = ? AND chunk = ?",
+            (row_digest(text), session_id, part, chunk),
+        )
 
 
 def body(path: pathlib.Path, seq: int) -> str:
@@ -91,13 +161,20 @@ class TestDatabaseEnforcement:
             match=r"^amber: an event's seq must be its session's last seq plus one$",
         ):
             db.execute(
-                "INSERT INTO events VALUES (?, ?, ?, ?)",
-                ("s", 3, events[2].kind, to_json(events[2]).decode()),
+                "INSERT INTO events VALUES (?, ?, ?, ?, ?)",
+                ("s", 3, events[2].kind, to_json(events[2]).decode(), "0" * 64),
             )
         with pytest.raises(sqlite3.IntegrityError):
             db.execute(
-                "INSERT INTO events VALUES (?, ?, ?, ?)",
-                ("s", 1, events[0].kind, to_json(events[0]).decode()),
+                "INSERT INTO events VALUES (?, ?, ?, ?, ?)",
+                ("s", 1, events[0].kind, to_json(events[0]).decode(), "0" * 64),
+            )
+        with pytest.raises(
+            sqlite3.IntegrityError, match=r"^amber: an event needs its chained hash$"
+        ):
+            db.execute(
+                "INSERT INTO events (session_id, seq, kind, body) VALUES (?, ?, ?, ?)",
+                ("s", 2, events[1].kind, to_json(events[1]).decode()),
             )
 
     def test_events_are_append_only(self, open_store: OpenStore, db_path: pathlib.Path) -> None:
@@ -286,7 +363,7 @@ class TestCorruptEvents:
         tamper(stored, ("UPDATE sessions SET seq = 13 WHERE session_id = 's'", ()))
         with pytest.raises(
             CorruptRow,
-            match=r"^Session 's' seq 13: its summary row says the log ends at seq 13, but it ends at seq 12\.$",
+            match=r"^Session 's' seq 13: its summary row says the log ends at seq 13, but it ends at seq 12\. Rebuild the summary with 'amber recover --rebuild' if the log is the one you expect\.$",
         ):
             open_store().load_state("s")
 
@@ -296,13 +373,14 @@ class TestCorruptEvents:
         """A damaged summary row is CorruptRow naming the session and seq."""
         tamper(stored, ("UPDATE sessions SET counts = 'oops' WHERE session_id = 'x'", ()))
         with pytest.raises(
-            CorruptRow, match=r"^Session 'x' seq 4: its summary row does not decode \(.*\)\.$"
+            CorruptRow,
+            match=r"^Session 'x' seq 4: its summary row does not decode \(.*\)\. Rebuild the summary with 'amber recover --rebuild'\.$",
         ):
             open_store().list_sessions()
 
 
 class TestCorruptSnapshots:
-    REBUILD = r"\. Snapshots can be rebuilt from the event log: store\.snapshot\(session_id, rebuild=True\)\.$"
+    REBUILD = r"\. Snapshots are rebuilt from the event log by 'amber recover --rebuild' \(store\.rebuild\(\)\)\.$"
 
     def test_record_not_json(self, stored: pathlib.Path, open_store: OpenStore) -> None:
         """A snapshot record that is not JSON is CorruptRow; rebuilding the snapshot mends it."""
@@ -427,7 +505,7 @@ class TestCorruptSnapshots:
         tamper(stored, ("UPDATE sessions SET seq = 9 WHERE session_id = 's'", ()))
         with pytest.raises(
             CorruptRow,
-            match=r"^Session 's' snapshot at seq 10 is ahead of the log, which ends at seq 9\.$",
+            match=r"^Session 's' seq 9: its summary row says the log ends at seq 9, but it ends at seq 12\. ",
         ):
             open_store().load_state("s")
 

@@ -1,0 +1,62 @@
+"""What ``SQLiteStore`` keeps in memory of a session, and loading it from the file."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+
+import attrs
+
+from .._errors import InvalidArgument
+from .._state import SessionState
+from ._rows import read_snapshot, replay_rows
+from ._snapshot import Refs
+
+__all__ = ["Entry", "load_entry", "positive"]
+
+
+@attrs.frozen(kw_only=True)
+class Entry:
+    """A cached session: its head, its latest snapshot, and its chain's head hash."""
+
+    head: SessionState
+    """The session's latest state."""
+    created_at: datetime
+    """``at`` of its first event."""
+    snapshot: SessionState | None
+    """The state its latest snapshot holds (None: no snapshot yet)."""
+    refs: Refs | None
+    """That snapshot's chunk versions (None: written with another chunk size)."""
+    chain: str
+    """The hash of the head's event: the next event chains from it."""
+
+
+def load_entry(
+    db: sqlite3.Connection, session_id: str, row: tuple[int, datetime], chunk_size: int
+) -> Entry:
+    """The session's entry from its snapshot and the events after it (inside a transaction).
+
+    ``row`` is the session's summary (last seq, creation time), already checked.
+
+    Raises:
+        CorruptRow: a row on the way is damaged, or breaks the chain.
+    """
+    seq, created_at = row
+    snapshot, refs, chain = read_snapshot(db, session_id, chunk_size)
+    timeline, head = replay_rows(db, snapshot, upto=seq, chain=chain)
+    return Entry(
+        head=timeline.head,
+        created_at=created_at,
+        snapshot=snapshot if snapshot.seq else None,
+        refs=refs,
+        chain=head,
+    )
+
+
+def positive(name: str, value: object) -> int:
+    """``value`` if it is a positive int; ``InvalidArgument`` naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgument(
+            f"{name} must be a positive int (got {value!r} that is a {type(value).__name__!r})."
+        )
+    return value

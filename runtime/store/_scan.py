@@ -1,0 +1,231 @@
+"""``SQLiteStore.check()`` and ``rebuild()``: finding every row of the file and judging it.
+
+The judging is shared with every store (``_check``); this module finds the
+SQLite rows: SQLite's own integrity check, the triggers that guard the log,
+every session id any table names, and each session's log, summary and
+snapshot. Functions over an open connection, called inside a transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from immutables import Map
+
+from .._errors import CorruptRow
+from .._state import SessionState
+from .._storable import text_problem
+from ._chain import digest
+from ._check import CheckReport, Problem, RebuildReport, snapshot_problem, summary_problem
+from ._protocol import SessionInfo
+from ._rows import (
+    delete_snapshot,
+    last_seq,
+    read_snapshot,
+    replay_rows,
+    write_snapshot,
+)
+from ._schema import TRIGGERS, recreate_guards
+from ._snapshot import plan_snapshot
+from ._summaries import read_summaries, summary_digest, write_summary
+
+__all__ = ["check_rows", "rebuild_rows"]
+
+
+def _event_ids(db: sqlite3.Connection) -> list[str]:
+    """Every session id of ``events``, one index seek per session."""
+    rows = db.execute(
+        "WITH RECURSIVE ids(id) AS ("
+        " SELECT min(session_id) FROM events"
+        " UNION ALL"
+        " SELECT (SELECT min(session_id) FROM events WHERE session_id > ids.id)"
+        " FROM ids WHERE ids.id IS NOT NULL)"
+        " SELECT id FROM ids WHERE id IS NOT NULL"
+    )
+    return [row[0] for row in rows]
+
+
+def _derived_ids(db: sqlite3.Connection) -> set[str]:
+    return {
+        row[0]
+        for row in db.execute(
+            "SELECT session_id FROM sessions UNION SELECT session_id FROM snapshots "
+            "UNION SELECT session_id FROM snapshot_chunks"
+        )
+    }
+
+
+def _bad_id(session_id: object) -> Problem | None:
+    if isinstance(session_id, str) and text_problem(session_id) is None:
+        return None
+    return Problem(
+        session_id=None,
+        seq=None,
+        what=f"a row has the session id {session_id!r}, which is not valid text (the file was "
+        "damaged or written by other software)",
+        derived=False,
+    )
+
+
+def _summary(db: sqlite3.Connection, session_id: str) -> SessionInfo | CorruptRow | None:
+    try:
+        infos = read_summaries(db, "WHERE s.session_id = ?", (session_id,))
+    except CorruptRow as exc:
+        return exc
+    return infos[0] if infos else None
+
+
+def _snapshot(
+    db: sqlite3.Connection, session_id: str, chunk_size: int
+) -> SessionState | CorruptRow:
+    try:
+        return read_snapshot(db, session_id, chunk_size)[0]
+    except CorruptRow as exc:
+        return exc
+
+
+def _lost_events(db: sqlite3.Connection, session_id: str, upto: int) -> Problem | None:
+    """A log cut short: an intact summary or snapshot recorded a later seq than it holds.
+
+    Summaries and snapshots are written in the same transaction as the events
+    they describe, so one that passes its digest and is ahead of the log means
+    events were lost, not that the derived row is wrong: rebuilding from the
+    shorter log would make the loss look sound.
+    """
+    row = db.execute(
+        "SELECT session_id, seq, created_at, updated_at, messages, counts, active_turn_id, "
+        "turn_started_at, digest FROM sessions WHERE session_id = ?",
+        (session_id,),
+    ).fetchone()
+    recorded = []
+    if row is not None and row[8] == summary_digest(row[:8]) and type(row[1]) is int:
+        recorded.append(row[1])
+    snapshot = db.execute(
+        "SELECT seq, CAST(record AS BLOB), digest FROM snapshots WHERE session_id = ?",
+        (session_id,),
+    ).fetchone()
+    if (
+        snapshot is not None
+        and isinstance(snapshot[1], bytes)
+        and snapshot[2] == digest(snapshot[1])
+    ) and type(snapshot[0]) is int:
+        recorded.append(snapshot[0])
+    if not recorded or max(recorded) <= upto:
+        return None
+    return Problem(
+        session_id=session_id,
+        seq=upto + 1,
+        what=f"the log ends at seq {upto}, but its intact summary or snapshot recorded seq "
+        f"{max(recorded)}: events {upto + 1} to {max(recorded)} were lost. Restore the file "
+        "from a backup (rebuilding would make the shorter log look sound)",
+        derived=False,
+    )
+
+
+def check_rows(db: sqlite3.Connection, chunk_size: int) -> CheckReport:
+    """Check the whole file: SQLite's integrity, the guards, every session's rows."""
+    problems: list[Problem] = []
+    integrity = [str(row[0]) for row in db.execute("PRAGMA integrity_check(100)")]
+    if integrity != ["ok"]:
+        problems.append(
+            Problem(
+                session_id=None,
+                seq=None,
+                what=f"SQLite's integrity check fails: {'; '.join(integrity[:10])}",
+                derived=False,
+            )
+        )
+    triggers = {
+        row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+    }
+    for name in TRIGGERS:
+        if name not in triggers:
+            problems.append(
+                Problem(
+                    session_id=None,
+                    seq=None,
+                    what=f"the trigger {name} that guards the log is missing (dropped by other "
+                    "software); rebuilding creates it again",
+                    derived=True,
+                )
+            )
+    ids = _event_ids(db)
+    events = 0
+    heads: dict[str, str] = {}
+    for session_id in ids:
+        bad = _bad_id(session_id)
+        if bad is not None:
+            problems.append(bad)
+            continue
+        upto = last_seq(db, session_id) or 0
+        try:
+            timeline, head = replay_rows(db, SessionState.empty(session_id), upto=upto)
+        except CorruptRow as exc:
+            problems.append(Problem.of(exc, derived=False))
+            continue
+        events += timeline.last_seq
+        lost = _lost_events(db, session_id, upto)
+        if lost is not None:
+            problems.append(lost)
+            continue
+        heads[session_id] = head
+        for found in (
+            summary_problem(timeline, _summary(db, session_id)),
+            snapshot_problem(timeline, _snapshot(db, session_id, chunk_size)),
+        ):
+            if found is not None:
+                problems.append(found)
+    for session_id in sorted(_derived_ids(db) - set(ids), key=repr):
+        problems.append(
+            _bad_id(session_id)
+            or Problem(
+                session_id=session_id,
+                seq=None,
+                what="a summary or snapshot row names this session, which has no events",
+                derived=True,
+            )
+        )
+    return CheckReport(sessions=len(ids), events=events, problems=tuple(problems), heads=Map(heads))
+
+
+def rebuild_rows(
+    db: sqlite3.Connection, *, chunk_size: int, snapshot_every: int, session_id: str | None
+) -> RebuildReport:
+    """Write summaries and snapshots again from the events (one session, or all)."""
+    recreate_guards(db)
+    ids = [session_id] if session_id is not None else _event_ids(db)
+    rebuilt: list[str] = []
+    skipped: list[Problem] = []
+    for sid in ids:
+        bad = _bad_id(sid)
+        if bad is not None:
+            skipped.append(bad)
+            continue
+        upto = last_seq(db, sid)
+        if upto is None:
+            continue
+        try:
+            timeline, chain = replay_rows(db, SessionState.empty(sid), upto=upto)
+        except CorruptRow as exc:
+            skipped.append(Problem.of(exc, derived=False))
+            continue
+        lost = _lost_events(db, sid, upto)
+        if lost is not None:
+            skipped.append(lost)
+            continue
+        head = timeline.head
+        write_summary(db, head, timeline.event(1).at)
+        delete_snapshot(db, sid)
+        if head.seq >= snapshot_every:
+            plan = plan_snapshot(head, previous=None, refs=None, chunk_size=chunk_size, chain=chain)
+            write_snapshot(db, plan, sid)
+        rebuilt.append(sid)
+    removed: list[str] = []
+    if session_id is None:
+        for sid in sorted(_derived_ids(db) - set(ids), key=repr):
+            # By the stored bytes: an id that is not valid UTF-8 cannot be bound as text.
+            raw = sid.encode("utf-8", "surrogateescape")
+            for table in ("sessions", "snapshots", "snapshot_chunks"):
+                db.execute(f"DELETE FROM {table} WHERE CAST(session_id AS BLOB) = ?", (raw,))
+            removed.append(sid)
+    return RebuildReport(rebuilt=tuple(rebuilt), removed=tuple(removed), skipped=tuple(skipped))

@@ -1,0 +1,183 @@
+"""The CLI on damaged stores and odd arguments: the CLI findings of the fuzzing run
+(issue 15), and ``amber check`` / ``amber recover --rebuild``.
+
+The CLI never prints a traceback for bad arguments or a damaged store, and
+exits with the documented code: 2 usage, 4 damaged, 1 a check that failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_support import Recorded, amber, recorded
+
+from actors._cli import ExitCode
+
+__all__ = ["recorded"]
+
+
+@contextlib.contextmanager
+def raw(db: Path) -> Iterator[sqlite3.Connection]:
+    """Another program's connection: the log's guards dropped, then put back."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        conn.execute("DROP TRIGGER events_no_update")
+        yield conn
+        conn.execute(
+            "CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN "
+            "SELECT RAISE(ABORT, 'amber: events are append-only'); END"
+        )
+    finally:
+        conn.close()
+
+
+def no_traceback(text: str) -> None:
+    assert "Traceback" not in text, text
+
+
+class TestDamagedRows:
+    """Finding 6: a damaged row read by timeline, show, diff, export failed as 'Cannot write'
+    with exit 1; docs/cli.md promises exit 4 and an error naming session and seq."""
+
+    @pytest.mark.parametrize(
+        "command",
+        [
+            ["timeline", "demo"],
+            ["show", "demo", "--at", "5"],
+            ["diff", "demo", "3", "8"],
+            ["export", "demo"],
+            ["replay", "demo"],
+            ["inspect", "demo"],
+        ],
+        ids=lambda c: c[0],
+    )
+    @pytest.mark.parametrize("damage", ["not-utf8", "edited"])
+    def test_exit_4_naming_session_and_seq(
+        self, recorded: Recorded, tmp_path: Path, command: list[str], damage: str
+    ) -> None:
+        db = recorded.copy(tmp_path)
+        with raw(db) as conn:
+            if damage == "not-utf8":
+                conn.execute(
+                    "UPDATE events SET body = CAST(X'7B2266FF22' AS TEXT) "
+                    "WHERE session_id = 'demo' AND seq = 3"
+                )
+            else:  # still a valid event: only the checksum tells
+                conn.execute(
+                    "UPDATE events SET body = replace(body, '\"scripted\"', '\"scripted2\"') "
+                    "WHERE session_id = 'demo' AND seq = 3"
+                )
+        result = amber(*command, "--db", db)
+        assert result.exit_code == ExitCode.BAD_STORE, result.output
+        assert result.stderr.startswith("amber: CorruptRow: Session 'demo' event seq 3 ")
+        assert result.stderr.count("\n") == 1
+        no_traceback(result.output)
+
+
+class TestSummaries:
+    """Findings 6 and 7: a missing summary row hid the session; a naive timestamp crashed
+    'amber sessions' with a traceback."""
+
+    def test_missing_summary_is_loud_then_rebuilt(self, recorded: Recorded, tmp_path: Path) -> None:
+        db = recorded.copy(tmp_path)
+        with raw(db) as conn:
+            conn.execute("DELETE FROM sessions WHERE session_id = 'demo'")
+        listed = amber("sessions", "--db", db)
+        assert listed.exit_code == ExitCode.BAD_STORE
+        assert "Session 'demo' has events up to seq 46 but no summary row" in listed.stderr
+        checked = amber("check", "--db", db)
+        assert checked.exit_code == ExitCode.FAILED
+        assert "✗ session 'demo' seq 46: its events are stored but its summary row is missing" in (
+            checked.output
+        )
+        assert "amber recover --rebuild mends it" in checked.output
+        mended = amber("recover", "--rebuild", "--db", db)
+        assert mended.exit_code == ExitCode.OK, mended.output
+        assert "Rebuilt the summary rows and snapshots of 2 session(s)" in mended.output
+        assert amber("check", "--db", db).exit_code == ExitCode.OK
+        assert "demo" in amber("sessions", "--db", db).output
+
+    def test_naive_timestamp(self, recorded: Recorded, tmp_path: Path) -> None:
+        db = recorded.copy(tmp_path)
+        with raw(db) as conn:
+            conn.execute("UPDATE sessions SET updated_at = '2026-05-27T12:50:00'")
+        result = amber("sessions", "--db", db)
+        assert result.exit_code == ExitCode.BAD_STORE
+        assert "its summary row does not match its digest" in result.stderr
+        no_traceback(result.output)
+        assert amber("recover", "--rebuild", "--db", db).exit_code == ExitCode.OK
+        assert amber("sessions", "--db", db).exit_code == ExitCode.OK
+
+
+class TestCheck:
+    def test_a_sound_store(self, recorded: Recorded) -> None:
+        result = amber("check", "--db", recorded.db)
+        assert result.exit_code == ExitCode.OK, result.output
+        assert "2 session(s), 52 event(s)" in result.output
+        assert "Sound: every row decodes, chains and replays." in result.output
+        data = json.loads(amber("check", "--json", "--db", recorded.db).output)
+        assert data["ok"] is True
+        assert set(data["heads"]) == {"demo", "broken"}
+        assert len(data["heads"]["demo"]) == 64
+
+    def test_event_damage_is_not_rebuilt(self, recorded: Recorded, tmp_path: Path) -> None:
+        """Damaged events: check names them, --rebuild leaves them and exits 1."""
+        db = recorded.copy(tmp_path)
+        with raw(db) as conn:
+            conn.execute(
+                "UPDATE events SET body = replace(body, 'Chii', 'Chie') "
+                "WHERE session_id = 'demo' AND seq = 1"
+            )
+        checked = amber("check", "--json", "--db", db)
+        assert checked.exit_code == ExitCode.FAILED
+        (problem,) = json.loads(checked.output)["problems"]
+        assert (problem["session_id"], problem["seq"], problem["derived"]) == ("demo", 1, False)
+        assert "restore the file from a backup" in amber("check", "--db", db).output
+        rebuilt = amber("recover", "--rebuild", "--db", db)
+        assert rebuilt.exit_code == ExitCode.FAILED
+        assert "Left alone: session 'demo' seq 1" in rebuilt.output
+
+
+class TestArguments:
+    """Finding 7: 'amber recover --older-than inf' (nan, 1e400) raised OverflowError."""
+
+    @pytest.mark.parametrize("value", ["inf", "nan", "1e400", "-inf", "1e20", "abc"])
+    def test_older_than(self, recorded: Recorded, value: str) -> None:
+        result = amber("recover", "--older-than", value, "--dry-run", "--db", recorded.db)
+        assert result.exit_code == ExitCode.USAGE
+        assert "--older-than" in result.stderr
+        no_traceback(result.output)
+
+    @pytest.mark.parametrize("value", ["0", "300", "3153600000"])
+    def test_older_than_in_range(self, recorded: Recorded, value: str) -> None:
+        result = amber("recover", "--older-than", value, "--dry-run", "--db", recorded.db)
+        assert result.exit_code == ExitCode.OK, result.output
+
+    @pytest.mark.parametrize("session", ["", "\x01demo", "x" * 300])
+    def test_odd_session_ids(self, recorded: Recorded, session: str) -> None:
+        result = amber("timeline", session, "--db", recorded.db)
+        assert result.exit_code in (ExitCode.NOT_FOUND, ExitCode.USAGE)
+        no_traceback(result.output)
+
+    @pytest.mark.parametrize("seq", ["1e400", "9" * 5000, "--", "0x10"])
+    def test_odd_seqs(self, recorded: Recorded, seq: str) -> None:
+        result = amber("show", "demo", "--at", seq, "--db", recorded.db)
+        assert result.exit_code in (ExitCode.USAGE, ExitCode.NOT_FOUND)
+        no_traceback(result.output)
+
+    def test_bad_utf8_table_name(self, tmp_path: Path) -> None:
+        path = tmp_path / "app.db"
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            conn.execute("CREATE TABLE cafe (x)")
+            conn.execute("PRAGMA writable_schema = ON")
+            conn.execute("UPDATE sqlite_master SET name = CAST(X'636166FF' AS TEXT)")
+            conn.commit()
+        result = amber("sessions", "--db", path)
+        assert result.exit_code == ExitCode.BAD_STORE
+        assert result.stderr.startswith("amber: NotAStore: ")
+        no_traceback(result.output)
