@@ -85,9 +85,9 @@ from ._session import SessionActor as SessionActor
 from ._settings import Settings as Settings
 from ._shell import shell_tool as shell_tool
 from ._tool_actor import ToolStats as ToolStats
+from ._toolbox import Toolbox as Toolbox
 from ._tools import InvalidTool as InvalidTool
 from ._tools import Tool as Tool
-from ._tools import Toolbox as Toolbox
 from ._tools import tool as tool
 
 __all__ = [

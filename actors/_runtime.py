@@ -52,7 +52,8 @@ from ._services import Monotonic, Services
 from ._settings import Settings
 from ._storage import StoreThread
 from ._tool_actor import ToolActor, ToolStats
-from ._tools import Tool, Toolbox
+from ._toolbox import Toolbox
+from ._tools import Tool
 
 __all__ = ["Runtime"]
 

@@ -30,7 +30,8 @@ from collections.abc import Mapping
 
 import trio
 
-from ._tools import InvalidTool, Tool, ToolOutcome, _check_timeout, _clip, _excerpt, tool
+from ._tool_text import clip, excerpt
+from ._tools import InvalidTool, Tool, ToolOutcome, _check_timeout, tool
 
 __all__ = ["shell_tool"]
 
@@ -227,8 +228,8 @@ def _outcome(
         out_budget = budget - err_size
     else:
         out_budget = half
-    stdout, out_cut = _clip(out_head, out_tail, out_dropped, out_budget)
-    stderr, err_cut = _clip(err_head, err_tail, err_dropped, budget - out_budget)
+    stdout, out_cut = clip(out_head, out_tail, out_dropped, out_budget)
+    stderr, err_cut = clip(err_head, err_tail, err_dropped, budget - out_budget)
     content = _STDOUT + _line(stdout) + _STDERR + (_line(stderr) + ending if ending else stderr)
     summary = _last_line(stdout) or _last_line(stderr)
     if timed_out is not None:
@@ -239,7 +240,7 @@ def _outcome(
         content=content,
         is_error=timed_out is not None or bool(returncode),
         error_type="timeout" if timed_out is not None else "exit_status" if returncode else None,
-        summary=_excerpt(summary or "(no output)", _SUMMARY_CHARS),
+        summary=excerpt(summary or "(no output)", _SUMMARY_CHARS),
         truncated=bool(out_cut or err_cut),
     )
 

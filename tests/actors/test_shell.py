@@ -13,7 +13,8 @@ import pytest
 import trio
 
 from actors._shell import shell_tool
-from actors._tools import InvalidTool, Tool, Toolbox, ToolOutcome
+from actors._toolbox import Toolbox
+from actors._tools import InvalidTool, Tool, ToolOutcome
 
 BOUND = 30.0
 """Seconds within which a killed command must be answered (real time). The commands

@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typing_extensions import TypedDict
 
-from actors._tools import ERROR_TYPES, InvalidTool, Tool, Toolbox, ToolOutcome, tool
+from actors._toolbox import Toolbox
+from actors._tools import ERROR_TYPES, InvalidTool, Tool, ToolOutcome, tool
 from runtime import ToolSpec
 
 T = typing.TypeVar("T")

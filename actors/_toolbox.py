@@ -1,0 +1,121 @@
+"""``Toolbox``: a session's tools by name, and running one by the model's call."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+import attrs
+import orjson
+import trio
+
+from runtime import ToolOutcome, ToolSpec, storable_text
+
+from ._tool_text import bad_arguments, excerpt, first_line, storable
+from ._tools import InvalidTool, Tool, tool
+
+__all__ = ["Toolbox"]
+
+
+class Toolbox:
+    """An immutable set of tools, by name.
+
+    Args:
+        tools: Tools, or plain functions (made tools with ``tool()``).
+
+    Raises:
+        InvalidTool: two tools have the same name, or a function is not a
+            usable tool.
+    """
+
+    __slots__ = ("_tools",)
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+        by_name: dict[str, Tool] = {}
+        for item in tools:
+            made = item if isinstance(item, Tool) else tool(item)
+            if made.name in by_name:
+                raise InvalidTool(
+                    f"Two tools are named {made.name!r}: {by_name[made.name].function!r} and "
+                    f"{made.function!r}; give one another name with tool(fn, name=...)."
+                )
+            by_name[made.name] = made
+        self._tools: Mapping[str, Tool] = types.MappingProxyType(dict(sorted(by_name.items())))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return f"Toolbox({list(self._tools)!r})"
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, or None."""
+        return self._tools.get(name)
+
+    def names(self) -> tuple[str, ...]:
+        """The tool names, sorted."""
+        return tuple(self._tools)
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """What the model is told about the tools, sorted by name."""
+        return tuple(item.spec() for item in self._tools.values())
+
+    async def run(self, name: str, arguments: Mapping[str, Any] | str) -> ToolOutcome:
+        """Run the tool called ``name``; must be called inside trio.
+
+        Args:
+            name: The tool the model called.
+            arguments: The arguments, parsed or as the model's JSON text
+                (empty text means no arguments).
+
+        Returns:
+            The outcome; an unknown tool or malformed JSON is an error outcome.
+
+        Raises:
+            trio.Cancelled: the surrounding scope was cancelled.
+        """
+        start = trio.current_time()
+        found = self._tools.get(name)
+        if found is None:
+            known = ", ".join(self._tools) or "none (this session has no tools)"
+            result = ToolOutcome(
+                content=f"There is no tool named {name!r}. The tools are: {known}.",
+                is_error=True,
+                error_type="unknown_tool",
+            )
+        elif isinstance(arguments, str):
+            parsed = _parse(name, arguments)
+            if isinstance(parsed, ToolOutcome):
+                result = parsed
+            else:
+                return await found.invoke(parsed)
+        else:
+            return await found.invoke(arguments)
+        return attrs.evolve(
+            storable(result),
+            summary=first_line(storable_text(result.content)),
+            duration_ms=(trio.current_time() - start) * 1000,
+        )
+
+
+def _parse(name: str, text: str) -> dict[str, Any] | ToolOutcome:
+    try:
+        value = orjson.loads(text.strip() or "{}")
+    except orjson.JSONDecodeError as exc:
+        return bad_arguments(
+            f"The arguments for tool {name!r} are not valid JSON ({exc}); got "
+            f'{excerpt(text, 200)!r}. Send one JSON object, e.g. {{"name": "value"}}.'
+        )
+    if not isinstance(value, dict):
+        return bad_arguments(
+            f"The arguments for tool {name!r} must be a JSON object (got "
+            f"{type(value).__name__} {excerpt(text, 200)!r}). Send one JSON object."
+        )
+    return value
