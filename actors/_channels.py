@@ -30,7 +30,7 @@ from runtime import (
     Presentation,
     Status,
     Update,
-    thaw,
+    canonical,
 )
 
 from ._adapter import Adapter
@@ -169,7 +169,7 @@ def _outbound_text(message: Message, header: str = "") -> str:
 def _tool_label(message: Message, limit: int) -> str:
     call = message.tool_call
     assert call is not None
-    arguments = json.dumps(thaw(call.arguments), ensure_ascii=False, separators=(",", ":"))
+    arguments = json.dumps(canonical(call.arguments), ensure_ascii=False, separators=(",", ":"))
     return f"🛠️ {call.name}({clip(arguments, limit)})"
 
 

@@ -35,7 +35,7 @@ from runtime import (
     Presentation,
     Status,
     Update,
-    thaw,
+    canonical,
 )
 
 from ._adapter import Adapter
@@ -193,7 +193,7 @@ class CliAdapter(Adapter):
         if category is Category.TOOL_CALL:
             call = message.tool_call
             assert call is not None
-            body = JSON.from_data(thaw(call.arguments), indent=2)
+            body = JSON.from_data(canonical(call.arguments), indent=2)
             return [
                 Panel(body, title=Text(f"🛠️ {call.name}"), title_align="left", border_style=color)
             ]

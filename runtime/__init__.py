@@ -130,6 +130,7 @@ from ._inputs import Stopping as Stopping
 from ._inputs import TimerFired as TimerFired
 from ._inputs import ToolDone as ToolDone
 from ._json import FrozenJSON as FrozenJSON
+from ._json import canonical as canonical
 from ._json import freeze as freeze
 from ._json import thaw as thaw
 from ._lifecycle import TRANSITIONS as TRANSITIONS
@@ -430,6 +431,7 @@ __all__ = [
     "call",
     "call_cost",
     "calls",
+    "canonical",
     "category_of",
     "channel_rule",
     "check_session_id",

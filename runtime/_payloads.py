@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._errors import ProjectionError
-from ._json import thaw
+from ._json import canonical, thaw
 from ._openai_responses import RESPONSES, to_openai_responses
 from ._providers import to_anthropic, to_gemini, to_openai
 from ._request import digest
@@ -54,11 +54,14 @@ _REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
 
 
 def _merge(payload: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-    for key, value in params.items():
+    # Sorted, and canonical below: frozen maps iterate in hash order, which changes
+    # with every process; a request is the same bytes in every process.
+    for key in sorted(params):
+        value = params[key]
         if value is None:
             payload.pop(key, None)
         else:
-            payload[key] = thaw(value)
+            payload[key] = canonical(value)
     return payload
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 from pyrsistent.typing import PMap
 
-from ._json import FrozenJSON, thaw
+from ._json import FrozenJSON, canonical
 from ._message import Attachment
 
 __all__ = [
@@ -104,8 +104,8 @@ class ToolUsePart:
     """The provider's item id (OpenAI Responses ``fc_…``)."""
 
     def arguments_dict(self) -> dict[str, Any]:
-        """The arguments as a plain dict (what Anthropic and Gemini want)."""
-        return {key: thaw(value) for key, value in self.arguments.items()}
+        """The arguments as a plain dict (what Anthropic and Gemini want), keys sorted."""
+        return canonical(self.arguments)  # type: ignore[return-value]
 
     def arguments_json(self) -> str:
         """The arguments as a compact JSON string (what OpenAI wants)."""
@@ -131,8 +131,13 @@ class ToolResultPart:
 
 
 def arguments_json(arguments: PMap[str, FrozenJSON]) -> str:
-    """Tool-call arguments as compact JSON, non-ASCII kept as is."""
-    return json.dumps(thaw(arguments), ensure_ascii=False, separators=(",", ":"))
+    """Tool-call arguments as compact JSON, non-ASCII kept as is.
+
+    Keys are sorted at every level: a frozen map iterates in its keys' hash order,
+    which changes with every process, and the same call must be the same prompt
+    after a restart (the provider's prompt cache depends on it).
+    """
+    return json.dumps(canonical(arguments), ensure_ascii=False, separators=(",", ":"))
 
 
 ViewPart = TextPart | ImagePart | ReasoningPart | ToolUsePart | ToolResultPart
