@@ -195,7 +195,7 @@ class _Output:
         """Wait for the reader to see the end of the output."""
         self._thread.join(timeout=10)
 
-    def wait_for(self, text: str, timeout: float = 20, *, count: int = 1) -> None:
+    def wait_for(self, text: str, timeout: float = 120, *, count: int = 1) -> None:
         with self._changed:
             found = self._changed.wait_for(lambda: self.text.count(text) >= count, timeout)
         assert found, f"{text!r} not printed within {timeout} s; output so far:\n{self.text}"
@@ -241,7 +241,7 @@ class TestChatCtrlC:
         out.wait_for("⏹ interrupted (Ctrl-C again to leave)")
         out.wait_for("you> ", count=2)
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=20) == 0, out.text
+        assert proc.wait(timeout=120) == 0, out.text
         out.wait_for("Bye. Stored in")
         assert "Traceback" not in out.text
         with SQLiteStore(db) as store:
