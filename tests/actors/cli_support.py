@@ -52,7 +52,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
         store=db,
     ) as rt:
         rt.send("broken", "Are you there?", sender="Chii")
-        rt.wait_idle("broken", timeout=10)
+        rt.wait_idle("broken", timeout=60)
     with SQLiteStore(db) as store:
         assert store.load_state("broken").active_turn is None
     return Recorded(db=db, demo=demo, demo_output=out.getvalue())

@@ -55,6 +55,9 @@ METRICS = {
 }
 METRICS_LINE = "3 turns · 8,421 ctx tokens · 1 tool call · 1,042 tokens · 2.1 s"
 
+WAIT = 60.0
+"""Seconds an actor answer may take before the test fails (a hang guard, not a judge)."""
+
 
 def make(
     category: Category,
@@ -133,24 +136,24 @@ class Harness:
         self.sink = RecordingSink()
         self.ref = cls.start(**kwargs)
         self.proxy = self.ref.proxy()
-        self.proxy.attach(self.sink).get(timeout=5)
+        self.proxy.attach(self.sink).get(timeout=WAIT)
 
     def feed(self, *updates: Update) -> None:
         """Tell the adapter ``updates`` in order and wait until it handled them all."""
         futures = [self.proxy.on_update(update) for update in updates]
-        pykka.get_all(futures, timeout=5)
+        pykka.get_all(futures, timeout=WAIT)
 
     def delta(self, *deltas: Delta) -> None:
-        pykka.get_all([self.proxy.on_delta(d) for d in deltas], timeout=5)
+        pykka.get_all([self.proxy.on_delta(d) for d in deltas], timeout=WAIT)
 
     def stop(self) -> None:
-        self.ref.stop(timeout=5)
+        self.ref.stop(timeout=WAIT)
 
 
 @pytest.fixture(autouse=True)
 def _stop_actors() -> Iterator[None]:
     yield
-    pykka.ActorRegistry.stop_all(timeout=5)
+    pykka.ActorRegistry.stop_all(timeout=WAIT)
 
 
 @pytest.fixture
@@ -258,7 +261,7 @@ class TestFakePlatform:
         barrier = threading.Barrier(8)
 
         def post(n: int) -> None:
-            barrier.wait(timeout=5)
+            barrier.wait(timeout=WAIT)
             for i in range(50):
                 platform.send(f"c{n}", str(i))
 
@@ -266,7 +269,7 @@ class TestFakePlatform:
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(timeout=5)
+            thread.join(timeout=WAIT)
         assert len({m.id for m in platform.sent}) == 400
         assert all(platform.transcript(f"c{n}") == [str(i) for i in range(50)] for n in range(8))
 
@@ -398,7 +401,7 @@ class TestRenderFailures:
                 new(make(Category.REPLY, "bad", content="boom")), new(make(Category.REPLY, "ok"))
             )
         assert harness.sink.ids == ["ok"]
-        assert harness.proxy.shown.get(timeout=5) == ["ok"]
+        assert harness.proxy.shown.get(timeout=WAIT) == ["ok"]
         assert harness.ref.is_alive()
         [record] = [r for r in caplog.records if r.name == "amber.adapters"]
         assert (
@@ -413,7 +416,7 @@ class TestRenderFailures:
         ok = make(Category.REPLY, "ok")
         harness.ref.tell(new(make(Category.REPLY, "bad", content="boom")))
         harness.ref.tell(new(ok))
-        assert harness.proxy.wants(ok).get(timeout=5)
+        assert harness.proxy.wants(ok).get(timeout=WAIT)
         assert harness.sink.ids == ["ok"]
         assert harness.ref.is_alive()
 
@@ -926,11 +929,11 @@ class TestDeliveryProperty:
         ref = _ADAPTERS[kind](platform)
         try:
             proxy = ref.proxy()
-            proxy.attach(sink).get(timeout=5)
+            proxy.attach(sink).get(timeout=WAIT)
             updates = [proxy.on_update(new(m, seq)) for seq, m in enumerate(messages, 1)]
-            pykka.get_all(updates, timeout=5)
+            pykka.get_all(updates, timeout=WAIT)
         finally:
-            ref.stop(timeout=5)
+            ref.stop(timeout=WAIT)
 
         def needs_platform(m: Message) -> bool:
             return kind is not ChannelKind.CLI and visibility(kind, m) is Visibility.SHOWN
