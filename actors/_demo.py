@@ -184,14 +184,16 @@ def run_demo(
         weather,
         _report_tool(started),
     ]
+    model, settings = _model(_python_command()), Settings(agent_name="Amber")
+    # Started last: the runtime stops it, also when it cannot be made.
     adapter = CliAdapter.start(console=console, sessions=[session])
     person = {"sender": _PERSON, "chatbot_id": "cli", "channel_id": "terminal"}
     with Runtime(
-        model=_model(_python_command()),
+        model=model,
         store=db,
         tools=tools,
         adapters=[adapter],
-        settings=Settings(agent_name="Amber"),
+        settings=settings,
         resume="none",  # the demo touches its own session only, never a stored fork
     ) as rt:
         for number, question in enumerate(QUESTIONS[:2], start=1):

@@ -31,7 +31,6 @@ from runtime import (
     SessionState,
     Status,
     Timeline,
-    TurnSettings,
     UnknownSession,
     Update,
     UserInput,
@@ -121,6 +120,36 @@ class Runtime(Asking, Approving):
         monotonic: Monotonic = time.monotonic,
         runner: str | None = None,
     ) -> None:
+        self._adapter_refs = list(adapters)
+        try:
+            self._configure(model, tools, settings, resume, runner)
+        except BaseException:
+            # The adapters were handed over with this call: nothing else will stop them.
+            for ref in self._adapter_refs:
+                _stop(ref, 5.0)
+            raise
+        self.clock = clock
+        self.monotonic = monotonic
+        self._lock_file: RunnerLock | None = None
+        self._store_arg = store
+        self._lock = threading.Lock()
+        self._state = "new"
+        self._store: StoreThread | None = None
+        self._effects: Effects | None = None
+        self._tool_refs: dict[str, pykka.ActorRef[Any]] = {}
+        self.router = Router()
+        """The live-session table: loading, routing, passivation."""
+        self.gateway = Gateway(self.router)
+        """Fans output out to adapters and subscribers."""
+
+    def _configure(
+        self,
+        model: Model,
+        tools: Iterable[Tool | Callable[..., Any]],
+        settings: Settings | None,
+        resume: Resume,
+        runner: str | None,
+    ) -> None:
         if not hasattr(model, "stream") or not callable(model.stream):
             raise InvalidConfig(
                 f"model must have an async stream(request) method (a ScriptedModel or a "
@@ -133,24 +162,10 @@ class Runtime(Asking, Approving):
         self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
         self.resume = resume_policy(resume)
         """Which stored sessions ``start`` resumes (``"all"``, ``"none"`` or ids)."""
-        self.clock = clock
-        self.monotonic = monotonic
         if runner is not None and (not isinstance(runner, str) or not runner):
             raise InvalidConfig(f"runner must be a non-empty str or None (got {runner!r}).")
         self.runner = runner or new_runner_id()
         """This runtime's incarnation, recorded with every turn it starts."""
-        self._lock_file: RunnerLock | None = None
-        self._store_arg = store
-        self._adapter_refs = list(adapters)
-        self._lock = threading.Lock()
-        self._state = "new"
-        self._store: StoreThread | None = None
-        self._effects: Effects | None = None
-        self._tool_refs: dict[str, pykka.ActorRef[Any]] = {}
-        self.router = Router()
-        """The live-session table: loading, routing, passivation."""
-        self.gateway = Gateway(self.router)
-        """Fans output out to adapters and subscribers."""
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -207,21 +222,9 @@ class Runtime(Asking, Approving):
                     model=self.model,
                     tool_refs=self._tool_refs,
                     settings=settings,
-                    turn_settings=TurnSettings(
-                        system_prompt=settings.system_prompt,
-                        agent_name=settings.agent_name,
-                        window=settings.window,
-                        artifacts=settings.artifacts,
-                        max_result_chars=settings.max_result_chars,
-                        max_nudges=settings.max_nudges,
-                        max_model_calls=settings.max_model_calls,
-                        model_timeout=settings.model_timeout,
-                        passivate_after=settings.passivate_after,
-                        recover_after=settings.recover_after,
-                        approval_timeout=settings.approval_timeout,
+                    turn_settings=settings.turn_settings(
                         tools=self.toolbox.specs(),
                         model_name=name if isinstance(name, str) and name else None,
-                        prices=settings.prices,
                         runner=self.runner,
                         exclusive=exclusive,
                     ),
@@ -251,8 +254,12 @@ class Runtime(Asking, Approving):
         left running.
         """
         with self._lock:
-            if self._state in ("stopped", "new"):
+            if self._state == "stopped":
+                return
+            if self._state == "new":  # never started: only the adapters handed over run
                 self._state = "stopped"
+                for ref in self._adapter_refs:
+                    _stop(ref, timeout)
                 return
             self._state = "stopping"
         self.router.close(_not_running("stopped"), timeout=timeout)

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
-from runtime import AGENT_SENDER, ArtifactStore, InputLimits, PriceTable, Window
+from runtime import (
+    AGENT_SENDER,
+    ArtifactStore,
+    InputLimits,
+    PriceTable,
+    ToolSpec,
+    TurnSettings,
+    Window,
+)
 
 from ._errors import InvalidConfig
 
@@ -86,3 +95,26 @@ class Settings:
     prices: PriceTable | None = attrs.field(factory=_default_prices, validator=_prices, repr=False)
     """Prices that put a cost on each model call (audit row, turn metrics, sessions): Amber's
     shipped table, with the file ``AMBER_PRICES`` names layered over it; None: no costs."""
+
+    def turn_settings(
+        self, *, tools: Sequence[ToolSpec], model_name: str | None, runner: str, exclusive: bool
+    ) -> TurnSettings:
+        """What the turn machine needs of these settings, with the runtime's own facts."""
+        return TurnSettings(
+            system_prompt=self.system_prompt,
+            agent_name=self.agent_name,
+            window=self.window,
+            artifacts=self.artifacts,
+            max_result_chars=self.max_result_chars,
+            max_nudges=self.max_nudges,
+            max_model_calls=self.max_model_calls,
+            model_timeout=self.model_timeout,
+            passivate_after=self.passivate_after,
+            recover_after=self.recover_after,
+            approval_timeout=self.approval_timeout,
+            tools=tuple(tools),
+            model_name=model_name,
+            prices=self.prices,
+            runner=runner,
+            exclusive=exclusive,
+        )

@@ -9,10 +9,12 @@ providers' usual environment variables.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import InvalidConfig
-from ._base import ProviderModel
+
+if TYPE_CHECKING:  # _base needs anyio, which only the SDK extras install
+    from ._base import ProviderModel
 
 __all__ = ["PROVIDERS", "model_from_spec"]
 

@@ -13,6 +13,7 @@ from harness import WAIT, Recorder, RuntimeFactory, Signal, make_runtime, shape,
 from actors import (
     Delta,
     DeltaKind,
+    InvalidConfig,
     Runtime,
     ScriptedModel,
     Settings,
@@ -439,6 +440,20 @@ class TestSessions:
             rt.wait_idle("s", timeout=WAIT)
         left = [t for t in threading.enumerate() if t.ident not in before and t.is_alive()]
         assert left == []
+
+    def test_a_runtime_that_cannot_be_made_stops_its_adapters(self) -> None:
+        """Adapters are handed over with the call: a refused Runtime(...) stops them (their
+        threads once kept `amber demo` alive after an error)."""
+        adapter = Recorder.start(platform="test", log=[])
+        with pytest.raises(InvalidConfig):
+            Runtime(model=object(), store=":memory:", adapters=[adapter])  # type: ignore[arg-type]
+        assert not adapter.is_alive()
+
+    def test_stopping_a_runtime_never_started_stops_its_adapters(self) -> None:
+        """stop() without start() still stops the adapters it was given."""
+        adapter = Recorder.start(platform="test", log=[])
+        Runtime(model=ScriptedModel([]), store=":memory:", adapters=[adapter]).stop()
+        assert not adapter.is_alive()
 
 
 class TestDelivery:
