@@ -216,12 +216,16 @@ def mutate_data(rng: random.Random, data: Any, odd: list[Any] | None = None) -> 
         for step in path:
             target = target[step]
         roll = rng.random()
+        if target is _DEEPEST:  # shared by every example: replaced, never edited in place
+            roll = min(roll, 0.44)
         if roll < 0.45:
             data = _set(data, path, _fresh(rng.choice(odd)))
         elif roll < 0.6 and isinstance(target, dict) and target:
             del target[rng.choice(list(target))]
         elif roll < 0.7 and isinstance(target, dict):
-            target[rng.choice(["extra", "kind", "seq", "\ud800", "x" * 300])] = rng.choice(odd)
+            target[rng.choice(["extra", "kind", "seq", "\ud800", "x" * 300])] = _fresh(
+                rng.choice(odd)
+            )
         elif roll < 0.8 and isinstance(target, list) and target:
             if rng.random() < 0.5:
                 target.append(_fresh(rng.choice(target)))

@@ -146,3 +146,23 @@ class TestCommandLines:
     @given(rng=st.randoms(use_true_random=False))
     def test_amber(self, rng: random.Random, cli_store: pathlib.Path) -> None:
         targets.run_cli(CliRunner(), inputs.cli_args(rng, str(cli_store)))
+
+
+class TestMutations:
+    """The mutations edit copies only: a shared odd value edited in place made later
+    examples draw differently (Hypothesis' FlakyStrategyDefinition in the long profile)."""
+
+    def test_shared_values_are_never_edited(self) -> None:
+        odd: list[Any] = [inputs._DEEPEST, [1, [2]], {"k": {"j": 1}}]
+
+        def shapes() -> list[str]:
+            shared, depth = odd[0], 0
+            while isinstance(shared, list) and len(shared) == 1:
+                shared, depth = shared[0], depth + 1
+            return [f"{depth}:{shared!r}", repr(odd[1:])]
+
+        before = shapes()
+        for seed in range(3_000):
+            data = {"a": [1, {"b": [1, 2]}], "c": {"d": "e"}}
+            inputs.mutate_data(random.Random(seed), data, odd)
+        assert shapes() == before
