@@ -203,7 +203,7 @@ def bench_hop(folder: Path, rounds: int, calls: int) -> dict[str, Any]:
         missing = "msg_not_there"
 
         def deliver() -> None:
-            rt.gateway.delivered(sid, missing, Status.RESPONDED)
+            rt.router.delivered(sid, missing, Status.RESPONDED)
 
         def tell() -> None:
             ref.tell(_Note(missing, Status.RESPONDED))
