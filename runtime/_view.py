@@ -192,6 +192,8 @@ class ViewPrefix:
     """The shorter prefix this one extends (its spelled lists are extended, not rebuilt)."""
     spelled: dict[str, list[Any]] = attrs.field(factory=dict)
     """Provider -> what it spelled of ``messages`` (no system prompt, no final touches)."""
+    tokens: int | None = None
+    """``approx_tokens`` of the text of ``messages``, once counted."""
 
 
 @attrs.frozen(kw_only=True)

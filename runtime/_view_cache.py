@@ -33,9 +33,9 @@ from ._history import Block, Walk
 from ._message import Message
 from ._state import SessionState
 from ._view import ModelView, TextPart, ViewMessage, ViewPrefix, ViewRole
-from ._window import START_NOTE, Window, assemble
+from ._window import START_NOTE, Window, approx_tokens, assemble
 
-__all__ = ["ViewCache", "cached_view", "first_change"]
+__all__ = ["ViewCache", "approx_view_tokens", "cached_view", "first_change"]
 
 _SHIFT = 5
 
@@ -247,3 +247,23 @@ def cached_view(
     older = zip(reversed(cache.blocks[:kept]), reversed(cache.views[:kept]), strict=True)
     newest_first.extend(older)
     return new_cache, assemble(state, newest_first, window)
+
+
+def _tokens(messages: tuple[ViewMessage, ...]) -> int:
+    return sum(approx_tokens(m.text) for m in messages)
+
+
+def approx_view_tokens(view: ModelView) -> int:
+    """``approx_tokens`` of the text of every message of ``view``; a prefix it shares with
+    earlier views is counted once."""
+    prefix = view.prefix
+    if prefix is None:
+        return _tokens(view.messages)
+    if prefix.tokens is None:
+        parent = prefix.parent
+        if parent is not None and parent.tokens is not None:
+            count = len(parent.messages)
+            prefix.tokens = parent.tokens + _tokens(prefix.messages[count:])
+        else:
+            prefix.tokens = _tokens(prefix.messages)
+    return prefix.tokens + _tokens(view.messages[len(prefix.messages) :])
