@@ -125,10 +125,15 @@ class Category(enum.Enum):
     )  # fmt: skip
     """The system instructions: virtual, passed to projections, never stored."""
 
+    def __init__(self, spec: CategorySpec) -> None:
+        # Kept as plain attributes: Enum's ``value`` is a descriptor, read on every message.
+        self._spec = spec
+        self._input = spec.initial is Status.PENDING_AGENT
+
     @property
     def spec(self) -> CategorySpec:
         """The category's fixed fields."""
-        return self.value
+        return self._spec
 
     @property
     def label(self) -> str:
@@ -138,7 +143,7 @@ class Category(enum.Enum):
     @property
     def is_input(self) -> bool:
         """True for the categories that wait for a turn (initial ``pending_agent``)."""
-        return self.spec.initial is Status.PENDING_AGENT
+        return self._input
 
 
 INPUT_CATEGORIES = frozenset(c for c in Category if c.is_input)
