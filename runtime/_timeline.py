@@ -19,6 +19,7 @@ from ._diff import StateDiff, diff
 from ._errors import ReplayMismatch, SeqOutOfRange
 from ._events import BranchImported, Event
 from ._reducer import apply
+from ._replace import replace
 from ._state import SessionState
 
 __all__ = ["Entries", "Timeline", "replay", "verify"]
@@ -249,7 +250,9 @@ class Timeline:
             at=at,
             source_session_id=self.session_id,
             source_seq=seq,
-            messages=[attrs.evolve(m, session_id=new_session_id) for m in source.messages],
+            # The trusted copy: the messages were checked when they were added, and the
+            # event checks the new session id (an invalid one fails it, copies and all).
+            messages=[replace(m, session_id=new_session_id, event_seq=1) for m in source.messages],
             turns=source.turn_list(),
         )
         return Timeline.start(new_session_id).append(event)
