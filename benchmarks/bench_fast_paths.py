@@ -22,8 +22,17 @@ What it measures (findings in ``docs/performance-views.md``):
    digest hashes the whole request: O(n) in C).
 2. The provider view of a 10,000-message session, from scratch (a fresh
    ``ViewCache``) and after one more turn (the cache of the view before it),
-   for OpenAI, Anthropic and Gemini. Limits: 20 ms from scratch (not met yet:
+   for OpenAI, Anthropic and Gemini. Limits: 20 ms from scratch (not met:
    see the docs), 1 ms after one more turn.
+3. ``Timeline.fork`` of a session of 100 and of 100,000 messages. Limits:
+   1 ms at 100,000, and within 2x of the fork at 100 (not met: forks are
+   linear; see the docs).
+4. 3,000 steps built in memory, messages included: ``new_message``, a
+   ``MessageAdded``, ``Timeline.append``, 3,000 times. Limit: 50 ms.
+5. ``amber --version`` in a fresh process (wall clock), beside a bare
+   interpreter start. Limit: 0.3 s.
+
+``--check`` exits 1 when any limit is missed, the known misses included.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -65,6 +75,7 @@ from runtime import (
     SessionMachine,
     SessionState,
     TextDelta,
+    Timeline,
     ToolCall,
     ToolCallDelta,
     ToolDone,
@@ -88,7 +99,15 @@ from runtime import (
 
 TOOL = ToolSpec(name="sh", description="Run a command.", parameters={"type": "object"})
 SETTINGS = TurnSettings(tools=(TOOL,), system_prompt="Be brief.", passivate_after=None)
-LIMITS = {"turn_ratio": 1.5, "scratch_ms": 20.0, "after_turn_ms": 1.0}
+LIMITS = {
+    "turn_ratio": 1.5,
+    "scratch_ms": 20.0,
+    "after_turn_ms": 1.0,
+    "fork_ms": 1.0,
+    "fork_ratio": 2.0,
+    "steps_ms": 50.0,
+    "version_s": 0.3,
+}
 
 
 def ended(messages: int, session_id: str = "bench") -> SessionState:
@@ -229,6 +248,62 @@ def provider_views(messages: int, repeats: int) -> dict[str, dict[str, float]]:
     return out
 
 
+def fork_ms(sizes: list[int], repeats: int) -> dict[int, float]:
+    """Milliseconds (median) to fork a session of each size at its head."""
+    out: dict[int, float] = {}
+    for size in sizes:
+        state = build(size)
+        timeline = Timeline.from_state(state)
+        times = []
+        for n in range(repeats):
+            start = time.perf_counter()
+            timeline.fork(state.seq, f"fork-{n}", at=T0)
+            times.append(time.perf_counter() - start)
+        out[size] = statistics.median(times) * 1e3
+    return out
+
+
+def steps_ms(steps: int, repeats: int) -> float:
+    """Milliseconds (median) to build ``steps`` steps in memory, messages included."""
+
+    def run() -> Timeline:
+        timeline = Timeline.start("steps")
+        for n in range(steps):
+            message = new_message(
+                Category.USER_QUESTION,
+                id=f"m{n}",
+                session_id="steps",
+                created_at=T0,
+                content=f"question {n}: " + "words " * 30,
+                sender="U",
+            )
+            event = MessageAdded(session_id="steps", seq=n + 1, at=T0, message=message)
+            timeline = timeline.append(event)
+        return timeline
+
+    run()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def version_s(repeats: int) -> tuple[float, float]:
+    """Seconds (median, wall clock) of ``amber --version`` and of a bare ``python -c pass``,
+    each in a fresh process, interleaved."""
+    amber = [sys.executable, "-c", "from actors._cli import main; raise SystemExit(main())"]
+    cli: list[float] = []
+    bare: list[float] = []
+    for _ in range(repeats):
+        for command, into in (([*amber, "--version"], cli), ([sys.executable, "-c", "pass"], bare)):
+            start = time.perf_counter()
+            subprocess.run(command, check=True, capture_output=True)
+            into.append(time.perf_counter() - start)
+    return statistics.median(cli), statistics.median(bare)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run for CI")
@@ -268,6 +343,34 @@ def main(argv: list[str] | None = None) -> int:
         print(f"   {name:<10} {row['scratch_ms']:12.1f} {row['after_turn_ms']:18.3f}")
         if not quick and row["after_turn_ms"] > LIMITS["after_turn_ms"]:
             failures.append(f"{name} after one more turn {row['after_turn_ms']:.2f} ms > 1 ms")
+        if not quick and row["scratch_ms"] > LIMITS["scratch_ms"]:
+            failures.append(f"{name} from scratch {row['scratch_ms']:.1f} ms > 20 ms")
+
+    small_fork, large_fork = 100, (3_000 if quick else 100_000)
+    forks = fork_ms([small_fork, large_fork], repeats=3 if quick else 7)
+    fork_ratio = forks[large_fork] / forks[small_fork]
+    figures["fork_ms"] = {str(k): v for k, v in forks.items()}
+    print("\n3. Timeline.fork at the head")
+    for size, ms in forks.items():
+        print(f"   {size:>7,} messages: {ms:8.2f} ms")
+    print(f"   ratio: {fork_ratio:.1f}x (limits {LIMITS['fork_ms']} ms, {LIMITS['fork_ratio']}x)")
+    if not quick and forks[large_fork] > LIMITS["fork_ms"]:
+        failures.append(f"fork at {large_fork:,} messages {forks[large_fork]:.1f} ms > 1 ms")
+    if not quick and fork_ratio > LIMITS["fork_ratio"]:
+        failures.append(f"fork ratio {fork_ratio:.1f}x > {LIMITS['fork_ratio']}x")
+
+    steps = steps_ms(3_000, repeats=3 if quick else 9)
+    figures["steps_3000_ms"] = steps
+    print(f"\n4. 3,000 steps built in memory, messages included: {steps:.1f} ms (limit 50 ms)")
+    if steps > LIMITS["steps_ms"]:
+        failures.append(f"3,000 steps {steps:.1f} ms > 50 ms")
+
+    cli, bare = version_s(repeats=3 if quick else 9)
+    figures["version_s"] = cli
+    figures["python_start_s"] = bare
+    print(f"\n5. amber --version: {cli:.3f} s (a bare interpreter: {bare:.3f} s; limit 0.3 s)")
+    if cli > LIMITS["version_s"]:
+        failures.append(f"amber --version {cli:.3f} s > 0.3 s")
 
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
