@@ -203,17 +203,19 @@ def new_message(
     Raises:
         InvalidMessage: the fields contradict the category.
     """
-    from ._errors import InvalidMessage  # local: keeps the import graph flat
-
-    spec = category.spec
+    spec = category._spec
     if spec.sender is not None:
         if sender is not None and sender != spec.sender:
+            from ._errors import InvalidMessage  # local: keeps the import graph flat
+
             raise InvalidMessage(
                 f"A {category.label} is always sent by {spec.sender!r} (got sender {sender!r})."
             )
         sender = spec.sender
     elif sender is None:
         if category in (Category.USER_QUESTION, Category.TOOL_RESULT):
+            from ._errors import InvalidMessage
+
             who = (
                 "the user's display name"
                 if category is Category.USER_QUESTION
@@ -221,8 +223,9 @@ def new_message(
             )
             raise InvalidMessage(f"A {category.label} needs a sender: pass {who} as sender=.")
         sender = AGENT_SENDER
-    meta = dict(metadata or {})
+    meta = metadata
     if spec.flag is not None:
+        meta = dict(metadata or {})
         meta[spec.flag] = True
     message = Message(
         id=id,
@@ -237,6 +240,8 @@ def new_message(
         **fields,
     )
     if category_of(message) is not category:
+        from ._errors import InvalidMessage
+
         raise InvalidMessage(
             f"Message {id!r} was built as a {category.label} but reads back as a "
             f"{category_of(message).label}; check its sender and metadata flags."
