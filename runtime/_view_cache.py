@@ -28,7 +28,7 @@ from pyrsistent._pvector import PythonPVector
 from pyrsistent.typing import PVector
 
 from ._artifacts import ArtifactStore
-from ._clean import DEFAULT_MAX_RESULT_CHARS, BlockBuilder, check_options
+from ._clean import DEFAULT_MAX_RESULT_CHARS, BlockBuilder, check_options, clean_history
 from ._history import Block, Walk
 from ._message import Message
 from ._state import SessionState
@@ -188,10 +188,18 @@ def cached_view(
     after its last cut, and those a changed message reopened. Arguments,
     result and errors are as for ``clean_history``; ``cache`` may be None or
     built for another session or other options (it is then started afresh).
+    With a ``window`` the view is ``clean_history``'s own (it touches only what
+    the window keeps) and the cache is returned as it was.
     """
     check_options(state, window, artifacts, max_result_chars)
     if cache is None:
         cache = ViewCache.empty()
+    if window is not None:
+        # A windowed view walks back only as far as the window reaches, which costs the
+        # same at any length: building (and keeping) every settled block would not pay.
+        return cache, clean_history(
+            state, window=window, artifacts=artifacts, max_result_chars=max_result_chars
+        )
     kept = cache._kept(state, artifacts, max_result_chars)
     whole = kept == len(cache.blocks)
     walk = Walk(state, (cache.cut if whole else cache.cuts[kept] or 0) if kept else 0)
