@@ -242,7 +242,7 @@ def cached_view(
         cut=cut,
         prefix=prefix,
     )
-    if window is None and prefix is not None:
+    if prefix is not None:
         rest = tuple(m for _, made, _ in fresh[settled - kept :] for m in made)
         view = ModelView(
             session_id=state.session_id,
@@ -251,10 +251,12 @@ def cached_view(
             prefix=prefix,
         )
         return new_cache, view
+    # Nothing settled gives a view message (a session of notifications, say): the blocks
+    # built now, after the cached ones, assembled as clean_history does.
     newest_first: list[tuple[Block, Any]] = [(block, made) for block, made, _ in reversed(fresh)]
     older = zip(reversed(cache.blocks[:kept]), reversed(cache.views[:kept]), strict=True)
     newest_first.extend(older)
-    return new_cache, assemble(state, newest_first, window)
+    return new_cache, assemble(state, newest_first, None)
 
 
 def _tokens(messages: tuple[ViewMessage, ...]) -> int:
