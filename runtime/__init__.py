@@ -226,7 +226,10 @@ from ._view import ToolResultPart as ToolResultPart
 from ._view import ToolUsePart as ToolUsePart
 from ._view import ViewMessage as ViewMessage
 from ._view import ViewPart as ViewPart
+from ._view import ViewPrefix as ViewPrefix
 from ._view import ViewRole as ViewRole
+from ._view_cache import ViewCache as ViewCache
+from ._view_cache import cached_view as cached_view
 from ._visibility import CHANNEL_RULES as CHANNEL_RULES
 from ._visibility import ChannelKind as ChannelKind
 from ._visibility import ChannelRule as ChannelRule
@@ -418,8 +421,10 @@ __all__ = [
     "Update",
     "Usage",
     "UserInput",
+    "ViewCache",
     "ViewMessage",
     "ViewPart",
+    "ViewPrefix",
     "ViewRole",
     "Visibility",
     "Warn",
@@ -428,6 +433,7 @@ __all__ = [
     "approx_tokens",
     "awaits_delivery",
     "build_payload",
+    "cached_view",
     "call",
     "call_cost",
     "calls",

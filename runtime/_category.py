@@ -125,10 +125,19 @@ class Category(enum.Enum):
     )  # fmt: skip
     """The system instructions: virtual, passed to projections, never stored."""
 
+    # Members are singletons compared by identity: hashing by identity (C) instead of
+    # Enum's hash of the name (Python) speeds every set and dict lookup of a category.
+    __hash__ = object.__hash__
+
+    def __init__(self, spec: CategorySpec) -> None:
+        # Kept as plain attributes: Enum's ``value`` is a descriptor, read on every message.
+        self._spec = spec
+        self._input = spec.initial is Status.PENDING_AGENT
+
     @property
     def spec(self) -> CategorySpec:
         """The category's fixed fields."""
-        return self.value
+        return self._spec
 
     @property
     def label(self) -> str:
@@ -138,7 +147,7 @@ class Category(enum.Enum):
     @property
     def is_input(self) -> bool:
         """True for the categories that wait for a turn (initial ``pending_agent``)."""
-        return self.spec.initial is Status.PENDING_AGENT
+        return self._input
 
 
 INPUT_CATEGORIES = frozenset(c for c in Category if c.is_input)
@@ -198,17 +207,19 @@ def new_message(
     Raises:
         InvalidMessage: the fields contradict the category.
     """
-    from ._errors import InvalidMessage  # local: keeps the import graph flat
-
-    spec = category.spec
+    spec = category._spec
     if spec.sender is not None:
         if sender is not None and sender != spec.sender:
+            from ._errors import InvalidMessage  # local: keeps the import graph flat
+
             raise InvalidMessage(
                 f"A {category.label} is always sent by {spec.sender!r} (got sender {sender!r})."
             )
         sender = spec.sender
     elif sender is None:
         if category in (Category.USER_QUESTION, Category.TOOL_RESULT):
+            from ._errors import InvalidMessage
+
             who = (
                 "the user's display name"
                 if category is Category.USER_QUESTION
@@ -216,8 +227,9 @@ def new_message(
             )
             raise InvalidMessage(f"A {category.label} needs a sender: pass {who} as sender=.")
         sender = AGENT_SENDER
-    meta = dict(metadata or {})
+    meta = metadata
     if spec.flag is not None:
+        meta = dict(metadata or {})
         meta[spec.flag] = True
     message = Message(
         id=id,
@@ -232,6 +244,8 @@ def new_message(
         **fields,
     )
     if category_of(message) is not category:
+        from ._errors import InvalidMessage
+
         raise InvalidMessage(
             f"Message {id!r} was built as a {category.label} but reads back as a "
             f"{category_of(message).label}; check its sender and metadata flags."

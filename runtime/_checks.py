@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 
 from ._errors import InvalidEvent, InvalidMessage
-from ._storable import MAX_SEQ, session_id_problem, shown, text_problem
+from ._storable import MAX_SEQ, MAX_SESSION_ID_CHARS, session_id_problem, shown, text_problem
 
 __all__ = ["EVENT_CHECKS", "MESSAGE_CHECKS", "Checks", "to_milliseconds"]
 
@@ -55,12 +55,16 @@ class Checks:
         self, instance: object, attribute: attrs.Attribute[Any], value: object
     ) -> None:
         """A str with at least one character, valid Unicode."""
+        if type(value) is str and value and value.isascii():
+            return  # the common case, checked fast
         if not isinstance(value, str) or not value:
             raise self._fail(instance, attribute, "a non-empty str", _kind(value))
         self._text(instance, attribute, value)
 
     def string(self, instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         """A str (empty allowed), valid Unicode."""
+        if type(value) is str and value.isascii():
+            return  # the common case, checked fast
         if not isinstance(value, str):
             raise self._fail(instance, attribute, "a str", _kind(value))
         self._text(instance, attribute, value)
@@ -69,7 +73,7 @@ class Checks:
         self, instance: object, attribute: attrs.Attribute[Any], value: object
     ) -> None:
         """A str (valid Unicode) or None."""
-        if value is None:
+        if value is None or (type(value) is str and value.isascii()):
             return
         if not isinstance(value, str):
             raise self._fail(instance, attribute, "a str or None", _kind(value))
@@ -77,6 +81,13 @@ class Checks:
 
     def session_id(self, instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         """A session id: 1 to 256 characters of valid Unicode, no control characters."""
+        if (
+            type(value) is str
+            and 0 < len(value) <= MAX_SESSION_ID_CHARS
+            and value.isascii()
+            and value.isprintable()
+        ):
+            return  # the common case, checked fast (printable ASCII has no control character)
         if not isinstance(value, str) or not value:
             raise self._fail(instance, attribute, "a non-empty str", _kind(value))
         problem = session_id_problem(value)

@@ -50,9 +50,15 @@ from ._view import (
     ViewPart,
     ViewRole,
 )
-from ._window import CurrentTurn, Window, cost, units
+from ._window import Window, assemble
 
-__all__ = ["IMAGE_MEDIA_TYPES", "NOTIFICATION_PREFIX", "clean_history"]
+__all__ = [
+    "IMAGE_MEDIA_TYPES",
+    "NOTIFICATION_PREFIX",
+    "BlockBuilder",
+    "check_options",
+    "clean_history",
+]
 
 NOTIFICATION_PREFIX = "[System Notification]\n"
 """Put before background alerts and nudges, which the model reads as user turns."""
@@ -64,10 +70,6 @@ _NOTICES = frozenset({Category.BACKGROUND_ALERT, Category.NUDGE})
 _SPOKEN_AS_USER = INPUT_CATEGORIES | {Category.NUDGE}
 _EMPTY_USER_TEXT = "(empty message)"
 _EMPTY_RESULT_TEXT = "(no output)"
-_START_NOTE = "[Start of the conversation]"
-_OMITTED_NOTE = (
-    "[Earlier conversation omitted from this view; the messages below start at event seq {seq}.]"
-)
 
 
 def _stripped_line(attachments: list[Attachment]) -> str:
@@ -127,7 +129,7 @@ _OUTPUTS = frozenset({Category.THOUGHT, Category.REPLY, Category.TOOL_CALL})
 """What a model response is stored as."""
 
 
-class _Builder:
+class BlockBuilder:
     """Turns one block into view messages; holds the options."""
 
     def __init__(
@@ -385,7 +387,7 @@ class _Builder:
         )
 
 
-def _check_options(
+def check_options(
     state: object, window: object, artifacts: object, max_result_chars: object
 ) -> None:
     if not isinstance(state, SessionState):
@@ -439,48 +441,7 @@ def clean_history(
         ProjectionError: bad options.
         TypeError: ``state``, ``window`` or ``artifacts`` of the wrong type.
     """
-    _check_options(state, window, artifacts, max_result_chars)
-    builder = _Builder(state, artifacts, max_result_chars)
-    kept: list[list[ViewMessage]] = []  # blocks (or window units), newest first
-    current = CurrentTurn(state)
-    truncated = False
-    tokens = count = 0
-    for block in blocks_newest_first(state):
-        messages = builder.block(block)
-        if window is None:
-            kept.append(messages)
-            continue
-        protected = current.protects(block)
-        for unit in reversed(units(messages)):
-            unit_tokens = sum(cost(window, m) for m in unit)
-            if not protected and (
-                (window.max_tokens is not None and tokens + unit_tokens > window.max_tokens)
-                or (window.max_messages is not None and count + len(unit) > window.max_messages)
-            ):
-                truncated = True
-                break
-            tokens += unit_tokens
-            count += len(unit)
-            kept.append(unit)
-        if truncated:
-            break
-    kept.reverse()
-    out = [m for unit in kept for m in unit]
-    note = None
-    if truncated:
-        first_seq = next((m.event_seq for m in out if m.event_seq is not None), state.seq)
-        note = _OMITTED_NOTE.format(seq=first_seq)
-    elif out and out[0].role is not ViewRole.USER:
-        note = _START_NOTE
-    if note is not None:
-        lead = ViewMessage(role=ViewRole.USER, parts=(TextPart(text=note),))
-        out.insert(0, lead)
-        if window is not None:
-            tokens += cost(window, lead)
-    return ModelView(
-        session_id=state.session_id,
-        seq=state.seq,
-        messages=tuple(out),
-        truncated=truncated,
-        tokens=tokens if window is not None else None,
-    )
+    check_options(state, window, artifacts, max_result_chars)
+    builder = BlockBuilder(state, artifacts, max_result_chars)
+    blocks = ((block, builder.block(block)) for block in blocks_newest_first(state))
+    return assemble(state, blocks, window)

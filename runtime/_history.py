@@ -33,6 +33,7 @@ from ._turn import Turn, TurnStatus
 
 __all__ = [
     "Block",
+    "Walk",
     "blocks_newest_first",
     "newest_first",
     "order_key",
@@ -103,59 +104,93 @@ def blocks_newest_first(state: SessionState) -> Iterator[Block]:
     Each block is complete when yielded; the walk touches only the messages
     of the blocks it has yielded so far (plus rolled-back ones among them).
     """
-    messages = state.messages
-    index = state.index
-    turn_of = state.turn
-    members: dict[str, list[tuple[int, Message, Category]]] = {}
-    anchors: dict[int, list[Turn]] = {}
-    claims: dict[str, Turn] = {}
+    for block, _ in Walk(state).blocks():
+        yield block
 
-    def register(turn_id: str, position: int) -> None:
-        turn = turn_of(turn_id)
-        assert turn is not None, turn_id  # every turn_id in a valid state names a turn
-        members[turn_id] = []
-        anchor = position
-        for input_id in turn.input_ids:
-            where = index.get(input_id)
-            if where is not None and where < anchor:
-                anchor = where
-            known = claims.get(input_id)
-            if known is None or order_key(turn) < order_key(known):
-                claims[input_id] = turn
-        anchors.setdefault(anchor, []).append(turn)
 
-    def finish(turn: Turn) -> Block | None:
-        found = members.pop(turn.id)
-        if not found:
-            return None
-        found.reverse()
-        found.sort(key=_phase_key)
-        return Block(
-            turn_id=turn.id,
-            messages=tuple(m for _, m, _ in found),
-            categories=tuple(c for _, _, c in found),
-        )
+class Walk:
+    """The walk of ``blocks_newest_first``, which can stop at a clean cut.
 
-    for position, message in newest_first(messages):
-        if message.active:
-            category = category_of(message)
-            phase = _PHASES[category]
-            turn_id = message.turn_id
-            if turn_id is not None and turn_id not in members and turn_of(turn_id) is not None:
-                register(turn_id, position)
-            owner = claims.get(message.id) if phase == INPUT_PHASE else None
-            if owner is not None:
-                members[owner.id].append((phase, message, category))
-            elif turn_id is not None and turn_id in members:
-                members[turn_id].append((phase, message, category))
-            else:
-                yield Block(turn_id=None, messages=(message,), categories=(category,))
-        due = anchors.pop(position, None)
-        if due:
-            for turn in sorted(due, key=order_key, reverse=True):
-                block = finish(turn)
-                if block is not None:
-                    yield block
+    A *cut* is a position ``p`` that no block straddles: every block yielded
+    so far holds only messages at ``p`` or after it, every block still to come
+    only messages before it. ``blocks()`` yields each block with the cut just
+    before it (None when a turn still open straddles that point), and, given
+    ``stop``, ends at ``stop`` if ``stop`` is a cut (``stopped`` is then True);
+    if it is not, the walk goes on to the first message.
+    """
+
+    __slots__ = ("state", "stop", "stopped")
+
+    def __init__(self, state: SessionState, stop: int = 0) -> None:
+        self.state = state
+        self.stop = stop
+        self.stopped = False
+
+    def blocks(self) -> Iterator[tuple[Block, int | None]]:
+        """``(block, cut before it or None)``, newest first."""
+        state = self.state
+        stop = self.stop
+        messages = state.messages
+        index = state.index
+        turn_of = state.turn
+        members: dict[str, list[tuple[int, Message, Category]]] = {}
+        anchors: dict[int, list[Turn]] = {}
+        claims: dict[str, Turn] = {}
+
+        def register(turn_id: str, position: int) -> None:
+            turn = turn_of(turn_id)
+            assert turn is not None, turn_id  # every turn_id in a valid state names a turn
+            members[turn_id] = []
+            anchor = position
+            for input_id in turn.input_ids:
+                where = index.get(input_id)
+                if where is not None and where < anchor:
+                    anchor = where
+                known = claims.get(input_id)
+                if known is None or order_key(turn) < order_key(known):
+                    claims[input_id] = turn
+            anchors.setdefault(anchor, []).append(turn)
+
+        def finish(turn: Turn) -> Block | None:
+            found = members.pop(turn.id)
+            if not found:
+                return None
+            found.reverse()
+            found.sort(key=_phase_key)
+            return Block(
+                turn_id=turn.id,
+                messages=tuple(m for _, m, _ in found),
+                categories=tuple(c for _, _, c in found),
+            )
+
+        for position, message in newest_first(messages):
+            if position < stop and not members:
+                self.stopped = True
+                return
+            if message.active:
+                category = category_of(message)
+                phase = _PHASES[category]
+                turn_id = message.turn_id
+                if turn_id is not None and turn_id not in members and turn_of(turn_id) is not None:
+                    register(turn_id, position)
+                owner = claims.get(message.id) if phase == INPUT_PHASE else None
+                if owner is not None:
+                    members[owner.id].append((phase, message, category))
+                elif turn_id is not None and turn_id in members:
+                    members[turn_id].append((phase, message, category))
+                else:
+                    alone = Block(turn_id=None, messages=(message,), categories=(category,))
+                    yield alone, None if members else position
+            due = anchors.pop(position, None)
+            if due:
+                due.sort(key=order_key, reverse=True)
+                last = len(due) - 1
+                for n, turn in enumerate(due):
+                    block = finish(turn)
+                    if block is not None:
+                        yield block, position if n == last and not members else None
+            if stop and position == stop:
+                stop = 0 if members else stop  # not a cut: walk on to the first message
 
 
 def session_history(state: SessionState) -> tuple[Message, ...]:

@@ -151,7 +151,7 @@ def freeze_map(
     Raises:
         InvalidArgument: as ``freeze`` does (or ``error``).
     """
-    if value is None:
+    if value is None or (type(value) is dict and not value):
         return _EMPTY
     if not isinstance(value, Mapping):
         raise error(

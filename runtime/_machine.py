@@ -28,6 +28,7 @@ from ._cost import PriceTable
 from ._state import SessionState
 from ._stream import ToolSpec
 from ._view import ModelView
+from ._view_cache import ViewCache
 from ._window import Window
 
 __all__ = ["SessionMachine", "TurnRun", "TurnSettings"]
@@ -148,6 +149,9 @@ class SessionMachine:
     cancelled: frozenset[str] = frozenset()
     """Inputs whose caller gave up before a turn claimed them: a turn that claims only such
     inputs ends interrupted at once, without calling the model."""
+    views: ViewCache | None = attrs.field(default=None, eq=False, repr=False)
+    """The model's view of the settled history, kept between model calls (a cache: two
+    machines that differ only here are equal)."""
 
     @classmethod
     def load(cls, state: SessionState) -> SessionMachine:

@@ -92,6 +92,8 @@ def article(noun: str) -> str:
 
 
 def _to_enum(kind: type[_E], value: object) -> _E:
+    if type(value) is kind:  # the common case, and the fast one
+        return value
     try:
         return kind(value)
     except ValueError:
@@ -221,9 +223,12 @@ _ROLE_TYPES = frozenset(
 )
 
 
+_NO_ITEMS: PVector[object] = pvector()
+
+
 def _vector_of(kind: type[_T], field: str, value: object) -> PVector[_T]:
-    if value is None:
-        return pvector()
+    if value is None or value is _NO_ITEMS or (type(value) in (tuple, list) and not value):
+        return _NO_ITEMS  # type: ignore[return-value]
     if not isinstance(value, Iterable) or isinstance(value, (str, bytes)):
         raise InvalidMessage(f"Message.{field} must be a list (got {shown(value)}).")
     items = list(value)
@@ -289,10 +294,10 @@ class Message:
     """True when a tool result reports a failure."""
     error_type: str | None = attrs.field(default=None, validator=_check.optional_string)
     """The failure's kind (``timeout``, ``ValueError`` …) for an error result."""
-    attachments: PVector[Attachment] = attrs.field(factory=pvector, converter=_attachments)
+    attachments: PVector[Attachment] = attrs.field(default=_NO_ITEMS, converter=_attachments)
     """Files attached to it (references, never bytes)."""
     browser_elements: PVector[BrowserElement] = attrs.field(
-        factory=pvector, converter=_browser_elements
+        default=_NO_ITEMS, converter=_browser_elements
     )
     """Page elements the user selected (untrusted)."""
     metadata: PMap[str, FrozenJSON] = attrs.field(factory=dict, converter=freeze_metadata)

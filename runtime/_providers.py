@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from ._artifacts import ArtifactStore
@@ -41,6 +42,7 @@ from ._view import (
     ToolUsePart,
     ViewMessage,
     ViewPart,
+    ViewPrefix,
     ViewRole,
 )
 from ._window import Window
@@ -99,15 +101,67 @@ def _system(name: str, system: str | Message | None) -> str | None:
     return system if system.strip() else None
 
 
-def _runs(view: ModelView) -> list[tuple[ViewRole, list[ViewMessage]]]:
+def _runs(messages: Sequence[ViewMessage]) -> list[tuple[ViewRole, list[ViewMessage]]]:
     """Consecutive view messages of one role."""
     runs: list[tuple[ViewRole, list[ViewMessage]]] = []
-    for message in view.messages:
+    for message in messages:
         if runs and runs[-1][0] is message.role:
             runs[-1][1].append(message)
         else:
             runs.append((message.role, [message]))
     return runs
+
+
+Body = Callable[[Sequence[ViewMessage]], list[dict[str, Any]]]
+"""Spells view messages as a provider's list (no system prompt, no final touches)."""
+
+
+def _join(
+    head: list[dict[str, Any]], tail: list[dict[str, Any]], merge: bool
+) -> list[dict[str, Any]]:
+    """``head`` then ``tail`` as one list, merging the entries where they meet if ``merge``
+    and they have one role (what ``_merge`` does within one spelling); ``head``'s entries
+    are not changed."""
+    if merge and head and tail and head[-1]["role"] == tail[0]["role"]:
+        last, first = head[-1], tail[0]
+        key = next(k for k in last if k != "role")
+        return [*head[:-1], {**last, key: last[key] + first[key]}, *tail[1:]]
+    return head + tail
+
+
+def _extends(messages: Sequence[ViewMessage], count: int) -> bool:
+    """Whether spelling ``messages[:count]`` and ``messages[count:]`` apart and joining them
+    gives the spelling of all of them: no run of one role crosses ``count``."""
+    return 0 < count < len(messages) and messages[count - 1].role is not messages[count].role
+
+
+def _prefix_spelled(prefix: ViewPrefix, key: str, body: Body, merge: bool) -> list[dict[str, Any]]:
+    found = prefix.spelled.get(key)
+    if found is None:
+        parent = prefix.parent
+        done = None if parent is None else parent.spelled.get(key)
+        count = 0 if parent is None else len(parent.messages)
+        if done is not None and _extends(prefix.messages, count):
+            found = _join(done, body(prefix.messages[count:]), merge)
+        else:
+            found = body(prefix.messages)
+        prefix.spelled[key] = found
+    return found
+
+
+def _spelled(view: ModelView, key: str, body: Body, merge: bool) -> list[dict[str, Any]]:
+    """``body(view.messages)``, reusing what was spelled of the view's prefix (a new list;
+    entries of the prefix are shared with it)."""
+    prefix = view.prefix
+    messages = view.messages
+    if prefix is None:
+        return body(messages)
+    count = len(prefix.messages)
+    if count == len(messages):
+        return list(_prefix_spelled(prefix, key, body, merge))
+    if not _extends(messages, count):
+        return body(messages)
+    return _join(_prefix_spelled(prefix, key, body, merge), body(messages[count:]), merge)
 
 
 def _b64(data: bytes) -> str:
@@ -148,7 +202,13 @@ def to_openai(
     text = _system("to_openai", system)
     if text is not None:
         out.append({"role": system_role, "content": text})
-    for role, run in _runs(view):
+    out.extend(_spelled(view, "openai", _openai_body, merge=False))
+    return out
+
+
+def _openai_body(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for role, run in _runs(messages):
         if role is ViewRole.ASSISTANT:
             entry = _openai_assistant(run)
             if entry is not None:
@@ -299,6 +359,16 @@ def _anthropic_user(run: list[ViewMessage]) -> list[dict[str, Any]]:
     return blocks
 
 
+def _anthropic_body(view_messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    for role, run in _runs(view_messages):
+        if role is ViewRole.ASSISTANT:
+            _merge(messages, "assistant", "content", _anthropic_assistant(run))
+        else:
+            _merge(messages, "user", "content", _anthropic_user(run))
+    return messages
+
+
 def to_anthropic(
     source: SessionState | ModelView,
     *,
@@ -314,17 +384,14 @@ def to_anthropic(
     """
     view = _view("to_anthropic", source, window, artifacts, max_result_chars)
     text = _system("to_anthropic", system)
-    messages: list[dict[str, Any]] = []
-    for role, run in _runs(view):
-        if role is ViewRole.ASSISTANT:
-            _merge(messages, "assistant", "content", _anthropic_assistant(run))
-        else:
-            _merge(messages, "user", "content", _anthropic_user(run))
+    messages = _spelled(view, "anthropic", _anthropic_body, merge=True)
     if messages and messages[-1]["role"] == "assistant":
-        # A final assistant message is a prefill, which may not end in whitespace.
-        last = messages[-1]["content"][-1]
-        if last["type"] == "text":
-            last["text"] = last["text"].rstrip()
+        # A final assistant message is a prefill, which may not end in whitespace. Copied:
+        # the entry may be shared with the view's prefix.
+        content = list(messages[-1]["content"])
+        if content[-1]["type"] == "text":
+            content[-1] = {**content[-1], "text": content[-1]["text"].rstrip()}
+            messages[-1] = {**messages[-1], "content": content}
     out: dict[str, Any] = {}
     if text is not None:
         out["system"] = text
@@ -395,6 +462,16 @@ def _gemini_user(run: list[ViewMessage]) -> list[dict[str, Any]]:
     return parts
 
 
+def _gemini_body(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
+    contents: list[dict[str, Any]] = []
+    for role, run in _runs(messages):
+        if role is ViewRole.ASSISTANT:
+            _merge(contents, "model", "parts", _gemini_model(run))
+        else:
+            _merge(contents, "user", "parts", _gemini_user(run))
+    return contents
+
+
 def to_gemini(
     source: SessionState | ModelView,
     *,
@@ -412,12 +489,7 @@ def to_gemini(
     """
     view = _view("to_gemini", source, window, artifacts, max_result_chars)
     text = _system("to_gemini", system)
-    contents: list[dict[str, Any]] = []
-    for role, run in _runs(view):
-        if role is ViewRole.ASSISTANT:
-            _merge(contents, "model", "parts", _gemini_model(run))
-        else:
-            _merge(contents, "user", "parts", _gemini_user(run))
+    contents = _spelled(view, "gemini", _gemini_body, merge=True)
     out: dict[str, Any] = {"contents": contents}
     if text is not None:
         out["system_instruction"] = {"parts": [{"text": text}]}

@@ -84,7 +84,8 @@ def _branch_imported(state: SessionState, event: BranchImported) -> SessionState
             f"{state.session_id!r} already has {len(state.messages)} messages; fork into a new "
             "session id."
         )
-    messages = [replace(m, event_seq=event.seq) for m in event.messages]
+    seq = event.seq
+    messages = [m if m.event_seq == seq else replace(m, event_seq=seq) for m in event.messages]
     imported = build_state(
         session_id=state.session_id,
         seq=event.seq,

@@ -48,7 +48,7 @@ from ._turn_ops import (
     turn_metrics,
 )
 from ._updates import Delta, DeltaKind
-from ._window import approx_tokens
+from ._view_cache import approx_view_tokens
 
 __all__ = ["model_chunk", "model_ended", "tool_done"]
 
@@ -363,8 +363,7 @@ def _finish(s: Step, response: ModelResponse, finished: dict[str, Any]) -> None:
     elapsed = max(0.0, s.mono - run.started_mono)
     context = run.context_tokens
     if context is None:
-        view = run.view
-        context = sum(approx_tokens(m.text) for m in view.messages) if view else 0
+        context = approx_view_tokens(run.view) if run.view else 0
     metrics = {
         "session_turns": len(s.state.turns) + 1,
         "context_tokens": context,

@@ -54,7 +54,7 @@ class Step:
     """A decision under construction for one input."""
 
     __slots__ = ("at", "cancelled", "commands", "events", "idle_armed", "input", "mono", "run",
-                 "settings", "state")  # fmt: skip
+                 "settings", "state", "views")  # fmt: skip
 
     def __init__(self, machine: SessionMachine, settings: TurnSettings, input: Input) -> None:
         self.settings = settings
@@ -65,6 +65,7 @@ class Step:
         self.run: TurnRun | None = machine.run
         self.idle_armed = machine.idle_armed
         self.cancelled = machine.cancelled
+        self.views = machine.views
         self.events: list[Event] = []
         self.commands: list[Command] = []
 
@@ -102,7 +103,11 @@ class Step:
         settings = self.settings
         state = self.state
         machine = SessionMachine(
-            state=state, run=self.run, idle_armed=self.idle_armed, cancelled=self.cancelled
+            state=state,
+            run=self.run,
+            idle_armed=self.idle_armed,
+            cancelled=self.cancelled,
+            views=self.views,
         )
         # A turn waiting for approval may be passivated, unless its approval has a time
         # limit: the timer must live to deny it.

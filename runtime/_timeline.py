@@ -19,7 +19,8 @@ from ._diff import StateDiff, diff
 from ._errors import ReplayMismatch, SeqOutOfRange
 from ._events import BranchImported, Event
 from ._reducer import apply
-from ._state import SessionState
+from ._replace import replace
+from ._state import SessionState, check_consistent, new_vector
 
 __all__ = ["Entries", "Timeline", "replay", "verify"]
 
@@ -243,16 +244,36 @@ class Timeline:
                 f"fork() needs a new session id; got {new_session_id!r}, the source's own id."
             )
         source = self.at(seq)
+        # The trusted copy: the messages were checked when they were added, and the
+        # event checks the new session id (an invalid one fails it, copies and all).
+        messages = [replace(m, session_id=new_session_id, event_seq=1) for m in source.messages]
         event = BranchImported(
             session_id=new_session_id,
             seq=1,
             at=at,
             source_session_id=self.session_id,
             source_seq=seq,
-            messages=[attrs.evolve(m, session_id=new_session_id) for m in source.messages],
+            messages=messages,
             turns=source.turn_list(),
         )
-        return Timeline.start(new_session_id).append(event)
+        # The state the event makes, built from the source's own indexes (ids, positions,
+        # turns and counts are the same) instead of derived again message by message:
+        # apply() of the event gives an equal state (a property test checks it), which is
+        # what a replay of the stored log does.
+        start = SessionState.empty(new_session_id)
+        state = replace(
+            source,
+            session_id=new_session_id,
+            seq=1,
+            updated_at=at,
+            messages=new_vector(messages),
+            audit=start.audit,
+            audit_ops=start.audit_ops,
+            audit_running=(),
+        )
+        if check_consistent(state):  # not a state apply() made: let apply() say what is wrong
+            return Timeline(base=start).append(event)
+        return Timeline._assemble(start, [event], [state])
 
 
 def replay(events: Iterable[Event], *, base: SessionState | None = None) -> Timeline:

@@ -13,7 +13,6 @@ from ._assembly import Assembly
 from ._audit import AuditStatus, operation_key
 from ._category import Category
 from ._chunks import ModelRetry, RequestSent
-from ._clean import clean_history
 from ._commands import CallModel, CancelRun, ClearTimer, ResumeSoon, RunTool, SetTimer, Warn
 from ._errors import AmberError, AuditConflict
 from ._events import (
@@ -36,6 +35,7 @@ from ._replay import request_record, stored_digests
 from ._request import RequestRecord
 from ._step import Step
 from ._stream import ModelRequest
+from ._view_cache import cached_view
 
 __all__ = [
     "APPROVAL_TIMER",
@@ -115,7 +115,8 @@ def call_model(s: Step) -> None:
         )
         return
     try:
-        view = clean_history(
+        s.views, view = cached_view(
+            s.views,
             s.state,
             window=settings.window,
             artifacts=settings.artifacts,

@@ -29,6 +29,7 @@ __all__ = [
     "ToolUsePart",
     "ViewMessage",
     "ViewPart",
+    "ViewPrefix",
     "ViewRole",
 ]
 
@@ -175,6 +176,26 @@ class ViewMessage:
         return "\n\n".join(out)
 
 
+@attrs.define(eq=False)
+class ViewPrefix:
+    """The first messages of successive views of one session, which later views share.
+
+    Provider views keep what they spelled of it (``spelled``) so the next view
+    spells only what follows. The memo is a cache of a pure function of
+    ``messages``: filling it never changes what a view means. Entries in it
+    are shared between the lists provider views return; treat those as read-only.
+    """
+
+    messages: tuple[ViewMessage, ...]
+    """The messages, the same objects at the start of every view that holds this prefix."""
+    parent: ViewPrefix | None = None
+    """The shorter prefix this one extends (its spelled lists are extended, not rebuilt)."""
+    spelled: dict[str, list[Any]] = attrs.field(factory=dict)
+    """Provider -> what it spelled of ``messages`` (no system prompt, no final touches)."""
+    tokens: int | None = None
+    """``approx_tokens`` of the text of ``messages``, once counted."""
+
+
 @attrs.frozen(kw_only=True)
 class ModelView:
     """The model's view of a session at one seq (``clean_history``'s result)."""
@@ -189,6 +210,9 @@ class ModelView:
     """True when a window left older history out (a note says so at the top)."""
     tokens: int | None = None
     """Estimated tokens of ``messages`` by the window's counter; None without a window."""
+    prefix: ViewPrefix | None = attrs.field(default=None, eq=False, repr=False)
+    """The settled start of ``messages`` shared with other views of the session (a
+    ``ViewCache`` sets it), so provider views spell it once; None: no such start."""
 
     def __len__(self) -> int:
         return len(self.messages)

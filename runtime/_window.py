@@ -11,7 +11,7 @@ in the middle.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -20,9 +20,25 @@ from ._errors import ProjectionError
 from ._history import Block
 from ._state import SessionState
 from ._turn import Turn
-from ._view import ImagePart, ToolUsePart, ViewMessage, ViewRole
+from ._view import ImagePart, ModelView, TextPart, ToolUsePart, ViewMessage, ViewRole
 
-__all__ = ["CurrentTurn", "TokenCounter", "Window", "approx_tokens", "cost", "is_call", "units"]
+__all__ = [
+    "START_NOTE",
+    "CurrentTurn",
+    "TokenCounter",
+    "Window",
+    "approx_tokens",
+    "assemble",
+    "cost",
+    "is_call",
+    "units",
+]
+
+START_NOTE = "[Start of the conversation]"
+"""Put first when the view would start with the assistant."""
+_OMITTED_NOTE = (
+    "[Earlier conversation omitted from this view; the messages below start at event seq {seq}.]"
+)
 
 TokenCounter = Callable[[str], int]
 """Counts the tokens of a text (``lambda s: len(encoding.encode(s))`` with tiktoken)."""
@@ -154,3 +170,58 @@ def cost(window: Window, message: ViewMessage) -> int:
     """Tokens ``message`` takes by ``window``'s counter."""
     images = sum(1 for part in message.parts if isinstance(part, ImagePart))
     return window.message_tokens + window.tokens_of(message.text) + images * window.image_tokens
+
+
+def assemble(
+    state: SessionState,
+    blocks: Iterable[tuple[Block, list[ViewMessage] | tuple[ViewMessage, ...]]],
+    window: Window | None,
+) -> ModelView:
+    """The view of ``state`` from its blocks' view messages, newest block first.
+
+    Without a window every block is kept; with one, whole units are kept from
+    the newest back while they fit (the current turn always), and a note says
+    what was left out. ``blocks`` is read lazily: a window stops early.
+    """
+    kept: list[list[ViewMessage] | tuple[ViewMessage, ...]] = []  # newest first
+    current = CurrentTurn(state)
+    truncated = False
+    tokens = count = 0
+    for block, messages in blocks:
+        if window is None:
+            kept.append(messages)
+            continue
+        protected = current.protects(block)
+        for unit in reversed(units(list(messages))):
+            unit_tokens = sum(cost(window, m) for m in unit)
+            if not protected and (
+                (window.max_tokens is not None and tokens + unit_tokens > window.max_tokens)
+                or (window.max_messages is not None and count + len(unit) > window.max_messages)
+            ):
+                truncated = True
+                break
+            tokens += unit_tokens
+            count += len(unit)
+            kept.append(unit)
+        if truncated:
+            break
+    kept.reverse()
+    out = [m for unit in kept for m in unit]
+    note = None
+    if truncated:
+        first_seq = next((m.event_seq for m in out if m.event_seq is not None), state.seq)
+        note = _OMITTED_NOTE.format(seq=first_seq)
+    elif out and out[0].role is not ViewRole.USER:
+        note = START_NOTE
+    if note is not None:
+        lead = ViewMessage(role=ViewRole.USER, parts=(TextPart(text=note),))
+        out.insert(0, lead)
+        if window is not None:
+            tokens += cost(window, lead)
+    return ModelView(
+        session_id=state.session_id,
+        seq=state.seq,
+        messages=tuple(out),
+        truncated=truncated,
+        tokens=tokens if window is not None else None,
+    )

@@ -12,38 +12,79 @@ Modules: ``_app`` (exit codes, errors, options, the store), ``_render``
 (how values look), ``_text``, ``_render``, ``_tables`` (how values look), ``_travel`` and
 ``_diff`` (read-only commands), ``_views`` (``show
 --view``), ``_replay`` (replay and verify), ``_admin`` (commands that write), ``_chat``,
-``_web`` (``amber web``, the viewer in ``actors._web``), and this
-one (the group, ``demo``, ``inspect`` and ``main``).
+``_web`` (``amber web``, the viewer in ``actors._web``), ``_run`` (``demo``,
+``inspect``), and this one (the group and ``main``).
+
+The group imports a command's module only when that command runs (or its
+own ``--help`` is asked for): ``amber --version`` and ``amber --help`` load
+click and nothing of Amber's (no trio, pykka, rich, textual, SDKs; not even
+``runtime``). ``COMMANDS`` lists each command's module and its one-line
+summary; a test checks it against the commands themselves.
 """
 
 from __future__ import annotations
 
 import errno
+import importlib
 import os
-import sys
-from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
+import typing
 from typing import Any
 
 import click
-from rich.console import Console
 
-from runtime import AmberError
+if typing.TYPE_CHECKING:
+    from ._app import ExitCode
 
-from ._admin import events, export, fork, import_command, recover
-from ._app import CliError, ExitCode, db_option, fail, open_store, parse_seq, resolve_seq, translate
-from ._chat import chat, resume
-from ._check import check_command
-from ._diff import diff_command
-from ._logs import warnings_on
-from ._replay import replay_command
-from ._travel import load_timeline, sessions, show, timeline
-from ._web import web
+__all__ = ["COMMANDS", "ExitCode", "cli", "main"]
 
-__all__ = ["ExitCode", "cli", "main"]
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "demo": ("._run", "demo", "Run the demo: a scripted agent with real tools, stored in --db."),
+    "chat": ("._chat", "chat", "Chat with an agent; Ctrl-C interrupts the running turn."),
+    "resume": (
+        "._chat",
+        "resume",
+        "Continue SESSION on purpose: answer the input it has waiting, then stop.",
+    ),
+    "sessions": ("._travel", "sessions", "List the stored sessions, most recently active first."),
+    "timeline": (
+        "._travel",
+        "timeline",
+        "One line per event: seq, time (UTC), kind, what changed.",
+    ),
+    "show": ("._travel", "show", "The state of SESSION at a seq, or a projection of it."),
+    "diff": (
+        "._diff",
+        "diff_command",
+        "What changed in SESSION from seq A to seq B (default: the head).",
+    ),
+    "inspect": ("._run", "inspect", "Step through SESSION's states in a terminal UI."),
+    "web": ("._web", "web", "Serve a local web page to travel in the stored sessions."),
+    "fork": ("._admin", "fork", "Start a new session from SESSION's state at a seq."),
+    "replay": (
+        "._replay",
+        "replay_command",
+        "Rebuild SESSION from its log; --verify checks the store.",
+    ),
+    "export": ("._admin", "export", "Print SESSION as JSON (its whole event log)."),
+    "import": (
+        "._admin",
+        "import_command",
+        "Store a session from an export file (FILE, or - for stdin).",
+    ),
+    "recover": ("._admin", "recover", "Give inputs of dead runners' turns back (orphan recovery)."),
+    "check": (
+        "._check",
+        "check_command",
+        "Check the whole store: every row, the hash chains, summaries and snapshots.",
+    ),
+    "events": ("._admin", "events", "List the event kinds the core applies, one per line."),
+}
+"""Command name -> (module, attribute, one-line summary), in the order ``--help`` lists them."""
 
 
 def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("amber")
     except PackageNotFoundError:  # running from a source tree that is not installed
@@ -53,15 +94,46 @@ def _version() -> str:
 class AmberGroup(click.Group):
     """A click group that turns Amber's errors and Ctrl-C into one-line errors and exit codes.
 
-    It lists its commands in the order a new user needs them, not alphabetically.
+    It lists its commands in the order a new user needs them, not alphabetically, and
+    imports each one's module only when it is needed (module docstring).
     """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """The commands in the order they were added."""
-        return list(self.commands)
+        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command ``cmd_name``, its module imported now."""
+        found = self.commands.get(cmd_name)
+        if found is None and cmd_name in COMMANDS:
+            module, attribute, _ = COMMANDS[cmd_name]
+            found = getattr(importlib.import_module(module, __name__), attribute)
+            assert isinstance(found, click.Command)
+            self.commands[cmd_name] = found
+        return found
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``--help``, from ``COMMANDS`` (no command module imported)."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            if name in COMMANDS and name not in self.commands:
+                stub = click.Command(name, help=COMMANDS[name][2])  # click shortens it
+                rows.append((name, stub.get_short_help_str(limit)))
+            else:
+                command = self.get_command(ctx, name)
+                if command is not None and not command.hidden:
+                    rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command; map ``AmberError`` and ``KeyboardInterrupt`` to ``CliError``."""
+        from runtime import AmberError
+
+        from ._app import CliError, ExitCode, fail, translate
+
         try:
             return super().invoke(ctx)
         except CliError as exc:
@@ -89,8 +161,22 @@ class AmberGroup(click.Group):
             )
 
 
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"amber {_version()}")
+    ctx.exit()
+
+
 @click.group(cls=AmberGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(_version(), prog_name="amber", message="%(prog)s %(version)s")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def cli() -> None:
     """Amber: an immutable-state actor runtime for LLM agent sessions.
 
@@ -103,78 +189,6 @@ def cli() -> None:
     """
 
 
-@click.command()
-@click.option("--session", "session_id", help="The session id (default: demo, demo-2, …).")
-@db_option(create=True)
-def demo(session_id: str | None, db: str) -> None:
-    """Run the demo: a scripted agent with real tools, stored in --db.
-
-    No network and no API key. Three questions on the CLI adapter: a shell command that runs, a tool
-    that fails, and a slow tool interrupted by the next message. Ends with
-    what was stored and the commands to inspect it.
-    """
-    from .._demo import print_summary, run_demo
-
-    console = Console(highlight=False)
-    with open_store(db, create=True):
-        pass  # a file that is not a store fails here, before the runtime starts
-    with warnings_on(console):
-        result = run_demo(Path(db), console=console, session_id=session_id)
-    print_summary(result, console, db_arg=db)
-
-
-@click.command()
-@click.argument("session")
-@click.option(
-    "--at", "at_seq", metavar="SEQ", callback=parse_seq, default="head", help="Start at this seq."
-)
-@db_option()
-def inspect(session: str, at_seq: int, db: str) -> None:
-    """Step through SESSION's states in a terminal UI.
-
-    The timeline is on the left, the state at the cursor on the right with
-    the change from the previous state highlighted. Up/down (k/j) step,
-    Home/End (g/G) go to the ends, [ and ] jump between turns, e jumps to
-    the next error, v/V cycle the view (state, history, model view, provider
-    requests) forward/back, o opens one message whole, w widens the
-    timeline, left/right (h/l) scroll it, q quits. 'amber web' is the same
-    in a browser.
-    """
-    with open_store(db) as store:
-        line = load_timeline(store, session, db)
-    seq = resolve_seq(at_seq, line)
-    if not sys.stdout.isatty():
-        raise CliError(
-            "amber inspect needs a terminal (stdout is not one); in scripts use 'amber "
-            "timeline' and 'amber show --at SEQ'.",
-            ExitCode.USAGE,
-        )
-    from .._inspect import InspectApp
-
-    InspectApp(line, seq=seq, db=db).run()
-
-
-for command in (
-    demo,
-    chat,
-    resume,
-    sessions,
-    timeline,
-    show,
-    diff_command,
-    inspect,
-    web,
-    fork,
-    replay_command,
-    export,
-    import_command,
-    recover,
-    check_command,
-    events,
-):
-    cli.add_command(command)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the ``amber`` command line; returns the exit code."""
     try:
@@ -185,3 +199,11 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return code if isinstance(code, int) else 1
     return 0
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ExitCode":  # lives with the heavier helpers; loaded when asked for
+        from ._app import ExitCode
+
+        return ExitCode
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,6 +20,7 @@ from runtime import (
     TurnOutcome,
     TurnStarted,
     TurnStatus,
+    apply,
     diff,
     replay,
     verify,
@@ -169,6 +170,23 @@ class TestFork:
         assert fork.state.message("msg_call_001").status is Status.INTERRUPTED
         assert session.state.message("msg_call_001").status is Status.DELIVERED
         check_invariants(fork.timeline)
+
+    @settings(max_examples=40, deadline=None)
+    @given(timelines(rich=True), st.data())
+    def test_fork_state_is_what_its_event_makes(
+        self, timeline: Timeline, data: st.DataObject
+    ) -> None:
+        """fork() builds the new state from the source's indexes; it equals the state that
+        applying its BranchImported makes (what a replay of the stored fork does), and the
+        fork of a fork too."""
+        seq = data.draw(st.integers(timeline.first_seq, timeline.last_seq))
+        fork = timeline.fork(seq, "forked", at=T0)
+        assert fork.head == apply(SessionState.empty("forked"), fork.event(1))
+        assert replay(fork.events()).head == fork.head
+        check_invariants(fork)
+        again = fork.fork(1, "forked-again", at=T0)
+        assert again.head == apply(SessionState.empty("forked-again"), again.event(1))
+        assert [m.id for m in again.head.messages] == [m.id for m in timeline.at(seq).messages]
 
     def test_fork_needs_new_id(self, session: Session) -> None:
         """Forking into the same session id is refused."""

@@ -1,0 +1,66 @@
+"""``amber demo`` and ``amber inspect``: the commands that run the demo and the terminal UI."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from ._app import CliError, ExitCode, db_option, open_store, parse_seq, resolve_seq
+from ._logs import warnings_on
+from ._travel import load_timeline
+
+__all__ = ["demo", "inspect"]
+
+
+@click.command()
+@click.option("--session", "session_id", help="The session id (default: demo, demo-2, …).")
+@db_option(create=True)
+def demo(session_id: str | None, db: str) -> None:
+    """Run the demo: a scripted agent with real tools, stored in --db.
+
+    No network and no API key. Three questions on the CLI adapter: a shell command that runs, a tool
+    that fails, and a slow tool interrupted by the next message. Ends with
+    what was stored and the commands to inspect it.
+    """
+    from .._demo import print_summary, run_demo
+
+    console = Console(highlight=False)
+    with open_store(db, create=True):
+        pass  # a file that is not a store fails here, before the runtime starts
+    with warnings_on(console):
+        result = run_demo(Path(db), console=console, session_id=session_id)
+    print_summary(result, console, db_arg=db)
+
+
+@click.command()
+@click.argument("session")
+@click.option(
+    "--at", "at_seq", metavar="SEQ", callback=parse_seq, default="head", help="Start at this seq."
+)
+@db_option()
+def inspect(session: str, at_seq: int, db: str) -> None:
+    """Step through SESSION's states in a terminal UI.
+
+    The timeline is on the left, the state at the cursor on the right with
+    the change from the previous state highlighted. Up/down (k/j) step,
+    Home/End (g/G) go to the ends, [ and ] jump between turns, e jumps to
+    the next error, v/V cycle the view (state, history, model view, provider
+    requests) forward/back, o opens one message whole, w widens the
+    timeline, left/right (h/l) scroll it, q quits. 'amber web' is the same
+    in a browser.
+    """
+    with open_store(db) as store:
+        line = load_timeline(store, session, db)
+    seq = resolve_seq(at_seq, line)
+    if not sys.stdout.isatty():
+        raise CliError(
+            "amber inspect needs a terminal (stdout is not one); in scripts use 'amber "
+            "timeline' and 'amber show --at SEQ'.",
+            ExitCode.USAGE,
+        )
+    from .._inspect import InspectApp
+
+    InspectApp(line, seq=seq, db=db).run()
