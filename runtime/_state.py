@@ -94,6 +94,11 @@ class SessionState:
     per turn and role."""
     audit_running: tuple[str, ...] = ()
     """Source keys of the rows still running (all of the active turn)."""
+    turn_order: PVector[str] = attrs.field(factory=new_vector, eq=False)
+    """Every turn's id, the active one included, in the order the turns were started (or
+    imported): a snapshot writes turns in this order, so a new turn only touches the last
+    chunk. Not part of equality: two states with the same turns are equal whatever order a
+    snapshot or an import listed them in."""
 
     @classmethod
     def empty(cls, session_id: str) -> SessionState:
@@ -232,6 +237,7 @@ def build_state(
         elif message.type is MessageType.TOOL_RESULT and message.tool_call_id is not None:
             results[message.tool_call_id] = message.id
     turn_map = {turn.id: turn for turn in turns}
+    order = new_vector(turn_map)
     active = [turn for turn in turn_map.values() if turn.status is TurnStatus.ACTIVE]
     if active:
         # One active turn is the norm; any others stay in the map, where
@@ -259,6 +265,7 @@ def build_state(
             for row in sorted(rows.values(), key=lambda r: r.sequence)
             if row.status is AuditStatus.RUNNING
         ),
+        turn_order=order,
     )
 
 

@@ -33,6 +33,7 @@ from .._errors import CorruptRow, DecodeError
 from .._state import SessionState, check_consistent
 from ._assemble import assemble_state
 from ._chain import digest
+from ._delta import changed_positions
 from ._fast import (
     MESSAGE_FIELDS,
     TURN_FIELDS,
@@ -91,8 +92,52 @@ def _encode_chunk(part: str, items: list[Any]) -> str:
     return orjson.dumps({"fields": fields, "rows": rows}).decode()
 
 
-def _parts(state: SessionState) -> dict[str, list[Any]]:
-    return {"messages": state.messages.tolist(), "turns": state.turn_list()}
+def _chunk(part: str, items: Any, number: int, chunk_size: int) -> tuple[str, int, str]:
+    start = number * chunk_size
+    end = min(start + chunk_size, len(items))
+    return part, number, _encode_chunk(part, [items[i] for i in range(start, end)])
+
+
+class _Unordered(Exception):
+    """A state's ``turn_order`` does not list its turns (a state built by hand)."""
+
+
+class _TurnsInOrder:
+    """A state's turns in start order, looked up one by one (no list of every turn)."""
+
+    __slots__ = ("_active", "_order", "_turns")
+
+    def __init__(self, state: SessionState) -> None:
+        self._order, self._turns, self._active = state.turn_order, state.turns, state.active_turn
+        if len(self._order) != len(self._turns) + (self._active is not None):
+            raise _Unordered
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __getitem__(self, position: int) -> Any:
+        turn_id = self._order[position]
+        active = self._active
+        turn = active if active is not None and active.id == turn_id else self._turns.get(turn_id)
+        if turn is None:
+            raise _Unordered
+        return turn
+
+
+def _changed(head: SessionState, previous: SessionState) -> dict[str, set[int] | None]:
+    """For each part, the positions (below the previous length) that may have changed since
+    ``previous``; None: unknown, compare every item."""
+    messages = changed_positions(previous.messages, head.messages)
+    turns: set[int] | None = None
+    old_order = previous.turn_order
+    if changed_positions(old_order, head.turn_order) == []:  # head's turns extend previous'
+        # An ended turn never changes: only the turn active at the previous snapshot can have.
+        active = previous.active_turn
+        if active is None:
+            turns = set()
+        elif old_order and old_order[-1] == active.id:
+            turns = {len(old_order) - 1}
+    return {"messages": None if messages is None else set(messages), "turns": turns}
 
 
 def plan_snapshot(
@@ -105,6 +150,11 @@ def plan_snapshot(
 ) -> SnapshotPlan:
     """Plan the snapshot of ``head``, rewriting only chunks that differ from ``previous``.
 
+    The chunks to rewrite are found from what changed since ``previous`` (the
+    paths of the message trie that are not shared, the turns started or ended
+    since), so a snapshot costs what its events touched, not the session's
+    length. Turns are written in the order they started (``turn_order``).
+
     Args:
         head: the state to snapshot.
         previous: the state of the session's current snapshot, if any.
@@ -112,27 +162,65 @@ def plan_snapshot(
         chunk_size: items per chunk (must be the one ``refs`` was made with).
         chain: the hash of the event at ``head.seq`` (the chain's head).
     """
-    new_parts = _parts(head)
-    old_parts = _parts(previous) if previous is not None and refs is not None else None
+    try:
+        return _plan(head, previous, refs, chunk_size, chain, ordered=True)
+    except _Unordered:
+        return _plan(head, previous, refs, chunk_size, chain, ordered=False)
+
+
+def _plan(
+    head: SessionState,
+    previous: SessionState | None,
+    refs: Refs | None,
+    chunk_size: int,
+    chain: str,
+    *,
+    ordered: bool,
+) -> SnapshotPlan:
+    def turns(state: SessionState) -> Any:
+        return _TurnsInOrder(state) if ordered else state.turn_list()
+
+    new_parts: dict[str, Any] = {"messages": head.messages, "turns": turns(head)}
+    changed: dict[str, set[int] | None] = {"messages": None, "turns": None}
+    old_parts: dict[str, Any] = {"messages": [], "turns": []}
+    if previous is not None and refs is not None:
+        old_parts = {"messages": previous.messages, "turns": turns(previous)}
+        changed = _changed(head, previous)
+        if not ordered:
+            changed["turns"] = None
     chunks: list[tuple[str, int, str]] = []
     new_refs: Refs = {}
     for part in PARTS:
-        items = new_parts[part]
-        old = old_parts[part] if old_parts is not None else []
-        old_refs = refs[part] if refs is not None and old_parts is not None else []
-        versions: list[int] = []
-        for number, start in enumerate(range(0, len(items), chunk_size)):
-            chunk = items[start : start + chunk_size]
-            same = number < len(old_refs) and len(old) >= start + len(chunk)
-            if same:
-                same = all(
-                    a is b for a, b in zip(chunk, old[start : start + len(chunk)], strict=True)
-                )
-            if same:
-                versions.append(old_refs[number])
-            else:
+        items, old = new_parts[part], old_parts[part]
+        old_refs = refs[part] if refs is not None and previous is not None else []
+        touched = changed[part]
+        count = -(-len(items) // chunk_size)
+        if (
+            touched is not None
+            and len(old) <= len(items)
+            and len(old_refs) == -(-len(old) // chunk_size)
+        ):
+            # Only the chunks holding a changed item, and those from the previous end on.
+            kept = min(len(old) // chunk_size, count)
+            versions = old_refs[:kept]
+            for number in sorted({position // chunk_size for position in touched}):
+                if number < kept:
+                    versions[number] = head.seq
+                    chunks.append(_chunk(part, items, number, chunk_size))
+            for number in range(kept, count):
                 versions.append(head.seq)
-                chunks.append((part, number, _encode_chunk(part, chunk)))
+                chunks.append(_chunk(part, items, number, chunk_size))
+        else:  # compare every item
+            versions = []
+            for number in range(count):
+                start = number * chunk_size
+                end = min(start + chunk_size, len(items))
+                same = number < len(old_refs) and len(old) >= end
+                if same and all(items[i] is old[i] for i in range(start, end)):
+                    versions.append(old_refs[number])
+                else:
+                    versions.append(head.seq)
+                    chunks.append(_chunk(part, items, number, chunk_size))
         new_refs[part] = versions
     record = {
         "format": SNAPSHOT_FORMAT,
