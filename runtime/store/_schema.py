@@ -7,18 +7,23 @@ touched. Migrations run in one ``BEGIN IMMEDIATE`` transaction (a crash
 leaves the file as it was) and are idempotent: each step is written so that
 running it again changes nothing.
 
-Tables (version 2)::
+Tables (version 3)::
 
     amber_meta       key -> value ('schema_version', 'application')
     sessions         one summary row per session (seq, times, counts, active turn)
-    events           (session_id, seq) -> kind, JSON body, hash (chained, see _chain)
+    events           (session_id, seq) -> kind, JSON body (compact or full), hash (chained)
     snapshots        session_id -> the latest snapshot's seq, record and its digest
-    snapshot_chunks  (session_id, part, chunk) -> version seq, JSON chunk, its digest
+    snapshot_chunks  (session_id, part, chunk) -> version seq, chunk (zlib JSON), its digest
 
 Version 2 added the hash chain: ``events.hash`` (filled for the rows an
 older Amber wrote, over their text as stored) and the snapshot digests
 (snapshots written before have none and are dropped: they are derived data,
 rebuilt from the log by the next append or ``amber recover --rebuild``).
+
+Version 3 changed no table: it writes event bodies in the compact format
+(``_compact``) and snapshot chunks zlib-compressed, which an Amber that reads
+only version 2 cannot decode, so the number tells it to upgrade. Version 3
+reads the rows a version-2 store holds as they are; nothing is rewritten.
 
 The database enforces what it can on its own: the primary key makes
 ``(session_id, seq)`` unique, a trigger refuses an event whose seq is not
@@ -45,7 +50,7 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "TRIGGERS", "connect", "migrate",
 
 APPLICATION_ID = 0x416D6272
 """SQLite header application id of an Amber store (``'Ambr'``)."""
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema this Amber writes, and the newest it reads."""
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -170,7 +175,7 @@ def _v2_checksums(db: sqlite3.Connection) -> None:
 Step = str | Callable[[sqlite3.Connection], None]
 """One migration step: an SQL statement, or a function of the connection."""
 
-MIGRATIONS: dict[int, tuple[Step, ...]] = {1: _V1, 2: (_v2_checksums,)}
+MIGRATIONS: dict[int, tuple[Step, ...]] = {1: _V1, 2: (_v2_checksums,), 3: ()}
 """Steps that take a store from version ``n - 1`` to ``n``; each is idempotent."""
 
 TRIGGERS = ("events_gapless", "events_hash_required", "events_no_delete", "events_no_update")

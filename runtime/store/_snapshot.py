@@ -20,6 +20,7 @@ chunk.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -43,7 +44,7 @@ from ._fast import (
     decode_turn_rows,
 )
 
-__all__ = ["PARTS", "Refs", "SnapshotPlan", "decode_snapshot", "plan_snapshot"]
+__all__ = ["PARTS", "Refs", "SnapshotPlan", "decode_snapshot", "pack_chunk", "plan_snapshot"]
 
 SNAPSHOT_FORMAT = 3
 """The layout of a snapshot record this Amber writes and reads (2 added the model-call
@@ -331,7 +332,8 @@ def decode_snapshot(
                 raise corrupt(
                     f"{part} chunk {number} has version {stored}, the record expects {version}"
                 )
-            chunk = _loads(text, corrupt, f"{part} chunk {number}")
+            what = f"{part} chunk {number}"
+            chunk = _loads(_unpack(text, corrupt, what), corrupt, what)
             if type(chunk) is not dict or chunk.keys() != _CHUNK_KEYS:
                 raise corrupt(f"{part} chunk {number} must be an object with fields and rows")
             fields, rows = chunk["fields"], chunk["rows"]
@@ -370,6 +372,25 @@ def decode_snapshot(
             + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")
         )
     return state, refs, size, chain
+
+
+def pack_chunk(text: str, *, final: bool) -> bytes:
+    """A chunk's JSON as a store keeps it: zlib-compressed (a third of the size).
+
+    ``final``: the chunk is full, so it is seldom written again: compress harder
+    (level 6); the last chunk, rewritten by every snapshot, takes the fast level 1.
+    ``decode_snapshot`` reads both this and plain JSON text (older stores).
+    """
+    return zlib.compress(text.encode(), 6 if final else 1)
+
+
+def _unpack(text: object, corrupt: Callable[[str], CorruptRow], what: str) -> object:
+    if isinstance(text, bytes) and text[:1] == b"x":  # zlib's header; JSON starts with "{"
+        try:
+            return zlib.decompress(text)
+        except zlib.error as exc:
+            raise corrupt(f"{what} is not zlib-compressed JSON ({exc})") from None
+    return text
 
 
 def _check_digest(
