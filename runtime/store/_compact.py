@@ -46,6 +46,7 @@ from .._events import EVENT_TYPES, Event, MessageAdded
 from .._message import Message
 from .._turn import Turn
 from ._fast import MESSAGE_FIELDS, decode_message_row
+from ._rowcodec import message_values
 
 __all__ = ["decode_body", "encode_body"]
 
@@ -116,8 +117,8 @@ def _omit_defaults(data: dict[str, Any], cls: type) -> dict[str, Any]:
     }
 
 
-def _message_row(data: dict[str, Any], session_id: str, at: str) -> list[Any]:
-    row = [data[name] for name in MESSAGE_FIELDS]
+def _message_row(row: list[Any], session_id: str, at: str) -> list[Any]:
+    """A message's full row, compacted (see the module docstring)."""
     if row[_SESSION] == session_id:
         row[_SESSION] = _SAME
     if row[_CREATED] == at:
@@ -133,8 +134,20 @@ def _message_row(data: dict[str, Any], session_id: str, at: str) -> list[Any]:
     return row[:end]
 
 
+def _data_row(data: dict[str, Any], session_id: str, at: str) -> list[Any]:
+    return _message_row([data[name] for name in MESSAGE_FIELDS], session_id, at)
+
+
 def encode_body(event: Event) -> bytes:
     """The compact JSON body of ``event`` (deterministic: the same event, the same bytes)."""
+    if type(event) is MessageAdded:  # the common event, without the codec's to_data
+        text = event.at.isoformat()
+        stamp: int | str = text
+        utc = event.at.utcoffset()
+        if utc is not None and not utc:
+            stamp = (event.at - _EPOCH) // _MICROSECOND
+        row = _message_row(message_values(event.message), event.session_id, text)
+        return orjson.dumps([stamp, *row])
     data: dict[str, Any] = to_data(event)
     at: str = data["at"]
     for name in _ROW_FIELDS:
@@ -146,13 +159,11 @@ def encode_body(event: Event) -> bytes:
     session_id = event.session_id
     message = data.get("message")
     if type(message) is dict:
-        if data.keys() == _ADDED_KEYS:  # the common event: [at, *message row]
-            return orjson.dumps([data["at"], *_message_row(message, session_id, at)])
-        data["message"] = _message_row(message, session_id, at)
+        data["message"] = _data_row(message, session_id, at)
     for name in _MESSAGE_LISTS:
         items = data.get(name)
         if type(items) is list:
-            data[name] = [_message_row(item, session_id, at) for item in items]
+            data[name] = [_data_row(item, session_id, at) for item in items]
     turns = data.get("turns")
     if type(turns) is list:
         data["turns"] = [_omit_defaults(turn, Turn) for turn in turns]

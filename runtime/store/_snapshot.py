@@ -43,6 +43,7 @@ from ._fast import (
     decode_turn_row,
     decode_turn_rows,
 )
+from ._rowcodec import message_values
 
 __all__ = ["PARTS", "Refs", "SnapshotPlan", "decode_snapshot", "pack_chunk", "plan_snapshot"]
 
@@ -83,14 +84,31 @@ class SnapshotPlan:
     """The record's chunk versions, to plan the next snapshot against."""
 
 
+_ROW_CACHE: dict[int, tuple[Any, list[Any]]] = {}
+"""Rows of items written lately, by identity (the item is kept, so its id is not reused):
+the last chunk is rewritten by every snapshot, and most of its items did not change."""
+_ROW_CACHE_SIZE = 4096
+
+
+def _row(part: str, item: Any) -> list[Any]:
+    cached = _ROW_CACHE.get(id(item))
+    if cached is not None and cached[0] is item:
+        return cached[1]
+    if part == "messages":
+        row = message_values(item)
+    else:
+        data = to_data(item)
+        row = [data[name] for name in _FIELDS[part]]
+    if len(_ROW_CACHE) >= _ROW_CACHE_SIZE:
+        _ROW_CACHE.clear()
+    _ROW_CACHE[id(item)] = (item, row)
+    return row
+
+
 def _encode_chunk(part: str, items: list[Any]) -> str:
     """A chunk as JSON: the field names once, then one row of values per item."""
-    fields = _FIELDS[part]
-    rows = []
-    for item in items:
-        data = to_data(item)
-        rows.append([data[name] for name in fields])
-    return orjson.dumps({"fields": fields, "rows": rows}).decode()
+    rows = [_row(part, item) for item in items]
+    return orjson.dumps({"fields": _FIELDS[part], "rows": rows}).decode()
 
 
 def _chunk(part: str, items: Any, number: int, chunk_size: int) -> tuple[str, int, str]:

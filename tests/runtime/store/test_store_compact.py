@@ -14,10 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime import DecodeError, Event, MessageAdded, replay, to_json
+from runtime import DecodeError, Event, Message, MessageAdded, replay, to_data, to_json
 from runtime.store import SCHEMA_VERSION, SQLiteStore
 from runtime.store._compact import decode_body, encode_body
-from runtime.testing import events, session_events
+from runtime.store._fast import MESSAGE_FIELDS
+from runtime.store._rowcodec import message_values
+from runtime.testing import events, messages, session_events
 
 from .scenario import continue_session
 
@@ -158,3 +160,13 @@ class TestPreviousFormat:
         for event in more:
             body = rows["scripted", event.seq]
             assert body.encode() == encode_body(event)
+
+
+class TestRows:
+    @settings(max_examples=200, deadline=None)
+    @given(message=messages())
+    def test_fast_rows_are_the_codecs(self, message: Message) -> None:
+        """``message_values`` gives the codec's values, in field order, for any message."""
+        data = to_data(message)
+        expected = [data[name] for name in MESSAGE_FIELDS]
+        assert orjson.dumps(message_values(message)) == orjson.dumps(expected)
