@@ -42,7 +42,7 @@ import orjson
 
 from .._codec import from_data, to_data
 from .._errors import DecodeError
-from .._events import EVENT_TYPES, Event, MessageAdded
+from .._events import EVENT_TYPES, Event, MessageAdded, StatusChanged, TurnStarted
 from .._message import Message
 from .._turn import Turn
 from ._fast import MESSAGE_FIELDS, decode_message_row
@@ -247,6 +247,21 @@ def decode_body(kind: str, session_id: str, seq: int, body: bytes) -> Event:
         values = _message_values(data["message"], session_id, text)
         message = decode_message_row(MESSAGE_FIELDS, values)
         return MessageAdded(session_id=session_id, seq=seq, at=stamp, message=message)
+    simple = _SIMPLE.get(kind)
+    if (
+        simple is not None
+        and data.keys() - _AT <= simple[1]
+        and all(type(value) is str for name, value in data.items() if name != "at")
+    ):  # common events of text fields only: their constructor checks them all
+        try:
+            return simple[0](  # type: ignore[no-any-return]
+                session_id=session_id,
+                seq=seq,
+                at=stamp,
+                **{name: value for name, value in data.items() if name != "at"},
+            )
+        except (TypeError, ValueError):
+            pass  # the codec names the problem
     full: dict[str, Any] = {"kind": kind, "session_id": session_id, "seq": seq}
     full.update(data)
     full["at"] = text
@@ -264,3 +279,10 @@ def _message_data(row: object, session_id: str, at: str) -> dict[str, Any]:
 
 
 _ADDED_KEYS = frozenset({"at", "message"})
+_AT = frozenset({"at"})
+_SIMPLE: dict[str, tuple[Any, frozenset[str]]] = {
+    "status_changed": (StatusChanged, frozenset({"message_id", "expected", "status"})),
+    "turn_started": (TurnStarted, frozenset({"turn_id", "runner"})),
+}
+"""Kinds whose fields are all text checked by their constructor (``runner`` is ``str | None``:
+only a text one takes this path)."""

@@ -19,6 +19,7 @@ from .._errors import CorruptRow, DecodeError, EventRejected, SeqConflict, Store
 from .._events import Event
 from .._reducer import apply
 from .._state import SessionState
+from .._storable import MAX_SEQ
 from .._timeline import Timeline
 from ._chain import ChainCheck, digest, genesis
 from ._compact import decode_body
@@ -112,14 +113,16 @@ def chain_at(db: sqlite3.Connection, session_id: str, seq: int) -> str:
     return stored
 
 
-def read_events(db: sqlite3.Connection, chain: ChainCheck, after: int) -> Iterator[Event]:
-    """Decoded events after seq ``after``, each checked against its row, the seq before and
-    the hash chain (``chain`` holds the hash at ``after``)."""
+def read_events(
+    db: sqlite3.Connection, chain: ChainCheck, after: int, upto: int | None = None
+) -> Iterator[Event]:
+    """Decoded events after seq ``after`` (up to ``upto``, if given), each checked against its
+    row, the seq before and the hash chain (``chain`` holds the hash at ``after``)."""
     session_id = chain.session_id
     rows = db.execute(
         "SELECT seq, kind, CAST(body AS BLOB), hash FROM events "
-        "WHERE session_id = ? AND seq > ? ORDER BY seq",
-        (session_id, after),
+        "WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+        (session_id, after, MAX_SEQ if upto is None else upto),
     )
     expected = after + 1
     for seq, kind, body, stored in rows:
