@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import runtime.store._travel as travel
 from runtime import Event, InvalidArgument, UnknownSession, replay
 from runtime.store import SQLiteStore
 from runtime.store._travel import bulk
@@ -92,8 +93,11 @@ class TestSpans:
 
 
 class TestBulk:
-    def test_no_collection_while_loading(self, open_store: OpenStore) -> None:
-        """Loading a timeline runs no GC collection, and leaves the GC as it found it."""
+    def test_no_collection_while_loading(
+        self, open_store: OpenStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A big load runs no GC collection, and leaves the GC as it found it."""
+        monkeypatch.setattr(travel, "FREEZE_AFTER", 1_000)  # this load counts as big
         store = open_store(snapshot_every=50)
         store.append(conversation("s", 600))
         collections: list[int] = []
@@ -110,7 +114,17 @@ class TestBulk:
             gc.callbacks.remove(count)
         assert collections == []
         assert gc.isenabled()
-        assert gc.get_freeze_count() > 0
+
+    def test_freezes_only_big_loads(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """What a big load built is frozen out of the GC's way; a small one is not."""
+        gc.unfreeze()
+        with bulk():
+            kept = [[i] for i in range(100)]
+        assert gc.get_freeze_count() == 0
+        monkeypatch.setattr(travel, "FREEZE_AFTER", 1_000)
+        with bulk():
+            kept += [[i] for i in range(5_000)]
+        assert gc.get_freeze_count() >= 5_000
 
     def test_leaves_a_disabled_gc_disabled(self) -> None:
         gc.disable()
