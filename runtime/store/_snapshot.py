@@ -87,7 +87,7 @@ class SnapshotPlan:
 _ROW_CACHE: dict[int, tuple[Any, list[Any]]] = {}
 """Rows of items written lately, by identity (the item is kept, so its id is not reused):
 the last chunk is rewritten by every snapshot, and most of its items did not change."""
-_ROW_CACHE_SIZE = 4096
+_ROW_CACHE_SIZE = 16384
 
 
 def _row(part: str, item: Any) -> list[Any]:
@@ -103,6 +103,17 @@ def _row(part: str, item: Any) -> list[Any]:
         _ROW_CACHE.clear()
     _ROW_CACHE[id(item)] = (item, row)
     return row
+
+
+def _audit_data(row: AuditRow) -> Any:
+    cached = _ROW_CACHE.get(id(row))
+    if cached is not None and cached[0] is row:
+        return cached[1]
+    data = to_data(row)
+    if len(_ROW_CACHE) >= _ROW_CACHE_SIZE:
+        _ROW_CACHE.clear()
+    _ROW_CACHE[id(row)] = (row, data)
+    return data
 
 
 def _encode_chunk(part: str, items: list[Any]) -> str:
@@ -247,8 +258,9 @@ def _plan(
         "updated_at": None if head.updated_at is None else head.updated_at.isoformat(),
         "chunk_size": chunk_size,
         "counts": list(head.counts),
-        # Audit rows are few (one per model call) and small: kept whole in the record.
-        "audit": [to_data(row) for row in head.model_calls()],
+        # Audit rows (one per model call) are kept whole in the record: rewritten by every
+        # snapshot (their encoding is cached by identity; chunking them is still to do).
+        "audit": [_audit_data(row) for row in head.model_calls()],
         "chain": chain,
         **new_refs,
     }
