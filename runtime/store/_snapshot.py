@@ -47,26 +47,39 @@ from ._rowcodec import message_values
 
 __all__ = ["PARTS", "Refs", "SnapshotPlan", "decode_snapshot", "pack_chunk", "plan_snapshot"]
 
-SNAPSHOT_FORMAT = 3
+SNAPSHOT_FORMAT = 4
 """The layout of a snapshot record this Amber writes and reads (2 added the model-call
-audit rows, 3 the hash of the event it was built at; older snapshots are dropped by the
-schema migration and rebuilt from the log)."""
-PARTS = ("messages", "turns")
+audit rows, 3 the hash of the event it was built at, 4 moved the audit rows from the record
+to chunks; older snapshots are dropped by the schema migration and rebuilt from the log)."""
+PARTS = ("messages", "turns", "audit")
 """The parts of a state a snapshot stores in chunks."""
 Refs = dict[str, list[int]]
 """For each part, the seq of the snapshot that wrote each chunk's current version."""
-_RECORD_KEYS = frozenset(
-    {"format", "seq", "updated_at", "chunk_size", "counts", "audit", "chain", *PARTS}
-)
+_RECORD_KEYS = frozenset({"format", "seq", "updated_at", "chunk_size", "counts", "chain", *PARTS})
 _CHUNK_KEYS = frozenset({"fields", "rows"})
-_FIELDS = {"messages": MESSAGE_FIELDS, "turns": TURN_FIELDS}
+AUDIT_FIELDS = [field.name for field in attrs.fields(AuditRow)]
+"""The order of an audit row's values in a chunk row."""
+_FIELDS = {"messages": MESSAGE_FIELDS, "turns": TURN_FIELDS, "audit": AUDIT_FIELDS}
+
+
+def _audit_row(fields: list[str], row: object) -> AuditRow:
+    if type(row) is not list or len(row) != len(fields):
+        raise DecodeError(
+            f"Cannot decode AuditRow from JSON: expected a row of {len(fields)} values, got "
+            f"{row!r:.80}."
+        )
+    return from_data(dict(zip(fields, row, strict=True)), AuditRow)
+
+
 _ROWS: dict[str, Callable[[list[str], list[object]], list[Any] | None]] = {
     "messages": decode_message_rows,
     "turns": decode_turn_rows,
+    "audit": lambda fields, rows: None,  # few: one by one, through the codec
 }
 _ROW: dict[str, Callable[[list[str], object], Any]] = {
     "messages": decode_message_row,
     "turns": decode_turn_row,
+    "audit": _audit_row,
 }
 
 
@@ -105,17 +118,6 @@ def _row(part: str, item: Any) -> list[Any]:
     return row
 
 
-def _audit_data(row: AuditRow) -> Any:
-    cached = _ROW_CACHE.get(id(row))
-    if cached is not None and cached[0] is row:
-        return cached[1]
-    data = to_data(row)
-    if len(_ROW_CACHE) >= _ROW_CACHE_SIZE:
-        _ROW_CACHE.clear()
-    _ROW_CACHE[id(row)] = (row, data)
-    return data
-
-
 def _encode_chunk(part: str, items: list[Any]) -> str:
     """A chunk as JSON: the field names once, then one row of values per item."""
     rows = [_row(part, item) for item in items]
@@ -126,6 +128,9 @@ def _chunk(part: str, items: Any, number: int, chunk_size: int) -> tuple[str, in
     start = number * chunk_size
     end = min(start + chunk_size, len(items))
     return part, number, _encode_chunk(part, [items[i] for i in range(start, end)])
+
+
+_VECTORS = {"messages": "messages", "audit": "audit_rows"}
 
 
 class _Unordered(Exception):
@@ -167,7 +172,12 @@ def _changed(head: SessionState, previous: SessionState) -> dict[str, set[int] |
             turns = set()
         elif old_order and old_order[-1] == active.id:
             turns = {len(old_order) - 1}
-    return {"messages": None if messages is None else set(messages), "turns": turns}
+    audit = changed_positions(previous.audit_rows, head.audit_rows)
+    return {
+        "messages": None if messages is None else set(messages),
+        "turns": turns,
+        "audit": None if audit is None else set(audit),
+    }
 
 
 def plan_snapshot(
@@ -207,22 +217,34 @@ def _plan(
     *,
     ordered: bool,
 ) -> SnapshotPlan:
-    def turns(state: SessionState) -> Any:
-        return _TurnsInOrder(state) if ordered else state.turn_list()
+    def parts(state: SessionState) -> dict[str, Any]:
+        rows = state.audit_rows
+        return {
+            "messages": state.messages,
+            "turns": _TurnsInOrder(state) if ordered else state.turn_list(),
+            # Rows in sequence order (their position is their sequence - 1).
+            "audit": rows if ordered and len(rows) == len(state.audit) else state.model_calls(),
+        }
 
-    new_parts: dict[str, Any] = {"messages": head.messages, "turns": turns(head)}
-    changed: dict[str, set[int] | None] = {"messages": None, "turns": None}
-    old_parts: dict[str, Any] = {"messages": [], "turns": []}
+    new_parts = parts(head)
+    changed: dict[str, set[int] | None] = dict.fromkeys(PARTS)
+    old_parts: dict[str, Any] = dict.fromkeys(PARTS, ())
     if previous is not None and refs is not None:
-        old_parts = {"messages": previous.messages, "turns": turns(previous)}
+        old_parts = parts(previous)
         changed = _changed(head, previous)
         if not ordered:
-            changed["turns"] = None
+            changed = dict.fromkeys(PARTS)
+        for part in PARTS:  # a view that is not the vector itself: compare every item
+            if part != "turns" and not (
+                new_parts[part] is getattr(head, _VECTORS[part])
+                and old_parts[part] is getattr(previous, _VECTORS[part])
+            ):
+                changed[part] = None
     chunks: list[tuple[str, int, str]] = []
     new_refs: Refs = {}
     for part in PARTS:
         items, old = new_parts[part], old_parts[part]
-        old_refs = refs[part] if refs is not None and previous is not None else []
+        old_refs = refs.get(part, []) if refs is not None and previous is not None else []
         touched = changed[part]
         count = -(-len(items) // chunk_size)
         if (
@@ -258,9 +280,6 @@ def _plan(
         "updated_at": None if head.updated_at is None else head.updated_at.isoformat(),
         "chunk_size": chunk_size,
         "counts": list(head.counts),
-        # Audit rows (one per model call) are kept whole in the record: rewritten by every
-        # snapshot (their encoding is cached by identity; chunking them is still to do).
-        "audit": [_audit_data(row) for row in head.model_calls()],
         "chain": chain,
         **new_refs,
     }
@@ -322,13 +341,6 @@ def decode_snapshot(
             "it was built from another log than the one stored (its chain hash "
             f"{str(chain)[:16]}… is not the hash of event seq {seq}, {event_hash[:16]}…)"
         )
-    rows = data["audit"]
-    if type(rows) is not list:
-        raise corrupt(f"audit must be a list of rows, got {type(rows).__name__}")
-    try:
-        audit = [from_data(row, AuditRow) for row in rows]
-    except (DecodeError, TypeError) as exc:
-        raise corrupt(f"audit rows: {str(exc).rstrip('.')}") from None
     if type(data["seq"]) is not int or data["seq"] != seq:
         raise corrupt(f"the record says seq {data['seq']!r}")
     size = data["chunk_size"]
@@ -391,7 +403,7 @@ def decode_snapshot(
         updated_at=updated_at,
         messages=items["messages"],
         turns=items["turns"],
-        audit=audit,
+        audit=items["audit"],
     )
     problems = check_consistent(state)
     if list(state.counts) != data["counts"]:
