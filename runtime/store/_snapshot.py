@@ -1,15 +1,17 @@
 """Snapshots of a session's state, stored in chunks so that each writes only what changed.
 
-A snapshot is the state at one seq: its messages and turns in the codec's
-JSON (``to_data``), split into chunks of ``chunk_size`` items (each chunk
-names the fields once and holds one row of values per item, which halves
-its size and its parsing time), plus a small
-record listing, for each chunk, the seq of the snapshot that wrote the
-chunk's current version. Messages are appended and seldom change once their
-turn is over, so a new snapshot rewrites the last chunk or two and the chunks
-whose messages changed (found by identity: an unchanged message is the same
-object in both states): the bytes written are O(what changed), not the
-whole history (DESIGN §13).
+A snapshot is the state at one seq: its messages, turns (in start order) and
+model-call audit rows (in sequence order) in the codec's JSON (``to_data``),
+split into chunks of ``chunk_size`` items (each chunk names the fields once
+and holds one row of values per item, which halves its size and its parsing
+time; a store keeps it zlib-compressed, ``pack_chunk``), plus a small record
+listing, for each chunk, the seq of the snapshot that wrote the chunk's
+current version. Items are appended and seldom change once their turn is
+over, so a new snapshot rewrites the last chunk or two and the chunks whose
+items changed, found from what changed since the previous snapshot (the
+unshared paths of the message and audit-row tries, ``_delta``; the turns
+started or ended since), without looking at the rest: the work and the bytes
+written are O(what changed), not the whole history (DESIGN §13).
 
 Reading puts the chunks back together, decodes them with the fast strict
 decoders of ``_fast``, derives every index (``_assemble``: the state
