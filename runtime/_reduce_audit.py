@@ -29,6 +29,7 @@ def close_audit(
         return {}
     status = AUDIT_CLOSED_BY[how]
     audit = state.audit
+    vector = state.audit_rows.evolver()
     why = {
         "error": "its turn ended with an error",
         "interrupted": "its turn was interrupted",
@@ -37,17 +38,13 @@ def close_audit(
     }[how]
     for key in state.audit_running:
         row = audit[key]
-        audit = audit.set(
-            key,
-            replace(
-                row,
-                status=status,
-                finished_at=event.at,
-                ended_seq=event.seq,
-                error=event.reason or why,
-            ),
+        closed = replace(
+            row, status=status, finished_at=event.at, ended_seq=event.seq, error=event.reason or why
         )
-    return {"audit": audit, "audit_running": ()}
+        audit = audit.set(key, closed)
+        if 0 <= closed.sequence - 1 < len(vector):  # sequences are positions (state checks)
+            vector[closed.sequence - 1] = closed
+    return {"audit": audit, "audit_running": (), "audit_rows": vector.persistent()}
 
 
 def model_call_started(state: SessionState, event: ModelCallStarted) -> SessionState:
@@ -106,6 +103,7 @@ def model_call_started(state: SessionState, event: ModelCallStarted) -> SessionS
         audit=state.audit.set(row.source_key, row),
         audit_ops=state.audit_ops.set(op_key, row.source_key),
         audit_running=(*state.audit_running, row.source_key),
+        audit_rows=state.audit_rows.append(row),
     )
 
 
@@ -182,4 +180,9 @@ def model_call_finished(state: SessionState, event: ModelCallFinished) -> Sessio
         updated_at=event.at,
         audit=state.audit.set(row.source_key, done),
         audit_running=tuple(k for k in state.audit_running if k != row.source_key),
+        audit_rows=(
+            state.audit_rows.set(done.sequence - 1, done)
+            if 0 <= done.sequence - 1 < len(state.audit_rows)
+            else state.audit_rows
+        ),
     )

@@ -87,6 +87,7 @@ def turn_started(state: SessionState, event: TurnStarted) -> SessionState:
         queued=type(state.queued)(),
         active_turn=turn,
         counts=tuple(counts),
+        turn_order=state.turn_order.append(turn.id),
     )
 
 

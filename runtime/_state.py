@@ -43,6 +43,7 @@ STATUS_ORDER: tuple[Status, ...] = tuple(Status)
 _ZERO_COUNTS = (0,) * len(STATUS_ORDER)
 _STATUS_INDEX = {status: i for i, status in enumerate(STATUS_ORDER)}
 _EMPTY_MAP: Map[Any, Any] = Map()
+RUNNING = AuditStatus.RUNNING
 
 
 def status_index(status: Status) -> int:
@@ -94,6 +95,15 @@ class SessionState:
     per turn and role."""
     audit_running: tuple[str, ...] = ()
     """Source keys of the rows still running (all of the active turn)."""
+    audit_rows: PVector[AuditRow] = attrs.field(factory=new_vector, eq=False)
+    """The rows of ``audit`` in sequence order (a row's sequence is its position + 1), updated
+    with the map: a snapshot finds the rows that changed by comparing two such vectors. Not
+    part of equality (it holds nothing ``audit`` does not)."""
+    turn_order: PVector[str] = attrs.field(factory=new_vector, eq=False)
+    """Every turn's id, the active one included, in the order the turns were started (or
+    imported): a snapshot writes turns in this order, so a new turn only touches the last
+    chunk. Not part of equality: two states with the same turns are equal whatever order a
+    snapshot or an import listed them in."""
 
     @classmethod
     def empty(cls, session_id: str) -> SessionState:
@@ -232,12 +242,14 @@ def build_state(
         elif message.type is MessageType.TOOL_RESULT and message.tool_call_id is not None:
             results[message.tool_call_id] = message.id
     turn_map = {turn.id: turn for turn in turns}
+    order = new_vector(turn_map)
     active = [turn for turn in turn_map.values() if turn.status is TurnStatus.ACTIVE]
     if active:
         # One active turn is the norm; any others stay in the map, where
         # check_consistent reports them.
         del turn_map[active[0].id]
     rows = {row.source_key: row for row in audit}
+    by_sequence = sorted(rows.values(), key=lambda r: r.sequence)
     return SessionState(
         session_id=session_id,
         seq=seq,
@@ -254,11 +266,9 @@ def build_state(
         audit_ops=Map(
             {operation_key(r.turn_id, r.role, r.operation_id): r.source_key for r in rows.values()}
         ),
-        audit_running=tuple(
-            row.source_key
-            for row in sorted(rows.values(), key=lambda r: r.sequence)
-            if row.status is AuditStatus.RUNNING
-        ),
+        audit_running=tuple(row.source_key for row in by_sequence if row.status is RUNNING),
+        audit_rows=new_vector(by_sequence),
+        turn_order=order,
     )
 
 

@@ -231,11 +231,19 @@ def require_session(store: Store, session_id: str, db: str) -> None:
 
 def resolve_seq(seq: int, timeline: Timeline, *, option: str = "--at") -> int:
     """A seq the timeline holds: negatives count back from the head (-1 is the head)."""
-    first, last = timeline.first_seq, timeline.last_seq
+    return resolve_seq_between(
+        seq, timeline.session_id, timeline.first_seq, timeline.last_seq, option=option
+    )
+
+
+def resolve_seq_between(
+    seq: int, session_id: str, first: int, last: int, *, option: str = "--at"
+) -> int:
+    """A seq from ``first`` to ``last``: negatives count back from ``last`` (-1 is ``last``)."""
     resolved = last + 1 + seq if seq < 0 else seq
     if not first <= resolved <= last:
         raise CliError(
-            f"Session {timeline.session_id!r} has no seq {seq}: it holds seq {first} (before "
+            f"Session {session_id!r} has no seq {seq}: it holds seq {first} (before "
             f"the first event) to {last}. Pass {option} between {first} and {last}, or a "
             "negative number to count back from the head (-1 is the head).",
             ExitCode.NOT_FOUND,

@@ -17,11 +17,11 @@ from ._app import (
     json_option,
     open_store,
     parse_seq,
-    resolve_seq,
+    resolve_seq_between,
     stdout_console,
 )
 from ._render import diff_view
-from ._travel import event_line, load_timeline
+from ._travel import event_line, head_seq
 
 __all__ = ["diff_command", "diff_data"]
 
@@ -74,10 +74,16 @@ def diff_command(session: str, a: int, b: int, other: str | None, db: str, as_js
     head; put them after '--' (amber diff demo -- -2 -1).
     """
     with open_store(db) as store:
-        line = load_timeline(store, session, db)
-        other_line = load_timeline(store, other, db) if other is not None else line
-    seq_a = resolve_seq(a, line, option="A")
-    seq_b = resolve_seq(b, other_line, option="B")
+        # Only the states between A and B, from the nearest stored one (not the whole log).
+        last = head_seq(store, session, db)
+        other_last = head_seq(store, other, db) if other is not None else last
+        seq_a = resolve_seq_between(a, session, 0, last, option="A")
+        seq_b = resolve_seq_between(b, other or session, 0, other_last, option="B")
+        if other is None:
+            line = other_line = store.load_span(session, min(seq_a, seq_b), max(seq_a, seq_b))
+        else:
+            line = store.load_span(session, seq_a, seq_a)
+            other_line = store.load_span(other, seq_b, seq_b)
     delta = diff(line.at(seq_a), other_line.at(seq_b))
     if other is not None:
         # A fork's messages always differ from the source's in these two fields, and a

@@ -22,6 +22,7 @@ from runtime import (
     SessionCost,
     SessionState,
     Timeline,
+    TurnEnded,
     session_cost,
     to_data,
 )
@@ -36,14 +37,14 @@ from ._app import (
     open_store,
     parse_seq,
     require_session,
-    resolve_seq,
+    resolve_seq_between,
     stdout_console,
 )
 from ._calls import print_call
 from ._render import describe_event, touched_ids
 from ._tables import message_detail
 from ._text import join, money, status_text, time_text
-from ._views import VIEWS, print_view, view_data
+from ._views import PROVIDERS, VIEWS, print_view, view_data
 
 __all__ = ["event_line", "load_timeline", "sessions", "show", "timeline"]
 
@@ -206,48 +207,69 @@ def timeline(
     Seqs may be negative to count back from the head (--from -10: the last ten).
     """
     with open_store(db) as store:
-        line = load_timeline(store, session, db)
-    low = resolve_seq(from_seq, line, option="--from") if from_seq is not None else 1
-    high = resolve_seq(to_seq, line, option="--to") if to_seq is not None else line.last_seq
-    picked = [
-        (event, before, after)
-        for event, before, after in event_entries(line)
-        if low <= event.seq <= high
-        and (not kinds or event.kind in kinds)
-        and (message_id is None or message_id in touched_ids(event, before, after))
-    ]
-    if as_json:
-        emit_json(
-            [
-                {
-                    "seq": event.seq,
-                    "at": event.at,
-                    "kind": event.kind,
-                    "summary": describe_event(event, before, after).plain,
-                    "event": to_data(event),
-                }
-                for event, before, after in picked
-            ]
+        last = head_seq(store, session, db)
+        info = store.session(session)
+        low = (
+            resolve_seq_between(from_seq, session, 0, last, option="--from")
+            if from_seq is not None
+            else 1
         )
-        return
-    console = stdout_console()
-    head = line.head
-    first = line.event(1).at if line.last_seq else None
-    span = f"{time_text(first, date=True)} → {time_text(head.updated_at)} UTC" if first else ""
-    console.print(
-        Text.assemble((session, "bold"), f": {line.last_seq} events", f", {span}" if span else ""),
-        soft_wrap=True,
-    )
-    width = len(str(line.last_seq))
-    lines = (event_line(event, before, after, width) for event, before, after in picked)
-    if console.is_terminal:
-        for text in lines:
-            console.print(text)
-    else:
-        # Piped (grep, less, a file): plain lines, and much faster than styling each one.
-        click.echo("".join(text.plain + "\n" for text in lines), nl=False)
-    if not picked:
+        high = (
+            resolve_seq_between(to_seq, session, 0, last, option="--to")
+            if to_seq is not None
+            else last
+        )
+        # Streamed: each line is printed when its event is read, from the nearest stored state.
+        picked = (
+            (event, before, after)
+            for event, before, after in store.walk(session, max(low, 1), max(high, low, 1))
+            if event.seq <= high
+            and (not kinds or event.kind in kinds)
+            and (message_id is None or message_id in touched_ids(event, before, after))
+        )
+        if as_json:
+            emit_json(
+                [
+                    {
+                        "seq": event.seq,
+                        "at": event.at,
+                        "kind": event.kind,
+                        "summary": describe_event(event, before, after).plain,
+                        "event": to_data(event),
+                    }
+                    for event, before, after in picked
+                ]
+            )
+            return
+        console = stdout_console()
+        span = f"{time_text(info.created_at, date=True)} → {time_text(info.updated_at)} UTC"
+        console.print(
+            Text.assemble((session, "bold"), f": {last} events", f", {span}"), soft_wrap=True
+        )
+        width = len(str(last))
+        shown = 0
+        piped: list[str] = []
+        for event, before, after in picked:
+            text = event_line(event, before, after, width)
+            shown += 1
+            if console.is_terminal:
+                console.print(text)
+                continue
+            # Piped (grep, less, a file): plain lines, much faster than styling each one,
+            # written a few hundred at a time (the first ones at once).
+            piped.append(text.plain + "\n")
+            if shown == 1 or len(piped) >= 500:
+                click.echo("".join(piped), nl=False)
+                piped.clear()
+        click.echo("".join(piped), nl=False)
+    if not shown:
         console.print(Text("(no event matches)", style="dim"))
+
+
+def head_seq(store: SQLiteStore, session_id: str, db: str) -> int:
+    """The session's last seq (``NOT_FOUND`` if it is not there)."""
+    require_session(store, session_id, db)
+    return store.session(session_id).seq
 
 
 @click.command()
@@ -301,16 +323,27 @@ def show(
     clean the model's view (clean_history).
     """
     with open_store(db) as store:
-        line = load_timeline(store, session, db)
-    if call is not None:
-        print_call(line, call, as_json=as_json)
-        return
-    seq = resolve_seq(at_seq, line)
-    state = line.at(seq)
-    event = line.event(seq) if seq > line.first_seq else None
-    before = line.at(seq - 1) if event is not None else state
+        if call is not None:
+            print_call(load_timeline(store, session, db), call, as_json=as_json)
+            return
+        # Only the state asked for, from the nearest stored one (not the whole log).
+        last = head_seq(store, session, db)
+        seq = resolve_seq_between(at_seq, session, 0, last)
+        line = store.load_span(session, seq, seq)
+        state = line.at(seq)
+        event, before = None, state
+        if line.first_seq < seq:
+            event, before = line.event(seq), line.at(seq - 1)
+        elif seq > 0:  # the stored state is at seq itself: read its event alone
+            event = store.events(session, after=seq - 1)[0]
+            if isinstance(event, TurnEnded):  # its line names the turn as it was before
+                before = store.load_span(session, seq - 1, seq - 1).at(seq - 1)
+        head: SessionState | None = line.head if line.last_seq == last else None
+        if head is None and (message_id is not None or view in PROVIDERS):
+            head = store.load_state(session)
     if message_id is not None:
-        _show_message(line, state, message_id, as_json)
+        assert head is not None
+        _show_message(head, state, message_id, as_json)
         return
     if as_json:
         data = view_data(view, state)
@@ -323,18 +356,18 @@ def show(
         console,
         view,
         state,
-        last_seq=line.last_seq,
+        last_seq=last,
         event=event,
         event_line=None if event is None else describe_event(event, before, state),
         full=full,
-        head=line.head,
+        head=head,
     )
 
 
-def _show_message(line: Timeline, state: SessionState, message_id: str, as_json: bool) -> None:
+def _show_message(head: SessionState, state: SessionState, message_id: str, as_json: bool) -> None:
     message = state.get(message_id)
     if message is None:
-        later = line.head.get(message_id)
+        later = head.get(message_id)
         hint = (
             f"it is added at seq {later.event_seq}; pass --at {later.event_seq} or later."
             if later is not None and later.event_seq is not None

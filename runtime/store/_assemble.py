@@ -31,7 +31,8 @@ __all__ = ["FAST_STATES", "assemble_state"]
 
 _KNOWN_FIELDS = (
     "session_id", "seq", "updated_at", "messages", "index", "queued", "turns", "active_turn",
-    "tool_calls", "tool_results", "counts", "audit", "audit_ops", "audit_running",
+    "tool_calls", "tool_results", "counts", "audit", "audit_ops", "audit_running", "audit_rows",
+    "turn_order",
 )  # fmt: skip
 FAST_STATES = tuple(field.name for field in attrs.fields(SessionState)) == _KNOWN_FIELDS
 """False when ``SessionState``'s fields changed and this module was not taught them."""

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .._codec import to_json
 from .._errors import InvalidArgument, InvalidEvent, SeqConflict
 from .._events import Event
 from .._reducer import apply
 from .._state import SessionState
 from .._storable import MAX_EVENT_BYTES, session_id_problem
 from ._chain import link
+from ._compact import encode_body
 
 __all__ = ["check_batch", "check_session_id", "encode_batch"]
 
@@ -33,7 +33,7 @@ def check_session_id(session_id: object) -> str:
 def encode_batch(
     batch: list[Event], chains: dict[str, str]
 ) -> tuple[list[tuple[str, int, str, str, str]], dict[str, str]]:
-    """The rows of a checked batch: ``(session_id, seq, kind, canonical JSON, hash)``.
+    """The rows of a checked batch: ``(session_id, seq, kind, compact JSON body, hash)``.
 
     Args:
         batch: the events, each session's in seq order (as ``check_batch`` returns them).
@@ -48,7 +48,7 @@ def encode_batch(
     heads = dict(chains)
     rows: list[tuple[str, int, str, str, str]] = []
     for event in batch:
-        body = to_json(event)
+        body = encode_body(event)
         if len(body) > MAX_EVENT_BYTES:
             raise InvalidEvent(
                 f"{type(event).__name__} seq {event.seq} of session {event.session_id!r} encodes "

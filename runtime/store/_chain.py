@@ -3,13 +3,15 @@
 Each stored event carries a hash chained to the one before it::
 
     hash(0) = sha256(b"amber-chain-1\\x00" + session_id as UTF-8)     (the session's genesis)
-    hash(n) = sha256(hash(n - 1) as 32 bytes + canonical JSON of event n)
+    hash(n) = sha256(hash(n - 1) as 32 bytes + canonical bytes of event n)
 
-written as 64 lowercase hex digits. The canonical JSON of an event is what
-``runtime.to_json`` gives (fields in order, map keys sorted, no spaces), so
-the chain is a property of the events, not of one store's encoding: a store
-that keeps events in another form (compressed, ``jsonb``) recomputes the
-canonical JSON to check a row. A row written by Amber before the chain
+written as 64 lowercase hex digits. The canonical bytes of an event are its
+compact body (``_compact.encode_body``: a deterministic function of the
+event), or, for rows an Amber before schema 3 wrote, its full JSON as
+``runtime.to_json`` gives it (fields in order, map keys sorted, no spaces).
+So the chain is a property of the events, not of one store's encoding: a
+store that keeps events in another form (compressed, ``jsonb``) recomputes
+the canonical bytes to check a row. A row written by Amber before the chain
 existed (schema 1) is hashed over its JSON text exactly as it was stored.
 
 Every read that goes through events checks each row's hash against the hash
@@ -30,6 +32,7 @@ import hashlib
 from .._codec import to_json
 from .._errors import CorruptRow
 from .._events import Event
+from ._compact import encode_body
 
 __all__ = ["CHAIN_FORMAT", "ChainCheck", "digest", "genesis", "link"]
 
@@ -86,9 +89,10 @@ class ChainCheck:
     def row(self, seq: int, stored: object, body: bytes, event: Event) -> str:
         """Check the row at ``seq``: ``stored`` must chain from the head; returns the new head.
 
-        ``body`` is the row's JSON as stored; when it is not the canonical JSON
-        (an older Amber wrote it, or the store keeps another encoding), the
-        canonical JSON of the decoded ``event`` is hashed instead.
+        ``body`` is the row's JSON as stored; when it is not the canonical
+        bytes (the store keeps another encoding), the canonical bytes of the
+        decoded ``event`` are hashed instead: its compact body, or for a row an
+        older Amber wrote, its full JSON.
 
         Raises:
             CorruptRow: naming the session and the seq.
@@ -102,17 +106,18 @@ class ChainCheck:
                 seq=seq,
             )
         assert isinstance(stored, str)
-        if link(self.head, body) != stored:
-            canonical = to_json(event)
-            if canonical == body or link(self.head, canonical) != stored:
-                raise CorruptRow(
-                    f"Session {self.session_id!r} event seq {seq} fails its checksum: the row "
-                    f"was changed after it was written, or a row before it was (the chain of "
-                    f"hashes breaks at seq {seq}). The log cannot be trusted past seq "
-                    f"{seq - 1}; restore the file from a backup.",
-                    session_id=self.session_id,
-                    seq=seq,
-                )
+        if link(self.head, body) != stored and not any(
+            canonical != body and link(self.head, canonical) == stored
+            for canonical in (encode_body(event), to_json(event))
+        ):
+            raise CorruptRow(
+                f"Session {self.session_id!r} event seq {seq} fails its checksum: the row "
+                f"was changed after it was written, or a row before it was (the chain of "
+                f"hashes breaks at seq {seq}). The log cannot be trusted past seq "
+                f"{seq - 1}; restore the file from a backup.",
+                session_id=self.session_id,
+                seq=seq,
+            )
         self.head = stored
         return stored
 

@@ -16,7 +16,6 @@ from typing import Any, Self
 import attrs
 from immutables import Map
 
-from .._codec import to_json
 from .._errors import InvalidArgument, SessionExists, StoreClosed, UnknownSession
 from .._events import Event
 from .._state import SessionState
@@ -25,6 +24,7 @@ from .._timeline import verify as verify_log
 from ._batch import check_batch, check_session_id
 from ._chain import genesis, link
 from ._check import CheckReport, Problem, RebuildReport, snapshot_problem, summary_problem
+from ._compact import encode_body
 from ._protocol import SessionInfo
 from ._transfer import export_data, parse_export
 
@@ -193,7 +193,7 @@ class MemoryStore:
             events += len(log)
             chain = genesis(session_id)
             for event in log:
-                chain = link(chain, to_json(event))
+                chain = link(chain, encode_body(event))
             heads[session_id] = chain
             info = SessionInfo.of(
                 self._heads[session_id], created_at=self._created[session_id], snapshot_seq=0

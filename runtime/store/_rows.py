@@ -15,14 +15,15 @@ from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 
-from .._codec import from_json
 from .._errors import CorruptRow, DecodeError, EventRejected, SeqConflict, StoreError
 from .._events import Event
 from .._reducer import apply
 from .._state import SessionState
+from .._storable import MAX_SEQ
 from .._timeline import Timeline
 from ._chain import ChainCheck, digest, genesis
-from ._snapshot import Refs, SnapshotPlan, decode_snapshot
+from ._compact import decode_body
+from ._snapshot import Refs, SnapshotPlan, decode_snapshot, pack_chunk
 from ._summaries import missing_summary, shown, timestamp
 
 __all__ = [
@@ -112,14 +113,16 @@ def chain_at(db: sqlite3.Connection, session_id: str, seq: int) -> str:
     return stored
 
 
-def read_events(db: sqlite3.Connection, chain: ChainCheck, after: int) -> Iterator[Event]:
-    """Decoded events after seq ``after``, each checked against its row, the seq before and
-    the hash chain (``chain`` holds the hash at ``after``)."""
+def read_events(
+    db: sqlite3.Connection, chain: ChainCheck, after: int, upto: int | None = None
+) -> Iterator[Event]:
+    """Decoded events after seq ``after`` (up to ``upto``, if given), each checked against its
+    row, the seq before and the hash chain (``chain`` holds the hash at ``after``)."""
     session_id = chain.session_id
     rows = db.execute(
         "SELECT seq, kind, CAST(body AS BLOB), hash FROM events "
-        "WHERE session_id = ? AND seq > ? ORDER BY seq",
-        (session_id, after),
+        "WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+        (session_id, after, MAX_SEQ if upto is None else upto),
     )
     expected = after + 1
     for seq, kind, body, stored in rows:
@@ -139,7 +142,7 @@ def read_events(db: sqlite3.Connection, chain: ChainCheck, after: int) -> Iterat
                 seq=seq,
             )
         try:
-            event = from_json(body, Event)
+            event = decode_body(kind, session_id, seq, body)
         except DecodeError as exc:
             raise CorruptRow(f"{where} is corrupt: {exc}", session_id=session_id, seq=seq) from None
         if event.session_id != session_id or event.seq != seq or event.kind != kind:
@@ -247,14 +250,16 @@ def read_snapshot(
 
 
 def write_snapshot(db: sqlite3.Connection, plan: SnapshotPlan, session_id: str) -> None:
-    """Write the chunks and the record a plan lists, dropping chunks past its end."""
+    """Write the chunks (compressed, see ``pack_chunk``) and the record a plan lists,
+    dropping chunks past its end."""
+    rows = []
+    for part, number, body in plan.chunks:
+        packed = pack_chunk(body, final=number < len(plan.refs[part]) - 1)
+        rows.append((session_id, part, number, plan.seq, packed, digest(packed)))
     db.executemany(
         "INSERT OR REPLACE INTO snapshot_chunks (session_id, part, chunk, seq, body, digest) "
         "VALUES (?, ?, ?, ?, ?, ?)",
-        [
-            (session_id, part, number, plan.seq, body, digest(body.encode()))
-            for part, number, body in plan.chunks
-        ],
+        rows,
     )
     for part, versions in plan.refs.items():
         db.execute(

@@ -7,18 +7,26 @@ touched. Migrations run in one ``BEGIN IMMEDIATE`` transaction (a crash
 leaves the file as it was) and are idempotent: each step is written so that
 running it again changes nothing.
 
-Tables (version 2)::
+Tables (version 3)::
 
     amber_meta       key -> value ('schema_version', 'application')
     sessions         one summary row per session (seq, times, counts, active turn)
-    events           (session_id, seq) -> kind, JSON body, hash (chained, see _chain)
+    events           (session_id, seq) -> kind, JSON body (compact or full), hash (chained)
     snapshots        session_id -> the latest snapshot's seq, record and its digest
-    snapshot_chunks  (session_id, part, chunk) -> version seq, JSON chunk, its digest
+    snapshot_chunks  (session_id, part, chunk) -> version seq, chunk (zlib JSON), its digest
+                     (parts: messages, turns, audit)
 
 Version 2 added the hash chain: ``events.hash`` (filled for the rows an
 older Amber wrote, over their text as stored) and the snapshot digests
 (snapshots written before have none and are dropped: they are derived data,
 rebuilt from the log by the next append or ``amber recover --rebuild``).
+
+Version 3 writes event bodies in the compact format (``_compact``), snapshot
+chunks zlib-compressed, and the model-call audit rows as a third chunked
+part (``audit``): ``snapshot_chunks`` is made again to allow it, and the old
+snapshots (derived data) are dropped and rebuilt from the log. An Amber that
+reads only version 2 cannot decode these rows, so the number tells it to
+upgrade. Version 3 reads the event rows a version-2 store holds as they are.
 
 The database enforces what it can on its own: the primary key makes
 ``(session_id, seq)`` unique, a trigger refuses an event whose seq is not
@@ -45,7 +53,7 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "TRIGGERS", "connect", "migrate",
 
 APPLICATION_ID = 0x416D6272
 """SQLite header application id of an Amber store (``'Ambr'``)."""
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema this Amber writes, and the newest it reads."""
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -170,7 +178,33 @@ def _v2_checksums(db: sqlite3.Connection) -> None:
 Step = str | Callable[[sqlite3.Connection], None]
 """One migration step: an SQL statement, or a function of the connection."""
 
-MIGRATIONS: dict[int, tuple[Step, ...]] = {1: _V1, 2: (_v2_checksums,)}
+
+def _v3_audit_part(db: sqlite3.Connection) -> None:
+    """Let snapshot chunks hold the model-call audit rows (a third part, ``audit``).
+
+    SQLite cannot widen a CHECK in place: the chunk table is made again. Snapshots
+    are derived data: the old ones are dropped, and the next append (or ``amber
+    recover --rebuild``) writes new ones from the log.
+    """
+    row = db.execute("SELECT sql FROM sqlite_master WHERE name = 'snapshot_chunks'").fetchone()
+    if row is not None and "'audit'" in row[0]:
+        return
+    db.execute("DROP TABLE IF EXISTS snapshot_chunks")
+    db.execute("DELETE FROM snapshots")
+    db.execute(
+        """CREATE TABLE snapshot_chunks (
+        session_id TEXT NOT NULL,
+        part       TEXT NOT NULL CHECK (part IN ('messages', 'turns', 'audit')),
+        chunk      INTEGER NOT NULL CHECK (typeof(chunk) = 'integer' AND chunk >= 0),
+        seq        INTEGER NOT NULL,
+        body       TEXT NOT NULL,
+        digest     TEXT,
+        PRIMARY KEY (session_id, part, chunk)
+    ) WITHOUT ROWID"""
+    )
+
+
+MIGRATIONS: dict[int, tuple[Step, ...]] = {1: _V1, 2: (_v2_checksums,), 3: (_v3_audit_part,)}
 """Steps that take a store from version ``n - 1`` to ``n``; each is idempotent."""
 
 TRIGGERS = ("events_gapless", "events_hash_required", "events_no_delete", "events_no_update")

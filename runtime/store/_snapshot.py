@@ -1,15 +1,17 @@
 """Snapshots of a session's state, stored in chunks so that each writes only what changed.
 
-A snapshot is the state at one seq: its messages and turns in the codec's
-JSON (``to_data``), split into chunks of ``chunk_size`` items (each chunk
-names the fields once and holds one row of values per item, which halves
-its size and its parsing time), plus a small
-record listing, for each chunk, the seq of the snapshot that wrote the
-chunk's current version. Messages are appended and seldom change once their
-turn is over, so a new snapshot rewrites the last chunk or two and the chunks
-whose messages changed (found by identity: an unchanged message is the same
-object in both states): the bytes written are O(what changed), not the
-whole history (DESIGN §13).
+A snapshot is the state at one seq: its messages, turns (in start order) and
+model-call audit rows (in sequence order) in the codec's JSON (``to_data``),
+split into chunks of ``chunk_size`` items (each chunk names the fields once
+and holds one row of values per item, which halves its size and its parsing
+time; a store keeps it zlib-compressed, ``pack_chunk``), plus a small record
+listing, for each chunk, the seq of the snapshot that wrote the chunk's
+current version. Items are appended and seldom change once their turn is
+over, so a new snapshot rewrites the last chunk or two and the chunks whose
+items changed, found from what changed since the previous snapshot (the
+unshared paths of the message and audit-row tries, ``_delta``; the turns
+started or ended since), without looking at the rest: the work and the bytes
+written are O(what changed), not the whole history (DESIGN §13).
 
 Reading puts the chunks back together, decodes them with the fast strict
 decoders of ``_fast``, derives every index (``_assemble``: the state
@@ -20,6 +22,7 @@ chunk.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -33,6 +36,7 @@ from .._errors import CorruptRow, DecodeError
 from .._state import SessionState, check_consistent
 from ._assemble import assemble_state
 from ._chain import digest
+from ._delta import changed_positions
 from ._fast import (
     MESSAGE_FIELDS,
     TURN_FIELDS,
@@ -41,29 +45,43 @@ from ._fast import (
     decode_turn_row,
     decode_turn_rows,
 )
+from ._rowcodec import message_values
 
-__all__ = ["PARTS", "Refs", "SnapshotPlan", "decode_snapshot", "plan_snapshot"]
+__all__ = ["PARTS", "Refs", "SnapshotPlan", "decode_snapshot", "pack_chunk", "plan_snapshot"]
 
-SNAPSHOT_FORMAT = 3
+SNAPSHOT_FORMAT = 4
 """The layout of a snapshot record this Amber writes and reads (2 added the model-call
-audit rows, 3 the hash of the event it was built at; older snapshots are dropped by the
-schema migration and rebuilt from the log)."""
-PARTS = ("messages", "turns")
+audit rows, 3 the hash of the event it was built at, 4 moved the audit rows from the record
+to chunks; older snapshots are dropped by the schema migration and rebuilt from the log)."""
+PARTS = ("messages", "turns", "audit")
 """The parts of a state a snapshot stores in chunks."""
 Refs = dict[str, list[int]]
 """For each part, the seq of the snapshot that wrote each chunk's current version."""
-_RECORD_KEYS = frozenset(
-    {"format", "seq", "updated_at", "chunk_size", "counts", "audit", "chain", *PARTS}
-)
+_RECORD_KEYS = frozenset({"format", "seq", "updated_at", "chunk_size", "counts", "chain", *PARTS})
 _CHUNK_KEYS = frozenset({"fields", "rows"})
-_FIELDS = {"messages": MESSAGE_FIELDS, "turns": TURN_FIELDS}
+AUDIT_FIELDS = [field.name for field in attrs.fields(AuditRow)]
+"""The order of an audit row's values in a chunk row."""
+_FIELDS = {"messages": MESSAGE_FIELDS, "turns": TURN_FIELDS, "audit": AUDIT_FIELDS}
+
+
+def _audit_row(fields: list[str], row: object) -> AuditRow:
+    if type(row) is not list or len(row) != len(fields):
+        raise DecodeError(
+            f"Cannot decode AuditRow from JSON: expected a row of {len(fields)} values, got "
+            f"{row!r:.80}."
+        )
+    return from_data(dict(zip(fields, row, strict=True)), AuditRow)
+
+
 _ROWS: dict[str, Callable[[list[str], list[object]], list[Any] | None]] = {
     "messages": decode_message_rows,
     "turns": decode_turn_rows,
+    "audit": lambda fields, rows: None,  # few: one by one, through the codec
 }
 _ROW: dict[str, Callable[[list[str], object], Any]] = {
     "messages": decode_message_row,
     "turns": decode_turn_row,
+    "audit": _audit_row,
 }
 
 
@@ -81,18 +99,87 @@ class SnapshotPlan:
     """The record's chunk versions, to plan the next snapshot against."""
 
 
+_ROW_CACHE: dict[int, tuple[Any, list[Any]]] = {}
+"""Rows of items written lately, by identity (the item is kept, so its id is not reused):
+the last chunk is rewritten by every snapshot, and most of its items did not change."""
+_ROW_CACHE_SIZE = 16384
+
+
+def _row(part: str, item: Any) -> list[Any]:
+    cached = _ROW_CACHE.get(id(item))
+    if cached is not None and cached[0] is item:
+        return cached[1]
+    if part == "messages":
+        row = message_values(item)
+    else:
+        data = to_data(item)
+        row = [data[name] for name in _FIELDS[part]]
+    if len(_ROW_CACHE) >= _ROW_CACHE_SIZE:
+        _ROW_CACHE.clear()
+    _ROW_CACHE[id(item)] = (item, row)
+    return row
+
+
 def _encode_chunk(part: str, items: list[Any]) -> str:
     """A chunk as JSON: the field names once, then one row of values per item."""
-    fields = _FIELDS[part]
-    rows = []
-    for item in items:
-        data = to_data(item)
-        rows.append([data[name] for name in fields])
-    return orjson.dumps({"fields": fields, "rows": rows}).decode()
+    rows = [_row(part, item) for item in items]
+    return orjson.dumps({"fields": _FIELDS[part], "rows": rows}).decode()
 
 
-def _parts(state: SessionState) -> dict[str, list[Any]]:
-    return {"messages": state.messages.tolist(), "turns": state.turn_list()}
+def _chunk(part: str, items: Any, number: int, chunk_size: int) -> tuple[str, int, str]:
+    start = number * chunk_size
+    end = min(start + chunk_size, len(items))
+    return part, number, _encode_chunk(part, [items[i] for i in range(start, end)])
+
+
+_VECTORS = {"messages": "messages", "audit": "audit_rows"}
+
+
+class _Unordered(Exception):
+    """A state's ``turn_order`` does not list its turns (a state built by hand)."""
+
+
+class _TurnsInOrder:
+    """A state's turns in start order, looked up one by one (no list of every turn)."""
+
+    __slots__ = ("_active", "_order", "_turns")
+
+    def __init__(self, state: SessionState) -> None:
+        self._order, self._turns, self._active = state.turn_order, state.turns, state.active_turn
+        if len(self._order) != len(self._turns) + (self._active is not None):
+            raise _Unordered
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __getitem__(self, position: int) -> Any:
+        turn_id = self._order[position]
+        active = self._active
+        turn = active if active is not None and active.id == turn_id else self._turns.get(turn_id)
+        if turn is None:
+            raise _Unordered
+        return turn
+
+
+def _changed(head: SessionState, previous: SessionState) -> dict[str, set[int] | None]:
+    """For each part, the positions (below the previous length) that may have changed since
+    ``previous``; None: unknown, compare every item."""
+    messages = changed_positions(previous.messages, head.messages)
+    turns: set[int] | None = None
+    old_order = previous.turn_order
+    if changed_positions(old_order, head.turn_order) == []:  # head's turns extend previous'
+        # An ended turn never changes: only the turn active at the previous snapshot can have.
+        active = previous.active_turn
+        if active is None:
+            turns = set()
+        elif old_order and old_order[-1] == active.id:
+            turns = {len(old_order) - 1}
+    audit = changed_positions(previous.audit_rows, head.audit_rows)
+    return {
+        "messages": None if messages is None else set(messages),
+        "turns": turns,
+        "audit": None if audit is None else set(audit),
+    }
 
 
 def plan_snapshot(
@@ -105,6 +192,11 @@ def plan_snapshot(
 ) -> SnapshotPlan:
     """Plan the snapshot of ``head``, rewriting only chunks that differ from ``previous``.
 
+    The chunks to rewrite are found from what changed since ``previous`` (the
+    paths of the message trie that are not shared, the turns started or ended
+    since), so a snapshot costs what its events touched, not the session's
+    length. Turns are written in the order they started (``turn_order``).
+
     Args:
         head: the state to snapshot.
         previous: the state of the session's current snapshot, if any.
@@ -112,27 +204,77 @@ def plan_snapshot(
         chunk_size: items per chunk (must be the one ``refs`` was made with).
         chain: the hash of the event at ``head.seq`` (the chain's head).
     """
-    new_parts = _parts(head)
-    old_parts = _parts(previous) if previous is not None and refs is not None else None
+    try:
+        return _plan(head, previous, refs, chunk_size, chain, ordered=True)
+    except _Unordered:
+        return _plan(head, previous, refs, chunk_size, chain, ordered=False)
+
+
+def _plan(
+    head: SessionState,
+    previous: SessionState | None,
+    refs: Refs | None,
+    chunk_size: int,
+    chain: str,
+    *,
+    ordered: bool,
+) -> SnapshotPlan:
+    def parts(state: SessionState) -> dict[str, Any]:
+        rows = state.audit_rows
+        return {
+            "messages": state.messages,
+            "turns": _TurnsInOrder(state) if ordered else state.turn_list(),
+            # Rows in sequence order (their position is their sequence - 1).
+            "audit": rows if ordered and len(rows) == len(state.audit) else state.model_calls(),
+        }
+
+    new_parts = parts(head)
+    changed: dict[str, set[int] | None] = dict.fromkeys(PARTS)
+    old_parts: dict[str, Any] = dict.fromkeys(PARTS, ())
+    if previous is not None and refs is not None:
+        old_parts = parts(previous)
+        changed = _changed(head, previous)
+        if not ordered:
+            changed = dict.fromkeys(PARTS)
+        for part in PARTS:  # a view that is not the vector itself: compare every item
+            if part != "turns" and not (
+                new_parts[part] is getattr(head, _VECTORS[part])
+                and old_parts[part] is getattr(previous, _VECTORS[part])
+            ):
+                changed[part] = None
     chunks: list[tuple[str, int, str]] = []
     new_refs: Refs = {}
     for part in PARTS:
-        items = new_parts[part]
-        old = old_parts[part] if old_parts is not None else []
-        old_refs = refs[part] if refs is not None and old_parts is not None else []
-        versions: list[int] = []
-        for number, start in enumerate(range(0, len(items), chunk_size)):
-            chunk = items[start : start + chunk_size]
-            same = number < len(old_refs) and len(old) >= start + len(chunk)
-            if same:
-                same = all(
-                    a is b for a, b in zip(chunk, old[start : start + len(chunk)], strict=True)
-                )
-            if same:
-                versions.append(old_refs[number])
-            else:
+        items, old = new_parts[part], old_parts[part]
+        old_refs = refs.get(part, []) if refs is not None and previous is not None else []
+        touched = changed[part]
+        count = -(-len(items) // chunk_size)
+        if (
+            touched is not None
+            and len(old) <= len(items)
+            and len(old_refs) == -(-len(old) // chunk_size)
+        ):
+            # Only the chunks holding a changed item, and those from the previous end on.
+            kept = min(len(old) // chunk_size, count)
+            versions = old_refs[:kept]
+            for number in sorted({position // chunk_size for position in touched}):
+                if number < kept:
+                    versions[number] = head.seq
+                    chunks.append(_chunk(part, items, number, chunk_size))
+            for number in range(kept, count):
                 versions.append(head.seq)
-                chunks.append((part, number, _encode_chunk(part, chunk)))
+                chunks.append(_chunk(part, items, number, chunk_size))
+        else:  # compare every item
+            versions = []
+            for number in range(count):
+                start = number * chunk_size
+                end = min(start + chunk_size, len(items))
+                same = number < len(old_refs) and len(old) >= end
+                if same and all(items[i] is old[i] for i in range(start, end)):
+                    versions.append(old_refs[number])
+                else:
+                    versions.append(head.seq)
+                    chunks.append(_chunk(part, items, number, chunk_size))
         new_refs[part] = versions
     record = {
         "format": SNAPSHOT_FORMAT,
@@ -140,8 +282,6 @@ def plan_snapshot(
         "updated_at": None if head.updated_at is None else head.updated_at.isoformat(),
         "chunk_size": chunk_size,
         "counts": list(head.counts),
-        # Audit rows are few (one per model call) and small: kept whole in the record.
-        "audit": [to_data(row) for row in head.model_calls()],
         "chain": chain,
         **new_refs,
     }
@@ -203,13 +343,6 @@ def decode_snapshot(
             "it was built from another log than the one stored (its chain hash "
             f"{str(chain)[:16]}… is not the hash of event seq {seq}, {event_hash[:16]}…)"
         )
-    rows = data["audit"]
-    if type(rows) is not list:
-        raise corrupt(f"audit must be a list of rows, got {type(rows).__name__}")
-    try:
-        audit = [from_data(row, AuditRow) for row in rows]
-    except (DecodeError, TypeError) as exc:
-        raise corrupt(f"audit rows: {str(exc).rstrip('.')}") from None
     if type(data["seq"]) is not int or data["seq"] != seq:
         raise corrupt(f"the record says seq {data['seq']!r}")
     size = data["chunk_size"]
@@ -243,7 +376,8 @@ def decode_snapshot(
                 raise corrupt(
                     f"{part} chunk {number} has version {stored}, the record expects {version}"
                 )
-            chunk = _loads(text, corrupt, f"{part} chunk {number}")
+            what = f"{part} chunk {number}"
+            chunk = _loads(_unpack(text, corrupt, what), corrupt, what)
             if type(chunk) is not dict or chunk.keys() != _CHUNK_KEYS:
                 raise corrupt(f"{part} chunk {number} must be an object with fields and rows")
             fields, rows = chunk["fields"], chunk["rows"]
@@ -271,7 +405,7 @@ def decode_snapshot(
         updated_at=updated_at,
         messages=items["messages"],
         turns=items["turns"],
-        audit=audit,
+        audit=items["audit"],
     )
     problems = check_consistent(state)
     if list(state.counts) != data["counts"]:
@@ -282,6 +416,25 @@ def decode_snapshot(
             + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")
         )
     return state, refs, size, chain
+
+
+def pack_chunk(text: str, *, final: bool) -> bytes:
+    """A chunk's JSON as a store keeps it: zlib-compressed (a third of the size).
+
+    ``final``: the chunk is full, so it is seldom written again: compress harder
+    (level 6); the last chunk, rewritten by every snapshot, takes the fast level 1.
+    ``decode_snapshot`` reads both this and plain JSON text (older stores).
+    """
+    return zlib.compress(text.encode(), 6 if final else 1)
+
+
+def _unpack(text: object, corrupt: Callable[[str], CorruptRow], what: str) -> object:
+    if isinstance(text, bytes) and text[:1] == b"x":  # zlib's header; JSON starts with "{"
+        try:
+            return zlib.decompress(text)
+        except zlib.error as exc:
+            raise corrupt(f"{what} is not zlib-compressed JSON ({exc})") from None
+    return text
 
 
 def _check_digest(

@@ -60,11 +60,12 @@ from ._schema import connect
 from ._snapshot import plan_snapshot
 from ._summaries import all_summaries, missing_summary, read_summaries, write_summary
 from ._transfer import export_data, parse_export
+from ._travel import TimeTravel, bulk
 
 __all__ = ["SQLiteStore"]
 
 
-class SQLiteStore:
+class SQLiteStore(TimeTravel):
     """An event store in one SQLite file.
 
     Args:
@@ -147,7 +148,8 @@ class SQLiteStore:
         if entry is not None and entry.head.seq == row[0]:
             self._cache.move_to_end(session_id)
             return entry
-        entry = load_entry(self._conn(), session_id, row, self._chunk_size)
+        with bulk():  # a snapshot builds every message at once
+            entry = load_entry(self._conn(), session_id, row, self._chunk_size)
         self._remember(session_id, entry)
         return entry
 
@@ -270,16 +272,21 @@ class SQLiteStore:
             UnknownSession: the store has no such session.
             CorruptRow: a row does not decode, does not apply, or the log has a gap.
         """
-        check_session_id(session_id)
         with self._read():
-            row = session_row(self._conn(), session_id)
-            if row is None:
-                raise self._unknown(session_id)
+            head = self._head_seq(session_id)
             if from_snapshot:
                 base, _, chain = read_snapshot(self._conn(), session_id, self._chunk_size)
             else:
                 base, chain = SessionState.empty(session_id), None
-            return replay_rows(self._conn(), base, upto=row[0], chain=chain)[0]
+            with bulk():
+                return replay_rows(self._conn(), base, upto=head, chain=chain)[0]
+
+    def _head_seq(self, session_id: str) -> int:  # in a transaction
+        check_session_id(session_id)
+        row = session_row(self._conn(), session_id)
+        if row is None:
+            raise self._unknown(session_id)
+        return row[0]
 
     def events(self, session_id: str, *, after: int = 0) -> list[Event]:
         """The session's events with seq above ``after``, in seq order.
@@ -292,10 +299,7 @@ class SQLiteStore:
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
             raise InvalidArgument(f"after must be a non-negative int seq (got {after!r}).")
         with self._read():
-            row = session_row(self._conn(), session_id)
-            if row is None:
-                raise self._unknown(session_id)
-            if after > row[0]:
+            if after > self._head_seq(session_id):
                 return []
             # session_row checked that the log ends at the summary's seq.
             check = ChainCheck(session_id, chain_at(self._conn(), session_id, after))
@@ -376,12 +380,9 @@ class SQLiteStore:
                 or is damaged (it fails its digest or does not decode).
             CorruptRow: an event row does not decode, does not apply or fails its checksum.
         """
-        check_session_id(session_id)
         with self._read():
-            row = session_row(self._conn(), session_id)
-            if row is None:
-                raise self._unknown(session_id)
-            timeline = replay_rows(self._conn(), SessionState.empty(session_id), upto=row[0])[0]
+            head = self._head_seq(session_id)
+            timeline = replay_rows(self._conn(), SessionState.empty(session_id), upto=head)[0]
             try:
                 snapshot = read_snapshot(self._conn(), session_id, self._chunk_size)[0]
             except CorruptRow as exc:

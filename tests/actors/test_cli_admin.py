@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import json
 import sqlite3
+import zlib
 from pathlib import Path
 
 import orjson
@@ -154,12 +155,13 @@ class TestReplay:
                 "SELECT body FROM snapshot_chunks WHERE session_id = 'demo' AND part = 'messages'"
             ).fetchone()
             # One reply now reads differently in the snapshot than in the log.
-            tampered = body.replace("one line is enough", "one word is enough")
-            assert tampered != body
+            text = zlib.decompress(body)
+            tampered = zlib.compress(text.replace(b"one line is enough", b"one word is enough"))
+            assert zlib.decompress(tampered) != text
             conn.execute(
                 "UPDATE snapshot_chunks SET body = ?, digest = ? "
                 "WHERE session_id = 'demo' AND part = 'messages'",
-                (tampered, hashlib.sha256(tampered.encode()).hexdigest() if sealed else "x"),
+                (tampered, hashlib.sha256(tampered).hexdigest() if sealed else "x"),
             )
         result = amber("replay", "demo", "--verify", "--db", db)
         if not sealed:

@@ -17,6 +17,7 @@ import importlib.util
 import pathlib
 import random
 import sqlite3
+import zlib
 from typing import Any
 
 import orjson
@@ -433,9 +434,17 @@ def damage(rng: random.Random) -> Any:
             ).fetchall()
             if rows:
                 _, body = local.choice(rows)
+                if isinstance(body, bytes):  # compressed: mutate the JSON inside, or the bytes
+                    text = zlib.decompress(body).decode()
+                    body = (
+                        zlib.compress(_mutate_text(local, text).encode())
+                        if local.random() < 0.7
+                        else body[: local.randrange(len(body))]
+                    )
+                else:
+                    body = _mutate_text(local, body)
                 db.execute(
-                    "UPDATE snapshot_chunks SET body = ? WHERE session_id = ?",
-                    (_mutate_text(local, body), sid),
+                    "UPDATE snapshot_chunks SET body = ? WHERE session_id = ?", (body, sid)
                 )
         elif kind == 9:
             db.execute(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import pathlib
 import sqlite3
+import zlib
 from collections.abc import Iterator
 
 import orjson
@@ -19,6 +20,7 @@ import pytest
 import runtime.store._batch as batch_module
 from runtime import InvalidArgument, InvalidEvent, ReplayMismatch, replay, to_json
 from runtime.store import (
+    SCHEMA_VERSION,
     CorruptRow,
     MemoryStore,
     NotAStore,
@@ -26,6 +28,7 @@ from runtime.store import (
     SQLiteStore,
 )
 from runtime.store._chain import digest, genesis, link
+from runtime.store._compact import encode_body
 from runtime.store._schema import MIGRATIONS, recreate_guards, run_step
 from runtime.store._summaries import summary_digest
 
@@ -123,7 +126,7 @@ class TestEditedEvents:
     def test_an_edit_that_decodes_is_named(
         self, stored: pathlib.Path, open_store: OpenStore
     ) -> None:
-        edit_body(stored, "s", 22, b"12:50:22", b"12:50:59")  # still a valid event, another time
+        edit_body(stored, "s", 22, b"1779886222", b"1779886259")  # still valid, another time
         store = open_store()
         with pytest.raises(
             CorruptRow,
@@ -138,7 +141,7 @@ class TestEditedEvents:
 
     def test_an_edit_behind_the_snapshot(self, stored: pathlib.Path, open_store: OpenStore) -> None:
         """An edit before the snapshot: full reads and check() name it; the head still loads."""
-        edit_body(stored, "s", 3, b"12:50:03", b"12:50:59")
+        edit_body(stored, "s", 3, b"1779886203", b"1779886259")
         store = open_store()
         assert store.load_state("s").seq == 24  # from the snapshot: the edit is behind it
         with pytest.raises(CorruptRow, match=r"^Session 's' event seq 3 fails its checksum"):
@@ -151,7 +154,7 @@ class TestEditedEvents:
         self, stored: pathlib.Path, open_store: OpenStore
     ) -> None:
         """Software that fixes the edited row's own hash is caught by the row after it."""
-        edit_body(stored, "s", 22, b"12:50:22", b"12:50:59")
+        edit_body(stored, "s", 22, b"1779886222", b"1779886259")
         with raw(stored) as db:
             (previous,) = db.execute(
                 "SELECT hash FROM events WHERE session_id = 's' AND seq = 21"
@@ -218,9 +221,14 @@ class TestSnapshots:
         self, stored: pathlib.Path, open_store: OpenStore
     ) -> None:
         with raw(stored) as db:
+            (chunk,) = db.execute(
+                "SELECT body FROM snapshot_chunks WHERE session_id = 's' AND part = 'messages' "
+                "AND chunk = 0"
+            ).fetchone()
             db.execute(
-                "UPDATE snapshot_chunks SET body = replace(body, '\"m3\"', '\"mZZ\"') "
-                "WHERE session_id = 's' AND part = 'messages'"
+                "UPDATE snapshot_chunks SET body = ? WHERE session_id = 's' AND part = 'messages' "
+                "AND chunk = 0",
+                (zlib.compress(zlib.decompress(chunk).replace(b'"m3"', b'"mZZ"')),),
             )
         store = open_store(snapshot_every=10)
         with pytest.raises(
@@ -264,12 +272,13 @@ class TestSnapshots:
             (chunk,) = db.execute(
                 "SELECT body FROM snapshot_chunks WHERE session_id = 's' AND part = 'messages'"
             ).fetchone()
-            changed = chunk.replace("All five tests pass.", "All four tests pass.")
-            assert changed != chunk
+            text = zlib.decompress(chunk)
+            changed = zlib.compress(text.replace(b"All five tests pass.", b"All four tests pass."))
+            assert zlib.decompress(changed) != text
             db.execute(
                 "UPDATE snapshot_chunks SET body = ?, digest = ? "
                 "WHERE session_id = 's' AND part = 'messages'",
-                (changed, digest(changed.encode())),
+                (changed, digest(changed)),
             )
         store = open_store(snapshot_every=10)
         report = store.check()
@@ -364,17 +373,17 @@ class TestLimits:
         self, open_store: OpenStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """An event over MAX_EVENT_BYTES is InvalidEvent and nothing of the batch is stored."""
-        monkeypatch.setattr(batch_module, "MAX_EVENT_BYTES", 300)
+        monkeypatch.setattr(batch_module, "MAX_EVENT_BYTES", 50)
         store = open_store()
         events = conversation("s", 3)
-        with pytest.raises(InvalidEvent, match=r"bytes of JSON, more than a store keeps \(300\)"):
+        with pytest.raises(InvalidEvent, match=r"bytes of JSON, more than a store keeps \(50\)"):
             store.append(events)
         assert "s" not in store
 
 
 class TestChain:
     def test_heads_are_the_same_in_every_store(self, open_store: OpenStore) -> None:
-        """The chain is over canonical event JSON: both stores give the same heads."""
+        """The chain is over the stored (compact) bodies: both stores give the same heads."""
         events = conversation("s", 30)
         sqlite, memory = open_store(snapshot_every=7), MemoryStore(snapshot_every=7)
         for store in (sqlite, memory):
@@ -382,7 +391,7 @@ class TestChain:
             store.append(events[13:])
         expected = genesis("s")
         for event in events:
-            expected = link(expected, to_json(event))
+            expected = link(expected, encode_body(event))
         assert sqlite.check().heads["s"] == memory.check().heads["s"] == expected
 
     def test_a_sound_store_checks_ok(self, stored: pathlib.Path, open_store: OpenStore) -> None:
@@ -443,4 +452,4 @@ class TestMigration:
             assert db.execute("SELECT count(*) FROM events WHERE hash IS NULL").fetchone() == (0,)
             assert db.execute(
                 "SELECT value FROM amber_meta WHERE key = 'schema_version'"
-            ).fetchone() == ("2",)
+            ).fetchone() == (str(SCHEMA_VERSION),)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import hashlib
 import pathlib
 import sqlite3
+import zlib
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import orjson
 import pytest
@@ -107,6 +109,11 @@ def reseal_checksums(db: sqlite3.Connection) -> None:
 
 def body(path: pathlib.Path, seq: int) -> str:
     return raw(path).execute("SELECT body FROM events WHERE seq = ?", (seq,)).fetchone()[0]
+
+
+def chunk_data(text: str | bytes) -> Any:
+    """A snapshot chunk's JSON, as stored (zlib-compressed) or plain (an older store's)."""
+    return orjson.loads(zlib.decompress(text) if isinstance(text, bytes) else text)
 
 
 class TestDurability:
@@ -292,12 +299,10 @@ class TestCorruptEvents:
             open_store().events("s", after=3)
 
     def test_body_of_another_session(self, stored: pathlib.Path, open_store: OpenStore) -> None:
-        """An event whose body names another session than its row is CorruptRow."""
-        foreign = (
-            raw(stored)
-            .execute("SELECT body FROM events WHERE session_id = 'x' AND seq = 3")
-            .fetchone()[0]
-        )
+        """A full (first-format) body naming another session than its row is CorruptRow.
+
+        A compact body names no session or seq: its row's are the event's."""
+        foreign = to_json(conversation("x", 3)[2]).decode()
         tamper(
             stored,
             (
@@ -312,10 +317,11 @@ class TestCorruptEvents:
             open_store().events("s")
 
     def test_body_of_another_seq(self, stored: pathlib.Path, open_store: OpenStore) -> None:
-        """An event whose body has another seq (or kind) than its row is CorruptRow."""
+        """A full (first-format) body with another seq (or kind) than its row is CorruptRow."""
+        foreign = to_json(conversation("s", 4)[3]).decode()
         tamper(
             stored,
-            ("UPDATE events SET body = ? WHERE session_id = 's' AND seq = 3", (body(stored, 4),)),
+            ("UPDATE events SET body = ? WHERE session_id = 's' AND seq = 3", (foreign,)),
         )
         with pytest.raises(
             CorruptRow,
@@ -329,6 +335,13 @@ class TestCorruptEvents:
             stored,
             ("UPDATE events SET kind = 'rolled_back' WHERE session_id = 's' AND seq = 2", ()),
         )
+        with pytest.raises(  # a compact body is read as the row's kind, and does not decode
+            CorruptRow,
+            match=r"^Session 's' event seq 2 is corrupt: Cannot decode Event from JSON: required field missing @ \$\.to_seq; unknown field\(s\) \['turn_id'\] @ \$\.$",
+        ):
+            open_store().events("s")
+        full = to_json(conversation("s", 2)[1]).decode()  # as an older Amber wrote it
+        tamper(stored, ("UPDATE events SET body = ? WHERE session_id = 's' AND seq = 2", (full,)))
         with pytest.raises(
             CorruptRow,
             match=r"^Session 's' event seq 2 is foreign: its row says 'rolled_back' but its body is a 'turn_started' event of session 's' seq 2\.$",
@@ -417,7 +430,7 @@ class TestCorruptSnapshots:
             )
             .fetchone()
         )
-        items = orjson.loads(chunk)
+        items = chunk_data(chunk)
         items["rows"][1][items["fields"].index("status")] = "bogus"
         tamper(
             stored,
@@ -437,7 +450,7 @@ class TestCorruptSnapshots:
         """A chunk that is not fields-and-rows, or a row of the wrong length, is CorruptRow."""
         where = "WHERE session_id = 's' AND part = 'messages' AND chunk = 0"
         (chunk,) = raw(stored).execute(f"SELECT body FROM snapshot_chunks {where}").fetchone()
-        items = orjson.loads(chunk)
+        items = chunk_data(chunk)
         tamper(
             stored,
             (

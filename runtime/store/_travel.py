@@ -1,0 +1,189 @@
+"""Time travel from a store: any stretch of a session from the nearest stored state.
+
+A session's stored states are its start (seq 0) and its latest snapshot. The
+state at a seq is the nearest of them at or before it plus the events after
+it, so reaching seq 10, or a seq just past the snapshot, reads and applies a
+handful of events, not the whole log (``load_span``); ``walk`` streams a
+stretch one event at a time, so the first line of a listing does not wait for
+the last. Every row read is checked against the hash chain from that stored
+state on.
+
+Loading many states at once builds many long-lived objects: ``bulk`` keeps
+the cyclic GC from walking them again and again while they are built (each
+young collection would promote them, and the full collections that follow
+walk the whole heap), then moves them out of its way (``gc.freeze``), as
+DESIGN §13 advises after bulk loads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+from .._errors import CorruptRow, EventRejected, InvalidArgument
+from .._events import Event
+from .._reducer import apply
+from .._state import SessionState
+from .._timeline import Timeline
+from ._chain import ChainCheck
+from ._rows import chain_at, read_events, read_snapshot
+
+__all__ = ["FREEZE_AFTER", "TimeTravel", "bulk", "check_span", "load_span", "walk"]
+
+
+FREEZE_AFTER = 50_000
+"""``bulk`` freezes what it built when it built more than this many GC-tracked objects."""
+
+
+@contextlib.contextmanager
+def bulk() -> Iterator[None]:
+    """Build many long-lived objects with the cyclic GC off, then freeze them out of its way.
+
+    The GC is only switched off if it was on, and back on afterwards. If the
+    block succeeded and built more than ``FREEZE_AFTER`` tracked objects, they
+    are frozen (``gc.freeze``): otherwise the next young collection would walk
+    them all at once (a pause of a tenth of a second per million). A small
+    load is left to the GC as usual, so freezing stays rare.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    before = gc.get_count()[0]
+    try:
+        yield
+        if gc.get_count()[0] - before > FREEZE_AFTER:
+            gc.freeze()
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def check_span(first: object, last: object, head: int) -> tuple[int, int]:
+    """``(first, last)`` if ``0 <= first <= last <= head``; ``InvalidArgument`` otherwise."""
+    for name, value in (("first", first), ("last", last)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidArgument(f"{name} must be an int seq (got {value!r}).")
+    assert isinstance(first, int)
+    assert isinstance(last, int)
+    if not 0 <= first <= last <= head:
+        raise InvalidArgument(
+            f"Expected seqs 0 <= first <= last <= {head} (the session's head), got first "
+            f"{first} and last {last}."
+        )
+    return first, last
+
+
+def _base(
+    db: sqlite3.Connection, session_id: str, chunk_size: int, seq: int
+) -> tuple[SessionState, str]:
+    """The nearest stored state at or before ``seq`` and the chain's hash there."""
+    row = db.execute("SELECT seq FROM snapshots WHERE session_id = ?", (session_id,)).fetchone()
+    if row is not None and type(row[0]) is int and 0 < row[0] <= seq:
+        state, _, chain = read_snapshot(db, session_id, chunk_size)
+        if chain is not None and state.seq <= seq:
+            return state, chain
+    return SessionState.empty(session_id), chain_at(db, session_id, 0)
+
+
+def _applied(session_id: str, state: SessionState, event: Event) -> SessionState:
+    try:
+        return apply(state, event)
+    except EventRejected as exc:
+        raise CorruptRow(
+            f"Session {session_id!r} event seq {event.seq} does not apply to the state before "
+            f"it: {exc} The log is damaged or was written by other software.",
+            session_id=session_id,
+            seq=event.seq,
+        ) from None
+
+
+def _gap(session_id: str, reached: int, last: int) -> CorruptRow:
+    return CorruptRow(
+        f"Session {session_id!r} event seq {reached + 1} is missing: the log ends at seq "
+        f"{reached}, before seq {last}. Restore the file from a backup.",
+        session_id=session_id,
+        seq=reached + 1,
+    )
+
+
+def load_span(
+    db: sqlite3.Connection, session_id: str, chunk_size: int, first: int, last: int
+) -> Timeline:
+    """A timeline reaching every state from ``first`` to ``last`` (its ``first_seq`` is the
+    nearest stored state at or before ``first``), checked from there by the hash chain."""
+    base, chain = _base(db, session_id, chunk_size, first)
+    check = ChainCheck(session_id, chain)
+    events: list[Event] = []
+    states: list[SessionState] = []
+    state = base
+    for event in read_events(db, check, base.seq, last):
+        state = _applied(session_id, state, event)
+        events.append(event)
+        states.append(state)
+    if state.seq != last:
+        raise _gap(session_id, state.seq, last)
+    return Timeline._assemble(base, events, states)
+
+
+def walk(
+    db: sqlite3.Connection, session_id: str, chunk_size: int, first: int, last: int
+) -> Iterator[tuple[Event, SessionState, SessionState]]:
+    """``(event, state before, state after)`` for each seq from ``first`` to ``last``, one at
+    a time, from the nearest stored state before ``first``."""
+    base, chain = _base(db, session_id, chunk_size, max(first - 1, 0))
+    check = ChainCheck(session_id, chain)
+    state = base
+    for event in read_events(db, check, base.seq, last):
+        before, state = state, _applied(session_id, state, event)
+        if event.seq >= first:
+            yield event, before, state
+    if state.seq != last:
+        raise _gap(session_id, state.seq, last)
+
+
+class TimeTravel:
+    """``SQLiteStore``'s time-travel reads (``load_span``, ``walk``)."""
+
+    _chunk_size: int
+
+    def _read(self) -> contextlib.AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _conn(self) -> sqlite3.Connection:
+        raise NotImplementedError
+
+    def _head_seq(self, session_id: str) -> int:
+        raise NotImplementedError
+
+    def load_span(self, session_id: str, first: int, last: int | None = None) -> Timeline:
+        """A timeline that reaches every state from seq ``first`` to ``last`` (the head by
+        default), replayed from the nearest stored state at or before ``first`` (the latest
+        snapshot, or the session's start): it costs the distance from there, not the
+        session's length. Its ``first_seq`` is that stored state's seq.
+
+        Raises:
+            UnknownSession: the store has no such session.
+            InvalidArgument: not ``0 <= first <= last <= head``.
+            CorruptRow: a row on the way does not decode or does not fit.
+        """
+        with self._read():
+            head = self._head_seq(session_id)
+            first, last = check_span(first, head if last is None else last, head)
+            with bulk():
+                return load_span(self._conn(), session_id, self._chunk_size, first, last)
+
+    def walk(
+        self, session_id: str, first: int = 1, last: int | None = None
+    ) -> Iterator[tuple[Event, SessionState, SessionState]]:
+        """``(event, state before, state after)`` for seqs ``first`` to ``last`` (default: the
+        head), one at a time from the nearest stored state; errors as ``load_span``'s.
+
+        The walk reads in one transaction: finish it (or ``close()`` it) before using the
+        store for anything else.
+        """
+        with self._read():
+            head = self._head_seq(session_id)
+            first, last = check_span(first, head if last is None else last, head)
+            yield from walk(self._conn(), session_id, self._chunk_size, max(first, 1), last)

@@ -1,0 +1,172 @@
+"""Compact event bodies: every event round-trips, and stores of the previous format still read."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import shutil
+import sqlite3
+from datetime import UTC, datetime, timedelta, timezone
+
+import attrs
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runtime import DecodeError, Event, Message, MessageAdded, replay, to_data, to_json
+from runtime.store import SCHEMA_VERSION, SQLiteStore
+from runtime.store._compact import decode_body, encode_body
+from runtime.store._fast import MESSAGE_FIELDS
+from runtime.store._rowcodec import message_values
+from runtime.testing import events, messages, session_events
+
+from .scenario import continue_session
+
+FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+
+
+def _codec_examples() -> dict[str, Event]:
+    """The codec tests' hand-built event of every kind (model calls and approvals too)."""
+    path = pathlib.Path(__file__).parent.parent / "test_codec.py"
+    spec = importlib.util.spec_from_file_location("_codec_examples", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    examples: dict[str, Event] = module.EXAMPLES
+    return examples
+
+
+EXAMPLES = _codec_examples()
+_OFFSETS = st.sampled_from([UTC, timezone(timedelta(hours=2)), timezone(timedelta(hours=-7))])
+
+
+def roundtrip(event: Event) -> Event:
+    return decode_body(event.kind, event.session_id, event.seq, encode_body(event))
+
+
+class TestRoundTrip:
+    @settings(max_examples=300, deadline=None)
+    @given(event=events(), offset=_OFFSETS, micro=st.integers(0, 999_999))
+    def test_any_event(self, event: Event, offset: timezone, micro: int) -> None:
+        """decode(encode(e)) == e, and the full JSON is the same, for events of every kind."""
+        event = attrs.evolve(event, at=event.at.astimezone(offset).replace(microsecond=micro))
+        back = roundtrip(event)
+        assert back == event
+        assert to_json(back) == to_json(event)
+
+    @settings(max_examples=40, deadline=None)
+    @given(log=session_events(max_steps=40, rich=True))
+    def test_sessions(self, log: list[Event]) -> None:
+        """Every event of rich sessions round-trips; the compact body is never larger."""
+        for event in log:
+            assert roundtrip(event) == event
+            assert len(encode_body(event)) < len(to_json(event))
+
+    @pytest.mark.parametrize("kind", sorted(EXAMPLES))
+    def test_every_kind(self, kind: str) -> None:
+        """The codec's examples of every kind (model calls and approvals too) round-trip."""
+        event = EXAMPLES[kind]
+        assert roundtrip(event) == event
+        assert encode_body(event) == encode_body(roundtrip(event))  # deterministic
+
+    def test_a_message_is_one_short_array(self) -> None:
+        """A message_added body is [at, *row] with the defaults that end the row left out."""
+        event = EXAMPLES["message_added"]
+        assert isinstance(event, MessageAdded)
+        body = orjson.loads(encode_body(event))
+        assert type(body) is list
+        assert body[0] == (event.at - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+        assert body[1] == event.message.id
+        assert len(body) < 2 + 21
+
+    def test_the_full_format_still_decodes(self) -> None:
+        """A body an older Amber wrote (the codec's full JSON, with its kind) decodes as before."""
+        for event in EXAMPLES.values():
+            assert decode_body(event.kind, event.session_id, event.seq, to_json(event)) == event
+
+
+class TestBadBodies:
+    @pytest.mark.parametrize(
+        ("kind", "body", "problem"),
+        [
+            ("message_added", b"[", r"not valid JSON"),
+            ("message_added", b"[1779886200000000]", r"expected a row of up to 21 values"),
+            ("message_added", b'[1779886200000000,"m1"]', r"ends before its required fields"),
+            (
+                "message_added",
+                b'[1779886200000000,"m1",0,9,0,0,0,"hi"]',
+                r"role code 9 is not one of 0 to 3",
+            ),
+            ("message_added", b'["yesterday","m1",0,0,0,0,0,"hi"]', r"at must be microseconds"),
+            ("turn_started", b'{"at":1779886200000000}', r"required field missing @ \$\.turn_id"),
+            ("bogus", b'{"at":1779886200000000}', r"unknown event kind 'bogus'"),
+            ("turn_started", b"[1779886200000000]", r"expected an object with a 'kind'"),
+        ],
+    )
+    def test_named(self, kind: str, body: bytes, problem: str) -> None:
+        with pytest.raises(DecodeError, match=problem):
+            decode_body(kind, "s", 1, body)
+
+
+class TestPreviousFormat:
+    """A store written by the Amber before compact bodies (full JSON, plain chunks)."""
+
+    @pytest.fixture
+    def old_store(self, tmp_path: pathlib.Path) -> pathlib.Path:
+        path = tmp_path / "plain.db"
+        shutil.copyfile(FIXTURES / "plain_bodies.db", path)
+        return path
+
+    def expected(self) -> dict[str, list[Event]]:
+        found: dict[str, list[Event]] = {}
+        for line in (FIXTURES / "plain_bodies.jsonl").read_bytes().splitlines():
+            event = decode_body("", "", 0, line)
+            found.setdefault(event.session_id, []).append(event)
+        return found
+
+    def test_reads_migrates_and_continues(self, old_store: pathlib.Path) -> None:
+        """Every session reads back equal; new rows are compact; old rows stay as written."""
+        logs = self.expected()
+        before = sqlite3.connect(old_store)
+        version = "SELECT value FROM amber_meta WHERE key = 'schema_version'"
+        assert before.execute(version).fetchone() == ("2",)
+        old_rows = before.execute("SELECT session_id, seq, body FROM events").fetchall()
+        before.close()
+        with SQLiteStore(old_store, snapshot_every=7, chunk_size=4) as store:
+            assert store.check().ok
+            for session_id, log in logs.items():
+                assert store.events(session_id) == log
+                assert store.load_state(session_id) == replay(log).head
+                store.verify(session_id)
+            more, _ = continue_session(store.load_state("scripted"), 30)
+            store.append(more[:10])
+            store.append(more[10:])
+        with SQLiteStore(old_store, snapshot_every=7, chunk_size=4) as store:
+            full = logs["scripted"] + more
+            assert store.events("scripted") == full
+            assert store.load_state("scripted") == replay(full).head
+            assert store.load_timeline("scripted").head == replay(full).head
+            store.verify("scripted")
+            assert store.check().ok
+        db = sqlite3.connect(old_store)
+        assert db.execute(version).fetchone() == (str(SCHEMA_VERSION),)
+        rows = {(s, q): b for s, q, b in db.execute("SELECT session_id, seq, body FROM events")}
+        db.close()
+        for session_id, seq, body in old_rows:
+            assert rows[session_id, seq] == body  # nothing rewritten
+            assert "kind" in orjson.loads(body)
+        for event in more:
+            body = rows["scripted", event.seq]
+            assert body.encode() == encode_body(event)
+
+
+class TestRows:
+    @settings(max_examples=200, deadline=None)
+    @given(message=messages())
+    def test_fast_rows_are_the_codecs(self, message: Message) -> None:
+        """``message_values`` gives the codec's values, in field order, for any message."""
+        data = to_data(message)
+        expected = [data[name] for name in MESSAGE_FIELDS]
+        assert orjson.dumps(message_values(message)) == orjson.dumps(expected)

@@ -1,0 +1,143 @@
+"""Time travel from the store: spans and walks from the nearest stored state, bulk loads."""
+
+from __future__ import annotations
+
+import gc
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import runtime.store._travel as travel
+from runtime import Event, InvalidArgument, UnknownSession, replay
+from runtime.store import SQLiteStore
+from runtime.store._travel import bulk
+from runtime.testing import session_events
+
+from .conftest import OpenStore
+from .scenario import conversation
+
+
+@pytest.fixture(autouse=True)
+def _unfreeze() -> Iterator[None]:
+    yield
+    gc.unfreeze()
+
+
+class TestSpans:
+    @settings(
+        max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        log=session_events(max_steps=50),
+        every=st.integers(min_value=1, max_value=15),
+        ends=st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)),
+    )
+    def test_equal_a_full_replay(
+        self, tmp_path_factory: Any, log: list[Event], every: int, ends: tuple[int, int]
+    ) -> None:
+        """Every state of a span, and every step of a walk, is the full replay's."""
+        path = tmp_path_factory.mktemp("span") / "s.db"
+        full = replay(log)
+        first, last = sorted(end % (len(log) + 1) for end in ends)
+        with SQLiteStore(path, snapshot_every=every) as store:
+            store.append(log)
+            snapshot = store.session("s").snapshot_seq
+            line = store.load_span("s", first, last)
+            assert line.first_seq == (snapshot if 0 < snapshot <= first else 0)
+            assert line.last_seq == last
+            for seq in range(first, last + 1):
+                assert line.at(seq) == full.at(seq)
+            walked = list(store.walk("s", first, last))
+            assert [e.seq for e, _, _ in walked] == list(range(max(first, 1), last + 1))
+            for event, before, after in walked:
+                assert event == full.event(event.seq)
+                assert before == full.at(event.seq - 1)
+                assert after == full.at(event.seq)
+
+    def test_near_the_head_reads_only_the_tail(self, open_store: OpenStore) -> None:
+        """A span past the snapshot starts at it (and decodes nothing before it)."""
+        store = open_store(snapshot_every=10)
+        events = conversation("s", 25)
+        store.append(events[:20])
+        store.append(events[20:])
+        line = store.load_span("s", 22)
+        assert (line.first_seq, line.last_seq) == (20, 25)
+        assert line.head == replay(events).head
+        assert store.load_span("s", 3, 4).first_seq == 0
+
+    def test_bad_spans(self, open_store: OpenStore) -> None:
+        store = open_store()
+        store.append(conversation("s", 5))
+        for first, last in ((3, 2), (-1, 2), (0, 6), (True, 2)):
+            with pytest.raises(InvalidArgument, match=r"seq"):
+                store.load_span("s", first, last)  # type: ignore[arg-type]
+            with pytest.raises(InvalidArgument, match=r"seq"):
+                list(store.walk("s", first, last))  # type: ignore[arg-type]
+        with pytest.raises(UnknownSession):
+            store.load_span("nope", 0)
+        with pytest.raises(UnknownSession):
+            next(store.walk("nope"))
+
+    def test_a_walk_is_lazy(self, open_store: OpenStore) -> None:
+        """The first step comes before the rest is read: a walk can be stopped early."""
+        store = open_store(snapshot_every=1000)
+        store.append(conversation("s", 40))
+        steps = store.walk("s")
+        first = list(itertools.islice(steps, 2))
+        assert [event.seq for event, _, _ in first] == [1, 2]
+        steps.close()
+
+
+class TestBulk:
+    def test_no_collection_while_loading(
+        self, open_store: OpenStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A big load runs no GC collection, and leaves the GC as it found it."""
+        monkeypatch.setattr(travel, "FREEZE_AFTER", 1_000)  # this load counts as big
+        store = open_store(snapshot_every=50)
+        store.append(conversation("s", 600))
+        collections: list[int] = []
+
+        def count(phase: str, info: dict[str, int]) -> None:
+            if phase == "start":
+                collections.append(info["generation"])
+
+        gc.callbacks.append(count)
+        try:
+            store.load_timeline("s")
+            store.load_span("s", 3)
+        finally:
+            gc.callbacks.remove(count)
+        assert collections == []
+        assert gc.isenabled()
+
+    def test_freezes_only_big_loads(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """What a big load built is frozen out of the GC's way; a small one is not."""
+        gc.unfreeze()
+        with bulk():
+            kept = [[i] for i in range(100)]
+        assert gc.get_freeze_count() == 0
+        monkeypatch.setattr(travel, "FREEZE_AFTER", 1_000)
+        with bulk():
+            kept += [[i] for i in range(5_000)]
+        assert gc.get_freeze_count() >= 5_000
+
+    def test_leaves_a_disabled_gc_disabled(self) -> None:
+        gc.disable()
+        try:
+            with bulk():
+                assert not gc.isenabled()
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+
+    def test_an_error_restores_the_gc(self) -> None:
+        gc.unfreeze()
+        with pytest.raises(ValueError, match="boom"), bulk():
+            raise ValueError("boom")
+        assert gc.isenabled()
+        assert gc.get_freeze_count() == 0
