@@ -46,7 +46,6 @@ from ._entry import load_entry
 from ._entry import positive as _positive
 from ._protocol import SessionInfo
 from ._rows import (
-    Transaction,
     chain_at,
     last_seq,
     read_events,
@@ -55,10 +54,11 @@ from ._rows import (
     session_row,
     write_snapshot,
 )
-from ._scan import check_rows, rebuild_rows
-from ._schema import connect
+from ._scan import check_rows, rebuild_rows, sqlite_problems
+from ._schema import connect, recreate_guards
 from ._snapshot import plan_snapshot
 from ._summaries import all_summaries, missing_summary, read_summaries, write_summary
+from ._transaction import Transaction
 from ._transfer import export_data, parse_export
 
 __all__ = ["SQLiteStore"]
@@ -398,7 +398,7 @@ class SQLiteStore:
         Nothing is changed. Problems are reported, not raised.
         """
         with self._read():
-            return check_rows(self._conn(), self._chunk_size)
+            return check_rows(self._conn(), self._chunk_size, sqlite_problems(self._conn()))
 
     def rebuild(self, session_id: str | None = None) -> RebuildReport:
         """Write the summary rows and snapshots again from the events (the truth).
@@ -414,6 +414,7 @@ class SQLiteStore:
         if session_id is not None:
             check_session_id(session_id)
         with self._write():
+            recreate_guards(self._conn())
             report = rebuild_rows(
                 self._conn(),
                 chunk_size=self._chunk_size,
