@@ -18,9 +18,10 @@ class Transaction:
         self._db, self._begin, self._path = db, begin, path
         self._write = begin != "BEGIN"
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> sqlite3.Connection:
         try:
             self._db.execute(self._begin)
+            return self._db
         except sqlite3.Error as exc:
             raise StoreError(f"Cannot start a transaction on {str(self._path)!r}: {exc}.") from exc
 
