@@ -20,7 +20,12 @@ from ._chain import CHAIN_FORMAT as CHAIN_FORMAT
 from ._check import CheckReport as CheckReport
 from ._check import Problem as Problem
 from ._check import RebuildReport as RebuildReport
+from ._leases import Lease as Lease
 from ._memory import MemoryStore as MemoryStore
+from ._postgres import DEFAULT_SCHEMA as DEFAULT_SCHEMA
+from ._postgres import Listener as Listener
+from ._postgres import PostgresStore as PostgresStore
+from ._postgres import is_postgres_url as is_postgres_url
 from ._protocol import SessionInfo as SessionInfo
 from ._protocol import Store as Store
 from ._recovery import DEFAULT_ORPHAN_AGE as DEFAULT_ORPHAN_AGE
@@ -33,13 +38,17 @@ from ._transfer import EXPORT_VERSION as EXPORT_VERSION
 __all__ = [
     "CHAIN_FORMAT",
     "DEFAULT_ORPHAN_AGE",
+    "DEFAULT_SCHEMA",
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
     "SCHEMA_VERSION",
     "CheckReport",
     "CorruptRow",
+    "Lease",
+    "Listener",
     "MemoryStore",
     "NotAStore",
+    "PostgresStore",
     "Problem",
     "RebuildReport",
     "SQLiteStore",
@@ -51,5 +60,6 @@ __all__ = [
     "StoreClosed",
     "StoreError",
     "UnknownSession",
+    "is_postgres_url",
     "recover_orphans",
 ]
