@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runtime import Event, replay
-from runtime.store import MemoryStore, SQLiteStore
+from runtime.store import MemoryStore, PostgresStore, SQLiteStore
 from runtime.testing import session_events
 
 from .scenario import continue_session, conversation
@@ -112,6 +112,31 @@ class TestEqualsReplay:
             for batch in split(log, cuts):
                 store.append(batch)
         with SQLiteStore(path, snapshot_every=every, chunk_size=chunk) as store:
+            assert store.load_state("s") == replay(log).head
+            timeline = store.load_timeline("s", from_snapshot=True)
+            assert timeline.head == replay(log).head
+            assert timeline.first_seq == store.session("s").snapshot_seq
+            store.verify("s")
+
+    @settings(
+        max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        log=session_events(max_steps=60),
+        every=st.integers(min_value=1, max_value=12),
+        chunk=st.integers(min_value=1, max_value=9),
+        cuts=st.lists(st.integers(min_value=0, max_value=80), max_size=6),
+    )
+    def test_postgres(
+        self, postgres_dsn: str, pg_schema: Any, log: list[Event], every: int, chunk: int,
+        cuts: list[int],
+    ) -> None:  # fmt: skip
+        """The same in PostgreSQL (fewer runs: each opens a schema on a server)."""
+        schema = pg_schema()
+        with PostgresStore(postgres_dsn, schema=schema, snapshot_every=every, chunk_size=chunk) as store:
+            for batch in split(log, cuts):
+                store.append(batch)
+        with PostgresStore(postgres_dsn, schema=schema, snapshot_every=every, chunk_size=chunk) as store:
             assert store.load_state("s") == replay(log).head
             timeline = store.load_timeline("s", from_snapshot=True)
             assert timeline.head == replay(log).head
