@@ -5,8 +5,13 @@ one transaction per batch); ``MemoryStore`` keeps them in memory for tests.
 Both follow the ``Store`` protocol: every event is applied before it is
 stored, a batch is all or nothing, reads never skip a bad row.
 ``recover_orphans`` gives back the inputs of turns whose runner died.
-See ``docs/store.md``.
+``PostgresStore`` keeps sessions in a PostgreSQL schema, for several worker
+processes, with leases that fence a session's writes to its one owner; it
+needs the ``postgres`` extra (psycopg), imported only when it is used.
+See ``docs/store.md`` and ``docs/scaling.md``.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from .._errors import CorruptRow as CorruptRow
 from .._errors import NotAStore as NotAStore
@@ -22,10 +27,8 @@ from ._check import Problem as Problem
 from ._check import RebuildReport as RebuildReport
 from ._leases import Lease as Lease
 from ._memory import MemoryStore as MemoryStore
-from ._postgres import DEFAULT_SCHEMA as DEFAULT_SCHEMA
-from ._postgres import Listener as Listener
-from ._postgres import PostgresStore as PostgresStore
-from ._postgres import is_postgres_url as is_postgres_url
+from ._pg_names import DEFAULT_SCHEMA as DEFAULT_SCHEMA
+from ._pg_names import is_postgres_url as is_postgres_url
 from ._protocol import SessionInfo as SessionInfo
 from ._protocol import Store as Store
 from ._recovery import DEFAULT_ORPHAN_AGE as DEFAULT_ORPHAN_AGE
@@ -63,3 +66,22 @@ __all__ = [
     "is_postgres_url",
     "recover_orphans",
 ]
+
+if TYPE_CHECKING:
+    from ._postgres import Listener as Listener
+    from ._postgres import PostgresStore as PostgresStore
+
+
+def __getattr__(name: str) -> Any:
+    # PostgresStore needs psycopg (the postgres extra): imported on first use only, so
+    # the embedded default needs nothing but the base install.
+    if name in ("PostgresStore", "Listener"):
+        try:
+            from . import _postgres
+        except ImportError as exc:
+            raise ImportError(
+                f"runtime.store.{name} needs psycopg 3 and psycopg-pool ({exc}); install them "
+                "with: pip install 'amber[postgres]'."
+            ) from exc
+        return getattr(_postgres, name)
+    raise AttributeError(f"module 'runtime.store' has no attribute {name!r}")

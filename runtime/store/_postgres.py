@@ -38,20 +38,14 @@ from ._check import Problem
 from ._db import Db
 from ._leases import Lease, acquire, check_fence, current, release, renew
 from ._pg_db import PgDb, pg_errors
+from ._pg_names import DEFAULT_SCHEMA
 from ._pg_schema import PG_TRIGGERS, lock_space, migrate, present_guards, recreate_guards
 from ._scan import missing_guards
 from ._sql import SqlStore
 
-__all__ = ["DEFAULT_SCHEMA", "PostgresStore", "is_postgres_url"]
+__all__ = ["Listener", "PostgresStore"]
 
-DEFAULT_SCHEMA = "amber"
-"""The schema a ``PostgresStore`` uses unless told another."""
 _MAX_NOTIFY = 7000  # bytes of session ids per notification (PostgreSQL's limit is 8000)
-
-
-def is_postgres_url(text: object) -> bool:
-    """True when ``text`` names a PostgreSQL database (``postgresql://…`` or ``postgres://…``)."""
-    return isinstance(text, str) and text.startswith(("postgresql://", "postgres://"))
 
 
 def _redacted(dsn: str) -> str:
