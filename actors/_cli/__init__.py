@@ -36,6 +36,7 @@ from ._chat import chat, resume
 from ._check import check_command
 from ._diff import diff_command
 from ._logs import warnings_on
+from ._migrate import migrate
 from ._replay import replay_command
 from ._travel import load_timeline, sessions, show, timeline
 from ._web import web
@@ -171,6 +172,7 @@ for command in (
     recover,
     check_command,
     events,
+    migrate,
 ):
     cli.add_command(command)
 

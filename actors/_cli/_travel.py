@@ -25,7 +25,7 @@ from runtime import (
     session_cost,
     to_data,
 )
-from runtime.store import SessionInfo, SQLiteStore
+from runtime.store import SessionInfo, Store
 
 from ._app import (
     CliError,
@@ -51,7 +51,7 @@ __all__ = ["event_line", "load_timeline", "sessions", "show", "timeline"]
 _KIND_WIDTH = max(len(kind) for kind in EVENT_TYPES)
 
 
-def load_timeline(store: SQLiteStore, session_id: str, db: str) -> Timeline:
+def load_timeline(store: Store, session_id: str, db: str) -> Timeline:
     """Every state of the session, replayed from its log (``NOT_FOUND`` if it is not there)."""
     require_session(store, session_id, db)
     return store.load_timeline(session_id)

@@ -196,20 +196,26 @@ def schema_version(conn: psycopg.Connection[Any], schema: str, name: str) -> int
     return int(raw)
 
 
-def migrate(conn: psycopg.Connection[Any], schema: str, name: str) -> int:
+def migrate(conn: psycopg.Connection[Any], schema: str, name: str, *, create: bool = True) -> int:
     """Bring the schema up to ``PG_SCHEMA_VERSION`` in one transaction; returns the version.
 
     ``conn`` is in autocommit mode. Running it again on a store that is up to date
     changes nothing.
 
     Raises:
-        NotAStore: the schema holds another application's tables.
+        NotAStore: the schema holds another application's tables, or (``create=False``)
+            holds no store.
         SchemaVersionError: the store is newer than this Amber, or its version is unknown.
     """
     with conn.transaction():
         # Workers that start together: the first migrates, the others then find it done.
         conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (lock_space(schema),))
         version = schema_version(conn, schema, name)
+        if version == 0 and not create:
+            raise NotAStore(
+                f"{name!r} holds no Amber store (the schema {schema!r} is missing or empty). "
+                "Pass the schema of a store, or open it with create=True to make one."
+            )
         if version > PG_SCHEMA_VERSION:
             raise SchemaVersionError(
                 f"{name!r} has schema version {version}, newer than this Amber reads (up to "

@@ -72,9 +72,12 @@ class PostgresStore(SqlStore):
         cache_size: how many session heads to keep in memory.
         pool_size: the most connections the store opens at once.
         connect_timeout: seconds to wait for a connection before ``StoreError``.
+        create: make the schema and its tables if they are missing (``False``: a
+            missing store is ``NotAStore``; read-only tools never create one).
 
     Raises:
-        NotAStore: the schema holds another application's tables.
+        NotAStore: the schema holds another application's tables (or, with
+            ``create=False``, no store).
         SchemaVersionError: the store was written by a newer Amber, or its version is unknown.
         StoreError: the database cannot be reached.
 
@@ -92,6 +95,7 @@ class PostgresStore(SqlStore):
         cache_size: int = 128,
         pool_size: int = 2,
         connect_timeout: float = 30.0,
+        create: bool = True,
     ) -> None:
         super().__init__(
             snapshot_every=snapshot_every, chunk_size=chunk_size, cache_size=cache_size
@@ -118,7 +122,7 @@ class PostgresStore(SqlStore):
             with psycopg.Connection.connect(
                 dsn, autocommit=True, connect_timeout=max(1, int(connect_timeout))
             ) as conn:
-                migrate(conn, schema, self._where)
+                migrate(conn, schema, self._where, create=create)
         except psycopg.Error as exc:
             raise StoreError(f"Cannot open the store {self._where!r}: {exc}.") from exc
         self._pool: ConnectionPool[Any] | None = ConnectionPool(
