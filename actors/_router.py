@@ -10,6 +10,7 @@ stopping. Adapters report deliveries here (the ``DeliverySink``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -104,6 +105,29 @@ class Router:
     def load(self, session_id: str) -> None:
         """Make the session live (it loads and resumes what waits)."""
         self._entry(session_id)
+
+    def drop(self, session_id: str, *, timeout: float = 30.0) -> None:
+        """Stop the session's actor, if it is live (a running turn gives its input back,
+        if the store still takes its writes). The next call loads it again."""
+        with self._lock:
+            entry = self._live.pop(session_id, None)
+            self._changed.notify_all()
+        if entry is None:
+            return
+        try:
+            entry.proxy.shutdown().get(timeout=timeout)
+        except Exception:
+            log.warning("session %s did not shut down cleanly", session_id, exc_info=True)
+        with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+            entry.ref.stop(block=True, timeout=timeout)
+
+    def reload(self, session_id: str) -> None:
+        """Stop the session's actor and load it again from the store (it changed elsewhere)."""
+        self.drop(session_id)
+        with self._lock:
+            if self._services is None:
+                return
+        self.load(session_id)
 
     def call(self, session_id: str, fn: Callable[[Any], Any], *, timeout: float) -> Any:
         """``fn(proxy).get()`` on the session's actor, started if needed.

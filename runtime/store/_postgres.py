@@ -150,6 +150,11 @@ class PostgresStore(SqlStore):
         return self._schema
 
     @property
+    def shared(self) -> bool:
+        """True: several runtimes share this store, owning sessions through leases."""
+        return True
+
+    @property
     def channel(self) -> str:
         """The ``LISTEN`` channel on which the store announces sessions with new events."""
         return self._channel
@@ -281,6 +286,12 @@ class PostgresStore(SqlStore):
 
     # -- notifications -----------------------------------------------------------------
 
+    def wake_listeners(self) -> None:
+        """Send an empty notification: every listener's ``wait`` returns (with no ids)."""
+        with self._write(()) as db:
+            assert isinstance(db, PgDb)
+            db.conn.execute("SELECT pg_notify(%s, '')", (self._channel,))
+
     def listener(self) -> Listener:
         """A connection that waits for this store's notifications (close it when done)."""
         self._pool_or_closed()
@@ -315,7 +326,7 @@ class Listener:
         """
         found: set[str] = set()
         try:
-            for note in self._conn.notifies(timeout=timeout, stop_after=1):
+            for note in self._conn.notifies(timeout=timeout, stop_after=1):  # wakes on any
                 found.update(filter(None, note.payload.split("\n")))
             # Whatever else already arrived, without waiting.
             for note in self._conn.notifies(timeout=0):

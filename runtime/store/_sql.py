@@ -212,10 +212,11 @@ class SqlStore(ABC):
             entry = old[session_id] = self._entry(db, session_id)
             return entry.head if entry is not None else SessionState.empty(session_id)
 
+        # The fence first: a writer that lost a lease hears that, not a seq conflict.
+        self._fence(db, _sessions_of(events))
         batch, heads = check_batch(events, head)
         if not batch:
             return heads, {}
-        self._fence(db, heads.keys())
         return heads, self._store(db, batch, heads, old)
 
     # -- the Store protocol ----------------------------------------------------------
