@@ -54,9 +54,27 @@ from ._ids import Clock
 from ._router import Router
 from ._storage import StoreThread
 
-__all__ = ["LeaseKeeper"]
+__all__ = ["LeaseKeeper", "store_input"]
 
 log = logging.getLogger("amber.leases")
+
+
+def store_input(
+    store: Any, session_id: str, draft: Draft, *, settings: TurnSettings, at: datetime
+) -> Message:
+    """Store an input for a session without running it: the ``MessageAdded`` its owner's
+    machine would store (the owner, woken by the append's ``NOTIFY``, answers it).
+
+    Raises:
+        SeqConflict: the session changed meanwhile (try again).
+    """
+    head = store.load_state(session_id) if session_id in store else SessionState.empty(session_id)
+    arrived = InputArrived(draft=draft, at=at, mono=time.monotonic())
+    decision = step(SessionMachine.load(head), settings, arrived)
+    added = [event for event in decision.events if isinstance(event, MessageAdded)]
+    store.append(added)
+    message: Message = added[0].message
+    return message
 
 
 class LeaseKeeper:
@@ -127,19 +145,12 @@ class LeaseKeeper:
         Raises:
             SeqConflict: the session kept changing under five tries.
         """
-        settings = self._turn_settings
-
-        def add(s: Any) -> Message:
-            head = s.load_state(session_id) if session_id in s else SessionState.empty(session_id)
-            arrived = InputArrived(draft=draft, at=self._clock(), mono=time.monotonic())
-            decision = step(SessionMachine.load(head), settings, arrived)
-            added = [e for e in decision.events if isinstance(e, MessageAdded)]
-            s.append(added)
-            return added[0].message
-
+        settings, clock = self._turn_settings, self._clock
         for attempt in range(5):
             try:
-                message: Message = self._call(add)
+                message: Message = self._call(
+                    lambda s: store_input(s, session_id, draft, settings=settings, at=clock())
+                )
                 return message
             except SeqConflict:
                 if attempt == 4:

@@ -40,6 +40,7 @@ from ._migrate import migrate
 from ._replay import replay_command
 from ._travel import load_timeline, sessions, show, timeline
 from ._web import web
+from ._worker import worker
 
 __all__ = ["ExitCode", "cli", "main"]
 
@@ -173,6 +174,7 @@ for command in (
     check_command,
     events,
     migrate,
+    worker,
 ):
     cli.add_command(command)
 

@@ -106,7 +106,7 @@ def renew(db: Db, lease: Lease, *, now: datetime, ttl: timedelta) -> Lease:
 def release(db: Db, lease: Lease) -> bool:
     """Give the lease up (it expires at once; its token stays). False if it was lost already."""
     row = db.execute(
-        "UPDATE leases SET expires_at = '-infinity' WHERE session_id = ? AND owner = ? "
+        "UPDATE leases SET expires_at = '1970-01-01T00:00:00Z' WHERE session_id = ? AND owner = ? "
         "AND token = ? RETURNING token",
         (lease.session_id, lease.owner, lease.token),
     ).fetchone()
