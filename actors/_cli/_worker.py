@@ -104,11 +104,23 @@ def worker(
     amber_log.addHandler(handler)
     amber_log.setLevel(logging.INFO)
     stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    signals = {signal.SIGTERM, signal.SIGINT}
+    for signum in signals:
         signal.signal(signum, lambda *_: stop.set())
-    store = open_any_store(db, create=True)
-    runtime = Runtime(store=store, settings=settings, resume="all", runner=name, **app)
-    with runtime:
+    # Every thread but this one blocks the stop signals (threads inherit the mask): the
+    # kernel delivers them here, where the handler runs, never into a thread waiting on a
+    # socket (an interrupted database call there hung the worker).
+    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    try:
+        store = open_any_store(db, create=True)
+        runtime = Runtime(store=store, settings=settings, resume="all", runner=name, **app)
+        runtime.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+    try:
         click.echo(f"amber worker {runtime.runner} running on {db}", err=True)
-        stop.wait()
+        while not stop.wait(1.0):
+            pass
         click.echo(f"amber worker {runtime.runner} stopping", err=True)
+    finally:
+        runtime.stop()
