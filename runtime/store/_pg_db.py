@@ -46,9 +46,13 @@ class PgDb:
         return self.conn.execute(translate(sql), parameters)
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
-        """Run one statement for each set of parameters (pipelined by psycopg)."""
+        """Run one statement for each set of parameters (pipelined by psycopg; one set is
+        sent plainly, without a pipeline's extra round trips)."""
+        rows = list(parameters)
+        if len(rows) == 1:
+            return self.execute(sql, rows[0])
         cursor = self.conn.cursor()
-        cursor.executemany(translate(sql), parameters)
+        cursor.executemany(translate(sql), rows)
         return cursor
 
     def rows(self, sql: str, parameters: Sequence[Any] = ()) -> Iterator[Any]:

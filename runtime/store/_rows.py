@@ -47,22 +47,25 @@ def session_row(db: Db, session_id: str) -> tuple[int, datetime] | None:
     Raises:
         CorruptRow: the summary row is damaged, or missing while the session has events.
     """
-    row = db.execute(
-        "SELECT seq, created_at FROM sessions WHERE session_id = ?", (session_id,)
+    # One round trip: the summary row (if any) and the log's last seq.
+    found, seq, created_at, stored_last = db.execute(
+        "SELECT (SELECT count(*) FROM sessions WHERE session_id = ?), "
+        "(SELECT seq FROM sessions WHERE session_id = ?), "
+        "(SELECT created_at FROM sessions WHERE session_id = ?), "
+        "(SELECT max(seq) FROM events WHERE session_id = ?)",
+        (session_id, session_id, session_id, session_id),
     ).fetchone()
-    if row is None:
-        last = last_seq(db, session_id)
+    last = None if stored_last is None else int(stored_last)
+    if not found:
         if last is not None:
             raise missing_summary(session_id, last)
         return None
-    seq, created_at = row
     if type(seq) is not int or seq < 1:
         raise CorruptRow(
             f"Session {session_id!r}: its summary row has seq {seq!r}, which is not a seq. "
             "Rebuild the summary with 'amber recover --rebuild'.",
             session_id=session_id,
         )
-    last = last_seq(db, session_id)
     if last != seq:
         raise CorruptRow(
             f"Session {session_id!r} seq {seq}: its summary row says the log ends at seq {seq}, "
