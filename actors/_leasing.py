@@ -146,16 +146,18 @@ class LeaseKeeper:
             SeqConflict: the session kept changing under five tries.
         """
         settings, clock = self._turn_settings, self._clock
-        for attempt in range(5):
-            try:
-                message: Message = self._call(
-                    lambda s: store_input(s, session_id, draft, settings=settings, at=clock())
-                )
-                return message
-            except SeqConflict:
-                if attempt == 4:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        for _ in range(4):
+            with contextlib.suppress(SeqConflict):
+                return self._store_once(session_id, draft, settings, clock)
+        return self._store_once(session_id, draft, settings, clock)
+
+    def _store_once(
+        self, session_id: str, draft: Draft, settings: TurnSettings, clock: Clock
+    ) -> Message:
+        message: Message = self._call(
+            lambda s: store_input(s, session_id, draft, settings=settings, at=clock())
+        )
+        return message
 
     # -- the thread --------------------------------------------------------------------
 

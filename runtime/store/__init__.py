@@ -11,7 +11,8 @@ needs the ``postgres`` extra (psycopg), imported only when it is used.
 See ``docs/store.md`` and ``docs/scaling.md``.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 from .._errors import CorruptRow as CorruptRow
 from .._errors import NotAStore as NotAStore
@@ -67,12 +68,12 @@ __all__ = [
     "recover_orphans",
 ]
 
-if TYPE_CHECKING:
+if _TYPE_CHECKING:
     from ._postgres import Listener as Listener
     from ._postgres import PostgresStore as PostgresStore
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     # PostgresStore needs psycopg (the postgres extra): imported on first use only, so
     # the embedded default needs nothing but the base install.
     if name in ("PostgresStore", "Listener"):
@@ -83,5 +84,7 @@ def __getattr__(name: str) -> Any:
                 f"runtime.store.{name} needs psycopg 3 and psycopg-pool ({exc}); install them "
                 "with: pip install 'amber[postgres]'."
             ) from exc
-        return getattr(_postgres, name)
+        value = getattr(_postgres, name)
+        globals()[name] = value  # found directly from now on
+        return value
     raise AttributeError(f"module 'runtime.store' has no attribute {name!r}")

@@ -128,8 +128,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {1: _TABLES + _GUARDS}
 
 
 def _run(conn: psycopg.Connection[Any], schema: str, statements: tuple[str, ...]) -> None:
-    for statement in statements:
-        conn.execute(sql.SQL(statement).format(schema=sql.Identifier(schema)))
+    # One round trip: the statements take no parameters (the schema is a quoted identifier).
+    script = sql.SQL(";\n").join(
+        sql.SQL(statement).format(schema=sql.Identifier(schema)) for statement in statements
+    )
+    conn.execute(script)
 
 
 def recreate_guards(conn: psycopg.Connection[Any], schema: str) -> None:
@@ -222,6 +225,9 @@ def migrate(conn: psycopg.Connection[Any], schema: str, name: str, *, create: bo
                 f"{PG_SCHEMA_VERSION}); upgrade amber to open it."
             )
         if version < PG_SCHEMA_VERSION:
+            # No wait for the WAL flush here: the store's first durable commit flushes the
+            # WAL up to it, and a schema lost to a crash before then is made again.
+            conn.execute("SET LOCAL synchronous_commit = off")
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
             for target in range(version + 1, PG_SCHEMA_VERSION + 1):
                 _run(conn, schema, MIGRATIONS[target])

@@ -132,7 +132,7 @@ class TestEqualsReplay:
         )
 
     @settings(
-        max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+        max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
     )
     @given(**LOGS)
     def test_postgres(
