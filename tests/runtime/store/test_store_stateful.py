@@ -264,7 +264,7 @@ def _run_postgres(dsn: str, schemas: Any, examples: int) -> None:
 
 def test_postgres_store(postgres_dsn: str, pg_schema: Any) -> None:
     """The PostgreSQL store against the model (a few runs: each opens schemas on a server)."""
-    _run_postgres(postgres_dsn, pg_schema, 3)
+    _run_postgres(postgres_dsn, pg_schema, 2)
 
 
 @pytest.mark.slow
