@@ -163,7 +163,7 @@ class LeaseKeeper:
 
     def start(self) -> None:
         """Start listening, renewing and (with ``wake``) picking up sessions."""
-        self._listener = self._call(lambda s: s.listener())
+        self._listener = self._call(lambda s: s.listener(others_only=True))
         self._thread.start()
         if self._wake:
             self.poll_now()
@@ -209,7 +209,7 @@ class LeaseKeeper:
     def _reconnect(self) -> None:
         try:
             self._listener.close()
-            self._listener = self._call(lambda s: s.listener())
+            self._listener = self._call(lambda s: s.listener(others_only=True))
         except Exception:
             self._stop.wait(1.0)
 

@@ -22,6 +22,7 @@ channel (``NOTIFY``, delivered at commit) with the session ids, which
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -113,6 +114,7 @@ class PostgresStore(SqlStore):
         self._channel = f"amber_{self._lock_space & 0xFFFFFFFF:08x}"
         self._held: dict[str, Lease] = {}
         self._notify: set[str] = set()
+        self._writer = secrets.token_hex(8)  # names this store's writes in notifications
         setup = sql.SQL("SET search_path TO {}").format(sql.Identifier(schema))
 
         def configure(conn: psycopg.Connection[Any]) -> None:
@@ -201,20 +203,28 @@ class PostgresStore(SqlStore):
             self._announce(conn)
 
     def _announce(self, conn: psycopg.Connection[Any]) -> None:
-        """Notify the channel of the sessions this transaction stored events of (at commit)."""
+        """Notify the channel of the sessions this transaction stored events of (at commit).
+
+        The payload is this store's writer id and a line per session id, so that a
+        listener of this same store can leave out its own writes.
+        """
         if not self._notify:
             return
         ids = sorted(self._notify)
         self._notify.clear()
-        payload: list[str] = []
-        size = 0
+        lines: list[str] = []
+        size = len(self._writer) + 1
         for session_id in ids:
             size += len(session_id.encode()) + 1
-            if payload and size > _MAX_NOTIFY:
-                conn.execute("SELECT pg_notify(%s, %s)", (self._channel, "\n".join(payload)))
-                payload, size = [], len(session_id.encode()) + 1
-            payload.append(session_id)
-        conn.execute("SELECT pg_notify(%s, %s)", (self._channel, "\n".join(payload)))
+            if lines and size > _MAX_NOTIFY:
+                self._send(conn, lines)
+                lines, size = [], len(self._writer) + len(session_id.encode()) + 2
+            lines.append(session_id)
+        self._send(conn, lines)
+
+    def _send(self, conn: psycopg.Connection[Any], session_ids: list[str]) -> None:
+        payload = "\n".join([self._writer, *session_ids])
+        conn.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
 
     def _fence(self, db: Db, sessions: Collection[str]) -> None:
         check_fence(db, self._held, sessions)
@@ -290,12 +300,17 @@ class PostgresStore(SqlStore):
         """Send an empty notification: every listener's ``wait`` returns (with no ids)."""
         with self._write(()) as db:
             assert isinstance(db, PgDb)
-            db.conn.execute("SELECT pg_notify(%s, '')", (self._channel,))
+            db.conn.execute("SELECT pg_notify(%s, '')", (self._channel,))  # no writer, no ids
 
-    def listener(self) -> Listener:
-        """A connection that waits for this store's notifications (close it when done)."""
+    def listener(self, *, others_only: bool = False) -> Listener:
+        """A connection that waits for this store's notifications (close it when done).
+
+        ``others_only``: leave out the sessions this store object wrote itself.
+        """
         self._pool_or_closed()
-        return Listener(self._dsn, self._channel, self._where)
+        return Listener(
+            self._dsn, self._channel, self._where, skip=self._writer if others_only else None
+        )
 
     def __repr__(self) -> str:
         state = "closed" if self._pool is None else "open"
@@ -310,8 +325,9 @@ class Listener:
     now and then (``wait`` returns an empty set on its timeout).
     """
 
-    def __init__(self, dsn: str, channel: str, where: str) -> None:
+    def __init__(self, dsn: str, channel: str, where: str, *, skip: str | None = None) -> None:
         self._where = where
+        self._skip = skip
         try:
             self._conn: psycopg.Connection[Any] = psycopg.Connection.connect(dsn, autocommit=True)
             self._conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
@@ -327,15 +343,20 @@ class Listener:
         found: set[str] = set()
         try:
             for note in self._conn.notifies(timeout=timeout, stop_after=1):  # wakes on any
-                found.update(filter(None, note.payload.split("\n")))
+                self._read(note.payload, found)
             # Whatever else already arrived, without waiting.
             for note in self._conn.notifies(timeout=0):
-                found.update(filter(None, note.payload.split("\n")))
+                self._read(note.payload, found)
         except psycopg.Error as exc:
             raise StoreError(
                 f"Lost the notification connection to {self._where!r}: {exc}."
             ) from exc
         return found
+
+    def _read(self, payload: str, found: set[str]) -> None:
+        writer, _, ids = payload.partition("\n")
+        if writer != self._skip:
+            found.update(filter(None, ids.split("\n")))
 
     def fileno(self) -> int:
         """The connection's socket (to wait on it with ``select``)."""

@@ -275,3 +275,14 @@ class TestNotify:
             assert listener.wait(60) == {"b"}
         finally:
             listener.close()
+
+    def test_others_only_leaves_out_the_stores_own_writes(self, open_pg: OpenPg) -> None:
+        """A worker's listener hears other processes' writes, not its own store's."""
+        store = open_pg()
+        listener = store.listener(others_only=True)
+        try:
+            store.append(conversation("mine", 1))
+            open_pg(store.schema).append(conversation("theirs", 1))
+            assert listener.wait(60) == {"theirs"}  # 'mine' was sent first: it was left out
+        finally:
+            listener.close()
