@@ -62,6 +62,7 @@ from ._errors import MissingSDK as MissingSDK
 from ._errors import ModelFailure as ModelFailure
 from ._errors import ModelTimeout as ModelTimeout
 from ._errors import NotAwaitingApproval as NotAwaitingApproval
+from ._errors import OwnedElsewhere as OwnedElsewhere
 from ._errors import RuntimeStopped as RuntimeStopped
 from ._errors import ScriptExhausted as ScriptExhausted
 from ._errors import SessionGone as SessionGone
@@ -125,6 +126,7 @@ __all__ = [
     "ModelResponse",
     "ModelTimeout",
     "NotAwaitingApproval",
+    "OwnedElsewhere",
     "PlatformAction",
     "PlatformActionKind",
     "PlatformError",

@@ -22,7 +22,7 @@ import trio
 
 from runtime import Delivered, Status
 
-from ._errors import RuntimeStopped, SessionGone
+from ._errors import OwnedElsewhere, RuntimeStopped, SessionGone
 from ._services import Services
 from ._session import SessionActor
 
@@ -48,6 +48,9 @@ class Router:
         self._live: dict[str, _Live] = {}
         self._services: Services | None = None
         self._why_closed = "The runtime is not started; call start() or use it in a with block."
+        self.claim: Callable[[str], bool] | None = None
+        """With a shared store: takes a session's lease before its actor is made (False:
+        another worker holds it, and the session is not loaded here)."""
 
     def open(self, services: Services) -> None:
         """Start routing, with the services new session actors get."""
@@ -98,6 +101,12 @@ class Router:
                 raise RuntimeStopped(self._why_closed)
             entry = self._live.get(session_id)
             if entry is None:
+                if self.claim is not None and not self.claim(session_id):
+                    raise OwnedElsewhere(
+                        f"Session {session_id!r} is run by another worker (it holds the "
+                        "session's lease); send or post input to it (stored for its owner), "
+                        "or call this on the worker that runs it."
+                    )
                 ref = SessionActor.start(services, session_id)
                 entry = self._live[session_id] = _Live(ref, ref.proxy())
             return entry
@@ -176,10 +185,10 @@ class Router:
                 del self._live[session_id]
         try:
             self.tell(session_id, message)
-        except RuntimeStopped:
+        except (RuntimeStopped, OwnedElsewhere) as exc:
             waiter = getattr(message, "waiter", None)
             if waiter is not None:
-                waiter.fail(RuntimeStopped(self._why_closed))
+                waiter.fail(exc)
 
     # -- the delivery sink -------------------------------------------------------------------
 
@@ -193,8 +202,8 @@ class Router:
         for _ in range(3):
             try:
                 entry = self._entry(session_id)
-            except RuntimeStopped:
-                return
+            except (RuntimeStopped, OwnedElsewhere):
+                return  # stopped, or the session's owner elsewhere hears of it
             try:
                 entry.ref.tell(report)
                 return

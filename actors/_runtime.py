@@ -236,6 +236,7 @@ class Runtime(Asking, Approving):
                     poll=settings.lease_poll, wake=resume == "all",
                 )  # fmt: skip
                 self._keeper.start()
+                self.router.claim = self._keeper.ensure
             elif resume != "none":
                 for info in self._call_store(lambda s: s.list_sessions()):
                     if info.needs_runner and (resume == "all" or info.session_id in resume):

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from actors import Runtime, ScriptedModel, Settings
+from actors import OwnedElsewhere, Runtime, ScriptedModel, Settings
 from runtime import Category, LeaseLost, Status, category_of, hang, reply
 from runtime.store import PostgresStore
 
@@ -79,6 +79,10 @@ def test_input_from_another_process_wakes_the_owner(
     assert message.status is Status.PENDING_AGENT
     assert b.live_sessions() == []
     wait_for(lambda: replies(postgres_dsn, schema, "s") == ["first", "second"], "A answers")
+    # What needs the session's actor here is refused, saying where it runs.
+    with pytest.raises(OwnedElsewhere, match="is run by another worker"):
+        b.ask("s", "three?", sender="Chii", timeout=60)
+    assert b.live_sessions() == []
 
 
 def test_a_worker_picks_up_waiting_input(
