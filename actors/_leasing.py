@@ -164,6 +164,7 @@ class LeaseKeeper:
     def start(self) -> None:
         """Start listening, renewing and (with ``wake``) picking up sessions."""
         self._listener = self._call(lambda s: s.listener(others_only=True))
+        self._router.claim = self.ensure  # no session is loaded here without its lease
         self._thread.start()
         if self._wake:
             self.poll_now()

@@ -10,6 +10,7 @@ the runtime starts again.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -40,7 +41,14 @@ from ._approving import Approving
 from ._asking import Asking
 from ._drafts import post_draft, session_id_of, user_draft
 from ._effects import Effects
-from ._errors import AlreadyStarted, EffectsStopped, IdleTimeout, InvalidConfig, RuntimeStopped
+from ._errors import (
+    AlreadyStarted,
+    EffectsStopped,
+    IdleTimeout,
+    InvalidConfig,
+    OwnedElsewhere,
+    RuntimeStopped,
+)
 from ._gateway import Gateway, Subscription
 from ._ids import Clock, utc_now
 from ._leasing import LeaseKeeper
@@ -192,8 +200,7 @@ class Runtime(Asking, Approving):
         store = StoreThread(opened)
         store.start()
         self._store = store
-        # With leases (a shared PostgreSQL store) the owner alone writes a session: a turn it
-        # finds active was left by a runner whose lease it took over, so it recovers at once.
+        # Leases (PostgreSQL): a turn the owner finds active was left by a fenced-off runner.
         shared = is_shared(opened)
         exclusive = shared or not getattr(opened, "shared", False)
         effects = Effects()
@@ -235,12 +242,12 @@ class Runtime(Asking, Approving):
                     turn_settings=services.turn_settings, ttl=settings.lease_ttl,
                     poll=settings.lease_poll, wake=resume == "all",
                 )  # fmt: skip
-                self._keeper.start()
-                self.router.claim = self._keeper.ensure
-            elif resume != "none":
+                self._keeper.start()  # the router claims each session's lease from now on
+            if resume != "none" and (not shared or resume != "all"):
                 for info in self._call_store(lambda s: s.list_sessions()):
                     if info.needs_runner and (resume == "all" or info.session_id in resume):
-                        self.router.load(info.session_id)
+                        with contextlib.suppress(OwnedElsewhere):  # run by another worker
+                            self.router.load(info.session_id)
         except BaseException:
             self.stop()
             raise
