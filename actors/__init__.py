@@ -69,6 +69,7 @@ if _typing.TYPE_CHECKING:
     from ._errors import ModelFailure as ModelFailure
     from ._errors import ModelTimeout as ModelTimeout
     from ._errors import NotAwaitingApproval as NotAwaitingApproval
+    from ._errors import OwnedElsewhere as OwnedElsewhere
     from ._errors import RuntimeStopped as RuntimeStopped
     from ._errors import ScriptExhausted as ScriptExhausted
     from ._errors import SessionGone as SessionGone
@@ -152,6 +153,7 @@ _SOURCES: dict[str, str] = {
     "ModelFailure": "._errors",
     "ModelTimeout": "._errors",
     "NotAwaitingApproval": "._errors",
+    "OwnedElsewhere": "._errors",
     "RuntimeStopped": "._errors",
     "ScriptExhausted": "._errors",
     "SessionGone": "._errors",
@@ -231,6 +233,7 @@ __all__ = [
     "ModelResponse",
     "ModelTimeout",
     "NotAwaitingApproval",
+    "OwnedElsewhere",
     "PlatformAction",
     "PlatformActionKind",
     "PlatformError",

@@ -10,6 +10,7 @@ or ``except ValueError`` keeps working for callers that do not know Amber::
     ├── AlreadyStarted (RuntimeError)          a runtime or effects loop started a second time
     ├── EffectsStopped (RuntimeError)          the trio effects loop is not running
     ├── SessionGone (RuntimeError)             a session actor kept stopping under a call
+    ├── OwnedElsewhere (RuntimeError)          another worker holds the session's lease
     ├── IdleTimeout (TimeoutError)             a session was not idle within the time given
     ├── AskTimeout (TimeoutError)              an asked input was not answered in time
     ├── ModelTimeout (TimeoutError)            a model call took longer than its limit
@@ -37,6 +38,7 @@ __all__ = [
     "ModelFailure",
     "ModelTimeout",
     "NotAwaitingApproval",
+    "OwnedElsewhere",
     "RuntimeStopped",
     "ScriptExhausted",
     "SessionGone",
@@ -69,6 +71,14 @@ class EffectsStopped(AmberError, RuntimeError):
 
 class SessionGone(AmberError, RuntimeError):
     """A session's actor kept stopping while a call was routed to it."""
+
+
+class OwnedElsewhere(AmberError, RuntimeError):
+    """Another worker holds the session's lease (a shared store): this runtime cannot run it.
+
+    ``send`` and ``post`` still work (the input is stored for the owner); calls that
+    need the session's actor here (``ask``, ``interrupt``, approvals) do not.
+    """
 
 
 class IdleTimeout(AmberError, TimeoutError):

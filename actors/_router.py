@@ -10,6 +10,7 @@ stopping. Adapters report deliveries here (the ``DeliverySink``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -21,7 +22,7 @@ import trio
 
 from runtime import Delivered, Status
 
-from ._errors import RuntimeStopped, SessionGone
+from ._errors import OwnedElsewhere, RuntimeStopped, SessionGone
 from ._services import Services
 from ._session import SessionActor
 
@@ -47,6 +48,9 @@ class Router:
         self._live: dict[str, _Live] = {}
         self._services: Services | None = None
         self._why_closed = "The runtime is not started; call start() or use it in a with block."
+        self.claim: Callable[[str], bool] | None = None
+        """With a shared store: takes a session's lease before its actor is made (False:
+        another worker holds it, and the session is not loaded here)."""
 
     def open(self, services: Services) -> None:
         """Start routing, with the services new session actors get."""
@@ -97,6 +101,12 @@ class Router:
                 raise RuntimeStopped(self._why_closed)
             entry = self._live.get(session_id)
             if entry is None:
+                if self.claim is not None and not self.claim(session_id):
+                    raise OwnedElsewhere(
+                        f"Session {session_id!r} is run by another worker (it holds the "
+                        "session's lease); send or post input to it (stored for its owner), "
+                        "or call this on the worker that runs it."
+                    )
                 ref = SessionActor.start(services, session_id)
                 entry = self._live[session_id] = _Live(ref, ref.proxy())
             return entry
@@ -104,6 +114,29 @@ class Router:
     def load(self, session_id: str) -> None:
         """Make the session live (it loads and resumes what waits)."""
         self._entry(session_id)
+
+    def drop(self, session_id: str, *, timeout: float = 30.0) -> None:
+        """Stop the session's actor, if it is live (a running turn gives its input back,
+        if the store still takes its writes). The next call loads it again."""
+        with self._lock:
+            entry = self._live.pop(session_id, None)
+            self._changed.notify_all()
+        if entry is None:
+            return
+        try:
+            entry.proxy.shutdown().get(timeout=timeout)
+        except Exception:
+            log.warning("session %s did not shut down cleanly", session_id, exc_info=True)
+        with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+            entry.ref.stop(block=True, timeout=timeout)
+
+    def reload(self, session_id: str) -> None:
+        """Stop the session's actor and load it again from the store (it changed elsewhere)."""
+        self.drop(session_id)
+        with self._lock:
+            if self._services is None:
+                return
+        self.load(session_id)
 
     def call(self, session_id: str, fn: Callable[[Any], Any], *, timeout: float) -> Any:
         """``fn(proxy).get()`` on the session's actor, started if needed.
@@ -152,10 +185,10 @@ class Router:
                 del self._live[session_id]
         try:
             self.tell(session_id, message)
-        except RuntimeStopped:
+        except (RuntimeStopped, OwnedElsewhere) as exc:
             waiter = getattr(message, "waiter", None)
             if waiter is not None:
-                waiter.fail(RuntimeStopped(self._why_closed))
+                waiter.fail(exc)
 
     # -- the delivery sink -------------------------------------------------------------------
 
@@ -169,8 +202,8 @@ class Router:
         for _ in range(3):
             try:
                 entry = self._entry(session_id)
-            except RuntimeStopped:
-                return
+            except (RuntimeStopped, OwnedElsewhere):
+                return  # stopped, or the session's owner elsewhere hears of it
             try:
                 entry.ref.tell(report)
                 return

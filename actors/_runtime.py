@@ -10,12 +10,12 @@ the runtime starts again.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -35,21 +35,30 @@ from runtime import (
     Update,
     UserInput,
 )
-from runtime.store import MemoryStore, SessionInfo, SQLiteStore, Store
+from runtime.store import SessionInfo, SQLiteStore, Store
 
 from ._approving import Approving
 from ._asking import Asking
 from ._drafts import post_draft, session_id_of, user_draft
 from ._effects import Effects
-from ._errors import AlreadyStarted, EffectsStopped, IdleTimeout, InvalidConfig, RuntimeStopped
+from ._errors import (
+    AlreadyStarted,
+    EffectsStopped,
+    IdleTimeout,
+    InvalidConfig,
+    OwnedElsewhere,
+    RuntimeStopped,
+)
 from ._gateway import Gateway, Subscription
 from ._ids import Clock, utc_now
+from ._leasing import LeaseKeeper
 from ._model import Model
 from ._ownership import Resume, RunnerLock, new_runner_id, resume_policy
 from ._router import Router
 from ._services import Monotonic, Services
 from ._settings import Settings
 from ._storage import StoreThread
+from ._stores import is_shared, open_store
 from ._tool_actor import ToolActor, ToolStats
 from ._toolbox import Toolbox
 from ._tools import Tool
@@ -59,19 +68,6 @@ __all__ = ["Runtime"]
 log = logging.getLogger("amber.runtime")
 
 T = TypeVar("T")
-
-
-def _open_store(store: Store | str | os.PathLike[str]) -> Store:
-    if isinstance(store, str) and store == ":memory:":
-        return MemoryStore()
-    if isinstance(store, str | os.PathLike):
-        return SQLiteStore(Path(store))
-    if isinstance(store, Store):
-        return store
-    raise InvalidConfig(
-        f"store must be a Store, a path to a SQLite file, or ':memory:' (got {store!r} that is "
-        f"a {type(store).__name__!r})."
-    )
 
 
 class Runtime(Asking, Approving):
@@ -135,6 +131,7 @@ class Runtime(Asking, Approving):
         self._lock = threading.Lock()
         self._state = "new"
         self._store: StoreThread | None = None
+        self._keeper: LeaseKeeper | None = None
         self._effects: Effects | None = None
         self._tool_refs: dict[str, pykka.ActorRef[Any]] = {}
         self.router = Router()
@@ -188,7 +185,7 @@ class Runtime(Asking, Approving):
                     "make a new one to start again."
                 )
             self._state = "starting"
-        opened = _open_store(self._store_arg)
+        opened = open_store(self._store_arg)
         path = getattr(opened, "path", None) if isinstance(opened, SQLiteStore) else None
         if path is not None:
             lock = RunnerLock(path, self.runner)
@@ -203,7 +200,9 @@ class Runtime(Asking, Approving):
         store = StoreThread(opened)
         store.start()
         self._store = store
-        exclusive = not getattr(opened, "shared", False)
+        # Leases (PostgreSQL): a turn the owner finds active was left by a fenced-off runner.
+        shared = is_shared(opened)
+        exclusive = shared or not getattr(opened, "shared", False)
         effects = Effects()
         effects.start()
         self._effects = effects
@@ -214,34 +213,41 @@ class Runtime(Asking, Approving):
                 self.gateway.register(ref)
             name = getattr(self.model, "name", None)
             settings = self.settings
-            self.router.open(
-                Services(
-                    store=store,
-                    effects=effects,
-                    publisher=self.gateway,
-                    model=self.model,
-                    tool_refs=self._tool_refs,
-                    settings=settings,
-                    turn_settings=settings.turn_settings(
-                        tools=self.toolbox.specs(),
-                        model_name=name if isinstance(name, str) and name else None,
-                        runner=self.runner,
-                        exclusive=exclusive,
-                    ),
-                    clock=self.clock,
-                    monotonic=self.monotonic,
-                    passivate=self.router.request_passivation,
-                    forget=self.router.forget,
-                    reroute=self.router.reroute,
-                )
+            services = Services(
+                store=store,
+                effects=effects,
+                publisher=self.gateway,
+                model=self.model,
+                tool_refs=self._tool_refs,
+                settings=settings,
+                turn_settings=settings.turn_settings(
+                    tools=self.toolbox.specs(),
+                    model_name=name if isinstance(name, str) and name else None,
+                    runner=self.runner,
+                    exclusive=exclusive,
+                ),
+                clock=self.clock,
+                monotonic=self.monotonic,
+                passivate=self.router.request_passivation,
+                forget=self.router.forget,
+                reroute=self.router.reroute,
             )
+            self.router.open(services)
             with self._lock:
                 self._state = "running"
             resume = self.resume
-            if resume != "none":
+            if shared:  # sessions are owned through leases (DESIGN §10)
+                self._keeper = LeaseKeeper(
+                    store=store, router=self.router, owner=self.runner, clock=self.clock,
+                    turn_settings=services.turn_settings, ttl=settings.lease_ttl,
+                    poll=settings.lease_poll, wake=resume == "all",
+                )  # fmt: skip
+                self._keeper.start()  # the router claims each session's lease from now on
+            if resume != "none" and (not shared or resume != "all"):
                 for info in self._call_store(lambda s: s.list_sessions()):
                     if info.needs_runner and (resume == "all" or info.session_id in resume):
-                        self.router.load(info.session_id)
+                        with contextlib.suppress(OwnedElsewhere):  # run by another worker
+                            self.router.load(info.session_id)
         except BaseException:
             self.stop()
             raise
@@ -263,6 +269,8 @@ class Runtime(Asking, Approving):
                 return
             self._state = "stopping"
         self.router.close(_not_running("stopped"), timeout=timeout)
+        if self._keeper is not None:
+            self._keeper.stop()  # gives the leases back while the store still runs
         for ref in self._tool_refs.values():
             _stop(ref, timeout)
         for ref in self._adapter_refs:
@@ -467,6 +475,9 @@ class Runtime(Asking, Approving):
     def _route_input(self, session_id: str, draft: Draft) -> Message:
         if self._state != "running":
             raise RuntimeStopped(_not_running(self._state))
+        keeper = self._keeper
+        if keeper and not self.router.live(session_id) and not keeper.ensure(session_id):
+            return keeper.store_input(session_id, draft)  # its owner, elsewhere, is woken
         added: Message = self.router.call(
             session_id, lambda p: p.add_input(draft), timeout=self.settings.ask_timeout
         )

@@ -92,6 +92,12 @@ class Settings:
     """Seconds to wait for the store to commit or load before giving up."""
     ask_timeout: float = attrs.field(default=30.0, validator=_positive_or_none)
     """Seconds the runtime waits for a session actor to answer."""
+    lease_ttl: float = attrs.field(default=30.0, validator=_positive_or_none)
+    """With a shared (PostgreSQL) store: seconds a session's lease lasts unrenewed (it is
+    renewed every third of it); another worker takes the session over after it."""
+    lease_poll: float = attrs.field(default=30.0, validator=_positive_or_none)
+    """With a shared store: seconds between polls for sessions with work nobody runs (the
+    fallback for lost notifications)."""
     prices: PriceTable | None = attrs.field(factory=_default_prices, validator=_prices, repr=False)
     """Prices that put a cost on each model call (audit row, turn metrics, sessions): Amber's
     shipped table, with the file ``AMBER_PRICES`` names layered over it; None: no costs."""

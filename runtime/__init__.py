@@ -69,6 +69,7 @@ from ._errors import InvalidArgument as InvalidArgument
 from ._errors import InvalidEvent as InvalidEvent
 from ._errors import InvalidInput as InvalidInput
 from ._errors import InvalidMessage as InvalidMessage
+from ._errors import LeaseLost as LeaseLost
 from ._errors import MissingArtifact as MissingArtifact
 from ._errors import ModelAuthError as ModelAuthError
 from ._errors import ModelError as ModelError
@@ -318,6 +319,7 @@ __all__ = [
     "InvalidEvent",
     "InvalidInput",
     "InvalidMessage",
+    "LeaseLost",
     "Loaded",
     "Message",
     "MessageAdded",

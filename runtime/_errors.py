@@ -41,7 +41,8 @@ keeps working for callers that do not know Amber::
         ├── CorruptRow                     a stored row that does not decode or does not fit
         ├── NotAStore                      the file is not an Amber store
         ├── SchemaVersionError             the store's schema is newer than this Amber, or unknown
-        └── StoreClosed                    the store was used after ``close()``
+        ├── StoreClosed                    the store was used after ``close()``
+        └── LeaseLost                      another owner took the session's lease (none stored)
 
 When an event is rejected the state is unchanged: ``apply`` raises before it
 builds anything, and the old state stays what it was.
@@ -63,6 +64,7 @@ __all__ = [
     "InvalidEvent",
     "InvalidInput",
     "InvalidMessage",
+    "LeaseLost",
     "MissingArtifact",
     "ModelAuthError",
     "ModelError",
@@ -305,3 +307,21 @@ class SchemaVersionError(StoreError):
 
 class StoreClosed(StoreError):
     """The store was used after ``close()``."""
+
+
+class LeaseLost(StoreError):
+    """A write under a session's lease that another owner has taken over since.
+
+    The lease's fencing token grew when the other owner took it: the write was
+    refused in the same transaction that checked the token, so nothing was stored.
+    The message names the session, the stale token and the current one.
+    """
+
+    def __init__(self, message: str, *, session_id: str, token: int, current: int | None):
+        super().__init__(message)
+        self.session_id = session_id
+        """The session whose lease was lost."""
+        self.token = token
+        """The fencing token the writer held."""
+        self.current = current
+        """The lease's token now (None: the lease was released)."""

@@ -78,6 +78,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Check the whole store: every row, the hash chains, summaries and snapshots.",
     ),
     "events": ("._admin", "events", "List the event kinds the core applies, one per line."),
+    "migrate": (
+        "._migrate",
+        "migrate",
+        "Copy every session with its full history from --from to --to.",
+    ),
+    "worker": (
+        "._worker",
+        "worker",
+        "Run sessions of a PostgreSQL store as one of several workers, until SIGTERM.",
+    ),
 }
 """Command name -> (module, attribute, one-line summary), in the order ``--help`` lists them."""
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import difflib
 import enum
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,7 +51,7 @@ from runtime import (
     storable_text,
     thaw,
 )
-from runtime.store import SQLiteStore, Store
+from runtime.store import DEFAULT_SCHEMA, SQLiteStore, SqlStore, Store, is_postgres_url
 
 __all__ = [
     "DEFAULT_DB",
@@ -142,15 +143,17 @@ def translate(exc: AmberError) -> CliError:
 
 
 def db_option(*, create: bool = False) -> Callable[[F], F]:
-    """``--db PATH``: the store file (default ``./amber.db``, or ``$AMBER_DB``)."""
+    """``--db PATH|URL``: the store (default ``./amber.db``, or ``$AMBER_DB``): a SQLite
+    file or a PostgreSQL URL."""
     what = "created if missing" if create else "must exist"
     return click.option(
         "--db",
         default=DEFAULT_DB,
         envvar="AMBER_DB",
         show_default=True,
-        metavar="PATH",
-        help=f"The Amber store (SQLite file; {what}). Also read from $AMBER_DB.",
+        metavar="PATH|URL",
+        help=f"The Amber store: a SQLite file or a postgresql:// URL (schema $AMBER_PG_SCHEMA, "
+        f"default amber); {what}. Also read from $AMBER_DB.",
     )
 
 
@@ -183,33 +186,49 @@ def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 # --- the store ---------------------------------------------------------------------------
 
 
-@contextmanager
-def open_store(db: str, *, create: bool = False) -> Iterator[SQLiteStore]:
-    """Open the store at ``db``; unless ``create``, the file must exist and be a store.
-
-    Read commands never make a new, empty store out of a mistyped path.
+def open_any_store(db: str, *, create: bool = False) -> SqlStore:
+    """The store ``--db`` names, open: a SQLite file, or a PostgreSQL URL (``postgresql://…``;
+    its schema is ``$AMBER_PG_SCHEMA``, default ``amber``). Unless ``create``, it must exist:
+    read commands never make a new, empty store out of a mistyped path. Close it when done.
     """
-    path = Path(db)
-    if not create:
-        if not path.exists():
-            raise CliError(
-                f"No Amber store at {db!r}: the file does not exist. Pass --db PATH (or set "
-                "AMBER_DB) to point at a store; 'amber demo' makes one.",
-                ExitCode.NOT_FOUND,
-            )
-        if path.is_file() and path.stat().st_size == 0:
-            raise CliError(
-                f"{db!r} is an empty file, not an Amber store. Pass --db PATH to point at a store.",
-                ExitCode.BAD_STORE,
-            )
     try:
-        store = SQLiteStore(path)
+        if is_postgres_url(db):
+            try:
+                from runtime.store import PostgresStore
+            except ImportError as exc:
+                raise CliError(str(exc), ExitCode.BAD_STORE) from exc
+            schema = os.environ.get("AMBER_PG_SCHEMA") or DEFAULT_SCHEMA
+            return PostgresStore(db, schema=schema, create=create)
+        path = Path(db)
+        if not create:
+            _check_file(db, path)
+        return SQLiteStore(path)
     except AmberError as exc:
         raise translate(exc) from exc
+
+
+@contextmanager
+def open_store(db: str, *, create: bool = False) -> Iterator[SqlStore]:
+    """``open_any_store`` as a ``with`` block (closed at its end)."""
+    store = open_any_store(db, create=create)
     try:
         yield store
     finally:
         store.close()
+
+
+def _check_file(db: str, path: Path) -> None:
+    if not path.exists():
+        raise CliError(
+            f"No Amber store at {db!r}: the file does not exist. Pass --db PATH (or set "
+            "AMBER_DB) to point at a store; 'amber demo' makes one.",
+            ExitCode.NOT_FOUND,
+        )
+    if path.is_file() and path.stat().st_size == 0:
+        raise CliError(
+            f"{db!r} is an empty file, not an Amber store. Pass --db PATH to point at a store.",
+            ExitCode.BAD_STORE,
+        )
 
 
 def require_session(store: Store, session_id: str, db: str) -> None:

@@ -26,7 +26,7 @@ from runtime import (
     session_cost,
     to_data,
 )
-from runtime.store import SessionInfo, SQLiteStore
+from runtime.store import SessionInfo, Store
 
 from ._app import (
     CliError,
@@ -52,7 +52,7 @@ __all__ = ["event_line", "load_timeline", "sessions", "show", "timeline"]
 _KIND_WIDTH = max(len(kind) for kind in EVENT_TYPES)
 
 
-def load_timeline(store: SQLiteStore, session_id: str, db: str) -> Timeline:
+def load_timeline(store: Store, session_id: str, db: str) -> Timeline:
     """Every state of the session, replayed from its log (``NOT_FOUND`` if it is not there)."""
     require_session(store, session_id, db)
     return store.load_timeline(session_id)
@@ -266,7 +266,7 @@ def timeline(
         console.print(Text("(no event matches)", style="dim"))
 
 
-def head_seq(store: SQLiteStore, session_id: str, db: str) -> int:
+def head_seq(store: Store, session_id: str, db: str) -> int:
     """The session's last seq (``NOT_FOUND`` if it is not there)."""
     require_session(store, session_id, db)
     return store.session(session_id).seq

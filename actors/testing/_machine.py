@@ -229,6 +229,8 @@ class LifecycleMachine(MachineChecks, RuleBasedStateMachine):
         elif isinstance(self._store, _KeptSQLite):
             self._store.discard()
             self._tmp.cleanup()
+        elif hasattr(self._store, "discard"):
+            self._store.discard()
 
     def _open_store(self) -> Store:
         if self.store == "memory":
@@ -238,8 +240,13 @@ class LifecycleMachine(MachineChecks, RuleBasedStateMachine):
 
             self._tmp = tempfile.TemporaryDirectory(prefix="amber-machine-")
             return _KeptSQLite(os.path.join(self._tmp.name, "amber.db"))
+        if self.store == "postgres":
+            from ._kept_postgres import kept_postgres
+
+            return kept_postgres()
         raise InvalidConfig(
-            f"LifecycleMachine.store must be 'memory' or 'sqlite' (got {self.store!r})."
+            f"LifecycleMachine.store must be 'memory', 'sqlite' or 'postgres' (got "
+            f"{self.store!r})."
         )
 
     def _start(self) -> ObservedRuntime:

@@ -5,8 +5,14 @@ one transaction per batch); ``MemoryStore`` keeps them in memory for tests.
 Both follow the ``Store`` protocol: every event is applied before it is
 stored, a batch is all or nothing, reads never skip a bad row.
 ``recover_orphans`` gives back the inputs of turns whose runner died.
-See ``docs/store.md``.
+``PostgresStore`` keeps sessions in a PostgreSQL schema, for several worker
+processes, with leases that fence a session's writes to its one owner; it
+needs the ``postgres`` extra (psycopg), imported only when it is used.
+See ``docs/store.md`` and ``docs/scaling.md``.
 """
+
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 from .._errors import CorruptRow as CorruptRow
 from .._errors import NotAStore as NotAStore
@@ -20,12 +26,16 @@ from ._chain import CHAIN_FORMAT as CHAIN_FORMAT
 from ._check import CheckReport as CheckReport
 from ._check import Problem as Problem
 from ._check import RebuildReport as RebuildReport
+from ._leases import Lease as Lease
 from ._memory import MemoryStore as MemoryStore
+from ._pg_names import DEFAULT_SCHEMA as DEFAULT_SCHEMA
+from ._pg_names import is_postgres_url as is_postgres_url
 from ._protocol import SessionInfo as SessionInfo
 from ._protocol import Store as Store
 from ._recovery import DEFAULT_ORPHAN_AGE as DEFAULT_ORPHAN_AGE
 from ._recovery import recover_orphans as recover_orphans
 from ._schema import SCHEMA_VERSION as SCHEMA_VERSION
+from ._sql import SqlStore as SqlStore
 from ._sqlite import SQLiteStore as SQLiteStore
 from ._transfer import EXPORT_FORMAT as EXPORT_FORMAT
 from ._transfer import EXPORT_VERSION as EXPORT_VERSION
@@ -33,13 +43,17 @@ from ._transfer import EXPORT_VERSION as EXPORT_VERSION
 __all__ = [
     "CHAIN_FORMAT",
     "DEFAULT_ORPHAN_AGE",
+    "DEFAULT_SCHEMA",
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
     "SCHEMA_VERSION",
     "CheckReport",
     "CorruptRow",
+    "Lease",
+    "Listener",
     "MemoryStore",
     "NotAStore",
+    "PostgresStore",
     "Problem",
     "RebuildReport",
     "SQLiteStore",
@@ -47,9 +61,32 @@ __all__ = [
     "SeqConflict",
     "SessionExists",
     "SessionInfo",
+    "SqlStore",
     "Store",
     "StoreClosed",
     "StoreError",
     "UnknownSession",
+    "is_postgres_url",
     "recover_orphans",
 ]
+
+if _TYPE_CHECKING:
+    from ._postgres import Listener as Listener
+    from ._postgres import PostgresStore as PostgresStore
+
+
+def __getattr__(name: str) -> _Any:
+    # PostgresStore needs psycopg (the postgres extra): imported on first use only, so
+    # the embedded default needs nothing but the base install.
+    if name in ("PostgresStore", "Listener"):
+        try:
+            from . import _postgres
+        except ImportError as exc:
+            raise ImportError(
+                f"runtime.store.{name} needs psycopg 3 and psycopg-pool ({exc}); install them "
+                "with: pip install 'amber[postgres]'."
+            ) from exc
+        value = getattr(_postgres, name)
+        globals()[name] = value  # found directly from now on
+        return value
+    raise AttributeError(f"module 'runtime.store' has no attribute {name!r}")

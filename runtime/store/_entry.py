@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime
 
 import attrs
 
 from .._errors import InvalidArgument
 from .._state import SessionState
+from ._db import Db
 from ._rows import read_snapshot, replay_rows
 from ._snapshot import Refs
 
@@ -32,7 +32,7 @@ class Entry:
 
 
 def load_entry(
-    db: sqlite3.Connection, session_id: str, row: tuple[int, datetime], chunk_size: int
+    db: Db, session_id: str, row: tuple[int, datetime], chunk_size: int
 ) -> Entry:
     """The session's entry from its snapshot and the events after it (inside a transaction).
 

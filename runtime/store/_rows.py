@@ -1,7 +1,7 @@
-"""Reading and writing the SQLite store's rows, every row checked on the way in.
+"""Reading and writing a store's rows, every row checked on the way in.
 
 Functions over an open connection, called inside a transaction by
-``SQLiteStore``: the events of a session (decoded strictly, checked against
+``SQLiteStore`` and ``PostgresStore``: the events of a session (decoded strictly, checked against
 their row, the seq before and the hash chain), their replay, the snapshot,
 the summary row's seq (the rest of summaries: ``_summaries``). Every problem
 is a ``CorruptRow`` naming the session and the seq.
@@ -9,13 +9,10 @@ is a ``CorruptRow`` naming the session and the seq.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
-from types import TracebackType
 
-from .._errors import CorruptRow, DecodeError, EventRejected, SeqConflict, StoreError
+from .._errors import CorruptRow, DecodeError, EventRejected
 from .._events import Event
 from .._reducer import apply
 from .._state import SessionState
@@ -23,11 +20,11 @@ from .._storable import MAX_SEQ
 from .._timeline import Timeline
 from ._chain import ChainCheck, digest, genesis
 from ._compact import decode_body
+from ._db import Db
 from ._snapshot import Refs, SnapshotPlan, decode_snapshot, pack_chunk
 from ._summaries import missing_summary, shown, timestamp
 
 __all__ = [
-    "Transaction",
     "chain_at",
     "delete_snapshot",
     "last_seq",
@@ -39,34 +36,37 @@ __all__ = [
 ]
 
 
-def last_seq(db: sqlite3.Connection, session_id: str) -> int | None:
+def last_seq(db: Db, session_id: str) -> int | None:
     """The seq of the session's last stored event, or None if it has none."""
     row = db.execute("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,)).fetchone()
     return None if row is None or row[0] is None else int(row[0])
 
 
-def session_row(db: sqlite3.Connection, session_id: str) -> tuple[int, datetime] | None:
+def session_row(db: Db, session_id: str) -> tuple[int, datetime] | None:
     """The session's last seq and creation time from its summary row, or None.
 
     Raises:
         CorruptRow: the summary row is damaged, or missing while the session has events.
     """
-    row = db.execute(
-        "SELECT seq, created_at FROM sessions WHERE session_id = ?", (session_id,)
+    # One round trip: the summary row (if any) and the log's last seq.
+    found, seq, created_at, stored_last = db.execute(
+        "SELECT (SELECT count(*) FROM sessions WHERE session_id = ?), "
+        "(SELECT seq FROM sessions WHERE session_id = ?), "
+        "(SELECT created_at FROM sessions WHERE session_id = ?), "
+        "(SELECT max(seq) FROM events WHERE session_id = ?)",
+        (session_id, session_id, session_id, session_id),
     ).fetchone()
-    if row is None:
-        last = last_seq(db, session_id)
+    last = None if stored_last is None else int(stored_last)
+    if not found:
         if last is not None:
             raise missing_summary(session_id, last)
         return None
-    seq, created_at = row
     if type(seq) is not int or seq < 1:
         raise CorruptRow(
             f"Session {session_id!r}: its summary row has seq {seq!r}, which is not a seq. "
             "Rebuild the summary with 'amber recover --rebuild'.",
             session_id=session_id,
         )
-    last = last_seq(db, session_id)
     if last != seq:
         raise CorruptRow(
             f"Session {session_id!r} seq {seq}: its summary row says the log ends at seq {seq}, "
@@ -87,7 +87,7 @@ def session_row(db: sqlite3.Connection, session_id: str) -> tuple[int, datetime]
     return seq, parsed
 
 
-def chain_at(db: sqlite3.Connection, session_id: str, seq: int) -> str:
+def chain_at(db: Db, session_id: str, seq: int) -> str:
     """The chain's hash at ``seq`` (the genesis for seq 0), as stored with that event."""
     if seq == 0:
         return genesis(session_id)
@@ -114,7 +114,7 @@ def chain_at(db: sqlite3.Connection, session_id: str, seq: int) -> str:
 
 
 def read_events(
-    db: sqlite3.Connection, chain: ChainCheck, after: int, upto: int | None = None
+    db: Db, chain: ChainCheck, after: int, upto: int | None = None
 ) -> Iterator[Event]:
     """Decoded events after seq ``after`` (up to ``upto``, if given), each checked against its
     row, the seq before and the hash chain (``chain`` holds the hash at ``after``)."""
@@ -161,7 +161,7 @@ def read_events(
 
 
 def replay_rows(
-    db: sqlite3.Connection, base: SessionState, *, upto: int, chain: str | None = None
+    db: Db, base: SessionState, *, upto: int, chain: str | None = None
 ) -> tuple[Timeline, str]:
     """The timeline from ``base`` over the stored events after it, which must end at ``upto``,
     and the chain's head hash.
@@ -201,7 +201,7 @@ def replay_rows(
 
 
 def read_snapshot(
-    db: sqlite3.Connection, session_id: str, chunk_size: int
+    db: Db, session_id: str, chunk_size: int
 ) -> tuple[SessionState, Refs | None, str | None]:
     """The session's snapshot state (empty if none), its chunk versions and its chain hash.
 
@@ -249,7 +249,7 @@ def read_snapshot(
     return state, (refs if written_with == chunk_size else None), chain
 
 
-def write_snapshot(db: sqlite3.Connection, plan: SnapshotPlan, session_id: str) -> None:
+def write_snapshot(db: Db, plan: SnapshotPlan, session_id: str) -> None:
     """Write the chunks (compressed, see ``pack_chunk``) and the record a plan lists,
     dropping chunks past its end."""
     rows = []
@@ -257,8 +257,9 @@ def write_snapshot(db: sqlite3.Connection, plan: SnapshotPlan, session_id: str) 
         packed = pack_chunk(body, final=number < len(plan.refs[part]) - 1)
         rows.append((session_id, part, number, plan.seq, packed, digest(packed)))
     db.executemany(
-        "INSERT OR REPLACE INTO snapshot_chunks (session_id, part, chunk, seq, body, digest) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO snapshot_chunks (session_id, part, chunk, seq, body, digest) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, part, chunk) DO UPDATE SET "
+        "seq = excluded.seq, body = excluded.body, digest = excluded.digest",
         rows,
     )
     for part, versions in plan.refs.items():
@@ -267,69 +268,14 @@ def write_snapshot(db: sqlite3.Connection, plan: SnapshotPlan, session_id: str) 
             (session_id, part, len(versions)),
         )
     db.execute(
-        "INSERT OR REPLACE INTO snapshots (session_id, seq, record, digest) VALUES (?, ?, ?, ?)",
+        "INSERT INTO snapshots (session_id, seq, record, digest) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, record = excluded.record, "
+        "digest = excluded.digest",
         (session_id, plan.seq, plan.record, digest(plan.record.encode())),
     )
 
 
-def delete_snapshot(db: sqlite3.Connection, session_id: str) -> None:
+def delete_snapshot(db: Db, session_id: str) -> None:
     """Drop the session's snapshot (its record and chunks)."""
     db.execute("DELETE FROM snapshot_chunks WHERE session_id = ?", (session_id,))
     db.execute("DELETE FROM snapshots WHERE session_id = ?", (session_id,))
-
-
-class Transaction:
-    """``with``: BEGIN … COMMIT, or ROLLBACK on any error (SQLite errors become StoreErrors)."""
-
-    def __init__(self, db: sqlite3.Connection, begin: str, path: Path) -> None:
-        self._db, self._begin, self._path = db, begin, path
-        self._write = begin != "BEGIN"
-
-    def __enter__(self) -> None:
-        try:
-            self._db.execute(self._begin)
-        except sqlite3.Error as exc:
-            raise StoreError(f"Cannot start a transaction on {str(self._path)!r}: {exc}.") from exc
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc is None:
-            try:
-                self._db.execute("COMMIT")
-                return
-            except sqlite3.Error as error:
-                exc = error
-        if self._db.in_transaction:
-            self._db.execute("ROLLBACK")
-        path = str(self._path)
-        if isinstance(exc, sqlite3.IntegrityError) and self._write:
-            raise SeqConflict(
-                f"{path!r} refused the write ({exc}); another writer changed the "
-                "session. Nothing in this batch was stored; load the session again and retry."
-            ) from exc
-        if isinstance(exc, UnicodeDecodeError):
-            # SQLite's message quoted bytes that are not UTF-8: the file is damaged.
-            raise CorruptRow(
-                f"{path!r} is damaged: SQLite reports bytes that are not UTF-8 ({exc}). 'amber "
-                "check' runs SQLite's integrity check; restore the file from a backup."
-            ) from exc
-        if isinstance(exc, sqlite3.DatabaseError) and _damaged(exc):
-            raise CorruptRow(
-                f"{path!r} is damaged at the SQLite level ({exc}). 'amber check' runs SQLite's "
-                "integrity check; restore the file from a backup."
-            ) from exc
-        if isinstance(exc, sqlite3.Error):
-            if self._write:
-                raise StoreError(
-                    f"Cannot write {path!r}: {exc}. Nothing in this batch was stored."
-                ) from exc
-            raise StoreError(f"Cannot read {path!r}: {exc}.") from exc
-
-
-def _damaged(exc: sqlite3.DatabaseError) -> bool:
-    text = str(exc).lower()
-    return "malformed" in text or "not a database" in text or "corrupt" in text

@@ -1,9 +1,10 @@
-"""``SQLiteStore.check()`` and ``rebuild()``: finding every row of the file and judging it.
+"""``check()`` and ``rebuild()`` of the SQL stores: finding every row and judging it.
 
 The judging is shared with every store (``_check``); this module finds the
-SQLite rows: SQLite's own integrity check, the triggers that guard the log,
-every session id any table names, and each session's log, summary and
-snapshot. Functions over an open connection, called inside a transaction.
+rows, in the SQL that SQLite and PostgreSQL both speak (``_db``): every session
+id any table names, and each session's log, summary and snapshot. SQLite's own
+integrity check and its triggers are ``sqlite_problems``. Functions over an open
+connection, called inside a transaction.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .._state import SessionState
 from .._storable import text_problem
 from ._chain import digest
 from ._check import CheckReport, Problem, RebuildReport, snapshot_problem, summary_problem
+from ._db import Db
 from ._protocol import SessionInfo
 from ._rows import (
     delete_snapshot,
@@ -25,14 +27,14 @@ from ._rows import (
     replay_rows,
     write_snapshot,
 )
-from ._schema import TRIGGERS, recreate_guards
+from ._schema import TRIGGERS
 from ._snapshot import plan_snapshot
 from ._summaries import read_summaries, summary_digest, write_summary
 
-__all__ = ["check_rows", "rebuild_rows"]
+__all__ = ["check_rows", "missing_guards", "rebuild_rows", "sqlite_problems"]
 
 
-def _event_ids(db: sqlite3.Connection) -> list[str]:
+def _event_ids(db: Db) -> list[str]:
     """Every session id of ``events``, one index seek per session."""
     rows = db.execute(
         "WITH RECURSIVE ids(id) AS ("
@@ -45,7 +47,7 @@ def _event_ids(db: sqlite3.Connection) -> list[str]:
     return [row[0] for row in rows]
 
 
-def _derived_ids(db: sqlite3.Connection) -> set[str]:
+def _derived_ids(db: Db) -> set[str]:
     return {
         row[0]
         for row in db.execute(
@@ -67,7 +69,7 @@ def _bad_id(session_id: object) -> Problem | None:
     )
 
 
-def _summary(db: sqlite3.Connection, session_id: str) -> SessionInfo | CorruptRow | None:
+def _summary(db: Db, session_id: str) -> SessionInfo | CorruptRow | None:
     try:
         infos = read_summaries(db, "WHERE s.session_id = ?", (session_id,))
     except CorruptRow as exc:
@@ -76,7 +78,7 @@ def _summary(db: sqlite3.Connection, session_id: str) -> SessionInfo | CorruptRo
 
 
 def _snapshot(
-    db: sqlite3.Connection, session_id: str, chunk_size: int
+    db: Db, session_id: str, chunk_size: int
 ) -> SessionState | CorruptRow:
     try:
         return read_snapshot(db, session_id, chunk_size)[0]
@@ -84,7 +86,7 @@ def _snapshot(
         return exc
 
 
-def _lost_events(db: sqlite3.Connection, session_id: str, upto: int) -> Problem | None:
+def _lost_events(db: Db, session_id: str, upto: int) -> Problem | None:
     """A log cut short: an intact summary or snapshot recorded a later seq than it holds.
 
     Summaries and snapshots are written in the same transaction as the events
@@ -122,8 +124,8 @@ def _lost_events(db: sqlite3.Connection, session_id: str, upto: int) -> Problem 
     )
 
 
-def check_rows(db: sqlite3.Connection, chunk_size: int) -> CheckReport:
-    """Check the whole file: SQLite's integrity, the guards, every session's rows."""
+def sqlite_problems(db: sqlite3.Connection) -> list[Problem]:
+    """What is wrong with an SQLite file as a whole: its integrity check, missing guards."""
     problems: list[Problem] = []
     integrity = [str(row[0]) for row in db.execute("PRAGMA integrity_check(100)")]
     if integrity != ["ok"]:
@@ -138,17 +140,27 @@ def check_rows(db: sqlite3.Connection, chunk_size: int) -> CheckReport:
     triggers = {
         row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
     }
-    for name in TRIGGERS:
-        if name not in triggers:
-            problems.append(
-                Problem(
-                    session_id=None,
-                    seq=None,
-                    what=f"the trigger {name} that guards the log is missing (dropped by other "
-                    "software); rebuilding creates it again",
-                    derived=True,
-                )
-            )
+    return problems + missing_guards(TRIGGERS, triggers)
+
+
+def missing_guards(expected: tuple[str, ...], present: set[str]) -> list[Problem]:
+    """A problem for each trigger that guards the log and is missing."""
+    return [
+        Problem(
+            session_id=None,
+            seq=None,
+            what=f"the trigger {name} that guards the log is missing (dropped by other "
+            "software); rebuilding creates it again",
+            derived=True,
+        )
+        for name in expected
+        if name not in present
+    ]
+
+
+def check_rows(db: Db, chunk_size: int, problems: list[Problem]) -> CheckReport:
+    """Check every session's rows, after the store-wide ``problems`` already found."""
+    problems = list(problems)
     ids = _event_ids(db)
     events = 0
     heads: dict[str, str] = {}
@@ -189,10 +201,12 @@ def check_rows(db: sqlite3.Connection, chunk_size: int) -> CheckReport:
 
 
 def rebuild_rows(
-    db: sqlite3.Connection, *, chunk_size: int, snapshot_every: int, session_id: str | None
+    db: Db, *, chunk_size: int, snapshot_every: int, session_id: str | None
 ) -> RebuildReport:
-    """Write summaries and snapshots again from the events (one session, or all)."""
-    recreate_guards(db)
+    """Write summaries and snapshots again from the events (one session, or all).
+
+    The caller first creates the guards of the log again (they are the store's own).
+    """
     ids = [session_id] if session_id is not None else _event_ids(db)
     rebuilt: list[str] = []
     skipped: list[Problem] = []

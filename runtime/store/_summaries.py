@@ -8,7 +8,6 @@ silently left out), and ``rebuild()`` writes it again from the events.
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +19,7 @@ from .._message import Status
 from .._state import SessionState
 from .._storable import session_id_problem, text_problem
 from ._chain import digest
+from ._db import Db
 from ._protocol import SessionInfo
 
 __all__ = [
@@ -63,7 +63,7 @@ def missing_summary(session_id: str, seq: int) -> CorruptRow:
     )
 
 
-def write_summary(db: sqlite3.Connection, head: SessionState, created_at: datetime) -> None:
+def write_summary(db: Db, head: SessionState, created_at: datetime) -> None:
     """Insert or update the session's summary row from its head."""
     assert head.updated_at is not None
     turn = head.active_turn
@@ -99,7 +99,7 @@ def summary_digest(values: tuple[object, ...]) -> str:
 
 
 def read_summaries(
-    db: sqlite3.Connection, where: str, params: tuple[Any, ...]
+    db: Db, where: str, params: tuple[Any, ...]
 ) -> list[SessionInfo]:
     """Summaries of the sessions ``where`` selects (an SQL clause over ``s``).
 
@@ -117,7 +117,7 @@ def read_summaries(
     return [_summary(row) for row in rows]
 
 
-def all_summaries(db: sqlite3.Connection) -> list[SessionInfo]:
+def all_summaries(db: Db) -> list[SessionInfo]:
     """Every summary row, checked; a session with events but no summary is an error.
 
     Raises:
@@ -138,7 +138,7 @@ def all_summaries(db: sqlite3.Connection) -> list[SessionInfo]:
     return infos
 
 
-def sessions_without_summary(db: sqlite3.Connection) -> list[tuple[str, int]]:
+def sessions_without_summary(db: Db) -> list[tuple[str, int]]:
     """Sessions whose events are stored but whose summary row is not: ``(id, last seq)``.
 
     Walks the distinct session ids of ``events`` through its primary key (one

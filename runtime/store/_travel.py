@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import sqlite3
 from collections.abc import Iterator
-from typing import Any
 
 from .._errors import CorruptRow, EventRejected, InvalidArgument
 from .._events import Event
@@ -29,6 +27,7 @@ from .._reducer import apply
 from .._state import SessionState
 from .._timeline import Timeline
 from ._chain import ChainCheck
+from ._db import Db
 from ._rows import chain_at, read_events, read_snapshot
 
 __all__ = ["FREEZE_AFTER", "TimeTravel", "bulk", "check_span", "load_span", "walk"]
@@ -76,7 +75,7 @@ def check_span(first: object, last: object, head: int) -> tuple[int, int]:
 
 
 def _base(
-    db: sqlite3.Connection, session_id: str, chunk_size: int, seq: int
+    db: Db, session_id: str, chunk_size: int, seq: int
 ) -> tuple[SessionState, str]:
     """The nearest stored state at or before ``seq`` and the chain's hash there."""
     row = db.execute("SELECT seq FROM snapshots WHERE session_id = ?", (session_id,)).fetchone()
@@ -109,7 +108,7 @@ def _gap(session_id: str, reached: int, last: int) -> CorruptRow:
 
 
 def load_span(
-    db: sqlite3.Connection, session_id: str, chunk_size: int, first: int, last: int
+    db: Db, session_id: str, chunk_size: int, first: int, last: int
 ) -> Timeline:
     """A timeline reaching every state from ``first`` to ``last`` (its ``first_seq`` is the
     nearest stored state at or before ``first``), checked from there by the hash chain."""
@@ -128,7 +127,7 @@ def load_span(
 
 
 def walk(
-    db: sqlite3.Connection, session_id: str, chunk_size: int, first: int, last: int
+    db: Db, session_id: str, chunk_size: int, first: int, last: int
 ) -> Iterator[tuple[Event, SessionState, SessionState]]:
     """``(event, state before, state after)`` for each seq from ``first`` to ``last``, one at
     a time, from the nearest stored state before ``first``."""
@@ -144,17 +143,14 @@ def walk(
 
 
 class TimeTravel:
-    """``SQLiteStore``'s time-travel reads (``load_span``, ``walk``)."""
+    """The SQL stores' time-travel reads (``load_span``, ``walk``)."""
 
     _chunk_size: int
 
-    def _read(self) -> contextlib.AbstractContextManager[Any]:
+    def _read(self) -> contextlib.AbstractContextManager[Db]:
         raise NotImplementedError
 
-    def _conn(self) -> sqlite3.Connection:
-        raise NotImplementedError
-
-    def _head_seq(self, session_id: str) -> int:
+    def _head_seq(self, db: Db, session_id: str) -> int:
         raise NotImplementedError
 
     def load_span(self, session_id: str, first: int, last: int | None = None) -> Timeline:
@@ -168,11 +164,11 @@ class TimeTravel:
             InvalidArgument: not ``0 <= first <= last <= head``.
             CorruptRow: a row on the way does not decode or does not fit.
         """
-        with self._read():
-            head = self._head_seq(session_id)
+        with self._read() as db:
+            head = self._head_seq(db, session_id)
             first, last = check_span(first, head if last is None else last, head)
             with bulk():
-                return load_span(self._conn(), session_id, self._chunk_size, first, last)
+                return load_span(db, session_id, self._chunk_size, first, last)
 
     def walk(
         self, session_id: str, first: int = 1, last: int | None = None
@@ -183,7 +179,7 @@ class TimeTravel:
         The walk reads in one transaction: finish it (or ``close()`` it) before using the
         store for anything else.
         """
-        with self._read():
-            head = self._head_seq(session_id)
+        with self._read() as db:
+            head = self._head_seq(db, session_id)
             first, last = check_span(first, head if last is None else last, head)
-            yield from walk(self._conn(), session_id, self._chunk_size, max(first, 1), last)
+            yield from walk(db, session_id, self._chunk_size, max(first, 1), last)

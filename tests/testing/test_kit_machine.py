@@ -9,6 +9,7 @@ import pykka
 import pytest
 import trio
 from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
 from rich.console import Console
 
 from actors import CliAdapter, FakePlatform, LiveChannelAdapter, SilentChannelAdapter, tool
@@ -69,6 +70,25 @@ SqliteAmberBot.TestCase.settings = settings(
 
 TestAmberBot = pytest.mark.slow(AmberBot.TestCase)
 TestSqliteAmberBot = pytest.mark.slow(SqliteAmberBot.TestCase)
+
+
+class PostgresAmberBot(AmberBot):
+    """The same on a PostgreSQL store (a schema per example; leases, NOTIFY)."""
+
+    store = "postgres"
+
+
+@pytest.mark.slow
+def test_postgres_amber_bot(postgres_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lifecycle machine and DESIGN §11's invariants on the PostgreSQL store."""
+    monkeypatch.setenv("AMBER_TEST_POSTGRES", postgres_dsn)
+    run_state_machine_as_test(
+        PostgresAmberBot,
+        settings=settings(
+            max_examples=5, stateful_step_count=25, deadline=None,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )  # fmt: skip
 
 
 class TestWordCountContract(ToolContract):

@@ -1,4 +1,4 @@
-"""Fixtures for the store tests: both stores, and a way to reopen the SQLite one."""
+"""Fixtures for the store tests: every store kind, and a way to reopen the SQLite one."""
 
 from __future__ import annotations
 
@@ -33,12 +33,39 @@ def open_store(db_path: pathlib.Path) -> Iterator[OpenStore]:
         store.close()
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture
+def open_pg(request: pytest.FixtureRequest) -> Iterator[Callable[..., Store]]:
+    """Open ``PostgresStore`` in a fresh schema (or ``schema=``); all are closed after the test.
+
+    Skips (fails in CI) when no PostgreSQL server answers (tests/conftest.py).
+    """
+    from runtime.store import PostgresStore
+
+    dsn = request.getfixturevalue("postgres_dsn")
+    schemas = request.getfixturevalue("pg_schema")
+    opened: list[Store] = []
+
+    def open_(schema: str | None = None, **options: object) -> Store:
+        store = PostgresStore(dsn, schema=schema or schemas(), **options)  # type: ignore[arg-type]
+        opened.append(store)
+        return store
+
+    yield open_
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def make_store(
     request: pytest.FixtureRequest, open_store: OpenStore, tmp_path: pathlib.Path
 ) -> Callable[..., Store]:
-    """A factory of fresh, empty stores of each kind (``snapshot_every`` … as options)."""
+    """A factory of fresh, empty stores of each kind (``snapshot_every`` … as options).
+
+    The PostgreSQL stores each get a schema of their own, dropped after the test.
+    """
     made = 0
+    if request.param == "postgres":
+        return request.getfixturevalue("open_pg")  # type: ignore[no-any-return]
 
     def make(**options: object) -> Store:
         nonlocal made

@@ -1,4 +1,4 @@
-"""The ``Store`` protocol, run against ``MemoryStore`` and ``SQLiteStore`` alike."""
+"""The ``Store`` protocol, run against ``MemoryStore``, ``SQLiteStore`` and ``PostgresStore`` alike."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from runtime import (
 from runtime.store import (
     EXPORT_FORMAT,
     MemoryStore,
+    PostgresStore,
     SeqConflict,
     SessionExists,
     SessionInfo,
@@ -47,10 +48,10 @@ def question(session_id: str, seq: int, id: str = "q") -> MessageAdded:
 
 
 class TestProtocol:
-    def test_both_stores_are_stores(self, store: Store) -> None:
-        """MemoryStore and SQLiteStore satisfy the Store protocol."""
+    def test_every_store_is_a_store(self, store: Store) -> None:
+        """MemoryStore, SQLiteStore and PostgresStore satisfy the Store protocol."""
         assert isinstance(store, Store)
-        assert isinstance(store, (MemoryStore, SQLiteStore))
+        assert isinstance(store, (MemoryStore, SQLiteStore, PostgresStore))
 
 
 class TestAppend:

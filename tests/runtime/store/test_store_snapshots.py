@@ -6,13 +6,14 @@ import contextlib
 import itertools
 import pathlib
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runtime import Event, replay
-from runtime.store import MemoryStore, SQLiteStore
+from runtime.store import MemoryStore, PostgresStore, SQLiteStore, Store
 from runtime.testing import session_events
 
 from .scenario import continue_session, conversation
@@ -93,30 +94,60 @@ def split(events: list[Event], cuts: list[int]) -> list[list[Event]]:
     return [events[a:b] for a, b in itertools.pairwise(points)]
 
 
+LOGS = {
+    "log": session_events(max_steps=60),
+    "every": st.integers(min_value=1, max_value=12),
+    "chunk": st.integers(min_value=1, max_value=9),
+    "cuts": st.lists(st.integers(min_value=0, max_value=80), max_size=6),
+}
+
+
+def cold_load_equals_replay(
+    open_store: Callable[[], Store], log: list[Event], cuts: list[int]
+) -> None:
+    """Store ``log`` in batches, open the store again: loads and timelines equal a replay."""
+    with open_store() as store:
+        for batch in split(log, cuts):
+            store.append(batch)
+    with open_store() as store:
+        assert store.load_state("s") == replay(log).head
+        timeline = store.load_timeline("s", from_snapshot=True)
+        assert timeline.head == replay(log).head
+        assert timeline.first_seq == store.session("s").snapshot_seq
+        store.verify("s")
+
+
 class TestEqualsReplay:
     @settings(
         max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
     )
-    @given(
-        log=session_events(max_steps=60),
-        every=st.integers(min_value=1, max_value=12),
-        chunk=st.integers(min_value=1, max_value=9),
-        cuts=st.lists(st.integers(min_value=0, max_value=80), max_size=6),
-    )
+    @given(**LOGS)
     def test_sqlite(
         self, tmp_path_factory: Any, log: list[Event], every: int, chunk: int, cuts: list[int]
     ) -> None:
         """For any legal log, K, chunk size and batching: a cold load equals a full replay."""
         path = tmp_path_factory.mktemp("eq") / "s.db"
-        with SQLiteStore(path, snapshot_every=every, chunk_size=chunk) as store:
-            for batch in split(log, cuts):
-                store.append(batch)
-        with SQLiteStore(path, snapshot_every=every, chunk_size=chunk) as store:
-            assert store.load_state("s") == replay(log).head
-            timeline = store.load_timeline("s", from_snapshot=True)
-            assert timeline.head == replay(log).head
-            assert timeline.first_seq == store.session("s").snapshot_seq
-            store.verify("s")
+        cold_load_equals_replay(
+            lambda: SQLiteStore(path, snapshot_every=every, chunk_size=chunk), log, cuts
+        )
+
+    @settings(
+        max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(**LOGS)
+    def test_postgres(
+        self, postgres_dsn: str, pg_schema: Any, log: list[Event], every: int, chunk: int,
+        cuts: list[int],
+    ) -> None:  # fmt: skip
+        """The same in PostgreSQL (fewer runs: each opens a schema on a server)."""
+        schema = pg_schema()
+        cold_load_equals_replay(
+            lambda: PostgresStore(
+                postgres_dsn, schema=schema, snapshot_every=every, chunk_size=chunk
+            ),
+            log,
+            cuts,
+        )
 
     @settings(max_examples=40, deadline=None)
     @given(log=session_events(max_steps=60), every=st.integers(min_value=1, max_value=12))

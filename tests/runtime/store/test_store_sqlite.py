@@ -137,7 +137,7 @@ class TestDurability:
             "BEGIN IMMEDIATE",
             "COMMIT",
         ]
-        assert any(s.startswith("INSERT OR REPLACE INTO snapshots") for s in statements)
+        assert any(s.startswith("INSERT INTO snapshots") for s in statements)
 
     def test_reopen_reads_what_was_written(self, open_store: OpenStore) -> None:
         """Closing and opening the file again gives back every event and the same states."""

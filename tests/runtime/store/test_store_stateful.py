@@ -15,12 +15,20 @@ import shutil
 import tempfile
 from typing import Any
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from runtime import Event, EventRejected, SessionState, StatusChanged, apply
-from runtime.store import MemoryStore, SeqConflict, SQLiteStore, Store
+from runtime.store import MemoryStore, PostgresStore, SeqConflict, SQLiteStore, Store
 from runtime.testing import session_events
 
 from .scenario import T0
@@ -216,8 +224,50 @@ class SQLiteMachine(StoreMachine):
         return self.open()
 
 
+class PostgresMachine(StoreMachine):
+    """A PostgreSQL store; each fresh store is a new schema (``dsn`` and ``schemas`` are set by
+    ``test_postgres_store`` from its fixtures)."""
+
+    dsn: str
+    schemas: Any
+    schema: str
+
+    def fresh(self) -> Store:
+        self.schema = self.schemas()
+        return self.open()
+
+    def open(self) -> PostgresStore:
+        return PostgresStore(
+            self.dsn, schema=self.schema, snapshot_every=3, chunk_size=2, cache_size=1
+        )
+
+    def reopened(self) -> Store:
+        self.store.close()
+        return self.open()
+
+
 SETTINGS: Any = settings(max_examples=40, stateful_step_count=25, deadline=None)
 MemoryMachine.TestCase.settings = SETTINGS
 SQLiteMachine.TestCase.settings = SETTINGS
 TestMemoryStore = MemoryMachine.TestCase
 TestSQLiteStore = SQLiteMachine.TestCase
+
+
+def _run_postgres(dsn: str, schemas: Any, examples: int) -> None:
+    PostgresMachine.dsn = dsn
+    PostgresMachine.schemas = staticmethod(schemas)
+    run_state_machine_as_test(
+        PostgresMachine,
+        settings=settings(max_examples=examples, stateful_step_count=20, deadline=None),
+    )
+
+
+def test_postgres_store(postgres_dsn: str, pg_schema: Any) -> None:
+    """The PostgreSQL store against the model (a few runs: each opens schemas on a server)."""
+    _run_postgres(postgres_dsn, pg_schema, 2)
+
+
+@pytest.mark.slow
+def test_postgres_store_long(postgres_dsn: str, pg_schema: Any) -> None:
+    """The same, as many runs as the other stores get."""
+    _run_postgres(postgres_dsn, pg_schema, 40)

@@ -1,0 +1,126 @@
+"""``amber worker``: one of several processes that run the sessions of a PostgreSQL store.
+
+``amber worker --db postgresql://… --app mymodule:make_app`` imports
+``make_app``, calls it, and runs a ``Runtime`` with what it returns (a mapping
+with ``model`` and optionally ``tools``, ``settings`` and ``adapters``) on the
+store, as a worker: it takes the leases of sessions with work that nobody
+runs, is woken by ``NOTIFY`` when input arrives, renews its leases, and takes
+over the sessions of a worker that died once their leases expire
+(docs/scaling.md). It runs until SIGTERM or Ctrl-C, then stops its sessions
+(their running turns give their input back) and gives its leases back.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import click
+
+from runtime.store import is_postgres_url
+
+from .._runtime import Runtime
+from .._settings import Settings
+from ._app import CliError, ExitCode, open_any_store
+
+__all__ = ["load_app", "worker"]
+
+_KEYS = frozenset({"model", "tools", "settings", "adapters"})
+
+
+def load_app(ref: str) -> dict[str, Any]:
+    """What ``module:factory`` makes: the keyword arguments of the worker's ``Runtime``.
+
+    Raises:
+        CliError: the reference, the import, the call or what it returned is wrong.
+    """
+    module_name, _, attr = ref.partition(":")
+    if not module_name or not attr:
+        raise CliError(
+            f"--app takes MODULE:FACTORY (like 'mybot.app:make_app'); got {ref!r}.", ExitCode.USAGE
+        )
+    sys.path.insert(0, ".")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise CliError(f"Cannot load --app {ref!r}: {exc}.", ExitCode.NOT_FOUND) from exc
+    made = factory()
+    if not isinstance(made, Mapping) or "model" not in made or set(made) - _KEYS:
+        raise CliError(
+            f"--app {ref!r} must return a mapping with 'model' and optionally 'tools', "
+            f"'settings', 'adapters'; it returned {made!r:.200}.",
+            ExitCode.USAGE,
+        )
+    return dict(made)
+
+
+@click.command()
+@click.option(
+    "--db", required=True, envvar="AMBER_DB", metavar="URL",
+    help="The PostgreSQL store (postgresql://…; schema $AMBER_PG_SCHEMA, default amber).",
+)  # fmt: skip
+@click.option(
+    "--app", "app_ref", required=True, metavar="MODULE:FACTORY",
+    help="A function returning the model, tools and settings (see docs/scaling.md).",
+)  # fmt: skip
+@click.option(
+    "--lease-ttl", type=click.FloatRange(min=1), default=None,
+    help="Seconds a session's lease lasts unrenewed (default: the settings', 30).",
+)  # fmt: skip
+@click.option(
+    "--poll", type=click.FloatRange(min=0.1), default=None,
+    help="Seconds between polls for work nobody runs (default: the settings', 30).",
+)  # fmt: skip
+@click.option("--name", help="This worker's name in lease rows (default: a new runner id).")
+def worker(
+    db: str, app_ref: str, lease_ttl: float | None, poll: float | None, name: str | None
+) -> None:
+    """Run sessions of a PostgreSQL store as one of several workers, until SIGTERM.
+
+    The worker takes the lease of every session with work waiting that no
+    other worker runs, is woken when input arrives, and takes over the
+    sessions of a worker that stopped renewing its leases.
+    """
+    if not is_postgres_url(db):
+        raise CliError(
+            f"amber worker runs on a PostgreSQL store; --db must be a postgresql:// URL (got "
+            f"{db!r}). One process runs a SQLite store: use 'amber chat' or a Runtime.",
+            ExitCode.USAGE,
+        )
+    app = load_app(app_ref)
+    settings = app.pop("settings", None) or Settings()
+    changes = {"lease_ttl": lease_ttl, "lease_poll": poll}
+    settings = attrs.evolve(settings, **{k: v for k, v in changes.items() if v is not None})
+    # The worker's log: leases taken, lost and given back, sessions that failed (stderr).
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    amber_log = logging.getLogger("amber")
+    amber_log.addHandler(handler)
+    amber_log.setLevel(logging.INFO)
+    stop = threading.Event()
+    signals = {signal.SIGTERM, signal.SIGINT}
+    for signum in signals:
+        signal.signal(signum, lambda *_: stop.set())
+    # Every thread but this one blocks the stop signals (threads inherit the mask): the
+    # kernel delivers them here, where the handler runs, never into a thread waiting on a
+    # socket (an interrupted database call there hung the worker).
+    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    try:
+        store = open_any_store(db, create=True)
+        runtime = Runtime(store=store, settings=settings, resume="all", runner=name, **app)
+        runtime.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+    try:
+        click.echo(f"amber worker {runtime.runner} running on {db}", err=True)
+        while not stop.wait(1.0):
+            pass
+        click.echo(f"amber worker {runtime.runner} stopping", err=True)
+    finally:
+        runtime.stop()

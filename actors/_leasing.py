@@ -1,0 +1,282 @@
+"""Owning sessions in a shared store: leases, renewal, waking on new input (DESIGN §10).
+
+With a ``PostgresStore`` several runtimes (workers) share one store. A
+``LeaseKeeper`` makes a runtime own the sessions it runs:
+
+- **Claiming.** Before a session is loaded to run here, its lease is taken
+  (``ensure``); the store then fences every write to it with the lease's
+  token, so once another worker takes the session over, nothing more from
+  here is stored (``LeaseLost``).
+- **Renewal.** A thread renews the leases held every ``ttl / 3`` seconds. A
+  lease another worker took over, or one that could not be renewed before
+  its expiry (the database unreachable), stops that session here.
+- **Release.** A session that passivates, and every session when the
+  runtime stops, gives its lease back, so another worker may take it at once.
+- **Waking.** The thread waits on the store's ``NOTIFY`` channel. A session
+  that got new events from another process is reloaded if it runs here and
+  is idle; in a worker (``wake=True``) a session nobody runs that has input
+  waiting is claimed and loaded. A slow poll of the session list
+  (``poll`` seconds) covers notifications lost while disconnected.
+- **Input for another owner.** ``store_input`` stores an input for a session
+  another worker owns, the way that owner's machine would (a ``MessageAdded``),
+  and the ``NOTIFY`` of that append wakes the owner.
+
+Every store call goes through the runtime's store thread (the store is not
+thread-safe).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from runtime import (
+    Draft,
+    InputArrived,
+    LeaseLost,
+    Message,
+    MessageAdded,
+    SeqConflict,
+    SessionMachine,
+    SessionState,
+    StoreError,
+    TurnSettings,
+    step,
+)
+
+from ._ids import Clock
+from ._router import Router
+from ._storage import StoreThread
+
+__all__ = ["LeaseKeeper", "store_input"]
+
+log = logging.getLogger("amber.leases")
+
+
+def store_input(
+    store: Any, session_id: str, draft: Draft, *, settings: TurnSettings, at: datetime
+) -> Message:
+    """Store an input for a session without running it: the ``MessageAdded`` its owner's
+    machine would store (the owner, woken by the append's ``NOTIFY``, answers it).
+
+    Raises:
+        SeqConflict: the session changed meanwhile (try again).
+    """
+    head = store.load_state(session_id) if session_id in store else SessionState.empty(session_id)
+    arrived = InputArrived(draft=draft, at=at, mono=time.monotonic())
+    decision = step(SessionMachine.load(head), settings, arrived)
+    added = [event for event in decision.events if isinstance(event, MessageAdded)]
+    store.append(added)
+    message: Message = added[0].message
+    return message
+
+
+class LeaseKeeper:
+    """Takes, renews and gives back the leases of the sessions a runtime runs.
+
+    Args:
+        store: the runtime's store thread (its store is a ``PostgresStore``).
+        router: the runtime's live-session table.
+        owner: this worker's name in the lease rows (the runtime's runner id).
+        clock: wall-clock time (leases expire by it).
+        turn_settings: the runtime's, to store input for another owner.
+        ttl: how long a lease lasts without renewal.
+        poll: seconds between polls of the session list (the fallback for
+            notifications that were lost).
+        wake: load sessions nobody runs that have input waiting (a worker);
+            False: run only the sessions this runtime is sent to.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: StoreThread,
+        router: Router,
+        owner: str,
+        clock: Clock,
+        turn_settings: TurnSettings,
+        ttl: float = 30.0,
+        poll: float = 30.0,
+        wake: bool = False,
+    ) -> None:
+        self._store = store
+        self._router = router
+        self._owner = owner
+        self._clock = clock
+        self._turn_settings = turn_settings
+        self._ttl = timedelta(seconds=ttl)
+        self._poll = poll
+        self._wake = wake
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="amber-leases", daemon=True)
+        self._listener: Any = None
+        self.taken = 0
+        """Leases taken (for tests and monitoring)."""
+        self.lost = 0
+        """Leases found taken over by another worker."""
+
+    # -- claiming ----------------------------------------------------------------------
+
+    def _call(self, fn: Callable[[Any], Any]) -> Any:
+        return self._store.call(fn).result(60.0)
+
+    def ensure(self, session_id: str) -> bool:
+        """Hold the session's lease (take it if it is free or expired); False if another
+        worker holds it."""
+        if session_id in self._call(lambda s: s.held):
+            return True
+        now, ttl, owner = self._clock(), self._ttl, self._owner
+        lease = self._call(lambda s: s.acquire(session_id, owner=owner, now=now, ttl=ttl))
+        if lease is None:
+            return False
+        self.taken += 1
+        log.info("took the lease of %s (token %d)", session_id, lease.token)
+        return True
+
+    def store_input(self, session_id: str, draft: Draft) -> Message:
+        """Store an input for a session another worker owns (its ``NOTIFY`` wakes the owner).
+
+        Raises:
+            SeqConflict: the session kept changing under five tries.
+        """
+        settings, clock = self._turn_settings, self._clock
+        for _ in range(4):
+            with contextlib.suppress(SeqConflict):
+                return self._store_once(session_id, draft, settings, clock)
+        return self._store_once(session_id, draft, settings, clock)
+
+    def _store_once(
+        self, session_id: str, draft: Draft, settings: TurnSettings, clock: Clock
+    ) -> Message:
+        message: Message = self._call(
+            lambda s: store_input(s, session_id, draft, settings=settings, at=clock())
+        )
+        return message
+
+    # -- the thread --------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start listening, renewing and (with ``wake``) picking up sessions."""
+        self._listener = self._call(lambda s: s.listener(others_only=True))
+        self._router.claim = self.ensure  # no session is loaded here without its lease
+        self._thread.start()
+        if self._wake:
+            self.poll_now()
+
+    def stop(self) -> None:
+        """Stop the thread and give every lease back (call before the store stops)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            with contextlib.suppress(Exception):
+                self._call(lambda s: s.wake_listeners())
+            self._thread.join(60.0)
+        if self._listener is not None:
+            self._listener.close()
+        try:
+            self._call(lambda s: [s.release(lease) for lease in list(s.held.values())])
+        except Exception:
+            log.warning("could not give the leases back; they expire on their own")
+
+    def _loop(self) -> None:
+        renew_every = self._ttl.total_seconds() / 3
+        next_renew = time.monotonic() + renew_every
+        next_poll = time.monotonic() + self._poll
+        while not self._stop.is_set():
+            wait = max(0.0, min(next_renew, next_poll) - time.monotonic())
+            try:
+                notified = self._listener.wait(wait)
+            except StoreError:
+                log.warning("lost the notification connection; reconnecting")
+                notified = set()
+                self._reconnect()
+            try:
+                if notified:
+                    self._woken(notified)
+                if time.monotonic() >= next_renew:
+                    next_renew = time.monotonic() + renew_every
+                    self._renew()
+                if time.monotonic() >= next_poll:
+                    next_poll = time.monotonic() + self._poll
+                    self.poll_now()
+            except Exception:
+                log.exception("lease keeping failed; trying again")
+
+    def _reconnect(self) -> None:
+        try:
+            self._listener.close()
+            self._listener = self._call(lambda s: s.listener(others_only=True))
+        except Exception:
+            self._stop.wait(1.0)
+
+    def _woken(self, session_ids: set[str]) -> None:
+        live = set(self._router.live_sessions())
+        for session_id in sorted(session_ids):
+            if session_id in live:
+                self._refresh(session_id)
+            elif self._wake:
+                self._pick_up(session_id)
+
+    def poll_now(self) -> None:
+        """Look for sessions with work waiting that nobody runs (``wake``), and release the
+        leases of sessions that passivated."""
+        live = set(self._router.live_sessions())
+        held = dict(self._call(lambda s: s.held))
+        for session_id, lease in held.items():
+            if session_id not in live:
+                self._call(functools.partial(_release, lease=lease))
+        if not self._wake:
+            return
+        for info in self._call(lambda s: s.list_sessions()):
+            if info.needs_runner and info.session_id not in live:
+                self._pick_up(info.session_id)
+
+    def _pick_up(self, session_id: str) -> None:
+        info = self._call(lambda s: s.session(session_id) if session_id in s else None)
+        if info is None or not info.needs_runner:
+            return
+        if self.ensure(session_id):
+            self._router.load(session_id)
+
+    def _refresh(self, session_id: str) -> None:
+        """A session that runs here got events from elsewhere: reload it once it is idle."""
+        proxy = self._router.live(session_id)
+        if proxy is None:
+            return
+        try:
+            state: SessionState = proxy.state_now().get(timeout=30.0)
+            idle: bool = proxy.is_idle().get(timeout=30.0)
+        except Exception:
+            return
+        stored = self._call(lambda s: s.session(session_id).seq)
+        if stored > state.seq and idle:
+            log.info("session %s got input from elsewhere: reloading it", session_id)
+            self._router.reload(session_id)
+
+    def _renew(self) -> None:
+        now, ttl = self._clock(), self._ttl
+        for session_id, lease in dict(self._call(lambda s: s.held)).items():
+            try:
+                self._call(functools.partial(_renew, lease=lease, now=now, ttl=ttl))
+            except LeaseLost:
+                self.lost += 1
+                log.warning("lost the lease of %s to another worker; stopping it", session_id)
+                self._router.drop(session_id)
+            except StoreError:
+                if now + timedelta(seconds=ttl.total_seconds() / 3) >= lease.expires_at:
+                    log.warning("cannot renew the lease of %s before it expires; stopping it",
+                                session_id)  # fmt: skip
+                    self._router.drop(session_id)
+
+
+def _release(store: Any, *, lease: Any) -> Any:
+    return store.release(lease)
+
+
+def _renew(store: Any, *, lease: Any, now: datetime, ttl: timedelta) -> Any:
+    return store.renew(lease, now=now, ttl=ttl)

@@ -1,0 +1,37 @@
+"""Opening a runtime's store from what ``Runtime(store=...)`` was given."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from runtime.store import MemoryStore, SQLiteStore, Store, is_postgres_url
+
+from ._errors import InvalidConfig
+
+__all__ = ["is_shared", "open_store"]
+
+
+def open_store(store: Store | str | os.PathLike[str]) -> Store:
+    """The store: ``":memory:"``, a ``postgresql://`` URL (schema ``$AMBER_PG_SCHEMA`` or
+    ``amber``), a SQLite file path, or a ``Store`` as it is."""
+    if isinstance(store, str) and store == ":memory:":
+        return MemoryStore()
+    if is_postgres_url(store):
+        from runtime.store import DEFAULT_SCHEMA, PostgresStore
+
+        assert isinstance(store, str)
+        return PostgresStore(store, schema=os.environ.get("AMBER_PG_SCHEMA") or DEFAULT_SCHEMA)
+    if isinstance(store, str | os.PathLike):
+        return SQLiteStore(Path(store))
+    if isinstance(store, Store):
+        return store
+    raise InvalidConfig(
+        f"store must be a Store, a path to a SQLite file, a postgresql:// URL, or ':memory:' "
+        f"(got {store!r} that is a {type(store).__name__!r})."
+    )
+
+
+def is_shared(store: Store) -> bool:
+    """True for a store several runtimes share (sessions are owned through leases)."""
+    return bool(getattr(store, "shared", False)) and hasattr(store, "acquire")

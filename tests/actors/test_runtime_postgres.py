@@ -1,0 +1,139 @@
+"""``Runtime`` on a shared PostgreSQL store: leases, waking the owner, takeover with fencing.
+
+Two runtimes in one process stand for two workers (the fault tests with real
+processes are in test_worker_faults.py). Waits poll the store until what is
+awaited is there; their 60 s bounds are hang guards, never a verdict.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from actors import OwnedElsewhere, Runtime, ScriptedModel, Settings
+from runtime import Category, LeaseLost, Status, category_of, hang, reply
+from runtime.store import PostgresStore
+
+SETTINGS = Settings(lease_ttl=30.0, lease_poll=3600.0, passivate_after=None)
+
+
+@pytest.fixture
+def schema(postgres_dsn: str, pg_schema: Callable[[], str]) -> str:
+    return pg_schema()
+
+
+@pytest.fixture
+def open_rt(postgres_dsn: str, schema: str) -> Iterator[Callable[..., Runtime]]:
+    made: list[Runtime] = []
+
+    def make(model: ScriptedModel, **options: object) -> Runtime:
+        options.setdefault("settings", SETTINGS)
+        rt = Runtime(model=model, store=PostgresStore(postgres_dsn, schema=schema), **options)  # type: ignore[arg-type]
+        made.append(rt)
+        return rt.start()
+
+    yield make
+    for rt in made:
+        rt.stop()
+
+
+def replies(dsn: str, schema: str, session_id: str) -> list[str]:
+    with PostgresStore(dsn, schema=schema) as store:
+        if session_id not in store:
+            return []
+        state = store.load_state(session_id)
+    return [m.content for m in state.messages if category_of(m) is Category.REPLY]
+
+
+def wait_for(what: Callable[[], bool], why: str) -> None:
+    deadline = time.monotonic() + 60  # a hang guard
+    while not what():
+        assert time.monotonic() < deadline, f"not within 60 s: {why}"
+        time.sleep(0.02)
+
+
+def test_the_sender_runs_a_free_session(open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str) -> None:
+    """A runtime sent to a session nobody owns takes its lease and answers it."""
+    rt = open_rt(ScriptedModel([reply("hello")]))
+    rt.send("s", "hi", sender="Chii")
+    rt.wait_idle("s", timeout=60)
+    assert replies(postgres_dsn, schema, "s") == ["hello"]
+    with PostgresStore(postgres_dsn, schema=schema) as store:
+        lease = store.lease("s")
+    assert lease is not None
+    assert lease.owner == rt.runner
+
+
+def test_input_from_another_process_wakes_the_owner(
+    open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+) -> None:
+    """B sends to a session A owns: B stores the input, A is woken by NOTIFY and answers."""
+    a = open_rt(ScriptedModel([reply("first"), reply("second")]))
+    b = open_rt(ScriptedModel([reply("never")]))
+    a.send("s", "one", sender="Chii")
+    a.wait_idle("s", timeout=60)
+    message = b.send("s", "two", sender="Chii")
+    assert message.status is Status.PENDING_AGENT
+    assert b.live_sessions() == []
+    wait_for(lambda: replies(postgres_dsn, schema, "s") == ["first", "second"], "A answers")
+    # What needs the session's actor here is refused, saying where it runs.
+    with pytest.raises(OwnedElsewhere, match="is run by another worker"):
+        b.ask("s", "three?", sender="Chii", timeout=60)
+    assert b.live_sessions() == []
+
+
+def test_a_worker_picks_up_waiting_input(
+    open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+) -> None:
+    """A worker (resume='all') loads a session whose input another runtime stored."""
+    holder = open_rt(ScriptedModel([reply("held")]))
+    holder.send("s", "one", sender="Chii")
+    holder.wait_idle("s", timeout=60)
+    worker = open_rt(ScriptedModel([reply("picked up")]), resume="all")
+    holder.stop()  # gives its leases back
+    # Input for a session nobody runs, stored by a runtime that does not take it (as
+    # another process's runtime does when the session is owned elsewhere), announced.
+    third = open_rt(ScriptedModel([reply("unused")]))
+    third._keeper.store_input("s2", _draft("s2"))  # type: ignore[union-attr]
+    wait_for(lambda: replies(postgres_dsn, schema, "s2") == ["picked up"], "the worker answers")
+    assert "s2" in worker.live_sessions()
+
+
+def _draft(session_id: str):  # type: ignore[no-untyped-def]
+    from actors._drafts import user_draft
+    from actors._ids import utc_now
+
+    return user_draft("send", session_id, "waiting", {"sender": "Chii"}, utc_now, Settings().input_limits)
+
+
+def test_takeover_recovers_the_turn_and_fences_the_old_owner(
+    open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+) -> None:
+    """A's turn hangs; B, whose clock is past A's lease, takes the session over: the orphaned
+    turn is recovered at once and answered by B, and A's late writes are all refused."""
+    a = open_rt(ScriptedModel([hang()]))
+    a.send("s", "question", sender="Chii")
+    wait_for(lambda: a.state("s").active_turn is not None, "A's turn starts")
+    later = lambda: datetime.now(UTC) + timedelta(hours=1)  # noqa: E731
+    b = open_rt(ScriptedModel([reply("answered by B")]), clock=later)
+    assert b._keeper is not None
+    assert b._keeper.ensure("s")
+    b.router.load("s")
+    wait_for(lambda: replies(postgres_dsn, schema, "s") == ["answered by B"], "B answers")
+    with PostgresStore(postgres_dsn, schema=schema) as store:
+        seq = store.session("s").seq
+        lease = store.lease("s")
+    assert lease is not None
+    assert (lease.owner, lease.token) == (b.runner, 2)
+    # A's turn is still waiting on its model; interrupting it makes A write: refused.
+    with pytest.raises(LeaseLost, match="its lease was taken over"):
+        a.interrupt("s")
+    a.stop()
+    with PostgresStore(postgres_dsn, schema=schema) as store:
+        assert store.session("s").seq == seq
+        timeline = store.verify("s")
+    questions = [m for m in timeline.head.messages if category_of(m) is Category.USER_QUESTION]
+    assert [m.status for m in questions] == [Status.PROCESSED]

@@ -1,0 +1,245 @@
+"""Session leases with fencing tokens in ``PostgresStore``: takeover, renewal, stale writes.
+
+Expiry is driven by explicit times (``now``), never by sleeping: the store
+reads no clock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from runtime import InvalidArgument, LeaseLost
+from runtime.store import Lease, PostgresStore
+
+from .scenario import continue_session, conversation
+
+OpenPg = Callable[..., PostgresStore]
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+TTL = timedelta(seconds=30)
+
+
+@pytest.fixture
+def pair(open_pg: OpenPg) -> tuple[PostgresStore, PostgresStore]:
+    """Two workers' stores on one schema, with session 's' at seq 3."""
+    a = open_pg()
+    b = open_pg(a.schema)
+    a.append(conversation("s", 3))
+    return a, b
+
+
+def more(store: PostgresStore, count: int = 1) -> list:  # type: ignore[type-arg]
+    return continue_session(store.load_state("s"), count)[0]
+
+
+class TestAcquire:
+    def test_first_owner_gets_token_1(self, pair: tuple[PostgresStore, PostgresStore]) -> None:
+        """The first acquisition has token 1; the store then holds the lease."""
+        a, _ = pair
+        lease = a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        assert lease == Lease(session_id="s", owner="w1", token=1, expires_at=NOW + TTL)
+        assert a.held == {"s": lease}
+        assert a.lease("s") == lease
+
+    def test_a_held_lease_is_not_taken(self, pair: tuple[PostgresStore, PostgresStore]) -> None:
+        """Before expiry another owner gets None, and the lease is unchanged."""
+        a, b = pair
+        lease = a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        assert b.acquire("s", owner="w2", now=NOW + TTL - timedelta(seconds=1), ttl=TTL) is None
+        assert b.lease("s") == lease
+        assert "s" not in b.held
+
+    def test_takeover_after_expiry_grows_the_token(
+        self, pair: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """At expiry another owner takes the lease with the next token."""
+        a, b = pair
+        a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        taken = b.acquire("s", owner="w2", now=NOW + TTL, ttl=TTL)
+        assert taken is not None
+        assert (taken.owner, taken.token) == ("w2", 2)
+
+    def test_every_takeover_grows_the_token(self, open_pg: OpenPg) -> None:
+        """Tokens only grow, across owners, releases and re-acquisitions."""
+        store = open_pg()
+        tokens = []
+        for i in range(5):
+            lease = store.acquire("s", owner=f"w{i % 2}", now=NOW + i * TTL, ttl=TTL)
+            assert lease is not None
+            tokens.append(lease.token)
+            if i == 2:
+                store.release(lease)
+        assert tokens == [1, 2, 3, 4, 5]
+
+    def test_a_released_lease_is_free_at_once(
+        self, pair: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """After release another owner takes the lease before the old expiry."""
+        a, b = pair
+        lease = a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        assert lease is not None
+        assert a.release(lease) is True
+        assert a.held == {}
+        taken = b.acquire("s", owner="w2", now=NOW, ttl=TTL)
+        assert taken is not None
+        assert taken.token == 2
+
+    def test_only_one_of_racing_owners_wins(self, open_pg: OpenPg) -> None:
+        """Eight stores race for one free lease: exactly one gets it."""
+        first = open_pg()
+        stores = [open_pg(first.schema) for _ in range(8)]
+        won: list[Lease] = []
+
+        def race(store: PostgresStore, i: int) -> None:
+            lease = store.acquire("s", owner=f"w{i}", now=NOW, ttl=TTL)
+            if lease is not None:
+                won.append(lease)
+
+        threads = [threading.Thread(target=race, args=(s, i)) for i, s in enumerate(stores)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert len(won) == 1
+        assert won[0].token == 1
+
+    @pytest.mark.parametrize(
+        ("field", "value", "message"),
+        [
+            ("owner", "", "owner must be a non-empty str"),
+            ("now", datetime(2026, 1, 1), "now must be a timezone-aware datetime"),
+            ("ttl", timedelta(0), "ttl must be a positive timedelta"),
+        ],
+    )
+    def test_bad_arguments(self, open_pg: OpenPg, field: str, value: object, message: str) -> None:
+        """Bad owners, naive times and empty ttls are refused, saying what is expected."""
+        store = open_pg()
+        options: dict[str, object] = {"owner": "w1", "now": NOW, "ttl": TTL, field: value}
+        with pytest.raises(InvalidArgument, match=message):
+            store.acquire("s", **options)  # type: ignore[arg-type]
+
+
+class TestRenew:
+    def test_renewal_pushes_the_expiry(self, pair: tuple[PostgresStore, PostgresStore]) -> None:
+        """A renewed lease keeps its token and is not taken at the old expiry."""
+        a, b = pair
+        lease = a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        assert lease is not None
+        renewed = a.renew(lease, now=NOW + timedelta(seconds=20), ttl=TTL)
+        assert renewed.token == lease.token
+        assert renewed.expires_at == NOW + timedelta(seconds=50)
+        assert b.acquire("s", owner="w2", now=NOW + TTL, ttl=TTL) is None
+
+    def test_renewing_a_lost_lease_fails(self, pair: tuple[PostgresStore, PostgresStore]) -> None:
+        """Once another owner took over, renewal raises LeaseLost and the store lets go."""
+        a, b = pair
+        lease = a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        assert lease is not None
+        b.acquire("s", owner="w2", now=NOW + 2 * TTL, ttl=TTL)
+        with pytest.raises(LeaseLost, match=r"'w2' holds it now with token 2") as info:
+            a.renew(lease, now=NOW + 2 * TTL, ttl=TTL)
+        assert (info.value.session_id, info.value.token, info.value.current) == ("s", 1, 2)
+        assert a.held == {}
+
+    def test_an_expired_lease_nobody_took_renews(
+        self, pair: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """Expiry alone loses nothing: with the token unchanged, renewal succeeds."""
+        a, _ = pair
+        lease = a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        assert lease is not None
+        assert a.renew(lease, now=NOW + 10 * TTL, ttl=TTL).token == 1
+
+
+class TestFencing:
+    def test_the_owner_appends(self, pair: tuple[PostgresStore, PostgresStore]) -> None:
+        """Appends under a current lease are stored."""
+        a, _ = pair
+        a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        a.append(more(a, 2))
+        assert a.load_state("s").seq == 5
+
+    def test_a_stale_owner_is_refused(self, pair: tuple[PostgresStore, PostgresStore]) -> None:
+        """After a takeover the old owner's append is refused with LeaseLost: nothing stored,
+        even though its events would apply (nobody wrote in between)."""
+        a, b = pair
+        a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        late = more(a, 2)
+        b.acquire("s", owner="w2", now=NOW + TTL, ttl=TTL)
+        with pytest.raises(LeaseLost, match=r"Cannot append to session 's': its lease was taken over \('w1' held token 1; 'w2' holds it now with token 2\)\. Nothing was stored"):
+            a.append(late)
+        assert b.load_state("s").seq == 3
+        b.append(more(b, 1))
+        assert b.load_state("s").seq == 4
+
+    def test_a_batch_with_one_lost_session_stores_nothing(
+        self, pair: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """A batch mixing a held session and a lost one is refused whole."""
+        a, b = pair
+        a.append(conversation("t", 1))
+        a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        a.acquire("t", owner="w1", now=NOW, ttl=TTL)
+        batch = more(a, 1) + continue_session(a.load_state("t"), 1)[0]
+        b.acquire("t", owner="w2", now=NOW + TTL, ttl=TTL)
+        with pytest.raises(LeaseLost):
+            a.append(batch)
+        assert (a.load_state("s").seq, a.load_state("t").seq) == (3, 1)
+
+    def test_late_appends_are_all_refused(self, pair: tuple[PostgresStore, PostgresStore]) -> None:
+        """A paused owner wakes after a takeover and tries 20 appends: 0 are accepted."""
+        a, b = pair
+        a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        b.acquire("s", owner="w2", now=NOW + TTL, ttl=TTL)
+        accepted = 0
+        for _ in range(20):
+            try:
+                a.append(more(a, 1))
+                accepted += 1
+            except LeaseLost:
+                pass
+        assert accepted == 0
+        assert a.load_state("s").seq == 3
+
+    def test_unleased_writers_are_not_fenced(
+        self, pair: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """A store that holds no lease on a session writes it as SQLiteStore does (seq rules
+        only): tools, imports and migrations."""
+        a, b = pair
+        b.acquire("s", owner="w2", now=NOW, ttl=TTL)
+        a.append(more(a, 1))
+        assert b.load_state("s").seq == 4
+
+    def test_a_takeover_waits_for_a_write_in_flight(
+        self, pair: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """The fence holds the lease row until the write commits: a takeover racing a write
+        either sees it stored (and the new owner's load includes it) or refuses it."""
+        a, b = pair
+        a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        outcome: list[str] = []
+
+        def write() -> None:
+            try:
+                a.append(more(a, 1))
+                outcome.append("stored")
+            except LeaseLost:
+                outcome.append("refused")
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        taken = b.acquire("s", owner="w2", now=NOW + TTL, ttl=TTL)
+        head = b.load_state("s").seq
+        thread.join(60)
+        assert taken is not None
+        final = b.load_state("s").seq
+        assert outcome in (["stored"], ["refused"])
+        if outcome == ["refused"]:
+            assert final == 3
+        else:
+            # Stored before the takeover committed (it waited): the new owner's first load has it.
+            assert final == head == 4
