@@ -17,6 +17,8 @@ Tables (version 1), the SQLite store's tables with PostgreSQL's types, plus
     snapshots        session_id -> the latest snapshot's seq, record and its digest
     snapshot_chunks  (session_id, part, chunk) -> version seq, chunk (zlib JSON), its digest
                      (parts: messages, turns, audit)
+    snapshot_history (session_id, seq) -> an older snapshot's record (a checkpoint)
+    chunk_versions   (session_id, part, chunk, seq) -> a chunk version a checkpoint names
     leases           session_id -> owner, fencing token, expiry (see _leases)
 
 The database enforces what it can on its own: the primary key makes
@@ -81,6 +83,22 @@ _TABLES = (
         body       bytea NOT NULL,
         digest     text,
         PRIMARY KEY (session_id, part, chunk)
+    )""",
+    """CREATE TABLE IF NOT EXISTS {schema}.snapshot_history (
+        session_id text NOT NULL,
+        seq        bigint NOT NULL,
+        record     text NOT NULL,
+        digest     text NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    )""",
+    """CREATE TABLE IF NOT EXISTS {schema}.chunk_versions (
+        session_id text NOT NULL,
+        part       text NOT NULL,
+        chunk      bigint NOT NULL,
+        seq        bigint NOT NULL,
+        body       bytea NOT NULL,
+        digest     text,
+        PRIMARY KEY (session_id, part, chunk, seq)
     )""",
     """CREATE TABLE IF NOT EXISTS {schema}.leases (
         session_id text PRIMARY KEY,

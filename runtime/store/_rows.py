@@ -19,6 +19,7 @@ from .._state import SessionState
 from .._storable import MAX_SEQ
 from .._timeline import Timeline
 from ._chain import ChainCheck, digest, genesis
+from ._checkpoints import checkpoint, forget, keep
 from ._compact import decode_body
 from ._db import Db
 from ._snapshot import Refs, SnapshotPlan, decode_snapshot, pack_chunk
@@ -252,6 +253,7 @@ def read_snapshot(
 def write_snapshot(db: Db, plan: SnapshotPlan, session_id: str) -> None:
     """Write the chunks (compressed, see ``pack_chunk``) and the record a plan lists,
     dropping chunks past its end."""
+    keep(db, plan, session_id)  # chunk versions an older checkpoint still names
     rows = []
     for part, number, body in plan.chunks:
         packed = pack_chunk(body, final=number < len(plan.refs[part]) - 1)
@@ -273,9 +275,11 @@ def write_snapshot(db: Db, plan: SnapshotPlan, session_id: str) -> None:
         "digest = excluded.digest",
         (session_id, plan.seq, plan.record, digest(plan.record.encode())),
     )
+    checkpoint(db, plan, session_id)
 
 
 def delete_snapshot(db: Db, session_id: str) -> None:
-    """Drop the session's snapshot (its record and chunks)."""
+    """Drop the session's snapshot (its record and chunks) and its checkpoints."""
+    forget(db, session_id)
     db.execute("DELETE FROM snapshot_chunks WHERE session_id = ?", (session_id,))
     db.execute("DELETE FROM snapshots WHERE session_id = ?", (session_id,))

@@ -239,7 +239,13 @@ def rebuild_rows(
         for sid in sorted(_derived_ids(db) - set(ids), key=repr):
             # By the stored bytes: an id that is not valid UTF-8 cannot be bound as text.
             raw = sid.encode("utf-8", "surrogateescape")
-            for table in ("sessions", "snapshots", "snapshot_chunks"):
+            for table in (
+                "sessions",
+                "snapshots",
+                "snapshot_chunks",
+                "snapshot_history",
+                "chunk_versions",
+            ):
                 db.execute(f"DELETE FROM {table} WHERE CAST(session_id AS BLOB) = ?", (raw,))
             removed.append(sid)
     return RebuildReport(rebuilt=tuple(rebuilt), removed=tuple(removed), skipped=tuple(skipped))

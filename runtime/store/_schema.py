@@ -47,6 +47,7 @@ from pathlib import Path
 from .._errors import NotAStore, SchemaVersionError, StoreError
 from .._storable import storable_text
 from ._chain import genesis, link
+from ._checkpoints import TABLES as CHECKPOINT_TABLES
 from ._summaries import summary_digest
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "TRIGGERS", "connect", "migrate", "run_step"]
@@ -180,12 +181,15 @@ Step = str | Callable[[sqlite3.Connection], None]
 
 
 def _v3_audit_part(db: sqlite3.Connection) -> None:
-    """Let snapshot chunks hold the model-call audit rows (a third part, ``audit``).
+    """Let snapshot chunks hold the model-call audit rows (a third part, ``audit``), and
+    add the checkpoint tables (``_checkpoints``).
 
     SQLite cannot widen a CHECK in place: the chunk table is made again. Snapshots
     are derived data: the old ones are dropped, and the next append (or ``amber
     recover --rebuild``) writes new ones from the log.
     """
+    for table in CHECKPOINT_TABLES:
+        db.execute(table)
     row = db.execute("SELECT sql FROM sqlite_master WHERE name = 'snapshot_chunks'").fetchone()
     if row is not None and "'audit'" in row[0]:
         return

@@ -1,9 +1,10 @@
 """Time travel from a store: any stretch of a session from the nearest stored state.
 
-A session's stored states are its start (seq 0) and its latest snapshot. The
-state at a seq is the nearest of them at or before it plus the events after
-it, so reaching seq 10, or a seq just past the snapshot, reads and applies a
-handful of events, not the whole log (``load_span``); ``walk`` streams a
+A session's stored states are its start (seq 0), its checkpoints (an older
+snapshot kept every ``CHECKPOINT_EVERY`` events, ``_checkpoints``) and its
+latest snapshot. The state at a seq is the nearest of them at or before it
+plus the events after it, so reaching any seq reads and applies at most a
+checkpoint's span of events, not the whole log (``load_span``); ``walk`` streams a
 stretch one event at a time, so the first line of a listing does not wait for
 the last. Every row read is checked against the hash chain from that stored
 state on.
@@ -27,6 +28,7 @@ from .._reducer import apply
 from .._state import SessionState
 from .._timeline import Timeline
 from ._chain import ChainCheck
+from ._checkpoints import nearest, read_checkpoint
 from ._db import Db
 from ._rows import chain_at, read_events, read_snapshot
 
@@ -77,12 +79,17 @@ def check_span(first: object, last: object, head: int) -> tuple[int, int]:
 def _base(
     db: Db, session_id: str, chunk_size: int, seq: int
 ) -> tuple[SessionState, str]:
-    """The nearest stored state at or before ``seq`` and the chain's hash there."""
+    """The nearest stored state at or before ``seq`` (the latest snapshot, a checkpoint, or
+    the session's start) and the chain's hash there."""
     row = db.execute("SELECT seq FROM snapshots WHERE session_id = ?", (session_id,)).fetchone()
-    if row is not None and type(row[0]) is int and 0 < row[0] <= seq:
+    latest = row[0] if row is not None and type(row[0]) is int and 0 < row[0] <= seq else 0
+    kept = nearest(db, session_id, seq) or 0
+    if latest and latest >= kept:
         state, _, chain = read_snapshot(db, session_id, chunk_size)
         if chain is not None and state.seq <= seq:
             return state, chain
+    if kept:
+        return read_checkpoint(db, session_id, kept, chain_at(db, session_id, kept))
     return SessionState.empty(session_id), chain_at(db, session_id, 0)
 
 

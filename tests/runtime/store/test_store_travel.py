@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import runtime.store._checkpoints as checkpoints
 import runtime.store._travel as travel
 from runtime import Event, InvalidArgument, UnknownSession, replay
 from runtime.store import SQLiteStore
@@ -141,3 +143,52 @@ class TestBulk:
             raise ValueError("boom")
         assert gc.isenabled()
         assert gc.get_freeze_count() == 0
+
+
+class TestCheckpoints:
+    @settings(
+        max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        log=session_events(max_steps=60),
+        every=st.integers(min_value=1, max_value=6),
+        checkpoint_every=st.integers(min_value=1, max_value=20),
+        chunk=st.integers(min_value=1, max_value=4),
+        batch=st.integers(min_value=1, max_value=7),
+        ends=st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)),
+    )
+    def test_spans_start_at_the_nearest_checkpoint(
+        self,
+        tmp_path_factory: Any,
+        log: list[Event],
+        every: int,
+        checkpoint_every: int,
+        chunk: int,
+        batch: int,
+        ends: tuple[int, int],
+    ) -> None:
+        """Older snapshots kept as checkpoints give the same states as a replay, from the
+        nearest one (their chunk versions survive later snapshots)."""
+        path = tmp_path_factory.mktemp("cp") / "s.db"
+        full = replay(log)
+        first, last = sorted(end % (len(log) + 1) for end in ends)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(checkpoints, "CHECKPOINT_EVERY", checkpoint_every)
+            with SQLiteStore(path, snapshot_every=every, chunk_size=chunk) as store:
+                for start in range(0, len(log), batch):
+                    store.append(log[start : start + batch])
+        with SQLiteStore(path, snapshot_every=every, chunk_size=chunk) as store:
+            kept = [
+                row[0]
+                for row in sqlite3.connect(path).execute(
+                    "SELECT seq FROM snapshot_history UNION SELECT seq FROM snapshots"
+                )
+            ]
+            line = store.load_span("s", first, last)
+            assert line.first_seq == max([seq for seq in kept if seq <= first], default=0)
+            for seq in range(first, last + 1):
+                assert line.at(seq) == full.at(seq)
+            for seq in kept:  # every checkpoint decodes to the replayed state
+                assert store.load_span("s", seq, seq).at(seq) == full.at(seq)
+            store.rebuild()
+            assert store.load_span("s", last).head == full.head
