@@ -192,3 +192,38 @@ class TestCheckpoints:
                 assert store.load_span("s", seq, seq).at(seq) == full.at(seq)
             store.rebuild()
             assert store.load_span("s", last).head == full.head
+
+
+class TestPostgres:
+    """The same time travel on PostgreSQL: spans, walks and checkpoints (bytea chunks)."""
+
+    @settings(
+        max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        log=session_events(max_steps=40, rich=True),
+        every=st.integers(min_value=1, max_value=6),
+        ends=st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)),
+    )
+    def test_spans_walks_and_checkpoints(
+        self, open_pg: Any, log: list[Event], every: int, ends: tuple[int, int]
+    ) -> None:
+        full = replay(log)
+        first, last = sorted(end % (len(log) + 1) for end in ends)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(checkpoints, "CHECKPOINT_EVERY", 5)
+            store = open_pg(snapshot_every=every, chunk_size=2)
+            for start in range(0, len(log), 3):
+                store.append(log[start : start + 3])
+        line = store.load_span("s", first, last)
+        assert line.first_seq <= first
+        for seq in range(first, last + 1):
+            assert line.at(seq) == full.at(seq)
+        for event, before, after in store.walk("s", first, last):
+            assert (event, before, after) == (
+                full.event(event.seq),
+                full.at(event.seq - 1),
+                full.at(event.seq),
+            )
+        store.rebuild()
+        assert store.load_span("s", last).head == full.head
