@@ -270,6 +270,7 @@ class Timeline:
             audit=start.audit,
             audit_ops=start.audit_ops,
             audit_running=(),
+            audit_rows=start.audit_rows,
         )
         if check_consistent(state):  # not a state apply() made: let apply() say what is wrong
             return Timeline(base=start).append(event)

@@ -169,6 +169,20 @@ class TestAuditRows:
             assert _record(plan.record) == _record(full.record)
             previous, refs = head, plan.refs
 
+    @settings(max_examples=40, deadline=None)
+    @given(log=audited_sessions(), point=st.integers(min_value=1, max_value=400))
+    def test_a_fork_keeps_no_audit_rows(self, log: list[Event], point: int) -> None:
+        """A fork carries no model-call audit rows, in its map and in the ordered vector a
+        snapshot writes from (fork() builds its state from the source's: found at merge)."""
+        timeline = replay(log)
+        fork = timeline.fork(point % timeline.last_seq + 1, "f", at=EPOCH)
+        applied = apply(SessionState.empty("f"), fork.event(1))
+        assert list(fork.head.audit_rows) == list(applied.audit_rows) == []
+        assert list(fork.head.turn_order) == list(applied.turn_order)
+        full = plan_snapshot(fork.head, previous=None, refs=None, chunk_size=2, chain="h")
+        again = plan_snapshot(applied, previous=None, refs=None, chunk_size=2, chain="h")
+        assert full.chunks == again.chunks
+
     @settings(
         max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
     )
