@@ -2,18 +2,24 @@
 
 The default run has one worker answering input another process stored. The
 fault tests (``slow``) SIGKILL a worker mid-turn (its sessions go on on
-another worker once their leases expire, every input answered once) and
+another worker once their leases expire, every input answered once),
 SIGSTOP one past its lease (its late appends are all refused by the fencing
-token). Waits poll the store; their bounds are hang guards.
+token), and restart PostgreSQL under running workers (a private server made
+for the test: they reconnect and go on). Waits poll the store; their bounds
+are hang guards.
 """
 
 from __future__ import annotations
 
+import shutil
 import signal
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
+from pg_server import PrivateServer, binaries
 from worker_procs import Worker, replies, send, wait_until
 
 from runtime import Category, Status, category_of
@@ -137,3 +143,47 @@ def test_sigstop_past_the_lease_late_appends_are_refused(
             assert "from paused" not in replies(state)
             store.verify(sid)
         assert accepted == 0
+
+
+@pytest.fixture
+def private_server() -> Iterator[PrivateServer]:
+    bin_dir = binaries()
+    if bin_dir is None:
+        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl) to make a private server")
+    # Not under pytest's tmp folder: the server's user must reach it (pytest's is private).
+    root = Path(tempfile.mkdtemp(prefix="amber-pg-"))
+    try:
+        server = PrivateServer(root, bin_dir)
+        yield server
+        server.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_postgres_restarts_under_running_workers(
+    private_server: PrivateServer, workers: list[Worker]
+) -> None:
+    """Two workers answer sessions; the server restarts (every connection cut, notifications
+    lost): the workers stay up, reconnect and answer what arrives after, each input once;
+    every log verifies."""
+    dsn, schema = private_server.dsn, "amber"
+    before, after = [f"b{i}" for i in range(6)], [f"a{i}" for i in range(6)]
+    with PostgresStore(dsn, schema=schema) as store:
+        workers.append(Worker(dsn, schema, "w1", "fast"))
+        workers.append(Worker(dsn, schema, "w2", "fast"))
+        for sid in before:
+            send(store, sid, f"question for {sid}")
+        wait_until(lambda: all(answered_once(store, sid) for sid in before), "answers before")
+    private_server.restart()
+    with PostgresStore(dsn, schema=schema) as store:
+        for sid in after:
+            send(store, sid, f"question for {sid}")
+        wait_until(lambda: all(answered_once(store, sid) for sid in after), "answers after")
+        for sid in before + after:
+            timeline = store.verify(sid)
+            assert [e.seq for e in timeline.events()] == list(range(1, timeline.last_seq + 1))
+            assert len(replies(timeline.head)) == 1
+        assert store.check().ok
+    for worker in workers:
+        assert worker.proc.poll() is None, f"worker {worker.name} died:\n{worker.text}"
