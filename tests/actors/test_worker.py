@@ -69,10 +69,10 @@ def test_a_worker_answers_input_stored_elsewhere(
 def test_sigkill_mid_turn_another_worker_takes_over(
     postgres_dsn: str, schema: str, workers: list[Worker]
 ) -> None:
-    """Three workers, 30 sessions with turns in flight on one of them; SIGKILL it: the other
+    """Three workers, 200 sessions with turns in flight on one of them; SIGKILL it: the other
     two take its sessions over once the leases expire, recover the orphaned turns and answer
     every input exactly once; nothing is lost or duplicated, and every log verifies."""
-    sessions = [f"s{i:02d}" for i in range(30)]
+    sessions = [f"s{i:03d}" for i in range(200)]
     with PostgresStore(postgres_dsn, schema=schema) as store:
         doomed = Worker(postgres_dsn, schema, "doomed", "hang")
         workers.append(doomed)
@@ -97,7 +97,7 @@ def test_sigkill_mid_turn_another_worker_takes_over(
             assert [e.seq for e in timeline.events()] == list(range(1, timeline.last_seq + 1))
             assert replies(timeline.head)[0] in ("from w2", "from w3")
         assert store.check().ok
-    print(f"takeover of 30 sessions after SIGKILL: {took:.2f} s (lease ttl 2 s)")
+    print(f"takeover of 200 sessions after SIGKILL: {took:.2f} s (lease ttl 2 s)")
 
 
 @pytest.mark.slow
