@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import hypothesis.errors
 from hypothesis import strategies as st
@@ -39,6 +39,9 @@ from ._parts import FakeChannel, PlanModel, SimAdapter, SimModel, SimTool, fake_
 from ._plans import TurnPlan
 from ._saved import failure_path, inspect_commands, save_sessions
 from ._world import Simulation
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 __all__ = ["INVALID_INPUTS", "SimulationMachine", "invalid_input", "simulation_machine"]
 
@@ -151,18 +154,26 @@ class SimulationMachine(RuleBasedStateMachine):
         """The adapters, made per example: a live and a silent channel by default."""
         return _default_adapters()
 
+    def make_store(self) -> Store | None:
+        """The store, made per example (closed at its end); None (the default): a fresh
+        ``MemoryStore``. Return a ``SQLiteStore`` or ``PostgresStore`` to run the same
+        simulation and checks on a durable store."""
+        return None
+
     def __init__(self) -> None:
         super().__init__()
         made = self.make_model()
         self._planned = made is None
         model: SimModel = PlanModel() if made is None else made
         self._choices: list[int] = []
+        self._store = self.make_store()
         self.sim = Simulation(
             model=model,
             tools=self.tools,
             adapters=self.make_adapters(),
             settings=self.settings,
             choose=self._choose,
+            store=self._store,
         )
         """The simulation under test."""
         self._channels = sorted({a.platform for a in self.sim.adapters}) or ["sim"]
@@ -265,17 +276,21 @@ class SimulationMachine(RuleBasedStateMachine):
         """Settle, check liveness; save a failing example's sessions for ``amber inspect``."""
         failure = sys.exc_info()[1]
         try:
-            if failure is None:
-                self.sim.settle(interrupt_stuck=self.interrupt_stuck)
-                self.sim.raise_problem()
-                self.sim.check_liveness()
-        except Exception as exc:
-            self._save(exc)
-            raise
-        if isinstance(failure, Exception) and not isinstance(
-            failure, hypothesis.errors.UnsatisfiedAssumption
-        ):
-            self._save(failure)
+            try:
+                if failure is None:
+                    self.sim.settle(interrupt_stuck=self.interrupt_stuck)
+                    self.sim.raise_problem()
+                    self.sim.check_liveness()
+            except Exception as exc:
+                self._save(exc)
+                raise
+            if isinstance(failure, Exception) and not isinstance(
+                failure, hypothesis.errors.UnsatisfiedAssumption
+            ):
+                self._save(failure)
+        finally:
+            if self._store is not None:
+                self._store.close()
 
     def _save(self, failure: BaseException) -> None:
         try:
