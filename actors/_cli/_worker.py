@@ -8,6 +8,19 @@ runs, is woken by ``NOTIFY`` when input arrives, renews its leases, and takes
 over the sessions of a worker that died once their leases expire
 (docs/scaling.md). It runs until SIGTERM or Ctrl-C, then stops its sessions
 (their running turns give their input back) and gives its leases back.
+
+Its options can come from a TOML file (``--config worker.toml``), keys as the
+options' names in a ``[worker]`` table::
+
+    [worker]
+    db = "postgresql://amber@db.internal/amber"
+    app = "mybot.app:make_app"
+    lease_ttl = 30
+    poll = 30
+    name = "worker-1"
+
+An option given on the command line (or ``--db`` through ``AMBER_DB``) wins
+over the file.
 """
 
 from __future__ import annotations
@@ -17,7 +30,9 @@ import logging
 import signal
 import sys
 import threading
+import tomllib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -29,7 +44,7 @@ from .._runtime import Runtime
 from .._settings import Settings
 from ._app import CliError, ExitCode, open_any_store
 
-__all__ = ["load_app", "worker"]
+__all__ = ["load_app", "read_config", "worker"]
 
 _KEYS = frozenset({"model", "tools", "settings", "adapters"})
 
@@ -60,7 +75,65 @@ def load_app(ref: str) -> dict[str, Any]:
     return dict(made)
 
 
+_CONFIG: dict[str, type | tuple[type, ...]] = {
+    "db": str, "app": str, "lease_ttl": (int, float), "poll": (int, float), "name": str,
+}  # fmt: skip
+"""The keys of a worker's config file and the TOML types each takes."""
+
+
+def read_config(path: str) -> dict[str, Any]:
+    """The ``[worker]`` table of a TOML file, as the command's option defaults.
+
+    Raises:
+        CliError: the file is missing or not TOML, or a key is unknown or of the wrong type.
+    """
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CliError(
+            f"No worker config at {path!r}: the file does not exist.", ExitCode.NOT_FOUND
+        ) from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CliError(
+            f"Cannot read the worker config {path!r}: {exc}. It must be a TOML file with a "
+            "[worker] table (docs/scaling.md).",
+            ExitCode.USAGE,
+        ) from exc
+    table = data.get("worker")
+    if not isinstance(table, dict):
+        raise CliError(
+            f"The worker config {path!r} has no [worker] table; put the options under one "
+            f"(keys: {', '.join(_CONFIG)}).",
+            ExitCode.USAGE,
+        )
+    for key, value in table.items():
+        wanted = _CONFIG.get(key)
+        if wanted is None:
+            raise CliError(
+                f"The worker config {path!r} has an unknown key {key!r}; the keys are "
+                f"{', '.join(_CONFIG)}.",
+                ExitCode.USAGE,
+            )
+        if isinstance(value, bool) or not isinstance(value, wanted):
+            kind = "a string" if wanted is str else "a number of seconds"
+            raise CliError(
+                f"In the worker config {path!r}, {key} must be {kind} (got {value!r}).",
+                ExitCode.USAGE,
+            )
+    return {("app_ref" if key == "app" else key): value for key, value in table.items()}
+
+
+def _config(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.default_map = {**(ctx.default_map or {}), **read_config(value)}
+
+
 @click.command()
+@click.option(
+    "--config", type=click.Path(dir_okay=False), callback=_config, is_eager=True,
+    expose_value=False, metavar="FILE",
+    help="A TOML file whose [worker] table gives these options (the command line wins).",
+)  # fmt: skip
 @click.option(
     "--db", required=True, envvar="AMBER_DB", metavar="URL",
     help="The PostgreSQL store (postgresql://…; schema $AMBER_PG_SCHEMA, default amber).",

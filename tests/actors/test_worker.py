@@ -17,11 +17,14 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from pg_server import PrivateServer, binaries
 from worker_procs import Worker, replies, send, wait_until
 
+from actors._cli import cli
 from runtime import Category, Status, category_of
 from runtime.store import PostgresStore
 
@@ -63,6 +66,65 @@ def test_a_worker_answers_input_stored_elsewhere(
         assert lease.owner == "w1"
         assert lease.expires_at.year < 2000  # given back (expired at once)
         store.verify("s")
+
+
+def test_a_worker_runs_from_a_config_file(
+    postgres_dsn: str, schema: str, workers: list[Worker], tmp_path: Path
+) -> None:
+    """``amber worker --config FILE``: the file's [worker] table gives every option."""
+    config = tmp_path / "worker.toml"
+    config.write_text(
+        f'[worker]\ndb = "{postgres_dsn}"\napp = "worker_app:make_app"\n'
+        'lease_ttl = 2\npoll = 0.5\nname = "from-config"\n',
+        encoding="utf-8",
+    )
+    with PostgresStore(postgres_dsn, schema=schema) as store:
+        worker = Worker(postgres_dsn, schema, "from-config", "fast", config=config)
+        workers.append(worker)
+        send(store, "c", "hello?")
+        wait_until(lambda: replies(store.load_state("c")) == ["from from-config"], "answers")
+        assert worker.stop() == 0
+        lease = store.lease("c")
+        assert lease is not None
+        assert lease.owner == "from-config"
+
+
+class TestConfigErrors:
+    """A worker config that cannot be used is refused before anything starts."""
+
+    def run(self, tmp_path: Path, text: str | None, *extra: str) -> Any:
+        config = tmp_path / "worker.toml"
+        if text is not None:
+            config.write_text(text, encoding="utf-8")
+        return CliRunner().invoke(cli, ["worker", "--config", str(config), *extra])
+
+    def test_missing_file(self, tmp_path: Path) -> None:
+        result = self.run(tmp_path, None)
+        assert result.exit_code == 3
+        assert "No worker config at" in result.output
+
+    @pytest.mark.parametrize(
+        ("text", "said"),
+        [
+            ("worker = [", "Cannot read the worker config"),
+            ('db = "x"\n', "has no [worker] table"),
+            ('[worker]\nmodel = "m"\n', "unknown key 'model'"),
+            ('[worker]\npoll = "soon"\n', "poll must be a number of seconds (got 'soon')"),
+            ("[worker]\nname = 7\n", "name must be a string (got 7)"),
+        ],
+    )
+    def test_bad_config(self, tmp_path: Path, text: str, said: str) -> None:
+        result = self.run(tmp_path, text)
+        assert result.exit_code == 2, result.output
+        assert said in result.output
+
+    def test_the_file_gives_the_options_and_the_command_line_wins(self, tmp_path: Path) -> None:
+        text = '[worker]\ndb = "from-file.db"\napp = "worker_app:make_app"\n'
+        result = self.run(tmp_path, text)
+        assert result.exit_code == 2
+        assert "got 'from-file.db'" in result.output
+        result = self.run(tmp_path, text, "--db", "from-command-line.db")
+        assert "got 'from-command-line.db'" in result.output
 
 
 @pytest.mark.slow

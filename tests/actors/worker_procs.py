@@ -26,17 +26,25 @@ GUARD = 120.0
 class Worker:
     """One ``amber worker`` process; its stderr is collected line by line."""
 
-    def __init__(self, dsn: str, schema: str, name: str, model: str, **env: str) -> None:
+    def __init__(
+        self, dsn: str, schema: str, name: str, model: str, config: Path | None = None, **env: str
+    ) -> None:
+        """``config``: run with ``--config FILE`` alone (the file names the rest)."""
         self.name = name
         environment = {
             **os.environ, "AMBER_PG_SCHEMA": schema, "WORKER_MODEL": model, "WORKER_NAME": name,
             **env,
         }  # fmt: skip
+        options = (
+            ["--config", str(config)] if config is not None else [
+                "--db", dsn, "--app", "worker_app:make_app", "--name", name,
+                "--lease-ttl", "2", "--poll", "0.5",
+            ]
+        )  # fmt: skip
         self.proc = subprocess.Popen(
             [
                 sys.executable, "-c", "from actors._cli import main; raise SystemExit(main())",
-                "worker", "--db", dsn, "--app", "worker_app:make_app", "--name", name,
-                "--lease-ttl", "2", "--poll", "0.5",
+                "worker", *options,
             ],
             cwd=HERE, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             text=True,
