@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 import sqlite3
@@ -178,12 +179,13 @@ class TestCheckpoints:
                 for start in range(0, len(log), batch):
                     store.append(log[start : start + batch])
         with SQLiteStore(path, snapshot_every=every, chunk_size=chunk) as store:
-            kept = [
-                row[0]
-                for row in sqlite3.connect(path).execute(
-                    "SELECT seq FROM snapshot_history UNION SELECT seq FROM snapshots"
-                )
-            ]
+            with contextlib.closing(sqlite3.connect(path)) as db:  # 3.13 warns about unclosed
+                kept = [
+                    row[0]
+                    for row in db.execute(
+                        "SELECT seq FROM snapshot_history UNION SELECT seq FROM snapshots"
+                    )
+                ]
             line = store.load_span("s", first, last)
             assert line.first_seq == max([seq for seq in kept if seq <= first], default=0)
             for seq in range(first, last + 1):
