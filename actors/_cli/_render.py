@@ -32,7 +32,7 @@ from runtime import (
     thaw,
 )
 
-from .._channels import format_turn_metrics
+from .._metrics import format_turn_metrics
 from ._text import (
     AUDIT_STYLES,
     OUTCOME_STYLES,

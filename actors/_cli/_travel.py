@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.table import Table
 from rich.text import Text
 
 from runtime import (
@@ -40,9 +39,7 @@ from ._app import (
     resolve_seq_between,
     stdout_console,
 )
-from ._calls import print_call
 from ._render import describe_event, touched_ids
-from ._tables import message_detail
 from ._text import join, money, status_text, time_text
 from ._views import PROVIDERS, VIEWS, print_view, view_data
 
@@ -94,6 +91,8 @@ def sessions(db: str, as_json: bool) -> None:
     its last event, when it was last active (UTC), and what its model calls
     cost (as recorded in their audit rows).
     """
+    from rich.table import Table
+
     with open_store(db) as store:
         infos = store.list_sessions()
         costs = {info.session_id: _session_cost(store, info.session_id) for info in infos}
@@ -324,6 +323,8 @@ def show(
     """
     with open_store(db) as store:
         if call is not None:
+            from ._calls import print_call  # the request builders: only for --call
+
             print_call(load_timeline(store, session, db), call, as_json=as_json)
             return
         # Only the state asked for, from the nearest stored one (not the whole log).
@@ -381,4 +382,6 @@ def _show_message(head: SessionState, state: SessionState, message_id: str, as_j
     if as_json:
         emit_json(to_data(message))
         return
+    from ._tables import message_detail
+
     stdout_console().print(message_detail(message))
