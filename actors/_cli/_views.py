@@ -18,7 +18,6 @@ from typing import Any
 import attrs
 import click
 import orjson
-from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from runtime import Event, Message, SessionState, to_data
@@ -27,6 +26,7 @@ from .._errors import InvalidConfig
 from ._text import excerpt
 
 if typing.TYPE_CHECKING:
+    from rich.console import Console, RenderableType
     from rich.table import Table
 
     from runtime import ModelView, ViewMessage
@@ -116,6 +116,8 @@ def print_view(
 def print_parts(console: Console, parts: list[RenderableType]) -> None:
     """Print renderables; one-line texts go out plain (and fast) when stdout is not a terminal."""
     if console.is_terminal:
+        from rich.console import Group
+
         console.print(Group(*parts))
         return
     out: list[str] = []
