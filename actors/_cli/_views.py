@@ -136,13 +136,9 @@ def print_parts(console: Console, parts: list[RenderableType]) -> None:
 
 def view_parts(view: str, state: SessionState, *, full: bool = False) -> list[RenderableType]:
     """``view`` of ``state`` as renderables: message lines, tables, or the request as JSON."""
-    from rich.json import JSON
-
-    from runtime import clean_history, session_history
-
-    from ._tables import model_call_lines, turn_lines
-
     if view == "state":
+        from ._tables import model_call_lines, turn_lines
+
         parts: list[RenderableType] = []
         if len(state):
             parts += _messages(state.messages, full=full)
@@ -156,16 +152,22 @@ def view_parts(view: str, state: SessionState, *, full: bool = False) -> list[Re
             parts.extend(calls)
         return parts
     if view == "history":
+        from runtime import session_history
+
         history = session_history(state)
         title = f"session_history: {len(history)} messages, phased"
         return _messages(history, full=full, title=title)
     if view == "clean":
+        from runtime import clean_history
+
         model_view = clean_history(state)
         note = ", truncated" if model_view.truncated else ""
         return [
             Text(f"clean_history: {len(model_view)} messages{note}", style="bold"),
             _model_view_table(model_view, full=full),
         ]
+    from rich.json import JSON
+
     return [
         Text(f"{view} request view (no system prompt):", style="bold"),
         JSON(json_text(view_data(view, state))),
