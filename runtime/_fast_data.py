@@ -40,6 +40,11 @@ FAST_DATA = all(tuple(f.name for f in attrs.fields(cls)) == known for cls, known
 """False when a class's fields changed and this module was not taught them."""
 
 
+def _map(value: Any) -> Any:
+    """``canonical(value)``; most maps here are empty, and sorting an empty pmap is not free."""
+    return canonical(value) if value else {}
+
+
 def message_data(m: Message) -> dict[str, Any] | None:
     """``to_data(m)``, or ``None`` when the message is for cattrs (attachments, elements)."""
     if not FAST_DATA or m.attachments or m.browser_elements:
@@ -51,11 +56,11 @@ def message_data(m: Message) -> dict[str, Any] | None:
         "sender": m.sender, "parent_id": m.parent_id, "turn_id": m.turn_id,
         "chatbot_id": m.chatbot_id, "channel_id": m.channel_id,
         "tool_call": None if call is None else {
-            "id": call.id, "name": call.name, "arguments": canonical(call.arguments),
+            "id": call.id, "name": call.name, "arguments": _map(call.arguments),
             "index": call.index,
         },
         "tool_call_id": m.tool_call_id, "is_error": m.is_error, "error_type": m.error_type,
-        "attachments": [], "browser_elements": [], "metadata": canonical(m.metadata),
+        "attachments": [], "browser_elements": [], "metadata": _map(m.metadata),
         "event_seq": m.event_seq, "active": m.active,
     }  # fmt: skip
 
@@ -67,9 +72,9 @@ def turn_data(t: Turn) -> dict[str, Any] | None:
     return {
         "id": t.id, "status": t.status, "started_at": t.started_at.isoformat(),
         "started_seq": t.started_seq, "input_ids": list(t.input_ids),
-        "open_calls": canonical(t.open_calls),
+        "open_calls": _map(t.open_calls),
         "ended_at": None if t.ended_at is None else t.ended_at.isoformat(),
-        "ended_seq": t.ended_seq, "reason": t.reason, "metrics": canonical(t.metrics),
+        "ended_seq": t.ended_seq, "reason": t.reason, "metrics": _map(t.metrics),
         "duration_ms": t.duration_ms, "runner": t.runner,
-        "awaiting_approval": canonical(t.awaiting_approval),
+        "awaiting_approval": _map(t.awaiting_approval),
     }  # fmt: skip
