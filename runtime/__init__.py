@@ -198,6 +198,8 @@ from ._segments import ToolState as ToolState
 from ._segments import ui_segments as ui_segments
 from ._state import STATUS_ORDER as STATUS_ORDER
 from ._state import SessionState as SessionState
+from ._state import added_seq as added_seq
+from ._state import inherited as inherited
 from ._storable import INT_MAX as INT_MAX
 from ._storable import INT_MIN as INT_MIN
 from ._storable import MAX_DEPTH as MAX_DEPTH
@@ -431,6 +433,7 @@ __all__ = [
     "Visibility",
     "Warn",
     "Window",
+    "added_seq",
     "apply",
     "approx_tokens",
     "awaits_delivery",
@@ -454,6 +457,7 @@ __all__ = [
     "from_data",
     "from_json",
     "hang",
+    "inherited",
     "is_terminal",
     "model_calls",
     "new_message",
