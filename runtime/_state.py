@@ -34,6 +34,7 @@ from pyrsistent.typing import PVector
 from ._audit import AuditRow, AuditStatus, model_calls, operation_key
 from ._errors import UnknownMessage
 from ._message import Message, MessageType, Status
+from ._replace import replace as _replace
 from ._turn import Turn, TurnStatus
 
 __all__ = ["STATUS_ORDER", "SessionState"]
@@ -233,6 +234,18 @@ def added_seq(state: SessionState, message: Message) -> int | None:
     message inherited by a fork was added by the fork's ``BranchImported``, seq 1.
     """
     return IMPORT_SEQ if inherited(state, message) else message.event_seq
+
+
+def as_own(state: SessionState, message: Message) -> Message:
+    """``message`` as ``state``'s session shows it to the outside world (adapters, subscribers).
+
+    An inherited message gets this session's id and the seq that added it here (1), so
+    whoever routes or acknowledges it by ``session_id`` reaches this session, not its
+    source; the session's own messages are returned as they are.
+    """
+    if message.session_id == state.session_id:
+        return message
+    return _replace(message, session_id=state.session_id, event_seq=IMPORT_SEQ)
 
 
 def build_state(

@@ -6,25 +6,34 @@ from typing import Any
 
 import attrs
 import pytest
+from conftest import T0, Session
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_timeline import seed_trace
 
 from runtime import (
+    Announce,
     BranchImported,
     Category,
+    Delivered,
     Event,
     EventRejected,
+    Loaded,
     MessageAdded,
     RolledBack,
+    SessionMachine,
     SessionState,
+    Status,
     Timeline,
     TurnEnded,
+    TurnSettings,
     added_seq,
     apply,
     from_json,
     inherited,
     new_message,
     reply_of,
+    step,
     to_json,
 )
 from runtime._fork import TurnsInOrder, lineage
@@ -121,11 +130,11 @@ class TestSharedFork:
         as with the copying fork."""
         _, timeline, seq = case
         shared, copied = timeline.fork(seq, "f", at=EPOCH), copying_fork(timeline, seq, "f")
-        question = new_message(
-            Category.USER_QUESTION, id="fork_q", session_id="f", created_at=EPOCH, sender="Chii"
-        )
-        added = MessageAdded(session_id="f", seq=2, at=EPOCH, message=question)
+        # Not an input: a rollback refuses to hide input still waiting for a turn.
+        notice = new_message(Category.NOTIFICATION, id="fork_n", session_id="f", created_at=EPOCH)
+        added = MessageAdded(session_id="f", seq=2, at=EPOCH, message=notice)
         back = RolledBack(session_id="f", seq=3, at=EPOCH, to_seq=to_seq)
+        source_ids = {m.id for m in timeline.at(seq) if m.active}
         shared, copied = shared.append(added), copied.append(added)
         try:
             expected = copied.append(back).head
@@ -133,7 +142,10 @@ class TestSharedFork:
             with pytest.raises(EventRejected, match=f"^{str(exc)[:40]}"):
                 shared.append(back)
             return
-        assert without_provenance(shared.append(back).head) == expected
+        head = shared.append(back).head
+        assert without_provenance(head) == expected
+        assert not head.message("fork_n").active
+        assert all(m.active == (to_seq == 1) for m in head if m.id in source_ids)
 
     @settings(max_examples=40, deadline=None)
     @given(forked())
@@ -188,7 +200,10 @@ class TestSharedFork:
         assert apply(SessionState.empty("g"), second.event(1)) == second.head
         assert set(lineage(second.head.messages)) <= {"s", "f"}
         back = first.fork(at, "s", at=EPOCH)  # named like the source's source
-        assert all(m.session_id == "s" and m.event_seq == 1 for m in back.head.messages)
+        if "s" in lineage(first.at(at).messages):  # it would inherit messages of "s": copied
+            assert all(m.session_id == "s" and m.event_seq == 1 for m in back.head.messages)
+        else:
+            assert back.head.messages is first.at(at).messages
         assert apply(SessionState.empty("s"), back.event(1)) == back.head
         renamed = without_provenance(back.head)
         renamed = attrs.evolve(
@@ -239,3 +254,29 @@ class TestConsistency:
         state = apply(SessionState.empty("f"), BranchImported(seq=1, **common))
         state = apply(state, BranchImported(seq=2, messages=[other], **common))
         assert (state.message("b").session_id, state.message("b").event_seq) == ("f", 2)
+
+
+class TestForkDelivery:
+    def test_inherited_output_is_announced_and_delivered_as_the_forks(
+        self, session: Session
+    ) -> None:
+        """A fork loaded with output its source had not delivered announces it under the
+        fork's id (adapters route and acknowledge by ``session_id``), and delivering it is an
+        event of the fork."""
+        seed_trace(session)
+        fork = session.timeline.fork(10, "f", at=T0)
+        assert inherited(fork.head, fork.head.message("msg_reply_001"))
+        machine = SessionMachine.load(fork.head)
+        decision = step(machine, TurnSettings(), Loaded(at=T0, mono=0.0))
+        updates = [c.update for c in decision.commands if isinstance(c, Announce)]
+        assert [u.message.id for u in updates] == ["msg_reply_001"]
+        assert [(u.session_id, u.message.session_id, u.message.event_seq) for u in updates] == [
+            ("f", "f", 1)
+        ]
+        delivered = step(
+            decision.machine,
+            TurnSettings(),
+            Delivered(at=T0, mono=0.0, message_id="msg_reply_001", expected=Status.PENDING),
+        )
+        assert [(e.session_id, e.seq) for e in delivered.events] == [("f", 2)]
+        assert delivered.machine.state.message("msg_reply_001").status is Status.DELIVERED
