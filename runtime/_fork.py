@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any, overload
+from typing import overload
 
 from ._events import BranchImported, Checked
 from ._message import Message
 from ._replace import replace
-from ._state import IMPORT_SEQ, SessionState, new_vector
+from ._state import IMPORT_SEQ, SessionState
 from ._turn import Turn
 
 __all__ = ["TurnsInOrder", "fork_parts", "lineage"]
@@ -148,15 +148,15 @@ def fork_parts(
         messages=Checked(source.messages),
         turns=Checked(turns),
     )
-    empty: Any = new_vector()
+    start = SessionState.empty(new_session_id)  # a fork starts without audit rows
     state = replace(
         source,
         session_id=new_session_id,
         seq=IMPORT_SEQ,
         updated_at=at,
-        audit=SessionState.empty(new_session_id).audit,
-        audit_ops=SessionState.empty(new_session_id).audit_ops,
+        audit=start.audit,
+        audit_ops=start.audit_ops,
         audit_running=(),
-        audit_rows=empty,
+        audit_rows=start.audit_rows,
     )
     return event, state
