@@ -207,6 +207,8 @@ if _typing.TYPE_CHECKING:
     from ._segments import ui_segments as ui_segments
     from ._state import STATUS_ORDER as STATUS_ORDER
     from ._state import SessionState as SessionState
+    from ._state import added_seq as added_seq
+    from ._state import inherited as inherited
     from ._storable import INT_MAX as INT_MAX
     from ._storable import INT_MIN as INT_MIN
     from ._storable import MAX_DEPTH as MAX_DEPTH
@@ -308,7 +310,7 @@ _EXPORTS: dict[str, str] = {
     "_request": "RequestRecord digest",
     "_script": "Delay Fail Hang Response Script ScriptStep call calls empty error hang reply",
     "_segments": "Segment SegmentKind ToolState ui_segments",
-    "_state": "STATUS_ORDER SessionState",
+    "_state": "STATUS_ORDER SessionState added_seq inherited",
     "_storable": (
         "INT_MAX INT_MIN MAX_DEPTH MAX_EVENT_BYTES MAX_SEQ MAX_SESSION_ID_CHARS "
         "storable_text"
@@ -363,14 +365,14 @@ __all__ = [
     "TurnOutcome", "TurnRun", "TurnSettings", "TurnStarted", "TurnStatus", "UnknownMessage",
     "UnknownSession", "UnknownTurn", "UnmatchedToolResult", "Update", "Usage", "UserInput",
     "ViewCache", "ViewMessage", "ViewPart", "ViewPrefix", "ViewRole", "Visibility", "Warn",
-    "Window", "apply", "approx_tokens", "awaits_delivery", "build_payload", "cached_view", "call",
-    "call_cost", "calls", "canonical", "category_of", "channel_rule", "check_session_id",
-    "check_transition", "clean_history", "diff", "digest", "empty", "error", "find_call", "freeze",
-    "from_data", "from_json", "hang", "is_terminal", "model_calls", "new_message",
-    "rebuild_request", "replay", "reply", "reply_of", "request_record", "response_metadata",
-    "session_cost", "session_history", "step", "storable_text", "thaw", "to_anthropic", "to_data",
-    "to_gemini", "to_json", "to_openai", "to_openai_responses", "ui_segments", "validate_input",
-    "verify", "views_of", "visibility",
+    "Window", "added_seq", "apply", "approx_tokens", "awaits_delivery", "build_payload",
+    "cached_view", "call", "call_cost", "calls", "canonical", "category_of", "channel_rule",
+    "check_session_id", "check_transition", "clean_history", "diff", "digest", "empty", "error",
+    "find_call", "freeze", "from_data", "from_json", "hang", "inherited", "is_terminal",
+    "model_calls", "new_message", "rebuild_request", "replay", "reply", "reply_of",
+    "request_record", "response_metadata", "session_cost", "session_history", "step",
+    "storable_text", "thaw", "to_anthropic", "to_data", "to_gemini", "to_json", "to_openai",
+    "to_openai_responses", "ui_segments", "validate_input", "verify", "views_of", "visibility",
 ]
 # fmt: on
 

@@ -9,6 +9,7 @@ no clock and makes no id.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -24,6 +25,7 @@ from ._errors import InvalidEvent
 from ._json import FrozenJSON, freeze_metadata, freeze_metrics
 from ._message import Message, Status, Usage, article
 from ._request import RequestRecord
+from ._state import new_vector
 from ._storable import MAX_SEQ, shown
 from ._turn import Turn
 
@@ -99,8 +101,23 @@ def _instance(kind: type) -> Any:
     return check
 
 
+@attrs.frozen
+class Checked:
+    """Items the runtime checked already (a state's own vector): taken as they are.
+
+    Only ``Timeline.fork`` makes these, from a state ``apply`` built; never wrap caller
+    input.
+    """
+
+    items: Any
+    """The sequence, shared, not copied."""
+
+
 def _messages(value: object) -> PVector[Message]:
-    items: PVector[Any] = pvector(value)  # type: ignore[arg-type]
+    if type(value) is Checked:
+        return value.items  # type: ignore[no-any-return]
+    # A pure-Python vector, like a state's: equal vectors hash equal whichever made them.
+    items: PVector[Any] = new_vector(value)  # type: ignore[arg-type]
     for i, item in enumerate(items):
         if not isinstance(item, Message):
             raise InvalidEvent(
@@ -110,8 +127,10 @@ def _messages(value: object) -> PVector[Message]:
     return items
 
 
-def _turns(value: object) -> PVector[Turn]:
-    items: PVector[Any] = pvector(value)  # type: ignore[arg-type]
+def _turns(value: object) -> Sequence[Turn]:
+    if type(value) is Checked:
+        return value.items  # type: ignore[no-any-return]
+    items: PVector[Any] = new_vector(value)  # type: ignore[arg-type]
     for i, item in enumerate(items):
         if not isinstance(item, Turn):
             raise InvalidEvent(
@@ -237,7 +256,11 @@ class BranchImported(Event):
     """A new session starts from another session's state (a fork).
 
     Must be the first event of an empty session. Messages keep their ids and
-    payloads; their ``event_seq`` becomes this event's seq.
+    payloads. A message of another session keeps its ``session_id`` and
+    ``event_seq`` (its provenance: the session and event that added it) when
+    this event has seq 1, as every fork's has; a message of this session, or any
+    message of an import at a later seq, gets this event's seq (and this
+    session's id).
     """
 
     kind: ClassVar[str] = "branch_imported"
@@ -246,10 +269,12 @@ class BranchImported(Event):
     """The session it was forked from."""
     source_seq: int = attrs.field(validator=_seq)
     """The source's seq it was forked at."""
-    messages: PVector[Message] = attrs.field(factory=pvector, converter=_messages)
-    """The source's messages at that seq, rewritten to this session."""
-    turns: PVector[Turn] = attrs.field(factory=pvector, converter=_turns)
-    """The source's turns at that seq, in start order."""
+    messages: PVector[Message] = attrs.field(factory=new_vector, converter=_messages)
+    """The source's messages at that seq, as they are there (a fork shares the source's
+    vector; stores written before forks shared it hold them rewritten to this session)."""
+    turns: Sequence[Turn] = attrs.field(factory=new_vector, converter=_turns)
+    """The source's turns at that seq, in start order (a fork's is a read-only view of the
+    source's turns)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -17,10 +17,10 @@ import attrs
 
 from ._diff import StateDiff, diff
 from ._errors import ReplayMismatch, SeqOutOfRange
-from ._events import BranchImported, Event
+from ._events import Event
+from ._fork import fork_parts
 from ._reducer import apply
-from ._replace import replace
-from ._state import SessionState, check_consistent, new_vector
+from ._state import SessionState
 
 __all__ = ["Entries", "Timeline", "replay", "verify"]
 
@@ -228,11 +228,14 @@ class Timeline:
         return diff(self.at(a), self.at(b))
 
     def fork(self, seq: int, new_session_id: str, *, at: datetime) -> Timeline:
-        """A new session that starts from the state at ``seq``.
+        """A new session that starts from the state at ``seq``, in constant time.
 
-        The new timeline's first event is a ``BranchImported`` carrying that
-        state's messages and turns, rewritten to ``new_session_id``. Give it to
-        a store like any other event to keep the fork.
+        The new timeline's first event is a ``BranchImported`` that shares that
+        state's messages and turns; the fork's state shares the source's vector
+        and indexes. Inherited messages keep their provenance: the
+        ``session_id`` and ``event_seq`` of the session and event that added
+        them (``inherited``, ``added_seq``). Give the event to a store like any
+        other event to keep the fork.
 
         Args:
             seq: the state to fork from.
@@ -243,36 +246,19 @@ class Timeline:
             raise ValueError(
                 f"fork() needs a new session id; got {new_session_id!r}, the source's own id."
             )
-        source = self.at(seq)
-        # The trusted copy: the messages were checked when they were added, and the
-        # event checks the new session id (an invalid one fails it, copies and all).
-        messages = [replace(m, session_id=new_session_id, event_seq=1) for m in source.messages]
-        event = BranchImported(
-            session_id=new_session_id,
-            seq=1,
-            at=at,
+        event, state = fork_parts(
+            self.at(seq),
             source_session_id=self.session_id,
             source_seq=seq,
-            messages=messages,
-            turns=source.turn_list(),
+            new_session_id=new_session_id,
+            at=at,
         )
-        # The state the event makes, built from the source's own indexes (ids, positions,
-        # turns and counts are the same) instead of derived again message by message:
-        # apply() of the event gives an equal state (a property test checks it), which is
-        # what a replay of the stored log does.
+        # The event checked the new session id. The state is the source's, made by apply()
+        # (or a snapshot checked when read), with the fields an import sets: apply() of the
+        # event gives an equal state (a property test pins it), which is what a replay of
+        # the stored log does.
         start = SessionState.empty(new_session_id)
-        state = replace(
-            source,
-            session_id=new_session_id,
-            seq=1,
-            updated_at=at,
-            messages=new_vector(messages),
-            audit=start.audit,
-            audit_ops=start.audit_ops,
-            audit_running=(),
-            audit_rows=start.audit_rows,
-        )
-        if check_consistent(state):  # not a state apply() made: let apply() say what is wrong
+        if state is None:
             return Timeline(base=start).append(event)
         return Timeline._assemble(start, [event], [state])
 

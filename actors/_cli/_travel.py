@@ -22,6 +22,7 @@ from runtime import (
     SessionState,
     Timeline,
     TurnEnded,
+    added_seq,
     session_cost,
     to_data,
 )
@@ -369,9 +370,10 @@ def _show_message(head: SessionState, state: SessionState, message_id: str, as_j
     message = state.get(message_id)
     if message is None:
         later = head.get(message_id)
+        added = None if later is None else added_seq(head, later)
         hint = (
-            f"it is added at seq {later.event_seq}; pass --at {later.event_seq} or later."
-            if later is not None and later.event_seq is not None
+            f"it is added at seq {added}; pass --at {added} or later."
+            if added is not None
             else "'amber show' without --message lists the messages."
         )
         raise CliError(
