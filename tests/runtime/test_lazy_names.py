@@ -80,3 +80,28 @@ def test_one_name_loads_what_it_needs_only() -> None:
     heavy = {"runtime._assembly", "runtime._stream", "runtime._providers", "runtime._clean",
              "runtime._codec", "runtime._events", "cattrs", "runtime.store"}  # fmt: skip
     assert not heavy & loaded
+
+
+def test_postgres_store_without_psycopg_says_what_to_install() -> None:
+    """Without psycopg, ``runtime.store`` imports and ``PostgresStore`` names the extra."""
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('psycopg', 'psycopg_pool'):\n"
+        "            raise ImportError(f'No module named {name!r}')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import runtime.store\n"
+        "print(runtime.store.SQLiteStore.__name__)\n"
+        "try:\n"
+        "    runtime.store.PostgresStore\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    lines = result.stdout.splitlines()
+    assert lines[0] == "SQLiteStore"
+    assert lines[1].startswith("runtime.store.PostgresStore needs psycopg 3 and psycopg-pool (")
+    assert lines[1].endswith("install them with: pip install 'amber[postgres]'.")
