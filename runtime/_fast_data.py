@@ -1,5 +1,9 @@
 """The codec's data of the values a state holds many of, built from their slots.
 
+Events too, when each field is of a type this module knows (by its declared
+type: text, numbers, enums, times, maps, messages); the others (audit rows,
+turns of a fork, model calls) go through cattrs.
+
 A state holds tens of thousands of messages and thousands of turns, and
 cattrs' generated hooks take ~40 µs for each message. A ``Message``, ``Turn``
 or ``ToolCall`` was checked when it was built, so its data is its slots as
@@ -13,15 +17,18 @@ turns itself off and everything goes through cattrs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import attrs
 
+from ._events import Event
 from ._json import canonical
 from ._message import Message, ToolCall
 from ._turn import Turn
 
-__all__ = ["FAST_DATA", "message_data", "turn_data"]
+__all__ = ["FAST_DATA", "event_data", "message_data", "turn_data"]
 
 _KNOWN = {
     Message: (
@@ -78,3 +85,68 @@ def turn_data(t: Turn) -> dict[str, Any] | None:
         "duration_ms": t.duration_ms, "runner": t.runner,
         "awaiting_approval": _map(t.awaiting_approval),
     }  # fmt: skip
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _time(value: datetime) -> str:
+    return value.isoformat()
+
+
+def _message(value: Message) -> dict[str, Any]:
+    data = message_data(value)
+    if data is None:
+        raise _ForCattrs
+    return data
+
+
+def _messages(value: Any) -> list[dict[str, Any]]:
+    return [_message(m) for m in value]
+
+
+class _ForCattrs(Exception):
+    """A value of the event is for cattrs (a message with attachments)."""
+
+
+_BY_TYPE: dict[str, Callable[[Any], Any]] = {
+    "str": _same, "int": _same, "bool": _same, "str | None": _same, "float | None": _same,
+    "Status": _same, "TurnOutcome": _same, "datetime": _time,
+    "PMap[str, FrozenJSON]": _map, "Message": _message, "PVector[Message]": _messages,
+}  # fmt: skip
+"""How each declared field type is written (as cattrs writes it: enums kept, they are str)."""
+
+
+_Plan = tuple[tuple[str, Callable[[Any], Any]], ...] | None
+_PLANS: dict[type[Event], _Plan] = {}
+
+
+def _event_plan(cls: type[Event]) -> _Plan:
+    """Each field of ``cls`` with its writer, or ``None`` if a field's type is not known."""
+    if cls in _PLANS:
+        return _PLANS[cls]
+    fields = []
+    for field in attrs.fields(cls):
+        write = _BY_TYPE.get(field.type) if isinstance(field.type, str) else None
+        if write is None:
+            _PLANS[cls] = None
+            return None
+        fields.append((field.name, write))
+    plan: _Plan = tuple(fields)
+    _PLANS[cls] = plan
+    return plan
+
+
+def event_data(event: Event) -> dict[str, Any] | None:
+    """``to_data(event)``, or ``None`` when the event is for cattrs (see the module docstring)."""
+    plan = _event_plan(type(event)) if FAST_DATA else None
+    if plan is None:
+        return None
+    data: dict[str, Any] = {"kind": event.kind}
+    try:
+        for name, write in plan:
+            data[name] = write(getattr(event, name))
+    except _ForCattrs:
+        return None
+    return data

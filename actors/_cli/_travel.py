@@ -8,10 +8,9 @@ beside a live runtime writing the same file.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.text import Text
 
 from runtime import (
     EVENT_TYPES,
@@ -40,9 +39,13 @@ from ._app import (
     resolve_seq_between,
     stdout_console,
 )
-from ._render import describe_event, touched_ids
-from ._text import join, money, status_text, time_text
-from ._views import PROVIDERS, VIEWS, print_view, view_data
+from ._viewdata import PROVIDERS, VIEWS, view_data
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+# rich and the renderers (``_render``, ``_text``, ``_views``) are imported where they print:
+# ``amber show --json`` loads none of them.
 
 __all__ = ["event_line", "load_timeline", "sessions", "show", "timeline"]
 
@@ -93,6 +96,9 @@ def sessions(db: str, as_json: bool) -> None:
     cost (as recorded in their audit rows).
     """
     from rich.table import Table
+    from rich.text import Text
+
+    from ._text import status_text
 
     with open_store(db) as store:
         infos = store.list_sessions()
@@ -146,12 +152,20 @@ def _cost_data(cost: SessionCost | None) -> float | None:
 
 
 def _cost_text(cost: SessionCost | None) -> Text:
+    from rich.text import Text
+
+    from ._text import money
+
     if cost is None or not cost.priced:
         return Text("-", style="dim")
     return Text(money(cost.usd) + ("+" if not cost.complete else ""))
 
 
 def event_line(event: Event, before: SessionState, after: SessionState, width: int) -> Text:
+    """The timeline's line of ``event``: seq, time, kind, what changed."""
+    from ._render import describe_event
+    from ._text import join, time_text
+
     return join(
         (f"{event.seq:>{width}}", "bold"),
         "  ",
@@ -206,6 +220,11 @@ def timeline(
 
     Seqs may be negative to count back from the head (--from -10: the last ten).
     """
+    from rich.text import Text
+
+    from ._render import describe_event, touched_ids
+    from ._text import time_text
+
     with open_store(db) as store:
         last = head_seq(store, session, db)
         info = store.session(session)
@@ -353,6 +372,9 @@ def show(
             data = {"event": None if event is None else to_data(event), "state": data}
         emit_json(data)
         return
+    from ._render import describe_event
+    from ._views import print_view
+
     console = stdout_console()
     print_view(
         console,

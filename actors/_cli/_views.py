@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Sequence
-from typing import Any
 
-import attrs
 import click
 import orjson
 from rich.text import Text
 
-from runtime import Event, Message, SessionState, to_data
+from runtime import Event, Message, SessionState
 
-from .._errors import InvalidConfig
 from ._text import excerpt
+from ._viewdata import PROVIDERS, VIEWS, view_data
 
 if typing.TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -43,43 +41,6 @@ __all__ = [
     "view_data",
     "view_parts",
 ]
-
-VIEWS = ("state", "history", "clean", "openai", "openai-responses", "anthropic", "gemini")
-"""What ``--view`` takes."""
-PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini")
-"""The views that are provider requests (JSON)."""
-
-
-def view_data(view: str, state: SessionState) -> Any:
-    """The view of ``state`` as JSON-ready data."""
-    if view == "state":
-        return to_data(state)
-    from runtime import (
-        clean_history,
-        session_history,
-        to_anthropic,
-        to_gemini,
-        to_openai,
-        to_openai_responses,
-    )
-
-    if view == "history":
-        return [to_data(m) for m in session_history(state)]
-    if view == "clean":
-        return _model_view_data(clean_history(state))
-    if view == "openai":
-        return to_openai(state)
-    if view == "openai-responses":
-        return to_openai_responses(state, reasoning=True)
-    if view == "anthropic":
-        return to_anthropic(state)
-    if view == "gemini":
-        return to_gemini(state)
-    raise InvalidConfig(f"unknown view {view!r}; expected one of {VIEWS}")
-
-
-def _model_view_data(view: ModelView) -> dict[str, Any]:
-    return attrs.asdict(view, recurse=True)
 
 
 def print_view(

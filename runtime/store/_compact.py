@@ -32,6 +32,7 @@ as before, so a store can mix both. A property test checks
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from enum import Enum
@@ -42,7 +43,7 @@ import orjson
 
 from .._codec import from_data, to_data
 from .._errors import DecodeError
-from .._events import EVENT_TYPES, Event, MessageAdded, StatusChanged, TurnStarted
+from .._events import EVENT_TYPES, Event, MessageAdded, StatusChanged, TurnEnded, TurnStarted
 from .._message import Message
 from .._turn import Turn
 from ._fast import MESSAGE_FIELDS, decode_message_row
@@ -262,6 +263,11 @@ def decode_body(kind: str, session_id: str, seq: int, body: bytes) -> Event:
             )
         except (TypeError, ValueError):
             pass  # the codec names the problem
+    if kind == "turn_ended" and _plain_turn_end(data):
+        try:
+            return TurnEnded(session_id=session_id, seq=seq, at=stamp, **_without_at(data))
+        except (TypeError, ValueError):
+            pass  # the codec names the problem (InvalidArgument is both)
     full: dict[str, Any] = {"kind": kind, "session_id": session_id, "seq": seq}
     full.update(data)
     full["at"] = text
@@ -274,11 +280,34 @@ def decode_body(kind: str, session_id: str, seq: int, body: bytes) -> Event:
     return from_data(full, Event)
 
 
+def _without_at(data: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in data.items() if name != "at"}
+
+
+def _plain_turn_end(data: dict[str, Any]) -> bool:
+    """A ``turn_ended`` body whose fields the constructor checks as the codec does: text
+    ``turn_id``, ``outcome`` and ``reason``, an object of ``metrics`` (frozen and checked by
+    its converter), a finite float ``duration_ms``, no ``partial`` (messages: the codec)."""
+    if not data.keys() - _AT <= _TURN_END_KEYS:
+        return False
+    for name, value in data.items():
+        if name == "metrics":
+            if type(value) is not dict:
+                return False
+        elif name == "duration_ms":
+            if type(value) is not float or not math.isfinite(value):
+                return False
+        elif name != "at" and type(value) is not str:
+            return False
+    return True
+
+
 def _message_data(row: object, session_id: str, at: str) -> dict[str, Any]:
     return dict(zip(MESSAGE_FIELDS, _message_values(row, session_id, at), strict=True))
 
 
 _ADDED_KEYS = frozenset({"at", "message"})
+_TURN_END_KEYS = frozenset({"turn_id", "outcome", "reason", "metrics", "duration_ms"})
 _AT = frozenset({"at"})
 _SIMPLE: dict[str, tuple[Any, frozenset[str]]] = {
     "status_changed": (StatusChanged, frozenset({"message_id", "expected", "status"})),

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runtime import Message, Timeline, ToolCall, Turn, to_data, to_json
-from runtime._codec import _converter
+from runtime._converter import _converter
 from runtime._fast_data import FAST_DATA, message_data, turn_data
 from runtime.testing import messages, timelines
 
