@@ -129,11 +129,13 @@ def small_db(tmp_path_factory: pytest.TempPathFactory) -> str:
         ["show", "s", "--at", "3", "--json"],
         ["show", "s", "--at", "3"],
         ["timeline", "s"],
+        ["timeline", "s", "--json"],
+        ["show", "s", "--at", "4", "--json"],
     ],
 )
 def test_read_commands_import_nothing_heavy(argv: list[str], small_db: str) -> None:
-    """show and timeline (and their --help) load none of READ_HEAVY; show --json not even
-    rich's console."""
+    """show and timeline (and their --help) load none of READ_HEAVY, nor cattrs when they
+    read; timeline --json not rich's console, show --json not even rich."""
     if "--help" not in argv:
         argv = [*argv, "--db", small_db]
     code = (
@@ -150,6 +152,12 @@ def test_read_commands_import_nothing_heavy(argv: list[str], small_db: str) -> N
     loaded = set(result.stdout.rsplit("LOADED=", 1)[1].split())
     heavy = {m for m in loaded if m in READ_HEAVY or m.split(".")[0] in READ_HEAVY}
     assert not heavy, sorted(heavy)
+    if "--help" not in argv:
+        assert "cattrs" not in loaded  # the codec's general path: not for the common rows
+        assert "runtime._converter" not in loaded
     if "--json" in argv:
         assert "rich.console" not in loaded
-        assert "{" in result.stdout  # it did print the state
+        assert "[" in result.stdout or "{" in result.stdout  # it did print the data
+    if argv[0] == "show" and "--json" in argv:
+        assert not {m for m in loaded if m.split(".")[0] == "rich"}
+        assert "actors._cli._views" not in loaded  # it did print the state

@@ -1,19 +1,34 @@
-"""The codec's fast path for a state's messages and turns gives what cattrs gives."""
+"""The codec's fast paths (messages, turns, events, states, plain values) give what cattrs
+gives."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import attrs
 import orjson
+import pytest
 from cattrs.gen import make_dict_unstructure_fn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime import Message, Timeline, ToolCall, Turn, to_data, to_json
-from runtime._converter import _converter
-from runtime._fast_data import FAST_DATA, message_data, turn_data
-from runtime.testing import messages, timelines
+from runtime import (
+    EVENT_TYPES,
+    Event,
+    Message,
+    MessageAdded,
+    Status,
+    Timeline,
+    ToolCall,
+    Turn,
+    TurnOutcome,
+    to_data,
+    to_json,
+)
+from runtime._converter import _converter, unstructure
+from runtime._fast_data import FAST_DATA, _event_plan, message_data, turn_data
+from runtime.testing import events, messages, timelines
 
 _GENERAL_MESSAGE = make_dict_unstructure_fn(Message, _converter, _cattrs_omit_if_default=False)
 _GENERAL_TURN = make_dict_unstructure_fn(Turn, _converter, _cattrs_omit_if_default=False)
@@ -63,3 +78,43 @@ class TestFastData:
                 assert fast is not None
                 assert orjson.dumps(fast) == orjson.dumps(_GENERAL_TURN(turn))
             assert to_json(state) == orjson.dumps(data)
+
+
+class TestFastEvents:
+    @settings(max_examples=400, deadline=None)
+    @given(event=events(), plain=st.booleans())
+    def test_events_as_cattrs(self, event: Event, plain: bool) -> None:
+        """For any event: ``to_data`` (from the slots when its fields are plain) gives the
+        keys, order, values and types cattrs gives, and the same JSON."""
+        if plain and isinstance(event, MessageAdded):
+            message = attrs.evolve(event.message, attachments=(), browser_elements=())
+            event = attrs.evolve(event, message=message)
+        fast = to_data(event)
+        general = unstructure(event)
+        assert _typed(fast) == _typed(general)
+        assert orjson.dumps(fast) == orjson.dumps(general)
+
+    def test_plain_kinds_take_the_fast_path(self) -> None:
+        """The kinds the show and timeline commands meet most are encoded without cattrs."""
+        plain = {kind for kind, cls in EVENT_TYPES.items() if _event_plan(cls) is not None}
+        assert {"message_added", "status_changed", "turn_started", "turn_ended"} <= plain
+
+    @settings(max_examples=100, deadline=None)
+    @given(timeline=timelines(rich=True))
+    def test_states_and_their_events_as_cattrs(self, timeline: Timeline) -> None:
+        """Every state and event of a session (audit rows too): to_data as cattrs."""
+        for event, state in timeline.entries:
+            assert orjson.dumps(to_data(event)) == orjson.dumps(unstructure(event))
+            assert _typed(to_data(state)) == _typed(unstructure(state))
+            assert orjson.dumps(to_data(state)) == orjson.dumps(unstructure(state))
+
+    @pytest.mark.parametrize(
+        "value", [None, True, 0, -(2**63), 1.5, "", "x", Status.PROCESSED, TurnOutcome.ERROR]
+    )
+    def test_plain_values_as_cattrs(self, value: object) -> None:
+        assert type(to_data(value)) is type(unstructure(value))
+        assert to_data(value) == unstructure(value)
+
+    def test_times_as_cattrs(self) -> None:
+        at = datetime(2026, 5, 27, 12, 50, 9, 5, tzinfo=timezone(timedelta(hours=2)))
+        assert to_data(at) == unstructure(at) == at.isoformat()

@@ -82,6 +82,28 @@ def test_one_name_loads_what_it_needs_only() -> None:
     assert not heavy & loaded
 
 
+def test_the_codec_loads_cattrs_on_its_general_path_only() -> None:
+    """Encoding a state and a plain event needs no cattrs; decoding through the codec does."""
+    encode = (
+        "from runtime import SessionState, TurnStarted, to_json\n"
+        "from datetime import UTC, datetime\n"
+        "to_json(SessionState.empty('s'))\n"
+        "to_json(TurnStarted(session_id='s', seq=1, at=datetime.now(UTC), turn_id='t'))\n"
+    )
+    loaded = _loaded_after(encode)
+    assert "runtime._codec" in loaded
+    assert not {"cattrs", "runtime._converter"} & loaded
+    decode = (
+        "from runtime import DecodeError, Event, from_json\n"
+        "try:\n"
+        "    from_json(b'{}', Event)\n"
+        "except DecodeError:\n"
+        "    pass\n"
+    )
+    decoded = _loaded_after(encode + decode)
+    assert {"cattrs", "runtime._converter"} <= decoded
+
+
 def test_postgres_store_without_psycopg_says_what_to_install() -> None:
     """Without psycopg, ``runtime.store`` imports and ``PostgresStore`` names the extra."""
     code = (

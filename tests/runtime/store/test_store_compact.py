@@ -14,7 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime import DecodeError, Event, Message, MessageAdded, replay, to_data, to_json
+from runtime import (
+    Category,
+    DecodeError,
+    Event,
+    Message,
+    MessageAdded,
+    TurnEnded,
+    TurnOutcome,
+    replay,
+    to_data,
+    to_json,
+)
 from runtime.store import SCHEMA_VERSION, SQLiteStore
 from runtime.store._compact import decode_body, encode_body
 from runtime.store._fast import MESSAGE_FIELDS
@@ -170,3 +181,66 @@ class TestRows:
         data = to_data(message)
         expected = [data[name] for name in MESSAGE_FIELDS]
         assert orjson.dumps(message_values(message)) == orjson.dumps(expected)
+
+
+_ODD_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1), st.floats(allow_nan=False),
+    st.text(max_size=5), st.sampled_from(["processed", "interrupted", "error", ""]),
+    st.dictionaries(st.text(max_size=3), st.integers(-(2**63), 2**64 - 1), max_size=2),
+    st.lists(st.integers(), max_size=2),
+)  # fmt: skip
+
+
+_TURN_ENDS = st.builds(
+    TurnEnded,
+    session_id=st.just("s"),
+    seq=st.integers(1, 10**9),
+    at=st.datetimes(timezones=_OFFSETS),
+    turn_id=st.text(min_size=1, max_size=8),
+    outcome=st.sampled_from(list(TurnOutcome)),
+    reason=st.none() | st.text(max_size=8),
+    metrics=st.dictionaries(
+        st.text(max_size=4), st.integers(0, 9) | st.text(max_size=3), max_size=3
+    ),
+    duration_ms=st.none() | st.floats(min_value=0, max_value=1e9),
+    partial=st.lists(messages(Category.REPLY, session_id="s"), max_size=1),
+)
+
+
+class TestTurnEndedFastPath:
+    @settings(max_examples=400, deadline=None)
+    @given(
+        event=_TURN_ENDS,
+        field=st.sampled_from(["turn_id", "outcome", "reason", "metrics", "duration_ms", "x"]),
+        value=_ODD_VALUES,
+        change=st.booleans(),
+    )
+    def test_agrees_with_the_codec(
+        self, event: Event, field: str, value: object, change: bool
+    ) -> None:
+        """A turn_ended body, as stored or with one field changed to any JSON value, decodes
+        (by the constructor when its fields are plain) as the codec decodes its full form:
+        the same event, or a DecodeError from both."""
+        from runtime._converter import structure
+
+        data = orjson.loads(encode_body(event))
+        if change:
+            data[field] = value
+        body = orjson.dumps(data)
+        full = {"kind": "turn_ended", "session_id": event.session_id, "seq": event.seq, **data}
+        at = data.get("at")
+        if type(at) is int:
+            full["at"] = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=at)).isoformat()
+        if type(full.get("partial")) is list and not (change and field == "partial"):
+            full["partial"] = [to_data(m) for m in event.partial]
+        try:
+            expected: Event | None = structure(full, Event)
+        except DecodeError:
+            expected = None
+        if expected is None:
+            with pytest.raises(DecodeError):
+                decode_body("turn_ended", event.session_id, event.seq, body)
+            return
+        got = decode_body("turn_ended", event.session_id, event.seq, body)
+        assert got == expected
+        assert to_json(got) == to_json(expected)
