@@ -31,7 +31,6 @@ if _typing.TYPE_CHECKING:
     from ._chunks import Chunk as Chunk
     from ._chunks import MessageFinish as MessageFinish
     from ._chunks import MessageStart as MessageStart
-    from ._chunks import ModelRetry as ModelRetry
     from ._chunks import ReasoningDelta as ReasoningDelta
     from ._chunks import RequestSent as RequestSent
     from ._chunks import TextDelta as TextDelta
@@ -189,6 +188,7 @@ if _typing.TYPE_CHECKING:
     from ._reply import reply_of as reply_of
     from ._request import RequestRecord as RequestRecord
     from ._request import digest as digest
+    from ._retry import ModelRetry as ModelRetry
     from ._script import Delay as Delay
     from ._script import Fail as Fail
     from ._script import Hang as Hang
@@ -260,8 +260,7 @@ _EXPORTS: dict[str, str] = {
     "_audit": "AUDIT_CLOSED_BY AuditCall AuditRow AuditStatus model_calls",
     "_category": "AGENT_SENDER INPUT_CATEGORIES Category CategorySpec category_of new_message",
     "_chunks": (
-        "Chunk MessageFinish MessageStart ModelRetry ReasoningDelta RequestSent TextDelta "
-        "ToolCallDelta"
+        "Chunk MessageFinish MessageStart ReasoningDelta RequestSent TextDelta ToolCallDelta"
     ),
     "_clean": "IMAGE_MEDIA_TYPES NOTIFICATION_PREFIX clean_history",
     "_codec": "from_data from_json to_data to_json",
@@ -308,6 +307,7 @@ _EXPORTS: dict[str, str] = {
     "_replay": "RebuiltRequest find_call rebuild_request request_record views_of",
     "_reply": "FINAL_INPUT Reply reply_of",
     "_request": "RequestRecord digest",
+    "_retry": "ModelRetry",
     "_script": "Delay Fail Hang Response Script ScriptStep call calls empty error hang reply",
     "_segments": "Segment SegmentKind ToolState ui_segments",
     "_state": "STATUS_ORDER SessionState added_seq inherited",

@@ -21,10 +21,10 @@ from pyrsistent.typing import PVector
 
 from ._checks import EVENT_CHECKS as _check
 from ._checks import to_milliseconds
-from ._chunks import ModelRetry
 from ._errors import InvalidEvent
 from ._message import Usage
 from ._request import RequestRecord
+from ._retry import ModelRetry
 from ._storable import shown
 
 __all__ = [

@@ -30,6 +30,7 @@ import attrs
 
 from ._json import FrozenJSON, freeze_map
 from ._message import Usage
+from ._retry import ModelRetry
 
 __all__ = [
     "Chunk",
@@ -59,20 +60,6 @@ class RequestSent:
     same digest rebuilt the same request."""
     base_url: str | None = None
     """Where it was sent, when not the provider's default endpoint."""
-
-
-@attrs.frozen(kw_only=True)
-class ModelRetry:
-    """The provider refused an attempt (rate limit, overload, 5xx); the SDK tries again."""
-
-    attempt: int
-    """The attempt that failed: 1 for the first request."""
-    status: int | None = None
-    """Its HTTP status; None for a connection error or a timeout."""
-    error: str = ""
-    """What went wrong, in the provider's words when it gave any."""
-    delay: float | None = None
-    """Seconds waited before the next attempt (``retry-after`` when the provider sent one)."""
 
 
 @attrs.frozen(kw_only=True)

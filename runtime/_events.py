@@ -20,11 +20,11 @@ from pyrsistent.typing import PMap, PVector
 from ._audit import AuditCall, AuditStatus, audit_calls, audit_retries
 from ._checks import EVENT_CHECKS as _check
 from ._checks import to_milliseconds
-from ._chunks import ModelRetry
 from ._errors import InvalidEvent
 from ._json import FrozenJSON, freeze_metadata, freeze_metrics
 from ._message import Message, Status, Usage, article
 from ._request import RequestRecord
+from ._retry import ModelRetry
 from ._state import new_vector
 from ._storable import MAX_SEQ, shown
 from ._turn import Turn

@@ -362,9 +362,7 @@ class SqlStore(TimeTravel, ABC):
                 row = session_row(db, session_id)
                 if row is None:
                     raise self._unknown(session_id)
-                timeline, chain = replay_rows(
-                    db, SessionState.empty(session_id), upto=row[0]
-                )
+                timeline, chain = replay_rows(db, SessionState.empty(session_id), upto=row[0])
                 entry = _Entry(
                     head=timeline.head, created_at=row[1], snapshot=None, refs=None, chain=chain
                 )
