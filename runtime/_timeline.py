@@ -11,16 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 import attrs
 
-from ._diff import StateDiff, diff
 from ._errors import ReplayMismatch, SeqOutOfRange
 from ._events import Event
 from ._fork import fork_parts
 from ._reducer import apply
 from ._state import SessionState
+
+if TYPE_CHECKING:
+    from ._diff import StateDiff
 
 __all__ = ["Entries", "Timeline", "replay", "verify"]
 
@@ -225,6 +227,8 @@ class Timeline:
 
     def diff(self, a: int, b: int) -> StateDiff:
         """What changed from the state at seq ``a`` to the state at seq ``b``."""
+        from ._diff import diff  # its classes are defined on first use, not by every reader
+
         return diff(self.at(a), self.at(b))
 
     def fork(self, seq: int, new_session_id: str, *, at: datetime) -> Timeline:
@@ -310,6 +314,8 @@ def verify(
     for state in sorted(recorded, key=lambda s: s.seq):
         replayed = timeline.at(state.seq)
         if replayed != state:
+            from ._diff import diff
+
             delta = diff(state, replayed)
             details = [f"{len(delta.added)} added", f"{len(delta.removed)} removed"]
             details += [

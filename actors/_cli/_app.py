@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import enum
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -64,6 +65,7 @@ __all__ = [
     "json_option",
     "open_store",
     "parse_seq",
+    "plain_stdout",
     "require_session",
     "resolve_seq",
     "stdout_console",
@@ -274,6 +276,19 @@ def resolve_seq_between(
 
 
 # --- output ------------------------------------------------------------------------------
+
+
+def plain_stdout() -> bool:
+    """Whether stdout is surely not a terminal for rich (a pipe or a file, and neither
+    ``FORCE_COLOR`` nor ``TTY_COMPATIBLE`` set), so that what ``stdout_console`` would print
+    is the text without styles: a command may then skip importing rich's console."""
+    if "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ:
+        return False
+    isatty = getattr(sys.stdout, "isatty", None)
+    try:
+        return isatty is not None and not isatty()
+    except ValueError:  # a closed file: rich says the same
+        return True
 
 
 def stdout_console() -> Console:

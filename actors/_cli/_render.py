@@ -24,7 +24,6 @@ from runtime import (
     OrphanRecovered,
     RolledBack,
     SessionState,
-    StateDiff,
     Status,
     StatusChanged,
     TurnEnded,
@@ -50,6 +49,8 @@ from ._text import (
 
 if typing.TYPE_CHECKING:
     from rich.console import RenderableType
+
+    from runtime import StateDiff
 
 __all__ = ["describe_event", "diff_view", "is_error_event", "touched_ids"]
 

@@ -6,13 +6,17 @@ Shared by ``amber show`` and ``amber inspect``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import orjson
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from runtime import AGENT_SENDER, Event, Message, SessionState, StateDiff, session_cost, thaw
+from runtime import AGENT_SENDER, Event, Message, SessionState, session_cost, thaw
+
+if TYPE_CHECKING:
+    from runtime import StateDiff
 
 from ._text import (
     AUDIT_STYLES,

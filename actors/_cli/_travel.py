@@ -35,6 +35,7 @@ from ._app import (
     json_option,
     open_store,
     parse_seq,
+    plain_stdout,
     require_session,
     resolve_seq_between,
     stdout_console,
@@ -260,29 +261,34 @@ def timeline(
                 ]
             )
             return
-        console = stdout_console()
         span = f"{time_text(info.created_at, date=True)} → {time_text(info.updated_at)} UTC"
-        console.print(
-            Text.assemble((session, "bold"), f": {last} events", f", {span}"), soft_wrap=True
-        )
+        header = Text.assemble((session, "bold"), f": {last} events", f", {span}")
+        # Piped (grep, less, a file): plain lines, much faster than styling each one,
+        # written a few hundred at a time (the first ones at once), without rich's console.
+        console = None if plain_stdout() else stdout_console()
+        if console is None:
+            click.echo(header.plain)
+        else:
+            console.print(header, soft_wrap=True)
         width = len(str(last))
         shown = 0
         piped: list[str] = []
         for event, before, after in picked:
             text = event_line(event, before, after, width)
             shown += 1
-            if console.is_terminal:
+            if console is not None and console.is_terminal:
                 console.print(text)
                 continue
-            # Piped (grep, less, a file): plain lines, much faster than styling each one,
-            # written a few hundred at a time (the first ones at once).
             piped.append(text.plain + "\n")
             if shown == 1 or len(piped) >= 500:
                 click.echo("".join(piped), nl=False)
                 piped.clear()
         click.echo("".join(piped), nl=False)
     if not shown:
-        console.print(Text("(no event matches)", style="dim"))
+        if console is None:
+            click.echo("(no event matches)")
+        else:
+            console.print(Text("(no event matches)", style="dim"))
 
 
 def head_seq(store: Store, session_id: str, db: str) -> int:

@@ -21,7 +21,6 @@ from datetime import datetime
 import attrs
 from immutables import Map
 
-from .._diff import diff
 from .._errors import CorruptRow
 from .._state import SessionState
 from .._timeline import Timeline
@@ -142,6 +141,8 @@ def snapshot_problem(
     replayed = timeline.at(snapshot.seq)
     if replayed == snapshot:
         return None
+    from .._diff import diff  # defined on first use: reading a store does not diff states
+
     delta = diff(snapshot, replayed)
     details = [f"{len(delta.added)} added", f"{len(delta.removed)} removed"]
     details += [f"{c.message_id}.{c.field}" for c in delta.changed[:5]]

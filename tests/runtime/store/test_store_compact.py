@@ -187,7 +187,7 @@ _ODD_VALUES = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1), st.floats(allow_nan=False),
     st.text(max_size=5), st.sampled_from(["processed", "interrupted", "error", ""]),
     st.dictionaries(st.text(max_size=3), st.integers(-(2**63), 2**64 - 1), max_size=2),
-    st.lists(st.integers(), max_size=2),
+    st.lists(st.integers(-(2**63), 2**63 - 1), max_size=2),
 )  # fmt: skip
 
 
