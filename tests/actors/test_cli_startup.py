@@ -75,9 +75,11 @@ READ_HEAVY = (
     "trio", "pykka", "textual", "pydantic", "hypothesis", "openai", "anthropic", "google",
     "runtime.testing", "runtime._assembly", "runtime._stream", "runtime._providers",
     "runtime._payloads", "runtime._clean", "actors._channels", "actors._runtime", "actors._cli._calls",
+    "runtime._chunks", "runtime._diff",
 )  # fmt: skip
 """What the read-only commands must not import: the runtime's machinery, the SDKs, the UI,
-the stream assembler, the providers' payloads and the request builders of ``--call``."""
+the stream assembler and its chunks, the providers' payloads, the request builders of
+``--call``, the state diff."""
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +137,7 @@ def small_db(tmp_path_factory: pytest.TempPathFactory) -> str:
 )
 def test_read_commands_import_nothing_heavy(argv: list[str], small_db: str) -> None:
     """show and timeline (and their --help) load none of READ_HEAVY, nor cattrs when they
-    read; timeline --json not rich's console, show --json not even rich."""
+    read; timeline (piped) and timeline --json not rich's console, show --json not even rich."""
     if "--help" not in argv:
         argv = [*argv, "--db", small_db]
     code = (
@@ -155,9 +157,29 @@ def test_read_commands_import_nothing_heavy(argv: list[str], small_db: str) -> N
     if "--help" not in argv:
         assert "cattrs" not in loaded  # the codec's general path: not for the common rows
         assert "runtime._converter" not in loaded
+    if "--json" in argv or (argv[0] == "timeline" and "--help" not in argv):
+        assert "rich.console" not in loaded  # timeline: piped, its lines are plain text
     if "--json" in argv:
-        assert "rich.console" not in loaded
         assert "[" in result.stdout or "{" in result.stdout  # it did print the data
     if argv[0] == "show" and "--json" in argv:
         assert not {m for m in loaded if m.split(".")[0] == "rich"}
-        assert "actors._cli._views" not in loaded  # it did print the state
+        assert "actors._cli._views" not in loaded
+
+
+def test_timeline_styles_its_lines_when_forced(small_db: str) -> None:
+    """Piped with FORCE_COLOR set, timeline prints through rich as before (styled); piped
+    without it, the same text unstyled."""
+    import os
+
+    argv = [sys.executable, "-c", "from actors._cli import main; main()", "timeline", "s",
+            "--db", small_db]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    plain = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, check=True)
+    styled = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, env={**env, "FORCE_COLOR": "1"},
+        check=True,
+    )  # fmt: skip
+    assert "\x1b[" not in plain.stdout
+    assert "\x1b[" in styled.stdout
+    assert plain.stdout.splitlines()[0].startswith("s: 4 events, ")
+    assert len(plain.stdout.splitlines()) == len(styled.stdout.splitlines()) == 5
