@@ -36,7 +36,7 @@ from ._category import INPUT_CATEGORIES, Category
 from ._errors import ProjectionError
 from ._history import Block, blocks_newest_first
 from ._message import Attachment, Message
-from ._parts import MODEL_CALL, MODEL_PARTS, stored_parts
+from ._parts import MODEL_CALL, MODEL_PARTS, default_rank, stored_parts
 from ._reducer import INTERRUPTED_MARK
 from ._state import SessionState
 from ._view import (
@@ -152,7 +152,7 @@ class BlockBuilder:
                 out.append(self.user(message, category))
             else:
                 rest.append((message, category))
-        if len(rest) > 1:  # back to stored order (session_history phased it)
+        if len(rest) > 1 and not block.stored_order:  # back to stored order (it was phased)
             index = self.state.index
             rest.sort(key=lambda entry: index[entry[0].id])
         results: dict[str, Message] = {}
@@ -236,6 +236,36 @@ class BlockBuilder:
 
     def parts(self, message: Message, category: Category) -> list[tuple[tuple[int, int], ViewPart]]:
         """The view parts of one stored output of a response, each with its rank."""
+        if not message.metadata:
+            return self.plain_parts(message, category)
+        return self.stored(message, category)
+
+    def plain_parts(
+        self, message: Message, category: Category
+    ) -> list[tuple[tuple[int, int], ViewPart]]:
+        """``stored`` for a message without metadata (no provider data, not interrupted: one
+        part in the default rank), without reading it back as ``StoredPart``s first."""
+        tool = message.tool_call
+        if category is Category.TOOL_CALL:
+            assert tool is not None
+            use = ToolUsePart(call_id=tool.id, name=tool.name, arguments=tool.arguments)
+            return [(default_rank(category, tool.index), use)]
+        text = message.content
+        if category is Category.THOUGHT:
+            if message.turn_id is None or message.turn_id != self.current or not text.strip():
+                return []  # thoughts of finished turns are not sent
+            rank = default_rank(category, 0 if tool is None else tool.index)
+            return [(rank, ReasoningPart(text=text))]
+        if not text.strip():
+            return []
+        if message.attachments:
+            text = f"{text}\n\n{_stripped_line(list(message.attachments))}"
+        return [(default_rank(category, 0 if tool is None else tool.index), TextPart(text=text))]
+
+    def stored(
+        self, message: Message, category: Category
+    ) -> list[tuple[tuple[int, int], ViewPart]]:
+        """``parts`` read through ``stored_parts`` (any metadata)."""
         stored = stored_parts(message, category)
         rank = stored[0].rank
         if category is Category.TOOL_CALL:

@@ -87,6 +87,9 @@ class Block:
     """The messages, in phased order (inputs first)."""
     categories: tuple[Category, ...]
     """``category_of`` each message, computed once."""
+    stored_order: bool = False
+    """True when ``messages`` are also in stored order (phasing moved nothing), so a reader
+    that wants stored order need not sort them again; False when unknown."""
 
 
 def order_key(turn: Turn) -> tuple[bool, int, str]:
@@ -155,12 +158,16 @@ class Walk:
             found = members.pop(turn.id)
             if not found:
                 return None
-            found.reverse()
-            found.sort(key=_phase_key)
+            found.reverse()  # stored order
+            phases = [entry[0] for entry in found]
+            stored_order = phases == sorted(phases)
+            if not stored_order:
+                found.sort(key=_phase_key)
             return Block(
                 turn_id=turn.id,
                 messages=tuple(m for _, m, _ in found),
                 categories=tuple(c for _, _, c in found),
+                stored_order=stored_order,
             )
 
         for position, message in newest_first(messages):

@@ -138,7 +138,12 @@ def arguments_json(arguments: PMap[str, FrozenJSON]) -> str:
     which changes with every process, and the same call must be the same prompt
     after a restart (the provider's prompt cache depends on it).
     """
-    return json.dumps(canonical(arguments), ensure_ascii=False, separators=(",", ":"))
+    return _ENCODE(canonical(arguments))
+
+
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` without building an
+encoder per call (``dumps`` does, for any non-default option)."""
 
 
 ViewPart = TextPart | ImagePart | ReasoningPart | ToolUsePart | ToolResultPart
