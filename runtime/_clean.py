@@ -37,6 +37,7 @@ from ._errors import ProjectionError
 from ._history import Block, blocks_newest_first
 from ._message import Attachment, Message
 from ._parts import MODEL_CALL, MODEL_PARTS, default_rank, stored_parts
+from ._plain_block import plain_block
 from ._reducer import INTERRUPTED_MARK
 from ._state import SessionState
 from ._view import (
@@ -145,6 +146,11 @@ class BlockBuilder:
 
     def block(self, block: Block) -> list[ViewMessage]:
         """The block's view: its inputs, then what happened in stored order (module docstring)."""
+        made = plain_block(self, block)
+        return made if made is not None else self.general_block(block)
+
+    def general_block(self, block: Block) -> list[ViewMessage]:
+        """``block`` for any block (``plain_block`` is its fast path for plain ones)."""
         out: list[ViewMessage] = []
         rest: list[tuple[Message, Category]] = []
         for message, category in zip(block.messages, block.categories, strict=True):

@@ -1,0 +1,124 @@
+"""The view of a *plain* block in one pass: ``BlockBuilder.block``'s fast path.
+
+Most blocks of a long session are plain: their messages carry no metadata
+(no provider data, no ``model_call`` key, nothing interrupted), no
+attachments and no browser elements, and phasing did not reorder them. For
+such a block every rule of ``clean_history`` reduces to a few cases: each
+stored output is at most one part in the default rank (reasoning, text, then
+calls by index), and a model response is the run of outputs stored together.
+``plain_block`` builds that view without reading the messages back as
+``StoredPart``s, ranking and sorting every part; any other block gets None and
+takes the general path. A Hypothesis property test pins the two equal over
+random sessions (``tests/runtime/test_plain_block.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._category import INPUT_CATEGORIES, Category
+from ._history import Block
+from ._message import Message
+from ._view import ReasoningPart, TextPart, ToolUsePart, ViewMessage, ViewPart, ViewRole
+
+if TYPE_CHECKING:
+    from ._clean import BlockBuilder
+
+__all__ = ["plain_block"]
+
+_OUTPUTS = frozenset({Category.THOUGHT, Category.REPLY, Category.TOOL_CALL})
+
+
+def _index(entry: tuple[int, Message, ToolUsePart]) -> int:
+    return entry[0]
+
+
+def plain_block(builder: BlockBuilder, block: Block) -> list[ViewMessage] | None:
+    """``builder.block(block)`` if ``block`` is plain (module docstring), else None."""
+    if not block.stored_order and len(block.messages) > 1:
+        return None
+    tool_call = Category.TOOL_CALL
+    for message, category in zip(block.messages, block.categories, strict=True):
+        if (
+            message.metadata
+            or message.attachments
+            or message.browser_elements
+            or (message.tool_call is not None and category is not tool_call)
+        ):
+            return None
+    out: list[ViewMessage] = []
+    results: dict[str, Message] = {}
+    items: list[tuple[Message, Category] | list[tuple[Message, Category]]] = []
+    group: list[tuple[Message, Category]] | None = None  # the outputs of one response
+    for message, category in zip(block.messages, block.categories, strict=True):
+        if category in INPUT_CATEGORIES:  # first: phasing put them first, in stored order
+            out.append(builder.user(message, category))
+        elif category is Category.TOOL_RESULT:
+            results[message.tool_call_id or ""] = message
+            group = None
+        elif category in _OUTPUTS:
+            if group is None:
+                group = []
+                items.append(group)
+            group.append((message, category))
+        else:
+            group = None
+            items.append((message, category))
+    for item in items:
+        if isinstance(item, list):
+            _response(builder, item, results, out)
+        else:
+            made = builder.one(*item)
+            if made is not None:
+                out.append(made)
+    return out
+
+
+def _response(
+    builder: BlockBuilder,
+    members: list[tuple[Message, Category]],
+    results: dict[str, Message],
+    out: list[ViewMessage],
+) -> None:
+    """``BlockBuilder.response`` for plain outputs, appended to ``out``."""
+    if len(members) == 1 and members[0][1] is Category.REPLY:
+        made = builder.one(members[0][0], Category.REPLY)
+        if made is not None:
+            out.append(made)
+        return
+    current = builder.current
+    thoughts: list[ViewPart] = []
+    texts: list[ViewPart] = []
+    uses: list[tuple[int, Message, ToolUsePart]] = []
+    for message, category in members:
+        if category is Category.TOOL_CALL:
+            tool = message.tool_call
+            assert tool is not None
+            use = ToolUsePart(call_id=tool.id, name=tool.name, arguments=tool.arguments)
+            uses.append((tool.index, message, use))
+        elif message.content.strip():
+            if category is not Category.THOUGHT:
+                texts.append(TextPart(text=message.content))
+            elif message.turn_id is not None and message.turn_id == current:
+                thoughts.append(ReasoningPart(text=message.content))
+    if not thoughts and not texts and not uses:
+        return
+    uses.sort(key=_index)  # stable: calls of one index stay in stored order
+    first = members[0][0]
+    out.append(
+        ViewMessage(
+            role=ViewRole.ASSISTANT,
+            parts=(*thoughts, *texts, *(use for _, _, use in uses)),
+            source_id=first.id,
+            source_ids=tuple(m.id for m, _ in members),
+            turn_id=first.turn_id,
+            event_seq=first.event_seq,
+        )
+    )
+    for _, call, use in uses:
+        result = results.pop(use.call_id, None)
+        out.append(
+            builder.result(result, use.name)
+            if result is not None
+            else builder.synthesized(call, use.call_id, use.name)
+        )

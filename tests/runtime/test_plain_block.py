@@ -1,0 +1,144 @@
+"""Fast paths of the model's view, each pinned equal to the general path it stands for.
+
+``plain_block`` (a plain block in one pass) against ``BlockBuilder.general_block``;
+``Block.stored_order`` against the stored positions; ``canonical`` and
+``arguments_json`` against their plain definitions.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runtime import (
+    Category,
+    MessageAdded,
+    SessionState,
+    Timeline,
+    ToolCall,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+    apply,
+    clean_history,
+    freeze,
+    new_message,
+)
+from runtime._clean import DEFAULT_MAX_RESULT_CHARS, BlockBuilder
+from runtime._history import Walk
+from runtime._json import canonical
+from runtime._plain_block import plain_block
+from runtime._view import ReasoningPart, TextPart, arguments_json
+from runtime.testing import json_values, timelines
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def reference_canonical(value: object) -> object:
+    """``canonical`` as it was first written: the definition the fast one must match."""
+    if isinstance(value, dict) or hasattr(value, "iteritems"):
+        return {key: reference_canonical(value[key]) for key in sorted(value)}  # type: ignore[attr-defined]
+    if isinstance(value, list | tuple) or hasattr(value, "tolist"):
+        return [reference_canonical(item) for item in value]  # type: ignore[attr-defined]
+    return value
+
+
+def check_blocks(state: SessionState, max_result_chars: int | None) -> int:
+    """Every block of ``state``: the fast path, where it applies, gives the general path's
+    view, and ``stored_order`` holds. Returns how many blocks took the fast path."""
+    builder = BlockBuilder(state, None, max_result_chars)
+    taken = 0
+    for block, _ in Walk(state).blocks():
+        if block.stored_order:
+            positions = [state.index[m.id] for m in block.messages]
+            assert positions == sorted(positions)
+        fast = plain_block(builder, block)
+        if fast is not None:
+            taken += 1
+            assert fast == builder.general_block(block)
+    return taken
+
+
+class TestPlainBlock:
+    @settings(max_examples=80, deadline=None)
+    @given(timelines(), st.sampled_from([None, 5, DEFAULT_MAX_RESULT_CHARS]))
+    def test_equals_the_general_path(self, timeline: Timeline, limit: int | None) -> None:
+        """For every state of a random session, each block the fast path takes gets the
+        view the general path builds (interleaved calls, results out of order, thoughts
+        of the current and of finished turns, interrupted and recovered turns)."""
+        for state in timeline.states():
+            check_blocks(state, limit)
+
+    @settings(max_examples=40, deadline=None)
+    @given(timelines(rich=True))
+    def test_equals_the_general_path_in_rich_sessions(self, timeline: Timeline) -> None:
+        """The same with every category, attachments, signatures and partial output (the
+        fast path declines what it does not cover)."""
+        for state in timeline.states():
+            check_blocks(state, 50)
+
+    def test_takes_the_blocks_of_a_plain_session(self) -> None:
+        """A session of plain turns (question, thought, calls, results, reply) takes the fast
+        path for every block, and its view is clean_history's."""
+        state = SessionState.empty("s")
+
+        def emit(make: Any, **fields: Any) -> None:
+            nonlocal state
+            state = apply(state, make(session_id="s", seq=state.seq + 1, at=T0, **fields))
+
+        def add(category: Category, id: str, **fields: Any) -> None:
+            message = new_message(category, id=id, session_id="s", created_at=T0, **fields)
+            emit(MessageAdded, message=message)
+
+        for n in range(3):
+            add(Category.USER_QUESTION, f"u{n}", sender="U", content=f"q{n}")
+            emit(TurnStarted, turn_id=f"t{n}")
+            add(Category.THOUGHT, f"th{n}", turn_id=f"t{n}", content="hmm")
+            for k in (1, 0):
+                call = ToolCall(id=f"c{n}{k}", name="sh", arguments={"k": k}, index=k)
+                add(Category.TOOL_CALL, f"call{n}{k}", turn_id=f"t{n}", tool_call=call)
+            for k in (0, 1):
+                add(Category.TOOL_RESULT, f"r{n}{k}", turn_id=f"t{n}", sender="sh",
+                    tool_call_id=f"c{n}{k}", content="ok")  # fmt: skip
+            add(Category.REPLY, f"a{n}", turn_id=f"t{n}", content=f"a{n}")
+            if n < 2:  # the last turn runs on: its thought is kept
+                emit(TurnEnded, turn_id=f"t{n}", outcome=TurnOutcome.PROCESSED)
+        assert check_blocks(state, DEFAULT_MAX_RESULT_CHARS) == 3
+        view = clean_history(state)
+        assert [m.role.value for m in view.messages][-5:] == [
+            "user", "assistant", "tool", "tool", "assistant"
+        ]  # fmt: skip
+        reasoning, first, second = view.messages[-4].parts
+        assert reasoning == ReasoningPart(text="hmm")
+        assert [first.call_id, second.call_id] == ["c20", "c21"]  # type: ignore[union-attr]
+        finished = view.messages[1]  # turn t0's response: its thought is not sent
+        assert [type(p).__name__ for p in finished.parts] == ["ToolUsePart", "ToolUsePart"]
+        assert finished.source_ids == ("th0", "call01", "call00")
+        assert view.messages[4].parts == (TextPart(text="a0"),)
+
+
+class TestCanonical:
+    @settings(max_examples=300)
+    @given(json_values(max_leaves=20))
+    def test_equals_the_reference(self, value: object) -> None:
+        """``canonical`` of a frozen value is the plain sorted thaw, key order included."""
+        frozen = freeze(value)
+        fast = canonical(frozen)
+        expected = reference_canonical(frozen)
+        assert fast == expected
+        assert json.dumps(fast) == json.dumps(expected)  # same key order at every level
+
+    @settings(max_examples=300)
+    @given(st.dictionaries(st.text(max_size=8), json_values(), max_size=5))
+    def test_arguments_json_equals_dumps(self, arguments: dict[str, Any]) -> None:
+        """``arguments_json`` is ``json.dumps`` of the sorted arguments, compact, non-ASCII
+        kept."""
+        frozen = freeze(arguments)
+        expected = json.dumps(
+            reference_canonical(frozen), ensure_ascii=False, separators=(",", ":")
+        )
+        assert arguments_json(frozen) == expected  # type: ignore[arg-type]
