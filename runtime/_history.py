@@ -159,14 +159,15 @@ class Walk:
             if not found:
                 return None
             found.reverse()  # stored order
-            phases = [entry[0] for entry in found]
-            stored_order = phases == sorted(phases)
+            phases, members_of, categories_of = zip(*found, strict=True)
+            stored_order = list(phases) == sorted(phases)
             if not stored_order:
                 found.sort(key=_phase_key)
+                _, members_of, categories_of = zip(*found, strict=True)
             return Block(
                 turn_id=turn.id,
-                messages=tuple(m for _, m, _ in found),
-                categories=tuple(c for _, _, c in found),
+                messages=members_of,
+                categories=categories_of,
                 stored_order=stored_order,
             )
 
@@ -178,13 +179,18 @@ class Walk:
                 category = category_of(message)
                 phase = _PHASES[category]
                 turn_id = message.turn_id
-                if turn_id is not None and turn_id not in members and turn_of(turn_id) is not None:
-                    register(turn_id, position)
-                owner = claims.get(message.id) if phase == INPUT_PHASE else None
-                if owner is not None:
-                    members[owner.id].append((phase, message, category))
-                elif turn_id is not None and turn_id in members:
-                    members[turn_id].append((phase, message, category))
+                into = None  # the members of the block it goes to
+                if turn_id is not None:
+                    into = members.get(turn_id)
+                    if into is None and turn_of(turn_id) is not None:
+                        register(turn_id, position)
+                        into = members[turn_id]
+                if phase == INPUT_PHASE:
+                    owner = claims.get(message.id)
+                    if owner is not None:
+                        into = members[owner.id]
+                if into is not None:
+                    into.append((phase, message, category))
                 else:
                     alone = Block(turn_id=None, messages=(message,), categories=(category,))
                     yield alone, None if members else position

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ._category import INPUT_CATEGORIES, Category
 from ._history import Block
+from ._json import freeze_map
 from ._message import Message
 from ._view import ReasoningPart, TextPart, ToolUsePart, ViewMessage, ViewPart, ViewRole
 
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["plain_block"]
 
 _OUTPUTS = frozenset({Category.THOUGHT, Category.REPLY, Category.TOOL_CALL})
+_NO_METADATA = freeze_map(None)
+"""The empty metadata most messages share: a cheaper test than its length (a Python call)."""
 
 
 def _index(entry: tuple[int, Message, ToolUsePart]) -> int:
@@ -34,38 +37,42 @@ def _index(entry: tuple[int, Message, ToolUsePart]) -> int:
 
 
 def plain_block(builder: BlockBuilder, block: Block) -> list[ViewMessage] | None:
-    """``builder.block(block)`` if ``block`` is plain (module docstring), else None."""
+    """``builder.block(block)`` if ``block`` is plain (module docstring), else None.
+
+    Only the model's outputs need to be plain: inputs, results and the other messages
+    are built by the builder's own methods, which take any message.
+    """
     if not block.stored_order and len(block.messages) > 1:
         return None
-    tool_call = Category.TOOL_CALL
-    for message, category in zip(block.messages, block.categories, strict=True):
-        if (
-            message.metadata
-            or message.attachments
-            or message.browser_elements
-            or (message.tool_call is not None and category is not tool_call)
-        ):
-            return None
-    out: list[ViewMessage] = []
+    inputs: list[tuple[Message, Category]] = []
     results: dict[str, Message] = {}
     items: list[tuple[Message, Category] | list[tuple[Message, Category]]] = []
     group: list[tuple[Message, Category]] | None = None  # the outputs of one response
     for message, category in zip(block.messages, block.categories, strict=True):
-        if category in INPUT_CATEGORIES:  # first: phasing put them first, in stored order
-            out.append(builder.user(message, category))
-        elif category is Category.TOOL_RESULT:
-            results[message.tool_call_id or ""] = message
-            group = None
-        elif category in _OUTPUTS:
+        if category in _OUTPUTS:
+            metadata = message.metadata
+            if (
+                (metadata is not _NO_METADATA and metadata)
+                or message.attachments
+                or (message.tool_call is not None and category is not Category.TOOL_CALL)
+            ):
+                return None
             if group is None:
                 group = []
                 items.append(group)
             group.append((message, category))
+        elif category is Category.TOOL_RESULT:
+            results[message.tool_call_id or ""] = message
+            group = None
+        elif category in INPUT_CATEGORIES:  # first: phasing put them first, in stored order
+            inputs.append((message, category))
         else:
             group = None
             items.append((message, category))
+    # Built only now that the block is known to be plain: an input's images are loaded once.
+    out = [builder.user(message, category) for message, category in inputs]
     for item in items:
-        if isinstance(item, list):
+        if type(item) is list:
             _response(builder, item, results, out)
         else:
             made = builder.one(*item)

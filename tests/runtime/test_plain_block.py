@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runtime import (
+    Attachment,
     Category,
     MessageAdded,
     SessionState,
@@ -38,6 +39,16 @@ from runtime.testing import json_values, timelines
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
+class AnyBytes:
+    """An artifact store that has every attachment (as a few bytes)."""
+
+    def read(self, attachment: Attachment) -> bytes:
+        return b"\x89PNG" + attachment.name.encode()
+
+
+ARTIFACTS = AnyBytes()
+
+
 def reference_canonical(value: object) -> object:
     """``canonical`` as it was first written: the definition the fast one must match."""
     if isinstance(value, dict) or hasattr(value, "iteritems"):
@@ -50,7 +61,7 @@ def reference_canonical(value: object) -> object:
 def check_blocks(state: SessionState, max_result_chars: int | None) -> int:
     """Every block of ``state``: the fast path, where it applies, gives the general path's
     view, and ``stored_order`` holds. Returns how many blocks took the fast path."""
-    builder = BlockBuilder(state, None, max_result_chars)
+    builder = BlockBuilder(state, ARTIFACTS, max_result_chars)
     taken = 0
     for block, _ in Walk(state).blocks():
         if block.stored_order:
