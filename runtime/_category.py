@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 
+from ._json import freeze_map
 from ._message import Message, MessageType, Role, Status
 
 __all__ = [
@@ -161,6 +162,9 @@ _FLAGGED = {
 }
 
 
+_NO_METADATA = freeze_map(None)
+
+
 def category_of(message: Message) -> Category:
     """Return the category of ``message`` (DESIGN §2).
 
@@ -170,7 +174,7 @@ def category_of(message: Message) -> Category:
     """
     role, type_ = message.role, message.type
     metadata = message.metadata
-    if metadata:
+    if metadata is not _NO_METADATA and metadata:  # most share the empty map: skip its len()
         for category in _FLAGGED[(role, type_)]:
             if metadata.get(category.spec.flag or "") is True:
                 return category

@@ -94,10 +94,12 @@ def _response(
             out.append(made)
         return
     current = builder.current
-    thoughts: list[ViewPart] = []
+    ids: list[str] = []
+    parts: list[ViewPart] = []  # thoughts, then text, then calls by index
     texts: list[ViewPart] = []
     uses: list[tuple[int, Message, ToolUsePart]] = []
     for message, category in members:
+        ids.append(message.id)
         if category is Category.TOOL_CALL:
             tool = message.tool_call
             assert tool is not None
@@ -107,17 +109,22 @@ def _response(
             if category is not Category.THOUGHT:
                 texts.append(TextPart(text=message.content))
             elif message.turn_id is not None and message.turn_id == current:
-                thoughts.append(ReasoningPart(text=message.content))
-    if not thoughts and not texts and not uses:
+                parts.append(ReasoningPart(text=message.content))
+    if texts:
+        parts.extend(texts)
+    if uses:
+        if len(uses) > 1:
+            uses.sort(key=_index)  # stable: calls of one index stay in stored order
+        parts.extend([use for _, _, use in uses])
+    if not parts:
         return
-    uses.sort(key=_index)  # stable: calls of one index stay in stored order
     first = members[0][0]
     out.append(
         ViewMessage(
             role=ViewRole.ASSISTANT,
-            parts=(*thoughts, *texts, *(use for _, _, use in uses)),
+            parts=tuple(parts),
             source_id=first.id,
-            source_ids=tuple(m.id for m, _ in members),
+            source_ids=tuple(ids),
             turn_id=first.turn_id,
             event_seq=first.event_seq,
         )
