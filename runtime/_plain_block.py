@@ -9,7 +9,7 @@ calls by index), and a model response is the run of outputs stored together.
 ``plain_block`` builds that view without reading the messages back as
 ``StoredPart``s, ranking and sorting every part; any other block gets None and
 takes the general path. A Hypothesis property test pins the two equal over
-random sessions (``tests/runtime/test_plain_block.py``).
+random sessions (``tests/runtime/test_view_fast_paths.py``).
 """
 
 from __future__ import annotations

@@ -2,12 +2,14 @@
 
 ``plain_block`` (a plain block in one pass) against ``BlockBuilder.general_block``;
 ``Block.stored_order`` against the stored positions; ``canonical`` and
-``arguments_json`` against their plain definitions.
+``arguments_json`` against their plain definitions; the provider bodies (one pass
+over the view) against the run-by-run spelling they replaced.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,7 +35,26 @@ from runtime._clean import DEFAULT_MAX_RESULT_CHARS, BlockBuilder
 from runtime._history import Walk
 from runtime._json import canonical
 from runtime._plain_block import plain_block
-from runtime._view import ReasoningPart, TextPart, arguments_json
+from runtime._providers import (
+    _anthropic_assistant,
+    _anthropic_body,
+    _anthropic_user,
+    _gemini_body,
+    _gemini_model,
+    _gemini_user,
+    _merge,
+    _openai_assistant,
+    _openai_body,
+    _openai_user,
+)
+from runtime._view import (
+    ReasoningPart,
+    TextPart,
+    ToolResultPart,
+    ViewMessage,
+    ViewRole,
+    arguments_json,
+)
 from runtime.testing import json_values, timelines
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -144,12 +165,76 @@ class TestCanonical:
         assert json.dumps(fast) == json.dumps(expected)  # same key order at every level
 
     @settings(max_examples=300)
-    @given(st.dictionaries(st.text(max_size=8), json_values(), max_size=5))
+    @given(
+        st.dictionaries(st.text(max_size=8), json_values(), max_size=5)
+        | st.dictionaries(st.text(max_size=8), st.text(max_size=12), max_size=4)
+    )
     def test_arguments_json_equals_dumps(self, arguments: dict[str, Any]) -> None:
         """``arguments_json`` is ``json.dumps`` of the sorted arguments, compact, non-ASCII
-        kept."""
+        kept (string-valued maps take a fast path; escapes and non-BMP text included)."""
         frozen = freeze(arguments)
         expected = json.dumps(
             reference_canonical(frozen), ensure_ascii=False, separators=(",", ":")
         )
         assert arguments_json(frozen) == expected  # type: ignore[arg-type]
+
+
+def reference_runs(messages: Sequence[ViewMessage]) -> list[tuple[ViewRole, list[ViewMessage]]]:
+    """Consecutive view messages of one role (how the bodies were first spelled)."""
+    runs: list[tuple[ViewRole, list[ViewMessage]]] = []
+    for message in messages:
+        if runs and runs[-1][0] is message.role:
+            runs[-1][1].append(message)
+        else:
+            runs.append((message.role, [message]))
+    return runs
+
+
+def reference_openai(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for role, run in reference_runs(messages):
+        if role is ViewRole.ASSISTANT:
+            entry = _openai_assistant(run)
+            if entry is not None:
+                out.append(entry)
+        elif role is ViewRole.TOOL:
+            for message in run:
+                result = message.parts[0]
+                assert isinstance(result, ToolResultPart)
+                out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.text})
+        else:
+            out.extend(_openai_user(message) for message in run)
+    return out
+
+
+def reference_anthropic(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for role, run in reference_runs(messages):
+        if role is ViewRole.ASSISTANT:
+            _merge(out, "assistant", "content", _anthropic_assistant(run))
+        else:
+            _merge(out, "user", "content", _anthropic_user(run))
+    return out
+
+
+def reference_gemini(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for role, run in reference_runs(messages):
+        if role is ViewRole.ASSISTANT:
+            _merge(out, "model", "parts", _gemini_model(run))
+        else:
+            _merge(out, "user", "parts", _gemini_user(run))
+    return out
+
+
+class TestProviderBodies:
+    @settings(max_examples=60, deadline=None)
+    @given(timelines(rich=True), st.integers(0, 12))
+    def test_equal_the_run_by_run_spelling(self, timeline: Timeline, start: int) -> None:
+        """Each provider body of every state's view (and of any tail of it, which may start
+        with any role) equals the spelling run by run, merged."""
+        for state in timeline.states():
+            messages = clean_history(state, artifacts=ARTIFACTS).messages[start:]
+            assert _openai_body(messages) == reference_openai(messages)
+            assert _anthropic_body(messages) == reference_anthropic(messages)
+            assert _gemini_body(messages) == reference_gemini(messages)
