@@ -50,6 +50,9 @@ from ._view import (
     ViewMessage,
     ViewPart,
     ViewRole,
+    trusted_text,
+    trusted_tool_result,
+    trusted_view_message,
 )
 from ._window import Window, assemble
 
@@ -339,7 +342,7 @@ class BlockBuilder:
             text = f"{text}\n\n[Interrupted: this reply was cut short.]"
         if message.attachments:
             text = f"{text}\n\n{_stripped_line(list(message.attachments))}"
-        return self.view(message, ViewRole.ASSISTANT, (TextPart(text=text),))
+        return self.view(message, ViewRole.ASSISTANT, (trusted_text(text),))
 
     def user(self, message: Message, category: Category) -> ViewMessage:
         content = message.content
@@ -347,7 +350,7 @@ class BlockBuilder:
             text = content if content.strip() else _EMPTY_USER_TEXT
             if category in _NOTICES:
                 text = NOTIFICATION_PREFIX + text
-            return self.view(message, ViewRole.USER, (TextPart(text=text),))
+            return self.view(message, ViewRole.USER, (trusted_text(text),))
         pieces = [content] if content.strip() else []
         pieces.extend(_browser_line(message))
         images: list[ViewPart] = []
@@ -393,12 +396,8 @@ class BlockBuilder:
                 if message.error_type
                 else f"[Error]\n{text}"
             )
-        part = ToolResultPart(
-            call_id=message.tool_call_id or "",
-            name=name,
-            text=text,
-            is_error=message.is_error,
-            excerpted=excerpted,
+        part = trusted_tool_result(
+            message.tool_call_id or "", name, text, message.is_error, False, excerpted
         )
         return self.view(message, ViewRole.TOOL, (part,))
 
@@ -414,13 +413,7 @@ class BlockBuilder:
 
     @staticmethod
     def view(message: Message, role: ViewRole, parts: tuple[ViewPart, ...]) -> ViewMessage:
-        return ViewMessage(
-            role=role,
-            parts=parts,
-            source_id=message.id,
-            turn_id=message.turn_id,
-            event_seq=message.event_seq,
-        )
+        return trusted_view_message(role, parts, message.id, (), message.turn_id, message.event_seq)
 
 
 def check_options(

@@ -20,7 +20,16 @@ from ._category import INPUT_CATEGORIES, Category
 from ._history import Block
 from ._json import freeze_map
 from ._message import Message
-from ._view import ReasoningPart, TextPart, ToolUsePart, ViewMessage, ViewPart, ViewRole
+from ._view import (
+    ToolUsePart,
+    ViewMessage,
+    ViewPart,
+    ViewRole,
+    trusted_reasoning,
+    trusted_text,
+    trusted_tool_use,
+    trusted_view_message,
+)
 
 if TYPE_CHECKING:
     from ._clean import BlockBuilder
@@ -103,13 +112,13 @@ def _response(
         if category is Category.TOOL_CALL:
             tool = message.tool_call
             assert tool is not None
-            use = ToolUsePart(call_id=tool.id, name=tool.name, arguments=tool.arguments)
+            use = trusted_tool_use(tool.id, tool.name, tool.arguments)
             uses.append((tool.index, message, use))
         elif message.content.strip():
             if category is not Category.THOUGHT:
-                texts.append(TextPart(text=message.content))
+                texts.append(trusted_text(message.content))
             elif message.turn_id is not None and message.turn_id == current:
-                parts.append(ReasoningPart(text=message.content))
+                parts.append(trusted_reasoning(message.content))
     if texts:
         parts.extend(texts)
     if uses:
@@ -120,13 +129,8 @@ def _response(
         return
     first = members[0][0]
     out.append(
-        ViewMessage(
-            role=ViewRole.ASSISTANT,
-            parts=tuple(parts),
-            source_id=first.id,
-            source_ids=tuple(ids),
-            turn_id=first.turn_id,
-            event_seq=first.event_seq,
+        trusted_view_message(
+            ViewRole.ASSISTANT, tuple(parts), first.id, tuple(ids), first.turn_id, first.event_seq
         )
     )
     for _, call, use in uses:

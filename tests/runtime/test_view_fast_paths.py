@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -51,9 +52,15 @@ from runtime._view import (
     ReasoningPart,
     TextPart,
     ToolResultPart,
+    ToolUsePart,
     ViewMessage,
     ViewRole,
     arguments_json,
+    trusted_reasoning,
+    trusted_text,
+    trusted_tool_result,
+    trusted_tool_use,
+    trusted_view_message,
 )
 from runtime.testing import json_values, timelines
 
@@ -238,3 +245,64 @@ class TestProviderBodies:
             assert _openai_body(messages) == reference_openai(messages)
             assert _anthropic_body(messages) == reference_anthropic(messages)
             assert _gemini_body(messages) == reference_gemini(messages)
+
+
+def same_value(fast: object, general: object) -> None:
+    """Equal, of one type, with the same hash and repr: the one value, however built."""
+    assert type(fast) is type(general)
+    assert fast == general
+    assert hash(fast) == hash(general)
+    assert repr(fast) == repr(general)
+
+
+_ids = st.text(max_size=6)
+_maybe = st.none() | _ids
+
+
+class TestTrustedConstructors:
+    @given(st.text(max_size=20), _ids, _ids, st.booleans(), st.booleans(), st.booleans())
+    def test_parts_equal_their_constructors(
+        self, text: str, call_id: str, name: str, error: bool, synthesized: bool, cut: bool
+    ) -> None:
+        """Each trusted part constructor gives the value the class's own __init__ gives."""
+        same_value(trusted_text(text), TextPart(text=text))
+        same_value(trusted_reasoning(text), ReasoningPart(text=text))
+        arguments = freeze({"q": text})
+        same_value(
+            trusted_tool_use(call_id, name, arguments),  # type: ignore[arg-type]
+            ToolUsePart(call_id=call_id, name=name, arguments=arguments),  # type: ignore[arg-type]
+        )
+        same_value(
+            trusted_tool_result(call_id, name, text, error, synthesized, cut),
+            ToolResultPart(
+                call_id=call_id, name=name, text=text, is_error=error, synthesized=synthesized,
+                excerpted=cut,
+            ),
+        )  # fmt: skip
+
+    @given(
+        st.sampled_from(ViewRole),
+        st.lists(st.text(max_size=10), min_size=1, max_size=3),
+        _maybe,
+        st.lists(_ids, max_size=3),
+        _maybe,
+        st.none() | st.integers(0, 10**6),
+    )
+    def test_view_message_equals_its_constructor(
+        self,
+        role: ViewRole,
+        texts: list[str],
+        source_id: str | None,
+        source_ids: list[str],
+        turn_id: str | None,
+        event_seq: int | None,
+    ) -> None:
+        """A trusted view message is the constructor's value, and evolves like it."""
+        parts = tuple(TextPart(text=t) for t in texts)
+        fast = trusted_view_message(role, parts, source_id, tuple(source_ids), turn_id, event_seq)
+        general = ViewMessage(
+            role=role, parts=parts, source_id=source_id, source_ids=tuple(source_ids),
+            turn_id=turn_id, event_seq=event_seq,
+        )  # fmt: skip
+        same_value(fast, general)
+        assert attrs.evolve(fast, turn_id="x") == attrs.evolve(general, turn_id="x")
