@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 import attrs
+from pyrsistent import PMap as PMapABC
 from pyrsistent.typing import PMap
 
 from ._json import FrozenJSON, canonical
@@ -138,6 +139,8 @@ def arguments_json(arguments: PMap[str, FrozenJSON]) -> str:
     which changes with every process, and the same call must be the same prompt
     after a restart (the provider's prompt cache depends on it).
     """
+    if not isinstance(arguments, PMapABC):  # a hand-built part may hold a plain dict
+        return _ENCODE(canonical(arguments))
     items = sorted(arguments.iteritems())
     if all(type(value) is str for _, value in items):  # the common case: {"command": "ls"}
         # What the encoder writes for it, string by string (``_ENCODE`` builds a C encoder
