@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 
-from ._message import Message, MessageType, Role, Status
+from ._json import freeze_metadata
+from ._message import Message, MessageType, Role, Status, text_message
 
 __all__ = [
     "AGENT_SENDER",
@@ -227,6 +228,23 @@ def new_message(
             )
             raise InvalidMessage(f"A {category.label} needs a sender: pass {who} as sender=.")
         sender = AGENT_SENDER
+    if metadata is None and not fields and category not in _TOOL_CATEGORIES:
+        # The common case: a text message of plain fields, built by the trusted path
+        # (it checks the caller's values itself; a property test pins it to Message).
+        message = text_message(
+            id,
+            session_id,
+            spec.role,
+            spec.type,
+            spec.initial,
+            created_at,
+            content,
+            sender,
+            _FLAG_METADATA[category],
+        )
+        if category_of(message) is not category:
+            _misread(message, category)
+        return message
     meta = metadata
     if spec.flag is not None:
         meta = dict(metadata or {})
@@ -244,10 +262,23 @@ def new_message(
         **fields,
     )
     if category_of(message) is not category:
-        from ._errors import InvalidMessage
-
-        raise InvalidMessage(
-            f"Message {id!r} was built as a {category.label} but reads back as a "
-            f"{category_of(message).label}; check its sender and metadata flags."
-        )
+        _misread(message, category)
     return message
+
+
+def _misread(message: Message, category: Category) -> NoReturn:
+    from ._errors import InvalidMessage
+
+    raise InvalidMessage(
+        f"Message {message.id!r} was built as a {category.label} but reads back as a "
+        f"{category_of(message).label}; check its sender and metadata flags."
+    )
+
+
+_TOOL_CATEGORIES = frozenset(
+    c for c in Category if c.spec.type in (MessageType.TOOL_CALL, MessageType.TOOL_RESULT)
+)
+_FLAG_METADATA = {
+    c: freeze_metadata(None if c.spec.flag is None else {c.spec.flag: True}) for c in Category
+}
+"""The metadata ``new_message`` gives a category when the caller gives none (frozen once)."""

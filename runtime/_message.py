@@ -9,9 +9,10 @@ old one is untouched.
 
 from __future__ import annotations
 
+import builtins
 import enum
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import attrs
@@ -22,8 +23,10 @@ from pyrsistent.typing import PMap, PVector
 from ._checks import MESSAGE_CHECKS as _check
 from ._errors import InvalidMessage
 from ._json import FrozenJSON, freeze_arguments, freeze_metadata
+from ._replace import replacer
 from ._storable import MAX_SEQ, MAX_SESSION_ID_CHARS, shown
 
+builtin_type = builtins.type  # ``type`` is a field name in Message
 _E = TypeVar("_E", bound=enum.Enum)
 _T = TypeVar("_T")
 
@@ -419,3 +422,69 @@ def check_fields(message: Message) -> None:
     """
     for field, check in _VALIDATORS:
         check(message, field, getattr(message, field.name))
+
+
+_TEMPLATE = Message(
+    id="template",
+    session_id="template",
+    role=Role.USER,
+    type=MessageType.TEXT,
+    status=Status.PENDING_AGENT,
+    created_at=datetime(2000, 1, 1, tzinfo=UTC),
+)
+_from_template = replacer(
+    Message, "id", "session_id", "role", "type", "status", "created_at", "content", "sender",
+    "metadata",
+)  # fmt: skip
+
+
+def text_message(
+    id: object,
+    session_id: object,
+    role: Role,
+    type_: MessageType,
+    status: Status,
+    created_at: object,
+    content: object,
+    sender: object,
+    metadata: PMap[str, FrozenJSON],
+) -> Message:
+    """``Message(...)`` of these fields, every other field at its default, sooner.
+
+    For ``new_message``, which vouches for what it made itself: ``role`` and
+    ``type_`` are members of a pair some category uses, ``type_`` is text or
+    thought (no tool call, no tool result), ``status`` is a member and
+    ``metadata`` is frozen. The caller's values (id, session id, time,
+    content, sender) are checked here as ``Message`` checks them; anything
+    not accepted at a glance is built by ``Message`` itself, which raises the
+    same errors as ever. A property test pins both paths equal.
+    """
+    if (
+        builtin_type(id) is str
+        and id
+        and id.isascii()
+        and builtin_type(session_id) is str
+        and 0 < len(session_id) <= MAX_SESSION_ID_CHARS
+        and session_id.isascii()
+        and session_id.isprintable()
+        and builtin_type(created_at) is datetime
+        and created_at.utcoffset() is not None
+        and builtin_type(content) is str
+        and content.isascii()
+        and builtin_type(sender) is str
+        and sender.isascii()
+    ):
+        return _from_template(
+            _TEMPLATE, id, session_id, role, type_, status, created_at, content, sender, metadata
+        )
+    return Message(
+        id=id,  # type: ignore[arg-type]
+        session_id=session_id,  # type: ignore[arg-type]
+        role=role,
+        type=type_,
+        status=status,
+        created_at=created_at,  # type: ignore[arg-type]
+        content=content,  # type: ignore[arg-type]
+        sender=sender,  # type: ignore[arg-type]
+        metadata=metadata,
+    )
