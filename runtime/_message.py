@@ -9,10 +9,9 @@ old one is untouched.
 
 from __future__ import annotations
 
-import builtins
 import enum
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 
 import attrs
@@ -23,10 +22,8 @@ from pyrsistent.typing import PMap, PVector
 from ._checks import MESSAGE_CHECKS as _check
 from ._errors import InvalidMessage
 from ._json import FrozenJSON, freeze_arguments, freeze_metadata
-from ._replace import replacer
 from ._storable import MAX_SEQ, MAX_SESSION_ID_CHARS, shown
 
-builtin_type = builtins.type  # ``type`` is a field name in Message
 _E = TypeVar("_E", bound=enum.Enum)
 _T = TypeVar("_T")
 
@@ -313,47 +310,7 @@ class Message:
     """False once rolled back; the payload is never rewritten."""
 
     def __attrs_post_init__(self) -> None:
-        # Every field's check in one expression (a validator call per field was
-        # most of the cost of building a message). Anything it does not accept at
-        # a glance (non-ASCII text, a subclass, a bad value) goes through the
-        # field validators one by one, in field order, which raise the errors;
-        # a property test pins that both accept the same values.
-        id_, session_id, created_at = self.id, self.session_id, self.created_at
-        parent_id, turn_id, tool_call_id = self.parent_id, self.turn_id, self.tool_call_id
-        error_type, event_seq, tool_call = self.error_type, self.event_seq, self.tool_call
-        content, sender, chatbot_id, channel_id = (
-            self.content,
-            self.sender,
-            self.chatbot_id,
-            self.channel_id,
-        )
-        if not (
-            type(id_) is str
-            and id_
-            and id_.isascii()
-            and type(session_id) is str
-            and 0 < len(session_id) <= MAX_SESSION_ID_CHARS
-            and session_id.isascii()
-            and session_id.isprintable()
-            and type(created_at) is datetime
-            and created_at.utcoffset() is not None
-            and type(content) is str
-            and content.isascii()
-            and type(sender) is str
-            and sender.isascii()
-            and (parent_id is None or (type(parent_id) is str and parent_id.isascii()))
-            and (turn_id is None or (type(turn_id) is str and turn_id.isascii()))
-            and type(chatbot_id) is str
-            and chatbot_id.isascii()
-            and type(channel_id) is str
-            and channel_id.isascii()
-            and (tool_call is None or type(tool_call) is ToolCall)
-            and (tool_call_id is None or (type(tool_call_id) is str and tool_call_id.isascii()))
-            and (self.is_error is False or self.is_error is True)
-            and (error_type is None or (type(error_type) is str and error_type.isascii()))
-            and (event_seq is None or (type(event_seq) is int and 0 <= event_seq <= MAX_SEQ))
-            and (self.active is True or self.active is False)
-        ):
+        if not _at_a_glance(self):
             check_fields(self)
         if (self.role, self.type) not in _ROLE_TYPES:
             allowed = ", ".join(sorted(f"{r}/{t}" for r, t in _ROLE_TYPES))
@@ -412,6 +369,51 @@ _VALIDATORS = tuple(
 )
 
 
+def _at_a_glance(message: Message) -> bool:
+    """True when every checked field of ``message`` holds a value its validator accepts,
+    told in one expression (a validator call per field was most of the cost of
+    building a message). False is no verdict: ``check_fields`` then runs the
+    validators one by one, in field order, and raises the error. A property test
+    pins that both accept the same values.
+    """
+    id_, session_id, created_at = message.id, message.session_id, message.created_at
+    parent_id, turn_id, tool_call_id = message.parent_id, message.turn_id, message.tool_call_id
+    error_type, event_seq, tool_call = message.error_type, message.event_seq, message.tool_call
+    content, sender, chatbot_id, channel_id = (
+        message.content,
+        message.sender,
+        message.chatbot_id,
+        message.channel_id,
+    )
+    return (
+        type(id_) is str
+        and id_ != ""
+        and id_.isascii()
+        and type(session_id) is str
+        and 0 < len(session_id) <= MAX_SESSION_ID_CHARS
+        and session_id.isascii()
+        and session_id.isprintable()
+        and type(created_at) is datetime
+        and created_at.utcoffset() is not None
+        and type(content) is str
+        and content.isascii()
+        and type(sender) is str
+        and sender.isascii()
+        and (parent_id is None or (type(parent_id) is str and parent_id.isascii()))
+        and (turn_id is None or (type(turn_id) is str and turn_id.isascii()))
+        and type(chatbot_id) is str
+        and chatbot_id.isascii()
+        and type(channel_id) is str
+        and channel_id.isascii()
+        and (tool_call is None or type(tool_call) is ToolCall)
+        and (tool_call_id is None or (type(tool_call_id) is str and tool_call_id.isascii()))
+        and (message.is_error is False or message.is_error is True)
+        and (error_type is None or (type(error_type) is str and error_type.isascii()))
+        and (event_seq is None or (type(event_seq) is int and 0 <= event_seq <= MAX_SEQ))
+        and (message.active is True or message.active is False)
+    )
+
+
 def check_fields(message: Message) -> None:
     """Run each field validator of ``message``, in field order (the general path of
     ``Message.__attrs_post_init__``'s one-expression check).
@@ -422,69 +424,3 @@ def check_fields(message: Message) -> None:
     """
     for field, check in _VALIDATORS:
         check(message, field, getattr(message, field.name))
-
-
-_TEMPLATE = Message(
-    id="template",
-    session_id="template",
-    role=Role.USER,
-    type=MessageType.TEXT,
-    status=Status.PENDING_AGENT,
-    created_at=datetime(2000, 1, 1, tzinfo=UTC),
-)
-_from_template = replacer(
-    Message, "id", "session_id", "role", "type", "status", "created_at", "content", "sender",
-    "metadata",
-)  # fmt: skip
-
-
-def text_message(
-    id: object,
-    session_id: object,
-    role: Role,
-    type_: MessageType,
-    status: Status,
-    created_at: object,
-    content: object,
-    sender: object,
-    metadata: PMap[str, FrozenJSON],
-) -> Message:
-    """``Message(...)`` of these fields, every other field at its default, sooner.
-
-    For ``new_message``, which vouches for what it made itself: ``role`` and
-    ``type_`` are members of a pair some category uses, ``type_`` is text or
-    thought (no tool call, no tool result), ``status`` is a member and
-    ``metadata`` is frozen. The caller's values (id, session id, time,
-    content, sender) are checked here as ``Message`` checks them; anything
-    not accepted at a glance is built by ``Message`` itself, which raises the
-    same errors as ever. A property test pins both paths equal.
-    """
-    if (
-        builtin_type(id) is str
-        and id
-        and id.isascii()
-        and builtin_type(session_id) is str
-        and 0 < len(session_id) <= MAX_SESSION_ID_CHARS
-        and session_id.isascii()
-        and session_id.isprintable()
-        and builtin_type(created_at) is datetime
-        and created_at.utcoffset() is not None
-        and builtin_type(content) is str
-        and content.isascii()
-        and builtin_type(sender) is str
-        and sender.isascii()
-    ):
-        return _from_template(
-            _TEMPLATE, id, session_id, role, type_, status, created_at, content, sender, metadata
-        )
-    return Message(
-        id=id,  # type: ignore[arg-type]
-        session_id=session_id,  # type: ignore[arg-type]
-        role=role,
-        type=type_,
-        status=status,
-        created_at=created_at,  # type: ignore[arg-type]
-        content=content,  # type: ignore[arg-type]
-        sender=sender,  # type: ignore[arg-type]
-        metadata=metadata,
-    )
