@@ -8,6 +8,7 @@ input and invalid input alike (the same value, or the same error).
 
 from __future__ import annotations
 
+import pickle
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 from unittest import mock
@@ -31,7 +32,7 @@ from runtime import (
     apply,
     new_message,
 )
-from runtime._replace import replacer
+from runtime._replace import _compile, replacer
 from runtime._state import build_state
 from runtime.testing import messages
 
@@ -199,6 +200,26 @@ class TestReplacer:
         assert hash(changed) == hash(expected)
         assert type(changed) is Message
         assert message == before
+
+    @given(messages(), st.integers(min_value=1, max_value=10**6))
+    def test_descriptor_fallback_same(self, message: Message, seq: int) -> None:
+        """The fallback that stores through the slots' descriptors (for a Python that
+        refuses the class assignment) copies the same."""
+        names = [f.name for f in attrs.fields(Message)]
+        values = ["_v0" if name == "event_seq" else f"old.{name}" for name in names]
+        stamp = _compile(Message, names, "old, _v0", values, by_class_assignment=False)
+        assert stamp(message, seq) == replacer(Message, "event_seq")(message, seq)
+        assert type(stamp(message, seq)) is Message
+
+    def test_copies_are_ordinary_frozen_values(self) -> None:
+        """A copy's type is the class itself: it refuses changes, pickles and hashes as any."""
+        message = new_message(Category.REPLY, id="m", session_id="s", created_at=T0, content="hi")
+        copy = replacer(Message, "event_seq")(message, 4)
+        assert type(copy) is Message
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            copy.content = "changed"  # type: ignore[misc]
+        assert pickle.loads(pickle.dumps(copy)) == copy
+        assert hash(copy) == hash(attrs.evolve(message, event_seq=4))
 
     def test_state_same_as_evolve(self) -> None:
         """On a SessionState (fields without validators) too."""
