@@ -55,7 +55,6 @@ if _typing.TYPE_CHECKING:
     from ._answers import ToolResult as ToolResult
     from ._channels import LiveChannelAdapter as LiveChannelAdapter
     from ._channels import SilentChannelAdapter as SilentChannelAdapter
-    from ._channels import format_turn_metrics as format_turn_metrics
     from ._channels import split_text as split_text
     from ._cli_adapter import CliAdapter as CliAdapter
     from ._effects import EffectHandle as EffectHandle
@@ -77,6 +76,7 @@ if _typing.TYPE_CHECKING:
     from ._gateway import Subscription as Subscription
     from ._ids import Clock as Clock
     from ._ids import utc_now as utc_now
+    from ._metrics import format_turn_metrics as format_turn_metrics
     from ._model import Model as Model
     from ._ownership import Resume as Resume
     from ._ownership import StoreBusy as StoreBusy
@@ -139,7 +139,7 @@ _SOURCES: dict[str, str] = {
     "ToolResult": "._answers",
     "LiveChannelAdapter": "._channels",
     "SilentChannelAdapter": "._channels",
-    "format_turn_metrics": "._channels",
+    "format_turn_metrics": "._metrics",
     "split_text": "._channels",
     "CliAdapter": "._cli_adapter",
     "EffectHandle": "._effects",

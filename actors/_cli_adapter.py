@@ -39,8 +39,8 @@ from runtime import (
 )
 
 from ._adapter import Adapter
-from ._channels import format_turn_metrics
 from ._errors import InvalidConfig
+from ._metrics import format_turn_metrics
 from ._terminal import safe
 
 __all__ = ["CliAdapter"]

@@ -12,6 +12,7 @@ turns, and every index is derived again on decode.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import re
 import reprlib
@@ -31,6 +32,7 @@ from pyrsistent import typing as ptyping
 from ._audit import AuditRow, AuditStatus
 from ._errors import DecodeError, InvalidArgument
 from ._events import EVENT_TYPES, Event, TurnOutcome
+from ._fast_data import message_data, turn_data
 from ._json import canonical, freeze, freeze_map
 from ._message import (
     Attachment,
@@ -228,25 +230,43 @@ _converter.register_structure_hook_func(_origin_is(list), _structure_list)
 _converter.register_unstructure_hook_func(_origin_is(ptyping.PVector), _unstructure_vector)
 _converter.register_structure_hook_func(_origin_is(ptyping.PVector), _structure_vector)
 
-for _cls in (ToolCall, Attachment, BrowserElement, Usage, Message, Turn):
-    _converter.register_unstructure_hook(
-        _cls, make_dict_unstructure_fn(_cls, _converter, _cattrs_omit_if_default=False)
-    )
-    _converter.register_structure_hook(
-        _cls, make_dict_structure_fn(_cls, _converter, _cattrs_forbid_extra_keys=True)
-    )
+# The hooks of the attrs classes are generated (code built and compiled) when a
+# class is first encoded or decoded, not on import: a command that reads one
+# state does not pay for every event kind's.
+_PLAIN_CLASSES = (ToolCall, Attachment, BrowserElement, Usage, Message, Turn)
+_converter.register_unstructure_hook_factory(
+    lambda t: t in _PLAIN_CLASSES,
+    lambda cls: make_dict_unstructure_fn(cls, _converter, _cattrs_omit_if_default=False),
+)
+_converter.register_structure_hook_factory(
+    lambda t: t in _PLAIN_CLASSES,
+    lambda cls: make_dict_structure_fn(cls, _converter, _cattrs_forbid_extra_keys=True),
+)
 
-_EVENT_STRUCTURE = {
-    kind: make_dict_structure_fn(cls, _converter, _cattrs_forbid_extra_keys=True)
-    for kind, cls in EVENT_TYPES.items()
-}
-_EVENT_UNSTRUCTURE = {
-    cls: make_dict_unstructure_fn(cls, _converter) for cls in EVENT_TYPES.values()
-}
+
+_EVENT_STRUCTURE: dict[str, Callable[[Any, type[Event]], Event]] = {}
+_EVENT_UNSTRUCTURE: dict[str, Callable[[Event], dict[str, Any]]] = {}
+"""Each event kind's generated hooks, made on the kind's first use."""
+
+
+def _event_structure(cls: type[Event]) -> Callable[[Any, type[Event]], Event]:
+    made = _EVENT_STRUCTURE.get(cls.kind)
+    if made is None:
+        made = make_dict_structure_fn(cls, _converter, _cattrs_forbid_extra_keys=True)
+        _EVENT_STRUCTURE[cls.kind] = made
+    return made
+
+
+def _event_unstructure(cls: type[Event]) -> Callable[[Event], dict[str, Any]]:
+    made = _EVENT_UNSTRUCTURE.get(cls.kind)
+    if made is None:
+        made = make_dict_unstructure_fn(cls, _converter)
+        _EVENT_UNSTRUCTURE[cls.kind] = made
+    return made
 
 
 def _unstructure_event(event: Event) -> dict[str, Any]:
-    data = _EVENT_UNSTRUCTURE[type(event)](event)
+    data = _event_unstructure(type(event))(event)
     return {"kind": event.kind, **data}
 
 
@@ -255,15 +275,14 @@ def _structure_event(value: object, wanted: type[Event]) -> Event:
         raise TypeError(f"expected an object with a 'kind', got {_got(value)}")
     data = dict(value)
     kind = data.pop("kind", None)
-    structure = _EVENT_STRUCTURE.get(kind) if type(kind) is str else None
-    if structure is None:
+    cls = EVENT_TYPES.get(kind) if type(kind) is str else None
+    if cls is None:
         raise ValueError(
             f"unknown event kind {_got(kind)}; expected one of {', '.join(sorted(EVENT_TYPES))}"
         )
-    cls = EVENT_TYPES[kind]
     if not issubclass(cls, wanted):
         raise ValueError(f"expected a {wanted.kind!r} event, got kind {kind!r}")
-    return structure(data, cls)
+    return _event_structure(cls)(data, cls)
 
 
 _converter.register_unstructure_hook_func(
@@ -274,13 +293,24 @@ _converter.register_structure_hook_func(
 )
 
 
+# A state's messages and turns: from their slots (``_fast_data``), else through cattrs.
+def _message_data(m: Message) -> dict[str, Any]:
+    fast = message_data(m)
+    return fast if fast is not None else _converter.unstructure(m, Message)
+
+
+def _turn_data(t: Turn) -> dict[str, Any]:
+    fast = turn_data(t)
+    return fast if fast is not None else _converter.unstructure(t, Turn)
+
+
 def _unstructure_state(state: SessionState) -> dict[str, Any]:
     return {
         "session_id": state.session_id,
         "seq": state.seq,
         "updated_at": None if state.updated_at is None else state.updated_at.isoformat(),
-        "messages": [_converter.unstructure(m, Message) for m in state.messages],
-        "turns": [_converter.unstructure(t, Turn) for t in state.turn_list()],
+        "messages": [_message_data(m) for m in state.messages],
+        "turns": [_turn_data(t) for t in state.turn_list()],
         "audit": [_converter.unstructure(r, AuditRow) for r in state.model_calls()],
     }
 
@@ -297,15 +327,15 @@ class _StateData:
     audit: list[AuditRow] = attrs.field(factory=list)
 
 
-_structure_state_data = make_dict_structure_fn(
-    _StateData, _converter, _cattrs_forbid_extra_keys=True
-)
+@functools.cache
+def _structure_state_data() -> Callable[[Any, type[_StateData]], _StateData]:
+    return make_dict_structure_fn(_StateData, _converter, _cattrs_forbid_extra_keys=True)
 
 
 def _structure_state(value: object, _: type) -> SessionState:
     if type(value) is not dict:
         raise TypeError(f"expected a state object, got {_got(value)}")
-    data = _structure_state_data(value, _StateData)
+    data = _structure_state_data()(value, _StateData)
     state = build_state(
         session_id=data.session_id,
         seq=data.seq,

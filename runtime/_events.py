@@ -9,6 +9,7 @@ no clock and makes no id.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -24,6 +25,7 @@ from ._errors import InvalidEvent
 from ._json import FrozenJSON, freeze_metadata, freeze_metrics
 from ._message import Message, Status, Usage, article
 from ._request import RequestRecord
+from ._state import new_vector
 from ._storable import MAX_SEQ, shown
 from ._turn import Turn
 
@@ -47,6 +49,8 @@ __all__ = [
 
 
 def _seq(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is int and 0 <= value <= MAX_SEQ:
+        return  # the common case, checked fast
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be a non-negative int "
@@ -60,6 +64,8 @@ def _seq(instance: object, attribute: attrs.Attribute[Any], value: object) -> No
 
 
 def _positive(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is int and 0 < value <= MAX_SEQ:
+        return  # the common case, checked fast
     _seq(instance, attribute, value)
     if value == 0:
         raise InvalidEvent(
@@ -90,7 +96,7 @@ def _dollars(instance: object, attribute: attrs.Attribute[Any], value: object) -
 
 def _instance(kind: type) -> Any:
     def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if not isinstance(value, kind):
+        if type(value) is not kind and not isinstance(value, kind):
             raise InvalidEvent(
                 f"{type(instance).__name__}.{attribute.name} must be {article(kind.__name__)} "
                 f"(got {shown(value)} that is a {type(value).__name__!r})."
@@ -99,8 +105,23 @@ def _instance(kind: type) -> Any:
     return check
 
 
+@attrs.frozen
+class Checked:
+    """Items the runtime checked already (a state's own vector): taken as they are.
+
+    Only ``Timeline.fork`` makes these, from a state ``apply`` built; never wrap caller
+    input.
+    """
+
+    items: Any
+    """The sequence, shared, not copied."""
+
+
 def _messages(value: object) -> PVector[Message]:
-    items: PVector[Any] = pvector(value)  # type: ignore[arg-type]
+    if type(value) is Checked:
+        return value.items  # type: ignore[no-any-return]
+    # A pure-Python vector, like a state's: equal vectors hash equal whichever made them.
+    items: PVector[Any] = new_vector(value)  # type: ignore[arg-type]
     for i, item in enumerate(items):
         if not isinstance(item, Message):
             raise InvalidEvent(
@@ -110,8 +131,10 @@ def _messages(value: object) -> PVector[Message]:
     return items
 
 
-def _turns(value: object) -> PVector[Turn]:
-    items: PVector[Any] = pvector(value)  # type: ignore[arg-type]
+def _turns(value: object) -> Sequence[Turn]:
+    if type(value) is Checked:
+        return value.items  # type: ignore[no-any-return]
+    items: PVector[Any] = new_vector(value)  # type: ignore[arg-type]
     for i, item in enumerate(items):
         if not isinstance(item, Turn):
             raise InvalidEvent(
@@ -237,7 +260,11 @@ class BranchImported(Event):
     """A new session starts from another session's state (a fork).
 
     Must be the first event of an empty session. Messages keep their ids and
-    payloads; their ``event_seq`` becomes this event's seq.
+    payloads. A message of another session keeps its ``session_id`` and
+    ``event_seq`` (its provenance: the session and event that added it) when
+    this event has seq 1, as every fork's has; a message of this session, or any
+    message of an import at a later seq, gets this event's seq (and this
+    session's id).
     """
 
     kind: ClassVar[str] = "branch_imported"
@@ -246,10 +273,12 @@ class BranchImported(Event):
     """The session it was forked from."""
     source_seq: int = attrs.field(validator=_seq)
     """The source's seq it was forked at."""
-    messages: PVector[Message] = attrs.field(factory=pvector, converter=_messages)
-    """The source's messages at that seq, rewritten to this session."""
-    turns: PVector[Turn] = attrs.field(factory=pvector, converter=_turns)
-    """The source's turns at that seq, in start order."""
+    messages: PVector[Message] = attrs.field(factory=new_vector, converter=_messages)
+    """The source's messages at that seq, as they are there (a fork shares the source's
+    vector; stores written before forks shared it hold them rewritten to this session)."""
+    turns: Sequence[Turn] = attrs.field(factory=new_vector, converter=_turns)
+    """The source's turns at that seq, in start order (a fork's is a read-only view of the
+    source's turns)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -45,7 +45,7 @@ from ._reduce_turns import (
     turn_started,
 )
 from ._replace import replace
-from ._state import SessionState, build_state, check_consistent
+from ._state import IMPORT_SEQ, SessionState, added_seq, build_state, check_consistent
 
 __all__ = ["INTERRUPTED_MARK", "apply"]
 
@@ -84,8 +84,20 @@ def _branch_imported(state: SessionState, event: BranchImported) -> SessionState
             f"{state.session_id!r} already has {len(state.messages)} messages; fork into a new "
             "session id."
         )
-    seq = event.seq
-    messages = [m if m.event_seq == seq else replace(m, event_seq=seq) for m in event.messages]
+    seq, session_id = event.seq, state.session_id
+    if seq == IMPORT_SEQ:
+        # Messages of other sessions keep their provenance (the fork shares them as they are).
+        messages = [
+            m if m.event_seq == seq or m.session_id != session_id else replace(m, event_seq=seq)
+            for m in event.messages
+        ]
+    else:  # an import after an empty one: rewritten to this session, as forks once were
+        messages = [
+            m
+            if m.event_seq == seq and m.session_id == session_id
+            else replace(m, session_id=session_id, event_seq=seq)
+            for m in event.messages
+        ]
     imported = build_state(
         session_id=state.session_id,
         seq=event.seq,
@@ -113,12 +125,13 @@ def _rolled_back(state: SessionState, event: RolledBack) -> SessionState:
             f"RolledBack seq {event.seq} rolls back to seq {event.to_seq}, but session "
             f"{state.session_id!r} is at seq {state.seq}; to_seq must be below the current seq."
         )
-    # Messages are appended in event order, so those added after to_seq are a suffix.
+    # Messages are appended in event order, so those added after to_seq are a suffix
+    # (messages inherited by a fork come first, added by its BranchImported, seq 1).
     messages = state.messages
     lo, hi = 0, len(messages)
     while lo < hi:
         mid = (lo + hi) // 2
-        if (messages[mid].event_seq or 0) <= event.to_seq:
+        if (added_seq(state, messages[mid]) or 0) <= event.to_seq:
             lo = mid + 1
         else:
             hi = mid

@@ -82,14 +82,15 @@ def reply_of(state: SessionState, input_id: str) -> Reply:
     turn = state.turn(message.turn_id)
     if turn is None:  # pragma: no cover - the reducer keeps every turn
         raise UnknownMessage(f"Session {state.session_id!r} has no turn {message.turn_id!r}.")
-    made: list[Message] = []
-    for position in range(len(state.messages) - 1, -1, -1):
-        item = state.messages[position]
-        if item.event_seq is not None and item.event_seq < turn.started_seq:
-            break
-        if item.turn_id == turn.id and not category_of(item).is_input:
-            made.append(item)
-    made.reverse()
+    # What the turn made comes after its inputs (a turn starts once its input is in).
+    # Positions, not seqs: a fork's inherited messages and turns keep their source's seqs.
+    messages, index = state.messages, state.index
+    start = min((index[i] for i in turn.input_ids if i in index), default=index[input_id])
+    made = [
+        item
+        for item in (messages[p] for p in range(start + 1, len(messages)))
+        if item.turn_id == turn.id and not category_of(item).is_input
+    ]
     outcome = TurnOutcome(turn.status.value)
     text = partial = ""
     notice: str | None = None

@@ -34,9 +34,14 @@ from pyrsistent.typing import PVector
 from ._audit import AuditRow, AuditStatus, model_calls, operation_key
 from ._errors import UnknownMessage
 from ._message import Message, MessageType, Status
+from ._replace import replace as _replace
 from ._turn import Turn, TurnStatus
 
 __all__ = ["STATUS_ORDER", "SessionState"]
+
+IMPORT_SEQ = 1
+"""The seq of a fork's ``BranchImported``: messages inherited from another session keep
+that session's ids and seqs (their provenance) only when imported as seq 1."""
 
 STATUS_ORDER: tuple[Status, ...] = tuple(Status)
 """The order of ``SessionState.counts``."""
@@ -212,6 +217,37 @@ class _SourceKeys(Mapping[str, str]):
         return len(self._audit)
 
 
+def inherited(state: SessionState, message: Message) -> bool:
+    """Whether ``message`` came into ``state``'s session with its fork (``BranchImported``).
+
+    A fork shares its source's messages as they are, so an inherited message keeps the
+    ``session_id`` and ``event_seq`` of the session and event that added it (its
+    provenance); every message the session adds itself carries its own id.
+    """
+    return message.session_id != state.session_id
+
+
+def added_seq(state: SessionState, message: Message) -> int | None:
+    """The seq of ``state``'s session at which ``message`` was added.
+
+    A message's ``event_seq`` is a seq of the session named by its ``session_id``; a
+    message inherited by a fork was added by the fork's ``BranchImported``, seq 1.
+    """
+    return IMPORT_SEQ if inherited(state, message) else message.event_seq
+
+
+def as_own(state: SessionState, message: Message) -> Message:
+    """``message`` as ``state``'s session shows it to the outside world (adapters, subscribers).
+
+    An inherited message gets this session's id and the seq that added it here (1), so
+    whoever routes or acknowledges it by ``session_id`` reaches this session, not its
+    source; the session's own messages are returned as they are.
+    """
+    if message.session_id == state.session_id:
+        return message
+    return _replace(message, session_id=state.session_id, event_seq=IMPORT_SEQ)
+
+
 def build_state(
     *,
     session_id: str,
@@ -276,8 +312,10 @@ def check_consistent(state: SessionState) -> list[str]:
     """Problems that make ``state``'s parts disagree (empty when sound).
 
     Checks what a snapshot or an imported branch could get wrong: ids unique,
-    one active turn at most, processing inputs exactly those of the active
-    turn, results answering a call of their own turn, categories valid.
+    messages of other sessions (inherited by a fork) before every message of
+    this session, one active turn at most, processing inputs exactly those of
+    the active turn, results answering a call of their own turn, categories
+    valid.
     """
     problems: list[str] = []
     if len(state.index) != len(state.messages):
@@ -293,11 +331,18 @@ def check_consistent(state: SessionState) -> list[str]:
         turn_ids.add(state.active_turn.id)
     session_id = state.session_id
     processing_status = Status.PROCESSING
+    own: str | None = None  # the first message of this session's own
     # One pass, the common case first: this runs on every snapshot read.
     # (Every Message has a category: its role/type pair is checked when built.)
     for message in state.messages:
-        if message.session_id != session_id:
-            problems.append(f"message {message.id!r} belongs to session {message.session_id!r}")
+        if message.session_id == session_id:
+            if own is None:
+                own = message.id
+        elif own is not None:
+            problems.append(
+                f"message {message.id!r} of session {message.session_id!r} comes after message "
+                f"{own!r} of this session (messages inherited by a fork come first)"
+            )
         processing = message.status is processing_status
         if processing != (message.id in claimed):
             problems.append(

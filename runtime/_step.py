@@ -24,7 +24,7 @@ from ._machine import SessionMachine, TurnRun, TurnSettings
 from ._message import Message
 from ._reducer import apply
 from ._replace import replace
-from ._state import SessionState
+from ._state import SessionState, as_own
 from ._updates import Update
 
 __all__ = ["IDLE_TIMER", "Step", "free_id", "session_tag"]
@@ -201,7 +201,7 @@ class Step:
                     update=Update(
                         session_id=after.session_id,
                         seq=after.seq,
-                        message=new,
+                        message=as_own(after, new),
                         previous=None if old is None else old.status,
                     )
                 )

@@ -17,10 +17,11 @@ import attrs
 
 from ._diff import StateDiff, diff
 from ._errors import ReplayMismatch, SeqOutOfRange
-from ._events import BranchImported, Event
+from ._events import Event
+from ._fork import fork_parts
 from ._reducer import apply
-from ._replace import replace
-from ._state import SessionState, check_consistent, new_vector
+from ._replace import replacer
+from ._state import SessionState
 
 __all__ = ["Entries", "Timeline", "replay", "verify"]
 
@@ -162,7 +163,15 @@ class Timeline:
         Raises:
             EventRejected: the event does not fit the head; this timeline is unchanged.
         """
-        return self._grown([event], [apply(self.head, event)])
+        state = apply(self.head, event)
+        events, states, count = self._events, self._states, self._count
+        if len(events) == count and len(states) == count:  # the newest version: share
+            events.append(event)
+            states.append(state)
+            # As in _grown: another thread may have grown the same version meanwhile.
+            if events[count] is event and states[count] is state:
+                return _with_count(self, count + 1)
+        return self._grown([event], [state])
 
     def extend(self, events: Iterable[Event]) -> Timeline:
         """The timeline with every event applied in order (all or nothing)."""
@@ -228,11 +237,14 @@ class Timeline:
         return diff(self.at(a), self.at(b))
 
     def fork(self, seq: int, new_session_id: str, *, at: datetime) -> Timeline:
-        """A new session that starts from the state at ``seq``.
+        """A new session that starts from the state at ``seq``, in constant time.
 
-        The new timeline's first event is a ``BranchImported`` carrying that
-        state's messages and turns, rewritten to ``new_session_id``. Give it to
-        a store like any other event to keep the fork.
+        The new timeline's first event is a ``BranchImported`` that shares that
+        state's messages and turns; the fork's state shares the source's vector
+        and indexes. Inherited messages keep their provenance: the
+        ``session_id`` and ``event_seq`` of the session and event that added
+        them (``inherited``, ``added_seq``). Give the event to a store like any
+        other event to keep the fork.
 
         Args:
             seq: the state to fork from.
@@ -243,38 +255,25 @@ class Timeline:
             raise ValueError(
                 f"fork() needs a new session id; got {new_session_id!r}, the source's own id."
             )
-        source = self.at(seq)
-        # The trusted copy: the messages were checked when they were added, and the
-        # event checks the new session id (an invalid one fails it, copies and all).
-        messages = [replace(m, session_id=new_session_id, event_seq=1) for m in source.messages]
-        event = BranchImported(
-            session_id=new_session_id,
-            seq=1,
-            at=at,
+        event, state = fork_parts(
+            self.at(seq),
             source_session_id=self.session_id,
             source_seq=seq,
-            messages=messages,
-            turns=source.turn_list(),
+            new_session_id=new_session_id,
+            at=at,
         )
-        # The state the event makes, built from the source's own indexes (ids, positions,
-        # turns and counts are the same) instead of derived again message by message:
-        # apply() of the event gives an equal state (a property test checks it), which is
-        # what a replay of the stored log does.
+        # The event checked the new session id. The state is the source's, made by apply()
+        # (or a snapshot checked when read), with the fields an import sets: apply() of the
+        # event gives an equal state (a property test pins it), which is what a replay of
+        # the stored log does.
         start = SessionState.empty(new_session_id)
-        state = replace(
-            source,
-            session_id=new_session_id,
-            seq=1,
-            updated_at=at,
-            messages=new_vector(messages),
-            audit=start.audit,
-            audit_ops=start.audit_ops,
-            audit_running=(),
-            audit_rows=start.audit_rows,
-        )
-        if check_consistent(state):  # not a state apply() made: let apply() say what is wrong
+        if state is None:
             return Timeline(base=start).append(event)
         return Timeline._assemble(start, [event], [state])
+
+
+_with_count = replacer(Timeline, "_count")
+"""The same timeline seeing ``count`` entries of its shared lists (trusted)."""
 
 
 def replay(events: Iterable[Event], *, base: SessionState | None = None) -> Timeline:

@@ -43,6 +43,7 @@ from ._inputs import (
 from ._machine import SessionMachine, TurnSettings
 from ._message import Message, Status
 from ._responses import model_chunk, model_ended, tool_done
+from ._state import as_own
 from ._step import IDLE_TIMER, Step
 from ._turn_ops import (
     APPROVAL_TIMER,
@@ -202,7 +203,9 @@ def _loaded(s: Step, input: Loaded) -> None:
     state = s.state
     for message in state:
         if message.active and awaits_delivery(message):
-            update = Update(session_id=state.session_id, seq=state.seq, message=message)
+            update = Update(
+                session_id=state.session_id, seq=state.seq, message=as_own(state, message)
+            )
             s.command(Announce(update=update))
     if state.active_turn is not None and s.run is None:
         orphaned(s, runner_gone=input.runner_gone)

@@ -18,7 +18,7 @@ import attrs
 
 from ._errors import ProjectionError
 from ._history import Block
-from ._state import SessionState
+from ._state import SessionState, added_seq
 from ._turn import Turn
 from ._view import ImagePart, ModelView, TextPart, ToolUsePart, ViewMessage, ViewRole
 
@@ -209,7 +209,16 @@ def assemble(
     out = [m for unit in kept for m in unit]
     note = None
     if truncated:
-        first_seq = next((m.event_seq for m in out if m.event_seq is not None), state.seq)
+        first = next((m for m in out if m.event_seq is not None), None)
+        source = None if first is None or first.source_id is None else state.get(first.source_id)
+        # A seq of this session (an inherited message's own event_seq is its source's).
+        first_seq = (
+            state.seq
+            if first is None
+            else first.event_seq
+            if source is None
+            else added_seq(state, source)
+        )
         note = _OMITTED_NOTE.format(seq=first_seq)
     elif out and out[0].role is not ViewRole.USER:
         note = START_NOTE

@@ -22,17 +22,15 @@ Errors are one line on stderr: what went wrong, what was found, how to fix it.
 from __future__ import annotations
 
 import base64
-import difflib
 import enum
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 import orjson
-from rich.console import Console
 
 from runtime import (
     AmberError,
@@ -52,6 +50,9 @@ from runtime import (
     thaw,
 )
 from runtime.store import DEFAULT_SCHEMA, SQLiteStore, SqlStore, Store, is_postgres_url
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = [
     "DEFAULT_DB",
@@ -236,6 +237,8 @@ def require_session(store: Store, session_id: str, db: str) -> None:
     if session_id in store:
         return
     known = [info.session_id for info in store.list_sessions()]
+    import difflib
+
     close = [s for s in known if s.startswith(session_id)] or difflib.get_close_matches(
         session_id, known, n=3
     )
@@ -275,6 +278,8 @@ def resolve_seq_between(
 
 def stdout_console() -> Console:
     """A console on the current stdout (colors only on a terminal, no auto-highlighting)."""
+    from rich.console import Console  # not for --json: imported when something is printed
+
     return Console(highlight=False, soft_wrap=True)
 
 

@@ -6,7 +6,8 @@ functions of values from ``runtime``; nothing prints.
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+import typing
+
 from rich.text import Text
 
 from runtime import (
@@ -32,7 +33,7 @@ from runtime import (
     thaw,
 )
 
-from .._channels import format_turn_metrics
+from .._metrics import format_turn_metrics
 from ._text import (
     AUDIT_STYLES,
     OUTCOME_STYLES,
@@ -46,6 +47,9 @@ from ._text import (
     safe,
     status_text,
 )
+
+if typing.TYPE_CHECKING:
+    from rich.console import RenderableType
 
 __all__ = ["describe_event", "diff_view", "is_error_event", "touched_ids"]
 
@@ -292,6 +296,8 @@ def diff_view(delta: StateDiff) -> RenderableType:
                 f" model call: {call.before or '(none)'} → {call.after or '(none)'}",
             )
         )
+    from rich.console import Group
+
     return Group(*lines)
 
 

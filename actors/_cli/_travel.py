@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.table import Table
 from rich.text import Text
 
 from runtime import (
@@ -23,6 +22,7 @@ from runtime import (
     SessionState,
     Timeline,
     TurnEnded,
+    added_seq,
     session_cost,
     to_data,
 )
@@ -40,9 +40,7 @@ from ._app import (
     resolve_seq_between,
     stdout_console,
 )
-from ._calls import print_call
 from ._render import describe_event, touched_ids
-from ._tables import message_detail
 from ._text import join, money, status_text, time_text
 from ._views import PROVIDERS, VIEWS, print_view, view_data
 
@@ -94,6 +92,8 @@ def sessions(db: str, as_json: bool) -> None:
     its last event, when it was last active (UTC), and what its model calls
     cost (as recorded in their audit rows).
     """
+    from rich.table import Table
+
     with open_store(db) as store:
         infos = store.list_sessions()
         costs = {info.session_id: _session_cost(store, info.session_id) for info in infos}
@@ -324,6 +324,8 @@ def show(
     """
     with open_store(db) as store:
         if call is not None:
+            from ._calls import print_call  # the request builders: only for --call
+
             print_call(load_timeline(store, session, db), call, as_json=as_json)
             return
         # Only the state asked for, from the nearest stored one (not the whole log).
@@ -368,9 +370,10 @@ def _show_message(head: SessionState, state: SessionState, message_id: str, as_j
     message = state.get(message_id)
     if message is None:
         later = head.get(message_id)
+        added = None if later is None else added_seq(head, later)
         hint = (
-            f"it is added at seq {later.event_seq}; pass --at {later.event_seq} or later."
-            if later is not None and later.event_seq is not None
+            f"it is added at seq {added}; pass --at {added} or later."
+            if added is not None
             else "'amber show' without --message lists the messages."
         )
         raise CliError(
@@ -381,4 +384,6 @@ def _show_message(head: SessionState, state: SessionState, message_id: str, as_j
     if as_json:
         emit_json(to_data(message))
         return
+    from ._tables import message_detail
+
     stdout_console().print(message_detail(message))

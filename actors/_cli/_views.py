@@ -11,40 +11,28 @@ state's request, whose exact payload ``--call`` prints.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 import click
 import orjson
-from rich.console import Console, Group, RenderableType
-from rich.json import JSON
-from rich.table import Table
 from rich.text import Text
 
-from runtime import (
-    Event,
-    ImagePart,
-    Message,
-    ModelView,
-    ReasoningPart,
-    SessionState,
-    TextPart,
-    ToolResultPart,
-    ToolUsePart,
-    ViewMessage,
-    clean_history,
-    session_history,
-    to_anthropic,
-    to_data,
-    to_gemini,
-    to_openai,
-    to_openai_responses,
-)
+from runtime import Event, Message, SessionState, to_data
 
 from .._errors import InvalidConfig
-from ._tables import message_lines, message_table, model_call_lines, state_header, turn_lines
 from ._text import excerpt
+
+if typing.TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.table import Table
+
+    from runtime import ModelView, ViewMessage
+
+# The projections (clean_history, the providers' payloads) and the tables are imported
+# where they are used: ``amber show --json`` prints the state without loading them.
 
 __all__ = [
     "PROVIDERS",
@@ -66,6 +54,15 @@ def view_data(view: str, state: SessionState) -> Any:
     """The view of ``state`` as JSON-ready data."""
     if view == "state":
         return to_data(state)
+    from runtime import (
+        clean_history,
+        session_history,
+        to_anthropic,
+        to_gemini,
+        to_openai,
+        to_openai_responses,
+    )
+
     if view == "history":
         return [to_data(m) for m in session_history(state)]
     if view == "clean":
@@ -98,6 +95,8 @@ def print_view(
 ) -> None:
     """Print ``view`` of ``state`` for people, under the state's header and event (and, for a
     provider view, which model call of ``head`` was sent that state's request)."""
+    from ._tables import state_header
+
     console.print(state_header(state, last_seq=last_seq, event=event))
     if event_line is not None:
         console.print(Text.assemble(("Event: ", "bold"), event_line))
@@ -117,6 +116,8 @@ def print_view(
 def print_parts(console: Console, parts: list[RenderableType]) -> None:
     """Print renderables; one-line texts go out plain (and fast) when stdout is not a terminal."""
     if console.is_terminal:
+        from rich.console import Group
+
         console.print(Group(*parts))
         return
     out: list[str] = []
@@ -136,6 +137,8 @@ def print_parts(console: Console, parts: list[RenderableType]) -> None:
 def view_parts(view: str, state: SessionState, *, full: bool = False) -> list[RenderableType]:
     """``view`` of ``state`` as renderables: message lines, tables, or the request as JSON."""
     if view == "state":
+        from ._tables import model_call_lines, turn_lines
+
         parts: list[RenderableType] = []
         if len(state):
             parts += _messages(state.messages, full=full)
@@ -149,16 +152,22 @@ def view_parts(view: str, state: SessionState, *, full: bool = False) -> list[Re
             parts.extend(calls)
         return parts
     if view == "history":
+        from runtime import session_history
+
         history = session_history(state)
         title = f"session_history: {len(history)} messages, phased"
         return _messages(history, full=full, title=title)
     if view == "clean":
+        from runtime import clean_history
+
         model_view = clean_history(state)
         note = ", truncated" if model_view.truncated else ""
         return [
             Text(f"clean_history: {len(model_view)} messages{note}", style="bold"),
             _model_view_table(model_view, full=full),
         ]
+    from rich.json import JSON
+
     return [
         Text(f"{view} request view (no system prompt):", style="bold"),
         JSON(json_text(view_data(view, state))),
@@ -168,6 +177,8 @@ def view_parts(view: str, state: SessionState, *, full: bool = False) -> list[Re
 def _messages(
     messages: Sequence[Message], *, full: bool, title: str | None = None
 ) -> list[RenderableType]:
+    from ._tables import message_lines, message_table
+
     if full:
         return [message_table(messages, title=title)]
     return list(message_lines(messages, title=title))
@@ -185,6 +196,8 @@ def _bytes(value: object) -> str:
 
 
 def _part_text(part: object, full: bool) -> Text:
+    from runtime import ImagePart, ReasoningPart, TextPart, ToolResultPart, ToolUsePart
+
     limit = 10_000_000 if full else 160
     if isinstance(part, TextPart):
         return Text(excerpt(part.text, limit) if not full else part.text)
@@ -205,6 +218,8 @@ def _part_text(part: object, full: bool) -> Text:
 
 
 def _model_view_table(view: ModelView, *, full: bool) -> Table:
+    from rich.table import Table
+
     table = Table(box=None, pad_edge=False, header_style="bold")
     table.add_column("role", no_wrap=True)
     table.add_column("from", no_wrap=True, style="dim")

@@ -37,7 +37,7 @@ from datetime import datetime
 import attrs
 import orjson
 
-from runtime import BranchImported, Event, SessionState, Status, Timeline
+from runtime import BranchImported, Event, SessionState, Status, Timeline, added_seq
 from runtime.store import SessionInfo, Store
 
 from .._cli._admin import fork_session
@@ -209,7 +209,7 @@ class Source:
         with self._lock:
             if key in self._origins:
                 return self._origins[key]
-        from_first = sum(1 for m in head.messages if m.event_seq == 1)
+        from_first = sum(1 for m in head.messages if added_seq(head, m) == 1)
         origin: BranchImported | None = None
         if from_first != 1 or info.seq <= _EXACT_FORK_CHECK:
             first = _first(store.events(info.session_id))

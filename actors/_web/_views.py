@@ -27,6 +27,7 @@ from runtime import (
     Event,
     SessionState,
     Timeline,
+    added_seq,
     rebuild_request,
 )
 
@@ -185,9 +186,10 @@ def message_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
     message = state.get(message_id)
     if message is None:
         later = timeline.head.get(message_id)
+        added = None if later is None else added_seq(timeline.head, later)
         hint = (
-            f"it is added at seq {later.event_seq}; pass at={later.event_seq} or later."
-            if later is not None and later.event_seq is not None
+            f"it is added at seq {added}; pass at={added} or later."
+            if added is not None
             else "the session page lists its messages."
         )
         raise WebError(

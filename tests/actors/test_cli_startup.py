@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 
 import click
 import pytest
@@ -68,3 +69,87 @@ def test_the_command_table_matches_the_commands(name: str) -> None:
     stub = click.Command(name, help=COMMANDS[name][2])
     for limit in (30, 45, 80, 200):
         assert stub.get_short_help_str(limit) == command.get_short_help_str(limit)
+
+
+READ_HEAVY = (
+    "trio", "pykka", "textual", "pydantic", "hypothesis", "openai", "anthropic", "google",
+    "runtime.testing", "runtime._assembly", "runtime._stream", "runtime._providers",
+    "runtime._payloads", "runtime._clean", "actors._channels", "actors._runtime", "actors._cli._calls",
+)  # fmt: skip
+"""What the read-only commands must not import: the runtime's machinery, the SDKs, the UI,
+the stream assembler, the providers' payloads and the request builders of ``--call``."""
+
+
+@pytest.fixture(scope="module")
+def small_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A store with one short session ``s``: a question, a turn, a reply."""
+    from datetime import UTC, datetime, timedelta
+
+    from runtime import (
+        Category,
+        Event,
+        MessageAdded,
+        SessionState,
+        TurnEnded,
+        TurnOutcome,
+        TurnStarted,
+        apply,
+        new_message,
+    )
+    from runtime.store import SQLiteStore
+
+    t0 = datetime(2026, 5, 27, 12, 50, tzinfo=UTC)
+    question = new_message(Category.USER_QUESTION, id="u1", session_id="s", created_at=t0,
+                           sender="Chii", content="Hi?")  # fmt: skip
+    reply = new_message(Category.REPLY, id="a1", session_id="s", created_at=t0, turn_id="t1",
+                        parent_id="u1", content="Hello.")  # fmt: skip
+    makers: list[Callable[..., Event]] = [
+        lambda **kw: MessageAdded(message=question, **kw),
+        lambda **kw: TurnStarted(turn_id="t1", **kw),
+        lambda **kw: MessageAdded(message=reply, **kw),
+        lambda **kw: TurnEnded(turn_id="t1", outcome=TurnOutcome.PROCESSED, **kw),
+    ]
+    state = SessionState.empty("s")
+    events = []
+    for make in makers:
+        event = make(session_id="s", seq=state.seq + 1, at=t0 + timedelta(seconds=state.seq))
+        state = apply(state, event)
+        events.append(event)
+    path = tmp_path_factory.mktemp("startup") / "small.db"
+    with SQLiteStore(path) as store:
+        store.append(events)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["show", "--help"],
+        ["timeline", "--help"],
+        ["show", "s", "--at", "3", "--json"],
+        ["show", "s", "--at", "3"],
+        ["timeline", "s"],
+    ],
+)
+def test_read_commands_import_nothing_heavy(argv: list[str], small_db: str) -> None:
+    """show and timeline (and their --help) load none of READ_HEAVY; show --json not even
+    rich's console."""
+    if "--help" not in argv:
+        argv = [*argv, "--db", small_db]
+    code = (
+        "import sys\n"
+        "from actors._cli import main\n"
+        f"code = main({argv!r})\n"
+        "print('LOADED=' + ' '.join(sorted(sys.modules)))\n"
+        "raise SystemExit(code)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    loaded = set(result.stdout.rsplit("LOADED=", 1)[1].split())
+    heavy = {m for m in loaded if m in READ_HEAVY or m.split(".")[0] in READ_HEAVY}
+    assert not heavy, sorted(heavy)
+    if "--json" in argv:
+        assert "rich.console" not in loaded
+        assert "{" in result.stdout  # it did print the state

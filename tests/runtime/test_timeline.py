@@ -20,8 +20,10 @@ from runtime import (
     TurnOutcome,
     TurnStarted,
     TurnStatus,
+    added_seq,
     apply,
     diff,
+    inherited,
     replay,
     verify,
 )
@@ -157,7 +159,9 @@ class TestFork:
         assert (event.source_session_id, event.source_seq) == ("sess", 4)
         source = session.timeline.at(4)
         assert [m.id for m in fork.head.messages] == [m.id for m in source.messages]
-        assert all(m.session_id == "sess_fork" and m.event_seq == 1 for m in fork.head.messages)
+        # Shared, not copied: inherited messages keep their provenance (session, event seq).
+        assert fork.head.messages is source.messages
+        assert all(inherited(fork.head, m) and added_seq(fork.head, m) == 1 for m in fork.head)
         assert fork.head.active_turn_id == "turn_1"
         assert session.timeline.at(4) is source  # the source is untouched
 

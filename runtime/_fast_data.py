@@ -1,0 +1,80 @@
+"""The codec's data of the values a state holds many of, built from their slots.
+
+A state holds tens of thousands of messages and thousands of turns, and
+cattrs' generated hooks take ~40 µs for each message. A ``Message``, ``Turn``
+or ``ToolCall`` was checked when it was built, so its data is its slots as
+they are: enums kept (they are ``str``), times as ISO text, maps in the
+codec's canonical form (``canonical``), vectors as lists. The codec uses these
+for a state's messages and turns; a message with attachments or browser
+elements (rare) is left to cattrs (``None``). Property tests pin that both
+give the same data. If a class gains a field this module does not know, it
+turns itself off and everything goes through cattrs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from ._json import canonical
+from ._message import Message, ToolCall
+from ._turn import Turn
+
+__all__ = ["FAST_DATA", "message_data", "turn_data"]
+
+_KNOWN = {
+    Message: (
+        "id", "session_id", "role", "type", "status", "created_at", "content", "sender",
+        "parent_id", "turn_id", "chatbot_id", "channel_id", "tool_call", "tool_call_id",
+        "is_error", "error_type", "attachments", "browser_elements", "metadata", "event_seq",
+        "active",
+    ),
+    ToolCall: ("id", "name", "arguments", "index"),
+    Turn: (
+        "id", "status", "started_at", "started_seq", "input_ids", "open_calls", "ended_at",
+        "ended_seq", "reason", "metrics", "duration_ms", "runner", "awaiting_approval",
+    ),
+}  # fmt: skip
+FAST_DATA = all(tuple(f.name for f in attrs.fields(cls)) == known for cls, known in _KNOWN.items())
+"""False when a class's fields changed and this module was not taught them."""
+
+
+def _map(value: Any) -> Any:
+    """``canonical(value)``; most maps here are empty, and sorting an empty pmap is not free."""
+    return canonical(value) if value else {}
+
+
+def message_data(m: Message) -> dict[str, Any] | None:
+    """``to_data(m)``, or ``None`` when the message is for cattrs (attachments, elements)."""
+    if not FAST_DATA or m.attachments or m.browser_elements:
+        return None
+    call = m.tool_call
+    return {
+        "id": m.id, "session_id": m.session_id, "role": m.role, "type": m.type,
+        "status": m.status, "created_at": m.created_at.isoformat(), "content": m.content,
+        "sender": m.sender, "parent_id": m.parent_id, "turn_id": m.turn_id,
+        "chatbot_id": m.chatbot_id, "channel_id": m.channel_id,
+        "tool_call": None if call is None else {
+            "id": call.id, "name": call.name, "arguments": _map(call.arguments),
+            "index": call.index,
+        },
+        "tool_call_id": m.tool_call_id, "is_error": m.is_error, "error_type": m.error_type,
+        "attachments": [], "browser_elements": [], "metadata": _map(m.metadata),
+        "event_seq": m.event_seq, "active": m.active,
+    }  # fmt: skip
+
+
+def turn_data(t: Turn) -> dict[str, Any] | None:
+    """``to_data(t)``, or ``None`` when this module is turned off."""
+    if not FAST_DATA:
+        return None
+    return {
+        "id": t.id, "status": t.status, "started_at": t.started_at.isoformat(),
+        "started_seq": t.started_seq, "input_ids": list(t.input_ids),
+        "open_calls": _map(t.open_calls),
+        "ended_at": None if t.ended_at is None else t.ended_at.isoformat(),
+        "ended_seq": t.ended_seq, "reason": t.reason, "metrics": _map(t.metrics),
+        "duration_ms": t.duration_ms, "runner": t.runner,
+        "awaiting_approval": _map(t.awaiting_approval),
+    }  # fmt: skip
