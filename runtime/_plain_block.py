@@ -1,9 +1,11 @@
 """The view of a *plain* block in one pass: ``BlockBuilder.block``'s fast path.
 
-Most blocks of a long session are plain: their messages carry no metadata
-(no provider data, no ``model_call`` key, nothing interrupted), no
-attachments and no browser elements, and phasing did not reorder them. For
-such a block every rule of ``clean_history`` reduces to a few cases: each
+Most blocks of a long session are plain: their model outputs (thoughts,
+replies, tool calls) carry no metadata (no provider data, no ``model_call``
+key, nothing interrupted) and no attachments, and phasing did not reorder
+the block. Its inputs, results and other messages may be anything: the
+builder's own methods build those. For such a block the rules of
+``clean_history`` for a response reduce to a few cases: each
 stored output is at most one part in the default rank (reasoning, text, then
 calls by index), and a model response is the run of outputs stored together.
 ``plain_block`` builds that view without reading the messages back as

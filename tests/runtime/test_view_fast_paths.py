@@ -65,6 +65,7 @@ from runtime._view import (
 from runtime.testing import json_values, timelines
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+OUTPUTS = frozenset({Category.THOUGHT, Category.REPLY, Category.TOOL_CALL})
 
 
 class AnyBytes:
@@ -88,13 +89,18 @@ def reference_canonical(value: object) -> object:
 
 def check_blocks(state: SessionState, max_result_chars: int | None) -> int:
     """Every block of ``state``: the fast path, where it applies, gives the general path's
-    view, and ``stored_order`` holds. Returns how many blocks took the fast path."""
+    view, ``stored_order`` holds, and an output without metadata gets the same parts from
+    ``plain_parts`` as read back through ``stored_parts``. Returns how many blocks took the
+    fast path."""
     builder = BlockBuilder(state, ARTIFACTS, max_result_chars)
     taken = 0
     for block, _ in Walk(state).blocks():
         if block.stored_order:
             positions = [state.index[m.id] for m in block.messages]
             assert positions == sorted(positions)
+        for message, category in zip(block.messages, block.categories, strict=True):
+            if category in OUTPUTS and not message.metadata:  # parts()'s shortcut
+                assert builder.plain_parts(message, category) == builder.stored(message, category)
         fast = plain_block(builder, block)
         if fast is not None:
             taken += 1
