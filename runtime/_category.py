@@ -18,12 +18,16 @@ the same terminal status; ``processed`` would claim work that never finished.
 from __future__ import annotations
 
 import enum
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, NoReturn
 
 import attrs
+from pyrsistent.typing import PMap
 
+from ._json import FrozenJSON, freeze_map, freeze_metadata
 from ._message import Message, MessageType, Role, Status
+from ._replace import replacer
+from ._storable import MAX_SESSION_ID_CHARS
 
 __all__ = [
     "AGENT_SENDER",
@@ -161,6 +165,9 @@ _FLAGGED = {
 }
 
 
+_NO_METADATA = freeze_map(None)
+
+
 def category_of(message: Message) -> Category:
     """Return the category of ``message`` (DESIGN §2).
 
@@ -170,7 +177,7 @@ def category_of(message: Message) -> Category:
     """
     role, type_ = message.role, message.type
     metadata = message.metadata
-    if metadata:
+    if metadata is not _NO_METADATA and metadata:  # most share the empty map: skip its len()
         for category in _FLAGGED[(role, type_)]:
             if metadata.get(category.spec.flag or "") is True:
                 return category
@@ -227,6 +234,23 @@ def new_message(
             )
             raise InvalidMessage(f"A {category.label} needs a sender: pass {who} as sender=.")
         sender = AGENT_SENDER
+    if metadata is None and not fields and category not in _TOOL_CATEGORIES:
+        # The common case: a text message of plain fields, built by the trusted path
+        # (it checks the caller's values itself; a property test pins it to Message).
+        message = _text_message(
+            id,
+            session_id,
+            spec.role,
+            spec.type,
+            spec.initial,
+            created_at,
+            content,
+            sender,
+            _FLAG_METADATA[category],
+        )
+        if category_of(message) is not category:
+            _misread(message, category)
+        return message
     meta = metadata
     if spec.flag is not None:
         meta = dict(metadata or {})
@@ -244,10 +268,89 @@ def new_message(
         **fields,
     )
     if category_of(message) is not category:
-        from ._errors import InvalidMessage
-
-        raise InvalidMessage(
-            f"Message {id!r} was built as a {category.label} but reads back as a "
-            f"{category_of(message).label}; check its sender and metadata flags."
-        )
+        _misread(message, category)
     return message
+
+
+def _misread(message: Message, category: Category) -> NoReturn:
+    from ._errors import InvalidMessage
+
+    raise InvalidMessage(
+        f"Message {message.id!r} was built as a {category.label} but reads back as a "
+        f"{category_of(message).label}; check its sender and metadata flags."
+    )
+
+
+_TOOL_CATEGORIES = frozenset(
+    c for c in Category if c.spec.type in (MessageType.TOOL_CALL, MessageType.TOOL_RESULT)
+)
+_FLAG_METADATA = {
+    c: freeze_metadata(None if c.spec.flag is None else {c.spec.flag: True}) for c in Category
+}
+"""The metadata ``new_message`` gives a category when the caller gives none (frozen once)."""
+
+
+_TEMPLATE = Message(
+    id="template",
+    session_id="template",
+    role=Role.USER,
+    type=MessageType.TEXT,
+    status=Status.PENDING_AGENT,
+    created_at=datetime(2000, 1, 1, tzinfo=UTC),
+)
+_from_template = replacer(
+    Message, "id", "session_id", "role", "type", "status", "created_at", "content", "sender",
+    "metadata",
+)  # fmt: skip
+
+
+def _text_message(
+    id: object,
+    session_id: object,
+    role: Role,
+    type_: MessageType,
+    status: Status,
+    created_at: object,
+    content: object,
+    sender: object,
+    metadata: PMap[str, FrozenJSON],
+) -> Message:
+    """``Message(...)`` of these fields, every other field at its default, sooner.
+
+    For ``new_message``, which vouches for what it made itself: ``role`` and
+    ``type_`` are members of a pair some category uses, ``type_`` is text or
+    thought (no tool call, no tool result), ``status`` is a member and
+    ``metadata`` is frozen. The caller's values (id, session id, time,
+    content, sender) are checked here as ``Message`` checks them; anything
+    not accepted at a glance is built by ``Message`` itself, which raises the
+    same errors as ever. A property test pins both paths equal.
+    """
+    if (
+        type(id) is str
+        and id
+        and id.isascii()
+        and type(session_id) is str
+        and 0 < len(session_id) <= MAX_SESSION_ID_CHARS
+        and session_id.isascii()
+        and session_id.isprintable()
+        and type(created_at) is datetime
+        and created_at.utcoffset() is not None
+        and type(content) is str
+        and content.isascii()
+        and type(sender) is str
+        and sender.isascii()
+    ):
+        return _from_template(
+            _TEMPLATE, id, session_id, role, type_, status, created_at, content, sender, metadata
+        )
+    return Message(
+        id=id,  # type: ignore[arg-type]
+        session_id=session_id,  # type: ignore[arg-type]
+        role=role,
+        type=type_,
+        status=status,
+        created_at=created_at,  # type: ignore[arg-type]
+        content=content,  # type: ignore[arg-type]
+        sender=sender,  # type: ignore[arg-type]
+        metadata=metadata,
+    )

@@ -36,7 +36,8 @@ from ._category import INPUT_CATEGORIES, Category
 from ._errors import ProjectionError
 from ._history import Block, blocks_newest_first
 from ._message import Attachment, Message
-from ._parts import MODEL_CALL, MODEL_PARTS, stored_parts
+from ._parts import MODEL_CALL, MODEL_PARTS, default_rank, stored_parts
+from ._plain_block import plain_block
 from ._reducer import INTERRUPTED_MARK
 from ._state import SessionState
 from ._view import (
@@ -49,6 +50,9 @@ from ._view import (
     ViewMessage,
     ViewPart,
     ViewRole,
+    trusted_text,
+    trusted_tool_result,
+    trusted_view_message,
 )
 from ._window import Window, assemble
 
@@ -145,6 +149,11 @@ class BlockBuilder:
 
     def block(self, block: Block) -> list[ViewMessage]:
         """The block's view: its inputs, then what happened in stored order (module docstring)."""
+        made = plain_block(self, block)
+        return made if made is not None else self.general_block(block)
+
+    def general_block(self, block: Block) -> list[ViewMessage]:
+        """``block`` for any block (``plain_block`` is its fast path for plain ones)."""
         out: list[ViewMessage] = []
         rest: list[tuple[Message, Category]] = []
         for message, category in zip(block.messages, block.categories, strict=True):
@@ -152,7 +161,7 @@ class BlockBuilder:
                 out.append(self.user(message, category))
             else:
                 rest.append((message, category))
-        if len(rest) > 1:  # back to stored order (session_history phased it)
+        if len(rest) > 1 and not block.stored_order:  # back to stored order (it was phased)
             index = self.state.index
             rest.sort(key=lambda entry: index[entry[0].id])
         results: dict[str, Message] = {}
@@ -236,6 +245,36 @@ class BlockBuilder:
 
     def parts(self, message: Message, category: Category) -> list[tuple[tuple[int, int], ViewPart]]:
         """The view parts of one stored output of a response, each with its rank."""
+        if not message.metadata:
+            return self.plain_parts(message, category)
+        return self.stored(message, category)
+
+    def plain_parts(
+        self, message: Message, category: Category
+    ) -> list[tuple[tuple[int, int], ViewPart]]:
+        """``stored`` for a message without metadata (no provider data, not interrupted: one
+        part in the default rank), without reading it back as ``StoredPart``s first."""
+        tool = message.tool_call
+        if category is Category.TOOL_CALL:
+            assert tool is not None
+            use = ToolUsePart(call_id=tool.id, name=tool.name, arguments=tool.arguments)
+            return [(default_rank(category, tool.index), use)]
+        text = message.content
+        if category is Category.THOUGHT:
+            if message.turn_id is None or message.turn_id != self.current or not text.strip():
+                return []  # thoughts of finished turns are not sent
+            rank = default_rank(category, 0 if tool is None else tool.index)
+            return [(rank, ReasoningPart(text=text))]
+        if not text.strip():
+            return []
+        if message.attachments:
+            text = f"{text}\n\n{_stripped_line(list(message.attachments))}"
+        return [(default_rank(category, 0 if tool is None else tool.index), TextPart(text=text))]
+
+    def stored(
+        self, message: Message, category: Category
+    ) -> list[tuple[tuple[int, int], ViewPart]]:
+        """``parts`` read through ``stored_parts`` (any metadata)."""
         stored = stored_parts(message, category)
         rank = stored[0].rank
         if category is Category.TOOL_CALL:
@@ -303,7 +342,7 @@ class BlockBuilder:
             text = f"{text}\n\n[Interrupted: this reply was cut short.]"
         if message.attachments:
             text = f"{text}\n\n{_stripped_line(list(message.attachments))}"
-        return self.view(message, ViewRole.ASSISTANT, (TextPart(text=text),))
+        return self.view(message, ViewRole.ASSISTANT, (trusted_text(text),))
 
     def user(self, message: Message, category: Category) -> ViewMessage:
         content = message.content
@@ -311,7 +350,7 @@ class BlockBuilder:
             text = content if content.strip() else _EMPTY_USER_TEXT
             if category in _NOTICES:
                 text = NOTIFICATION_PREFIX + text
-            return self.view(message, ViewRole.USER, (TextPart(text=text),))
+            return self.view(message, ViewRole.USER, (trusted_text(text),))
         pieces = [content] if content.strip() else []
         pieces.extend(_browser_line(message))
         images: list[ViewPart] = []
@@ -357,12 +396,8 @@ class BlockBuilder:
                 if message.error_type
                 else f"[Error]\n{text}"
             )
-        part = ToolResultPart(
-            call_id=message.tool_call_id or "",
-            name=name,
-            text=text,
-            is_error=message.is_error,
-            excerpted=excerpted,
+        part = trusted_tool_result(
+            message.tool_call_id or "", name, text, message.is_error, False, excerpted
         )
         return self.view(message, ViewRole.TOOL, (part,))
 
@@ -378,13 +413,7 @@ class BlockBuilder:
 
     @staticmethod
     def view(message: Message, role: ViewRole, parts: tuple[ViewPart, ...]) -> ViewMessage:
-        return ViewMessage(
-            role=role,
-            parts=parts,
-            source_id=message.id,
-            turn_id=message.turn_id,
-            event_seq=message.event_seq,
-        )
+        return trusted_view_message(role, parts, message.id, (), message.turn_id, message.event_seq)
 
 
 def check_options(

@@ -49,6 +49,8 @@ __all__ = [
 
 
 def _seq(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is int and 0 <= value <= MAX_SEQ:
+        return  # the common case, checked fast
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be a non-negative int "
@@ -62,6 +64,8 @@ def _seq(instance: object, attribute: attrs.Attribute[Any], value: object) -> No
 
 
 def _positive(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is int and 0 < value <= MAX_SEQ:
+        return  # the common case, checked fast
     _seq(instance, attribute, value)
     if value == 0:
         raise InvalidEvent(
@@ -92,7 +96,7 @@ def _dollars(instance: object, attribute: attrs.Attribute[Any], value: object) -
 
 def _instance(kind: type) -> Any:
     def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if not isinstance(value, kind):
+        if type(value) is not kind and not isinstance(value, kind):
             raise InvalidEvent(
                 f"{type(instance).__name__}.{attribute.name} must be {article(kind.__name__)} "
                 f"(got {shown(value)} that is a {type(value).__name__!r})."

@@ -87,6 +87,9 @@ class Block:
     """The messages, in phased order (inputs first)."""
     categories: tuple[Category, ...]
     """``category_of`` each message, computed once."""
+    stored_order: bool = False
+    """True when ``messages`` are also in stored order (phasing moved nothing), so a reader
+    that wants stored order need not sort them again; False when unknown."""
 
 
 def order_key(turn: Turn) -> tuple[bool, int, str]:
@@ -155,12 +158,17 @@ class Walk:
             found = members.pop(turn.id)
             if not found:
                 return None
-            found.reverse()
-            found.sort(key=_phase_key)
+            found.reverse()  # stored order
+            phases, members_of, categories_of = zip(*found, strict=True)
+            stored_order = list(phases) == sorted(phases)
+            if not stored_order:
+                found.sort(key=_phase_key)
+                _, members_of, categories_of = zip(*found, strict=True)
             return Block(
                 turn_id=turn.id,
-                messages=tuple(m for _, m, _ in found),
-                categories=tuple(c for _, _, c in found),
+                messages=members_of,
+                categories=categories_of,
+                stored_order=stored_order,
             )
 
         for position, message in newest_first(messages):
@@ -171,13 +179,18 @@ class Walk:
                 category = category_of(message)
                 phase = _PHASES[category]
                 turn_id = message.turn_id
-                if turn_id is not None and turn_id not in members and turn_of(turn_id) is not None:
-                    register(turn_id, position)
-                owner = claims.get(message.id) if phase == INPUT_PHASE else None
-                if owner is not None:
-                    members[owner.id].append((phase, message, category))
-                elif turn_id is not None and turn_id in members:
-                    members[turn_id].append((phase, message, category))
+                into = None  # the members of the block it goes to
+                if turn_id is not None:
+                    into = members.get(turn_id)
+                    if into is None and turn_of(turn_id) is not None:
+                        register(turn_id, position)
+                        into = members[turn_id]
+                if phase == INPUT_PHASE:
+                    owner = claims.get(message.id)
+                    if owner is not None:
+                        into = members[owner.id]
+                if into is not None:
+                    into.append((phase, message, category))
                 else:
                     alone = Block(turn_id=None, messages=(message,), categories=(category,))
                     yield alone, None if members else position

@@ -210,12 +210,20 @@ def thaw(value: object) -> object:
     return value
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+"""Types ``canonical`` returns as they are (checked by exact type: the fast path)."""
+
+
 def canonical(value: object) -> object:
     """``thaw(value)`` with every dict's keys in sorted order (the codec's form)."""
     if isinstance(value, PMapABC):
-        return {key: canonical(value[key]) for key in sorted(value)}
+        # Sorting the (key, item) pairs compares keys only: a map's keys are distinct.
+        return {
+            key: item if type(item) in _SCALARS else canonical(item)
+            for key, item in sorted(value.iteritems())
+        }
     if isinstance(value, PVectorABC):
-        return [canonical(item) for item in value]
+        return [item if type(item) in _SCALARS else canonical(item) for item in value]
     return value
 
 

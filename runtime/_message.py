@@ -10,9 +10,9 @@ old one is untouched.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import attrs
 from pyrsistent import PVector as PVectorABC
@@ -22,7 +22,7 @@ from pyrsistent.typing import PMap, PVector
 from ._checks import MESSAGE_CHECKS as _check
 from ._errors import InvalidMessage
 from ._json import FrozenJSON, freeze_arguments, freeze_metadata
-from ._storable import shown
+from ._storable import MAX_SEQ, MAX_SESSION_ID_CHARS, shown
 
 _E = TypeVar("_E", bound=enum.Enum)
 _T = TypeVar("_T")
@@ -104,15 +104,15 @@ def _to_enum(kind: type[_E], value: object) -> _E:
 
 
 def _role(value: object) -> Role:
-    return _to_enum(Role, value)
+    return value if type(value) is Role else _to_enum(Role, value)
 
 
 def _type(value: object) -> MessageType:
-    return _to_enum(MessageType, value)
+    return value if type(value) is MessageType else _to_enum(MessageType, value)
 
 
 def _status(value: object) -> Status:
-    return _to_enum(Status, value)
+    return value if type(value) is Status else _to_enum(Status, value)
 
 
 @attrs.frozen(kw_only=True)
@@ -244,10 +244,14 @@ def _vector_of(kind: type[_T], field: str, value: object) -> PVector[_T]:
 
 
 def _attachments(value: object) -> PVector[Attachment]:
+    if value is _NO_ITEMS:  # the default, and the common case
+        return _NO_ITEMS  # type: ignore[return-value]
     return _vector_of(Attachment, "attachments", value)
 
 
 def _browser_elements(value: object) -> PVector[BrowserElement]:
+    if value is _NO_ITEMS:
+        return _NO_ITEMS  # type: ignore[return-value]
     return _vector_of(BrowserElement, "browser_elements", value)
 
 
@@ -260,9 +264,9 @@ class Message:
     checked against each other and JSON-like fields are frozen.
     """
 
-    id: str = attrs.field(validator=_check.non_empty_str)
+    id: str = attrs.field()
     """Stable id (``msg_…``), given by the caller, never by the reducer."""
-    session_id: str = attrs.field(validator=_check.session_id)
+    session_id: str = attrs.field()
     """The session this message belongs to."""
     role: Role = attrs.field(converter=_role)
     """Who produced it."""
@@ -270,29 +274,27 @@ class Message:
     """The payload's shape."""
     status: Status = attrs.field(converter=_status)
     """Where it is in its lifecycle."""
-    created_at: datetime = attrs.field(validator=_check.aware)
+    created_at: datetime = attrs.field()
     """Wall-clock time it was created, from the event that added it."""
-    content: str = attrs.field(default="", validator=_check.string)
+    content: str = attrs.field(default="")
     """Text (for a tool call: a human-readable rendering of the call)."""
-    sender: str = attrs.field(default="", validator=_check.string)
+    sender: str = attrs.field(default="")
     """Display sender: a user, the agent, ``Cronjob``, ``System``, ``Notification``, a tool."""
-    parent_id: str | None = attrs.field(default=None, validator=_check.optional_string)
+    parent_id: str | None = attrs.field(default=None)
     """The user message a turn output answers, or the tool call a result answers."""
-    turn_id: str | None = attrs.field(default=None, validator=_check.optional_string)
+    turn_id: str | None = attrs.field(default=None)
     """The turn that produced or consumed it; None until a turn claims an input."""
-    chatbot_id: str = attrs.field(default="", validator=_check.string)
+    chatbot_id: str = attrs.field(default="")
     """The platform (``cli``, ``discord`` …)."""
-    channel_id: str = attrs.field(default="", validator=_check.string)
+    channel_id: str = attrs.field(default="")
     """The platform's channel or thread."""
-    tool_call: ToolCall | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(ToolCall))
-    )
+    tool_call: ToolCall | None = attrs.field(default=None)
     """The call, for ``tool_call`` messages."""
-    tool_call_id: str | None = attrs.field(default=None, validator=_check.optional_string)
+    tool_call_id: str | None = attrs.field(default=None)
     """The call a ``tool_result`` answers."""
-    is_error: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    is_error: bool = attrs.field(default=False)
     """True when a tool result reports a failure."""
-    error_type: str | None = attrs.field(default=None, validator=_check.optional_string)
+    error_type: str | None = attrs.field(default=None)
     """The failure's kind (``timeout``, ``ValueError`` …) for an error result."""
     attachments: PVector[Attachment] = attrs.field(default=_NO_ITEMS, converter=_attachments)
     """Files attached to it (references, never bytes)."""
@@ -302,12 +304,14 @@ class Message:
     """Page elements the user selected (untrusted)."""
     metadata: PMap[str, FrozenJSON] = attrs.field(factory=dict, converter=freeze_metadata)
     """Frozen JSON-like extras (``is_cronjob``, ``turn_metrics``, ``tool_name`` …)."""
-    event_seq: int | None = attrs.field(default=None, validator=_check.optional_count)
+    event_seq: int | None = attrs.field(default=None)
     """Seq of the event that added it to its session (set by the reducer if None)."""
-    active: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    active: bool = attrs.field(default=True)
     """False once rolled back; the payload is never rewritten."""
 
     def __attrs_post_init__(self) -> None:
+        if not _at_a_glance(self):
+            check_fields(self)
         if (self.role, self.type) not in _ROLE_TYPES:
             allowed = ", ".join(sorted(f"{r}/{t}" for r, t in _ROLE_TYPES))
             raise InvalidMessage(
@@ -339,3 +343,84 @@ class Message:
                 f"Message {self.id!r} of type {self.type} cannot carry is_error or error_type; "
                 "only tool results report tool failures."
             )
+
+
+_FIELD_CHECKS: dict[str, Callable[[Any, attrs.Attribute[Any], Any], None]] = {
+    "id": _check.non_empty_str,
+    "session_id": _check.session_id,
+    "created_at": _check.aware,
+    "content": _check.string,
+    "sender": _check.string,
+    "parent_id": _check.optional_string,
+    "turn_id": _check.optional_string,
+    "chatbot_id": _check.string,
+    "channel_id": _check.string,
+    "tool_call": attrs.validators.optional(attrs.validators.instance_of(ToolCall)),
+    "tool_call_id": _check.optional_string,
+    "is_error": attrs.validators.instance_of(bool),
+    "error_type": _check.optional_string,
+    "event_seq": _check.optional_count,
+    "active": attrs.validators.instance_of(bool),
+}
+_VALIDATORS = tuple(
+    (field, _FIELD_CHECKS[field.name])
+    for field in attrs.fields(Message)
+    if field.name in _FIELD_CHECKS
+)
+
+
+def _at_a_glance(message: Message) -> bool:
+    """True when every checked field of ``message`` holds a value its validator accepts,
+    told in one expression (a validator call per field was most of the cost of
+    building a message). False is no verdict: ``check_fields`` then runs the
+    validators one by one, in field order, and raises the error. A property test
+    pins that both accept the same values.
+    """
+    id_, session_id, created_at = message.id, message.session_id, message.created_at
+    parent_id, turn_id, tool_call_id = message.parent_id, message.turn_id, message.tool_call_id
+    error_type, event_seq, tool_call = message.error_type, message.event_seq, message.tool_call
+    content, sender, chatbot_id, channel_id = (
+        message.content,
+        message.sender,
+        message.chatbot_id,
+        message.channel_id,
+    )
+    return (
+        type(id_) is str
+        and id_ != ""
+        and id_.isascii()
+        and type(session_id) is str
+        and 0 < len(session_id) <= MAX_SESSION_ID_CHARS
+        and session_id.isascii()
+        and session_id.isprintable()
+        and type(created_at) is datetime
+        and created_at.utcoffset() is not None
+        and type(content) is str
+        and content.isascii()
+        and type(sender) is str
+        and sender.isascii()
+        and (parent_id is None or (type(parent_id) is str and parent_id.isascii()))
+        and (turn_id is None or (type(turn_id) is str and turn_id.isascii()))
+        and type(chatbot_id) is str
+        and chatbot_id.isascii()
+        and type(channel_id) is str
+        and channel_id.isascii()
+        and (tool_call is None or type(tool_call) is ToolCall)
+        and (tool_call_id is None or (type(tool_call_id) is str and tool_call_id.isascii()))
+        and (message.is_error is False or message.is_error is True)
+        and (error_type is None or (type(error_type) is str and error_type.isascii()))
+        and (event_seq is None or (type(event_seq) is int and 0 <= event_seq <= MAX_SEQ))
+        and (message.active is True or message.active is False)
+    )
+
+
+def check_fields(message: Message) -> None:
+    """Run each field validator of ``message``, in field order (the general path of
+    ``Message.__attrs_post_init__``'s one-expression check).
+
+    Raises:
+        InvalidMessage: a field holds a value it must not (the first such field).
+        TypeError: ``tool_call``, ``is_error`` or ``active`` has the wrong type.
+    """
+    for field, check in _VALIDATORS:
+        check(message, field, getattr(message, field.name))

@@ -51,6 +51,7 @@ __all__ = [
     "ResponsePart",
     "StoredPart",
     "TextSegment",
+    "default_rank",
     "join_texts",
     "response_metadata",
     "stored_parts",
@@ -134,6 +135,12 @@ def join_texts(positions: list[int], texts: list[str], *, reasoning: bool) -> st
 
 
 _DEFAULT_RANK = {Category.THOUGHT: 0, Category.REPLY: 1, Category.TOOL_CALL: 2}
+
+
+def default_rank(category: Category, index: int) -> tuple[int, int]:
+    """The rank of a response part stored without ``model_parts``: reasoning, text, then
+    calls by ``index`` (ranks of stored positions are never negative, so these sort first)."""
+    return (-3 + _DEFAULT_RANK.get(category, 1), index)
 
 
 @attrs.frozen(kw_only=True)
@@ -265,7 +272,7 @@ def stored_parts(message: Message, category: Category) -> list[StoredPart]:
         signature = _string(metadata, "signature")
     return [
         StoredPart(
-            rank=(-3 + _DEFAULT_RANK.get(category, 1), index),
+            rank=default_rank(category, index),
             text="" if category is Category.TOOL_CALL else message.content,
             signature=signature,
             provider=provider,

@@ -101,17 +101,6 @@ def _system(name: str, system: str | Message | None) -> str | None:
     return system if system.strip() else None
 
 
-def _runs(messages: Sequence[ViewMessage]) -> list[tuple[ViewRole, list[ViewMessage]]]:
-    """Consecutive view messages of one role."""
-    runs: list[tuple[ViewRole, list[ViewMessage]]] = []
-    for message in messages:
-        if runs and runs[-1][0] is message.role:
-            runs[-1][1].append(message)
-        else:
-            runs.append((message.role, [message]))
-    return runs
-
-
 Body = Callable[[Sequence[ViewMessage]], list[dict[str, Any]]]
 """Spells view messages as a provider's list (no system prompt, no final touches)."""
 
@@ -208,22 +197,31 @@ def to_openai(
 
 def _openai_body(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for role, run in _runs(messages):
+    run: list[ViewMessage] = []  # consecutive assistant messages: one entry
+    for message in messages:
+        role = message.role
         if role is ViewRole.ASSISTANT:
+            run.append(message)
+            continue
+        if run:
             entry = _openai_assistant(run)
             if entry is not None:
                 out.append(entry)
-        elif role is ViewRole.TOOL:
-            for message in run:
-                result = message.parts[0]
-                assert isinstance(result, ToolResultPart)
-                out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.text})
+            run = []
+        if role is ViewRole.TOOL:
+            result = message.parts[0]
+            assert isinstance(result, ToolResultPart)
+            out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.text})
         else:
-            out.extend(_openai_user(message) for message in run)
+            out.append(_openai_user(message))
+    if run:
+        entry = _openai_assistant(run)
+        if entry is not None:
+            out.append(entry)
     return out
 
 
-def _texts(parts: list[ViewPart], provider: str | None = None) -> str:
+def _texts(parts: Sequence[ViewPart], provider: str | None = None) -> str:
     """The model text of ``parts`` as one string: text that followed text is joined as it was,
     text a call or a thought came between is joined by a blank line."""
     out: list[str] = []
@@ -245,7 +243,7 @@ def _openai_assistant(run: list[ViewMessage]) -> dict[str, Any] | None:
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     for message in run:
-        text = _texts(list(message.parts))
+        text = _texts(message.parts)
         if text:
             texts.append(text)
         for part in message.parts:
@@ -359,10 +357,31 @@ def _anthropic_user(run: list[ViewMessage]) -> list[dict[str, Any]]:
     return blocks
 
 
+def _sides(messages: Sequence[ViewMessage]) -> list[tuple[bool, list[ViewMessage]]]:
+    """Runs of consecutive view messages: the assistant's (True), or the user's and the
+    tools' (False), which Anthropic and Gemini send as one user message (spelling a mixed
+    run at once gives what spelling its user and tool parts apart and merging them does)."""
+    sides: list[tuple[bool, list[ViewMessage]]] = []
+    assistant = ViewRole.ASSISTANT
+    run: list[ViewMessage] = []
+    side = False
+    for message in messages:
+        mine = message.role is assistant
+        if mine is not side or not run:
+            if run:
+                sides.append((side, run))
+            run = []
+            side = mine
+        run.append(message)
+    if run:
+        sides.append((side, run))
+    return sides
+
+
 def _anthropic_body(view_messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
-    for role, run in _runs(view_messages):
-        if role is ViewRole.ASSISTANT:
+    for assistant, run in _sides(view_messages):
+        if assistant:
             _merge(messages, "assistant", "content", _anthropic_assistant(run))
         else:
             _merge(messages, "user", "content", _anthropic_user(run))
@@ -464,8 +483,8 @@ def _gemini_user(run: list[ViewMessage]) -> list[dict[str, Any]]:
 
 def _gemini_body(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
     contents: list[dict[str, Any]] = []
-    for role, run in _runs(messages):
-        if role is ViewRole.ASSISTANT:
+    for assistant, run in _sides(messages):
+        if assistant:
             _merge(contents, "model", "parts", _gemini_model(run))
         else:
             _merge(contents, "user", "parts", _gemini_user(run))

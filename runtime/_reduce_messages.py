@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ._category import Category, category_of
 from ._errors import (
     DuplicateMessage,
@@ -23,7 +21,7 @@ from ._events import (
 )
 from ._lifecycle import Driver, check_transition
 from ._message import Message, Status
-from ._replace import replace
+from ._replace import replace, replacer
 from ._state import SessionState, status_index
 
 __all__ = [
@@ -60,11 +58,19 @@ def bump(counts: tuple[int, ...], old: Status | None, new: Status) -> tuple[int,
     return tuple(values)
 
 
+# The reducer's most common changes, by position (no dict of changes to build):
+# a message stamped with the seq that adds it, and a state with one more message.
+_stamped = replacer(Message, "event_seq")
+_with_input = replacer(SessionState, "seq", "updated_at", "messages", "index", "counts", "queued")
+_with_output = replacer(SessionState, "seq", "updated_at", "messages", "index", "counts")
+
+
 def message_added(state: SessionState, event: MessageAdded) -> SessionState:
     message = event.message
     category = check_new_message(state, message, event.seq)
     turn = state.active_turn
-    if category.is_input:
+    is_input = category.is_input
+    if is_input:
         if message.turn_id is not None:
             raise TurnConflict(
                 f"Input message {message.id!r} ({category.label}) is added with turn_id "
@@ -79,31 +85,46 @@ def message_added(state: SessionState, event: MessageAdded) -> SessionState:
             f"Message {message.id!r} ({category.label}) names turn {message.turn_id!r} but "
             f"{where}; turn output is added while its turn runs."
         )
+    seq = event.seq
     if message.event_seq is None:
-        message = replace(message, event_seq=event.seq)
+        message = _stamped(message, seq)
     position = len(state.messages)
-    changes: dict[str, Any] = {
-        "seq": event.seq,
-        "updated_at": event.at,
-        "messages": state.messages.append(message),
-        "index": state.index.set(message.id, position),
-        "counts": bump(state.counts, None, message.status),
-    }
-    if category.is_input:
-        changes["queued"] = state.queued.set(message.id, position)
-    elif category is Category.TOOL_CALL:
+    message_id = message.id
+    messages = state.messages.append(message)
+    index = state.index.set(message_id, position)
+    counts = bump(state.counts, None, message.status)
+    if is_input:
+        queued = state.queued.set(message_id, position)
+        return _with_input(state, seq, event.at, messages, index, counts, queued)
+    if category is Category.TOOL_CALL:
         assert message.tool_call is not None
         assert turn is not None
         call_id = message.tool_call.id
-        changes["tool_calls"] = state.tool_calls.set(call_id, message.id)
-        changes["active_turn"] = replace(turn, open_calls=turn.open_calls.set(call_id, message.id))
-    elif category is Category.TOOL_RESULT:
+        return replace(
+            state,
+            seq=seq,
+            updated_at=event.at,
+            messages=messages,
+            index=index,
+            counts=counts,
+            tool_calls=state.tool_calls.set(call_id, message_id),
+            active_turn=replace(turn, open_calls=turn.open_calls.set(call_id, message_id)),
+        )
+    if category is Category.TOOL_RESULT:
         assert message.tool_call_id is not None
         assert turn is not None
         call_id = message.tool_call_id
-        changes["tool_results"] = state.tool_results.set(call_id, message.id)
-        changes["active_turn"] = replace(turn, open_calls=turn.open_calls.remove(call_id))
-    return replace(state, **changes)
+        return replace(
+            state,
+            seq=seq,
+            updated_at=event.at,
+            messages=messages,
+            index=index,
+            counts=counts,
+            tool_results=state.tool_results.set(call_id, message_id),
+            active_turn=replace(turn, open_calls=turn.open_calls.remove(call_id)),
+        )
+    return _with_output(state, seq, event.at, messages, index, counts)
 
 
 def check_new_message(state: SessionState, message: Message, seq: int) -> Category:

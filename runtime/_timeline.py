@@ -19,6 +19,7 @@ from ._errors import ReplayMismatch, SeqOutOfRange
 from ._events import Event
 from ._fork import fork_parts
 from ._reducer import apply
+from ._replace import replacer
 from ._state import SessionState
 
 if TYPE_CHECKING:
@@ -164,7 +165,15 @@ class Timeline:
         Raises:
             EventRejected: the event does not fit the head; this timeline is unchanged.
         """
-        return self._grown([event], [apply(self.head, event)])
+        state = apply(self.head, event)
+        events, states, count = self._events, self._states, self._count
+        if len(events) == count and len(states) == count:  # the newest version: share
+            events.append(event)
+            states.append(state)
+            # As in _grown: another thread may have grown the same version meanwhile.
+            if events[count] is event and states[count] is state:
+                return _with_count(self, count + 1)
+        return self._grown([event], [state])
 
     def extend(self, events: Iterable[Event]) -> Timeline:
         """The timeline with every event applied in order (all or nothing)."""
@@ -265,6 +274,10 @@ class Timeline:
         if state is None:
             return Timeline(base=start).append(event)
         return Timeline._assemble(start, [event], [state])
+
+
+_with_count = replacer(Timeline, "_count")
+"""The same timeline seeing ``count`` entries of its shared lists (trusted)."""
 
 
 def replay(events: Iterable[Event], *, base: SessionState | None = None) -> Timeline:

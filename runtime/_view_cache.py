@@ -21,6 +21,7 @@ it for every state of random sessions), and carries the cached start as a
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
 import attrs
@@ -229,7 +230,7 @@ def cached_view(
         prefix: ViewPrefix | None = old
     else:
         base = old.messages if old is not None else ()
-        added = tuple(m for made in views[kept if old is not None else 0 :] for m in made)
+        added = tuple(chain.from_iterable(views[kept if old is not None else 0 :]))
         prefix = _prefix(base + added, old)
     new_cache = ViewCache(
         session_id=state.session_id,

@@ -12,7 +12,7 @@ from .._storable import MAX_EVENT_BYTES, session_id_problem
 from ._chain import link
 from ._compact import encode_body
 
-__all__ = ["check_batch", "check_session_id", "encode_batch"]
+__all__ = ["check_batch", "check_session_id", "encode_batch", "sessions_of"]
 
 
 def check_session_id(session_id: object) -> str:
@@ -107,3 +107,8 @@ def check_batch(
             )
         heads[event.session_id] = apply(state, event)
     return batch, heads
+
+
+def sessions_of(batch: list[Event]) -> list[str]:
+    """The sessions a batch touches (items that are not events are refused later)."""
+    return sorted({event.session_id for event in batch if isinstance(event, Event)})

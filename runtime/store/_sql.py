@@ -36,7 +36,7 @@ from .._state import SessionState
 from .._storable import session_id_problem
 from .._timeline import Timeline
 from .._timeline import verify as verify_log
-from ._batch import check_batch, check_session_id, encode_batch
+from ._batch import check_batch, check_session_id, encode_batch, sessions_of
 from ._chain import ChainCheck, genesis
 from ._check import CheckReport, Problem, RebuildReport
 from ._db import Db
@@ -215,7 +215,7 @@ class SqlStore(TimeTravel, ABC):
             return entry.head if entry is not None else SessionState.empty(session_id)
 
         # The fence first: a writer that lost a lease hears that, not a seq conflict.
-        self._fence(db, _sessions_of(events))
+        self._fence(db, sessions_of(events))
         batch, heads = check_batch(events, head)
         if not batch:
             return heads, {}
@@ -244,7 +244,7 @@ class SqlStore(TimeTravel, ABC):
                 "append([event])."
             )
         batch = list(events)
-        with self._write(_sessions_of(batch)) as db:
+        with self._write(sessions_of(batch)) as db:
             heads, entries = self._append(db, batch)
         for session_id, entry in entries.items():
             self._remember(session_id, entry)
@@ -492,8 +492,3 @@ class SqlStore(TimeTravel, ABC):
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def _sessions_of(batch: list[Event]) -> list[str]:
-    """The sessions a batch touches (items that are not events are refused later)."""
-    return sorted({event.session_id for event in batch if isinstance(event, Event)})

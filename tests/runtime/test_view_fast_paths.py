@@ -1,0 +1,314 @@
+"""Fast paths of the model's view, each pinned equal to the general path it stands for.
+
+``plain_block`` (a plain block in one pass) against ``BlockBuilder.general_block``;
+``Block.stored_order`` against the stored positions; ``canonical`` and
+``arguments_json`` against their plain definitions; the provider bodies (one pass
+over the view) against the run-by-run spelling they replaced.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runtime import (
+    Attachment,
+    Category,
+    MessageAdded,
+    SessionState,
+    Timeline,
+    ToolCall,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+    apply,
+    clean_history,
+    freeze,
+    new_message,
+)
+from runtime._clean import DEFAULT_MAX_RESULT_CHARS, BlockBuilder
+from runtime._history import Walk
+from runtime._json import canonical
+from runtime._plain_block import plain_block
+from runtime._providers import (
+    _anthropic_assistant,
+    _anthropic_body,
+    _anthropic_user,
+    _gemini_body,
+    _gemini_model,
+    _gemini_user,
+    _merge,
+    _openai_assistant,
+    _openai_body,
+    _openai_user,
+)
+from runtime._view import (
+    ReasoningPart,
+    TextPart,
+    ToolResultPart,
+    ToolUsePart,
+    ViewMessage,
+    ViewRole,
+    arguments_json,
+    trusted_reasoning,
+    trusted_text,
+    trusted_tool_result,
+    trusted_tool_use,
+    trusted_view_message,
+)
+from runtime.testing import json_values, timelines
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+OUTPUTS = frozenset({Category.THOUGHT, Category.REPLY, Category.TOOL_CALL})
+
+
+class AnyBytes:
+    """An artifact store that has every attachment (as a few bytes)."""
+
+    def read(self, attachment: Attachment) -> bytes:
+        return b"\x89PNG" + attachment.name.encode()
+
+
+ARTIFACTS = AnyBytes()
+
+
+def reference_canonical(value: object) -> object:
+    """``canonical`` as it was first written: the definition the fast one must match."""
+    if isinstance(value, dict) or hasattr(value, "iteritems"):
+        return {key: reference_canonical(value[key]) for key in sorted(value)}  # type: ignore[attr-defined]
+    if isinstance(value, list | tuple) or hasattr(value, "tolist"):
+        return [reference_canonical(item) for item in value]  # type: ignore[attr-defined]
+    return value
+
+
+def check_blocks(state: SessionState, max_result_chars: int | None) -> int:
+    """Every block of ``state``: the fast path, where it applies, gives the general path's
+    view, ``stored_order`` holds, and an output without metadata gets the same parts from
+    ``plain_parts`` as read back through ``stored_parts``. Returns how many blocks took the
+    fast path."""
+    builder = BlockBuilder(state, ARTIFACTS, max_result_chars)
+    taken = 0
+    for block, _ in Walk(state).blocks():
+        if block.stored_order:
+            positions = [state.index[m.id] for m in block.messages]
+            assert positions == sorted(positions)
+        for message, category in zip(block.messages, block.categories, strict=True):
+            if category in OUTPUTS and not message.metadata:  # parts()'s shortcut
+                assert builder.plain_parts(message, category) == builder.stored(message, category)
+        fast = plain_block(builder, block)
+        if fast is not None:
+            taken += 1
+            assert fast == builder.general_block(block)
+    return taken
+
+
+class TestPlainBlock:
+    @settings(max_examples=80, deadline=None)
+    @given(timelines(), st.sampled_from([None, 5, DEFAULT_MAX_RESULT_CHARS]))
+    def test_equals_the_general_path(self, timeline: Timeline, limit: int | None) -> None:
+        """For every state of a random session, each block the fast path takes gets the
+        view the general path builds (interleaved calls, results out of order, thoughts
+        of the current and of finished turns, interrupted and recovered turns)."""
+        for state in timeline.states():
+            check_blocks(state, limit)
+
+    @settings(max_examples=40, deadline=None)
+    @given(timelines(rich=True))
+    def test_equals_the_general_path_in_rich_sessions(self, timeline: Timeline) -> None:
+        """The same with every category, attachments, signatures and partial output (the
+        fast path declines what it does not cover)."""
+        for state in timeline.states():
+            check_blocks(state, 50)
+
+    def test_takes_the_blocks_of_a_plain_session(self) -> None:
+        """A session of plain turns (question, thought, calls, results, reply) takes the fast
+        path for every block, and its view is clean_history's."""
+        state = SessionState.empty("s")
+
+        def emit(make: Any, **fields: Any) -> None:
+            nonlocal state
+            state = apply(state, make(session_id="s", seq=state.seq + 1, at=T0, **fields))
+
+        def add(category: Category, id: str, **fields: Any) -> None:
+            message = new_message(category, id=id, session_id="s", created_at=T0, **fields)
+            emit(MessageAdded, message=message)
+
+        for n in range(3):
+            add(Category.USER_QUESTION, f"u{n}", sender="U", content=f"q{n}")
+            emit(TurnStarted, turn_id=f"t{n}")
+            add(Category.THOUGHT, f"th{n}", turn_id=f"t{n}", content="hmm")
+            for k in (1, 0):
+                call = ToolCall(id=f"c{n}{k}", name="sh", arguments={"k": k}, index=k)
+                add(Category.TOOL_CALL, f"call{n}{k}", turn_id=f"t{n}", tool_call=call)
+            for k in (0, 1):
+                add(Category.TOOL_RESULT, f"r{n}{k}", turn_id=f"t{n}", sender="sh",
+                    tool_call_id=f"c{n}{k}", content="ok")  # fmt: skip
+            add(Category.REPLY, f"a{n}", turn_id=f"t{n}", content=f"a{n}")
+            if n < 2:  # the last turn runs on: its thought is kept
+                emit(TurnEnded, turn_id=f"t{n}", outcome=TurnOutcome.PROCESSED)
+        assert check_blocks(state, DEFAULT_MAX_RESULT_CHARS) == 3
+        view = clean_history(state)
+        assert [m.role.value for m in view.messages][-5:] == [
+            "user", "assistant", "tool", "tool", "assistant"
+        ]  # fmt: skip
+        reasoning, first, second = view.messages[-4].parts
+        assert reasoning == ReasoningPart(text="hmm")
+        assert [first.call_id, second.call_id] == ["c20", "c21"]  # type: ignore[union-attr]
+        finished = view.messages[1]  # turn t0's response: its thought is not sent
+        assert [type(p).__name__ for p in finished.parts] == ["ToolUsePart", "ToolUsePart"]
+        assert finished.source_ids == ("th0", "call01", "call00")
+        assert view.messages[4].parts == (TextPart(text="a0"),)
+
+
+class TestCanonical:
+    @settings(max_examples=300)
+    @given(json_values(max_leaves=20))
+    def test_equals_the_reference(self, value: object) -> None:
+        """``canonical`` of a frozen value is the plain sorted thaw, key order included."""
+        frozen = freeze(value)
+        fast = canonical(frozen)
+        expected = reference_canonical(frozen)
+        assert fast == expected
+        assert json.dumps(fast) == json.dumps(expected)  # same key order at every level
+
+    @settings(max_examples=300)
+    @given(
+        st.dictionaries(st.text(max_size=8), json_values(), max_size=5)
+        | st.dictionaries(st.text(max_size=8), st.text(max_size=12), max_size=4)
+    )
+    def test_arguments_json_equals_dumps(self, arguments: dict[str, Any]) -> None:
+        """``arguments_json`` is ``json.dumps`` of the sorted arguments, compact, non-ASCII
+        kept (string-valued maps take a fast path; escapes and non-BMP text included)."""
+        frozen = freeze(arguments)
+        expected = json.dumps(
+            reference_canonical(frozen), ensure_ascii=False, separators=(",", ":")
+        )
+        assert arguments_json(frozen) == expected  # type: ignore[arg-type]
+
+
+def reference_runs(messages: Sequence[ViewMessage]) -> list[tuple[ViewRole, list[ViewMessage]]]:
+    """Consecutive view messages of one role (how the bodies were first spelled)."""
+    runs: list[tuple[ViewRole, list[ViewMessage]]] = []
+    for message in messages:
+        if runs and runs[-1][0] is message.role:
+            runs[-1][1].append(message)
+        else:
+            runs.append((message.role, [message]))
+    return runs
+
+
+def reference_openai(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for role, run in reference_runs(messages):
+        if role is ViewRole.ASSISTANT:
+            entry = _openai_assistant(run)
+            if entry is not None:
+                out.append(entry)
+        elif role is ViewRole.TOOL:
+            for message in run:
+                result = message.parts[0]
+                assert isinstance(result, ToolResultPart)
+                out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.text})
+        else:
+            out.extend(_openai_user(message) for message in run)
+    return out
+
+
+def reference_anthropic(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for role, run in reference_runs(messages):
+        if role is ViewRole.ASSISTANT:
+            _merge(out, "assistant", "content", _anthropic_assistant(run))
+        else:
+            _merge(out, "user", "content", _anthropic_user(run))
+    return out
+
+
+def reference_gemini(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for role, run in reference_runs(messages):
+        if role is ViewRole.ASSISTANT:
+            _merge(out, "model", "parts", _gemini_model(run))
+        else:
+            _merge(out, "user", "parts", _gemini_user(run))
+    return out
+
+
+class TestProviderBodies:
+    @settings(max_examples=60, deadline=None)
+    @given(timelines(rich=True), st.integers(0, 12))
+    def test_equal_the_run_by_run_spelling(self, timeline: Timeline, start: int) -> None:
+        """Each provider body of every state's view (and of any tail of it, which may start
+        with any role) equals the spelling run by run, merged."""
+        for state in timeline.states():
+            messages = clean_history(state, artifacts=ARTIFACTS).messages[start:]
+            assert _openai_body(messages) == reference_openai(messages)
+            assert _anthropic_body(messages) == reference_anthropic(messages)
+            assert _gemini_body(messages) == reference_gemini(messages)
+
+
+def same_value(fast: object, general: object) -> None:
+    """Equal, of one type, with the same hash and repr: the one value, however built."""
+    assert type(fast) is type(general)
+    assert fast == general
+    assert hash(fast) == hash(general)
+    assert repr(fast) == repr(general)
+
+
+_ids = st.text(max_size=6)
+_maybe = st.none() | _ids
+
+
+class TestTrustedConstructors:
+    @given(st.text(max_size=20), _ids, _ids, st.booleans(), st.booleans(), st.booleans())
+    def test_parts_equal_their_constructors(
+        self, text: str, call_id: str, name: str, error: bool, synthesized: bool, cut: bool
+    ) -> None:
+        """Each trusted part constructor gives the value the class's own __init__ gives."""
+        same_value(trusted_text(text), TextPart(text=text))
+        same_value(trusted_reasoning(text), ReasoningPart(text=text))
+        arguments = freeze({"q": text})
+        same_value(
+            trusted_tool_use(call_id, name, arguments),  # type: ignore[arg-type]
+            ToolUsePart(call_id=call_id, name=name, arguments=arguments),  # type: ignore[arg-type]
+        )
+        same_value(
+            trusted_tool_result(call_id, name, text, error, synthesized, cut),
+            ToolResultPart(
+                call_id=call_id, name=name, text=text, is_error=error, synthesized=synthesized,
+                excerpted=cut,
+            ),
+        )  # fmt: skip
+
+    @given(
+        st.sampled_from(ViewRole),
+        st.lists(st.text(max_size=10), min_size=1, max_size=3),
+        _maybe,
+        st.lists(_ids, max_size=3),
+        _maybe,
+        st.none() | st.integers(0, 10**6),
+    )
+    def test_view_message_equals_its_constructor(
+        self,
+        role: ViewRole,
+        texts: list[str],
+        source_id: str | None,
+        source_ids: list[str],
+        turn_id: str | None,
+        event_seq: int | None,
+    ) -> None:
+        """A trusted view message is the constructor's value, and evolves like it."""
+        parts = tuple(TextPart(text=t) for t in texts)
+        fast = trusted_view_message(role, parts, source_id, tuple(source_ids), turn_id, event_seq)
+        general = ViewMessage(
+            role=role, parts=parts, source_id=source_id, source_ids=tuple(source_ids),
+            turn_id=turn_id, event_seq=event_seq,
+        )  # fmt: skip
+        same_value(fast, general)
+        assert attrs.evolve(fast, turn_id="x") == attrs.evolve(general, turn_id="x")
