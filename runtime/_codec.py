@@ -47,21 +47,26 @@ def _general() -> ModuleType:
     return _converter
 
 
-def _state_data(state: SessionState) -> dict[str, Any] | None:
-    """``to_data(state)`` from the slots, or ``None`` if a part of it is for cattrs."""
-    if state.model_calls():
-        return None
-    messages = [message_data(m) for m in state.messages]
-    turns = [turn_data(t) for t in state.turn_list()]
-    if any(m is None for m in messages) or any(t is None for t in turns):
-        return None
+def _message_data(m: Message) -> dict[str, Any]:
+    fast = message_data(m)
+    return fast if fast is not None else _general().unstructure(m)
+
+
+def _turn_data(t: Turn) -> dict[str, Any]:
+    fast = turn_data(t)
+    return fast if fast is not None else _general().unstructure(t)
+
+
+def _state_data(state: SessionState) -> dict[str, Any]:
+    """``to_data(state)``: messages and turns from their slots, audit rows through cattrs."""
+    calls = state.model_calls()
     return {
         "session_id": state.session_id,
         "seq": state.seq,
         "updated_at": None if state.updated_at is None else state.updated_at.isoformat(),
-        "messages": messages,
-        "turns": turns,
-        "audit": [],
+        "messages": [_message_data(m) for m in state.messages],
+        "turns": [_turn_data(t) for t in state.turn_list()],
+        "audit": [_general().unstructure(r) for r in calls] if calls else [],
     }
 
 
