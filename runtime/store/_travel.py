@@ -76,7 +76,9 @@ def check_span(first: object, last: object, head: int) -> tuple[int, int]:
     return first, last
 
 
-def _base(db: Db, session_id: str, chunk_size: int, seq: int) -> tuple[SessionState, str]:
+def _base(
+    db: Db, session_id: str, chunk_size: int, seq: int
+) -> tuple[SessionState, str]:
     """The nearest stored state at or before ``seq`` (the latest snapshot, a checkpoint, or
     the session's start) and the chain's hash there."""
     row = db.execute("SELECT seq FROM snapshots WHERE session_id = ?", (session_id,)).fetchone()
@@ -112,7 +114,9 @@ def _gap(session_id: str, reached: int, last: int) -> CorruptRow:
     )
 
 
-def load_span(db: Db, session_id: str, chunk_size: int, first: int, last: int) -> Timeline:
+def load_span(
+    db: Db, session_id: str, chunk_size: int, first: int, last: int
+) -> Timeline:
     """A timeline reaching every state from ``first`` to ``last`` (its ``first_seq`` is the
     nearest stored state at or before ``first``), checked from there by the hash chain."""
     base, chain = _base(db, session_id, chunk_size, first)
