@@ -26,7 +26,7 @@ from typing import Any
 from ._artifacts import ArtifactStore
 from ._clean import DEFAULT_MAX_RESULT_CHARS
 from ._message import Message
-from ._providers import _system, _view
+from ._spelling import source_view, system_text
 from ._state import SessionState
 from ._view import (
     ImagePart,
@@ -67,8 +67,8 @@ def to_openai_responses(
     Raises:
         MissingArtifact, ProjectionError, TypeError: as ``to_openai``.
     """
-    view = _view("to_openai_responses", source, window, artifacts, max_result_chars)
-    text = _system("to_openai_responses", system)
+    view = source_view("to_openai_responses", source, window, artifacts, max_result_chars)
+    text = system_text("to_openai_responses", system)
     items: list[dict[str, Any]] = []
     for message in view.messages:
         if message.role is ViewRole.USER:

@@ -24,14 +24,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from ._artifacts import ArtifactStore
-from ._category import Category, category_of
-from ._clean import DEFAULT_MAX_RESULT_CHARS, clean_history
+from ._clean import DEFAULT_MAX_RESULT_CHARS
 from ._errors import ProjectionError
 from ._message import Message
+from ._spelling import source_view, spelled, system_text
 from ._state import SessionState
 from ._view import (
     ImagePart,
@@ -42,7 +42,6 @@ from ._view import (
     ToolUsePart,
     ViewMessage,
     ViewPart,
-    ViewPrefix,
     ViewRole,
 )
 from ._window import Window
@@ -52,105 +51,6 @@ __all__ = ["to_anthropic", "to_gemini", "to_openai"]
 _GEMINI_IMAGES = frozenset({"image/png", "image/jpeg", "image/webp"})
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 _ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
-
-
-def _view(
-    name: str,
-    source: SessionState | ModelView,
-    window: Window | None,
-    artifacts: ArtifactStore | None,
-    max_result_chars: int | None,
-) -> ModelView:
-    if isinstance(source, ModelView):
-        if (
-            window is not None
-            or artifacts is not None
-            or max_result_chars != DEFAULT_MAX_RESULT_CHARS
-        ):
-            raise ProjectionError(
-                f"{name}() got a ModelView and view options; window, artifacts and "
-                "max_result_chars apply when the view is built, so pass them to clean_history() "
-                "or pass the state instead of the view."
-            )
-        return source
-    if not isinstance(source, SessionState):
-        raise TypeError(
-            f"{name}() takes a SessionState or a ModelView (got {source!r} that is a "
-            f"{type(source).__name__!r}); pass timeline.head or timeline.at(seq)."
-        )
-    return clean_history(
-        source, window=window, artifacts=artifacts, max_result_chars=max_result_chars
-    )
-
-
-def _system(name: str, system: str | Message | None) -> str | None:
-    if system is None:
-        return None
-    if isinstance(system, Message):
-        if category_of(system) is not Category.SYSTEM_PROMPT:
-            raise TypeError(
-                f"{name}(system=...) takes the system prompt as a str or a system prompt "
-                f"Message (got message {system.id!r}, a {category_of(system).label})."
-            )
-        system = system.content
-    if not isinstance(system, str):
-        raise TypeError(
-            f"{name}(system=...) takes a str, a system prompt Message or None (got "
-            f"{system!r} that is a {type(system).__name__!r})."
-        )
-    return system if system.strip() else None
-
-
-Body = Callable[[Sequence[ViewMessage]], list[dict[str, Any]]]
-"""Spells view messages as a provider's list (no system prompt, no final touches)."""
-
-
-def _join(
-    head: list[dict[str, Any]], tail: list[dict[str, Any]], merge: bool
-) -> list[dict[str, Any]]:
-    """``head`` then ``tail`` as one list, merging the entries where they meet if ``merge``
-    and they have one role (what ``_merge`` does within one spelling); ``head``'s entries
-    are not changed."""
-    if merge and head and tail and head[-1]["role"] == tail[0]["role"]:
-        last, first = head[-1], tail[0]
-        key = next(k for k in last if k != "role")
-        return [*head[:-1], {**last, key: last[key] + first[key]}, *tail[1:]]
-    return head + tail
-
-
-def _extends(messages: Sequence[ViewMessage], count: int) -> bool:
-    """Whether spelling ``messages[:count]`` and ``messages[count:]`` apart and joining them
-    gives the spelling of all of them: no run of one role crosses ``count``."""
-    return 0 < count < len(messages) and messages[count - 1].role is not messages[count].role
-
-
-def _prefix_spelled(prefix: ViewPrefix, key: str, body: Body, merge: bool) -> list[dict[str, Any]]:
-    found = prefix.spelled.get(key)
-    if found is None:
-        parent = prefix.parent
-        done = None if parent is None else parent.spelled.get(key)
-        count = 0 if parent is None else len(parent.messages)
-        if done is not None and _extends(prefix.messages, count):
-            found = _join(done, body(prefix.messages[count:]), merge)
-        else:
-            found = body(prefix.messages)
-        prefix.spelled[key] = found
-    return found
-
-
-def _spelled(view: ModelView, key: str, body: Body, merge: bool) -> list[dict[str, Any]]:
-    """``body(view.messages)``, reusing what was spelled of the view's prefix (a new list;
-    entries of the prefix are shared with it)."""
-    prefix = view.prefix
-    messages = view.messages
-    if prefix is None:
-        return body(messages)
-    count = len(prefix.messages)
-    if count == len(messages):
-        return list(_prefix_spelled(prefix, key, body, merge))
-    if not _extends(messages, count):
-        return body(messages)
-    return _join(_prefix_spelled(prefix, key, body, merge), body(messages[count:]), merge)
 
 
 def _b64(data: bytes) -> str:
@@ -184,14 +84,14 @@ def to_openai(
         MissingArtifact, ProjectionError, TypeError: as ``clean_history``; a
         ``ModelView`` passed with view options is a ``ProjectionError``.
     """
-    view = _view("to_openai", source, window, artifacts, max_result_chars)
+    view = source_view("to_openai", source, window, artifacts, max_result_chars)
     if system_role not in ("system", "developer"):
         raise ProjectionError(f"system_role must be 'system' or 'developer' (got {system_role!r}).")
     out: list[dict[str, Any]] = []
-    text = _system("to_openai", system)
+    text = system_text("to_openai", system)
     if text is not None:
         out.append({"role": system_role, "content": text})
-    out.extend(_spelled(view, "openai", _openai_body, merge=False))
+    out.extend(spelled(view, "openai", _openai_body, merge=False))
     return out
 
 
@@ -401,9 +301,9 @@ def to_anthropic(
     ``system`` is left out when there is no system prompt. Arguments and
     errors are as for ``to_openai``.
     """
-    view = _view("to_anthropic", source, window, artifacts, max_result_chars)
-    text = _system("to_anthropic", system)
-    messages = _spelled(view, "anthropic", _anthropic_body, merge=True)
+    view = source_view("to_anthropic", source, window, artifacts, max_result_chars)
+    text = system_text("to_anthropic", system)
+    messages = spelled(view, "anthropic", _anthropic_body, merge=True)
     if messages and messages[-1]["role"] == "assistant":
         # A final assistant message is a prefill, which may not end in whitespace. Copied:
         # the entry may be shared with the view's prefix.
@@ -506,9 +406,9 @@ def to_gemini(
     bytes are raw ``bytes`` (what google-genai takes; base64 them for REST).
     Arguments and errors are as for ``to_openai``.
     """
-    view = _view("to_gemini", source, window, artifacts, max_result_chars)
-    text = _system("to_gemini", system)
-    contents = _spelled(view, "gemini", _gemini_body, merge=True)
+    view = source_view("to_gemini", source, window, artifacts, max_result_chars)
+    text = system_text("to_gemini", system)
+    contents = spelled(view, "gemini", _gemini_body, merge=True)
     out: dict[str, Any] = {"contents": contents}
     if text is not None:
         out["system_instruction"] = {"parts": [{"text": text}]}
