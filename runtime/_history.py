@@ -39,6 +39,7 @@ __all__ = [
     "order_key",
     "phase_of",
     "session_history",
+    "start_rank",
 ]
 
 INPUT_PHASE = -1
@@ -92,9 +93,26 @@ class Block:
     that wants stored order need not sort them again; False when unknown."""
 
 
-def order_key(turn: Turn) -> tuple[bool, int, str]:
-    """Orders turns that share their first input: every claimer but the last was recovered."""
-    return (turn.status is not TurnStatus.RECOVERED, turn.started_seq, turn.id)
+def start_rank(state: SessionState, turn: Turn) -> int:
+    """Where ``turn`` started among ``state``'s turns: its place in ``turn_order``.
+
+    Not ``turn.started_seq``: a fork keeps the source's seqs on the turns it imports, so
+    the seqs of imported and new turns do not compare, while ``turn_order`` lists the
+    imported turns first. Searched from the newest turn back (the turns compared are
+    recent ones); a state built by hand without ``turn_order`` falls back to the seq.
+    """
+    order = state.turn_order
+    turn_id = turn.id
+    for position in range(len(order) - 1, -1, -1):
+        if order[position] == turn_id:
+            return position
+    return turn.started_seq
+
+
+def order_key(state: SessionState, turn: Turn) -> tuple[bool, int, str]:
+    """Orders turns that share their first input: every claimer but the last was recovered,
+    and recovered ones in the order they started."""
+    return (turn.status is not TurnStatus.RECOVERED, start_rank(state, turn), turn.id)
 
 
 def _phase_key(entry: tuple[int, Message, Category]) -> int:
@@ -150,7 +168,7 @@ class Walk:
                 if where is not None and where < anchor:
                     anchor = where
                 known = claims.get(input_id)
-                if known is None or order_key(turn) < order_key(known):
+                if known is None or order_key(state, turn) < order_key(state, known):
                     claims[input_id] = turn
             anchors.setdefault(anchor, []).append(turn)
 
@@ -196,7 +214,7 @@ class Walk:
                     yield alone, None if members else position
             due = anchors.pop(position, None)
             if due:
-                due.sort(key=order_key, reverse=True)
+                due.sort(key=lambda turn: order_key(state, turn), reverse=True)
                 last = len(due) - 1
                 for n, turn in enumerate(due):
                     block = finish(turn)

@@ -114,9 +114,9 @@ def _turn_output(state: SessionState, turn: Turn) -> list[Message]:
         if seen:
             break
         other = state.turn(turn_id)
-        if other is not None and (_anchor(state, other), order_key(other)) > (
+        if other is not None and (_anchor(state, other), order_key(state, other)) > (
             anchor,
-            order_key(turn),
+            order_key(state, turn),
         ):
             break
     return own

@@ -178,13 +178,15 @@ class SessionState:
         if self.active_turn is not None:
             turns.append(self.active_turn)
         index = self.index
+        # Where each turn started (turn_order); a state built by hand without it: its seq.
+        rank = {turn_id: n for n, turn_id in enumerate(self.turn_order)}
 
-        # By the position of the first input a turn claimed, then by start:
-        # positions are this session's own, while the seqs of turns imported
-        # by a fork are the source's (a fork of a fork would misorder them).
+        # By the position of the first input a turn claimed, then by start: positions
+        # are this session's own, while the seqs of turns imported by a fork are the
+        # source's, so they do not compare with the fork's own (turn_order does).
         def key(turn: Turn) -> tuple[int, int]:
             first = index.get(turn.input_ids[0], -1) if turn.input_ids else -1
-            return first, turn.started_seq
+            return first, rank.get(turn.id, turn.started_seq)
 
         return sorted(turns, key=key)
 

@@ -20,6 +20,7 @@ from runtime import (
     EventRejected,
     Loaded,
     MessageAdded,
+    OrphanRecovered,
     RolledBack,
     SessionMachine,
     SessionState,
@@ -27,12 +28,14 @@ from runtime import (
     Timeline,
     TurnEnded,
     TurnSettings,
+    TurnStarted,
     added_seq,
     apply,
     from_json,
     inherited,
     new_message,
     reply_of,
+    session_history,
     step,
     to_json,
 )
@@ -94,6 +97,36 @@ def forked(draw: st.DrawFn) -> tuple[list[Event], Timeline, int]:
     log = draw(session_events("s", 30, rich=True))
     timeline = Timeline.start("s").extend(log)
     return log, timeline, draw(st.integers(0, timeline.last_seq))
+
+
+def test_recovered_turns_across_the_fork_point_keep_their_start_order() -> None:
+    """Found by the property test below (on Python 3.13): turns that share their first input
+    (the first recovered before the fork point, the next recovered in the fork) were ordered
+    by ``started_seq``, which for an inherited turn is a seq of the source, so the fork's own
+    turn came first. They are ordered by where they started (``turn_order``)."""
+
+    def add(session: str, seq: int, category: Category, id: str, **fields: Any) -> MessageAdded:
+        message = new_message(category, id=id, session_id=session, created_at=EPOCH, **fields)
+        return MessageAdded(session_id=session, seq=seq, at=EPOCH, message=message)
+
+    source = [add("s", n, Category.NOTIFICATION, f"n{n}") for n in range(1, 9)]
+    source += [
+        add("s", 9, Category.USER_QUESTION, "q", sender="Chii"),
+        TurnStarted(session_id="s", seq=10, at=EPOCH, turn_id="ta"),
+        add("s", 11, Category.THOUGHT, "tha", turn_id="ta"),
+        OrphanRecovered(session_id="s", seq=12, at=EPOCH, turn_id="ta"),
+    ]
+    fork = Timeline.start("s").extend(source).fork(12, "f", at=EPOCH)
+    fork = fork.extend([
+        TurnStarted(session_id="f", seq=2, at=EPOCH, turn_id="tb"),
+        add("f", 3, Category.THOUGHT, "thb", turn_id="tb"),
+        OrphanRecovered(session_id="f", seq=4, at=EPOCH, turn_id="tb"),
+        TurnStarted(session_id="f", seq=5, at=EPOCH, turn_id="tc"),
+    ])  # fmt: skip
+    order = [m.turn_id for m in session_history(fork.head) if m.id in ("tha", "thb")]
+    assert order == ["ta", "tb"]
+    assert [t.id for t in fork.head.turn_list()] == ["ta", "tb", "tc"]
+    check_invariants(fork)
 
 
 class TestSharedFork:
