@@ -25,9 +25,8 @@ import attrs
 from pyrsistent.typing import PMap
 
 from ._json import FrozenJSON, freeze_map, freeze_metadata
-from ._message import Message, MessageType, Role, Status
+from ._message import Message, MessageType, Role, Status, core_at_a_glance
 from ._replace import replacer
-from ._storable import MAX_SESSION_ID_CHARS
 
 __all__ = [
     "AGENT_SENDER",
@@ -325,21 +324,7 @@ def _text_message(
     not accepted at a glance is built by ``Message`` itself, which raises the
     same errors as ever. A property test pins both paths equal.
     """
-    if (
-        type(id) is str
-        and id
-        and id.isascii()
-        and type(session_id) is str
-        and 0 < len(session_id) <= MAX_SESSION_ID_CHARS
-        and session_id.isascii()
-        and session_id.isprintable()
-        and type(created_at) is datetime
-        and created_at.utcoffset() is not None
-        and type(content) is str
-        and content.isascii()
-        and type(sender) is str
-        and sender.isascii()
-    ):
+    if core_at_a_glance(id, session_id, created_at, content, sender):
         return _from_template(
             _TEMPLATE, id, session_id, role, type_, status, created_at, content, sender, metadata
         )

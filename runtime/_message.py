@@ -369,6 +369,30 @@ _VALIDATORS = tuple(
 )
 
 
+def core_at_a_glance(
+    id_: object, session_id: object, created_at: object, content: object, sender: object
+) -> bool:
+    """True when the fields every message sets (id, session, time, content, sender) hold
+    values their validators accept, told in one expression; False is no verdict (the
+    validators then say what is wrong). Shared by ``Message`` and ``new_message``'s
+    trusted path."""
+    return (
+        type(id_) is str
+        and id_ != ""
+        and id_.isascii()
+        and type(session_id) is str
+        and 0 < len(session_id) <= MAX_SESSION_ID_CHARS
+        and session_id.isascii()
+        and session_id.isprintable()
+        and type(created_at) is datetime
+        and created_at.utcoffset() is not None
+        and type(content) is str
+        and content.isascii()
+        and type(sender) is str
+        and sender.isascii()
+    )
+
+
 def _at_a_glance(message: Message) -> bool:
     """True when every checked field of ``message`` holds a value its validator accepts,
     told in one expression (a validator call per field was most of the cost of
@@ -386,19 +410,7 @@ def _at_a_glance(message: Message) -> bool:
         message.channel_id,
     )
     return (
-        type(id_) is str
-        and id_ != ""
-        and id_.isascii()
-        and type(session_id) is str
-        and 0 < len(session_id) <= MAX_SESSION_ID_CHARS
-        and session_id.isascii()
-        and session_id.isprintable()
-        and type(created_at) is datetime
-        and created_at.utcoffset() is not None
-        and type(content) is str
-        and content.isascii()
-        and type(sender) is str
-        and sender.isascii()
+        core_at_a_glance(id_, session_id, created_at, content, sender)
         and (parent_id is None or (type(parent_id) is str and parent_id.isascii()))
         and (turn_id is None or (type(turn_id) is str and turn_id.isascii()))
         and type(chatbot_id) is str
