@@ -45,7 +45,7 @@ def schemas(postgres_dsn: str) -> Iterator[list[str]]:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
 
 
-def _run(dsn: str, made: list[str], examples: int, steps: int) -> None:
+def _run(dsn: str, made: list[str], examples: int, steps: int, *, fixed: bool = False) -> None:
     run_state_machine_as_test(
         _machine(dsn, made),
         settings=settings(
@@ -54,12 +54,15 @@ def _run(dsn: str, made: list[str], examples: int, steps: int) -> None:
             deadline=None,
             database=None,
             suppress_health_check=list(HealthCheck),
+            derandomize=fixed,
         ),
     )
 
 
 def test_the_simulation_on_postgres(postgres_dsn: str, schemas: list[str]) -> None:
-    _run(postgres_dsn, schemas, examples=4, steps=25)
+    # The same four examples every run: four random ones could all store nothing (an
+    # example may end before any event), which failed the check below once in CI.
+    _run(postgres_dsn, schemas, examples=4, steps=25, fixed=True)
     import psycopg
     from psycopg import sql
 
