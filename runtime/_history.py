@@ -214,7 +214,8 @@ class Walk:
                     yield alone, None if members else position
             due = anchors.pop(position, None)
             if due:
-                due.sort(key=lambda turn: order_key(state, turn), reverse=True)
+                if len(due) > 1:  # turns sharing their first input: rare, and ranked only then
+                    due.sort(key=lambda turn: order_key(state, turn), reverse=True)
                 last = len(due) - 1
                 for n, turn in enumerate(due):
                     block = finish(turn)

@@ -114,11 +114,13 @@ def _turn_output(state: SessionState, turn: Turn) -> list[Message]:
         if seen:
             break
         other = state.turn(turn_id)
-        if other is not None and (_anchor(state, other), order_key(state, other)) > (
-            anchor,
-            order_key(state, turn),
-        ):
-            break
+        if other is not None:
+            # Ranked by where it started only when both turns anchor at the same input.
+            other_anchor = _anchor(state, other)
+            if other_anchor > anchor or (
+                other_anchor == anchor and order_key(state, other) > order_key(state, turn)
+            ):
+                break
     return own
 
 
