@@ -21,10 +21,14 @@ from ._replace import replace
 from ._state import IMPORT_SEQ, SessionState
 from ._turn import Turn
 
-__all__ = ["TurnsInOrder", "fork_parts", "lineage"]
+__all__ = ["MissingTurn", "TurnsInOrder", "fork_parts", "lineage"]
 
 _MAX_LINEAGE = 64
 """Forks of forks deeper than this take the copying path (their lineage is not walked)."""
+
+
+class MissingTurn(KeyError):
+    """A state's ``turn_order`` names a turn it does not hold (only a state built by hand)."""
 
 
 class TurnsInOrder(Sequence[Turn]):
@@ -59,7 +63,10 @@ class TurnsInOrder(Sequence[Turn]):
         active = self._active
         if active is not None and active.id == turn_id:
             return active
-        return self._turns[turn_id]
+        turn = self._turns.get(turn_id)
+        if turn is None:
+            raise MissingTurn(turn_id)
+        return turn
 
     def __iter__(self) -> Iterator[Turn]:
         return (self[i] for i in range(len(self)))

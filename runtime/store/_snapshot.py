@@ -33,6 +33,7 @@ import orjson
 from .._audit import AuditRow
 from .._codec import from_data, to_data
 from .._errors import CorruptRow, DecodeError
+from .._fork import MissingTurn, TurnsInOrder
 from .._state import SessionState, check_consistent
 from ._assemble import assemble_state
 from ._chain import digest
@@ -139,26 +140,11 @@ class _Unordered(Exception):
     """A state's ``turn_order`` does not list its turns (a state built by hand)."""
 
 
-class _TurnsInOrder:
-    """A state's turns in start order, looked up one by one (no list of every turn)."""
-
-    __slots__ = ("_active", "_order", "_turns")
-
-    def __init__(self, state: SessionState) -> None:
-        self._order, self._turns, self._active = state.turn_order, state.turns, state.active_turn
-        if len(self._order) != len(self._turns) + (self._active is not None):
-            raise _Unordered
-
-    def __len__(self) -> int:
-        return len(self._order)
-
-    def __getitem__(self, position: int) -> Any:
-        turn_id = self._order[position]
-        active = self._active
-        turn = active if active is not None and active.id == turn_id else self._turns.get(turn_id)
-        if turn is None:
-            raise _Unordered
-        return turn
+def _turns_in_order(state: SessionState) -> TurnsInOrder:
+    turns = TurnsInOrder(state)
+    if not turns.complete:
+        raise _Unordered
+    return turns
 
 
 def _changed(head: SessionState, previous: SessionState) -> dict[str, set[int] | None]:
@@ -206,7 +192,7 @@ def plan_snapshot(
     """
     try:
         return _plan(head, previous, refs, chunk_size, chain, ordered=True)
-    except _Unordered:
+    except (_Unordered, MissingTurn):
         return _plan(head, previous, refs, chunk_size, chain, ordered=False)
 
 
@@ -223,7 +209,7 @@ def _plan(
         rows = state.audit_rows
         return {
             "messages": state.messages,
-            "turns": _TurnsInOrder(state) if ordered else state.turn_list(),
+            "turns": _turns_in_order(state) if ordered else state.turn_list(),
             # Rows in sequence order (their position is their sequence - 1).
             "audit": rows if ordered and len(rows) == len(state.audit) else state.model_calls(),
         }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import attrs
 import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -202,3 +203,29 @@ class TestAuditRows:
             assert list(head.audit_rows) == list(head.model_calls())
             store.verify("s")
             assert store.check().ok
+
+
+class TestStatesBuiltByHand:
+    @settings(max_examples=30, deadline=None)
+    @given(log=session_events(max_steps=40, rich=True))
+    def test_a_turn_order_that_does_not_list_the_turns(self, log: list[Event]) -> None:
+        """A state whose ``turn_order`` misses its turns, or names one it does not hold (same
+        length), is written from ``turn_list()``: every turn, and the same messages."""
+        head = replay(log).head
+        expected = plan_snapshot(head, previous=None, refs=None, chunk_size=3, chain="h").chunks
+        order = head.turn_order
+        hand_built = [attrs.evolve(head, turn_order=new_vector())]
+        if len(order):
+            hand_built.append(attrs.evolve(head, turn_order=order.set(0, "no-such-turn")))
+        for state in hand_built:
+            plan = plan_snapshot(state, previous=None, refs=None, chunk_size=3, chain="h")
+            assert [c for c in plan.chunks if c[0] != "turns"] == [
+                c for c in expected if c[0] != "turns"
+            ]
+            written = [
+                row[0]
+                for part, _, text in plan.chunks
+                if part == "turns"
+                for row in orjson.loads(text)["rows"]
+            ]
+            assert sorted(written) == sorted(turn.id for turn in head.turn_list())
