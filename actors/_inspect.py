@@ -70,16 +70,18 @@ class MessageScreen(ModalScreen[None]):
         Binding("escape,q,o", "dismiss", "Close"),
     ]
 
-    def __init__(self, message: Message) -> None:
+    def __init__(self, message: Message, state: SessionState | None = None) -> None:
         super().__init__()
         self.message = message
         """The message shown."""
+        self.state = state
+        """The state it is shown in."""
 
     def compose(self) -> ComposeResult:
         """The message's fields in a scrollable box."""
         with VerticalScroll(id="message") as box:
             box.border_title = f"{self.message.id} · Esc closes"
-            yield Static(message_detail(self.message), id="detail")
+            yield Static(message_detail(self.message, self.state), id="detail")
 
 
 class PickMessage(ModalScreen[str | None]):
@@ -231,7 +233,7 @@ class InspectApp(App[None]):
             del kept
         parts.append(Text())
         if messages:
-            parts.extend(message_lines(messages, changes=delta, title="Messages"))
+            parts.extend(message_lines(messages, changes=delta, title="Messages", state=state))
         if hidden:
             parts.append(Text(f"({hidden} earlier unchanged messages not shown)", style="dim"))
         return Group(*parts)
@@ -308,6 +310,6 @@ class InspectApp(App[None]):
 
         def opened(message_id: str | None) -> None:
             if message_id is not None:
-                self.push_screen(MessageScreen(state.message(message_id)))
+                self.push_screen(MessageScreen(state.message(message_id), state))
 
         self.push_screen(PickMessage(list(state.messages), touched), opened)

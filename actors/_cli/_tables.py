@@ -13,7 +13,16 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from runtime import AGENT_SENDER, Event, Message, SessionState, session_cost, thaw
+from runtime import (
+    AGENT_SENDER,
+    Event,
+    Message,
+    SessionState,
+    added_seq,
+    inherited,
+    session_cost,
+    thaw,
+)
 
 if TYPE_CHECKING:
     from runtime import StateDiff
@@ -38,6 +47,7 @@ __all__ = [
     "message_lines",
     "message_table",
     "model_call_lines",
+    "shown_seq",
     "state_header",
     "turn_lines",
 ]
@@ -88,8 +98,20 @@ def _content(message: Message, limit: int) -> Text:
     return content
 
 
+def shown_seq(message: Message, state: SessionState | None) -> str:
+    """The seq column of ``message``: the seq of ``state``'s session that added it (1 for a
+    message a fork inherited, whose ``event_seq`` is its source's), or as stored without a
+    state."""
+    seq = message.event_seq if state is None else added_seq(state, message)
+    return "" if seq is None else str(seq)
+
+
 def message_lines(
-    messages: Iterable[Message], *, changes: StateDiff | None = None, title: str | None = None
+    messages: Iterable[Message],
+    *,
+    changes: StateDiff | None = None,
+    title: str | None = None,
+    state: SessionState | None = None,
 ) -> list[Text]:
     """One line per message (seq, id, category, status, content), as aligned columns.
 
@@ -103,7 +125,7 @@ def message_lines(
     rows = []
     for message in messages:
         status = str(message.status) + ("" if message.active else " (rolled back)")
-        seq = "" if message.event_seq is None else str(message.event_seq)
+        seq = shown_seq(message, state)
         rows.append((message, seq, safe(message.id), category_label(message), status))
     w_seq = max([3, *(len(r[1]) for r in rows)])
     w_id = max([2, *(len(r[2]) for r in rows)])
@@ -132,7 +154,9 @@ def message_lines(
     return lines
 
 
-def message_table(messages: Iterable[Message], *, title: str | None = None) -> Table:
+def message_table(
+    messages: Iterable[Message], *, title: str | None = None, state: SessionState | None = None
+) -> Table:
     """Every message with its whole content (``--full``): a table whose content column wraps."""
     table = Table(title=title, title_justify="left", box=None, pad_edge=False, header_style="bold")
     table.add_column("seq", justify="right", no_wrap=True, style="dim")
@@ -148,7 +172,7 @@ def message_table(messages: Iterable[Message], *, title: str | None = None) -> T
         if message.sender and message.sender != AGENT_SENDER and message.tool_call is None:
             content = join((f"{safe(message.sender)}: ", "dim"), content)
         table.add_row(
-            str(message.event_seq if message.event_seq is not None else ""),
+            shown_seq(message, state),
             safe(message.id),
             category_label(message),
             status,
@@ -157,8 +181,18 @@ def message_table(messages: Iterable[Message], *, title: str | None = None) -> T
     return table
 
 
-def message_detail(message: Message) -> RenderableType:
-    """Every field of one message, its content in full."""
+def _event_seq(message: Message, state: SessionState | None) -> str:
+    if state is None or not inherited(state, message):
+        return str(message.event_seq)
+    return (
+        f"{added_seq(state, message)} (inherited with the fork: seq {message.event_seq} "
+        f"of session {message.session_id})"
+    )
+
+
+def message_detail(message: Message, state: SessionState | None = None) -> RenderableType:
+    """Every field of one message, its content in full; given the ``state`` it is shown in,
+    the seq of a message the session inherited with its fork says where it came from."""
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
@@ -170,7 +204,7 @@ def message_detail(message: Message) -> RenderableType:
         ("sender", Text(message.sender or "-")),
         ("turn", Text(message.turn_id or "-")),
         ("parent", Text(message.parent_id or "-")),
-        ("event seq", Text(str(message.event_seq))),
+        ("event seq", Text(_event_seq(message, state))),
         ("created", Text(f"{time_text(message.created_at, date=True)} UTC")),
         ("channel", Text(f"{message.chatbot_id or '-'} / {message.channel_id or '-'}")),
     ]

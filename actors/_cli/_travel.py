@@ -414,4 +414,4 @@ def _show_message(head: SessionState, state: SessionState, message_id: str, as_j
         return
     from ._tables import message_detail
 
-    stdout_console().print(message_detail(message))
+    stdout_console().print(message_detail(message, state))

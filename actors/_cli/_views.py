@@ -102,7 +102,7 @@ def view_parts(view: str, state: SessionState, *, full: bool = False) -> list[Re
 
         parts: list[RenderableType] = []
         if len(state):
-            parts += _messages(state.messages, full=full)
+            parts += _messages(state.messages, full=full, state=state)
         turns = turn_lines(state)
         if turns:
             parts.append(Text("\nTurns:", style="bold"))
@@ -117,7 +117,7 @@ def view_parts(view: str, state: SessionState, *, full: bool = False) -> list[Re
 
         history = session_history(state)
         title = f"session_history: {len(history)} messages, phased"
-        return _messages(history, full=full, title=title)
+        return _messages(history, full=full, title=title, state=state)
     if view == "clean":
         from runtime import clean_history
 
@@ -136,13 +136,13 @@ def view_parts(view: str, state: SessionState, *, full: bool = False) -> list[Re
 
 
 def _messages(
-    messages: Sequence[Message], *, full: bool, title: str | None = None
+    messages: Sequence[Message], *, full: bool, state: SessionState, title: str | None = None
 ) -> list[RenderableType]:
     from ._tables import message_lines, message_table
 
     if full:
-        return [message_table(messages, title=title)]
-    return list(message_lines(messages, title=title))
+        return [message_table(messages, title=title, state=state)]
+    return list(message_lines(messages, title=title, state=state))
 
 
 def json_text(data: object) -> str:

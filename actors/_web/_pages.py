@@ -34,6 +34,7 @@ from runtime import (
     ToolUsePart,
     TurnEnded,
     TurnStarted,
+    added_seq,
     clean_history,
     diff,
     session_history,
@@ -229,8 +230,11 @@ class MessageRow:
     html: Markup
 
 
-def message_rows(messages: Sequence[Message], delta: StateDiff | None = None) -> list[MessageRow]:
-    """Rows for ``messages``, marked with what ``delta`` added or changed."""
+def message_rows(
+    messages: Sequence[Message], state: SessionState, delta: StateDiff | None = None
+) -> list[MessageRow]:
+    """Rows for ``messages`` of ``state``, marked with what ``delta`` added or changed; a
+    row's seq is the seq of ``state``'s session that added the message (``added_seq``)."""
     added = {m.id for m in delta.added} if delta is not None else set()
     changed = {c.message_id for c in delta.changed} if delta is not None else set()
     rows = []
@@ -241,7 +245,7 @@ def message_rows(messages: Sequence[Message], delta: StateDiff | None = None) ->
         rows.append(
             MessageRow(
                 id=message.id,
-                seq=message.event_seq,
+                seq=added_seq(state, message),
                 category=category_label(message),
                 status=str(message.status),
                 active=message.active,
@@ -295,7 +299,7 @@ def state_pane(timeline: Timeline, seq: int, offset: int | None) -> StatePane:
         event_html=None if event is None else rich_html(describe_event(event, before, state)),
         changes=tuple(lines),
         changed=bool(delta),
-        messages=tuple(message_rows(shown, delta)),
+        messages=tuple(message_rows(shown, state, delta)),
         offset=offset,
         total=total,
         calls=calls[-_CALLS:],
@@ -347,7 +351,7 @@ def view_pane(view: str, state: SessionState, *, show_all: bool) -> Pane:
             view=view,
             title=f"session_history: {len(history)} messages, phased",
             note="Every active message, each turn in phased order.",
-            rows=tuple(message_rows(shown)),
+            rows=tuple(message_rows(shown, state)),
             json=None,
             shown=len(shown),
             total=len(history),

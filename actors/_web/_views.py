@@ -28,6 +28,7 @@ from runtime import (
     SessionState,
     Timeline,
     added_seq,
+    inherited,
     rebuild_request,
 )
 
@@ -207,7 +208,8 @@ def message_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
         "seq": seq,
         "last": timeline.last_seq,
         "message": message,
-        "row": message_rows([message])[0],
+        "row": message_rows([message], state)[0],
+        "inherited": inherited(state, message),
         "metadata": pretty_json(message.metadata) if message.metadata else None,
         "arguments": pretty_json(message.tool_call.arguments) if message.tool_call else None,
         "events": events,

@@ -57,6 +57,26 @@ class TestFork:
         ]  # the reply the fork lacks
         assert data["model_calls"] == []
 
+    def test_inherited_messages_show_the_seq_that_added_them_here(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """A fork's message table shows seq 1 (its branch_imported) for the messages it
+        inherited, not the source's seq; one message in full names where it came from."""
+        db = recorded.copy(tmp_path)
+        seq = recorded.demo.interrupt_seq - 1
+        amber("fork", "demo", "--at", seq, "--as", "f", "--db", db)
+        with SQLiteStore(db) as store:
+            source = store.load_state("demo").messages
+        last = source[13]  # the fork's 14 messages are the source's first 14
+        assert last.event_seq is not None
+        assert last.event_seq > 1
+        lines = amber("show", "f", "--db", db).output.splitlines()
+        rows = [cells for cells in map(str.split, lines) if cells[1:2] and "msg_" in cells[1]]
+        assert len(rows) == 14
+        assert {row[0] for row in rows} == {"1"}
+        detail = amber("show", "f", "--message", last.id, "--db", db).output
+        assert f"1 (inherited with the fork: seq {last.event_seq} of session demo)" in detail
+
     def test_ids_are_free_and_explicit_ids_conflict(
         self, recorded: Recorded, tmp_path: Path
     ) -> None:

@@ -90,6 +90,24 @@ class TestSessions:
         assert "fork of demo @ 16" in sessions.text("sessions")
         assert "/session?s=demo&at=16" in sessions.links
 
+    def test_a_forks_messages_show_the_seq_that_added_them_here(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """An inherited message's row shows seq 1 (the fork's branch_imported), not the
+        source's seq, in the state's table and on the message's page."""
+        db = recorded.copy(tmp_path)
+        amber("fork", "demo", "--at", 16, "--as", "retry", "--db", db)
+        late = Ids(recorded.demo.state).msg(5)
+        assert recorded.demo.state.message(late).event_seq > 1
+        with web(db) as (client, _):
+            table = page(client, "/session?s=retry&at=-1").text("messages")
+            one = page(client, f"/message?s=retry&id={late}&at=-1").text("fields")
+        seqs = re.findall(r"[+~]? (\d+) msg_", table)
+        assert len(seqs) == 6
+        assert set(seqs) == {"1"}
+        source_seq = recorded.demo.state.message(late).event_seq
+        assert f"event seq1 (inherited with the fork: seq {source_seq} of demo)" in one
+
     def test_an_empty_store_says_how_to_make_a_session(self, tmp_path: Path) -> None:
         """A store without sessions shows how to store one."""
         db = tmp_path / "empty.db"
