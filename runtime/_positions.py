@@ -35,6 +35,8 @@ __all__ = ["InputQueue", "MessageIndex"]
 _T = TypeVar("_T")
 
 
+_new = object.__new__
+
 MAX_DEPTH = 8
 """Logs in a version's chain before adding to it flattens the chain into one."""
 
@@ -91,8 +93,16 @@ class _Log(Mapping[str, int]):
             # Another thread may have grown the same version meanwhile; then the place
             # is not ours (as in Timeline.append) and we start a log of our own.
             if log[end] is entry and where.setdefault(key, end) == end:
-                new = self._share(log, where, end + 1, self._parent, self._depth)
-                new._size = self._size + 1  # (a log built with repeated keys: not end + ...)
+                # The hot path (every message added): the slots stored directly.
+                new = _new(type(self))
+                new._log, new._where, new._end, new._size, new._hash = (
+                    log,
+                    where,
+                    end + 1,
+                    self._size + 1,
+                    None,
+                )
+                new._parent, new._offset, new._depth = self._parent, self._offset, self._depth
                 return new
         if not end:  # nothing of our own to keep: a new log on our parent
             return self._share([entry], {key: 0}, 1, self._parent, self._depth)
@@ -130,7 +140,10 @@ class _Log(Mapping[str, int]):
         return default if found is None else found[0]._value(found[1])
 
     def __contains__(self, key: object) -> bool:
-        return self._place(key) is not None
+        place = self._where.get(key)  # type: ignore[call-overload]
+        if place is not None and place < self._end:
+            return True
+        return self._parent is not None and self._parent._place(key) is not None
 
     def _all(self) -> Iterator[tuple[str, int]]:
         if self._parent is not None:

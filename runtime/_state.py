@@ -12,9 +12,13 @@ Two choices here are about CPython's cyclic garbage collector (DESIGN §13):
   O(n) (measured: 25 µs/step at 1k states, 400 µs/step at 5k). The pure-Python
   trie is made of ordinary nodes, which age into the old generation like any
   other object, so the cost stays flat.
-- The id indexes are ``immutables.Map`` (a C HAMT whose nodes are separate
-  GC objects) for the same reason; pyrsistent's ``pmap`` stores its buckets in
-  a C ``pvector``.
+- The id indexes that grow with every message (``index``, ``queued``) are a
+  ``MessageIndex`` and an ``InputQueue``: the states of one chain share an
+  append-only log of keys and a dict of strings and ints, which CPython does
+  not track, so a step adds one small tracked object per index instead of an
+  ``immutables.Map`` path copy (about four tracked objects). The other
+  indexes are ``immutables.Map`` (a C HAMT whose nodes are separate GC
+  objects); pyrsistent's ``pmap`` stores its buckets in a C ``pvector``.
 
 Small collections inside values (metadata, tool arguments) stay ``pmap`` and
 ``pvector``: their traversal is bounded by their own small size.
