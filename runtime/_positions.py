@@ -9,20 +9,20 @@ traversals they cost were a third of the step).
 Both maps only grow between two states that follow each other (an input is
 queued, a message is indexed), and a queue is emptied at once when a turn
 claims its inputs. So, as ``Timeline`` shares its entries, the versions of one
-map made by adding share one private, append-only log: a list of keys in the
+map made by adding share one private, append-only log: a list of entries in the
 order they were added and a dict ``key -> place in the log``; each version
-knows how many places it sees. A lookup is one dict lookup and a comparison;
-adding to the newest version appends to the log (O(1)); adding to an older
-version (applying two events to one state), or a key that the log holds,
-instead starts a new log on top of that version (its parent), so a version is
-a short chain of logs: a lookup asks each log of the chain, newest first. The
-chain is flattened into one log (O(n)) when it grows past ``MAX_DEPTH``. The
-dicts hold only strings and ints, so CPython does not track them; a step keeps
-one small tracked object per map.
+knows how many places it sees. A lookup is one dict lookup and a comparison.
+Adding to the newest version appends to the log (O(1)). Adding to an older
+version (two events applied to one state) copies that version's own log when
+it is short (``COPY_LIMIT``); else it starts a new log on top of that version
+(its parent), so a version is a short chain of logs and a lookup asks each log
+of the chain, newest first. A chain longer than ``MAX_DEPTH`` is flattened into
+one log (O(n)). The dicts hold only strings and ints, so CPython does not track
+them; a step keeps one small tracked object per map.
 
-``MessageIndex``'s values are the places in its log (a message's position is
-the order it was added in); ``InputQueue`` keeps its values in a third list.
-Both are read-only ``Mapping``s, equal to any mapping with the same items.
+``MessageIndex``'s entries are the ids (a message's position is its place plus
+the positions of the logs below); ``InputQueue``'s are ``(id, position)``
+pairs. Both are read-only ``Mapping``s, equal to any mapping with the same items.
 """
 
 from __future__ import annotations
@@ -39,6 +39,11 @@ _new = object.__new__
 
 MAX_DEPTH = 8
 """Logs in a version's chain before adding to it flattens the chain into one."""
+
+COPY_LIMIT = 32
+"""Adding to a version that is not its log's newest copies that version's own log when
+it holds at most this many entries (so applying two events to each state does not grow
+the chain by a log a step); past it, the version becomes the parent of a new log."""
 
 
 class _Log(Mapping[str, int]):
@@ -63,6 +68,10 @@ class _Log(Mapping[str, int]):
     """Logs in the chain, this one included."""
 
     def _value(self, place: int) -> int:
+        raise NotImplementedError
+
+    @staticmethod
+    def _key_of(entry: Any) -> str:
         raise NotImplementedError
 
     def _entries(self) -> Iterator[tuple[str, int]]:
@@ -104,8 +113,14 @@ class _Log(Mapping[str, int]):
                 )
                 new._parent, new._offset, new._depth = self._parent, self._offset, self._depth
                 return new
-        if not end:  # nothing of our own to keep: a new log on our parent
-            return self._share([entry], {key: 0}, 1, self._parent, self._depth)
+        if end <= COPY_LIMIT:  # a short log of our own: a copy of it, on our parent
+            log = [*log[:end], entry]
+            key_of = self._key_of
+            new = self._share(
+                log, {key_of(e): i for i, e in enumerate(log)}, end + 1, self._parent, self._depth
+            )
+            new._size = self._size + 1
+            return new
         if self._depth >= MAX_DEPTH:
             return self._flat(key, entry)
         return self._share([entry], {key: 0}, 1, self, self._depth + 1)
@@ -207,6 +222,10 @@ class MessageIndex(_Log):
     def _value(self, place: int) -> int:
         return self._offset + place
 
+    @staticmethod
+    def _key_of(entry: Any) -> str:
+        return entry  # type: ignore[no-any-return]
+
     def _entries(self) -> Iterator[tuple[str, int]]:
         log, where, offset = self._log, self._where, self._offset
         # A key given twice to MessageIndex() is seen at its last place only.
@@ -244,6 +263,10 @@ class InputQueue(_Log):
 
     def _value(self, place: int) -> int:
         return self._log[place][1]  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _key_of(entry: Any) -> str:
+        return entry[0]  # type: ignore[no-any-return]
 
     def _entries(self) -> Iterator[tuple[str, int]]:
         return iter(self._log[: self._end])

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from immutables import Map
 
-from runtime._positions import MAX_DEPTH, InputQueue, MessageIndex
+from runtime._positions import COPY_LIMIT, MAX_DEPTH, InputQueue, MessageIndex
 
 KEYS = st.sampled_from([f"m{i}" for i in range(12)])
 
@@ -74,19 +74,34 @@ class TestMessageIndex:
         assert pickle.loads(pickle.dumps(index)) == index
 
     def test_branching_again_and_again(self) -> None:
-        """Adding twice to each version (a chain of logs, flattened past ``MAX_DEPTH``) keeps
-        every version's ids and positions."""
+        """Adding to versions that are not their log's newest (a chain of logs, flattened
+        past ``MAX_DEPTH``) keeps every version's ids and positions."""
         index, model = MessageIndex(["a"]), {"a": 0}
         versions = [(index, dict(model))]
+        depths = set()
         for n in range(3 * MAX_DEPTH):
-            index.add(f"other{n}")  # grows index's log: the next add starts a new one
-            index = index.add(f"k{n}")
-            model[f"k{n}"] = len(model)
+            for i in range(COPY_LIMIT + 1):
+                index = index.add(f"k{n}-{i}")
+                model[f"k{n}-{i}"] = len(model)
+            index.add(f"sibling{n}")  # grows index's log: the next add starts a new one
             versions.append((index, dict(model)))
+            depths.add(index._depth)
         for version, expected in versions:
             same(version, Map(expected))
             assert list(version.items()) == list(expected.items())
-        assert index._depth <= MAX_DEPTH
+        assert depths == set(range(1, MAX_DEPTH + 1))
+
+    def test_two_events_applied_to_each_state(self) -> None:
+        """Adding to each version twice and going on from the second copy copies the short
+        log of the version: the chain grows by one log per ``COPY_LIMIT`` steps, not one
+        a step."""
+        index, model = MessageIndex(), {}
+        for n in range(20 * COPY_LIMIT):
+            index.add(f"k{n}")
+            index = index.add(f"k{n}")
+            model[f"k{n}"] = n
+            assert index._depth <= min(MAX_DEPTH, 1 + n // COPY_LIMIT)
+        same(index, Map(model))
 
     def test_holds_nothing_the_gc_tracks(self) -> None:
         """The shared dict of an index holds strings and ints only: CPython does not track it."""
