@@ -153,3 +153,39 @@ class TestInputQueue:
         same(queue, Map(items))
         assert list(queue) == list(items)
         assert pickle.loads(pickle.dumps(queue)) == queue
+
+
+class TestStepsKeepFewObjects:
+    def test_a_user_question_keeps_at_most_nine_tracked_objects(self) -> None:
+        """A step that adds a user question keeps at most 9 objects the cyclic GC tracks
+        (the event, its message, the stamped copy, the state, the vector and its tail, one
+        object per index; with ``immutables.Map`` indexes it kept 14)."""
+        from datetime import UTC, datetime
+
+        from runtime import Category, MessageAdded, Timeline, new_message
+
+        at = datetime(2026, 1, 1, tzinfo=UTC)
+
+        def build(steps: int) -> Timeline:
+            timeline = Timeline.start("gc")
+            for n in range(steps):
+                message = new_message(
+                    Category.USER_QUESTION,
+                    id=f"m{n}",
+                    session_id="gc",
+                    created_at=at,
+                    content="a question",
+                    sender="U",
+                )
+                event = MessageAdded(session_id="gc", seq=n + 1, at=at, message=message)
+                timeline = timeline.append(event)
+            return timeline
+
+        build(10)  # warm every cache first
+        gc.collect()
+        before = len(gc.get_objects())
+        timeline = build(1000)
+        gc.collect()
+        kept = len(gc.get_objects()) - before
+        assert timeline.head.seq == 1000
+        assert kept / 1000 <= 9
