@@ -104,14 +104,14 @@ class _Log(Mapping[str, int]):
             if log[end] is entry and where.setdefault(key, end) == end:
                 # The hot path (every message added): the slots stored directly.
                 new = _new(type(self))
-                new._log, new._where, new._end, new._size, new._hash = (
-                    log,
-                    where,
-                    end + 1,
-                    self._size + 1,
-                    None,
-                )
-                new._parent, new._offset, new._depth = self._parent, self._offset, self._depth
+                new._log = log
+                new._where = where
+                new._end = end + 1
+                new._size = self._size + 1
+                new._hash = None
+                new._parent = self._parent
+                new._offset = self._offset
+                new._depth = self._depth
                 return new
         if end <= COPY_LIMIT:  # a short log of our own: a copy of it, on our parent
             log = [*log[:end], entry]
@@ -240,7 +240,9 @@ class MessageIndex(_Log):
         Raises:
             ValueError: ``key`` is indexed already.
         """
-        if key in self:
+        parent = self._parent
+        # The common case (a new id, a one-log version) is decided by one dict lookup.
+        if (key in self._where or (parent is not None and key in parent)) and key in self:
             raise ValueError(f"Message id {key!r} is indexed already; ids are unique in a session.")
         return self._append(key, key)  # type: ignore[no-any-return]
 
@@ -276,7 +278,8 @@ class InputQueue(_Log):
 
     def set(self, key: str, position: int) -> InputQueue:
         """The queue with ``key`` at ``position`` (queued last, or its position changed)."""
-        if key in self:
+        parent = self._parent
+        if (key in self._where or (parent is not None and key in parent)) and key in self:
             pairs = dict(self._all())
             pairs[key] = position
             return InputQueue(pairs)
