@@ -189,3 +189,25 @@ class TestStepsKeepFewObjects:
         kept = len(gc.get_objects()) - before
         assert timeline.head.seq == 1000
         assert kept / 1000 <= 9
+
+
+class TestInputQueueThreads:
+    def test_threads_setting_one_key_in_one_version(self) -> None:
+        """Threads that queue the same id at different positions in one version each get
+        a queue with their own position (the entries are told apart by identity)."""
+        base = InputQueue({"a": 0})
+        results: dict[int, InputQueue] = {}
+        barrier = threading.Barrier(8)
+
+        def grow(position: int) -> None:
+            barrier.wait()
+            results[position] = base.set("k", position)
+
+        threads = [threading.Thread(target=grow, args=(i + 1,)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for position, queue in results.items():
+            assert dict(queue) == {"a": 0, "k": position}
+        assert dict(base) == {"a": 0}
