@@ -91,7 +91,7 @@ def message_added(state: SessionState, event: MessageAdded) -> SessionState:
     position = len(state.messages)
     message_id = message.id
     messages = state.messages.append(message)
-    index = state.index.set(message_id, position)
+    index = state.index.add(message_id)
     counts = bump(state.counts, None, message.status)
     if is_input:
         queued = state.queued.set(message_id, position)

@@ -152,7 +152,7 @@ def turn_ended(state: SessionState, event: TurnEnded) -> SessionState:
             event_seq=event.seq,
             metadata=partial.metadata.set(INTERRUPTED_MARK, True),
         )
-        index = index.set(marked.id, len(messages))
+        index = index.add(marked.id)
         messages.append(marked)
         counts[status_index(marked.status)] += 1
     audit_changes = close_audit(state, event, event.outcome.value)

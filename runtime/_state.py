@@ -12,9 +12,13 @@ Two choices here are about CPython's cyclic garbage collector (DESIGN §13):
   O(n) (measured: 25 µs/step at 1k states, 400 µs/step at 5k). The pure-Python
   trie is made of ordinary nodes, which age into the old generation like any
   other object, so the cost stays flat.
-- The id indexes are ``immutables.Map`` (a C HAMT whose nodes are separate
-  GC objects) for the same reason; pyrsistent's ``pmap`` stores its buckets in
-  a C ``pvector``.
+- The id indexes that grow with every message (``index``, ``queued``) are a
+  ``MessageIndex`` and an ``InputQueue``: the states of one chain share an
+  append-only log of keys and a dict of strings and ints, which CPython does
+  not track, so a step adds one small tracked object per index instead of an
+  ``immutables.Map`` path copy (about four tracked objects). The other
+  indexes are ``immutables.Map`` (a C HAMT whose nodes are separate GC
+  objects); pyrsistent's ``pmap`` stores its buckets in a C ``pvector``.
 
 Small collections inside values (metadata, tool arguments) stay ``pmap`` and
 ``pvector``: their traversal is bounded by their own small size.
@@ -34,6 +38,7 @@ from pyrsistent.typing import PVector
 from ._audit import AuditRow, AuditStatus, model_calls, operation_key
 from ._errors import UnknownMessage
 from ._message import Message, MessageType, Status
+from ._positions import InputQueue, MessageIndex
 from ._replace import replace as _replace
 from ._turn import Turn, TurnStatus
 
@@ -48,6 +53,8 @@ STATUS_ORDER: tuple[Status, ...] = tuple(Status)
 _ZERO_COUNTS = (0,) * len(STATUS_ORDER)
 _STATUS_INDEX = {status: i for i, status in enumerate(STATUS_ORDER)}
 _EMPTY_MAP: Map[Any, Any] = Map()
+_EMPTY_INDEX = MessageIndex()
+_EMPTY_QUEUE = InputQueue()
 RUNNING = AuditStatus.RUNNING
 
 
@@ -77,10 +84,11 @@ class SessionState:
     """Wall-clock time of the last event applied."""
     messages: PVector[Message] = attrs.field(factory=new_vector)
     """Every message, in the order it was added (rolled-back ones included)."""
-    index: Map[str, int] = _EMPTY_MAP
-    """Message id -> position in ``messages``."""
-    queued: Map[str, int] = _EMPTY_MAP
-    """Active inputs waiting for a turn (``pending_agent``): id -> position."""
+    index: MessageIndex = _EMPTY_INDEX
+    """Message id -> position in ``messages`` (a read-only mapping)."""
+    queued: InputQueue = _EMPTY_QUEUE
+    """Active inputs waiting for a turn (``pending_agent``): id -> position, in the order
+    queued (a read-only mapping)."""
     turns: Map[str, Turn] = _EMPTY_MAP
     """Every ended turn (processed, interrupted, error, recovered), by id."""
     active_turn: Turn | None = None
@@ -265,13 +273,13 @@ def build_state(
     parts agree (see ``check_consistent``).
     """
     vector = new_vector(messages)
-    index: dict[str, int] = {}
+    ids: list[str] = []
     queued: dict[str, int] = {}
     calls: dict[str, str] = {}
     results: dict[str, str] = {}
     counts = [0] * len(STATUS_ORDER)
     for position, message in enumerate(vector):
-        index[message.id] = position
+        ids.append(message.id)
         counts[_STATUS_INDEX[message.status]] += 1
         if message.status is Status.PENDING_AGENT and message.active:
             queued[message.id] = position
@@ -293,8 +301,8 @@ def build_state(
         seq=seq,
         updated_at=updated_at,
         messages=vector,
-        index=Map(index),
-        queued=Map(queued),
+        index=MessageIndex(ids),
+        queued=InputQueue(queued),
         turns=Map(turn_map),
         active_turn=active[0] if active else None,
         tool_calls=Map(calls),

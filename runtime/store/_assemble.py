@@ -24,6 +24,7 @@ from immutables import Map
 
 from .._audit import AuditRow
 from .._message import Message, MessageType, Status
+from .._positions import InputQueue, MessageIndex
 from .._state import STATUS_ORDER, SessionState, build_state, new_vector
 from .._turn import Turn
 
@@ -84,8 +85,8 @@ def assemble_state(
     return attrs.evolve(
         without_messages,
         messages=new_vector(messages),
-        index=Map(zip(ids, range(len(ids)), strict=True)),
-        queued=Map(queued),
+        index=MessageIndex(ids),
+        queued=InputQueue(queued),
         tool_calls=Map(calls),
         tool_results=Map(results),
         counts=tuple(counted[status] for status in STATUS_ORDER),
