@@ -325,6 +325,13 @@ def head_seq(store: Store, session_id: str, db: str) -> int:
     help="Print the exact request model call N sent (its number, source key or operation id).",
 )
 @click.option("--full", is_flag=True, help="Print whole contents instead of one-line excerpts.")
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Print every message, turn and model call (default: the last 100 of a list over 200, "
+    "and the messages the event touched).",
+)
 @db_option()
 @json_option
 def show(
@@ -334,12 +341,15 @@ def show(
     message_id: str | None,
     call: str | None,
     full: bool,
+    show_all: bool,
     db: str,
     as_json: bool,
 ) -> None:
     """The state of SESSION at a seq, or a projection of it.
 
-    The messages with their status, the active turn and the turns.
+    The messages with their status, the active turn and the turns; of a list
+    over 200 (messages, turns, model calls) the last 100, and the messages the
+    event touched, unless --all. --json prints the whole state.
     --call N prints the exact request model call N sent, rebuilt from its
     audit row (checked against the digest recorded then).
     --view openai|openai-responses|anthropic|gemini prints the provider view of
@@ -378,9 +388,12 @@ def show(
             data = {"event": None if event is None else to_data(event), "state": data}
         emit_json(data)
         return
-    from ._render import describe_event
+    from ._render import describe_event, touched_ids
     from ._views import print_view
 
+    window = None
+    if not show_all:
+        window = frozenset(() if event is None else touched_ids(event, before, state))
     console = stdout_console()
     print_view(
         console,
@@ -391,6 +404,7 @@ def show(
         event_line=None if event is None else describe_event(event, before, state),
         full=full,
         head=head,
+        window=window,
     )
 
 
