@@ -33,6 +33,7 @@ from ._app import (
     db_option,
     emit_json,
     json_option,
+    no_gc,
     open_store,
     parse_seq,
     plain_stdout,
@@ -383,10 +384,11 @@ def show(
         _show_message(head, state, message_id, as_json)
         return
     if as_json:
-        data = view_data(view, state)
-        if view == "state":
-            data = {"event": None if event is None else to_data(event), "state": data}
-        emit_json(data)
+        with no_gc():
+            data = view_data(view, state)
+            if view == "state":
+                data = {"event": None if event is None else to_data(event), "state": data}
+            emit_json(data)
         return
     from ._render import describe_event, touched_ids
     from ._views import print_view

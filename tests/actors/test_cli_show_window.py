@@ -135,3 +135,20 @@ def test_show_of_200_messages_prints_every_one(tmp_path: Path) -> None:
     assert _ids(result.output) == {f"u{n}" for n in range(200)}
     assert _turn_ids(result.output) == {f"t{n}" for n in range(200)}
     assert "not shown" not in result.output
+
+
+def test_emit_json_writes_the_same_text_to_bytes_and_to_a_text_only_stdout(
+    monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    import io
+
+    from actors._cli._app import emit_json
+
+    data = {"é": [1, "ü", None], "b": b"\x00"}
+    emit_json(data)
+    as_bytes = capsysbinary.readouterr().out
+    text_only = io.StringIO()
+    monkeypatch.setattr("sys.stdout", text_only)
+    emit_json(data)
+    assert as_bytes.decode() == text_only.getvalue()
+    assert json.loads(as_bytes) == {"é": [1, "ü", None], "b": "AA=="}
