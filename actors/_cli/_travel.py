@@ -373,7 +373,7 @@ def show(
         if line.first_seq < seq:
             event, before = line.event(seq), line.at(seq - 1)
         elif seq > 0:  # the stored state is at seq itself: read its event alone
-            event = store.events(session, after=seq - 1)[0]
+            event = store.event(session, seq)
             if isinstance(event, TurnEnded):  # its line names the turn as it was before
                 before = store.load_span(session, seq - 1, seq - 1).at(seq - 1)
         head: SessionState | None = line.head if line.last_seq == last else None
