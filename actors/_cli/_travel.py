@@ -367,15 +367,14 @@ def show(
         # Only the state asked for, from the nearest stored one (not the whole log).
         last = head_seq(store, session, db)
         seq = resolve_seq_between(at_seq, session, 0, last)
-        line = store.load_span(session, seq, seq)
+        event = store.event(session, seq) if seq > 0 else None  # one row
+        # A turn_ended line names the turn as it was before: then from the state before it
+        # (one load, rather than the stored state at seq and then the one before).
+        printed = not as_json and message_id is None
+        first = seq - 1 if printed and isinstance(event, TurnEnded) else seq
+        line = store.load_span(session, first, seq)
         state = line.at(seq)
-        event, before = None, state
-        if line.first_seq < seq:
-            event, before = line.event(seq), line.at(seq - 1)
-        elif seq > 0:  # the stored state is at seq itself: read its event alone
-            event = store.event(session, seq)
-            if isinstance(event, TurnEnded):  # its line names the turn as it was before
-                before = store.load_span(session, seq - 1, seq - 1).at(seq - 1)
+        before = line.at(seq - 1) if line.first_seq < seq else state
         head: SessionState | None = line.head if line.last_seq == last else None
         if head is None and (message_id is not None or view in PROVIDERS):
             head = store.load_state(session)

@@ -176,3 +176,28 @@ def test_show_at_a_stored_state_reads_its_event_alone(
     assert log[9].kind == "message_added"
     assert "long at seq 10 of 90 · " in result.output
     assert "Event: + u3 user question" in result.output
+
+
+@pytest.mark.parametrize("seq", [8, 9, 10])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_show_at_a_stored_state_prints_what_a_replay_from_the_start_prints(
+    tmp_path: Path, seq: int, as_json: bool
+) -> None:
+    """Seq 9 (t2's turn_ended) is a stored state: its line still names the turn as it was
+    before the event, as when the state is replayed from the session's start."""
+    log = _events(5, touch=None)
+    stored, plain = tmp_path / "stored.db", tmp_path / "plain.db"
+    with SQLiteStore(stored, snapshot_every=9) as store:
+        store.append(log[:9])
+        store.append(log[9:])
+        assert store.load_span("long", 9, 9).first_seq == 9
+    with SQLiteStore(plain, snapshot_every=1000) as store:
+        store.append(log)
+        assert store.load_span("long", 9, 9).first_seq == 0
+    assert log[8].kind == "turn_ended"
+    options = ["--json"] if as_json else []
+    outputs = [amber("show", "long", "--at", seq, *options, "--db", db) for db in (stored, plain)]
+    assert outputs[0].exit_code == outputs[1].exit_code == 0
+    assert outputs[0].output == outputs[1].output
+    if seq == 9 and not as_json:
+        assert "Event: ■ t2 ends processed; 1 input → processed" in outputs[0].output
