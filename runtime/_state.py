@@ -330,7 +330,9 @@ def check_consistent(state: SessionState) -> list[str]:
     problems: list[str] = []
     if len(state.index) != len(state.messages):
         problems.append("message ids are not unique")
-    active = [t.id for t in state.turn_list() if t.status is TurnStatus.ACTIVE]
+    # Every turn, in no order (turn_list would sort them all; the ids are sorted below).
+    turns = [*state.turns.values(), *((state.active_turn,) if state.active_turn else ())]
+    active = [t.id for t in turns if t.status is TurnStatus.ACTIVE]
     if len(active) > 1:
         problems.append(f"more than one active turn: {sorted(active)}")
     if state.active_turn is not None and state.active_turn.status is not TurnStatus.ACTIVE:

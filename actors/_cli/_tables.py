@@ -25,7 +25,7 @@ from runtime import (
 )
 
 if TYPE_CHECKING:
-    from runtime import StateDiff
+    from runtime import AuditRow, StateDiff, Turn
 
 from ._text import (
     AUDIT_STYLES,
@@ -233,10 +233,11 @@ def _pretty(value: object) -> str:
     return orjson.dumps(thaw(value), option=orjson.OPT_INDENT_2, default=str).decode()
 
 
-def turn_lines(state: SessionState) -> Sequence[Text]:
-    """One line per turn: id, status, seqs, duration, reason."""
+def turn_lines(state: SessionState, turns: Iterable[Turn] | None = None) -> Sequence[Text]:
+    """One line per turn (``turns``, default: every turn of ``state``): id, status, seqs,
+    duration, reason."""
     lines = []
-    for turn in state.turn_list():
+    for turn in state.turn_list() if turns is None else turns:
         status = str(turn.status)
         line = Text.assemble((turn.id, "bold"), " ", (status, OUTCOME_STYLES.get(status, "yellow")))
         end = f"{turn.ended_seq}" if turn.ended_seq is not None else "…"
@@ -251,10 +252,11 @@ def turn_lines(state: SessionState) -> Sequence[Text]:
     return lines
 
 
-def model_call_lines(state: SessionState) -> list[Text]:
-    """One line per model call (the audit rows, seed 003): number, id, status, time, cost."""
+def model_call_lines(state: SessionState, rows: Iterable[AuditRow] | None = None) -> list[Text]:
+    """One line per model call (``rows``, default: the audit rows of ``state``, seed 003):
+    number, id, status, time, cost."""
     lines = []
-    for row in state.model_calls():
+    for row in state.model_calls() if rows is None else rows:
         status = str(row.status)
         end = f"{row.ended_seq}" if row.ended_seq is not None else "…"
         rest = f"  seq {row.started_seq}→{end}  {row.turn_id}"

@@ -33,6 +33,7 @@ from ._app import (
     db_option,
     emit_json,
     json_option,
+    no_gc,
     open_store,
     parse_seq,
     plain_stdout,
@@ -325,6 +326,13 @@ def head_seq(store: Store, session_id: str, db: str) -> int:
     help="Print the exact request model call N sent (its number, source key or operation id).",
 )
 @click.option("--full", is_flag=True, help="Print whole contents instead of one-line excerpts.")
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Print every message, turn and model call (default: the last 100 of a list over 200, "
+    "and the messages the event touched).",
+)
 @db_option()
 @json_option
 def show(
@@ -334,12 +342,15 @@ def show(
     message_id: str | None,
     call: str | None,
     full: bool,
+    show_all: bool,
     db: str,
     as_json: bool,
 ) -> None:
     """The state of SESSION at a seq, or a projection of it.
 
-    The messages with their status, the active turn and the turns.
+    The messages with their status, the active turn and the turns; of a list
+    over 200 (messages, turns, model calls) the last 100, and the messages the
+    event touched, unless --all. --json prints the whole state.
     --call N prints the exact request model call N sent, rebuilt from its
     audit row (checked against the digest recorded then).
     --view openai|openai-responses|anthropic|gemini prints the provider view of
@@ -356,15 +367,14 @@ def show(
         # Only the state asked for, from the nearest stored one (not the whole log).
         last = head_seq(store, session, db)
         seq = resolve_seq_between(at_seq, session, 0, last)
-        line = store.load_span(session, seq, seq)
+        event = store.event(session, seq) if seq > 0 else None  # one row
+        # A turn_ended line names the turn as it was before: then from the state before it
+        # (one load, rather than the stored state at seq and then the one before).
+        printed = not as_json and message_id is None
+        first = seq - 1 if printed and isinstance(event, TurnEnded) else seq
+        line = store.load_span(session, first, seq)
         state = line.at(seq)
-        event, before = None, state
-        if line.first_seq < seq:
-            event, before = line.event(seq), line.at(seq - 1)
-        elif seq > 0:  # the stored state is at seq itself: read its event alone
-            event = store.events(session, after=seq - 1)[0]
-            if isinstance(event, TurnEnded):  # its line names the turn as it was before
-                before = store.load_span(session, seq - 1, seq - 1).at(seq - 1)
+        before = line.at(seq - 1) if line.first_seq < seq else state
         head: SessionState | None = line.head if line.last_seq == last else None
         if head is None and (message_id is not None or view in PROVIDERS):
             head = store.load_state(session)
@@ -373,14 +383,18 @@ def show(
         _show_message(head, state, message_id, as_json)
         return
     if as_json:
-        data = view_data(view, state)
-        if view == "state":
-            data = {"event": None if event is None else to_data(event), "state": data}
-        emit_json(data)
+        with no_gc():
+            data = view_data(view, state)
+            if view == "state":
+                data = {"event": None if event is None else to_data(event), "state": data}
+            emit_json(data)
         return
-    from ._render import describe_event
+    from ._render import describe_event, touched_ids
     from ._views import print_view
 
+    window = None
+    if not show_all:
+        window = frozenset(() if event is None else touched_ids(event, before, state))
     console = stdout_console()
     print_view(
         console,
@@ -391,6 +405,7 @@ def show(
         event_line=None if event is None else describe_event(event, before, state),
         full=full,
         head=head,
+        window=window,
     )
 
 

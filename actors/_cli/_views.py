@@ -53,9 +53,15 @@ def print_view(
     event_line: Text | None,
     full: bool = False,
     head: SessionState | None = None,
+    window: frozenset[str] | None = None,
 ) -> None:
     """Print ``view`` of ``state`` for people, under the state's header and event (and, for a
-    provider view, which model call of ``head`` was sent that state's request)."""
+    provider view, which model call of ``head`` was sent that state's request).
+
+    ``window``: for the state view, show only the last ``WINDOW_LAST`` messages, turns and
+    model calls of a list longer than ``WINDOW_OVER`` (and the messages with these ids, the
+    ones the event touched), with a line saying how many are left out; None: every one.
+    """
     from ._tables import state_header
 
     console.print(state_header(state, last_seq=last_seq, event=event))
@@ -71,7 +77,7 @@ def print_view(
         console.print(Text(f"{view} request view (no system prompt):", style="bold"))
         click.echo(json_text(view_data(view, state)))
         return
-    print_parts(console, view_parts(view, state, full=full))
+    print_parts(console, view_parts(view, state, full=full, window=window))
 
 
 def print_parts(console: Console, parts: list[RenderableType]) -> None:
@@ -95,22 +101,38 @@ def print_parts(console: Console, parts: list[RenderableType]) -> None:
     click.echo("".join(out), nl=False)
 
 
-def view_parts(view: str, state: SessionState, *, full: bool = False) -> list[RenderableType]:
-    """``view`` of ``state`` as renderables: message lines, tables, or the request as JSON."""
+def view_parts(
+    view: str,
+    state: SessionState,
+    *,
+    full: bool = False,
+    window: frozenset[str] | None = None,
+) -> list[RenderableType]:
+    """``view`` of ``state`` as renderables: message lines, tables, or the request as JSON.
+
+    ``window``: as ``print_view``'s (the state view only).
+    """
     if view == "state":
         from ._tables import model_call_lines, turn_lines
 
         parts: list[RenderableType] = []
         if len(state):
-            parts += _messages(state.messages, full=full, state=state)
-        turns = turn_lines(state)
+            messages, left_out = _window_messages(state, window)
+            if left_out:
+                parts.append(_left_out(left_out, len(state), "messages", window))
+            parts += _messages(messages, full=full, state=state)
+        turns, left_out = _window(state.turn_list(), window)
         if turns:
             parts.append(Text("\nTurns:", style="bold"))
-            parts.extend(turns)
-        calls = model_call_lines(state)
+            if left_out:
+                parts.append(_left_out(left_out, left_out + len(turns), "turns", window))
+            parts.extend(turn_lines(state, turns))
+        calls, left_out = _window(state.model_calls(), window)
         if calls:
             parts.append(Text("\nModel calls:", style="bold"))
-            parts.extend(calls)
+            if left_out:
+                parts.append(_left_out(left_out, left_out + len(calls), "model calls", window))
+            parts.extend(model_call_lines(state, calls))
         return parts
     if view == "history":
         from runtime import session_history
@@ -133,6 +155,50 @@ def view_parts(view: str, state: SessionState, *, full: bool = False) -> list[Re
         Text(f"{view} request view (no system prompt):", style="bold"),
         JSON(json_text(view_data(view, state))),
     ]
+
+
+WINDOW_OVER = 200
+"""``show`` prints every item of a list up to this long (more: the last ``WINDOW_LAST``)."""
+WINDOW_LAST = 100
+"""How many of the last items ``show`` prints of a longer list (as the TUI does)."""
+
+_T = typing.TypeVar("_T")
+
+
+def _window(items: Sequence[_T], window: frozenset[str] | None) -> tuple[Sequence[_T], int]:
+    """The items to print and how many are left out (the earlier ones)."""
+    if window is None or len(items) <= WINDOW_OVER:
+        return items, 0
+    return items[-WINDOW_LAST:], len(items) - WINDOW_LAST
+
+
+def _window_messages(
+    state: SessionState, window: frozenset[str] | None
+) -> tuple[Sequence[Message], int]:
+    """The messages to print (the last ones and those in ``window``, in state order) and how
+    many are left out. Only those are looked at: a state of 50,000 messages prints at once."""
+    messages = state.messages
+    count = len(messages)
+    if window is None or count <= WINDOW_OVER:
+        return messages, 0
+    last = count - WINDOW_LAST
+    earlier = sorted(
+        position
+        for position in (state.index.get(mid) for mid in window)
+        if position is not None and position < last
+    )
+    shown = [messages[position] for position in earlier]
+    shown += [messages[position] for position in range(last, count)]
+    return shown, count - len(shown)
+
+
+def _left_out(count: int, total: int, what: str, window: frozenset[str] | None) -> Text:
+    touched = ", and those the event touched" if what == "messages" and window else ""
+    return Text(
+        f"({count:,} earlier {what} of {total:,} not shown: the last {WINDOW_LAST}{touched}; "
+        "--all prints every one)",
+        style="dim",
+    )
 
 
 def _messages(

@@ -150,7 +150,7 @@ def walk(
 
 
 class TimeTravel:
-    """The SQL stores' time-travel reads (``load_span``, ``walk``)."""
+    """The SQL stores' time-travel reads (``load_span``, ``walk``, ``event``)."""
 
     _chunk_size: int
 
@@ -176,6 +176,28 @@ class TimeTravel:
             first, last = check_span(first, head if last is None else last, head)
             with bulk():
                 return load_span(db, session_id, self._chunk_size, first, last)
+
+    def event(self, session_id: str, seq: int) -> Event:
+        """The event at ``seq``, read alone: ``events(session_id, after=seq - 1)[0]`` without
+        reading (and decoding) every event after it. Its row is checked against the hash
+        chain from the hash stored with the event before it, as ``events`` checks it.
+
+        Raises:
+            UnknownSession: the store has no such session.
+            InvalidArgument: not ``1 <= seq <= head``.
+            CorruptRow: the row does not decode or does not fit the chain.
+        """
+        with self._read() as db:
+            head = self._head_seq(db, session_id)
+            if isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq <= head:
+                raise InvalidArgument(
+                    f"Expected a seq from 1 to {head} (the session's head), got {seq!r}: seq 0 "
+                    "is the empty state before the first event."
+                )
+            check = ChainCheck(session_id, chain_at(db, session_id, seq - 1))
+            for event in read_events(db, check, seq - 1, seq):
+                return event
+            raise _gap(session_id, seq - 1, seq)
 
     def walk(
         self, session_id: str, first: int = 1, last: int | None = None

@@ -760,6 +760,14 @@ class TestDecodeErrors:
         ):
             from_json(orjson.dumps(data), SessionState)
 
+    def test_state_with_two_active_turns(self) -> None:
+        """Two turns marked active (one kept as ended) make a state inconsistent."""
+        data = _state_data()
+        extra = dict(data["turns"][0], id="t0", started_seq=0, input_ids=[])
+        data["turns"].insert(0, extra)
+        with pytest.raises(DecodeError, match=r"more than one active turn: \['t0', 't1'\]"):
+            from_json(orjson.dumps(data), SessionState)
+
     def test_state_with_unclaimed_processing_input(self) -> None:
         """A processing input that no active turn claims makes a state inconsistent."""
         data = _state_data()

@@ -15,13 +15,14 @@ from hypothesis import strategies as st
 
 import runtime.store._checkpoints as checkpoints
 import runtime.store._travel as travel
-from runtime import Event, InvalidArgument, UnknownSession, replay
+from runtime import CorruptRow, Event, InvalidArgument, UnknownSession, replay
 from runtime.store import SQLiteStore
 from runtime.store._travel import bulk
 from runtime.testing import session_events
 
 from .conftest import OpenStore
 from .scenario import conversation
+from .test_store_damage import raw
 
 
 @pytest.fixture(autouse=True)
@@ -84,6 +85,57 @@ class TestSpans:
             store.load_span("nope", 0)
         with pytest.raises(UnknownSession):
             next(store.walk("nope"))
+
+    @settings(
+        max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        log=session_events(max_steps=40),
+        every=st.integers(min_value=1, max_value=15),
+        seq=st.integers(-2, 10**6),
+    )
+    def test_one_event_is_the_log_s(
+        self, tmp_path_factory: Any, log: list[Event], every: int, seq: int
+    ) -> None:
+        """``event(s, seq)`` is ``events(s, after=seq - 1)[0]``; out of range it is refused."""
+        path = tmp_path_factory.mktemp("event") / "s.db"
+        with SQLiteStore(path, snapshot_every=every) as store:
+            store.append(log)
+            for at in range(1, len(log) + 1):
+                assert store.event("s", at) == store.events("s", after=at - 1)[0]
+            wrong = seq if not 1 <= seq <= len(log) else len(log) + 1 + seq
+            with pytest.raises(InvalidArgument, match=rf"from 1 to {len(log)}.*got {wrong}"):
+                store.event("s", wrong)
+
+    def test_one_event_refuses_what_events_refuses(
+        self, open_store: OpenStore, db_path: Any
+    ) -> None:
+        """A bad seq, an unknown session, a damaged row: each is an error, as for ``events``."""
+        store = open_store(snapshot_every=5)
+        log = conversation("s", 12)
+        store.append(log)
+        for bad in (0, 13, -1, True, "3"):
+            with pytest.raises(InvalidArgument, match="seq"):
+                store.event("s", bad)  # type: ignore[arg-type]
+        with pytest.raises(UnknownSession):
+            store.event("nope", 1)
+        with raw(db_path) as db:  # a bad disk
+            db.execute("UPDATE events SET body = '{' WHERE session_id = 's' AND seq = 7")
+        with pytest.raises(CorruptRow, match="seq 7") as general:
+            store.events("s", after=6)
+        with pytest.raises(CorruptRow, match="seq 7") as one:
+            store.event("s", 7)
+        assert str(one.value) == str(general.value)
+        assert store.event("s", 6) == log[5]  # the rows before it are read alone
+
+    def test_one_event_on_postgres(self, open_pg: Any) -> None:
+        """PostgreSQL reads one event through the same code: the same events."""
+        store = open_pg(snapshot_every=5)
+        log = conversation("s", 12)
+        store.append(log)
+        assert [store.event("s", seq) for seq in range(1, 13)] == store.events("s") == log
+        with pytest.raises(InvalidArgument, match="from 1 to 12"):
+            store.event("s", 13)
 
     def test_a_walk_is_lazy(self, open_store: OpenStore) -> None:
         """The first step comes before the rest is read: a walk can be stopped early."""
