@@ -199,21 +199,27 @@ class Source:
     def _origin(self, store: Store, info: SessionInfo, head: SessionState) -> BranchImported | None:
         """The fork's first event, read once per session (the first event never changes).
 
-        A fork's first event imports every message at seq 1, so a head with
-        other than exactly one message from seq 1 is a fork. With exactly one,
-        only the first event tells; it is read for sessions of up to
-        ``_EXACT_FORK_CHECK`` events (the store has no cheap way to read one
-        event of a long log yet; issue 16).
+        A store that reads one event (``event``: SQLite, PostgreSQL) reads only
+        that row. Otherwise: a fork's first event imports every message at seq
+        1, so a head with other than exactly one message from seq 1 is a fork;
+        with exactly one, only the first event tells, and it is read for
+        sessions of up to ``_EXACT_FORK_CHECK`` events.
         """
         key = (info.session_id, info.created_at)
         with self._lock:
             if key in self._origins:
                 return self._origins[key]
-        from_first = sum(1 for m in head.messages if added_seq(head, m) == 1)
-        origin: BranchImported | None = None
-        if from_first != 1 or info.seq <= _EXACT_FORK_CHECK:
-            first = _first(store.events(info.session_id))
-            origin = first if isinstance(first, BranchImported) else None
+        first: Event | None = None
+        read_one = getattr(store, "event", None)
+        if info.seq < 1:
+            pass
+        elif read_one is not None:
+            first = read_one(info.session_id, 1)
+        else:
+            from_first = sum(1 for m in head.messages if added_seq(head, m) == 1)
+            if from_first != 1 or info.seq <= _EXACT_FORK_CHECK:
+                first = _first(store.events(info.session_id))
+        origin = first if isinstance(first, BranchImported) else None
         with self._lock:
             self._origins[key] = origin
         return origin

@@ -20,6 +20,7 @@ import pytest
 from cli_support import Recorded, amber, recorded
 from web_support import TOKEN, Ids, Page, agent_session, snapshot, web
 
+import actors._web._source
 from actors._cli._views import view_data
 from runtime.store import SQLiteStore
 
@@ -89,6 +90,19 @@ class TestSessions:
             sessions = page(client, "/")
         assert "fork of demo @ 16" in sessions.text("sessions")
         assert "/session?s=demo&at=16" in sessions.links
+
+    def test_a_long_fork_of_one_message_is_still_a_fork(
+        self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A fork that inherited one message looks like a session whose first event added
+        it: the store's first event tells, read alone however long the session is (it
+        was read only for sessions up to 2,000 events)."""
+        monkeypatch.setattr(actors._web._source, "_EXACT_FORK_CHECK", 0)
+        db = recorded.copy(tmp_path)
+        amber("fork", "demo", "--at", 1, "--as", "one", "--db", db)
+        with web(db) as (client, _):
+            sessions = page(client, "/")
+        assert "fork of demo @ 1" in sessions.text("sessions")
 
     def test_a_forks_messages_show_the_seq_that_added_them_here(
         self, recorded: Recorded, tmp_path: Path
