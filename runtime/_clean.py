@@ -261,11 +261,15 @@ class BlockBuilder:
             return [(default_rank(category, tool.index), use)]
         text = message.content
         if category is Category.THOUGHT:
-            if message.turn_id is None or message.turn_id != self.current or not text.strip():
+            if (
+                message.turn_id is None
+                or message.turn_id != self.current
+                or (not text or text.isspace())
+            ):
                 return []  # thoughts of finished turns are not sent
             rank = default_rank(category, 0 if tool is None else tool.index)
             return [(rank, ReasoningPart(text=text))]
-        if not text.strip():
+        if not text or text.isspace():
             return []
         if message.attachments:
             text = f"{text}\n\n{_stripped_line(list(message.attachments))}"
@@ -292,7 +296,7 @@ class BlockBuilder:
             return [(rank, use)]
         text = message.content
         if _interrupted(message):
-            if not text.strip():
+            if not text or text.isspace():
                 return []
             if category is Category.THOUGHT:
                 marked = f"[Interrupted reasoning, cut short before the turn finished]\n{text}"
@@ -304,7 +308,7 @@ class BlockBuilder:
             if message.turn_id is None or message.turn_id != self.current:
                 return []  # thoughts of finished turns are not sent
             for part in stored:
-                if part.text.strip() or part.signature is not None:
+                if (part.text and not part.text.isspace()) or part.signature is not None:
                     reasoning = ReasoningPart(
                         text=part.text,
                         signature=part.signature,
@@ -315,7 +319,9 @@ class BlockBuilder:
                     out.append((part.rank, reasoning))
             return out
         for part in stored:
-            if part.text.strip() or (part.signature is not None and part.provider is not None):
+            if (part.text and not part.text.isspace()) or (
+                part.signature is not None and part.provider is not None
+            ):
                 made = TextPart(
                     text=part.text,
                     provider=part.provider,
@@ -336,7 +342,7 @@ class BlockBuilder:
         if category is Category.NOTIFICATION:
             return None
         text = message.content
-        if not text.strip():
+        if not text or text.isspace():
             return None
         if _interrupted(message):
             text = f"{text}\n\n[Interrupted: this reply was cut short.]"
@@ -347,11 +353,11 @@ class BlockBuilder:
     def user(self, message: Message, category: Category) -> ViewMessage:
         content = message.content
         if not message.attachments and not message.browser_elements:  # the common case
-            text = content if content.strip() else _EMPTY_USER_TEXT
+            text = content if (content and not content.isspace()) else _EMPTY_USER_TEXT
             if category in _NOTICES:
                 text = NOTIFICATION_PREFIX + text
             return self.view(message, ViewRole.USER, (trusted_text(text),))
-        pieces = [content] if content.strip() else []
+        pieces = [content] if (content and not content.isspace()) else []
         pieces.extend(_browser_line(message))
         images: list[ViewPart] = []
         if message.attachments:
@@ -386,7 +392,7 @@ class BlockBuilder:
                 f"\n\n{text[len(text) - tail :]}"
             )
             excerpted = True
-        if not text.strip():
+        if not text or text.isspace():
             text = _EMPTY_RESULT_TEXT
         if message.attachments:
             text = f"{text}\n\n{_stripped_line(list(message.attachments))}"

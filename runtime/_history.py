@@ -26,7 +26,7 @@ from collections.abc import Iterator
 import attrs
 from pyrsistent.typing import PVector
 
-from ._category import Category, category_of
+from ._category import _DEFAULT, _NO_METADATA, Category, category_of
 from ._message import Message
 from ._state import SessionState
 from ._turn import Turn, TurnStatus
@@ -189,40 +189,65 @@ class Walk:
                 stored_order=stored_order,
             )
 
-        for position, message in newest_first(messages):
-            if position < stop and not members:
-                self.stopped = True
-                return
-            if message.active:
-                category = category_of(message)
-                phase = _PHASES[category]
-                turn_id = message.turn_id
-                into = None  # the members of the block it goes to
-                if turn_id is not None:
-                    into = members.get(turn_id)
-                    if into is None and turn_of(turn_id) is not None:
-                        register(turn_id, position)
-                        into = members[turn_id]
-                if phase == INPUT_PHASE:
-                    owner = claims.get(message.id)
-                    if owner is not None:
-                        into = members[owner.id]
-                if into is not None:
-                    into.append((phase, message, category))
-                else:
-                    alone = Block(turn_id=None, messages=(message,), categories=(category,))
-                    yield alone, None if members else position
-            due = anchors.pop(position, None)
-            if due:
-                if len(due) > 1:  # turns sharing their first input: rare, and ranked only then
-                    due.sort(key=lambda turn: order_key(state, turn), reverse=True)
-                last = len(due) - 1
-                for n, turn in enumerate(due):
-                    block = finish(turn)
-                    if block is not None:
-                        yield block, position if n == last and not members else None
-            if stop and position == stop:
-                stop = 0 if members else stop  # not a cut: walk on to the first message
+        # The messages newest first, a 32-message leaf of the trie at a time (as
+        # ``newest_first`` reads them, inlined: this loop runs once per stored message).
+        node_for = getattr(type(messages), "_node_for", None)
+        last_id: str | None = None  # the turn the previous message went to, and its members
+        last_into: list[tuple[int, Message, Category]] | None = None
+        top = len(messages) - 1
+        while top >= 0:
+            if node_for is not None:
+                leaf = node_for(messages, top)
+                base = top & ~31
+            else:  # another vector type: one message at a time
+                leaf = (messages[top],)
+                base = top
+            for position in range(top, base - 1, -1):
+                message = leaf[position - base]
+                if position < stop and not members:
+                    self.stopped = True
+                    return
+                if message.active:
+                    category = (
+                        _DEFAULT[(message.role, message.type, message.sender == "Notification")]
+                        if message.metadata is _NO_METADATA
+                        else category_of(message)
+                    )
+                    phase = _PHASES[category]
+                    turn_id = message.turn_id
+                    into = None  # the members of the block it goes to
+                    if turn_id is not None:
+                        if turn_id == last_id:
+                            into = last_into
+                        else:
+                            into = members.get(turn_id)
+                            if into is None and turn_of(turn_id) is not None:
+                                register(turn_id, position)
+                                into = members[turn_id]
+                            last_id, last_into = turn_id, into
+                    if phase == INPUT_PHASE:
+                        owner = claims.get(message.id)
+                        if owner is not None:
+                            into = members[owner.id]
+                    if into is not None:
+                        into.append((phase, message, category))
+                    else:
+                        alone = Block(turn_id=None, messages=(message,), categories=(category,))
+                        yield alone, None if members else position
+                if anchors:
+                    due = anchors.pop(position, None)
+                    if due:
+                        last_id = last_into = None  # a finished turn's members are gone
+                        if len(due) > 1:  # turns sharing their first input: rare, ranked then
+                            due.sort(key=lambda turn: order_key(state, turn), reverse=True)
+                        last = len(due) - 1
+                        for n, turn in enumerate(due):
+                            block = finish(turn)
+                            if block is not None:
+                                yield block, position if n == last and not members else None
+                if stop and position == stop:
+                    stop = 0 if members else stop  # not a cut: walk on to the first message
+            top = base - 1
 
 
 def session_history(state: SessionState) -> tuple[Message, ...]:

@@ -116,7 +116,7 @@ def _response(
             assert tool is not None
             use = trusted_tool_use(tool.id, tool.name, tool.arguments)
             uses.append((tool.index, message, use))
-        elif message.content.strip():
+        elif message.content and not message.content.isspace():
             if category is not Category.THOUGHT:
                 texts.append(trusted_text(message.content))
             elif message.turn_id is not None and message.turn_id == current:

@@ -128,7 +128,7 @@ def _texts(parts: Sequence[ViewPart], provider: str | None = None) -> str:
     previous_text = False
     for part in parts:
         if isinstance(part, TextPart):
-            if part.text.strip():
+            if part.text and not part.text.isspace():
                 if out:
                     out.append("" if previous_text else "\n\n")
                 out.append(part.text)
@@ -214,7 +214,7 @@ def _anthropic_assistant(run: list[ViewMessage]) -> list[dict[str, Any]]:
                             "signature": part.signature,
                         }
             elif isinstance(part, TextPart):
-                if part.text.strip():
+                if part.text and not part.text.isspace():
                     if previous_text is not None:  # text that followed text: one block
                         previous_text["text"] += part.text
                         continue
@@ -341,10 +341,10 @@ def _gemini_model(run: list[ViewMessage]) -> list[dict[str, Any]]:
                 and part.signature is not None
             )
             if isinstance(part, ReasoningPart):
-                if part.text.strip() or signed:
+                if (part.text and not part.text.isspace()) or signed:
                     made = {"text": part.text, "thought": True}
             elif isinstance(part, TextPart):
-                if part.text.strip() or signed:
+                if (part.text and not part.text.isspace()) or signed:
                     made = {"text": part.text}
             elif isinstance(part, ToolUsePart):
                 made = {"function_call": {"name": part.name, "args": part.arguments_dict()}}
@@ -354,7 +354,7 @@ def _gemini_model(run: list[ViewMessage]) -> list[dict[str, Any]]:
             signature = _gemini_signature(part)
             if signature is not None:
                 made["thought_signature"] = signature
-            elif "text" in made and not made["text"].strip():
+            elif "text" in made and (not made["text"] or made["text"].isspace()):
                 continue  # an empty part without Gemini's signature says nothing
             parts.append(made)
     if all(p.get("thought") for p in parts):
