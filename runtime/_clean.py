@@ -32,7 +32,7 @@ from typing import Any
 import attrs
 
 from ._artifacts import ArtifactStore, load_attachment
-from ._category import INPUT_CATEGORIES, Category
+from ._category import _NO_METADATA, INPUT_CATEGORIES, Category
 from ._errors import ProjectionError
 from ._history import Block, blocks_newest_first
 from ._message import Attachment, Message
@@ -109,6 +109,8 @@ def _browser_line(message: Message) -> list[str]:
 
 def _interrupted(message: Message) -> bool:
     metadata = message.metadata
+    if metadata is _NO_METADATA:  # most messages share the empty map: skip its len()
+        return False
     return bool(metadata) and metadata.get(INTERRUPTED_MARK) is True
 
 
@@ -348,7 +350,14 @@ class BlockBuilder:
             text = f"{text}\n\n[Interrupted: this reply was cut short.]"
         if message.attachments:
             text = f"{text}\n\n{_stripped_line(list(message.attachments))}"
-        return self.view(message, ViewRole.ASSISTANT, (trusted_text(text),))
+        return trusted_view_message(
+            ViewRole.ASSISTANT,
+            (trusted_text(text),),
+            message.id,
+            (),
+            message.turn_id,
+            message.event_seq,
+        )
 
     def user(self, message: Message, category: Category) -> ViewMessage:
         content = message.content
@@ -356,7 +365,14 @@ class BlockBuilder:
             text = content if (content and not content.isspace()) else _EMPTY_USER_TEXT
             if category in _NOTICES:
                 text = NOTIFICATION_PREFIX + text
-            return self.view(message, ViewRole.USER, (trusted_text(text),))
+            return trusted_view_message(
+                ViewRole.USER,
+                (trusted_text(text),),
+                message.id,
+                (),
+                message.turn_id,
+                message.event_seq,
+            )
         pieces = [content] if (content and not content.isspace()) else []
         pieces.extend(_browser_line(message))
         images: list[ViewPart] = []
@@ -405,7 +421,9 @@ class BlockBuilder:
         part = trusted_tool_result(
             message.tool_call_id or "", name, text, message.is_error, False, excerpted
         )
-        return self.view(message, ViewRole.TOOL, (part,))
+        return trusted_view_message(
+            ViewRole.TOOL, (part,), message.id, (), message.turn_id, message.event_seq
+        )
 
     def synthesized(self, call: Message, call_id: str, name: str) -> ViewMessage:
         if call.turn_id is not None and call.turn_id == self.current:

@@ -41,7 +41,6 @@ from ._view import (
     ToolResultPart,
     ToolUsePart,
     ViewMessage,
-    ViewPart,
     ViewRole,
 )
 from ._window import Window
@@ -121,35 +120,28 @@ def _openai_body(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
     return out
 
 
-def _texts(parts: Sequence[ViewPart], provider: str | None = None) -> str:
-    """The model text of ``parts`` as one string: text that followed text is joined as it was,
-    text a call or a thought came between is joined by a blank line."""
-    out: list[str] = []
-    previous_text = False
-    for part in parts:
-        if isinstance(part, TextPart):
-            if part.text and not part.text.isspace():
-                if out:
-                    out.append("" if previous_text else "\n\n")
-                out.append(part.text)
-            previous_text = True
-        else:
-            previous_text = False
-    return "".join(out)
-
-
 def _openai_assistant(run: list[ViewMessage]) -> dict[str, Any] | None:
     """One assistant message: text joined, calls with JSON-string arguments; reasoning left out."""
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     for message in run:
-        text = _texts(message.parts)
-        if text:
-            texts.append(text)
+        pieces: list[str] = []  # text that followed text joined as it was, else by a blank line
+        previous_text = False
         for part in message.parts:
+            if isinstance(part, TextPart):
+                text = part.text
+                if text and not text.isspace():
+                    if pieces:
+                        pieces.append("" if previous_text else "\n\n")
+                    pieces.append(text)
+                previous_text = True
+                continue
+            previous_text = False
             if isinstance(part, ToolUsePart):
                 function = {"name": part.name, "arguments": part.arguments_json()}
                 calls.append({"id": part.call_id, "type": "function", "function": function})
+        if pieces:
+            texts.append("".join(pieces))
     if not texts and not calls:
         return None  # reasoning only: Chat Completions has no field for it
     entry: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}

@@ -203,11 +203,51 @@ def reference_runs(messages: Sequence[ViewMessage]) -> list[tuple[ViewRole, list
     return runs
 
 
+def reference_texts(parts: Sequence[object]) -> str:
+    """The model text of ``parts`` as the OpenAI body first joined it: text that followed
+    text as it was, text a call or a thought came between by a blank line."""
+    out: list[str] = []
+    previous_text = False
+    for part in parts:
+        if isinstance(part, TextPart):
+            if part.text.strip():
+                if out:
+                    out.append("" if previous_text else "\n\n")
+                out.append(part.text)
+            previous_text = True
+        else:
+            previous_text = False
+    return "".join(out)
+
+
+def reference_openai_assistant(run: list[ViewMessage]) -> dict[str, Any] | None:
+    """One OpenAI assistant entry as first spelled: the texts, then the calls, in two passes."""
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for message in run:
+        text = reference_texts(message.parts)
+        if text:
+            texts.append(text)
+        for part in message.parts:
+            if isinstance(part, ToolUsePart):
+                arguments = json.dumps(
+                    canonical(part.arguments), ensure_ascii=False, separators=(",", ":")
+                )
+                function = {"name": part.name, "arguments": arguments}
+                calls.append({"id": part.call_id, "type": "function", "function": function})
+    if not texts and not calls:
+        return None
+    entry: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
+    if calls:
+        entry["tool_calls"] = calls
+    return entry
+
+
 def reference_openai(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for role, run in reference_runs(messages):
         if role is ViewRole.ASSISTANT:
-            entry = _openai_assistant(run)
+            entry = reference_openai_assistant(run)
             if entry is not None:
                 out.append(entry)
         elif role is ViewRole.TOOL:
@@ -251,6 +291,44 @@ class TestProviderBodies:
             assert _openai_body(messages) == reference_openai(messages)
             assert _anthropic_body(messages) == reference_anthropic(messages)
             assert _gemini_body(messages) == reference_gemini(messages)
+
+
+_KEYS = st.text(st.characters(exclude_categories=["Cs"]), max_size=3)
+_TEXTS = st.sampled_from(["", " ", "\n", "a", "b\n", " c ", "é"])
+_ASSISTANT_PARTS = st.one_of(  # storable text only: no lone surrogates
+    st.builds(TextPart, text=_TEXTS),
+    st.builds(ReasoningPart, text=_TEXTS),
+    st.builds(
+        ToolUsePart,
+        call_id=st.text(max_size=4),
+        name=st.text(max_size=4),
+        arguments=st.dictionaries(_KEYS, _KEYS | st.integers(-9, 9) | st.none(), max_size=3).map(
+            freeze
+        ),
+    ),
+)
+
+
+class TestOpenAIAssistant:
+    @given(st.lists(st.lists(_ASSISTANT_PARTS, min_size=1, max_size=6), min_size=1, max_size=3))
+    def test_equals_the_two_pass_spelling(self, runs: list[list[Any]]) -> None:
+        """One pass over the parts (texts and calls together) spells a run of assistant
+        messages as the two passes did: texts joined as before, calls in order."""
+        run = [ViewMessage(role=ViewRole.ASSISTANT, parts=tuple(parts)) for parts in runs]
+        assert _openai_assistant(run) == reference_openai_assistant(run)
+
+
+class TestBlank:
+    def test_isspace_is_a_blank_strip(self) -> None:
+        """The views test blank text as ``not text or text.isspace()`` (no copy of the text)
+        where they tested ``not text.strip()``: the two agree on every code point, hence on
+        every string (``strip()`` removes exactly the characters ``isspace()`` accepts)."""
+        assert all((not c.strip()) == c.isspace() for c in map(chr, range(0x110000)))
+
+    @given(st.text())
+    def test_on_any_text(self, text: str) -> None:
+        """The two tests agree on any text."""
+        assert (not text.strip()) == (not text or text.isspace())
 
 
 def same_value(fast: object, general: object) -> None:
