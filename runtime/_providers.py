@@ -326,32 +326,37 @@ def _gemini_model(run: list[ViewMessage]) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     for message in run:
         for part in message.parts:
-            made: dict[str, Any] | None = None
-            signed = (
-                isinstance(part, ReasoningPart | TextPart)
-                and part.provider == "gemini"
-                and part.signature is not None
-            )
-            if isinstance(part, ReasoningPart):
-                if (part.text and not part.text.isspace()) or signed:
-                    made = {"text": part.text, "thought": True}
-            elif isinstance(part, TextPart):
-                if (part.text and not part.text.isspace()) or signed:
-                    made = {"text": part.text}
+            made: dict[str, Any]
+            if isinstance(part, ReasoningPart | TextPart):
+                text = part.text
+                blank = not text or text.isspace()
+                gemini = part.signature is not None and part.provider == "gemini"
+                if blank and not gemini:
+                    continue  # an empty part without Gemini's signature says nothing
+                made = (
+                    {"text": text, "thought": True}
+                    if isinstance(part, ReasoningPart)
+                    else {"text": text}
+                )
+                if gemini:
+                    signature = _gemini_signature(part)
+                    if signature is not None:
+                        made["thought_signature"] = signature
+                    elif blank:
+                        continue  # its signature is not one Gemini made: as unsigned
             elif isinstance(part, ToolUsePart):
                 made = {"function_call": {"name": part.name, "args": part.arguments_dict()}}
-            if made is None:
+                if part.signature is not None and part.provider == "gemini":
+                    signature = _gemini_signature(part)
+                    if signature is not None:
+                        made["thought_signature"] = signature
+            else:
                 continue
-            assert isinstance(part, ReasoningPart | TextPart | ToolUsePart)
-            signature = _gemini_signature(part)
-            if signature is not None:
-                made["thought_signature"] = signature
-            elif "text" in made and (not made["text"] or made["text"].isspace()):
-                continue  # an empty part without Gemini's signature says nothing
             parts.append(made)
-    if all(p.get("thought") for p in parts):
-        return []
-    return parts
+    for made in parts:
+        if not made.get("thought"):
+            return parts
+    return []  # thoughts only (or nothing): never sent alone
 
 
 def _gemini_user(run: list[ViewMessage]) -> list[dict[str, Any]]:

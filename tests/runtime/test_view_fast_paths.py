@@ -42,6 +42,7 @@ from runtime._providers import (
     _anthropic_user,
     _gemini_body,
     _gemini_model,
+    _gemini_signature,
     _gemini_user,
     _merge,
     _openai_assistant,
@@ -270,11 +271,44 @@ def reference_anthropic(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]
     return out
 
 
+def reference_gemini_model(run: list[ViewMessage]) -> list[dict[str, Any]]:
+    """One Gemini model content's parts as first spelled (a part's kind tested twice)."""
+    parts: list[dict[str, Any]] = []
+    for message in run:
+        for part in message.parts:
+            made: dict[str, Any] | None = None
+            signed = (
+                isinstance(part, ReasoningPart | TextPart)
+                and part.provider == "gemini"
+                and part.signature is not None
+            )
+            if isinstance(part, ReasoningPart):
+                if part.text.strip() or signed:
+                    made = {"text": part.text, "thought": True}
+            elif isinstance(part, TextPart):
+                if part.text.strip() or signed:
+                    made = {"text": part.text}
+            elif isinstance(part, ToolUsePart):
+                made = {"function_call": {"name": part.name, "args": canonical(part.arguments)}}
+            if made is None:
+                continue
+            assert isinstance(part, ReasoningPart | TextPart | ToolUsePart)
+            signature = _gemini_signature(part)
+            if signature is not None:
+                made["thought_signature"] = signature
+            elif "text" in made and not made["text"].strip():
+                continue
+            parts.append(made)
+    if all(p.get("thought") for p in parts):
+        return []
+    return parts
+
+
 def reference_gemini(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for role, run in reference_runs(messages):
         if role is ViewRole.ASSISTANT:
-            _merge(out, "model", "parts", _gemini_model(run))
+            _merge(out, "model", "parts", reference_gemini_model(run))
         else:
             _merge(out, "user", "parts", _gemini_user(run))
     return out
@@ -295,11 +329,15 @@ class TestProviderBodies:
 
 _KEYS = st.text(st.characters(exclude_categories=["Cs"]), max_size=3)
 _TEXTS = st.sampled_from(["", " ", "\n", "a", "b\n", " c ", "é"])
+_PROVIDERS = st.sampled_from([None, "gemini", "anthropic"])
+_SIGNATURES = st.sampled_from([None, "", "c2lnbg==", "not base64!"])
 _ASSISTANT_PARTS = st.one_of(  # storable text only: no lone surrogates
-    st.builds(TextPart, text=_TEXTS),
-    st.builds(ReasoningPart, text=_TEXTS),
+    st.builds(TextPart, text=_TEXTS, provider=_PROVIDERS, signature=_SIGNATURES),
+    st.builds(ReasoningPart, text=_TEXTS, provider=_PROVIDERS, signature=_SIGNATURES),
     st.builds(
         ToolUsePart,
+        provider=_PROVIDERS,
+        signature=_SIGNATURES,
         call_id=st.text(max_size=4),
         name=st.text(max_size=4),
         arguments=st.dictionaries(_KEYS, _KEYS | st.integers(-9, 9) | st.none(), max_size=3).map(
@@ -316,6 +354,16 @@ class TestOpenAIAssistant:
         messages as the two passes did: texts joined as before, calls in order."""
         run = [ViewMessage(role=ViewRole.ASSISTANT, parts=tuple(parts)) for parts in runs]
         assert _openai_assistant(run) == reference_openai_assistant(run)
+
+
+class TestGeminiModel:
+    @given(st.lists(st.lists(_ASSISTANT_PARTS, min_size=1, max_size=6), min_size=1, max_size=3))
+    def test_equals_the_first_spelling(self, runs: list[list[Any]]) -> None:
+        """A model content's parts, each part's kind tested once, are those first spelled:
+        blank parts without a valid Gemini signature left out, signatures as bytes, thoughts
+        never alone."""
+        run = [ViewMessage(role=ViewRole.ASSISTANT, parts=tuple(parts)) for parts in runs]
+        assert _gemini_model(run) == reference_gemini_model(run)
 
 
 class TestBlank:
