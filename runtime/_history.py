@@ -22,6 +22,7 @@ last few turns (``clean_history``) touches only them.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import itemgetter
 
 import attrs
 from pyrsistent.typing import PVector
@@ -115,8 +116,8 @@ def order_key(state: SessionState, turn: Turn) -> tuple[bool, int, str]:
     return (turn.status is not TurnStatus.RECOVERED, start_rank(state, turn), turn.id)
 
 
-def _phase_key(entry: tuple[int, Message, Category]) -> int:
-    return entry[0]
+_phase_key = itemgetter(0)
+"""The phase of a ``(phase, message, category)`` entry (a C function: no Python call)."""
 
 
 def blocks_newest_first(state: SessionState) -> Iterator[Block]:
