@@ -94,6 +94,34 @@ class Block:
     that wants stored order need not sort them again; False when unknown."""
 
 
+_new = object.__new__
+_BL_TURN, _BL_MESSAGES, _BL_CATEGORIES, _BL_STORED = (
+    Block.__dict__[name].__set__ for name in ("turn_id", "messages", "categories", "stored_order")
+)
+assert {f.name for f in attrs.fields(Block)} == {
+    "turn_id",
+    "messages",
+    "categories",
+    "stored_order",
+}
+
+
+def trusted_block(
+    turn_id: str | None,
+    messages: tuple[Message, ...],
+    categories: tuple[Category, ...],
+    stored_order: bool,
+) -> Block:
+    """``Block(...)`` of values the walk made, built without ``__init__`` (slots set directly,
+    as ``_view``'s trusted constructors do; ``Block`` has no validators or converters)."""
+    made: Block = _new(Block)
+    _BL_TURN(made, turn_id)
+    _BL_MESSAGES(made, messages)
+    _BL_CATEGORIES(made, categories)
+    _BL_STORED(made, stored_order)
+    return made
+
+
 def start_rank(state: SessionState, turn: Turn) -> int:
     """Where ``turn`` started among ``state``'s turns: its place in ``turn_order``.
 
@@ -183,12 +211,7 @@ class Walk:
             if not stored_order:
                 found.sort(key=_phase_key)
                 _, members_of, categories_of = zip(*found, strict=True)
-            return Block(
-                turn_id=turn.id,
-                messages=members_of,
-                categories=categories_of,
-                stored_order=stored_order,
-            )
+            return trusted_block(turn.id, members_of, categories_of, stored_order)
 
         # The messages newest first, a 32-message leaf of the trie at a time (as
         # ``newest_first`` reads them, inlined: this loop runs once per stored message).
@@ -233,7 +256,7 @@ class Walk:
                     if into is not None:
                         into.append((phase, message, category))
                     else:
-                        alone = Block(turn_id=None, messages=(message,), categories=(category,))
+                        alone = trusted_block(None, (message,), (category,), False)
                         yield alone, None if members else position
                 if anchors:
                     due = anchors.pop(position, None)

@@ -33,7 +33,7 @@ from runtime import (
     new_message,
 )
 from runtime._clean import DEFAULT_MAX_RESULT_CHARS, BlockBuilder
-from runtime._history import Walk
+from runtime._history import Block, Walk, trusted_block
 from runtime._json import canonical
 from runtime._plain_block import plain_block
 from runtime._providers import (
@@ -409,6 +409,29 @@ class TestTrustedConstructors:
             ToolResultPart(
                 call_id=call_id, name=name, text=text, is_error=error, synthesized=synthesized,
                 excerpted=cut,
+            ),
+        )  # fmt: skip
+
+    @given(
+        _maybe,
+        st.lists(st.sampled_from(Category), max_size=3),
+        st.booleans(),
+    )
+    def test_block_equals_its_constructor(
+        self, turn_id: str | None, categories: list[Category], stored_order: bool
+    ) -> None:
+        """A block the walk builds without ``__init__`` is the constructor's value."""
+        messages = tuple(
+            new_message(
+                Category.USER_QUESTION, id=f"u{n}", session_id="s", created_at=T0, sender="U"
+            )
+            for n in range(len(categories))
+        )
+        same_value(
+            trusted_block(turn_id, messages, tuple(categories), stored_order),
+            Block(
+                turn_id=turn_id, messages=messages, categories=tuple(categories),
+                stored_order=stored_order,
             ),
         )  # fmt: skip
 
