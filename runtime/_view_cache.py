@@ -119,7 +119,7 @@ class ViewCache:
     """The excerpt limit the views were built with."""
     ends: tuple[int, ...] = ()
     """For each settled block, oldest first: how many cached view messages end with it (its
-    view is ``flat()[ends[n - 1]:ends[n]]``). Counts, not the blocks or their views: a cold
+    view is ``_flat()[ends[n - 1]:ends[n]]``). Counts, not the blocks or their views: a cold
     view of a long session would keep several collector-tracked objects per turn alive
     for nothing (the blocks are read only while their view is built)."""
     cuts: tuple[int | None, ...] = ()
@@ -134,7 +134,7 @@ class ViewCache:
         """A cache with nothing in it."""
         return cls()
 
-    def flat(self) -> tuple[ViewMessage, ...]:
+    def _flat(self) -> tuple[ViewMessage, ...]:
         """Every cached view message, oldest first (the prefix without its start note)."""
         prefix = self.prefix
         if prefix is None or not self.ends:
@@ -241,7 +241,7 @@ def cached_view(
     if old is not None and settled == kept:
         prefix: ViewPrefix | None = old
     else:
-        base = old.messages if old is not None else cache.flat()[:start]
+        base = old.messages if old is not None else cache._flat()[:start]
         prefix = _prefix(base + tuple(added), old)
     new_cache = ViewCache(
         session_id=state.session_id,
