@@ -263,11 +263,7 @@ class BlockBuilder:
             return [(default_rank(category, tool.index), use)]
         text = message.content
         if category is Category.THOUGHT:
-            if (
-                message.turn_id is None
-                or message.turn_id != self.current
-                or (not text or text.isspace())
-            ):
+            if message.turn_id is None or message.turn_id != self.current or not text.strip():
                 return []  # thoughts of finished turns are not sent
             rank = default_rank(category, 0 if tool is None else tool.index)
             return [(rank, ReasoningPart(text=text))]
