@@ -32,7 +32,7 @@ from typing import Any
 import attrs
 
 from ._artifacts import ArtifactStore, load_attachment
-from ._category import INPUT_CATEGORIES, Category
+from ._category import _NO_METADATA, INPUT_CATEGORIES, Category
 from ._errors import ProjectionError
 from ._history import Block, blocks_newest_first
 from ._message import Attachment, Message
@@ -109,6 +109,8 @@ def _browser_line(message: Message) -> list[str]:
 
 def _interrupted(message: Message) -> bool:
     metadata = message.metadata
+    if metadata is _NO_METADATA:  # most messages share the empty map: skip its len()
+        return False
     return bool(metadata) and metadata.get(INTERRUPTED_MARK) is True
 
 
@@ -265,7 +267,7 @@ class BlockBuilder:
                 return []  # thoughts of finished turns are not sent
             rank = default_rank(category, 0 if tool is None else tool.index)
             return [(rank, ReasoningPart(text=text))]
-        if not text.strip():
+        if not text or text.isspace():
             return []
         if message.attachments:
             text = f"{text}\n\n{_stripped_line(list(message.attachments))}"
@@ -292,7 +294,7 @@ class BlockBuilder:
             return [(rank, use)]
         text = message.content
         if _interrupted(message):
-            if not text.strip():
+            if not text or text.isspace():
                 return []
             if category is Category.THOUGHT:
                 marked = f"[Interrupted reasoning, cut short before the turn finished]\n{text}"
@@ -304,7 +306,7 @@ class BlockBuilder:
             if message.turn_id is None or message.turn_id != self.current:
                 return []  # thoughts of finished turns are not sent
             for part in stored:
-                if part.text.strip() or part.signature is not None:
+                if (part.text and not part.text.isspace()) or part.signature is not None:
                     reasoning = ReasoningPart(
                         text=part.text,
                         signature=part.signature,
@@ -315,7 +317,9 @@ class BlockBuilder:
                     out.append((part.rank, reasoning))
             return out
         for part in stored:
-            if part.text.strip() or (part.signature is not None and part.provider is not None):
+            if (part.text and not part.text.isspace()) or (
+                part.signature is not None and part.provider is not None
+            ):
                 made = TextPart(
                     text=part.text,
                     provider=part.provider,
@@ -336,22 +340,36 @@ class BlockBuilder:
         if category is Category.NOTIFICATION:
             return None
         text = message.content
-        if not text.strip():
+        if not text or text.isspace():
             return None
         if _interrupted(message):
             text = f"{text}\n\n[Interrupted: this reply was cut short.]"
         if message.attachments:
             text = f"{text}\n\n{_stripped_line(list(message.attachments))}"
-        return self.view(message, ViewRole.ASSISTANT, (trusted_text(text),))
+        return trusted_view_message(
+            ViewRole.ASSISTANT,
+            (trusted_text(text),),
+            message.id,
+            (),
+            message.turn_id,
+            message.event_seq,
+        )
 
     def user(self, message: Message, category: Category) -> ViewMessage:
         content = message.content
         if not message.attachments and not message.browser_elements:  # the common case
-            text = content if content.strip() else _EMPTY_USER_TEXT
+            text = content if (content and not content.isspace()) else _EMPTY_USER_TEXT
             if category in _NOTICES:
                 text = NOTIFICATION_PREFIX + text
-            return self.view(message, ViewRole.USER, (trusted_text(text),))
-        pieces = [content] if content.strip() else []
+            return trusted_view_message(
+                ViewRole.USER,
+                (trusted_text(text),),
+                message.id,
+                (),
+                message.turn_id,
+                message.event_seq,
+            )
+        pieces = [content] if (content and not content.isspace()) else []
         pieces.extend(_browser_line(message))
         images: list[ViewPart] = []
         if message.attachments:
@@ -386,7 +404,7 @@ class BlockBuilder:
                 f"\n\n{text[len(text) - tail :]}"
             )
             excerpted = True
-        if not text.strip():
+        if not text or text.isspace():
             text = _EMPTY_RESULT_TEXT
         if message.attachments:
             text = f"{text}\n\n{_stripped_line(list(message.attachments))}"
@@ -399,7 +417,9 @@ class BlockBuilder:
         part = trusted_tool_result(
             message.tool_call_id or "", name, text, message.is_error, False, excerpted
         )
-        return self.view(message, ViewRole.TOOL, (part,))
+        return trusted_view_message(
+            ViewRole.TOOL, (part,), message.id, (), message.turn_id, message.event_seq
+        )
 
     def synthesized(self, call: Message, call_id: str, name: str) -> ViewMessage:
         if call.turn_id is not None and call.turn_id == self.current:

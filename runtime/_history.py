@@ -22,11 +22,12 @@ last few turns (``clean_history``) touches only them.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import itemgetter
 
 import attrs
 from pyrsistent.typing import PVector
 
-from ._category import Category, category_of
+from ._category import _DEFAULT, _NO_METADATA, Category, category_of
 from ._message import Message
 from ._state import SessionState
 from ._turn import Turn, TurnStatus
@@ -93,6 +94,34 @@ class Block:
     that wants stored order need not sort them again; False when unknown."""
 
 
+_new = object.__new__
+_BL_TURN, _BL_MESSAGES, _BL_CATEGORIES, _BL_STORED = (
+    Block.__dict__[name].__set__ for name in ("turn_id", "messages", "categories", "stored_order")
+)
+assert {f.name for f in attrs.fields(Block)} == {
+    "turn_id",
+    "messages",
+    "categories",
+    "stored_order",
+}
+
+
+def trusted_block(
+    turn_id: str | None,
+    messages: tuple[Message, ...],
+    categories: tuple[Category, ...],
+    stored_order: bool,
+) -> Block:
+    """``Block(...)`` of values the walk made, built without ``__init__`` (slots set directly,
+    as ``_view``'s trusted constructors do; ``Block`` has no validators or converters)."""
+    made: Block = _new(Block)
+    _BL_TURN(made, turn_id)
+    _BL_MESSAGES(made, messages)
+    _BL_CATEGORIES(made, categories)
+    _BL_STORED(made, stored_order)
+    return made
+
+
 def start_rank(state: SessionState, turn: Turn) -> int:
     """Where ``turn`` started among ``state``'s turns: its place in ``turn_order``.
 
@@ -115,8 +144,8 @@ def order_key(state: SessionState, turn: Turn) -> tuple[bool, int, str]:
     return (turn.status is not TurnStatus.RECOVERED, start_rank(state, turn), turn.id)
 
 
-def _phase_key(entry: tuple[int, Message, Category]) -> int:
-    return entry[0]
+_phase_key = itemgetter(0)
+"""The phase of a ``(phase, message, category)`` entry (a C function: no Python call)."""
 
 
 def blocks_newest_first(state: SessionState) -> Iterator[Block]:
@@ -182,47 +211,67 @@ class Walk:
             if not stored_order:
                 found.sort(key=_phase_key)
                 _, members_of, categories_of = zip(*found, strict=True)
-            return Block(
-                turn_id=turn.id,
-                messages=members_of,
-                categories=categories_of,
-                stored_order=stored_order,
-            )
+            return trusted_block(turn.id, members_of, categories_of, stored_order)
 
-        for position, message in newest_first(messages):
-            if position < stop and not members:
-                self.stopped = True
-                return
-            if message.active:
-                category = category_of(message)
-                phase = _PHASES[category]
-                turn_id = message.turn_id
-                into = None  # the members of the block it goes to
-                if turn_id is not None:
-                    into = members.get(turn_id)
-                    if into is None and turn_of(turn_id) is not None:
-                        register(turn_id, position)
-                        into = members[turn_id]
-                if phase == INPUT_PHASE:
-                    owner = claims.get(message.id)
-                    if owner is not None:
-                        into = members[owner.id]
-                if into is not None:
-                    into.append((phase, message, category))
-                else:
-                    alone = Block(turn_id=None, messages=(message,), categories=(category,))
-                    yield alone, None if members else position
-            due = anchors.pop(position, None)
-            if due:
-                if len(due) > 1:  # turns sharing their first input: rare, and ranked only then
-                    due.sort(key=lambda turn: order_key(state, turn), reverse=True)
-                last = len(due) - 1
-                for n, turn in enumerate(due):
-                    block = finish(turn)
-                    if block is not None:
-                        yield block, position if n == last and not members else None
-            if stop and position == stop:
-                stop = 0 if members else stop  # not a cut: walk on to the first message
+        # The messages newest first, a 32-message leaf of the trie at a time (as
+        # ``newest_first`` reads them, inlined: this loop runs once per stored message).
+        node_for = getattr(type(messages), "_node_for", None)
+        last_id: str | None = None  # the turn the previous message went to, and its members
+        last_into: list[tuple[int, Message, Category]] | None = None
+        top = len(messages) - 1
+        while top >= 0:
+            if node_for is not None:
+                leaf = node_for(messages, top)
+                base = top & ~31
+            else:  # another vector type: one message at a time
+                leaf = (messages[top],)
+                base = top
+            for position in range(top, base - 1, -1):
+                message = leaf[position - base]
+                if position < stop and not members:
+                    self.stopped = True
+                    return
+                if message.active:
+                    category = (
+                        _DEFAULT[(message.role, message.type, message.sender == "Notification")]
+                        if message.metadata is _NO_METADATA
+                        else category_of(message)
+                    )
+                    phase = _PHASES[category]
+                    turn_id = message.turn_id
+                    into = None  # the members of the block it goes to
+                    if turn_id is not None:
+                        if turn_id == last_id:
+                            into = last_into
+                        else:
+                            into = members.get(turn_id)
+                            if into is None and turn_of(turn_id) is not None:
+                                register(turn_id, position)
+                                into = members[turn_id]
+                            last_id, last_into = turn_id, into
+                    if phase == INPUT_PHASE:
+                        owner = claims.get(message.id)
+                        if owner is not None:
+                            into = members[owner.id]
+                    if into is not None:
+                        into.append((phase, message, category))
+                    else:
+                        alone = trusted_block(None, (message,), (category,), False)
+                        yield alone, None if members else position
+                if anchors:
+                    due = anchors.pop(position, None)
+                    if due:
+                        last_id = last_into = None  # a finished turn's members are gone
+                        if len(due) > 1:  # turns sharing their first input: rare, ranked then
+                            due.sort(key=lambda turn: order_key(state, turn), reverse=True)
+                        last = len(due) - 1
+                        for n, turn in enumerate(due):
+                            block = finish(turn)
+                            if block is not None:
+                                yield block, position if n == last and not members else None
+                if stop and position == stop:
+                    stop = 0 if members else stop  # not a cut: walk on to the first message
+            top = base - 1
 
 
 def session_history(state: SessionState) -> tuple[Message, ...]:

@@ -217,11 +217,10 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 def canonical(value: object) -> object:
     """``thaw(value)`` with every dict's keys in sorted order (the codec's form)."""
     if isinstance(value, PMapABC):
-        # Sorting the (key, item) pairs compares keys only: a map's keys are distinct.
-        return {
-            key: item if type(item) in _SCALARS else canonical(item)
-            for key, item in sorted(value.iteritems())
-        }
+        items = [*value.iteritems()]
+        if len(items) > 1:  # most tool arguments have one key: nothing to sort
+            items.sort()  # compares keys only: a map's keys are distinct
+        return {key: item if type(item) in _SCALARS else canonical(item) for key, item in items}
     if isinstance(value, PVectorABC):
         return [item if type(item) in _SCALARS else canonical(item) for item in value]
     return value

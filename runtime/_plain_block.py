@@ -16,6 +16,7 @@ random sessions (``tests/runtime/test_view_fast_paths.py``).
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from ._category import INPUT_CATEGORIES, Category
@@ -43,8 +44,8 @@ _NO_METADATA = freeze_map(None)
 """The empty metadata most messages share: a cheaper test than its length (a Python call)."""
 
 
-def _index(entry: tuple[int, Message, ToolUsePart]) -> int:
-    return entry[0]
+_index = itemgetter(0)
+"""The call index of a ``(index, message, part)`` entry (a C function: no Python call)."""
 
 
 def plain_block(builder: BlockBuilder, block: Block) -> list[ViewMessage] | None:
@@ -116,11 +117,15 @@ def _response(
             assert tool is not None
             use = trusted_tool_use(tool.id, tool.name, tool.arguments)
             uses.append((tool.index, message, use))
-        elif message.content.strip():
-            if category is not Category.THOUGHT:
-                texts.append(trusted_text(message.content))
-            elif message.turn_id is not None and message.turn_id == current:
-                parts.append(trusted_reasoning(message.content))
+        elif category is Category.THOUGHT:  # sent only in the current turn
+            if message.turn_id is not None and message.turn_id == current:
+                content = message.content
+                if content and not content.isspace():
+                    parts.append(trusted_reasoning(content))
+        else:
+            content = message.content
+            if content and not content.isspace():
+                texts.append(trusted_text(content))
     if texts:
         parts.extend(texts)
     if uses:

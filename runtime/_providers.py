@@ -41,7 +41,6 @@ from ._view import (
     ToolResultPart,
     ToolUsePart,
     ViewMessage,
-    ViewPart,
     ViewRole,
 )
 from ._window import Window
@@ -121,35 +120,28 @@ def _openai_body(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
     return out
 
 
-def _texts(parts: Sequence[ViewPart], provider: str | None = None) -> str:
-    """The model text of ``parts`` as one string: text that followed text is joined as it was,
-    text a call or a thought came between is joined by a blank line."""
-    out: list[str] = []
-    previous_text = False
-    for part in parts:
-        if isinstance(part, TextPart):
-            if part.text.strip():
-                if out:
-                    out.append("" if previous_text else "\n\n")
-                out.append(part.text)
-            previous_text = True
-        else:
-            previous_text = False
-    return "".join(out)
-
-
 def _openai_assistant(run: list[ViewMessage]) -> dict[str, Any] | None:
     """One assistant message: text joined, calls with JSON-string arguments; reasoning left out."""
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     for message in run:
-        text = _texts(message.parts)
-        if text:
-            texts.append(text)
+        pieces: list[str] = []  # text that followed text joined as it was, else by a blank line
+        previous_text = False
         for part in message.parts:
+            if isinstance(part, TextPart):
+                text = part.text
+                if text and not text.isspace():
+                    if pieces:
+                        pieces.append("" if previous_text else "\n\n")
+                    pieces.append(text)
+                previous_text = True
+                continue
+            previous_text = False
             if isinstance(part, ToolUsePart):
                 function = {"name": part.name, "arguments": part.arguments_json()}
                 calls.append({"id": part.call_id, "type": "function", "function": function})
+        if pieces:
+            texts.append("".join(pieces))
     if not texts and not calls:
         return None  # reasoning only: Chat Completions has no field for it
     entry: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
@@ -214,7 +206,7 @@ def _anthropic_assistant(run: list[ViewMessage]) -> list[dict[str, Any]]:
                             "signature": part.signature,
                         }
             elif isinstance(part, TextPart):
-                if part.text.strip():
+                if part.text and not part.text.isspace():
                     if previous_text is not None:  # text that followed text: one block
                         previous_text["text"] += part.text
                         continue
@@ -334,32 +326,37 @@ def _gemini_model(run: list[ViewMessage]) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     for message in run:
         for part in message.parts:
-            made: dict[str, Any] | None = None
-            signed = (
-                isinstance(part, ReasoningPart | TextPart)
-                and part.provider == "gemini"
-                and part.signature is not None
-            )
-            if isinstance(part, ReasoningPart):
-                if part.text.strip() or signed:
-                    made = {"text": part.text, "thought": True}
-            elif isinstance(part, TextPart):
-                if part.text.strip() or signed:
-                    made = {"text": part.text}
+            made: dict[str, Any]
+            if isinstance(part, ReasoningPart | TextPart):
+                text = part.text
+                blank = not text or text.isspace()
+                gemini = part.signature is not None and part.provider == "gemini"
+                if blank and not gemini:
+                    continue  # an empty part without Gemini's signature says nothing
+                made = (
+                    {"text": text, "thought": True}
+                    if isinstance(part, ReasoningPart)
+                    else {"text": text}
+                )
+                if gemini:
+                    signature = _gemini_signature(part)
+                    if signature is not None:
+                        made["thought_signature"] = signature
+                    elif blank:
+                        continue  # its signature is not one Gemini made: as unsigned
             elif isinstance(part, ToolUsePart):
                 made = {"function_call": {"name": part.name, "args": part.arguments_dict()}}
-            if made is None:
+                if part.signature is not None and part.provider == "gemini":
+                    signature = _gemini_signature(part)
+                    if signature is not None:
+                        made["thought_signature"] = signature
+            else:
                 continue
-            assert isinstance(part, ReasoningPart | TextPart | ToolUsePart)
-            signature = _gemini_signature(part)
-            if signature is not None:
-                made["thought_signature"] = signature
-            elif "text" in made and not made["text"].strip():
-                continue  # an empty part without Gemini's signature says nothing
             parts.append(made)
-    if all(p.get("thought") for p in parts):
-        return []
-    return parts
+    for made in parts:
+        if not made.get("thought"):
+            return parts
+    return []  # thoughts only (or nothing): never sent alone
 
 
 def _gemini_user(run: list[ViewMessage]) -> list[dict[str, Any]]:

@@ -141,12 +141,17 @@ def arguments_json(arguments: PMap[str, FrozenJSON]) -> str:
     """
     if not isinstance(arguments, PMapABC):  # a hand-built part may hold a plain dict
         return _ENCODE(canonical(arguments))
-    items = sorted(arguments.iteritems())
-    if all(type(value) is str for _, value in items):  # the common case: {"command": "ls"}
+    items = [*arguments.iteritems()]
+    if len(items) > 1:
+        items.sort()  # compares keys only: a map's keys are distinct
+    out = []
+    for key, value in items:  # the common case: {"command": "ls"}
+        if type(value) is not str:
+            return _ENCODE(canonical(arguments))
         # What the encoder writes for it, string by string (``_ENCODE`` builds a C encoder
         # on every call, which costs more than the rest for a small map).
-        return "{" + ",".join([f"{_STRING(k)}:{_STRING(v)}" for k, v in items]) + "}"
-    return _ENCODE(canonical(arguments))
+        out.append(f"{_STRING(key)}:{_STRING(value)}")
+    return "{" + ",".join(out) + "}"
 
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode

@@ -21,7 +21,6 @@ it for every state of random sessions), and carries the cached start as a
 
 from __future__ import annotations
 
-from itertools import chain
 from typing import Any
 
 import attrs
@@ -34,7 +33,7 @@ from ._history import Block, Walk
 from ._message import Message
 from ._state import SessionState
 from ._view import ModelView, TextPart, ViewMessage, ViewPrefix, ViewRole
-from ._window import START_NOTE, Window, approx_tokens, assemble
+from ._window import START_NOTE, Window, approx_tokens
 
 __all__ = ["ViewCache", "approx_view_tokens", "cached_view", "first_change"]
 
@@ -118,10 +117,11 @@ class ViewCache:
     """The artifact store the views were built with."""
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
     """The excerpt limit the views were built with."""
-    blocks: tuple[Block, ...] = ()
-    """The settled blocks, oldest first."""
-    views: tuple[tuple[ViewMessage, ...], ...] = ()
-    """Each block's view messages."""
+    ends: tuple[int, ...] = ()
+    """For each settled block, oldest first: how many cached view messages end with it (its
+    view is ``_flat()[ends[n - 1]:ends[n]]``). Counts, not the blocks or their views: a cold
+    view of a long session would keep several collector-tracked objects per turn alive
+    for nothing (the blocks are read only while their view is built)."""
     cuts: tuple[int | None, ...] = ()
     """The cut just before each block (None where a turn straddles that point)."""
     cut: int = 0
@@ -133,6 +133,14 @@ class ViewCache:
     def empty(cls) -> ViewCache:
         """A cache with nothing in it."""
         return cls()
+
+    def _flat(self) -> tuple[ViewMessage, ...]:
+        """Every cached view message, oldest first (the prefix without its start note)."""
+        prefix = self.prefix
+        if prefix is None or not self.ends:
+            return ()
+        messages = prefix.messages
+        return messages[len(messages) - self.ends[-1] :]
 
     def _kept(
         self, state: SessionState, artifacts: ArtifactStore | None, max_result_chars: int | None
@@ -148,8 +156,8 @@ class ViewCache:
             return 0
         changed = first_change(self.messages, state.messages, self.cut)
         if changed is None:
-            return len(self.blocks)
-        for n in range(len(self.blocks) - 1, -1, -1):
+            return len(self.ends)
+        for n in range(len(self.ends) - 1, -1, -1):
             cut = self.cuts[n]
             if cut is not None and cut <= changed:
                 return n
@@ -202,62 +210,64 @@ def cached_view(
             state, window=window, artifacts=artifacts, max_result_chars=max_result_chars
         )
     kept = cache._kept(state, artifacts, max_result_chars)
-    whole = kept == len(cache.blocks)
+    whole = kept == len(cache.ends)
     walk = Walk(state, (cache.cut if whole else cache.cuts[kept] or 0) if kept else 0)
     builder = BlockBuilder(state, artifacts, max_result_chars)
-    fresh = [(block, builder.block(block), cut) for block, cut in walk.blocks()]
+    # Each block is dropped as soon as its view is built: only whether it is settled is kept.
+    fresh = [(_settled(state, block), builder.block(block), cut) for block, cut in walk.blocks()]
     if not walk.stopped:
         kept, whole = 0, False
     fresh.reverse()  # oldest first
-    blocks = list(cache.blocks[:kept])
-    views = list(cache.views[:kept])
+    ends = list(cache.ends[:kept])
     cuts = list(cache.cuts[:kept])
     cut = walk.stop if kept else 0
     settled = kept
-    for n, (block, made, before) in enumerate(fresh):
-        if not _settled(state, block):
+    start = count = ends[-1] if ends else 0
+    added: list[ViewMessage] = []
+    for n, (done, made, before) in enumerate(fresh):
+        if not done:
             break
-        blocks.append(block)
-        views.append(tuple(made))
+        added.extend(made)
+        count += len(made)
+        ends.append(count)
         cuts.append(before)
         after = fresh[n + 1][2] if n + 1 < len(fresh) else len(state.messages)
         if after is not None:
-            settled = len(blocks)
+            settled = len(ends)
             cut = after
-    del blocks[settled:], views[settled:], cuts[settled:]
+    del ends[settled:], cuts[settled:]
+    del added[(ends[-1] if ends else 0) - start :]
     old = cache.prefix if whole else None
     if old is not None and settled == kept:
         prefix: ViewPrefix | None = old
     else:
-        base = old.messages if old is not None else ()
-        added = tuple(chain.from_iterable(views[kept if old is not None else 0 :]))
-        prefix = _prefix(base + added, old)
+        base = old.messages if old is not None else cache._flat()[:start]
+        prefix = _prefix(base + tuple(added), old)
     new_cache = ViewCache(
         session_id=state.session_id,
         messages=state.messages,
         artifacts=artifacts,
         max_result_chars=max_result_chars,
-        blocks=tuple(blocks),
-        views=tuple(views),
+        ends=tuple(ends),
         cuts=tuple(cuts),
         cut=cut,
         prefix=prefix,
     )
+    rest = [m for _, made, _ in fresh[settled - kept :] for m in made]
     if prefix is not None:
-        rest = tuple(m for _, made, _ in fresh[settled - kept :] for m in made)
         view = ModelView(
             session_id=state.session_id,
             seq=state.seq,
-            messages=prefix.messages + rest,
+            messages=prefix.messages + tuple(rest),
             prefix=prefix,
         )
         return new_cache, view
-    # Nothing settled gives a view message (a session of notifications, say): the blocks
-    # built now, after the cached ones, assembled as clean_history does.
-    newest_first: list[tuple[Block, Any]] = [(block, made) for block, made, _ in reversed(fresh)]
-    older = zip(reversed(cache.blocks[:kept]), reversed(cache.views[:kept]), strict=True)
-    newest_first.extend(older)
-    return new_cache, assemble(state, newest_first, None)
+    # Nothing settled gives a view message (a session of notifications, say), so every cached
+    # block's view is empty: the view is what the blocks built now give, assembled as
+    # ``assemble`` does without a window.
+    if rest and rest[0].role is not ViewRole.USER:
+        rest.insert(0, ViewMessage(role=ViewRole.USER, parts=(TextPart(text=START_NOTE),)))
+    return new_cache, ModelView(session_id=state.session_id, seq=state.seq, messages=tuple(rest))
 
 
 def _tokens(messages: tuple[ViewMessage, ...]) -> int:

@@ -33,7 +33,7 @@ from runtime import (
     new_message,
 )
 from runtime._clean import DEFAULT_MAX_RESULT_CHARS, BlockBuilder
-from runtime._history import Walk
+from runtime._history import Block, Walk, trusted_block
 from runtime._json import canonical
 from runtime._plain_block import plain_block
 from runtime._providers import (
@@ -42,6 +42,7 @@ from runtime._providers import (
     _anthropic_user,
     _gemini_body,
     _gemini_model,
+    _gemini_signature,
     _gemini_user,
     _merge,
     _openai_assistant,
@@ -203,11 +204,51 @@ def reference_runs(messages: Sequence[ViewMessage]) -> list[tuple[ViewRole, list
     return runs
 
 
+def reference_texts(parts: Sequence[object]) -> str:
+    """The model text of ``parts`` as the OpenAI body first joined it: text that followed
+    text as it was, text a call or a thought came between by a blank line."""
+    out: list[str] = []
+    previous_text = False
+    for part in parts:
+        if isinstance(part, TextPart):
+            if part.text.strip():
+                if out:
+                    out.append("" if previous_text else "\n\n")
+                out.append(part.text)
+            previous_text = True
+        else:
+            previous_text = False
+    return "".join(out)
+
+
+def reference_openai_assistant(run: list[ViewMessage]) -> dict[str, Any] | None:
+    """One OpenAI assistant entry as first spelled: the texts, then the calls, in two passes."""
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for message in run:
+        text = reference_texts(message.parts)
+        if text:
+            texts.append(text)
+        for part in message.parts:
+            if isinstance(part, ToolUsePart):
+                arguments = json.dumps(
+                    canonical(part.arguments), ensure_ascii=False, separators=(",", ":")
+                )
+                function = {"name": part.name, "arguments": arguments}
+                calls.append({"id": part.call_id, "type": "function", "function": function})
+    if not texts and not calls:
+        return None
+    entry: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
+    if calls:
+        entry["tool_calls"] = calls
+    return entry
+
+
 def reference_openai(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for role, run in reference_runs(messages):
         if role is ViewRole.ASSISTANT:
-            entry = _openai_assistant(run)
+            entry = reference_openai_assistant(run)
             if entry is not None:
                 out.append(entry)
         elif role is ViewRole.TOOL:
@@ -230,11 +271,44 @@ def reference_anthropic(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]
     return out
 
 
+def reference_gemini_model(run: list[ViewMessage]) -> list[dict[str, Any]]:
+    """One Gemini model content's parts as first spelled (a part's kind tested twice)."""
+    parts: list[dict[str, Any]] = []
+    for message in run:
+        for part in message.parts:
+            made: dict[str, Any] | None = None
+            signed = (
+                isinstance(part, ReasoningPart | TextPart)
+                and part.provider == "gemini"
+                and part.signature is not None
+            )
+            if isinstance(part, ReasoningPart):
+                if part.text.strip() or signed:
+                    made = {"text": part.text, "thought": True}
+            elif isinstance(part, TextPart):
+                if part.text.strip() or signed:
+                    made = {"text": part.text}
+            elif isinstance(part, ToolUsePart):
+                made = {"function_call": {"name": part.name, "args": canonical(part.arguments)}}
+            if made is None:
+                continue
+            assert isinstance(part, ReasoningPart | TextPart | ToolUsePart)
+            signature = _gemini_signature(part)
+            if signature is not None:
+                made["thought_signature"] = signature
+            elif "text" in made and not made["text"].strip():
+                continue
+            parts.append(made)
+    if all(p.get("thought") for p in parts):
+        return []
+    return parts
+
+
 def reference_gemini(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for role, run in reference_runs(messages):
         if role is ViewRole.ASSISTANT:
-            _merge(out, "model", "parts", _gemini_model(run))
+            _merge(out, "model", "parts", reference_gemini_model(run))
         else:
             _merge(out, "user", "parts", _gemini_user(run))
     return out
@@ -251,6 +325,58 @@ class TestProviderBodies:
             assert _openai_body(messages) == reference_openai(messages)
             assert _anthropic_body(messages) == reference_anthropic(messages)
             assert _gemini_body(messages) == reference_gemini(messages)
+
+
+_KEYS = st.text(st.characters(exclude_categories=["Cs"]), max_size=3)
+_TEXTS = st.sampled_from(["", " ", "\n", "a", "b\n", " c ", "é"])
+_PROVIDERS = st.sampled_from([None, "gemini", "anthropic"])
+_SIGNATURES = st.sampled_from([None, "", "c2lnbg==", "not base64!"])
+_ASSISTANT_PARTS = st.one_of(  # storable text only: no lone surrogates
+    st.builds(TextPart, text=_TEXTS, provider=_PROVIDERS, signature=_SIGNATURES),
+    st.builds(ReasoningPart, text=_TEXTS, provider=_PROVIDERS, signature=_SIGNATURES),
+    st.builds(
+        ToolUsePart,
+        provider=_PROVIDERS,
+        signature=_SIGNATURES,
+        call_id=st.text(max_size=4),
+        name=st.text(max_size=4),
+        arguments=st.dictionaries(_KEYS, _KEYS | st.integers(-9, 9) | st.none(), max_size=3).map(
+            freeze
+        ),
+    ),
+)
+
+
+class TestOpenAIAssistant:
+    @given(st.lists(st.lists(_ASSISTANT_PARTS, min_size=1, max_size=6), min_size=1, max_size=3))
+    def test_equals_the_two_pass_spelling(self, runs: list[list[Any]]) -> None:
+        """One pass over the parts (texts and calls together) spells a run of assistant
+        messages as the two passes did: texts joined as before, calls in order."""
+        run = [ViewMessage(role=ViewRole.ASSISTANT, parts=tuple(parts)) for parts in runs]
+        assert _openai_assistant(run) == reference_openai_assistant(run)
+
+
+class TestGeminiModel:
+    @given(st.lists(st.lists(_ASSISTANT_PARTS, min_size=1, max_size=6), min_size=1, max_size=3))
+    def test_equals_the_first_spelling(self, runs: list[list[Any]]) -> None:
+        """A model content's parts, each part's kind tested once, are those first spelled:
+        blank parts without a valid Gemini signature left out, signatures as bytes, thoughts
+        never alone."""
+        run = [ViewMessage(role=ViewRole.ASSISTANT, parts=tuple(parts)) for parts in runs]
+        assert _gemini_model(run) == reference_gemini_model(run)
+
+
+class TestBlank:
+    def test_isspace_is_a_blank_strip(self) -> None:
+        """The views test blank text as ``not text or text.isspace()`` (no copy of the text)
+        where they tested ``not text.strip()``: the two agree on every code point, hence on
+        every string (``strip()`` removes exactly the characters ``isspace()`` accepts)."""
+        assert all((not c.strip()) == c.isspace() for c in map(chr, range(0x110000)))
+
+    @given(st.text())
+    def test_on_any_text(self, text: str) -> None:
+        """The two tests agree on any text."""
+        assert (not text.strip()) == (not text or text.isspace())
 
 
 def same_value(fast: object, general: object) -> None:
@@ -283,6 +409,29 @@ class TestTrustedConstructors:
             ToolResultPart(
                 call_id=call_id, name=name, text=text, is_error=error, synthesized=synthesized,
                 excerpted=cut,
+            ),
+        )  # fmt: skip
+
+    @given(
+        _maybe,
+        st.lists(st.sampled_from(Category), max_size=3),
+        st.booleans(),
+    )
+    def test_block_equals_its_constructor(
+        self, turn_id: str | None, categories: list[Category], stored_order: bool
+    ) -> None:
+        """A block the walk builds without ``__init__`` is the constructor's value."""
+        messages = tuple(
+            new_message(
+                Category.USER_QUESTION, id=f"u{n}", session_id="s", created_at=T0, sender="U"
+            )
+            for n in range(len(categories))
+        )
+        same_value(
+            trusted_block(turn_id, messages, tuple(categories), stored_order),
+            Block(
+                turn_id=turn_id, messages=messages, categories=tuple(categories),
+                stored_order=stored_order,
             ),
         )  # fmt: skip
 
