@@ -25,7 +25,7 @@ from buggy import (
     raising_tool,
 )
 from hypothesis import HealthCheck, settings
-from hypothesis.errors import FlakyStrategyDefinition
+from hypothesis.errors import FlakyFailure, FlakyStrategyDefinition
 from hypothesis.stateful import run_state_machine_as_test
 
 from actors import FakePlatform
@@ -38,11 +38,13 @@ pytestmark = pytest.mark.slow
 def run_machine(tmp_path: Path, **options: Any) -> InvariantViolation:
     """Run a machine with ``options`` until it fails; return the (shrunk) violation.
 
-    On real threads a planted bug can show one step earlier when Hypothesis replays a
-    case while shrinking (an adapter edits a message before, not after, the next
-    check), which Hypothesis reports as flaky data generation instead of the
-    violation. Only that case, with the kit's violation underneath, runs the search
-    again (at most three searches); the simulator's mutation tests are deterministic.
+    On real threads a replay of a case can go differently: a planted bug can show one
+    step earlier while Hypothesis shrinks (an adapter edits a message before, not after,
+    the next check), which it reports as flaky data generation, or not at all when it
+    replays the shrunk case (an interrupt cancels the turn before the buggy tool is
+    invoked), which it reports as a flaky failure. Only those reports, with the kit's
+    violation underneath, run the search again (at most three searches); the
+    simulator's mutation tests are deterministic.
     """
     for attempt in range(3):
         machine = lifecycle_machine(name="Buggy", failures_dir=str(tmp_path), **options)
@@ -60,12 +62,21 @@ def run_machine(tmp_path: Path, **options: Any) -> InvariantViolation:
             )
         except InvariantViolation as error:
             return error
-        except FlakyStrategyDefinition as flaky:
-            if attempt == 2 or not isinstance(flaky.__context__, InvariantViolation):
+        except (FlakyStrategyDefinition, FlakyFailure) as flaky:
+            if attempt == 2 or not _violation_underneath(flaky):
                 raise
         else:
             pytest.fail("the machine found no violation: the planted bug went unseen")
     raise AssertionError("unreachable")
+
+
+def _violation_underneath(flaky: BaseException) -> bool:
+    """Whether Hypothesis' flaky report holds the kit's violation: as the exception it was
+    handling (flaky data generation) or as the failure it could not reproduce."""
+    if isinstance(flaky.__context__, InvariantViolation):
+        return True
+    inner = getattr(flaky, "exceptions", ())
+    return any(isinstance(error, InvariantViolation) for error in inner)
 
 
 def notes(error: BaseException) -> str:
@@ -146,3 +157,16 @@ class TestModelBugs:
                 max_examples=10, stateful_step_count=10, deadline=None, database=None
             ),
         )
+
+
+class TestFlakyReports:
+    def test_only_reports_holding_the_kits_violation_search_again(self) -> None:
+        """A flaky failure or flaky data generation over the kit's violation is searched
+        again; one over anything else is raised as it is."""
+        violation = InvariantViolation("Invariant 5 broken", invariant=5)
+        assert _violation_underneath(FlakyFailure("unreliable", [violation]))
+        assert not _violation_underneath(FlakyFailure("unreliable", [ValueError("x")]))
+        while_handling = FlakyStrategyDefinition("inconsistent data")
+        while_handling.__context__ = violation  # as raised while the violation was handled
+        assert _violation_underneath(while_handling)
+        assert not _violation_underneath(FlakyStrategyDefinition("inconsistent data"))
