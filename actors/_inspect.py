@@ -44,12 +44,9 @@ from ._cli._render import describe_event, diff_view
 from ._cli._render import is_error_event as _is_error
 from ._cli._tables import message_detail, message_lines, state_header
 from ._cli._text import category_label, message_summary, time_text
-from ._cli._views import VIEWS, view_parts
+from ._cli._views import VIEWS, view_parts, window_messages
 
 __all__ = ["InspectApp", "MessageScreen", "PickMessage", "is_error_event"]
-
-_MAX_ROWS = 200
-"""States with more messages show the last ones and those that changed."""
 
 
 def is_error_event(event: Event, state: SessionState) -> bool:
@@ -222,15 +219,7 @@ class InspectApp(App[None]):
         parts.append(Text())
         parts.append(diff_view(delta))
         changed = {m.id for m in delta.added} | {c.message_id for c in delta.changed}
-        messages = list(state.messages)
-        hidden = 0
-        if len(messages) > _MAX_ROWS:
-            keep = messages[-_MAX_ROWS // 2 :]
-            kept = {m.id for m in keep}
-            early = [m for m in messages[: -_MAX_ROWS // 2] if m.id in changed]
-            hidden = len(messages) - len(keep) - len(early)
-            messages = early + keep
-            del kept
+        messages, hidden = window_messages(state, frozenset(changed))
         parts.append(Text())
         if messages:
             parts.extend(message_lines(messages, changes=delta, title="Messages", state=state))

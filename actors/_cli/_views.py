@@ -40,6 +40,7 @@ __all__ = [
     "print_view",
     "view_data",
     "view_parts",
+    "window_messages",
 ]
 
 
@@ -117,7 +118,7 @@ def view_parts(
 
         parts: list[RenderableType] = []
         if len(state):
-            messages, left_out = _window_messages(state, window)
+            messages, left_out = window_messages(state, window)
             if left_out:
                 parts.append(_left_out(left_out, len(state), "messages", window))
             parts += _messages(messages, full=full, state=state)
@@ -172,11 +173,13 @@ def _window(items: Sequence[_T], window: frozenset[str] | None) -> tuple[Sequenc
     return items[-WINDOW_LAST:], len(items) - WINDOW_LAST
 
 
-def _window_messages(
+def window_messages(
     state: SessionState, window: frozenset[str] | None
 ) -> tuple[Sequence[Message], int]:
-    """The messages to print (the last ones and those in ``window``, in state order) and how
-    many are left out. Only those are looked at: a state of 50,000 messages prints at once."""
+    """The messages to print of a state of more than ``WINDOW_OVER`` (the last
+    ``WINDOW_LAST`` and those in ``window``, in state order) and how many are left out; every
+    message with a window of None. Only those are looked at: a state of 50,000 messages
+    prints at once. ``amber show`` and ``amber inspect`` print these."""
     messages = state.messages
     count = len(messages)
     if window is None or count <= WINDOW_OVER:

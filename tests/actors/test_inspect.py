@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 
 import pytest
 from cli_support import Recorded, recorded
@@ -17,7 +19,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from actors._inspect import InspectApp
-from runtime import Timeline
+from runtime import Category, MessageAdded, Status, StatusChanged, Timeline, new_message
 from runtime.store import SQLiteStore
 
 __all__ = ["recorded"]
@@ -180,3 +182,31 @@ class TestInspect:
             assert not app.is_running
 
         run(InspectApp(demo), scenario)
+
+
+class TestLongStates:
+    def test_a_long_state_shows_its_last_messages_and_those_the_event_touched(self) -> None:
+        """Of more than 200 messages the pane shows the last 100 and the earlier ones the
+        event touched (here: delivered), with a line counting the others, as ``show`` does."""
+        timeline = Timeline.start("long")
+        at = datetime(2026, 1, 1, tzinfo=UTC)
+
+        def append(cls: type, **fields: object) -> None:
+            nonlocal timeline
+            seq = timeline.last_seq + 1
+            timeline = timeline.append(cls(session_id="long", seq=seq, at=at, **fields))
+
+        for n in range(250):
+            message = new_message(
+                Category.NOTIFICATION, id=f"n{n}", session_id="long", created_at=at, content="."
+            )
+            append(MessageAdded, message=message)
+        early = timeline.head.message("n3")
+        append(StatusChanged, message_id="n3", expected=early.status, status=Status.DELIVERED)
+        app = InspectApp(timeline)
+        console = Console(file=io.StringIO(), width=140, record=True, color_system=None)
+        console.print(app.render_state(timeline.last_seq))
+        text = console.export_text()
+        shown = re.findall(r"^\S?\s*\d+\s+(n\d+)\s", text, re.MULTILINE)
+        assert shown == ["n3", *(f"n{n}" for n in range(150, 250))]
+        assert "(149 earlier unchanged messages not shown)" in text
