@@ -22,12 +22,14 @@ from typing import ClassVar
 
 from rich.console import Group, RenderableType
 from rich.text import Text
+from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
 
 from runtime import (
     AmberError,
@@ -45,8 +47,29 @@ from ._cli._render import is_error_event as _is_error
 from ._cli._tables import message_detail, message_lines, state_header
 from ._cli._text import category_label, message_summary, time_text
 from ._cli._views import VIEWS, view_parts, window_messages
+from ._inspect_source import InspectSource, TimelineSource
 
-__all__ = ["InspectApp", "MessageScreen", "PickMessage", "is_error_event"]
+__all__ = [
+    "ROWS_PER_BATCH",
+    "WINDOW",
+    "InspectApp",
+    "MessageScreen",
+    "PickMessage",
+    "TimelineTable",
+    "is_error_event",
+]
+
+WINDOW = 1_000
+"""How many timeline rows the table holds at once (Textual's table redraws in time that
+grows with its rows: a window keeps a session of 100,000 events as quick as one of 1,000)."""
+
+ROWS_PER_BATCH = 500
+"""How many rows a stored session's reader hands the app at a time."""
+
+_TURN = 1
+_ERROR = 2
+
+Row = tuple[Text | str, ...]
 
 
 def is_error_event(event: Event, state: SessionState) -> bool:
@@ -115,12 +138,50 @@ class PickMessage(ModalScreen[str | None]):
         self.dismiss(event.option.id)
 
 
+class TimelineTable(DataTable[Text | str]):
+    """The timeline: a window of at most ``WINDOW`` rows of the session's states.
+
+    Its cursor keys move the app's cursor (``InspectApp.action_step``), which
+    moves the window when the cursor leaves it.
+    """
+
+    def action_cursor_up(self) -> None:
+        """One state back."""
+        self._step(-1)
+
+    def action_cursor_down(self) -> None:
+        """One state on."""
+        self._step(1)
+
+    def action_page_up(self) -> None:
+        """A page back."""
+        self._step(-self._page())
+
+    def action_page_down(self) -> None:
+        """A page on."""
+        self._step(self._page())
+
+    def _page(self) -> int:
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def _step(self, delta: int) -> None:
+        app = self.app
+        if isinstance(app, InspectApp):
+            app.action_step(delta)
+
+
 class InspectApp(App[None]):
-    """Step through the states of one session (see the module docstring)."""
+    """Step through the states of one session (see the module docstring).
+
+    ``source`` is a timeline in memory or a ``StoredSession`` read lazily: the
+    state at the cursor is drawn at once, and the timeline's rows are read on
+    a worker thread and drawn as they come (the cursor keys work meanwhile).
+    The table holds a window of ``window`` rows around the cursor.
+    """
 
     TITLE = "amber inspect"
     CSS = """
-    #timeline { width: 45%; scrollbar-gutter: stable; }
+    #timeline { width: 45%; height: 100%; scrollbar-gutter: stable; }
     #pane { width: 1fr; padding: 0 1; scrollbar-gutter: stable; }
     Horizontal.-wide #timeline { width: 100%; }
     Horizontal.-wide #pane { display: none; }
@@ -142,69 +203,142 @@ class InspectApp(App[None]):
         Binding("l", "scroll_timeline(8)", "Right", show=False),
     ]
 
-    def __init__(self, timeline: Timeline, *, seq: int | None = None, db: str = "") -> None:
+    def __init__(
+        self,
+        source: InspectSource | Timeline,
+        *,
+        seq: int | None = None,
+        db: str = "",
+        window: int = WINDOW,
+    ) -> None:
         super().__init__()
-        self.timeline = timeline
-        self.seq = timeline.last_seq if seq is None else seq
+        if isinstance(source, Timeline):
+            source = TimelineSource(source)
+        if window < 1:
+            raise ValueError(f"Expected a window of at least 1 row, got {window}.")
+        self.source: InspectSource = source
+        """Where the states come from."""
+        self.seq = source.last_seq if seq is None else seq
         """The seq at the cursor."""
         self.view = "state"
         """What the right side shows: one of ``VIEWS``."""
         self.db = db
+        self.window = window
+        """How many rows the table holds at once."""
+        self.rows: list[Row] = [("0", "", Text("(empty: before the first event)", style="dim"))]
+        """The timeline's rows read so far: ``rows[i]`` is seq ``first_seq + i``."""
+        self.loading = source.streams
+        """Whether rows are still being read."""
+        self._marks = bytearray(1)  # per row: _TURN, _ERROR
+        self._offset = 0  # the row of ``rows`` at the table's top
+        self._pending: int | None = None  # a seq to put the cursor on when its row comes
+        self._shown = False  # whether the pane shows ``seq`` yet
 
     def compose(self) -> ComposeResult:
         """Header, the timeline table and the state pane, footer."""
         yield Header()
         with Horizontal():
-            table: DataTable[Text | str] = DataTable(
-                id="timeline", cursor_type="row", zebra_stripes=True
-            )
-            yield table
+            yield TimelineTable(id="timeline", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="pane"):
                 yield Static(id="state")
         yield Footer()
 
     def on_mount(self) -> None:
-        """Fill the timeline and put the cursor on the starting seq."""
-        line = self.timeline
-        self.sub_title = f"{line.session_id} · {line.last_seq} events" + (
-            f" · {self.db}" if self.db else ""
-        )
+        """Draw the state at the starting seq, then fill the timeline (on a worker thread
+        for a stored session)."""
         table = self.query_one("#timeline", DataTable)
         table.add_columns("seq", "time", "what changed")
-        rows: list[tuple[Text | str, ...]] = [
-            ("0", "", Text("(empty: before the first event)", style="dim"))
-        ]
-        before = line.base
-        for event, after in line.entries:
-            style = "bold red" if is_error_event(event, after) else ""
-            rows.append(
-                (
-                    Text(str(event.seq), style=style),
-                    time_text(event.at),
-                    describe_event(event, before, after),
-                )
-            )
-            before = after
-        table.add_rows(rows)
         table.focus()
-        table.move_cursor(row=self.seq - line.first_seq)
-        self.show(self.seq)
+        self.add_rows([])  # seq 0's row, there from the start
+        self._go(self.seq)
+        if self.source.streams:
+            self._read_rows()
+        else:
+            self.add_rows([_row(*entry) for entry in self.source.entries()], done=True)
+
+    def _subtitle(self) -> None:
+        source = self.source
+        total = source.last_seq - source.first_seq
+        loading = f" · reading rows: {len(self.rows) - 1:,} of {total:,}"
+        self.sub_title = (
+            f"{source.session_id} · {source.last_seq} events"
+            + (loading if self.loading else "")
+            + (f" · {self.db}" if self.db else "")
+        )
+
+    @work(thread=True, exclusive=True, group="rows")
+    def _read_rows(self) -> None:
+        worker = get_current_worker()
+        batch: list[tuple[Row, int]] = []
+        try:
+            try:
+                for entry in self.source.entries():
+                    batch.append(_row(*entry))
+                    if len(batch) >= ROWS_PER_BATCH:
+                        if worker.is_cancelled:
+                            return
+                        self.call_from_thread(self.add_rows, batch)
+                        batch = []
+            except AmberError as exc:
+                self.call_from_thread(self.add_rows, batch, error=exc)
+                return
+            if not worker.is_cancelled:
+                self.call_from_thread(self.add_rows, batch, done=True)
+        except RuntimeError:  # the app stopped meanwhile (call_from_thread: not running)
+            return
+
+    def add_rows(
+        self, batch: list[tuple[Row, int]], *, done: bool = False, error: AmberError | None = None
+    ) -> None:
+        """Take the next rows of the timeline (with their marks) and draw those that fall
+        in the table's window; ``done`` after the last, ``error`` if reading stopped."""
+        self.rows.extend(row for row, _ in batch)
+        self._marks.extend(mark for _, mark in batch)
+        table = self.query_one("#timeline", DataTable)
+        end = min(len(self.rows), self._offset + self.window)
+        for index in range(self._offset + table.row_count, end):
+            table.add_row(*self.rows[index])
+        if done or error is not None:
+            self.loading = False
+        if error is not None:
+            self.notify(
+                f"The timeline stops at seq {self.source.first_seq + len(self.rows) - 1}: {error}",
+                title=type(error).__name__,
+                severity="error",
+                timeout=30,
+            )
+        self._subtitle()
+        if self._pending is not None and self._index(self._pending) < len(self.rows):
+            self._go(self._pending)
 
     # --- showing a state ------------------------------------------------------------
 
     def on_data_table_row_highlighted(self, message: DataTable.RowHighlighted) -> None:
         """The cursor moved: show the state under it."""
-        self.show(self.timeline.first_seq + message.cursor_row)
+        table = self.query_one("#timeline", DataTable)
+        if message.cursor_row != table.cursor_row or self._pending is not None:
+            return  # an earlier move, overtaken; or rows drawn while the cursor waits
+        seq = self.source.first_seq + self._offset + message.cursor_row
+        if seq != self.seq or not self._shown:
+            self.show(seq)
 
     def show(self, seq: int) -> None:
         """Draw the state at ``seq`` in the right pane."""
         self.seq = seq
+        self._shown = True
         self.query_one("#state", Static).update(self.render_state(seq))
-        self.title = f"amber inspect · seq {seq} of {self.timeline.last_seq} · {self.view}"
+        self.title = f"amber inspect · seq {seq} of {self.source.last_seq} · {self.view}"
 
     def render_state(self, seq: int) -> RenderableType:
-        """The right pane's content for ``seq`` in the current view."""
-        line = self.timeline
+        """The right pane's content for ``seq`` in the current view (a state that cannot be
+        read, from a damaged store, is shown as the error)."""
+        try:
+            return self._render_state(seq)
+        except AmberError as exc:
+            return Text(f"seq {seq}: {type(exc).__name__}: {exc}", style="red")
+
+    def _render_state(self, seq: int) -> RenderableType:
+        line = self.source
         state = line.at(seq)
         event = line.event(seq) if seq > line.first_seq else None
         before = line.at(seq - 1) if event is not None else state
@@ -233,12 +367,40 @@ class InspectApp(App[None]):
         except AmberError as exc:  # a view that cannot be built is shown, not fatal
             return Text(f"{type(exc).__name__}: {exc}", style="red")
 
-    # --- actions --------------------------------------------------------------------
+    # --- moving -----------------------------------------------------------------------
+
+    def _index(self, seq: int) -> int:
+        return seq - self.source.first_seq
 
     def _go(self, seq: int) -> None:
-        line = self.timeline
+        """Put the cursor on ``seq``: move the table's window to it if it is outside, or,
+        if its row is not read yet, show its state now and its row when it comes."""
+        line = self.source
         seq = max(line.first_seq, min(line.last_seq, seq))
-        self.query_one("#timeline", DataTable).move_cursor(row=seq - line.first_seq)
+        index = self._index(seq)
+        if index >= len(self.rows):
+            self._pending = seq
+            if seq != self.seq or not self._shown:
+                self.show(seq)
+            return
+        self._pending = None
+        table = self.query_one("#timeline", DataTable)
+        if not self._offset <= index < self._offset + table.row_count:
+            self._move_window(index)
+        row = index - self._offset
+        if table.cursor_row == row:
+            if seq != self.seq or not self._shown:
+                self.show(seq)
+        else:
+            table.move_cursor(row=row)
+
+    def _move_window(self, index: int) -> None:
+        """Refill the table with the rows around ``index``."""
+        table = self.query_one("#timeline", DataTable)
+        offset = max(0, min(index - self.window // 2, len(self.rows) - self.window))
+        self._offset = offset
+        table.clear()
+        table.add_rows(self.rows[offset : offset + self.window])
 
     def action_step(self, delta: int) -> None:
         """Move the cursor by ``delta`` states."""
@@ -246,31 +408,51 @@ class InspectApp(App[None]):
 
     def action_go_to_end(self, last: int) -> None:
         """Move the cursor to the empty state (0) or the head (1)."""
-        self._go(self.timeline.last_seq if last else self.timeline.first_seq)
+        self._go(self.source.last_seq if last else self.source.first_seq)
+
+    def _find(self, seqs: range, mark: int) -> int | None:
+        first = self.source.first_seq
+        for seq in seqs:
+            index = seq - first
+            if index >= len(self._marks):
+                return None
+            if self._marks[index] & mark:
+                return seq
+        return None
+
+    def _still_reading(self) -> bool:
+        if self.loading:
+            self.notify(
+                f"Still reading the timeline ({len(self.rows) - 1:,} of "
+                f"{self.source.last_seq - self.source.first_seq:,} rows): the jump looks only "
+                "at the rows read so far; try again in a moment."
+            )
+        return self.loading
 
     def action_turn(self, direction: int) -> None:
         """Jump to the previous/next turn start or end."""
-        line = self.timeline
+        line = self.source
         seqs = (
             range(self.seq + 1, line.last_seq + 1)
             if direction > 0
             else range(self.seq - 1, line.first_seq, -1)
         )
-        for seq in seqs:
-            if isinstance(line.event(seq), TurnStarted | TurnEnded):
-                self._go(seq)
-                return
-        self.bell()
+        found = self._find(seqs, _TURN)
+        if found is not None:
+            self._go(found)
+        elif not self._still_reading():
+            self.bell()
 
     def action_next_error(self) -> None:
         """Jump to the next failed turn or tool error after the cursor (wrapping around)."""
-        line = self.timeline
-        order = [*range(self.seq + 1, line.last_seq + 1), *range(line.first_seq + 1, self.seq + 1)]
-        for seq in order:
-            if is_error_event(line.event(seq), line.at(seq)):
-                self._go(seq)
-                return
-        self.notify("No errors in this session.")
+        line = self.source
+        found = self._find(range(self.seq + 1, line.last_seq + 1), _ERROR)
+        if found is None and not self.loading:
+            found = self._find(range(line.first_seq + 1, self.seq + 1), _ERROR)
+        if found is not None:
+            self._go(found)
+        elif not self._still_reading():
+            self.notify("No errors in this session.")
 
     def action_cycle_view(self, step: int = 1) -> None:
         """Show the next (``step`` 1) or previous (-1) view of the state at the cursor."""
@@ -288,12 +470,16 @@ class InspectApp(App[None]):
 
     def action_open_message(self) -> None:
         """Pick a message of the state at the cursor and open it whole."""
-        line = self.timeline
-        state = line.at(self.seq)
+        line = self.source
+        try:
+            state = line.at(self.seq)
+            before = line.at(self.seq - 1) if self.seq > line.first_seq else state
+        except AmberError as exc:
+            self.notify(str(exc), title=type(exc).__name__, severity="error")
+            return
         if not len(state):
             self.notify("No messages at this seq.")
             return
-        before = line.at(self.seq - 1) if self.seq > line.first_seq else state
         delta = diff(before, state)
         touched = {m.id for m in delta.added} | {c.message_id for c in delta.changed}
 
@@ -302,3 +488,15 @@ class InspectApp(App[None]):
                 self.push_screen(MessageScreen(state.message(message_id), state))
 
         self.push_screen(PickMessage(list(state.messages), touched), opened)
+
+
+def _row(event: Event, before: SessionState, after: SessionState) -> tuple[Row, int]:
+    """The timeline's row for ``event`` and its marks (turn boundary, error)."""
+    error = is_error_event(event, after)
+    mark = (_TURN if isinstance(event, TurnStarted | TurnEnded) else 0) | (_ERROR if error else 0)
+    row: Row = (
+        Text(str(event.seq), style="bold red" if error else ""),
+        time_text(event.at),
+        describe_event(event, before, after),
+    )
+    return row, mark

@@ -8,9 +8,17 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from ._app import CliError, ExitCode, db_option, open_store, parse_seq, resolve_seq
+from ._app import (
+    CliError,
+    ExitCode,
+    db_option,
+    open_any_store,
+    open_store,
+    parse_seq,
+    resolve_seq_between,
+)
 from ._logs import warnings_on
-from ._travel import load_timeline
+from ._travel import head_seq
 
 __all__ = ["demo", "inspect"]
 
@@ -51,16 +59,26 @@ def inspect(session: str, at_seq: int, db: str) -> None:
     requests) forward/back, o opens one message whole, w widens the
     timeline, left/right (h/l) scroll it, q quits. 'amber web' is the same
     in a browser.
-    """
-    with open_store(db) as store:
-        line = load_timeline(store, session, db)
-    seq = resolve_seq(at_seq, line)
-    if not sys.stdout.isatty():
-        raise CliError(
-            "amber inspect needs a terminal (stdout is not one); in scripts use 'amber "
-            "timeline' and 'amber show --at SEQ'.",
-            ExitCode.USAGE,
-        )
-    from .._inspect import InspectApp
 
-    InspectApp(line, seq=seq, db=db).run()
+    The states are read lazily: the one at the cursor from the nearest
+    snapshot, the timeline's rows on a thread of their own, drawn as they come.
+    """
+    from .._inspect_source import StoredSession
+
+    with open_store(db) as store:
+        head_seq(store, session, db)  # NOT_FOUND, with the closest ids, if it is not there
+    source = StoredSession(lambda: open_any_store(db), session)
+    try:
+        seq = resolve_seq_between(at_seq, session, 0, source.last_seq)
+        source.at(seq)  # the first draw's state: a damaged row on its way fails here (exit 4)
+        if not sys.stdout.isatty():
+            raise CliError(
+                "amber inspect needs a terminal (stdout is not one); in scripts use 'amber "
+                "timeline' and 'amber show --at SEQ'.",
+                ExitCode.USAGE,
+            )
+        from .._inspect import InspectApp
+
+        InspectApp(source, seq=seq, db=db).run()
+    finally:
+        source.close()

@@ -1,0 +1,194 @@
+"""Where ``amber inspect`` reads states from: a timeline in memory, or a store read lazily.
+
+``amber inspect`` on a session of 100,000 events used to replay the whole log
+and describe every row before its first draw (tens of seconds). A
+``StoredSession`` instead reads a short span of states around the seq asked
+for (``load_span``: from the nearest snapshot, so it costs the distance to
+that snapshot, not the session's length), keeps the last few spans, and
+walks the log for the timeline's rows on a connection of its own, so the
+app can draw them as they come.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Protocol
+
+from runtime import Event, SessionState, Timeline
+from runtime.store import CorruptRow, SqlStore
+
+__all__ = ["SPAN", "SPANS_KEPT", "InspectSource", "StoredSession", "TimelineSource"]
+
+SPAN = 200
+"""How many states after the one asked for a ``StoredSession`` reads in one go."""
+
+SPANS_KEPT = 4
+"""How many spans a ``StoredSession`` keeps (the least recently used goes first)."""
+
+
+class InspectSource(Protocol):
+    """What ``InspectApp`` reads: any state, any event and the walk that makes its rows."""
+
+    @property
+    def session_id(self) -> str:
+        """The session inspected."""
+        ...
+
+    @property
+    def first_seq(self) -> int:
+        """The first seq that can be shown (its state has no event)."""
+        ...
+
+    @property
+    def last_seq(self) -> int:
+        """The last seq that can be shown."""
+        ...
+
+    @property
+    def streams(self) -> bool:
+        """Whether ``entries`` is slow enough to read on a thread of its own."""
+        ...
+
+    def at(self, seq: int) -> SessionState:
+        """The state at ``seq`` (``first_seq <= seq <= last_seq``)."""
+        ...
+
+    def event(self, seq: int) -> Event:
+        """The event that made the state at ``seq`` (``first_seq < seq <= last_seq``)."""
+        ...
+
+    def entries(self) -> Iterator[tuple[Event, SessionState, SessionState]]:
+        """``(event, state before, state after)`` for every seq after ``first_seq``, in
+        order. A ``StoredSession`` reads them on a store of its own: this may run on
+        another thread than ``at`` and ``event``."""
+        ...
+
+
+class TimelineSource:
+    """A timeline already in memory (a test's, or one a program built)."""
+
+    streams = False
+
+    def __init__(self, timeline: Timeline) -> None:
+        self.timeline = timeline
+        """The timeline shown."""
+
+    @property
+    def session_id(self) -> str:
+        """The session inspected."""
+        return self.timeline.session_id
+
+    @property
+    def first_seq(self) -> int:
+        """The timeline's first seq."""
+        return self.timeline.first_seq
+
+    @property
+    def last_seq(self) -> int:
+        """The timeline's last seq."""
+        return self.timeline.last_seq
+
+    def at(self, seq: int) -> SessionState:
+        """The state at ``seq``."""
+        return self.timeline.at(seq)
+
+    def event(self, seq: int) -> Event:
+        """The event at ``seq``."""
+        return self.timeline.event(seq)
+
+    def entries(self) -> Iterator[tuple[Event, SessionState, SessionState]]:
+        """Every event with the states before and after it."""
+        before = self.timeline.base
+        for event, after in self.timeline.entries:
+            yield event, before, after
+            before = after
+
+
+class StoredSession:
+    """A stored session read lazily: spans of ``SPAN`` states around the seqs asked for.
+
+    ``open_store`` opens the store (a new connection each call): one is kept
+    for ``at`` and ``event``, and ``entries`` opens its own, so that the rows
+    can be read on a worker thread while the app shows states. The session's
+    head is fixed when this opens (events appended later are not shown).
+    Close it when done.
+    """
+
+    streams = True
+
+    def __init__(self, open_store: Callable[[], SqlStore], session_id: str) -> None:
+        self._open = open_store
+        self._store = open_store()
+        try:
+            self._last = self._store.session(session_id).seq
+        except BaseException:
+            self._store.close()
+            raise
+        self._session_id = session_id
+        self._spans: OrderedDict[int, Timeline] = OrderedDict()
+        self.reads = 0
+        """How many spans were read from the store (the tests count them)."""
+
+    @property
+    def session_id(self) -> str:
+        """The session inspected."""
+        return self._session_id
+
+    @property
+    def first_seq(self) -> int:
+        """Always 0: the empty state before the first event."""
+        return 0
+
+    @property
+    def last_seq(self) -> int:
+        """The session's head when this opened."""
+        return self._last
+
+    def at(self, seq: int) -> SessionState:
+        """The state at ``seq``, from a kept span or a new one read around it (a span that
+        meets a damaged row after ``seq`` is read again up to ``seq`` only).
+
+        Raises:
+            CorruptRow: a row on the way from the nearest snapshot is damaged.
+        """
+        return self._span(seq, lambda line: line.first_seq <= seq <= line.last_seq).at(seq)
+
+    def event(self, seq: int) -> Event:
+        """The event at ``seq``, from a kept span or a new one read around it."""
+        return self._span(seq, lambda line: line.first_seq < seq <= line.last_seq).event(seq)
+
+    def _span(self, seq: int, holds: Callable[[Timeline], bool]) -> Timeline:
+        for key, line in self._spans.items():
+            if holds(line):
+                self._spans.move_to_end(key)
+                return line
+        if not 0 <= seq <= self._last:
+            raise ValueError(f"Expected a seq from 0 to {self._last}, got {seq}.")
+        # From the state before ``seq`` (the pane diffs against it), SPAN states onward.
+        first = max(seq - 1, 0)
+        try:
+            line = self._store.load_span(self._session_id, first, min(seq + SPAN, self._last))
+        except CorruptRow:  # damaged after ``seq``, perhaps: read no further than ``seq``
+            line = self._store.load_span(self._session_id, first, seq)
+        self.reads += 1
+        self._spans[first] = line
+        while len(self._spans) > SPANS_KEPT:
+            self._spans.popitem(last=False)
+        return line
+
+    def entries(self) -> Iterator[tuple[Event, SessionState, SessionState]]:
+        """Every event up to the head with the states before and after it, walked from
+        the session's start on a store opened for the walk (closed at its end)."""
+        if not self._last:
+            return
+        store = self._open()
+        try:
+            yield from store.walk(self._session_id, 1, self._last)
+        finally:
+            store.close()
+
+    def close(self) -> None:
+        """Close the store kept for ``at`` and ``event``."""
+        self._spans.clear()
+        self._store.close()
