@@ -50,7 +50,7 @@ from ._cli._views import VIEWS, view_parts, window_messages
 from ._inspect_source import InspectSource, TimelineSource
 
 __all__ = [
-    "ROWS_PER_BATCH",
+    "MARKS_PER_BATCH",
     "WINDOW",
     "InspectApp",
     "MessageScreen",
@@ -59,12 +59,12 @@ __all__ = [
     "is_error_event",
 ]
 
-WINDOW = 1_000
+WINDOW = 500
 """How many timeline rows the table holds at once (Textual's table redraws in time that
 grows with its rows: a window keeps a session of 100,000 events as quick as one of 1,000)."""
 
-ROWS_PER_BATCH = 500
-"""How many rows a stored session's reader hands the app at a time."""
+MARKS_PER_BATCH = 5_000
+"""How many events' marks a stored session's reader hands the app at a time."""
 
 _TURN = 1
 _ERROR = 2
@@ -72,7 +72,7 @@ _ERROR = 2
 Row = tuple[Text | str, ...]
 
 
-def is_error_event(event: Event, state: SessionState) -> bool:
+def is_error_event(event: Event, state: SessionState | None = None) -> bool:
     """A turn that ended in error, a failed model call, or a tool result that is an error."""
     del state  # kept for callers; the event alone tells
     return _is_error(event)
@@ -173,10 +173,11 @@ class TimelineTable(DataTable[Text | str]):
 class InspectApp(App[None]):
     """Step through the states of one session (see the module docstring).
 
-    ``source`` is a timeline in memory or a ``StoredSession`` read lazily: the
-    state at the cursor is drawn at once, and the timeline's rows are read on
-    a worker thread and drawn as they come (the cursor keys work meanwhile).
-    The table holds a window of ``window`` rows around the cursor.
+    ``source`` is a timeline in memory or a ``StoredSession`` read lazily. The
+    table holds a window of ``window`` rows around the cursor, built when the
+    cursor enters it (a walk from the nearest snapshot); the marks that the
+    turn and error jumps follow come from the events alone, read on a worker
+    thread for a stored session while the app is drawn.
     """
 
     TITLE = "amber inspect"
@@ -225,14 +226,12 @@ class InspectApp(App[None]):
         self.db = db
         self.window = window
         """How many rows the table holds at once."""
-        self.rows: list[Row] = [("0", "", Text("(empty: before the first event)", style="dim"))]
-        """The timeline's rows read so far: ``rows[i]`` is seq ``first_seq + i``."""
         self.loading = source.streams
-        """Whether rows are still being read."""
-        self._marks = bytearray(1)  # per row: _TURN, _ERROR
-        self._offset = 0  # the row of ``rows`` at the table's top
-        self._pending: int | None = None  # a seq to put the cursor on when its row comes
+        """Whether the marks (turn boundaries, errors) are still being read."""
+        self._marks = bytearray(1)  # per seq from first_seq: _TURN | _ERROR
+        self._offset = 0  # the index (seq - first_seq) of the table's top row
         self._shown = False  # whether the pane shows ``seq`` yet
+        self._refills = 0  # the table's refills whose row-0 highlight has not come yet
 
     def compose(self) -> ComposeResult:
         """Header, the timeline table and the state pane, footer."""
@@ -244,80 +243,78 @@ class InspectApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        """Draw the state at the starting seq, then fill the timeline (on a worker thread
-        for a stored session)."""
+        """Draw the state at the starting seq at once; then its window of rows (after the
+        first paint) and the marks (on a worker thread for a stored session)."""
         table = self.query_one("#timeline", DataTable)
         table.add_columns("seq", "time", "what changed")
         table.focus()
-        self.add_rows([])  # seq 0's row, there from the start
-        self._go(self.seq)
+        self._subtitle()
+        self.show(max(self.source.first_seq, min(self.source.last_seq, self.seq)))
+        self.call_after_refresh(self._go, self.seq)
         if self.source.streams:
-            self._read_rows()
+            self._read_marks()
         else:
-            self.add_rows([_row(*entry) for entry in self.source.entries()], done=True)
+            self.add_marks(list(self.source.events()), done=True)
 
     def _subtitle(self) -> None:
         source = self.source
         total = source.last_seq - source.first_seq
-        loading = f" · reading rows: {len(self.rows) - 1:,} of {total:,}"
+        loading = f" · reading the marks: {len(self._marks) - 1:,} of {total:,} events"
         self.sub_title = (
             f"{source.session_id} · {source.last_seq} events"
             + (loading if self.loading else "")
             + (f" · {self.db}" if self.db else "")
         )
 
-    @work(thread=True, exclusive=True, group="rows")
-    def _read_rows(self) -> None:
+    @work(thread=True, exclusive=True, group="marks")
+    def _read_marks(self) -> None:
         worker = get_current_worker()
-        batch: list[tuple[Row, int]] = []
+        batch: list[Event] = []
         try:
             try:
-                for entry in self.source.entries():
-                    batch.append(_row(*entry))
-                    if len(batch) >= ROWS_PER_BATCH:
+                for event in self.source.events():
+                    batch.append(event)
+                    if len(batch) >= MARKS_PER_BATCH:
                         if worker.is_cancelled:
                             return
-                        self.call_from_thread(self.add_rows, batch)
+                        self.call_from_thread(self.add_marks, batch)
                         batch = []
             except AmberError as exc:
-                self.call_from_thread(self.add_rows, batch, error=exc)
+                self.call_from_thread(self.add_marks, batch, error=exc)
                 return
             if not worker.is_cancelled:
-                self.call_from_thread(self.add_rows, batch, done=True)
+                self.call_from_thread(self.add_marks, batch, done=True)
         except RuntimeError:  # the app stopped meanwhile (call_from_thread: not running)
             return
 
-    def add_rows(
-        self, batch: list[tuple[Row, int]], *, done: bool = False, error: AmberError | None = None
+    def add_marks(
+        self, events: list[Event], *, done: bool = False, error: AmberError | None = None
     ) -> None:
-        """Take the next rows of the timeline (with their marks) and draw those that fall
-        in the table's window; ``done`` after the last, ``error`` if reading stopped."""
-        self.rows.extend(row for row, _ in batch)
-        self._marks.extend(mark for _, mark in batch)
-        table = self.query_one("#timeline", DataTable)
-        end = min(len(self.rows), self._offset + self.window)
-        for index in range(self._offset + table.row_count, end):
-            table.add_row(*self.rows[index])
+        """Take the next events' marks (turn boundary, error); ``done`` after the last,
+        ``error`` if reading stopped at a damaged row."""
+        self._marks.extend(_mark(event) for event in events)
         if done or error is not None:
             self.loading = False
         if error is not None:
+            reached = self.source.first_seq + len(self._marks) - 1
             self.notify(
-                f"The timeline stops at seq {self.source.first_seq + len(self.rows) - 1}: {error}",
+                f"The turn and error jumps stop at seq {reached}: {error}",
                 title=type(error).__name__,
                 severity="error",
                 timeout=30,
             )
         self._subtitle()
-        if self._pending is not None and self._index(self._pending) < len(self.rows):
-            self._go(self._pending)
 
     # --- showing a state ------------------------------------------------------------
 
     def on_data_table_row_highlighted(self, message: DataTable.RowHighlighted) -> None:
         """The cursor moved: show the state under it."""
         table = self.query_one("#timeline", DataTable)
-        if message.cursor_row != table.cursor_row or self._pending is not None:
-            return  # an earlier move, overtaken; or rows drawn while the cursor waits
+        if self._refills and message.cursor_row == 0:
+            self._refills -= 1  # the table's own note that its first row came: not a move
+            return
+        if message.cursor_row != table.cursor_row:
+            return  # an earlier move, overtaken (the window moved since)
         seq = self.source.first_seq + self._offset + message.cursor_row
         if seq != self.seq or not self._shown:
             self.show(seq)
@@ -369,38 +366,48 @@ class InspectApp(App[None]):
 
     # --- moving -----------------------------------------------------------------------
 
-    def _index(self, seq: int) -> int:
-        return seq - self.source.first_seq
-
     def _go(self, seq: int) -> None:
-        """Put the cursor on ``seq``: move the table's window to it if it is outside, or,
-        if its row is not read yet, show its state now and its row when it comes."""
+        """Put the cursor on ``seq``, moving the table's window to it if it is outside."""
         line = self.source
         seq = max(line.first_seq, min(line.last_seq, seq))
-        index = self._index(seq)
-        if index >= len(self.rows):
-            self._pending = seq
-            if seq != self.seq or not self._shown:
-                self.show(seq)
-            return
-        self._pending = None
+        index = seq - line.first_seq
         table = self.query_one("#timeline", DataTable)
         if not self._offset <= index < self._offset + table.row_count:
             self._move_window(index)
         row = index - self._offset
-        if table.cursor_row == row:
+        if table.cursor_row == row or not row < table.row_count:  # or damaged before it
             if seq != self.seq or not self._shown:
                 self.show(seq)
         else:
             table.move_cursor(row=row)
 
     def _move_window(self, index: int) -> None:
-        """Refill the table with the rows around ``index``."""
+        """Refill the table with the rows around ``index`` (up to a damaged row, which is
+        noted)."""
+        line = self.source
         table = self.query_one("#timeline", DataTable)
-        offset = max(0, min(index - self.window // 2, len(self.rows) - self.window))
+        total = line.last_seq - line.first_seq + 1
+        offset = max(0, min(index - self.window // 2, total - self.window))
+        first = line.first_seq + offset
+        last = min(line.last_seq, first + self.window - 1)
+        rows: list[Row] = []
+        if first == line.first_seq:
+            label = "(empty: before the first event)" if first == 0 else "(the first state kept)"
+            rows.append((str(first), "", Text(label, style="dim")))
+        try:
+            for event, before, after in line.entries(max(first, line.first_seq + 1), last):
+                rows.append(_row(event, before, after))
+        except AmberError as exc:
+            self.notify(
+                f"The timeline stops at seq {first + len(rows) - 1}: {exc}",
+                title=type(exc).__name__,
+                severity="error",
+                timeout=30,
+            )
         self._offset = offset
         table.clear()
-        table.add_rows(self.rows[offset : offset + self.window])
+        table.add_rows(rows)
+        self._refills += bool(rows)  # the table posts a highlight of row 0 when it has one
 
     def action_step(self, delta: int) -> None:
         """Move the cursor by ``delta`` states."""
@@ -423,9 +430,9 @@ class InspectApp(App[None]):
     def _still_reading(self) -> bool:
         if self.loading:
             self.notify(
-                f"Still reading the timeline ({len(self.rows) - 1:,} of "
-                f"{self.source.last_seq - self.source.first_seq:,} rows): the jump looks only "
-                "at the rows read so far; try again in a moment."
+                f"Still reading the timeline's marks ({len(self._marks) - 1:,} of "
+                f"{self.source.last_seq - self.source.first_seq:,} events): the jump looks "
+                "only at those read so far; try again in a moment."
             )
         return self.loading
 
@@ -490,13 +497,16 @@ class InspectApp(App[None]):
         self.push_screen(PickMessage(list(state.messages), touched), opened)
 
 
-def _row(event: Event, before: SessionState, after: SessionState) -> tuple[Row, int]:
-    """The timeline's row for ``event`` and its marks (turn boundary, error)."""
-    error = is_error_event(event, after)
-    mark = (_TURN if isinstance(event, TurnStarted | TurnEnded) else 0) | (_ERROR if error else 0)
-    row: Row = (
-        Text(str(event.seq), style="bold red" if error else ""),
+def _mark(event: Event) -> int:
+    """An event's marks: a turn boundary, an error."""
+    turn = _TURN if isinstance(event, TurnStarted | TurnEnded) else 0
+    return turn | (_ERROR if is_error_event(event, None) else 0)
+
+
+def _row(event: Event, before: SessionState, after: SessionState) -> Row:
+    """The timeline's row for ``event``."""
+    return (
+        Text(str(event.seq), style="bold red" if _is_error(event) else ""),
         time_text(event.at),
         describe_event(event, before, after),
     )
-    return row, mark

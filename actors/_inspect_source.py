@@ -4,9 +4,10 @@
 and describe every row before its first draw (tens of seconds). A
 ``StoredSession`` instead reads a short span of states around the seq asked
 for (``load_span``: from the nearest snapshot, so it costs the distance to
-that snapshot, not the session's length), keeps the last few spans, and
-walks the log for the timeline's rows on a connection of its own, so the
-app can draw them as they come.
+that snapshot, not the session's length) and keeps the last few; the
+timeline's rows are walked the same way, a window at a time, and its marks
+(turn boundaries, errors) come from the events alone, read on a connection
+of their own while the app is drawn.
 """
 
 from __future__ import annotations
@@ -58,10 +59,15 @@ class InspectSource(Protocol):
         """The event that made the state at ``seq`` (``first_seq < seq <= last_seq``)."""
         ...
 
-    def entries(self) -> Iterator[tuple[Event, SessionState, SessionState]]:
-        """``(event, state before, state after)`` for every seq after ``first_seq``, in
-        order. A ``StoredSession`` reads them on a store of its own: this may run on
-        another thread than ``at`` and ``event``."""
+    def entries(self, first: int, last: int) -> Iterator[tuple[Event, SessionState, SessionState]]:
+        """``(event, state before, state after)`` for seqs ``first`` to ``last``
+        (``first_seq < first``), in order."""
+        ...
+
+    def events(self) -> Iterator[Event]:
+        """Every event after ``first_seq``, in order (for the timeline's marks: turn
+        boundaries and errors). A ``StoredSession`` reads them on a store of its own:
+        this may run on another thread than the other methods."""
         ...
 
 
@@ -97,20 +103,23 @@ class TimelineSource:
         """The event at ``seq``."""
         return self.timeline.event(seq)
 
-    def entries(self) -> Iterator[tuple[Event, SessionState, SessionState]]:
-        """Every event with the states before and after it."""
-        before = self.timeline.base
-        for event, after in self.timeline.entries:
-            yield event, before, after
-            before = after
+    def entries(self, first: int, last: int) -> Iterator[tuple[Event, SessionState, SessionState]]:
+        """The events from ``first`` to ``last`` with the states before and after them."""
+        line = self.timeline
+        for seq in range(first, last + 1):
+            yield line.event(seq), line.at(seq - 1), line.at(seq)
+
+    def events(self) -> Iterator[Event]:
+        """Every event of the timeline."""
+        return iter(self.timeline.events())
 
 
 class StoredSession:
     """A stored session read lazily: spans of ``SPAN`` states around the seqs asked for.
 
     ``open_store`` opens the store (a new connection each call): one is kept
-    for ``at`` and ``event``, and ``entries`` opens its own, so that the rows
-    can be read on a worker thread while the app shows states. The session's
+    for ``at``, ``event`` and ``entries``, and ``events`` opens its own, so
+    that it can run on a worker thread while the app shows states. The session's
     head is fixed when this opens (events appended later are not shown).
     Close it when done.
     """
@@ -177,18 +186,42 @@ class StoredSession:
             self._spans.popitem(last=False)
         return line
 
-    def entries(self) -> Iterator[tuple[Event, SessionState, SessionState]]:
-        """Every event up to the head with the states before and after it, walked from
-        the session's start on a store opened for the walk (closed at its end)."""
+    def entries(self, first: int, last: int) -> Iterator[tuple[Event, SessionState, SessionState]]:
+        """The events from ``first`` to ``last`` with the states before and after them,
+        walked from the nearest snapshot before ``first`` (read whole before the first
+        is yielded: the walk holds the store's read transaction).
+
+        Raises:
+            CorruptRow: after yielding the entries before a damaged row.
+        """
+        walked: list[tuple[Event, SessionState, SessionState]] = []
+        try:
+            for entry in self._store.walk(self._session_id, first, last):
+                walked.append(entry)
+        except CorruptRow:
+            yield from walked
+            raise
+        yield from walked
+
+    def events(self) -> Iterator[Event]:
+        """Every event up to the head, read on a store opened for it (closed at the end).
+        A damaged row: the events before it (read one by one), then its ``CorruptRow``."""
         if not self._last:
             return
         store = self._open()
         try:
-            yield from store.walk(self._session_id, 1, self._last)
+            try:
+                events = store.events(self._session_id)
+            except CorruptRow as exc:
+                damaged = exc.seq if exc.seq is not None else 1
+                events = [store.event(self._session_id, seq) for seq in range(1, damaged)]
+                yield from events
+                raise
+            yield from (event for event in events if event.seq <= self._last)
         finally:
             store.close()
 
     def close(self) -> None:
-        """Close the store kept for ``at`` and ``event``."""
+        """Close the store kept for ``at``, ``event`` and ``entries``."""
         self._spans.clear()
         self._store.close()

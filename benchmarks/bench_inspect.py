@@ -1,4 +1,4 @@
-"""``amber inspect`` on a long session: time to the first draw and to every row.
+"""``amber inspect`` on a long session: time to the first draw and to every mark.
 
 Run from the repository root::
 
@@ -9,9 +9,10 @@ Run from the repository root::
 The store is the scripted session of ``bench_long.py`` (written once if
 ``--db`` does not exist: 1-2 min for 100,000 events). The app runs headless
 (Textual's ``run_test``, 160 x 50) in this process, GC on. For each seq
-(the middle and the head): the first draw (from opening the session to the
-pane showing that seq, as ``amber inspect`` does) and every row (until the
-timeline's last row is read and the cursor sits on the seq). Medians of
+(10, the middle and the head): the first draw (from opening the session
+to the pane showing that seq, as ``amber inspect`` does), the window of
+rows around it drawn with the cursor on it, and every mark (the events read
+for the turn and error jumps). Medians of
 ``--repeats`` runs, interleaved. Findings in docs/performance-long.md.
 """
 
@@ -34,6 +35,7 @@ except ImportError:  # a plain checkout, not installed: use the repository root
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_long import SESSION, bench_appends
+from textual.widgets import DataTable
 
 from actors._inspect import InspectApp
 from actors._inspect_source import StoredSession
@@ -46,35 +48,47 @@ class Timed(InspectApp):
     """The app, noting when its pane first shows a state."""
 
     drawn = 0.0
+    windowed = 0.0
 
     def show(self, seq: int) -> None:
         """Draw, and note the time of the first draw."""
         super().show(seq)
         self.drawn = self.drawn or time.perf_counter()
 
+    def _move_window(self, index: int) -> None:
+        super()._move_window(index)
+        self.windowed = self.windowed or time.perf_counter()
 
-def timed(open_app: Opened, seq: int) -> tuple[float, float]:
-    """Seconds to the first draw of ``seq`` (its pane drawn) and to every row read."""
 
-    async def main() -> tuple[float, float]:
+Figures = tuple[float, float, float]
+
+
+def timed(open_app: Opened, seq: int) -> Figures:
+    """Seconds to the first draw of ``seq`` (its pane), to its window of rows and to every
+    mark read."""
+
+    async def main() -> Figures:
         began = time.perf_counter()
         app = open_app()
         async with app.run_test(size=(160, 50)) as pilot:
             await pilot.pause()
             assert app.seq == seq, (app.seq, seq)
-            first = app.drawn - began
+            table = app.query_one("#timeline", DataTable)
+            assert app.windowed
+            assert str(table.get_row_at(table.cursor_row)[0]) == str(seq)
+            first, window = app.drawn - began, app.windowed - began
             await app.workers.wait_for_complete()
             await pilot.pause()
             assert not app.loading
-            assert len(app.rows) == app.source.last_seq + 1
+            assert len(app._marks) == app.source.last_seq + 1
             every = time.perf_counter() - began
             app.exit()
-        return first, every
+        return first, window, every
 
     return asyncio.run(main())
 
 
-def lazy(db: Path, seq: int) -> tuple[float, float]:
+def lazy(db: Path, seq: int) -> Figures:
     """``amber inspect``'s way: a ``StoredSession`` (closed after)."""
     sources: list[StoredSession] = []
 
@@ -109,14 +123,16 @@ def main() -> int:
             f"{os.cpu_count()} cores, GC on, median of {repeats}; from opening the "
             "session (Textual's start-up included)"
         )
-        figures: dict[int, list[tuple[float, float]]] = {}
+        figures: dict[int, list[Figures]] = {}
         for _ in range(repeats):
             for seq in (10, head // 2, head):
                 figures.setdefault(seq, []).append(lazy(db, seq))
         for seq, runs in figures.items():
-            first = statistics.median(run[0] for run in runs)
-            every = statistics.median(run[1] for run in runs)
-            print(f"  seq {seq:>7,}: first draw {first * 1e3:>6.0f} ms, every row {every:>6.1f} s")
+            first, window, every = (statistics.median(run[i] for run in runs) for i in range(3))
+            print(
+                f"  seq {seq:>7,}: first draw {first * 1e3:>6.0f} ms, its window of rows "
+                f"{window * 1e3:>6.0f} ms, every mark {every:>5.1f} s"
+            )
     return 0
 
 

@@ -26,7 +26,7 @@ from textual.widgets import DataTable
 from actors import _inspect_source
 from actors._inspect import InspectApp
 from actors._inspect_source import SPANS_KEPT, StoredSession, TimelineSource
-from runtime import Event, SessionState, Timeline, to_data
+from runtime import Event, Timeline, to_data
 from runtime.store import SQLiteStore
 
 __all__ = ["recorded"]
@@ -103,15 +103,21 @@ class TestStoredSession:
         finally:
             source.close()
 
-    def test_entries_are_the_timelines(self, demo: Timeline, recorded: Recorded) -> None:
-        """Every (event, before, after) of the walk equals the timeline's."""
+    def test_entries_and_events_are_the_timelines(self, demo: Timeline, recorded: Recorded) -> None:
+        """Every (event, before, after) of a walk, and every event, equals the timeline's."""
+        reference = TimelineSource(demo)
         source = stored(recorded.db)
         try:
-            walked = [(e, to_data(b), to_data(a)) for e, b, a in source.entries()]
+            for first, last in ((1, demo.last_seq), (20, 30), (demo.last_seq, demo.last_seq)):
+                walked = [(e, to_data(b), to_data(a)) for e, b, a in source.entries(first, last)]
+                expected = [
+                    (e, to_data(b), to_data(a)) for e, b, a in reference.entries(first, last)
+                ]
+                assert walked == expected
+                assert [e.seq for e, _, _ in walked] == list(range(first, last + 1))
+            assert list(source.events()) == list(reference.events()) == demo.events()
         finally:
             source.close()
-        expected = [(e, to_data(b), to_data(a)) for e, b, a in TimelineSource(demo).entries()]
-        assert walked == expected
 
     def test_an_unknown_session_is_an_error_and_closes_the_store(self, recorded: Recorded) -> None:
         """A session the store lacks fails at once (and leaves no connection open)."""
@@ -153,29 +159,31 @@ class TestAppOnAStore:
         finally:
             source.close()
 
-    def test_the_state_is_drawn_before_the_rows_and_keys_work_meanwhile(
+    def test_the_state_and_its_rows_are_drawn_before_the_marks(
         self, demo: Timeline, recorded: Recorded
     ) -> None:
-        """While the rows are still being read, the pane shows the seq asked for, j/k
-        step, jumps say the rows are still coming, and the cursor lands on the seq when
-        its row comes."""
+        """While the marks (turn boundaries, errors) are still being read, the pane and the
+        table show the seq asked for, j/k step, and the jumps say the marks are still
+        coming; once read, the jumps work."""
         release = threading.Event()
 
         class Held(StoredSession):
-            def entries(self) -> Iterator[tuple[Event, SessionState, SessionState]]:
+            def events(self) -> Iterator[Event]:
                 release.wait()
-                yield from super().entries()
+                yield from super().events()
 
         source = Held(lambda: SQLiteStore(recorded.db), "demo")
 
         async def scenario(app: InspectApp, pilot: Pilot[None]) -> None:
-            try:  # the walk waits for release: never leave it waiting
-                table = app.query_one("#timeline", DataTable)
+            table = app.query_one("#timeline", DataTable)
+            try:  # the reader waits for release: never leave it waiting
                 assert app.loading
-                assert table.row_count == 1  # seq 0 only
+                assert seqs_shown(app) == list(range(demo.last_seq + 1))
+                assert table.cursor_row == 30
                 assert pane(app).startswith(f"demo at seq 30 of {demo.last_seq}")
                 await pilot.press("k", "k")
                 assert app.seq == 28
+                assert table.cursor_row == 28
                 assert pane(app).startswith(f"demo at seq 28 of {demo.last_seq}")
                 await pilot.press("]")
                 await pilot.pause()
@@ -186,12 +194,10 @@ class TestAppOnAStore:
             await app.workers.wait_for_complete()
             await pilot.pause()
             assert not app.loading
-            assert table.row_count == demo.last_seq + 1
-            assert table.cursor_row == 28
-            assert app.seq == 28
-            await pilot.press("j")
-            assert app.seq == 29
-            assert table.cursor_row == 29
+            await pilot.press("]")
+            assert app.seq > 28
+            assert demo.event(app.seq).kind in ("turn_started", "turn_ended")
+            assert table.cursor_row == app.seq
 
         try:
             run(InspectApp(source, seq=30), scenario, rows=False)
@@ -202,8 +208,9 @@ class TestAppOnAStore:
     def test_a_damaged_row_stops_the_rows_and_shows_the_error(
         self, recorded: Recorded, tmp_path: Path
     ) -> None:
-        """An event row that does not decode: the rows stop before it with a notice naming
-        it, and a state past it shows the error in the pane instead of failing."""
+        """An event row that does not decode: the rows and the marks stop before it with a
+        notice naming it, and a state past it shows the error in the pane instead of
+        failing; the states before it show as ever."""
         db = recorded.copy(tmp_path)
         with contextlib.closing(sqlite3.connect(db)) as conn, conn:
             conn.execute("DROP TRIGGER events_no_update")  # a program that bypasses Amber
@@ -213,14 +220,19 @@ class TestAppOnAStore:
         async def scenario(app: InspectApp, pilot: Pilot[None]) -> None:
             assert not app.loading
             assert seqs_shown(app) == list(range(7))
-            notes = [n for n in app._notifications if n.severity == "error"]
-            assert len(notes) == 1
-            assert "The timeline stops at seq 6" in notes[0].message
-            assert "seq 7" in notes[0].message
+            notes = sorted(n.message for n in app._notifications if n.severity == "error")
+            assert len(notes) == 2
+            assert notes[0].startswith("The timeline stops at seq 6: ")
+            assert notes[1].startswith("The turn and error jumps stop at seq 6: ")
+            assert all("event seq 7 is corrupt" in note for note in notes)
+            assert len(app._marks) == 7
             assert "CorruptRow" in pane(app)
             await pilot.press("home")
             assert app.seq == 0
             assert "0 messages" in pane(app)
+            await pilot.press("j", "j")
+            assert app.seq == 2
+            assert app.query_one("#timeline", DataTable).cursor_row == 2
 
         try:
             run(InspectApp(source, seq=10), scenario)
