@@ -77,3 +77,24 @@ def test_same_store_twice_is_refused(recorded: Recorded) -> None:  # noqa: F811
     result = amber("migrate", "--from", recorded.db, "--to", recorded.db)
     assert result.exit_code == 2
     assert "name the same store" in result.output
+
+
+def test_inspect_reads_a_postgres_store_lazily(recorded: Recorded, pg: str) -> None:  # noqa: F811
+    """``amber inspect --db postgresql://…``'s source: states, walks and events read from
+    PostgreSQL equal the SQLite original's, the events on a connection of their own."""
+    from actors._cli._app import open_any_store
+    from actors._inspect_source import StoredSession
+    from runtime import to_data
+
+    assert amber("migrate", "--from", recorded.db, "--to", pg).exit_code == 0
+    with SQLiteStore(recorded.db) as store:
+        demo = store.load_timeline("demo")
+    source = StoredSession(lambda: open_any_store(pg), "demo")
+    try:
+        assert source.last_seq == demo.last_seq
+        for seq in (0, 5, demo.last_seq, 20):
+            assert to_data(source.at(seq)) == to_data(demo.at(seq))
+        assert [e for e, _, _ in source.entries(10, 20)] == demo.events()[9:20]
+        assert list(source.events()) == demo.events()
+    finally:
+        source.close()
