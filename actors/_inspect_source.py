@@ -21,8 +21,9 @@ from runtime.store import CorruptRow, SqlStore
 
 __all__ = ["SPAN", "SPANS_KEPT", "InspectSource", "StoredSession", "TimelineSource"]
 
-SPAN = 200
-"""How many states after the one asked for a ``StoredSession`` reads in one go."""
+SPAN = 250
+"""How many states before and after the ones asked for a ``StoredSession`` reads with them
+(half of ``amber inspect``'s window: the span read for the first draw holds its rows)."""
 
 SPANS_KEPT = 4
 """How many spans a ``StoredSession`` keeps (the least recently used goes first)."""
@@ -161,25 +162,35 @@ class StoredSession:
         Raises:
             CorruptRow: a row on the way from the nearest snapshot is damaged.
         """
-        return self._span(seq, lambda line: line.first_seq <= seq <= line.last_seq).at(seq)
+        return self._span(seq, seq).at(seq)
 
     def event(self, seq: int) -> Event:
         """The event at ``seq``, from a kept span or a new one read around it."""
-        return self._span(seq, lambda line: line.first_seq < seq <= line.last_seq).event(seq)
+        return self._span(seq - 1, seq).event(seq)
 
-    def _span(self, seq: int, holds: Callable[[Timeline], bool]) -> Timeline:
+    def _span(self, first: int, last: int) -> Timeline:
+        """A kept span that holds the states from ``first`` to ``last``, or a new one:
+        ``SPAN`` states either side of them."""
+        line = self._kept(first, last)
+        if line is not None:
+            return line
+        if not 0 <= first <= last <= self._last:
+            raise ValueError(f"Expected seqs from 0 to {self._last}, got {first} to {last}.")
+        start = max(first - SPAN - 1, 0)  # and the state before: the pane diffs against it
+        try:
+            return self._read(start, min(last + SPAN, self._last))
+        except CorruptRow:  # damaged after ``last``, perhaps: read no further than ``last``
+            return self._read(start, last)
+
+    def _kept(self, first: int, last: int) -> Timeline | None:
         for key, line in self._spans.items():
-            if holds(line):
+            if line.first_seq <= first and last <= line.last_seq:
                 self._spans.move_to_end(key)
                 return line
-        if not 0 <= seq <= self._last:
-            raise ValueError(f"Expected a seq from 0 to {self._last}, got {seq}.")
-        # From the state before ``seq`` (the pane diffs against it), SPAN states onward.
-        first = max(seq - 1, 0)
-        try:
-            line = self._store.load_span(self._session_id, first, min(seq + SPAN, self._last))
-        except CorruptRow:  # damaged after ``seq``, perhaps: read no further than ``seq``
-            line = self._store.load_span(self._session_id, first, seq)
+        return None
+
+    def _read(self, first: int, last: int) -> Timeline:
+        line = self._store.load_span(self._session_id, first, last)
         self.reads += 1
         self._spans[first] = line
         while len(self._spans) > SPANS_KEPT:
@@ -188,16 +199,27 @@ class StoredSession:
 
     def entries(self, first: int, last: int) -> Iterator[tuple[Event, SessionState, SessionState]]:
         """The events from ``first`` to ``last`` with the states before and after them,
-        walked from the nearest snapshot before ``first`` (read whole before the first
-        is yielded: the walk holds the store's read transaction).
+        from a kept span or one read for them (then kept: the app shows their states
+        next).
 
         Raises:
             CorruptRow: after yielding the entries before a damaged row.
         """
+        line = self._kept(first - 1, last)
+        if line is None:
+            try:
+                line = self._read(first - 1, last)
+            except CorruptRow:  # the entries before the damaged row, then its error
+                yield from self._walked(first, last)
+                return
+        for seq in range(first, last + 1):
+            yield line.event(seq), line.at(seq - 1), line.at(seq)
+
+    def _walked(self, first: int, last: int) -> Iterator[tuple[Event, SessionState, SessionState]]:
         walked: list[tuple[Event, SessionState, SessionState]] = []
         try:
             for entry in self._store.walk(self._session_id, first, last):
-                walked.append(entry)
+                walked.append(entry)  # read whole: the walk holds the read transaction
         except CorruptRow:
             yield from walked
             raise

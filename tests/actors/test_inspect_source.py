@@ -151,6 +151,7 @@ class TestAppOnAStore:
             assert seqs_shown(app) == expected["rows"] == list(range(demo.last_seq + 1))
             assert app.query_one("#timeline", DataTable).cursor_row == 20
             assert pane(app) == expected["pane"]
+            assert source.reads == 1  # the span of the first draw holds the window's rows
             await pilot.press("]")
             assert demo.event(app.seq).kind in ("turn_started", "turn_ended")
 
