@@ -46,6 +46,7 @@ from ._fast import (
     decode_turn_row,
     decode_turn_rows,
 )
+from ._lazy import key_problems, lazy_state
 from ._rowcodec import message_values
 
 __all__ = ["PARTS", "Refs", "SnapshotPlan", "decode_snapshot", "pack_chunk", "plan_snapshot"]
@@ -284,6 +285,7 @@ def decode_snapshot(
     *,
     digest: object,
     event_hash: str | None,
+    lazy: bool = False,
 ) -> tuple[SessionState, Refs, int, str]:
     """Rebuild the state a snapshot holds.
 
@@ -295,6 +297,8 @@ def decode_snapshot(
         digest: the digest stored with the record.
         event_hash: the chain's hash stored with the event at ``seq`` (None: the
             log does not reach ``seq``).
+        lazy: leave each message undecoded until it is read (``_lazy``); a row
+            that does not decode then raises its ``CorruptRow`` when read.
 
     Returns:
         The state at ``seq``, the snapshot's chunk versions, its chunk size and
@@ -342,6 +346,7 @@ def decode_snapshot(
         raise corrupt(f"updated_at is not a timestamp: {data['updated_at']!r}") from None
     refs: Refs = {}
     items: dict[str, list[Any]] = {}
+    rows_of: list[Any] | None = [] if lazy else None  # the message rows, kept undecoded
     for part in PARTS:
         versions = data[part]
         if type(versions) is not list or any(
@@ -373,6 +378,13 @@ def decode_snapshot(
                 raise corrupt(f"{part} chunk {number} must hold 1 to {size} rows")
             if number < len(versions) - 1 and len(rows) != size:
                 raise corrupt(f"{part} chunk {number} holds {len(rows)} rows, expected {size}")
+            if part == "messages" and rows_of is not None:
+                if fields == MESSAGE_FIELDS:
+                    rows_of += rows
+                    continue
+                return decode_snapshot(  # rows of other fields (an older Amber's): eagerly
+                    session_id, seq, record, read_chunk, digest=digest, event_hash=event_hash
+                )
             decoded = _ROWS[part](fields, rows)
             if decoded is None:  # some row needs a closer look: one by one
                 decode = _ROW[part]
@@ -385,15 +397,33 @@ def decode_snapshot(
                         raise corrupt(f"{part} chunk {number} item {index}: {problem}") from None
             values += decoded
         items[part] = values
-    state = assemble_state(
-        session_id=session_id,
-        seq=seq,
-        updated_at=updated_at,
-        messages=items["messages"],
-        turns=items["turns"],
-        audit=items["audit"],
-    )
-    problems = check_consistent(state)
+    state = None
+    if rows_of is not None:
+        state = lazy_state(
+            session_id=session_id,
+            seq=seq,
+            updated_at=updated_at,
+            rows=rows_of,
+            chunk_size=size,
+            corrupt=corrupt,
+            turns=items["turns"],
+            audit=items["audit"],
+        )
+        if state is None:  # a key column in doubt: the eager read names the problem
+            return decode_snapshot(
+                session_id, seq, record, read_chunk, digest=digest, event_hash=event_hash
+            )
+        problems = key_problems(state, rows_of)
+    else:
+        state = assemble_state(
+            session_id=session_id,
+            seq=seq,
+            updated_at=updated_at,
+            messages=items["messages"],
+            turns=items["turns"],
+            audit=items["audit"],
+        )
+        problems = check_consistent(state)
     if list(state.counts) != data["counts"]:
         problems.append(f"counts {data['counts']!r} do not match the messages {list(state.counts)}")
     if problems:
