@@ -1,29 +1,30 @@
 """Snapshot reads that decode a message only when it is read (``load_span(..., lazy=True)``).
 
-A snapshot read builds every message (``_fast``, ~1.5 µs each), derives the
-indexes from them and checks them: at 45,000 messages most of a late
-``amber show --at``, which prints a hundred of them. A lazy read keeps each
-message's row as parsed and builds the state from a few key columns of the
-rows, pulled out in C (``map(itemgetter(k), rows)``): the id, session,
-type, status, turn, tool call id, the id a result answers and ``active``,
-which are all the indexes (``assemble_facts``) and the consistency checks
-need. The rows sit in the messages vector itself (``LazyMessages``, a
-pyrsistent ``PythonPVector``); a row is decoded, strictly as an eager read
-decodes it, the first time its position is read, and the message replaces
-it. A row that does not decode raises the eager read's ``CorruptRow`` (same
-text) when it is read, not when the state is loaded.
+An eager snapshot read builds every message (``_fast``, ~1.5 µs each),
+derives the indexes from them and checks them: most of a late ``amber show
+--at`` in a long session, which prints a hundred messages of 45,000. A lazy
+read parses each chunk as the eager one does, takes a few key columns of its
+rows while they are at hand (id, session, type, status, turn, the tool
+call's id, the call a result answers, ``active``: all that the indexes,
+``assemble_facts``, and the consistency checks need; ``Facts``), then drops
+the rows and keeps the chunk's stored bytes. The messages vector
+(``LazyMessages``, a pyrsistent ``PythonPVector``) holds, at each position
+not read yet, the chunk it is in; reading a position parses that chunk
+again and decodes its rows, strictly as the eager read does, and the message
+replaces the placeholder. A row that does not decode raises the eager read's
+``CorruptRow`` (same text) when it is read, not when the state is loaded;
+the other rows of its chunk still read.
 
 Vectors made from a lazy one (``append``, ``set``, an evolver: the reducer
-applying the events after a checkpoint) stay lazy and share its rows; every
-vector made from one load shares one cache, so a message read through any
-of them is the same object. A row only ever sits at the position it was
-loaded at (``delete`` and ``remove`` decode everything first), which is how
-a row is found in its chunk for an error.
+applying the events after a checkpoint) stay lazy and share its chunks, so a
+message read through any of them is the same object. A placeholder only
+ever sits at the position it was loaded at (``delete`` and ``remove``
+decode everything first), which is how its row is found in its chunk.
 
 Any doubt about the key columns (a row that is not a full row of the known
 fields, a value of the wrong type or unknown) and the read is eager
-instead, which names the problem. The checks ``check_consistent`` runs on
-every message are run on the columns (``key_problems``); should any of them
+instead, which names the problem. ``check_consistent``'s checks of every
+message are run on the key columns (``Facts.problems``); should one of them
 find something, every message is decoded and the full check names it.
 
 Lazy states are for read-only views (``amber show``): the runtime and
@@ -33,6 +34,7 @@ against a lazy state.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -48,53 +50,90 @@ from .._message import Message, MessageType, Status
 from .._state import SessionState, check_consistent
 from .._turn import Turn
 from ._assemble import FAST_STATES, assemble_facts
-from ._fast import FAST_MESSAGES, MESSAGE_FIELDS, decode_message_row
+from ._fast import FAST_MESSAGES, MESSAGE_FIELDS, decode_message_row, decode_message_rows
 
-__all__ = ["LazyMessages", "key_problems", "lazy_state"]
+__all__ = ["Facts", "LazyMessages"]
 
 _WIDTH = len(MESSAGE_FIELDS)
 _COLUMN = {name: itemgetter(MESSAGE_FIELDS.index(name)) for name in MESSAGE_FIELDS}
+_ID, _SESSION, _TYPE, _STATUS = (_COLUMN[n] for n in ("id", "session_id", "type", "status"))
+_TURN, _CALL_ID, _ACTIVE = (_COLUMN[n] for n in ("turn_id", "tool_call_id", "active"))
+_TOOL_CALL_AT = MESSAGE_FIELDS.index("tool_call")
 _STATUSES = {member.value: member for member in Status}
-_TYPES = {member.value: member for member in MessageType}
+_TYPES = frozenset(member.value for member in MessageType)
 _CALL = MessageType.TOOL_CALL.value
 _RESULT = MessageType.TOOL_RESULT.value
 _PENDING = Status.PENDING_AGENT.value
-_PROCESSING_VALUE = Status.PROCESSING.value
+_PROCESSING = Status.PROCESSING.value
 _STR = {str}
 _OPTIONAL_STR = {str, type(None)}
-_COLUMN_INDEX_TOOL_CALL = MESSAGE_FIELDS.index("tool_call")
 _Vector: Any = PythonPVector  # untyped: its trie internals are read below
 _node_for: Any = PythonPVector._node_for
 
 
-class _Rows:
-    """Decodes the rows of one lazy read (one cache for every vector made from it)."""
+class _Chunk:
+    """A chunk of a lazy read's messages: its stored bytes until a row of it is read."""
 
-    __slots__ = ("cache", "chunk_size", "corrupt")
+    __slots__ = ("body", "messages", "number", "reader")
 
-    def __init__(self, chunk_size: int, corrupt: Callable[[str], CorruptRow]) -> None:
-        self.cache: dict[int, Message] = {}
-        self.chunk_size = chunk_size
+    def __init__(self, reader: _Reader, number: int, body: object) -> None:
+        self.reader = reader
+        self.number = number
+        self.body: object = body
+        self.messages: list[Message | str] | None = None  # str: why that row is corrupt
+
+    def message(self, offset: int) -> Message:
+        messages = self.messages
+        if messages is None:
+            with self.reader.lock:  # one decoding, so every reader gets the same objects
+                messages = self.messages
+                if messages is None:
+                    messages = self.messages = self.reader.decode(self.body, self.number)
+                    self.body = None
+        found = messages[offset]
+        if type(found) is str:
+            raise self.reader.corrupt(found)
+        assert isinstance(found, Message)
+        return found
+
+
+class _Reader:
+    """What the chunks of one lazy read share: how to parse and name them."""
+
+    __slots__ = ("corrupt", "lock", "rows_of")
+
+    def __init__(
+        self, corrupt: Callable[[str], CorruptRow], rows_of: Callable[[object, str], list[Any]]
+    ) -> None:
         self.corrupt = corrupt
+        self.rows_of = rows_of
+        self.lock = threading.Lock()
 
-    def __call__(self, position: int, row: list[Any]) -> Message:
-        found = self.cache.get(position)
-        if found is not None:
-            return found
-        try:
-            message = decode_message_row(MESSAGE_FIELDS, row)
-        except DecodeError as exc:
-            number, index = divmod(position, self.chunk_size)
-            problem = str(exc).rstrip(".")
-            raise self.corrupt(f"messages chunk {number} item {index}: {problem}") from None
-        # Two threads decoding one row: both get the first one stored.
-        return self.cache.setdefault(position, message)
+    def decode(self, body: object, number: int) -> list[Message | str]:
+        rows = self.rows_of(body, f"messages chunk {number}")
+        fast: list[Any] | None = decode_message_rows(MESSAGE_FIELDS, rows)
+        if fast is not None:
+            return fast
+        decoded: list[Message | str] = []
+        for index, row in enumerate(rows):  # as the eager read does, naming the bad row
+            try:
+                decoded.append(decode_message_row(MESSAGE_FIELDS, row))
+            except DecodeError as exc:
+                problem = str(exc).rstrip(".")
+                decoded.append(f"messages chunk {number} item {index}: {problem}")
+        return decoded
 
 
-def _decode_leaf(rows: _Rows, leaf: list[Any], base: int) -> None:
+def _decoded(item: Any, position: int, chunk_size: int) -> Any:
+    if type(item) is _Chunk:
+        return item.message(position - item.number * chunk_size)
+    return item
+
+
+def _decode_leaf(leaf: list[Any], base: int, chunk_size: int) -> None:
     for offset, item in enumerate(leaf):
-        if type(item) is list:  # a row not decoded yet (a Message is never a list)
-            leaf[offset] = rows(base + offset, item)
+        if type(item) is _Chunk:
+            leaf[offset] = item.message(base + offset - item.number * chunk_size)
 
 
 class LazyMessages(_Vector):  # type: ignore[misc]
@@ -102,57 +141,58 @@ class LazyMessages(_Vector):  # type: ignore[misc]
 
     It is a pyrsistent ``PythonPVector`` and behaves as one: indexing, slicing,
     iteration, equality, ``append``/``set``/``evolver`` (which return lazy
-    vectors sharing its rows) and ``tolist`` (which decodes every row).
+    vectors sharing its chunks) and ``tolist`` (which decodes every row).
     """
 
-    __slots__ = ("_rows",)
-    _rows: _Rows | None
+    __slots__ = ("_chunk_size",)
+    _chunk_size: int  # 0: every item is decoded
 
     def __new__(
-        cls, count: int, shift: int, root: list[Any], tail: list[Any], rows: _Rows | None = None
+        cls, count: int, shift: int, root: list[Any], tail: list[Any], chunk_size: int = 0
     ) -> LazyMessages:
         self: LazyMessages = super().__new__(cls, count, shift, root, tail)
-        self._rows = rows
+        self._chunk_size = chunk_size
         return self
 
     @classmethod
-    def of_rows(cls, rows: list[Any], decode: _Rows) -> LazyMessages:
-        """A vector holding ``rows`` (undecoded) at positions 0, 1, 2 …"""
-        built: Any = _Vector(0, 5, [], []).extend(rows)
-        return cls(built._count, built._shift, built._root, built._tail, decode)
+    def of_items(cls, items: list[Any], chunk_size: int) -> LazyMessages:
+        """A vector of ``items`` (messages, or the ``_Chunk`` each position is in)."""
+        built: Any = _Vector(0, 5, [], []).extend(items)
+        return cls(built._count, built._shift, built._root, built._tail, chunk_size)
 
-    def _lazy(self, vector: Any) -> LazyMessages:
-        if self._rows is None or type(vector) is not _Vector:
-            return vector  # type: ignore[no-any-return]
-        return LazyMessages(vector._count, vector._shift, vector._root, vector._tail, self._rows)
+    def _lazy(self, vector: Any) -> Any:
+        if not self._chunk_size or type(vector) is not _Vector:
+            return vector
+        return LazyMessages(
+            vector._count, vector._shift, vector._root, vector._tail, self._chunk_size
+        )
 
     def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice) or self._rows is None:
+        if isinstance(index, slice) or not self._chunk_size:
             return super().__getitem__(index)
         if index < 0:
             index += self._count
         leaf = _node_for(self, index)
         item = leaf[index & BIT_MASK]
-        if type(item) is list:
-            item = leaf[index & BIT_MASK] = self._rows(index, item)
+        if type(item) is _Chunk:
+            item = leaf[index & BIT_MASK] = _decoded(item, index, self._chunk_size)
         return item
 
     @staticmethod
     def _node_for(pvector_like: Any, i: int) -> list[Any]:
         # Callers that read a leaf at a time (runtime._history) get it decoded.
         leaf: list[Any] = _node_for(pvector_like, i)
-        rows = getattr(pvector_like, "_rows", None)
-        if rows is not None:
-            _decode_leaf(rows, leaf, i & ~BIT_MASK)
+        chunk_size = getattr(pvector_like, "_chunk_size", 0)
+        if chunk_size:
+            _decode_leaf(leaf, i & ~BIT_MASK, chunk_size)
         return leaf
 
     def tolist(self) -> list[Any]:
         """Every message, each row decoded (once)."""
-        rows = self._rows
-        if rows is not None:
+        if self._chunk_size:
             for base in range(0, self._count, BIT_MASK + 1):
-                _decode_leaf(rows, _node_for(self, base), base)
-            self._rows = None  # this vector's items are all decoded now
+                _decode_leaf(_node_for(self, base), base, self._chunk_size)
+            self._chunk_size = 0  # this vector's items are all decoded now
         return super().tolist()  # type: ignore[no-any-return]
 
     def append(self, val: Any) -> Any:
@@ -171,30 +211,30 @@ class LazyMessages(_Vector):  # type: ignore[misc]
 class _Evolver(_Vector.Evolver):  # type: ignore[misc]
     """A lazy vector's evolver: reads decode, ``persistent()`` is lazy again."""
 
-    __slots__ = ("_lazy_rows",)
+    __slots__ = ("_lazy_chunk_size",)
 
     def __init__(self, vector: LazyMessages) -> None:
         super().__init__(vector)
-        self._lazy_rows = vector._rows
+        self._lazy_chunk_size = vector._chunk_size
 
     def __getitem__(self, index: Any) -> Any:
         item = super().__getitem__(index)
-        if type(item) is list and self._lazy_rows is not None:
+        if type(item) is _Chunk:
             position = index + len(self) if index < 0 else index
-            item = self._lazy_rows(position, item)
+            item = _decoded(item, position, self._lazy_chunk_size)
         return item
 
     def __delitem__(self, key: Any) -> None:
-        if self._lazy_rows is not None and self._orig_pvector:  # positions shift: decode all
+        if self._lazy_chunk_size and self._orig_pvector:  # positions shift: decode all first
             for base in range(0, self._count, BIT_MASK + 1):
-                _decode_leaf(self._lazy_rows, _node_for(self, base), base)
+                _decode_leaf(_node_for(self, base), base, self._lazy_chunk_size)
         super().__delitem__(key)
 
     def persistent(self) -> Any:
         result = super().persistent()
-        if self._lazy_rows is not None and type(result) is _Vector:
+        if self._lazy_chunk_size and type(result) is _Vector:
             result = LazyMessages(
-                result._count, result._shift, result._root, result._tail, self._lazy_rows
+                result._count, result._shift, result._root, result._tail, self._lazy_chunk_size
             )
             self._reset(result)
         return result
@@ -204,126 +244,150 @@ def _types_are(values: Iterable[object], allowed: set[Any]) -> bool:
     return set(map(type, values)) <= allowed
 
 
-def lazy_state(
-    *,
-    session_id: str,
-    seq: int,
-    updated_at: datetime | None,
-    rows: list[Any],
-    chunk_size: int,
-    corrupt: Callable[[str], CorruptRow],
-    turns: list[Turn],
-    audit: Iterable[AuditRow],
-) -> SessionState | None:
-    """The state a snapshot holds, its messages left as ``rows`` until read.
+class Facts:
+    """The key columns of a lazy read's message rows, chunk by chunk (module docstring)."""
 
-    ``rows`` are the messages' rows in ``MESSAGE_FIELDS`` order, every chunk's
-    in turn. None when a key column is in doubt: the caller then reads eagerly,
-    which names the problem.
-    """
-    if not (FAST_MESSAGES and FAST_STATES):
-        return None
-    if not _types_are(rows, {list}) or not set(map(len, rows)) <= {_WIDTH}:
-        return None
-    ids = list(map(_COLUMN["id"], rows))
-    statuses = list(map(_COLUMN["status"], rows))
-    types = list(map(_COLUMN["type"], rows))
-    active = list(map(_COLUMN["active"], rows))
-    tool_call_ids = list(map(_COLUMN["tool_call_id"], rows))
-    try:
-        counted = Counter(statuses)
-        counts = {_STATUSES[value]: count for value, count in counted.items()}
-        if not set(types) <= _TYPES.keys():
-            return None
-    except (KeyError, TypeError):  # TypeError: an unhashable value
-        return None
-    if (
-        not _types_are(ids, _STR)
-        or not _types_are(map(_COLUMN["session_id"], rows), _STR)
-        or not _types_are(map(_COLUMN["turn_id"], rows), _OPTIONAL_STR)
-        or not _types_are(active, {bool})
-        or not _types_are(tool_call_ids, _OPTIONAL_STR)
-    ):
-        return None
-    calls: dict[str, str] = {}
-    for position in [p for p, kind in enumerate(types) if kind == _CALL]:
-        call = rows[position][_COLUMN_INDEX_TOOL_CALL]
-        if type(call) is not dict or type(call.get("id")) is not str:
-            return None
-        calls[call["id"]] = ids[position]
-    results: dict[str, str] = {}
-    for position in [p for p, kind in enumerate(types) if kind == _RESULT]:
-        call_id = tool_call_ids[position]
-        if call_id is None:
-            return None
-        results[call_id] = ids[position]
-    queued = {
-        ids[position]: position
-        for position, status in enumerate(statuses)
-        if status == _PENDING and active[position]
-    }
-    state = assemble_facts(
-        session_id=session_id,
-        seq=seq,
-        updated_at=updated_at,
-        messages=_as_vector(LazyMessages.of_rows(rows, _Rows(chunk_size, corrupt))),
-        ids=ids,
-        counts=counts,
-        queued=queued,
-        tool_calls=calls,
-        tool_results=results,
-        turns=turns,
-        audit=audit,
-    )
-    return None if "" in state.index else state  # an empty id: the eager read says so
+    def __init__(
+        self,
+        session_id: str,
+        chunk_size: int,
+        corrupt: Callable[[str], CorruptRow],
+        rows_of: Callable[[object, str], list[Any]],
+    ) -> None:
+        """``rows_of(body, what)``: a chunk's rows from its stored bytes (``CorruptRow``
+        naming ``what`` if they do not parse)."""
+        self.session_id = session_id
+        self.chunk_size = chunk_size
+        self.reader = _Reader(corrupt, rows_of)
+        self.items: list[Any] = []  # a _Chunk per position
+        self.ids: list[str] = []
+        self.statuses: Counter[str] = Counter()
+        self.queued: dict[str, int] = {}
+        self.processing: list[str] = []
+        self.calls: dict[str, str] = {}  # call id -> the message's id
+        self.call_turns: dict[str, str | None] = {}  # a call message's id -> its turn
+        self.results: dict[str, str] = {}  # answered call id -> the result's id
+        self.answers: list[tuple[str, str | None]] = []  # each result's call id and turn
+        self.turn_ids: set[str | None] = set()
+        self.own = 0  # messages of this session
+        self.first_own: int | None = None  # the position of the first of them
 
+    @staticmethod
+    def usable() -> bool:
+        """Whether this Amber's ``Message`` and ``SessionState`` are those this module knows."""
+        return FAST_MESSAGES and FAST_STATES
 
-def _as_vector(messages: LazyMessages) -> PVector[Message]:
-    vector: PVector[Message] = messages  # a PythonPVector, which pyrsistent leaves untyped
-    return vector
-
-
-def key_problems(state: SessionState, rows: list[Any]) -> list[str]:
-    """``check_consistent(state)`` for a lazy state, from its rows' key columns.
-
-    The checks of every message run on the columns (in C where they can); only
-    if one finds something is every message decoded, to let ``check_consistent``
-    name each problem as an eager read does.
-    """
-    problems = check_consistent(state, messages=False)
-    if _suspect(state, rows):
-        state.messages.tolist()  # a row that does not decode raises here
-        return check_consistent(state)
-    return problems
-
-
-def _suspect(state: SessionState, rows: list[Any]) -> bool:
-    """Whether ``check_consistent``'s checks of the messages could find a problem."""
-    ids = state.index
-    if len(ids) != len(rows):
-        return True  # ids repeat: check_consistent says so
-    session_ids = list(map(_COLUMN["session_id"], rows))
-    own = session_ids.count(state.session_id)
-    if own and own != len(session_ids) - session_ids.index(state.session_id):
-        return True  # a message of another session after one of this session's
-    active_turn = state.active_turn
-    claimed = set(active_turn.input_ids) if active_turn is not None else set()
-    statuses = list(map(_COLUMN["status"], rows))
-    wanted = _PROCESSING_VALUE
-    processing = {rows[p][0] for p, status in enumerate(statuses) if status == wanted}
-    if processing != {c for c in claimed if c in ids}:
-        return True  # processing messages that are not the active turn's inputs, or back
-    turn_ids = set(map(_COLUMN["turn_id"], rows))
-    turn_ids.discard(None)
-    known = set(state.turns.keys())
-    if active_turn is not None:
-        known.add(active_turn.id)
-    if not turn_ids <= known:
+    def add(self, number: int, body: object, rows: list[Any]) -> bool:
+        """Take the key columns of chunk ``number`` (rows in ``MESSAGE_FIELDS`` order);
+        False if any is in doubt (then read eagerly)."""
+        if not _types_are(rows, {list}) or not set(map(len, rows)) <= {_WIDTH}:
+            return False
+        # One pass per column, in C, most of them without a list; the positions of the few
+        # rows that need more (inputs, calls, results) only where there are any.
+        ids = list(map(_ID, rows))
+        try:
+            statuses = Counter(map(_STATUS, rows))
+            types = set(map(_TYPE, rows))
+            sessions = Counter(map(_SESSION, rows))
+            turns = set(map(_TURN, rows))
+        except TypeError:  # an unhashable value
+            return False
+        if (
+            not statuses.keys() <= _STATUSES.keys()
+            or not types <= _TYPES
+            or not _types_are(ids, _STR)
+            or not _types_are(sessions, _STR)
+            or not _types_are(turns, _OPTIONAL_STR)
+        ):
+            return False
+        base = len(self.ids)
+        own = sessions[self.session_id]
+        if own:
+            self.own += own
+            if self.first_own is None:
+                self.first_own = base + list(map(_SESSION, rows)).index(self.session_id)
+        self.statuses.update(statuses)
+        self.turn_ids |= turns
+        if _PENDING in statuses or _PROCESSING in statuses:
+            for offset, status in enumerate(map(_STATUS, rows)):
+                if status == _PENDING:
+                    active = _ACTIVE(rows[offset])
+                    if type(active) is not bool:
+                        return False
+                    if active:
+                        self.queued[ids[offset]] = base + offset
+                elif status == _PROCESSING:
+                    self.processing.append(ids[offset])
+        if _CALL in types or _RESULT in types:
+            for offset, kind in enumerate(map(_TYPE, rows)):
+                if kind == _CALL:
+                    call = rows[offset][_TOOL_CALL_AT]
+                    if type(call) is not dict or type(call.get("id")) is not str:
+                        return False
+                    self.calls[call["id"]] = ids[offset]
+                    self.call_turns[ids[offset]] = _TURN(rows[offset])
+                elif kind == _RESULT:
+                    call_id = _CALL_ID(rows[offset])
+                    if type(call_id) is not str:
+                        return False
+                    self.results[call_id] = ids[offset]
+                    self.answers.append((call_id, _TURN(rows[offset])))
+        self.ids += ids
+        self.items += [_Chunk(self.reader, number, body)] * len(rows)
         return True
-    turn_of = _COLUMN["turn_id"]
-    for call_id, result_id in state.tool_results.items():
-        call = state.tool_calls.get(call_id)
-        if call is None or turn_of(rows[ids[call]]) != turn_of(rows[ids[result_id]]):
-            return True
-    # Two results answering one call: the map keeps one; count them.
-    return len(state.tool_results) != list(map(_COLUMN["type"], rows)).count(_RESULT)
+
+    def state(
+        self,
+        *,
+        seq: int,
+        updated_at: datetime | None,
+        turns: list[Turn],
+        audit: Iterable[AuditRow],
+    ) -> SessionState | None:
+        """The state, its messages undecoded; None if the key columns are in doubt."""
+        messages: PVector[Message] = LazyMessages.of_items(self.items, self.chunk_size)
+        state = assemble_facts(
+            session_id=self.session_id,
+            seq=seq,
+            updated_at=updated_at,
+            messages=messages,
+            ids=self.ids,
+            counts={_STATUSES[value]: count for value, count in self.statuses.items()},
+            queued=self.queued,
+            tool_calls=self.calls,
+            tool_results=self.results,
+            turns=turns,
+            audit=audit,
+        )
+        return None if "" in state.index else state  # an empty id: the eager read says so
+
+    def problems(self, state: SessionState) -> list[str]:
+        """``check_consistent(state)``, its checks of every message run on the key columns.
+
+        Only if one of them finds something is every message decoded, for
+        ``check_consistent`` to name each problem as an eager read does.
+        """
+        if self._suspect(state):
+            state.messages.tolist()  # a row that does not decode raises here
+            return check_consistent(state)
+        return check_consistent(state, messages=False)
+
+    def _suspect(self, state: SessionState) -> bool:
+        index = state.index
+        if len(index) != len(self.ids):
+            return True  # ids repeat
+        if self.own and self.own != len(self.ids) - (self.first_own or 0):
+            return True  # a message of another session after one of this session's
+        turn = state.active_turn
+        claimed = set(turn.input_ids) if turn is not None else set()
+        if set(self.processing) != {c for c in claimed if c in index}:
+            return True  # a processing message the active turn does not claim, or back
+        known = set(state.turns.keys()) | ({turn.id} if turn is not None else set())
+        if not self.turn_ids - {None} <= known:
+            return True  # a message names an unknown turn
+        calls, call_turns = self.calls, self.call_turns
+        for call_id, turn_id in self.answers:
+            message_id = calls.get(call_id)
+            if message_id is None or call_turns[message_id] != turn_id:
+                return True  # a result answers no known call, or one of another turn
+        return False

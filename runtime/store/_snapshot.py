@@ -46,7 +46,7 @@ from ._fast import (
     decode_turn_row,
     decode_turn_rows,
 )
-from ._lazy import key_problems, lazy_state
+from ._lazy import Facts
 from ._rowcodec import message_values
 
 __all__ = ["PARTS", "Refs", "SnapshotPlan", "decode_snapshot", "pack_chunk", "plan_snapshot"]
@@ -346,7 +346,14 @@ def decode_snapshot(
         raise corrupt(f"updated_at is not a timestamp: {data['updated_at']!r}") from None
     refs: Refs = {}
     items: dict[str, list[Any]] = {}
-    rows_of: list[Any] | None = [] if lazy else None  # the message rows, kept undecoded
+    facts = None  # a lazy read: the key columns of the messages, not the messages
+    if lazy and Facts.usable():
+
+        def rows_of(body: object, what: str) -> list[Any]:  # parsed before: it parses again
+            rows: list[Any] = _loads(_unpack(body, corrupt, what), corrupt, what)["rows"]
+            return rows
+
+        facts = Facts(session_id, size, corrupt, rows_of)
     for part in PARTS:
         versions = data[part]
         if type(versions) is not list or any(
@@ -378,11 +385,11 @@ def decode_snapshot(
                 raise corrupt(f"{part} chunk {number} must hold 1 to {size} rows")
             if number < len(versions) - 1 and len(rows) != size:
                 raise corrupt(f"{part} chunk {number} holds {len(rows)} rows, expected {size}")
-            if part == "messages" and rows_of is not None:
-                if fields == MESSAGE_FIELDS:
-                    rows_of += rows
+            if part == "messages" and facts is not None:
+                if fields == MESSAGE_FIELDS and facts.add(number, text, rows):
                     continue
-                return decode_snapshot(  # rows of other fields (an older Amber's): eagerly
+                # Other fields (an older Amber's), or a key column in doubt: eagerly.
+                return decode_snapshot(
                     session_id, seq, record, read_chunk, digest=digest, event_hash=event_hash
                 )
             decoded = _ROWS[part](fields, rows)
@@ -398,22 +405,15 @@ def decode_snapshot(
             values += decoded
         items[part] = values
     state = None
-    if rows_of is not None:
-        state = lazy_state(
-            session_id=session_id,
-            seq=seq,
-            updated_at=updated_at,
-            rows=rows_of,
-            chunk_size=size,
-            corrupt=corrupt,
-            turns=items["turns"],
-            audit=items["audit"],
+    if facts is not None:
+        state = facts.state(
+            seq=seq, updated_at=updated_at, turns=items["turns"], audit=items["audit"]
         )
         if state is None:  # a key column in doubt: the eager read names the problem
             return decode_snapshot(
                 session_id, seq, record, read_chunk, digest=digest, event_hash=event_hash
             )
-        problems = key_problems(state, rows_of)
+        problems = facts.problems(state)
     else:
         state = assemble_state(
             session_id=session_id,
