@@ -335,6 +335,7 @@ def head_seq(store: Store, session_id: str, db: str) -> int:
 )
 @db_option()
 @json_option
+@no_gc()  # one command, then exit: no collection walks the state it loads (~30 ms at 45,000)
 def show(
     session: str,
     at_seq: int,
