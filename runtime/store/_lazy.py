@@ -38,6 +38,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from itertools import compress
 from operator import itemgetter
 from typing import Any
 
@@ -282,56 +283,56 @@ class Facts:
         False if any is in doubt (then read eagerly)."""
         if not _types_are(rows, {list}) or not set(map(len, rows)) <= {_WIDTH}:
             return False
-        # One pass per column, in C, most of them without a list; the positions of the few
-        # rows that need more (inputs, calls, results) only where there are any.
+        # A pass per column, in C; the few rows that need more (inputs, calls, results)
+        # picked out in C too (compress), where there are any.
         ids = list(map(_ID, rows))
+        statuses = list(map(_STATUS, rows))
+        types = list(map(_TYPE, rows))
         try:
-            statuses = Counter(map(_STATUS, rows))
-            types = set(map(_TYPE, rows))
-            sessions = Counter(map(_SESSION, rows))
-            turns = set(map(_TURN, rows))
+            status_set, type_set = set(statuses), set(types)
+            sessions, turns = set(map(_SESSION, rows)), set(map(_TURN, rows))
         except TypeError:  # an unhashable value
             return False
         if (
-            not statuses.keys() <= _STATUSES.keys()
-            or not types <= _TYPES
+            not status_set <= _STATUSES.keys()
+            or not type_set <= _TYPES
             or not _types_are(ids, _STR)
             or not _types_are(sessions, _STR)
             or not _types_are(turns, _OPTIONAL_STR)
         ):
             return False
         base = len(self.ids)
-        own = sessions[self.session_id]
-        if own:
-            self.own += own
+        if self.session_id in sessions:
+            column = list(map(_SESSION, rows)) if len(sessions) > 1 else None
+            self.own += len(rows) if column is None else column.count(self.session_id)
             if self.first_own is None:
-                self.first_own = base + list(map(_SESSION, rows)).index(self.session_id)
-        self.statuses.update(statuses)
+                self.first_own = base + (0 if column is None else column.index(self.session_id))
+        for value in status_set:
+            self.statuses[value] += statuses.count(value)
         self.turn_ids |= turns
-        if _PENDING in statuses or _PROCESSING in statuses:
-            for offset, status in enumerate(map(_STATUS, rows)):
-                if status == _PENDING:
-                    active = _ACTIVE(rows[offset])
-                    if type(active) is not bool:
-                        return False
-                    if active:
-                        self.queued[ids[offset]] = base + offset
-                elif status == _PROCESSING:
-                    self.processing.append(ids[offset])
-        if _CALL in types or _RESULT in types:
-            for offset, kind in enumerate(map(_TYPE, rows)):
-                if kind == _CALL:
-                    call = rows[offset][_TOOL_CALL_AT]
-                    if type(call) is not dict or type(call.get("id")) is not str:
-                        return False
-                    self.calls[call["id"]] = ids[offset]
-                    self.call_turns[ids[offset]] = _TURN(rows[offset])
-                elif kind == _RESULT:
-                    call_id = _CALL_ID(rows[offset])
-                    if type(call_id) is not str:
-                        return False
-                    self.results[call_id] = ids[offset]
-                    self.answers.append((call_id, _TURN(rows[offset])))
+        if _PENDING in status_set:
+            for offset in compress(range(len(rows)), map(_PENDING.__eq__, statuses)):
+                active = _ACTIVE(rows[offset])
+                if type(active) is not bool:
+                    return False
+                if active:
+                    self.queued[ids[offset]] = base + offset
+        if _PROCESSING in status_set:
+            self.processing += compress(ids, map(_PROCESSING.__eq__, statuses))
+        if _CALL in type_set:
+            for row in compress(rows, map(_CALL.__eq__, types)):
+                call = row[_TOOL_CALL_AT]
+                if type(call) is not dict or type(call.get("id")) is not str:
+                    return False
+                self.calls[call["id"]] = _ID(row)
+                self.call_turns[_ID(row)] = _TURN(row)
+        if _RESULT in type_set:
+            for row in compress(rows, map(_RESULT.__eq__, types)):
+                call_id = _CALL_ID(row)
+                if type(call_id) is not str:
+                    return False
+                self.results[call_id] = _ID(row)
+                self.answers.append((call_id, _TURN(row)))
         self.ids += ids
         self.items += [_Chunk(self.reader, number, body)] * len(rows)
         return True
