@@ -34,7 +34,6 @@ against a lazy state.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -86,11 +85,10 @@ class _Chunk:
     def message(self, offset: int) -> Message:
         messages = self.messages
         if messages is None:
-            with self.reader.lock:  # one decoding, so every reader gets the same objects
-                messages = self.messages
-                if messages is None:
-                    messages = self.messages = self.reader.decode(self.body, self.number)
-                    self.body = None
+            decoded = self.reader.decode(self.body, self.number)
+            # Two threads decoding one chunk: both keep the first one stored (setdefault is
+            # atomic), so every reader gets the same objects.
+            messages = self.messages = self.reader.decoded.setdefault(self.number, decoded)
         found = messages[offset]
         if type(found) is str:
             raise self.reader.corrupt(found)
@@ -101,14 +99,14 @@ class _Chunk:
 class _Reader:
     """What the chunks of one lazy read share: how to parse and name them."""
 
-    __slots__ = ("corrupt", "lock", "rows_of")
+    __slots__ = ("corrupt", "decoded", "rows_of")
 
     def __init__(
         self, corrupt: Callable[[str], CorruptRow], rows_of: Callable[[object, str], list[Any]]
     ) -> None:
         self.corrupt = corrupt
         self.rows_of = rows_of
-        self.lock = threading.Lock()
+        self.decoded: dict[int, list[Message | str]] = {}  # by chunk number
 
     def decode(self, body: object, number: int) -> list[Message | str]:
         rows = self.rows_of(body, f"messages chunk {number}")
