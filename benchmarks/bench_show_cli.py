@@ -53,7 +53,11 @@ def _env(checkout: Path) -> dict[str, str]:
 
 def _wall(args: list[str], env: dict[str, str]) -> float:
     began = time.perf_counter()
-    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc:
+    # From a neutral folder: `python -c` puts the working directory first on sys.path, so run
+    # from a checkout it would import that checkout whatever PYTHONPATH says.
+    with subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tempfile.gettempdir()
+    ) as proc:
         _, err = proc.communicate()
     elapsed = time.perf_counter() - began
     if proc.returncode != 0:
@@ -91,12 +95,14 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="time show --json as well")
     parser.add_argument("--baseline", type=Path, help="another checkout to time beside this one")
     args = parser.parse_args()
+    args.db = args.db.resolve()
     _ensure(args.db)
     head = _head(args.db)
     default = [10, head // 2, -1] if args.quick else [10, 49_100, head // 2, 75_000, -1]
     seqs = [head + 1 + s if s < 0 else s for s in (args.at or default)]
     repeats = args.repeats or (3 if args.quick else 7)
-    checkouts = {"branch": ROOT, **({"baseline": args.baseline} if args.baseline else {})}
+    baseline = {"baseline": args.baseline.resolve()} if args.baseline else {}
+    checkouts = {"branch": ROOT, **baseline}
     envs = {name: _env(path) for name, path in checkouts.items()}
     cases: dict[tuple[str, str], list[str]] = {}
     for name in checkouts:
