@@ -106,6 +106,29 @@ class TestLazyEqualsEager:
                 _same(lazy.at(seq), eager.at(seq))
                 assert eager.at(seq) == full.at(seq)
 
+    @settings(
+        max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        log=session_events(max_steps=40, rich=True),
+        every=st.integers(min_value=1, max_value=6),
+        ends=st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)),
+    )
+    def test_on_postgres(
+        self, open_pg: Any, log: list[Event], every: int, ends: tuple[int, int]
+    ) -> None:
+        """PostgreSQL's lazy spans (bytea chunks, checkpoints) equal its eager ones."""
+        first, last = sorted(end % (len(log) + 1) for end in ends)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(checkpoints, "CHECKPOINT_EVERY", 5)
+            store = open_pg(snapshot_every=every, chunk_size=2)
+            for start in range(0, len(log), 3):
+                store.append(log[start : start + 3])
+        lazy = store.load_span("s", first, last, lazy=True)
+        eager = store.load_span("s", first, last)
+        for seq in range(first, last + 1):
+            _same(lazy.at(seq), eager.at(seq))
+
 
 def _store(open_store: OpenStore, steps: int = 24, **options: Any) -> SQLiteStore:
     store = open_store(snapshot_every=10, chunk_size=4, **options)
