@@ -335,6 +335,7 @@ def head_seq(store: Store, session_id: str, db: str) -> int:
 )
 @db_option()
 @json_option
+@no_gc()  # one command, then exit: no collection walks the state it loads (~30 ms at 45,000)
 def show(
     session: str,
     at_seq: int,
@@ -372,11 +373,16 @@ def show(
         # (one load, rather than the stored state at seq and then the one before).
         printed = not as_json and message_id is None
         first = seq - 1 if printed and isinstance(event, TurnEnded) else seq
-        line = store.load_span(session, first, seq)
+        # The text state view and --message read a few messages of a long state: decode
+        # only those (lazy). --json, the other views and diff read every one.
+        lazy = message_id is not None or (printed and view == "state")
+        line = store.load_span(session, first, seq, lazy=lazy)
         state = line.at(seq)
         before = line.at(seq - 1) if line.first_seq < seq else state
         head: SessionState | None = line.head if line.last_seq == last else None
-        if head is None and (message_id is not None or view in PROVIDERS):
+        if head is None and message_id is not None:
+            head = store.load_span(session, last, last, lazy=True).head
+        elif head is None and view in PROVIDERS:
             head = store.load_state(session)
     if message_id is not None:
         assert head is not None

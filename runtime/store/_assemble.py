@@ -15,12 +15,13 @@ module does not know, it defers to ``build_state`` altogether.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from operator import attrgetter
 
 import attrs
 from immutables import Map
+from pyrsistent.typing import PVector
 
 from .._audit import AuditRow
 from .._message import Message, MessageType, Status
@@ -28,7 +29,7 @@ from .._positions import InputQueue, MessageIndex
 from .._state import STATUS_ORDER, SessionState, build_state, new_vector
 from .._turn import Turn
 
-__all__ = ["FAST_STATES", "assemble_state"]
+__all__ = ["FAST_STATES", "assemble_facts", "assemble_state"]
 
 _KNOWN_FIELDS = (
     "session_id", "seq", "updated_at", "messages", "index", "queued", "turns", "active_turn",
@@ -63,12 +64,8 @@ def assemble_state(
             turns=turns,
             audit=audit,
         )
-    without_messages = build_state(
-        session_id=session_id, seq=seq, updated_at=updated_at, messages=(), turns=turns, audit=audit
-    )
     ids = list(map(_ID, messages))
     statuses = list(map(_STATUS, messages))
-    counted = Counter(statuses)
     queued = {
         ids[position]: position
         for position, status in enumerate(statuses)
@@ -82,12 +79,53 @@ def assemble_state(
         for m in messages
         if m.type is _TOOL_RESULT and m.tool_call_id is not None
     }
+    return assemble_facts(
+        session_id=session_id,
+        seq=seq,
+        updated_at=updated_at,
+        messages=new_vector(messages),
+        ids=ids,
+        counts=Counter(statuses),
+        queued=queued,
+        tool_calls=calls,
+        tool_results=results,
+        turns=turns,
+        audit=audit,
+    )
+
+
+def assemble_facts(
+    *,
+    session_id: str,
+    seq: int,
+    updated_at: datetime | None,
+    messages: PVector[Message],
+    ids: list[str],
+    counts: Mapping[Status, int],
+    queued: dict[str, int],
+    tool_calls: dict[str, str],
+    tool_results: dict[str, str],
+    turns: list[Turn],
+    audit: Iterable[AuditRow] = (),
+) -> SessionState:
+    """The state of ``messages`` with its indexes made from these facts of them.
+
+    ``ids`` are the messages', position by position; ``counts`` how many have
+    each status (a status left out: none); ``queued``
+    the pending active inputs (id -> position); ``tool_calls`` call id -> message
+    id; ``tool_results`` answered call id -> result id. A lazy snapshot read
+    (``_lazy``) takes them from its rows' key columns without building a message.
+    Only for a ``SessionState`` this module knows (``FAST_STATES``).
+    """
+    without_messages = build_state(
+        session_id=session_id, seq=seq, updated_at=updated_at, messages=(), turns=turns, audit=audit
+    )
     return attrs.evolve(
         without_messages,
-        messages=new_vector(messages),
+        messages=messages,
         index=MessageIndex(ids),
         queued=InputQueue(queued),
-        tool_calls=Map(calls),
-        tool_results=Map(results),
-        counts=tuple(counted[status] for status in STATUS_ORDER),
+        tool_calls=Map(tool_calls),
+        tool_results=Map(tool_results),
+        counts=tuple(counts.get(status, 0) for status in STATUS_ORDER),
     )

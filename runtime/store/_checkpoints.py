@@ -118,7 +118,7 @@ def nearest(db: Db, session_id: str, seq: int) -> int | None:
 
 
 def read_checkpoint(
-    db: Db, session_id: str, seq: int, event_hash: str | None
+    db: Db, session_id: str, seq: int, event_hash: str | None, *, lazy: bool = False
 ) -> tuple[SessionState, str]:
     """The state the checkpoint at ``seq`` holds and the chain hash it was built at.
 
@@ -165,6 +165,6 @@ def read_checkpoint(
         return None if old is None else (old[0], old[1], old[2])
 
     state, _, _, chain = decode_snapshot(
-        session_id, seq, record, read_chunk, digest=record_digest, event_hash=event_hash
+        session_id, seq, record, read_chunk, digest=record_digest, event_hash=event_hash, lazy=lazy
     )
     return state, chain

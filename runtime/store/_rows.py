@@ -202,7 +202,7 @@ def replay_rows(
 
 
 def read_snapshot(
-    db: Db, session_id: str, chunk_size: int
+    db: Db, session_id: str, chunk_size: int, *, lazy: bool = False
 ) -> tuple[SessionState, Refs | None, str | None]:
     """The session's snapshot state (empty if none), its chunk versions and its chain hash.
 
@@ -246,6 +246,7 @@ def read_snapshot(
         lambda part, number: chunks.get((part, number)),
         digest=record_digest,
         event_hash=event_hash,
+        lazy=lazy,
     )
     return state, (refs if written_with == chunk_size else None), chain
 

@@ -46,6 +46,7 @@ from ._fast import (
     decode_turn_row,
     decode_turn_rows,
 )
+from ._lazy import Facts
 from ._rowcodec import message_values
 
 __all__ = ["PARTS", "Refs", "SnapshotPlan", "decode_snapshot", "pack_chunk", "plan_snapshot"]
@@ -284,6 +285,7 @@ def decode_snapshot(
     *,
     digest: object,
     event_hash: str | None,
+    lazy: bool = False,
 ) -> tuple[SessionState, Refs, int, str]:
     """Rebuild the state a snapshot holds.
 
@@ -295,6 +297,8 @@ def decode_snapshot(
         digest: the digest stored with the record.
         event_hash: the chain's hash stored with the event at ``seq`` (None: the
             log does not reach ``seq``).
+        lazy: leave each message undecoded until it is read (``_lazy``); a row
+            that does not decode then raises its ``CorruptRow`` when read.
 
     Returns:
         The state at ``seq``, the snapshot's chunk versions, its chunk size and
@@ -342,6 +346,14 @@ def decode_snapshot(
         raise corrupt(f"updated_at is not a timestamp: {data['updated_at']!r}") from None
     refs: Refs = {}
     items: dict[str, list[Any]] = {}
+    facts = None  # a lazy read: the key columns of the messages, not the messages
+    if lazy and Facts.usable():
+
+        def rows_of(body: object, what: str) -> list[Any]:  # parsed before: it parses again
+            rows: list[Any] = _loads(_unpack(body, corrupt, what), corrupt, what)["rows"]
+            return rows
+
+        facts = Facts(session_id, size, corrupt, rows_of)
     for part in PARTS:
         versions = data[part]
         if type(versions) is not list or any(
@@ -373,6 +385,13 @@ def decode_snapshot(
                 raise corrupt(f"{part} chunk {number} must hold 1 to {size} rows")
             if number < len(versions) - 1 and len(rows) != size:
                 raise corrupt(f"{part} chunk {number} holds {len(rows)} rows, expected {size}")
+            if part == "messages" and facts is not None:
+                if fields == MESSAGE_FIELDS and facts.add(number, text, rows):
+                    continue
+                # Other fields (an older Amber's), or a key column in doubt: eagerly.
+                return decode_snapshot(
+                    session_id, seq, record, read_chunk, digest=digest, event_hash=event_hash
+                )
             decoded = _ROWS[part](fields, rows)
             if decoded is None:  # some row needs a closer look: one by one
                 decode = _ROW[part]
@@ -385,15 +404,26 @@ def decode_snapshot(
                         raise corrupt(f"{part} chunk {number} item {index}: {problem}") from None
             values += decoded
         items[part] = values
-    state = assemble_state(
-        session_id=session_id,
-        seq=seq,
-        updated_at=updated_at,
-        messages=items["messages"],
-        turns=items["turns"],
-        audit=items["audit"],
-    )
-    problems = check_consistent(state)
+    state = None
+    if facts is not None:
+        state = facts.state(
+            seq=seq, updated_at=updated_at, turns=items["turns"], audit=items["audit"]
+        )
+        if state is None:  # a key column in doubt: the eager read names the problem
+            return decode_snapshot(
+                session_id, seq, record, read_chunk, digest=digest, event_hash=event_hash
+            )
+        problems = facts.problems(state)
+    else:
+        state = assemble_state(
+            session_id=session_id,
+            seq=seq,
+            updated_at=updated_at,
+            messages=items["messages"],
+            turns=items["turns"],
+            audit=items["audit"],
+        )
+        problems = check_consistent(state)
     if list(state.counts) != data["counts"]:
         problems.append(f"counts {data['counts']!r} do not match the messages {list(state.counts)}")
     if problems:

@@ -77,7 +77,7 @@ def check_span(first: object, last: object, head: int) -> tuple[int, int]:
 
 
 def _base(
-    db: Db, session_id: str, chunk_size: int, seq: int
+    db: Db, session_id: str, chunk_size: int, seq: int, *, lazy: bool = False
 ) -> tuple[SessionState, str]:
     """The nearest stored state at or before ``seq`` (the latest snapshot, a checkpoint, or
     the session's start) and the chain's hash there."""
@@ -85,11 +85,11 @@ def _base(
     latest = row[0] if row is not None and type(row[0]) is int and 0 < row[0] <= seq else 0
     kept = nearest(db, session_id, seq) or 0
     if latest and latest >= kept:
-        state, _, chain = read_snapshot(db, session_id, chunk_size)
+        state, _, chain = read_snapshot(db, session_id, chunk_size, lazy=lazy)
         if chain is not None and state.seq <= seq:
             return state, chain
     if kept:
-        return read_checkpoint(db, session_id, kept, chain_at(db, session_id, kept))
+        return read_checkpoint(db, session_id, kept, chain_at(db, session_id, kept), lazy=lazy)
     return SessionState.empty(session_id), chain_at(db, session_id, 0)
 
 
@@ -115,11 +115,12 @@ def _gap(session_id: str, reached: int, last: int) -> CorruptRow:
 
 
 def load_span(
-    db: Db, session_id: str, chunk_size: int, first: int, last: int
+    db: Db, session_id: str, chunk_size: int, first: int, last: int, *, lazy: bool = False
 ) -> Timeline:
     """A timeline reaching every state from ``first`` to ``last`` (its ``first_seq`` is the
-    nearest stored state at or before ``first``), checked from there by the hash chain."""
-    base, chain = _base(db, session_id, chunk_size, first)
+    nearest stored state at or before ``first``), checked from there by the hash chain;
+    ``lazy``: the stored state's messages are decoded when read (``_lazy``)."""
+    base, chain = _base(db, session_id, chunk_size, first, lazy=lazy)
     check = ChainCheck(session_id, chain)
     events: list[Event] = []
     states: list[SessionState] = []
@@ -160,11 +161,19 @@ class TimeTravel:
     def _head_seq(self, db: Db, session_id: str) -> int:
         raise NotImplementedError
 
-    def load_span(self, session_id: str, first: int, last: int | None = None) -> Timeline:
+    def load_span(
+        self, session_id: str, first: int, last: int | None = None, *, lazy: bool = False
+    ) -> Timeline:
         """A timeline that reaches every state from seq ``first`` to ``last`` (the head by
         default), replayed from the nearest stored state at or before ``first`` (the latest
         snapshot, or the session's start): it costs the distance from there, not the
         session's length. Its ``first_seq`` is that stored state's seq.
+
+        ``lazy=True`` leaves the stored state's messages undecoded until each is
+        read (a view that prints a few of a long session's messages, as ``amber
+        show`` does): the states behave as eagerly loaded ones, and a message
+        whose stored row is damaged raises ``CorruptRow`` when it is read rather
+        than here. The default reads every message now.
 
         Raises:
             UnknownSession: the store has no such session.
@@ -175,7 +184,7 @@ class TimeTravel:
             head = self._head_seq(db, session_id)
             first, last = check_span(first, head if last is None else last, head)
             with bulk():
-                return load_span(db, session_id, self._chunk_size, first, last)
+                return load_span(db, session_id, self._chunk_size, first, last, lazy=lazy)
 
     def event(self, session_id: str, seq: int) -> Event:
         """The event at ``seq``, read alone: ``events(session_id, after=seq - 1)[0]`` without

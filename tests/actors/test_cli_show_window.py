@@ -201,3 +201,45 @@ def test_show_at_a_stored_state_prints_what_a_replay_from_the_start_prints(
     assert outputs[0].output == outputs[1].output
     if seq == 9 and not as_json:
         assert "Event: ■ t2 ends processed; 1 input → processed" in outputs[0].output
+
+
+@pytest.mark.parametrize(
+    ("options", "lazy"),
+    [
+        ((), True),
+        (("--all",), True),
+        (("--message", "u3"), True),
+        (("--message", "u205"), True),  # added later: the head is read too
+        (("--json",), False),
+        (("--view", "history"), False),
+    ],
+)
+def test_show_reads_lazily_only_for_the_text_state_and_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: tuple[str, ...], lazy: bool
+) -> None:
+    """The text state view and --message load the stored state lazily (decoding only the
+    messages they print); --json and the other views read every message, eagerly. The
+    output is the eager load's, byte for byte."""
+    db = tmp_path / "s.db"
+    with SQLiteStore(db, snapshot_every=100) as store:
+        store.append(_events(TURNS, touch="u3"))
+    seq = 3 * 205 + 1 if "u205" not in options else 3 * 100
+    args = ("show", "long", "--at", seq, *options, "--db", db)
+    loads: list[bool] = []
+    load_span = SQLiteStore.load_span
+
+    def spy(self: SQLiteStore, *args: Any, lazy: bool = False, **kwargs: Any) -> Any:
+        loads.append(lazy)
+        return load_span(self, *args, lazy=lazy, **kwargs)
+
+    monkeypatch.setattr(SQLiteStore, "load_span", spy)
+    result = amber(*args)
+    assert loads
+    assert set(loads) == {lazy}
+
+    def eager(self: SQLiteStore, *args: Any, lazy: bool = False, **kwargs: Any) -> Any:
+        return load_span(self, *args, **kwargs)
+
+    monkeypatch.setattr(SQLiteStore, "load_span", eager)
+    assert result.output == amber(*args).output
+    assert (result.exit_code == 0) is ("u205" not in options)
