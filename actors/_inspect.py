@@ -34,6 +34,7 @@ from textual.worker import get_current_worker
 from runtime import (
     AmberError,
     Event,
+    InvalidArgument,
     Message,
     SessionState,
     Timeline,
@@ -216,7 +217,7 @@ class InspectApp(App[None]):
         if isinstance(source, Timeline):
             source = TimelineSource(source)
         if window < 1:
-            raise ValueError(f"Expected a window of at least 1 row, got {window}.")
+            raise InvalidArgument(f"Expected a window of at least 1 row, got {window}.")
         self.source: InspectSource = source
         """Where the states come from."""
         self.seq = source.last_seq if seq is None else seq

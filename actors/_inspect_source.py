@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-from runtime import Event, SessionState, Timeline
+from runtime import Event, InvalidArgument, SessionState, Timeline
 from runtime.store import CorruptRow, SqlStore
 
 __all__ = ["SPAN", "SPANS_KEPT", "InspectSource", "StoredSession", "TimelineSource"]
@@ -175,7 +175,9 @@ class StoredSession:
         if line is not None:
             return line
         if not 0 <= first <= last <= self._last:
-            raise ValueError(f"Expected seqs from 0 to {self._last}, got {first} to {last}.")
+            raise InvalidArgument(
+                f"Expected seqs from 0 to {self._last} (the session's head), got {first} to {last}."
+            )
         start = max(first - SPAN - 1, 0)  # and the state before: the pane diffs against it
         try:
             return self._read(start, min(last + SPAN, self._last))

@@ -26,7 +26,7 @@ from textual.widgets import DataTable
 from actors import _inspect_source
 from actors._inspect import InspectApp
 from actors._inspect_source import SPANS_KEPT, StoredSession, TimelineSource
-from runtime import Event, Timeline, to_data
+from runtime import Event, InvalidArgument, Timeline, to_data
 from runtime.store import SQLiteStore
 
 __all__ = ["recorded"]
@@ -283,5 +283,5 @@ class TestWindow:
 
     def test_a_window_must_hold_a_row(self, demo: Timeline) -> None:
         """A window of no rows is refused, saying what is expected."""
-        with pytest.raises(ValueError, match="at least 1 row, got 0"):
+        with pytest.raises(InvalidArgument, match="at least 1 row, got 0"):
             InspectApp(demo, window=0)
