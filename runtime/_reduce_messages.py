@@ -22,7 +22,7 @@ from ._events import (
 from ._lifecycle import Driver, check_transition
 from ._message import Message, Status
 from ._replace import replace, replacer
-from ._state import SessionState, status_index
+from ._state import SessionState, appended, status_index
 
 __all__ = [
     "PARTIAL",
@@ -48,6 +48,10 @@ PARTIAL = frozenset({Category.THOUGHT, Category.REPLY})
 
 
 _RESERVED_FLAGS = frozenset(c.spec.flag for c in Category if c.spec.flag)
+
+
+_COUNT_OF = {status: status_index(status) for status in Status}
+"""Each status's place in ``SessionState.counts``."""
 
 
 def bump(counts: tuple[int, ...], old: Status | None, new: Status) -> tuple[int, ...]:
@@ -90,11 +94,16 @@ def message_added(state: SessionState, event: MessageAdded) -> SessionState:
         message = _stamped(message, seq)
     position = len(state.messages)
     message_id = message.id
-    messages = state.messages.append(message)
-    index = state.index.add(message_id)
-    counts = bump(state.counts, None, message.status)
+    # The append case, fast: check_new_message refused an id the session has, so the
+    # index and the queue (which holds ids of the session's messages) take it at their
+    # end without looking it up again.
+    messages = appended(state.messages, message)
+    index = state.index.add_new(message_id)
+    tally = list(state.counts)
+    tally[_COUNT_OF[message.status]] += 1
+    counts = tuple(tally)
     if is_input:
-        queued = state.queued.set(message_id, position)
+        queued = state.queued.set_new(message_id, position)
         return _with_input(state, seq, event.at, messages, index, counts, queued)
     if category is Category.TOOL_CALL:
         assert message.tool_call is not None

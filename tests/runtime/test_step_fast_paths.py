@@ -18,6 +18,8 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyrsistent import pvector
+from pyrsistent._pvector import BRANCH_FACTOR, PythonPVector
 
 import runtime._message as message_module
 from runtime import (
@@ -35,7 +37,7 @@ from runtime import (
 )
 from runtime._checks import EVENT_CHECKS, MESSAGE_CHECKS
 from runtime._replace import _compile, replacer
-from runtime._state import build_state
+from runtime._state import appended, build_state, new_vector
 from runtime.testing import messages
 
 T0 = datetime(2026, 5, 27, 12, 50, tzinfo=UTC)
@@ -357,3 +359,34 @@ class TestMessageAddedEvent:
         assert attrs.evolve(event, seq=2) == general_event(
             session_id="s", seq=2, at=T0, message=message
         )
+
+
+_vectors = st.lists(st.integers(), max_size=80).flatmap(
+    lambda items: st.sampled_from(
+        [new_vector(items), pvector(items), new_vector(items).evolver().persistent()]
+    )
+)
+
+
+class TestAppended:
+    @settings(max_examples=300)
+    @given(vector=_vectors, item=st.integers(), more=st.integers(0, 40))
+    def test_same_as_append(self, vector: Any, item: int, more: int) -> None:
+        """appended() gives what PVector.append gives (the same items, the same trie: its
+        nodes shared, its slots equal), and the vector it was given is unchanged, for any
+        tail (empty, with room, full) and vector (pure-Python or C)."""
+        for n in range(more):
+            vector = appended(vector, n)  # vectors of every length, built by appended()
+        before = list(vector)
+        made, expected = appended(vector, item), vector.append(item)
+        assert type(made) is type(expected)
+        assert made == expected
+        assert list(made) == [*before, item]
+        assert list(vector) == before
+        if type(made) is PythonPVector:
+            slots = ("_count", "_shift", "_tail", "_tail_offset")
+            assert [getattr(made, s) for s in slots] == [getattr(expected, s) for s in slots]
+            assert made._root == expected._root
+            assert made._tail is not vector._tail
+            if len(vector._tail) < BRANCH_FACTOR:
+                assert made._root is vector._root  # the trie shared, as append shares it
