@@ -180,7 +180,9 @@ class TestNewMessage:
             [c for c in Category if c not in (Category.TOOL_CALL, Category.TOOL_RESULT)]
         ),
         fields=message_fields(("id", "session_id", "created_at", "content", "sender")),
-        sender=st.sampled_from([None, "Notification", "System", "Cronjob", "Amber"]),
+        sender=st.sampled_from(
+            [None, "Notification", _Str("Notification"), "System", "Cronjob", "Amber"]
+        ),
         fixed_sender=st.sampled_from([False, False, False, True]),
     )
     def test_trusted_path_same_as_message(
