@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._category import Category, category_of
+from ._category import INPUT_CATEGORIES, Category, category_of
 from ._errors import (
     DuplicateMessage,
     EventRejected,
@@ -48,6 +48,7 @@ PARTIAL = frozenset({Category.THOUGHT, Category.REPLY})
 
 
 _RESERVED_FLAGS = frozenset(c.spec.flag for c in Category if c.spec.flag)
+_SPECS = {c: c.spec for c in Category}
 
 
 _COUNT_OF = {status: status_index(status) for status in Status}
@@ -73,7 +74,7 @@ def message_added(state: SessionState, event: MessageAdded) -> SessionState:
     message = event.message
     category = check_new_message(state, message, event.seq)
     turn = state.active_turn
-    is_input = category.is_input
+    is_input = category in INPUT_CATEGORIES
     if is_input:
         if message.turn_id is not None:
             raise TurnConflict(
@@ -149,7 +150,7 @@ def check_new_message(state: SessionState, message: Message, seq: int) -> Catego
             "message a new id."
         )
     category = category_of(message)
-    spec = category.spec
+    spec = _SPECS[category]  # a dict lookup, not the property's call
     if not spec.stored:
         raise InvalidMessage(
             f"Message {message.id!r} is a {category.label}, which is virtual and never stored; "
