@@ -69,7 +69,10 @@ def new_vector(items: Iterable[Any] = ()) -> PVector[Any]:
 
 
 _new = object.__new__
-_PYTHON_VECTOR: Any = PythonPVector  # pyrsistent's untyped internals, read below
+_VECTOR_SLOTS = ("_count", "_shift", "_root", "_tail", "_tail_offset", "__weakref__")
+# pyrsistent's untyped internals, which appended() writes: if a release changes the slots,
+# no vector is of this "type" and every append is pyrsistent's own.
+_PYTHON_VECTOR: Any = PythonPVector if PythonPVector.__slots__ == _VECTOR_SLOTS else None
 
 
 def appended(vector: PVector[Any], item: Any) -> PVector[Any]:

@@ -22,6 +22,7 @@ from pyrsistent import pvector
 from pyrsistent._pvector import BRANCH_FACTOR, PythonPVector
 
 import runtime._message as message_module
+import runtime._state as state_module
 from runtime import (
     Category,
     Message,
@@ -392,3 +393,8 @@ class TestAppended:
             assert made._tail is not vector._tail
             if len(vector._tail) < BRANCH_FACTOR:
                 assert made._root is vector._root  # the trie shared, as append shares it
+
+    def test_knows_this_pyrsistent(self) -> None:
+        """The fast path is on: the installed pyrsistent's vector has the slots it writes."""
+        assert state_module._PYTHON_VECTOR is PythonPVector
+        assert type(appended(new_vector([1]), 2)) is PythonPVector
