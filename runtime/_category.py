@@ -223,7 +223,7 @@ def new_message(
             )
         sender = spec.sender
     elif sender is None:
-        if category in (Category.USER_QUESTION, Category.TOOL_RESULT):
+        if category in _NEEDS_SENDER:
             from ._errors import InvalidMessage
 
             who = (
@@ -233,7 +233,7 @@ def new_message(
             )
             raise InvalidMessage(f"A {category.label} needs a sender: pass {who} as sender=.")
         sender = AGENT_SENDER
-    if metadata is None and not fields and category not in _TOOL_CATEGORIES:
+    if metadata is None and not fields and category in _TEXT_CATEGORIES:
         # The common case: a text message of plain fields, built by the trusted path
         # (it checks the caller's values itself; a property test pins it to Message).
         message = _text_message(
@@ -247,7 +247,12 @@ def new_message(
             sender,
             _FLAG_METADATA[category],
         )
-        if category_of(message) is not category:
+        # Role, type and metadata are the category's own here: only a sender can make the
+        # message read back as another category (a reply sent by "Notification"), and only
+        # for the categories in _READ_BY_SENDER (or a sender that is not a plain str).
+        if (category in _READ_BY_SENDER or type(sender) is not str) and category_of(
+            message
+        ) is not category:
             _misread(message, category)
         return message
     meta = metadata
@@ -283,6 +288,10 @@ def _misread(message: Message, category: Category) -> NoReturn:
 _TOOL_CATEGORIES = frozenset(
     c for c in Category if c.spec.type in (MessageType.TOOL_CALL, MessageType.TOOL_RESULT)
 )
+_TEXT_CATEGORIES = frozenset(Category) - _TOOL_CATEGORIES
+"""The categories ``new_message`` builds by its trusted path when given no other fields."""
+_NEEDS_SENDER = frozenset({Category.USER_QUESTION, Category.TOOL_RESULT})
+"""Categories whose sender the caller must name (a person, a tool)."""
 _FLAG_METADATA = {
     c: freeze_metadata(None if c.spec.flag is None else {c.spec.flag: True}) for c in Category
 }
@@ -339,3 +348,21 @@ def _text_message(
         sender=sender,  # type: ignore[arg-type]
         metadata=metadata,
     )
+
+
+def _read_by_sender(category: Category) -> bool:
+    """Whether a message of ``category`` built by the trusted path (its role, type and flag
+    metadata) reads back as another category for some sender: ``category_of`` looks at
+    nothing else of such a message but ``sender == "Notification"``, so both answers are
+    tried."""
+    spec = category.spec
+    at, metadata = _TEMPLATE.created_at, _FLAG_METADATA[category]
+    built = (
+        _text_message("m", "s", spec.role, spec.type, spec.initial, at, "", sender, metadata)
+        for sender in ("", "Notification")
+    )
+    return any(category_of(message) is not category for message in built)
+
+
+_READ_BY_SENDER = frozenset(c for c in _TEXT_CATEGORIES if _read_by_sender(c))
+"""The text categories whose messages ``new_message`` reads back (see ``_read_by_sender``)."""

@@ -7,7 +7,7 @@ Each ``Checks`` raises one error class, so a bad message field raises
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import attrs
@@ -166,6 +166,12 @@ class Checks:
 
     def aware(self, instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         """A timezone-aware datetime."""
+        if type(value) is datetime and value.tzinfo is UTC:
+            return  # the common case, told by identity: UTC has an offset (zero)
+        self.any_aware(instance, attribute, value)
+
+    def any_aware(self, instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        """``aware``'s general check, for any datetime and any tzinfo."""
         if not isinstance(value, datetime) or value.utcoffset() is None:
             raise self.error(
                 f"{type(instance).__name__}.{attribute.name} must be a timezone-aware datetime "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 import attrs
@@ -23,6 +23,7 @@ from ._checks import to_milliseconds
 from ._errors import InvalidEvent
 from ._json import FrozenJSON, freeze_metadata, freeze_metrics
 from ._message import Message, Status, Usage, article
+from ._replace import slot_setter
 from ._request import RequestRecord
 from ._retry import ModelRetry
 from ._state import new_vector
@@ -157,7 +158,7 @@ class Event:
     """Wall-clock time it happened (display and recovery age; never ordering)."""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, init=False)
 class MessageAdded(Event):
     """A message joins the session in its category's initial status."""
 
@@ -165,6 +166,37 @@ class MessageAdded(Event):
 
     message: Message = attrs.field(validator=_instance(Message))
     """The message; its ``event_seq`` is stamped with this event's seq if None."""
+
+    def __init__(self, *, session_id: str, seq: int, at: datetime, message: Message) -> None:
+        # Every step makes one: the fields are told valid at a glance when the event
+        # repeats what its message holds (a Message checked its session id and time when
+        # it was built, with the same checks), else attrs' __init__ runs each validator.
+        # A property test pins both paths equal.
+        if (
+            type(message) is Message
+            and (
+                session_id is message.session_id
+                or (
+                    type(session_id) is str
+                    and type(message.session_id) is str
+                    and session_id == message.session_id
+                )
+            )
+            and type(seq) is int
+            and 0 < seq <= MAX_SEQ
+            and (at is message.created_at or (type(at) is datetime and at.tzinfo is UTC))
+        ):
+            _set_session_id(self, session_id)
+            _set_seq(self, seq)
+            _set_at(self, at)
+            _set_message(self, message)
+        else:
+            self.__attrs_init__(session_id=session_id, seq=seq, at=at, message=message)
+
+
+_set_session_id, _set_seq, _set_at, _set_message = (
+    slot_setter(MessageAdded, name) for name in ("session_id", "seq", "at", "message")
+)
 
 
 @attrs.frozen(kw_only=True)

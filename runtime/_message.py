@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import attrs
@@ -385,7 +385,7 @@ def core_at_a_glance(
         and session_id.isascii()
         and session_id.isprintable()
         and type(created_at) is datetime
-        and created_at.utcoffset() is not None
+        and (created_at.tzinfo is UTC or created_at.utcoffset() is not None)
         and type(content) is str
         and content.isascii()
         and type(sender) is str

@@ -246,6 +246,12 @@ class MessageIndex(_Log):
             raise ValueError(f"Message id {key!r} is indexed already; ids are unique in a session.")
         return self._append(key, key)  # type: ignore[no-any-return]
 
+    def add_new(self, key: str) -> MessageIndex:
+        """``add(key)`` for a ``key`` the caller knows is not indexed (the reducer looked it
+        up before): the same index, without looking ``key`` up again. Unchecked: a key
+        indexed already breaks the index."""
+        return self._append(key, key)  # type: ignore[no-any-return]
+
 
 class InputQueue(_Log):
     """Input message id -> position in ``SessionState.messages``, in the order queued (a
@@ -285,4 +291,10 @@ class InputQueue(_Log):
             return InputQueue(pairs)
         # The entry is a new tuple: the identity check in _append tells two threads
         # that add the same key to the same version apart.
+        return self._append(key, (key, position))  # type: ignore[no-any-return]
+
+    def set_new(self, key: str, position: int) -> InputQueue:
+        """``set(key, position)`` for a ``key`` the caller knows is not queued (the id of a
+        message the session does not have yet): the same queue, without looking ``key`` up
+        again. Unchecked: a key queued already breaks the queue."""
         return self._append(key, (key, position))  # type: ignore[no-any-return]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._category import Category, category_of
+from ._category import INPUT_CATEGORIES, Category, category_of
 from ._errors import (
     DuplicateMessage,
     EventRejected,
@@ -22,7 +22,7 @@ from ._events import (
 from ._lifecycle import Driver, check_transition
 from ._message import Message, Status
 from ._replace import replace, replacer
-from ._state import SessionState, status_index
+from ._state import SessionState, appended, status_index
 
 __all__ = [
     "PARTIAL",
@@ -48,6 +48,11 @@ PARTIAL = frozenset({Category.THOUGHT, Category.REPLY})
 
 
 _RESERVED_FLAGS = frozenset(c.spec.flag for c in Category if c.spec.flag)
+_SPECS = {c: c.spec for c in Category}
+
+
+_COUNT_OF = {status: status_index(status) for status in Status}
+"""Each status's place in ``SessionState.counts``."""
 
 
 def bump(counts: tuple[int, ...], old: Status | None, new: Status) -> tuple[int, ...]:
@@ -69,7 +74,7 @@ def message_added(state: SessionState, event: MessageAdded) -> SessionState:
     message = event.message
     category = check_new_message(state, message, event.seq)
     turn = state.active_turn
-    is_input = category.is_input
+    is_input = category in INPUT_CATEGORIES
     if is_input:
         if message.turn_id is not None:
             raise TurnConflict(
@@ -90,11 +95,16 @@ def message_added(state: SessionState, event: MessageAdded) -> SessionState:
         message = _stamped(message, seq)
     position = len(state.messages)
     message_id = message.id
-    messages = state.messages.append(message)
-    index = state.index.add(message_id)
-    counts = bump(state.counts, None, message.status)
+    # The append case, fast: check_new_message refused an id the session has, so the
+    # index and the queue (which holds ids of the session's messages) take it at their
+    # end without looking it up again.
+    messages = appended(state.messages, message)
+    index = state.index.add_new(message_id)
+    tally = list(state.counts)
+    tally[_COUNT_OF[message.status]] += 1
+    counts = tuple(tally)
     if is_input:
-        queued = state.queued.set(message_id, position)
+        queued = state.queued.set_new(message_id, position)
         return _with_input(state, seq, event.at, messages, index, counts, queued)
     if category is Category.TOOL_CALL:
         assert message.tool_call is not None
@@ -140,7 +150,7 @@ def check_new_message(state: SessionState, message: Message, seq: int) -> Catego
             "message a new id."
         )
     category = category_of(message)
-    spec = category.spec
+    spec = _SPECS[category]  # a dict lookup, not the property's call
     if not spec.stored:
         raise InvalidMessage(
             f"Message {message.id!r} is a {category.label}, which is virtual and never stored; "

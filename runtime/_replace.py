@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-__all__ = ["replace", "replacer"]
+__all__ = ["replace", "replacer", "slot_setter"]
 
 T = TypeVar("T")
 
@@ -59,12 +59,14 @@ def _compile(
     else:  # each slot's descriptor stores without the frozen __setattr__
         stores = "".join(f"    _s{i}(new, {value})\n" for i, value in enumerate(values))
         source = f"def replace({header}):\n    new = _new(cls)\n{stores}    return new\n"
-        namespace.update({f"_s{i}": _setter(cls, name) for i, name in enumerate(names)})
+        namespace.update({f"_s{i}": slot_setter(cls, name) for i, name in enumerate(names)})
     exec(compile(source, f"<amber replace {cls.__name__}>", "exec"), namespace)
     return namespace["replace"]
 
 
-def _setter(cls: type, name: str) -> Callable[[Any, Any], None]:
+def slot_setter(cls: type, name: str) -> Callable[[Any, Any], None]:
+    """A function ``(instance, value)`` that stores field ``name`` of a (frozen) ``cls``
+    through its slot's descriptor, unchecked: for an ``__init__`` that checked the value."""
     slot = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
     if hasattr(slot, "__set__") and hasattr(slot, "__objclass__"):  # a slot's member descriptor
         return slot.__set__  # type: ignore[union-attr, no-any-return]

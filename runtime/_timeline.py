@@ -165,8 +165,9 @@ class Timeline:
         Raises:
             EventRejected: the event does not fit the head; this timeline is unchanged.
         """
-        state = apply(self.head, event)
         events, states, count = self._events, self._states, self._count
+        # The head, read inline (``head``'s property call was a step's overhead).
+        state = apply(states[count - 1] if count else self.base, event)
         if len(events) == count and len(states) == count:  # the newest version: share
             events.append(event)
             states.append(state)

@@ -46,6 +46,67 @@ def same(version: MessageIndex | InputQueue, model: Map[str, int]) -> None:
                 version[key]
 
 
+def shape(version: MessageIndex | InputQueue | None) -> object:
+    """A version's slots and its parents', as plain values (with the length of the log it
+    shares, which tells an append to the shared log from a copy)."""
+    if version is None:
+        return None
+    return (
+        type(version),
+        version._log[: version._end],
+        len(version._log),
+        version._end,
+        version._size,
+        version._offset,
+        version._depth,
+        shape(version._parent),
+    )
+
+
+class TestNewKeys:
+    """``add_new`` and ``set_new`` (the reducer's append case: a key known to be new) give
+    exactly what ``add`` and ``set`` give, version for version, slot for slot."""
+
+    @given(INDEX_OPS)
+    def test_add_new_same_as_add(self, ops: list[tuple[int, str]]) -> None:
+        """The same program of new ids, run once with ``add`` and once with ``add_new``,
+        makes versions of the same shape, each the general map."""
+        general: list[MessageIndex] = [MessageIndex()]
+        fast: list[MessageIndex] = [MessageIndex()]
+        models: list[Map[str, int]] = [Map()]
+        for which, key in ops:
+            n = which % len(models)
+            if key in models[n]:
+                continue  # add_new is for new ids only
+            general.append(general[n].add(key))
+            fast.append(fast[n].add_new(key))
+            models.append(models[n].set(key, len(models[n])))
+            for made, expected, model in zip(fast, general, models, strict=True):
+                assert shape(made) == shape(expected)
+                same(made, model)
+
+    @given(QUEUE_OPS)
+    def test_set_new_same_as_set(self, ops: list[tuple[int, tuple[str, int] | None]]) -> None:
+        """Likewise ``set_new`` and ``set`` for keys a queue does not hold."""
+        general: list[InputQueue] = [InputQueue()]
+        fast: list[InputQueue] = [InputQueue()]
+        models: list[Map[str, int]] = [Map()]
+        for which, op in ops:
+            n = which % len(models)
+            if op is None:
+                general.append(InputQueue())
+                fast.append(InputQueue())
+                models.append(Map())
+            elif op[0] not in models[n]:
+                key, position = op
+                general.append(general[n].set(key, position))
+                fast.append(fast[n].set_new(key, position))
+                models.append(models[n].set(key, position))
+            for made, expected, model in zip(fast, general, models, strict=True):
+                assert shape(made) == shape(expected)
+                same(made, model)
+
+
 class TestMessageIndex:
     @given(INDEX_OPS)
     def test_versions_match_the_general_map(self, ops: list[tuple[int, str]]) -> None:

@@ -9,16 +9,20 @@ input and invalid input alike (the same value, or the same error).
 from __future__ import annotations
 
 import pickle
-from datetime import UTC, date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from typing import Any
 from unittest import mock
+from zoneinfo import ZoneInfo
 
 import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyrsistent import pvector
+from pyrsistent._pvector import BRANCH_FACTOR, PythonPVector
 
 import runtime._message as message_module
+import runtime._state as state_module
 from runtime import (
     Category,
     Message,
@@ -32,8 +36,9 @@ from runtime import (
     apply,
     new_message,
 )
+from runtime._checks import EVENT_CHECKS, MESSAGE_CHECKS
 from runtime._replace import _compile, replacer
-from runtime._state import build_state
+from runtime._state import appended, build_state, new_vector
 from runtime.testing import messages
 
 T0 = datetime(2026, 5, 27, 12, 50, tzinfo=UTC)
@@ -63,9 +68,21 @@ _strings = st.one_of(
     st.none(),
     st.binary(max_size=2),
 )
+
+
+class _NoOffset(tzinfo):
+    """A tzinfo that gives no offset: a datetime with it is naive."""
+
+    def utcoffset(self, dt: datetime | None) -> timedelta | None:
+        return None
+
+
 _times = st.one_of(
     st.just(T0),
     st.just(T0.replace(tzinfo=timezone(timedelta(hours=-3)))),
+    st.just(T0.replace(tzinfo=timezone(timedelta(0), "Z"))),  # zero offset, not the singleton
+    st.just(T0.replace(tzinfo=_NoOffset())),
+    st.just(T0.astimezone(ZoneInfo("Europe/Paris"))),
     st.just(T0.replace(tzinfo=None)),
     st.just(_Time(2026, 1, 1, tzinfo=UTC)),
     st.just(_Time(2026, 1, 1)),
@@ -164,7 +181,9 @@ class TestNewMessage:
             [c for c in Category if c not in (Category.TOOL_CALL, Category.TOOL_RESULT)]
         ),
         fields=message_fields(("id", "session_id", "created_at", "content", "sender")),
-        sender=st.sampled_from([None, "Notification", "System", "Cronjob", "Amber"]),
+        sender=st.sampled_from(
+            [None, "Notification", _Str("Notification"), "System", "Cronjob", "Amber"]
+        ),
         fixed_sender=st.sampled_from([False, False, False, True]),
     )
     def test_trusted_path_same_as_message(
@@ -267,3 +286,115 @@ class TestMessageAdded:
             assert [timeline.at(k) for k in range(n + 1)] == [before.at(k) for k in range(n)] + [
                 state
             ]
+
+
+class TestUtcCheck:
+    @settings(max_examples=300)
+    @given(value=_times, checks=st.sampled_from([EVENT_CHECKS, MESSAGE_CHECKS]))
+    def test_same_as_the_general_check(self, value: Any, checks: Any) -> None:
+        """The identity check of UTC accepts and refuses what the general check does (any
+        datetime, any tzinfo), with the same error."""
+        field = attrs.fields(MessageAdded).at
+        event = object.__new__(MessageAdded)
+        assert outcome(lambda: checks.aware(event, field, value)) == outcome(
+            lambda: checks.any_aware(event, field, value)
+        )
+
+
+def general_event(**fields: Any) -> MessageAdded:
+    """``MessageAdded(**fields)`` by attrs' own ``__init__``: every field's validator runs."""
+    event = object.__new__(MessageAdded)
+    event.__attrs_init__(**fields)
+    return event
+
+
+_event_messages = st.one_of(
+    messages(),
+    st.builds(lambda m: attrs.evolve(m, session_id="s"), messages()),
+    st.builds(lambda m: attrs.evolve(m, session_id=_Str("s")), messages()),
+    st.sampled_from([None, "m", object()]),
+)
+
+
+class TestMessageAddedEvent:
+    @settings(max_examples=1000)
+    @given(
+        message=_event_messages,
+        session_id=st.one_of(st.just("s"), st.just(_Str("s")), _strings),
+        seq=_seqs,
+        at=_times,
+        same=st.sampled_from(["", "", "session_id", "at", "both"]),
+    )
+    def test_same_as_the_field_validators(
+        self, message: Any, session_id: Any, seq: Any, at: Any, same: str
+    ) -> None:
+        """MessageAdded accepts and refuses what attrs' __init__, running each field's
+        validator, accepts and refuses, with the same error; when the event repeats its
+        message's session id or time (the fast path) as when it does not."""
+        if isinstance(message, Message) and same in ("session_id", "both"):
+            session_id = message.session_id
+        if isinstance(message, Message) and same in ("at", "both"):
+            at = message.created_at
+        fields = {"session_id": session_id, "seq": seq, "at": at, "message": message}
+        fast = outcome(lambda: MessageAdded(**fields))
+        assert fast == outcome(lambda: general_event(**fields))
+        if fast[0] == "made":
+            event = fast[1]
+            assert type(event) is MessageAdded
+            assert [getattr(event, f.name) for f in attrs.fields(MessageAdded)] == [
+                session_id,
+                seq,
+                at,
+                message,
+            ]
+            assert hash(event) == hash(general_event(**fields))
+
+    def test_a_step_takes_the_fast_path(self) -> None:
+        """A step's event (its message's session id and time) is built without attrs'
+        __init__, and is an ordinary frozen value."""
+        message = new_message(Category.REPLY, id="m", session_id="s", created_at=T0)
+        with mock.patch.object(MessageAdded, "__attrs_init__") as general:
+            event = MessageAdded(session_id="s", seq=1, at=T0, message=message)
+        general.assert_not_called()
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            event.seq = 2  # type: ignore[misc]
+        assert pickle.loads(pickle.dumps(event)) == event
+        assert attrs.evolve(event, seq=2) == general_event(
+            session_id="s", seq=2, at=T0, message=message
+        )
+
+
+_vectors = st.lists(st.integers(), max_size=80).flatmap(
+    lambda items: st.sampled_from(
+        [new_vector(items), pvector(items), new_vector(items).evolver().persistent()]
+    )
+)
+
+
+class TestAppended:
+    @settings(max_examples=300)
+    @given(vector=_vectors, item=st.integers(), more=st.integers(0, 40))
+    def test_same_as_append(self, vector: Any, item: int, more: int) -> None:
+        """appended() gives what PVector.append gives (the same items, the same trie: its
+        nodes shared, its slots equal), and the vector it was given is unchanged, for any
+        tail (empty, with room, full) and vector (pure-Python or C)."""
+        for n in range(more):
+            vector = appended(vector, n)  # vectors of every length, built by appended()
+        before = list(vector)
+        made, expected = appended(vector, item), vector.append(item)
+        assert type(made) is type(expected)
+        assert made == expected
+        assert list(made) == [*before, item]
+        assert list(vector) == before
+        if type(made) is PythonPVector:
+            slots = ("_count", "_shift", "_tail", "_tail_offset")
+            assert [getattr(made, s) for s in slots] == [getattr(expected, s) for s in slots]
+            assert made._root == expected._root
+            assert made._tail is not vector._tail
+            if len(vector._tail) < BRANCH_FACTOR:
+                assert made._root is vector._root  # the trie shared, as append shares it
+
+    def test_knows_this_pyrsistent(self) -> None:
+        """The fast path is on: the installed pyrsistent's vector has the slots it writes."""
+        assert state_module._PYTHON_VECTOR is PythonPVector
+        assert type(appended(new_vector([1]), 2)) is PythonPVector
