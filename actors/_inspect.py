@@ -64,7 +64,7 @@ WINDOW = 500
 """How many timeline rows the table holds at once (Textual's table redraws in time that
 grows with its rows: a window keeps a session of 100,000 events as quick as one of 1,000)."""
 
-MARKS_PER_BATCH = 5_000
+MARKS_PER_BATCH = 2_000
 """How many events' marks a stored session's reader hands the app at a time."""
 
 _TURN = 1
@@ -162,6 +162,19 @@ class TimelineTable(DataTable[Text | str]):
         """A page on."""
         self._step(self._page())
 
+    def action_scroll_top(self) -> None:
+        """The empty state (the table's first row may be a later one: it is a window)."""
+        self._end(0)
+
+    def action_scroll_bottom(self) -> None:
+        """The head."""
+        self._end(1)
+
+    def _end(self, last: int) -> None:
+        app = self.app
+        if isinstance(app, InspectApp):
+            app.action_go_to_end(last)
+
     def _page(self) -> int:
         return max(1, self.scrollable_content_region.height - 1)
 
@@ -233,6 +246,8 @@ class InspectApp(App[None]):
         self._offset = 0  # the index (seq - first_seq) of the table's top row
         self._shown = False  # whether the pane shows ``seq`` yet
         self._refills = 0  # the table's refills whose row-0 highlight has not come yet
+        self._damaged: int | None = None  # the first damaged seq the rows met
+        self._beyond: int | None = None  # a seq shown past the damaged row (no row of its own)
 
     def compose(self) -> ComposeResult:
         """Header, the timeline table and the state pane, footer."""
@@ -271,9 +286,10 @@ class InspectApp(App[None]):
     def _read_marks(self) -> None:
         worker = get_current_worker()
         batch: list[Event] = []
+        events = self.source.events()
         try:
             try:
-                for event in self.source.events():
+                for event in events:
                     batch.append(event)
                     if len(batch) >= MARKS_PER_BATCH:
                         if worker.is_cancelled:
@@ -287,6 +303,10 @@ class InspectApp(App[None]):
                 self.call_from_thread(self.add_marks, batch, done=True)
         except RuntimeError:  # the app stopped meanwhile (call_from_thread: not running)
             return
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()  # here, on this thread: a stored session closes its store
 
     def add_marks(
         self, events: list[Event], *, done: bool = False, error: AmberError | None = None
@@ -316,6 +336,9 @@ class InspectApp(App[None]):
             return
         if message.cursor_row != table.cursor_row:
             return  # an earlier move, overtaken (the window moved since)
+        if self._beyond is not None and message.cursor_row == table.row_count - 1:
+            return  # the damaged row, where ``_go`` put the cursor for a seq past it
+        self._beyond = None
         seq = self.source.first_seq + self._offset + message.cursor_row
         if seq != self.seq or not self._shown:
             self.show(seq)
@@ -367,28 +390,49 @@ class InspectApp(App[None]):
 
     # --- moving -----------------------------------------------------------------------
 
+    def _here(self) -> int:
+        """The seq the cursor was last sent to: the table's cursor moves at once, the pane
+        when its message comes (keys pressed faster than that must not be lost)."""
+        if self._beyond is not None:
+            return self._beyond
+        table = self.query_one("#timeline", DataTable)
+        if table.row_count:
+            return self.source.first_seq + self._offset + table.cursor_row
+        return self.seq
+
     def _go(self, seq: int) -> None:
-        """Put the cursor on ``seq``, moving the table's window to it if it is outside."""
+        """Put the cursor on ``seq``, moving the table's window to it if it is outside (a
+        seq past a damaged row is shown in the pane, the cursor on the damaged row)."""
         line = self.source
         seq = max(line.first_seq, min(line.last_seq, seq))
         index = seq - line.first_seq
         table = self.query_one("#timeline", DataTable)
-        if not self._offset <= index < self._offset + table.row_count:
+        past_damage = self._damaged is not None and seq > self._damaged
+        in_window = self._offset <= index < self._offset + table.row_count
+        if not in_window and not (past_damage and self._holds_damage()):
             self._move_window(index)
-        row = index - self._offset
-        if table.cursor_row == row or not row < table.row_count:  # or damaged before it
-            if seq != self.seq or not self._shown:
-                self.show(seq)
-        else:
-            table.move_cursor(row=row)
+        row = min(index - self._offset, table.row_count - 1)
+        self._beyond = seq if row != index - self._offset else None
+        if row >= 0 and table.cursor_row != row:
+            table.move_cursor(row=row)  # its highlight comes later: the pane is drawn now
+        if seq != self.seq or not self._shown:
+            self.show(seq)
+
+    def _holds_damage(self) -> bool:
+        """Whether the table's last row is the damaged row's."""
+        table = self.query_one("#timeline", DataTable)
+        last = self.source.first_seq + self._offset + table.row_count - 1
+        return table.row_count > 0 and last == self._damaged
 
     def _move_window(self, index: int) -> None:
-        """Refill the table with the rows around ``index`` (up to a damaged row, which is
-        noted)."""
+        """Refill the table with the rows around ``index``; at a damaged row the window
+        ends with a row that names it (and the notice is given once)."""
         line = self.source
         table = self.query_one("#timeline", DataTable)
         total = line.last_seq - line.first_seq + 1
         offset = max(0, min(index - self.window // 2, total - self.window))
+        if self._damaged is not None:  # keep the damaged row in sight when it is near
+            offset = max(0, min(offset, self._damaged - line.first_seq))
         first = line.first_seq + offset
         last = min(line.last_seq, first + self.window - 1)
         rows: list[Row] = []
@@ -399,20 +443,29 @@ class InspectApp(App[None]):
             for event, before, after in line.entries(max(first, line.first_seq + 1), last):
                 rows.append(_row(event, before, after))
         except AmberError as exc:
-            self.notify(
-                f"The timeline stops at seq {first + len(rows) - 1}: {exc}",
-                title=type(exc).__name__,
-                severity="error",
-                timeout=30,
-            )
+            damaged = first + len(rows)
+            rows.append((Text(str(damaged), style="bold red"), "", Text(
+                f"(damaged: {type(exc).__name__}; the rows stop here)", style="bold red"
+            )))  # fmt: skip
+            if self._damaged != damaged:
+                self._damaged = damaged
+                self.notify(
+                    f"The timeline stops at seq {damaged - 1}: {exc}",
+                    title=type(exc).__name__,
+                    severity="error",
+                    timeout=30,
+                )
+        scroll_x = table.scroll_x
         self._offset = offset
         table.clear()
         table.add_rows(rows)
         self._refills += bool(rows)  # the table posts a highlight of row 0 when it has one
+        if scroll_x:
+            self.call_after_refresh(table.scroll_to, x=scroll_x, animate=False)
 
     def action_step(self, delta: int) -> None:
         """Move the cursor by ``delta`` states."""
-        self._go(self.seq + delta)
+        self._go(self._here() + delta)
 
     def action_go_to_end(self, last: int) -> None:
         """Move the cursor to the empty state (0) or the head (1)."""
@@ -440,10 +493,12 @@ class InspectApp(App[None]):
     def action_turn(self, direction: int) -> None:
         """Jump to the previous/next turn start or end."""
         line = self.source
+        here = self._here()
+        read = line.first_seq + len(self._marks) - 1  # the last seq whose marks are read
         seqs = (
-            range(self.seq + 1, line.last_seq + 1)
+            range(here + 1, line.last_seq + 1)
             if direction > 0
-            else range(self.seq - 1, line.first_seq, -1)
+            else range(min(here - 1, read), line.first_seq, -1)
         )
         found = self._find(seqs, _TURN)
         if found is not None:
@@ -454,9 +509,10 @@ class InspectApp(App[None]):
     def action_next_error(self) -> None:
         """Jump to the next failed turn or tool error after the cursor (wrapping around)."""
         line = self.source
-        found = self._find(range(self.seq + 1, line.last_seq + 1), _ERROR)
+        here = self._here()
+        found = self._find(range(here + 1, line.last_seq + 1), _ERROR)
         if found is None and not self.loading:
-            found = self._find(range(line.first_seq + 1, self.seq + 1), _ERROR)
+            found = self._find(range(line.first_seq + 1, here + 1), _ERROR)
         if found is not None:
             self._go(found)
         elif not self._still_reading():

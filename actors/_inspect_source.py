@@ -19,7 +19,14 @@ from typing import Protocol
 from runtime import Event, InvalidArgument, SessionState, Timeline
 from runtime.store import CorruptRow, SqlStore
 
-__all__ = ["SPAN", "SPANS_KEPT", "InspectSource", "StoredSession", "TimelineSource"]
+__all__ = [
+    "EVENTS_PER_READ",
+    "SPAN",
+    "SPANS_KEPT",
+    "InspectSource",
+    "StoredSession",
+    "TimelineSource",
+]
 
 SPAN = 250
 """How many states before and after the ones asked for a ``StoredSession`` reads with them
@@ -27,6 +34,9 @@ SPAN = 250
 
 SPANS_KEPT = 4
 """How many spans a ``StoredSession`` keeps (the least recently used goes first)."""
+
+EVENTS_PER_READ = 2_000
+"""How many events ``StoredSession.events`` reads at a time (a reader can stop between)."""
 
 
 class InspectSource(Protocol):
@@ -195,6 +205,7 @@ class StoredSession:
         line = self._store.load_span(self._session_id, first, last)
         self.reads += 1
         self._spans[first] = line
+        self._spans.move_to_end(first)
         while len(self._spans) > SPANS_KEPT:
             self._spans.popitem(last=False)
         return line
@@ -228,20 +239,24 @@ class StoredSession:
         yield from walked
 
     def events(self) -> Iterator[Event]:
-        """Every event up to the head, read on a store opened for it (closed at the end).
-        A damaged row: the events before it (read one by one), then its ``CorruptRow``."""
+        """Every event up to the head, read ``EVENTS_PER_READ`` at a time on a store
+        opened for it (closed at the end, or when the iterator is closed: close it on
+        the thread that iterates). A damaged row: the events before it, then its
+        ``CorruptRow``."""
         if not self._last:
             return
         store = self._open()
         try:
-            try:
-                events = store.events(self._session_id)
-            except CorruptRow as exc:
-                damaged = exc.seq if exc.seq is not None else 1
-                events = [store.event(self._session_id, seq) for seq in range(1, damaged)]
+            for first in range(1, self._last + 1, EVENTS_PER_READ):
+                last = min(first + EVENTS_PER_READ - 1, self._last)
+                try:
+                    events = store.events_between(self._session_id, first, last)
+                except CorruptRow as exc:
+                    damaged = exc.seq if exc.seq is not None and first < exc.seq <= last else 0
+                    if damaged:
+                        yield from store.events_between(self._session_id, first, damaged - 1)
+                    raise
                 yield from events
-                raise
-            yield from (event for event in events if event.seq <= self._last)
         finally:
             store.close()
 

@@ -60,8 +60,9 @@ def inspect(session: str, at_seq: int, db: str) -> None:
     timeline, left/right (h/l) scroll it, q quits. 'amber web' is the same
     in a browser.
 
-    The states are read lazily: the one at the cursor from the nearest
-    snapshot, the timeline's rows on a thread of their own, drawn as they come.
+    The states are read lazily, from the nearest snapshot: the one at the
+    cursor and a window of rows around it; the marks of the turn and error
+    jumps are read on a thread of their own while you step.
     """
     from .._inspect_source import StoredSession
 

@@ -151,7 +151,8 @@ def walk(
 
 
 class TimeTravel:
-    """The SQL stores' time-travel reads (``load_span``, ``walk``, ``event``)."""
+    """The SQL stores' time-travel reads (``load_span``, ``walk``, ``event``,
+    ``events_between``)."""
 
     _chunk_size: int
 
@@ -207,6 +208,31 @@ class TimeTravel:
             for event in read_events(db, check, seq - 1, seq):
                 return event
             raise _gap(session_id, seq - 1, seq)
+
+    def events_between(self, session_id: str, first: int, last: int) -> list[Event]:
+        """The events from seq ``first`` to ``last``, read alone (``events`` reads every
+        event after a seq): checked against the hash chain from the hash stored with the
+        event before ``first``, as ``events`` checks them. For reading a long log in
+        chunks.
+
+        Raises:
+            UnknownSession: the store has no such session.
+            InvalidArgument: not ``1 <= first <= last <= head``.
+            CorruptRow: a row does not decode or does not fit the chain.
+        """
+        with self._read() as db:
+            head = self._head_seq(db, session_id)
+            first, last = check_span(first, last, head)
+            if first < 1:
+                raise InvalidArgument(
+                    f"Expected first >= 1, got {first}: seq 0 is the empty state before the "
+                    "first event, which has no event."
+                )
+            check = ChainCheck(session_id, chain_at(db, session_id, first - 1))
+            events = list(read_events(db, check, first - 1, last))
+            if len(events) != last - first + 1:
+                raise _gap(session_id, first - 1 + len(events), last)
+            return events
 
     def walk(
         self, session_id: str, first: int = 1, last: int | None = None

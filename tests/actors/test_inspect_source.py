@@ -24,7 +24,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from actors import _inspect_source
-from actors._inspect import InspectApp
+from actors._inspect import InspectApp, TimelineTable
 from actors._inspect_source import SPANS_KEPT, StoredSession, TimelineSource
 from runtime import Event, InvalidArgument, Timeline, to_data
 from runtime.store import SQLiteStore
@@ -130,6 +130,7 @@ class TestStoredSession:
         with pytest.raises(Exception, match="nope"):
             StoredSession(opener, "nope")
         assert len(opened) == 1
+        assert opened[0].closed
 
 
 class TestAppOnAStore:
@@ -206,6 +207,29 @@ class TestAppOnAStore:
             release.set()
             source.close()
 
+    def test_quitting_does_not_wait_for_the_marks(self, demo: Timeline, recorded: Recorded) -> None:
+        """q while the marks are still coming (here: a reader that would never end) stops
+        the reader between two batches, and the app exits."""
+        batches = threading.Semaphore(0)
+
+        class Endless(StoredSession):
+            def events(self) -> Iterator[Event]:
+                while True:  # the demo's events, over and over
+                    yield from demo.events()
+                    batches.release()
+
+        source = Endless(lambda: SQLiteStore(recorded.db), "demo")
+
+        async def scenario(app: InspectApp, pilot: Pilot[None]) -> None:
+            batches.acquire()  # the reader is running
+            assert app.loading
+            await pilot.press("q")
+
+        try:
+            run(InspectApp(source, seq=3), scenario, rows=False)  # returns: the reader stopped
+        finally:
+            source.close()
+
     def test_a_damaged_row_stops_the_rows_and_shows_the_error(
         self, recorded: Recorded, tmp_path: Path
     ) -> None:
@@ -219,8 +243,10 @@ class TestAppOnAStore:
         source = stored(db)
 
         async def scenario(app: InspectApp, pilot: Pilot[None]) -> None:
+            table = app.query_one("#timeline", DataTable)
             assert not app.loading
-            assert seqs_shown(app) == list(range(7))
+            assert seqs_shown(app) == list(range(8))  # 7: the damaged row, named
+            assert "damaged: CorruptRow" in str(table.get_row_at(7)[2])
             notes = sorted(n.message for n in app._notifications if n.severity == "error")
             assert len(notes) == 2
             assert notes[0].startswith("The timeline stops at seq 6: ")
@@ -228,12 +254,22 @@ class TestAppOnAStore:
             assert all("event seq 7 is corrupt" in note for note in notes)
             assert len(app._marks) == 7
             assert "CorruptRow" in pane(app)
+            assert table.cursor_row == 7  # on the damaged row, the pane at seq 10
+            reads = source.reads
+            await pilot.press("j", "j", "k")  # past the damage: no new read, no new notice
+            assert app.seq == 11
+            assert "CorruptRow" in pane(app)
+            assert source.reads == reads
+            assert len([n for n in app._notifications if n.severity == "error"]) == 2
             await pilot.press("home")
             assert app.seq == 0
             assert "0 messages" in pane(app)
             await pilot.press("j", "j")
             assert app.seq == 2
-            assert app.query_one("#timeline", DataTable).cursor_row == 2
+            assert table.cursor_row == 2
+            await pilot.press("end")
+            assert app.seq == 46
+            assert table.cursor_row == 7
 
         try:
             run(InspectApp(source, seq=10), scenario)
@@ -278,6 +314,31 @@ class TestWindow:
             await pilot.press("e")
             assert "❌ exception: ConnectionError" in pane(app)
             check(app)
+
+        run(InspectApp(demo, seq=3, window=10), scenario)
+
+    def test_keys_faster_than_the_pane_are_not_lost(self, demo: Timeline) -> None:
+        """Ten steps queued before the app handles any of their moves (a held key): the
+        cursor goes ten states, across the window's edge and back, with arrows and j/k."""
+
+        async def scenario(app: InspectApp, pilot: Pilot[None]) -> None:
+            table = app.query_one("#timeline", TimelineTable)
+            for _ in range(10):
+                table.action_cursor_down()
+            await pilot.pause()
+            assert app.seq == 13
+            assert seqs_shown(app)[table.cursor_row] == 13
+            for _ in range(12):
+                app.action_step(-1)
+            await pilot.pause()
+            assert app.seq == 1
+            assert seqs_shown(app)[table.cursor_row] == 1
+            table.action_scroll_bottom()  # ctrl+end: the head, not the window's last row
+            await pilot.pause()
+            assert app.seq == demo.last_seq
+            table.action_scroll_top()
+            await pilot.pause()
+            assert app.seq == 0
 
         run(InspectApp(demo, seq=3, window=10), scenario)
 

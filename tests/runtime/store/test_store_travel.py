@@ -137,6 +137,53 @@ class TestSpans:
         with pytest.raises(InvalidArgument, match="from 1 to 12"):
             store.event("s", 13)
 
+    @settings(
+        max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        log=session_events(max_steps=40),
+        every=st.integers(min_value=1, max_value=15),
+        ends=st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)),
+    )
+    def test_events_between_are_the_log_s(
+        self, tmp_path_factory: Any, log: list[Event], every: int, ends: tuple[int, int]
+    ) -> None:
+        """``events_between(s, first, last)`` is the log's slice; out of range, refused."""
+        path = tmp_path_factory.mktemp("between") / "s.db"
+        first, last = sorted(1 + end % len(log) for end in ends)
+        with SQLiteStore(path, snapshot_every=every) as store:
+            store.append(log)
+            assert store.events_between("s", first, last) == log[first - 1 : last]
+            for bad in ((0, last), (first, len(log) + 1), (last + 1, last)):
+                with pytest.raises(InvalidArgument, match="first"):
+                    store.events_between("s", *bad)
+
+    def test_events_between_refuses_what_events_refuses(
+        self, open_store: OpenStore, db_path: Any
+    ) -> None:
+        """An unknown session, a damaged row: each is ``events``' error; the rows before a
+        damaged one are read alone."""
+        store = open_store(snapshot_every=5)
+        log = conversation("s", 12)
+        store.append(log)
+        with pytest.raises(UnknownSession):
+            store.events_between("nope", 1, 2)
+        with raw(db_path) as db:  # a bad disk
+            db.execute("UPDATE events SET body = '{' WHERE session_id = 's' AND seq = 7")
+        with pytest.raises(CorruptRow, match="seq 7") as general:
+            store.events("s", after=4)
+        with pytest.raises(CorruptRow, match="seq 7") as between:
+            store.events_between("s", 5, 9)
+        assert str(between.value) == str(general.value)
+        assert store.events_between("s", 1, 6) == log[:6]
+
+    def test_events_between_on_postgres(self, open_pg: Any) -> None:
+        """PostgreSQL reads a range through the same code: the same events."""
+        store = open_pg(snapshot_every=5)
+        log = conversation("s", 12)
+        store.append(log)
+        assert store.events_between("s", 3, 9) == log[2:9]
+
     def test_a_walk_is_lazy(self, open_store: OpenStore) -> None:
         """The first step comes before the rest is read: a walk can be stopped early."""
         store = open_store(snapshot_every=1000)
