@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 from ._artifacts import ArtifactStore
@@ -249,11 +249,14 @@ def _anthropic_user(run: list[ViewMessage]) -> list[dict[str, Any]]:
     return blocks
 
 
-def _sides(messages: Sequence[ViewMessage]) -> list[tuple[bool, list[ViewMessage]]]:
+def _sides(messages: Sequence[ViewMessage]) -> Iterator[tuple[bool, list[ViewMessage]]]:
     """Runs of consecutive view messages: the assistant's (True), or the user's and the
     tools' (False), which Anthropic and Gemini send as one user message (spelling a mixed
-    run at once gives what spelling its user and tool parts apart and merging them does)."""
-    sides: list[tuple[bool, list[ViewMessage]]] = []
+    run at once gives what spelling its user and tool parts apart and merging them does).
+
+    Yielded one at a time, so each run is garbage once spelled: a list of every run would
+    outlive the young collections and count towards a full one (the collector's
+    threshold), which walks the whole heap."""
     assistant = ViewRole.ASSISTANT
     run: list[ViewMessage] = []
     side = False
@@ -261,13 +264,12 @@ def _sides(messages: Sequence[ViewMessage]) -> list[tuple[bool, list[ViewMessage
         mine = message.role is assistant
         if mine is not side or not run:
             if run:
-                sides.append((side, run))
+                yield side, run
             run = []
             side = mine
         run.append(message)
     if run:
-        sides.append((side, run))
-    return sides
+        yield side, run
 
 
 def _anthropic_body(view_messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ import attrs
 from pyrsistent import PMap as PMapABC
 from pyrsistent.typing import PMap
 
-from ._json import FrozenJSON, canonical
+from ._json import PMAP_CLASS, FrozenJSON, canonical, map_items
 from ._message import Attachment
 
 __all__ = [
@@ -139,9 +139,10 @@ def arguments_json(arguments: PMap[str, FrozenJSON]) -> str:
     which changes with every process, and the same call must be the same prompt
     after a restart (the provider's prompt cache depends on it).
     """
-    if not isinstance(arguments, PMapABC):  # a hand-built part may hold a plain dict
+    if type(arguments) is not PMAP_CLASS and not isinstance(arguments, PMapABC):
+        # a hand-built part may hold a plain dict
         return _ENCODE(canonical(arguments))
-    items = [*arguments.iteritems()]
+    items = map_items(arguments)
     if len(items) > 1:
         items.sort()  # compares keys only: a map's keys are distinct
     out = []
