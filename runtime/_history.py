@@ -21,7 +21,7 @@ last few turns (``clean_history``) touches only them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from operator import itemgetter
 
 import attrs
@@ -29,6 +29,7 @@ from pyrsistent.typing import PVector
 
 from ._category import _DEFAULT, _NO_METADATA, Category, category_of
 from ._message import Message
+from ._replace import constructor
 from ._state import SessionState
 from ._turn import Turn, TurnStatus
 
@@ -94,32 +95,11 @@ class Block:
     that wants stored order need not sort them again; False when unknown."""
 
 
-_new = object.__new__
-_BL_TURN, _BL_MESSAGES, _BL_CATEGORIES, _BL_STORED = (
-    Block.__dict__[name].__set__ for name in ("turn_id", "messages", "categories", "stored_order")
+trusted_block: Callable[[str | None, tuple[Message, ...], tuple[Category, ...], bool], Block] = (
+    constructor(Block, "turn_id", "messages", "categories", "stored_order")
 )
-assert {f.name for f in attrs.fields(Block)} == {
-    "turn_id",
-    "messages",
-    "categories",
-    "stored_order",
-}
-
-
-def trusted_block(
-    turn_id: str | None,
-    messages: tuple[Message, ...],
-    categories: tuple[Category, ...],
-    stored_order: bool,
-) -> Block:
-    """``Block(...)`` of values the walk made, built without ``__init__`` (slots set directly,
-    as ``_view``'s trusted constructors do; ``Block`` has no validators or converters)."""
-    made: Block = _new(Block)
-    _BL_TURN(made, turn_id)
-    _BL_MESSAGES(made, messages)
-    _BL_CATEGORIES(made, categories)
-    _BL_STORED(made, stored_order)
-    return made
+"""``Block(...)`` of values the walk made, by position, built without ``__init__`` (as
+``_view``'s trusted constructors are; ``Block`` has no validators or converters)."""
 
 
 def start_rank(state: SessionState, turn: Turn) -> int:
