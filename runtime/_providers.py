@@ -107,10 +107,13 @@ def _openai_body(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
             if entry is not None:
                 out.append(entry)
             run = []
+        parts = message.parts
         if role is ViewRole.TOOL:
-            result = message.parts[0]
+            result = parts[0]
             assert isinstance(result, ToolResultPart)
             out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.text})
+        elif len(parts) == 1 and type(parts[0]) is TextPart:  # ``_openai_user``'s first case
+            out.append({"role": "user", "content": parts[0].text})
         else:
             out.append(_openai_user(message))
     if run:
