@@ -30,6 +30,7 @@ from typing import Any, Literal
 from ._artifacts import ArtifactStore
 from ._clean import DEFAULT_MAX_RESULT_CHARS
 from ._errors import ProjectionError
+from ._json import canonical
 from ._message import Message
 from ._spelling import source_view, spelled, system_text
 from ._state import SessionState
@@ -50,6 +51,9 @@ __all__ = ["to_anthropic", "to_gemini", "to_openai"]
 _GEMINI_IMAGES = frozenset({"image/png", "image/jpeg", "image/webp"})
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 _ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+_ANTHROPIC_MATCH = _ANTHROPIC_ID.match
+_TEXTUAL = (ReasoningPart, TextPart)
+"""``ReasoningPart | TextPart`` as a tuple: the ``|`` builds a union object on every test."""
 
 
 def _b64(data: bytes) -> str:
@@ -215,8 +219,9 @@ def _anthropic_assistant(run: list[ViewMessage]) -> list[dict[str, Any]]:
                         continue
                     block = {"type": "text", "text": part.text}
             elif isinstance(part, ToolUsePart):
-                use_id = _anthropic_id(part.call_id)
-                input_ = part.arguments_dict()
+                call_id = part.call_id
+                use_id = call_id if _ANTHROPIC_MATCH(call_id) else _anthropic_id(call_id)
+                input_ = canonical(part.arguments)  # ``part.arguments_dict()``
                 block = {"type": "tool_use", "id": use_id, "name": part.name, "input": input_}
             previous_text = block if block is not None and block["type"] == "text" else None
             if block is not None:
@@ -232,9 +237,10 @@ def _anthropic_user(run: list[ViewMessage]) -> list[dict[str, Any]]:
     for message in run:
         for part in message.parts:
             if isinstance(part, ToolResultPart):
+                call_id = part.call_id
                 block: dict[str, Any] = {
                     "type": "tool_result",
-                    "tool_use_id": _anthropic_id(part.call_id),
+                    "tool_use_id": call_id if _ANTHROPIC_MATCH(call_id) else _anthropic_id(call_id),
                     "content": part.text,
                 }
                 if part.is_error:
@@ -332,7 +338,7 @@ def _gemini_model(run: list[ViewMessage]) -> list[dict[str, Any]]:
     for message in run:
         for part in message.parts:
             made: dict[str, Any]
-            if isinstance(part, ReasoningPart | TextPart):
+            if isinstance(part, _TEXTUAL):
                 text = part.text
                 blank = not text or text.isspace()
                 gemini = part.signature is not None and part.provider == "gemini"
@@ -350,7 +356,7 @@ def _gemini_model(run: list[ViewMessage]) -> list[dict[str, Any]]:
                     elif blank:
                         continue  # its signature is not one Gemini made: as unsigned
             elif isinstance(part, ToolUsePart):
-                made = {"function_call": {"name": part.name, "args": part.arguments_dict()}}
+                made = {"function_call": {"name": part.name, "args": canonical(part.arguments)}}
                 if part.signature is not None and part.provider == "gemini":
                     signature = _gemini_signature(part)
                     if signature is not None:
