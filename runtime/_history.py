@@ -167,7 +167,7 @@ class Walk:
         anchors: dict[int, list[Turn]] = {}
         claims: dict[str, Turn] = {}
 
-        def register(turn_id: str, position: int) -> None:
+        def register(turn_id: str, position: int) -> int:
             turn = turn_of(turn_id)
             assert turn is not None, turn_id  # every turn_id in a valid state names a turn
             members[turn_id] = []
@@ -180,6 +180,7 @@ class Walk:
                 if known is None or order_key(state, turn) < order_key(state, known):
                     claims[input_id] = turn
             anchors.setdefault(anchor, []).append(turn)
+            return anchor
 
         def finish(turn: Turn) -> Block | None:
             found = members.pop(turn.id)
@@ -196,6 +197,9 @@ class Walk:
         # The messages newest first, a 32-message leaf of the trie at a time (as
         # ``newest_first`` reads them, inlined: this loop runs once per stored message).
         node_for = getattr(type(messages), "_node_for", None)
+        # Anchors lie at or before the message that registered them and the walk goes back,
+        # so the next one it meets is the largest: one int test a message, not a dict pop.
+        next_anchor = -1
         last_id: str | None = None  # the turn the previous message went to, and its members
         last_into: list[tuple[int, Message, Category]] | None = None
         top = len(messages) - 1
@@ -226,7 +230,9 @@ class Walk:
                         else:
                             into = members.get(turn_id)
                             if into is None and turn_of(turn_id) is not None:
-                                register(turn_id, position)
+                                anchor = register(turn_id, position)
+                                if anchor > next_anchor:
+                                    next_anchor = anchor
                                 into = members[turn_id]
                             last_id, last_into = turn_id, into
                     if phase == INPUT_PHASE:
@@ -238,8 +244,9 @@ class Walk:
                     else:
                         alone = trusted_block(None, (message,), (category,), False)
                         yield alone, None if members else position
-                if anchors:
-                    due = anchors.pop(position, None)
+                if position == next_anchor:
+                    due = anchors.pop(position)
+                    next_anchor = max(anchors) if anchors else -1
                     if due:
                         last_id = last_into = None  # a finished turn's members are gone
                         if len(due) > 1:  # turns sharing their first input: rare, ranked then
