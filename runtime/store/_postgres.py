@@ -365,3 +365,4 @@ class Listener:
     def close(self) -> None:
         """Close the connection. Closing twice is fine."""
         self._conn.close()
+
