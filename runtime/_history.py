@@ -21,7 +21,7 @@ last few turns (``clean_history``) touches only them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from operator import itemgetter
 
 import attrs
@@ -29,6 +29,7 @@ from pyrsistent.typing import PVector
 
 from ._category import _DEFAULT, _NO_METADATA, Category, category_of
 from ._message import Message
+from ._replace import constructor
 from ._state import SessionState
 from ._turn import Turn, TurnStatus
 
@@ -94,32 +95,11 @@ class Block:
     that wants stored order need not sort them again; False when unknown."""
 
 
-_new = object.__new__
-_BL_TURN, _BL_MESSAGES, _BL_CATEGORIES, _BL_STORED = (
-    Block.__dict__[name].__set__ for name in ("turn_id", "messages", "categories", "stored_order")
+trusted_block: Callable[[str | None, tuple[Message, ...], tuple[Category, ...], bool], Block] = (
+    constructor(Block, "turn_id", "messages", "categories", "stored_order")
 )
-assert {f.name for f in attrs.fields(Block)} == {
-    "turn_id",
-    "messages",
-    "categories",
-    "stored_order",
-}
-
-
-def trusted_block(
-    turn_id: str | None,
-    messages: tuple[Message, ...],
-    categories: tuple[Category, ...],
-    stored_order: bool,
-) -> Block:
-    """``Block(...)`` of values the walk made, built without ``__init__`` (slots set directly,
-    as ``_view``'s trusted constructors do; ``Block`` has no validators or converters)."""
-    made: Block = _new(Block)
-    _BL_TURN(made, turn_id)
-    _BL_MESSAGES(made, messages)
-    _BL_CATEGORIES(made, categories)
-    _BL_STORED(made, stored_order)
-    return made
+"""``Block(...)`` of values the walk made, by position, built without ``__init__`` (as
+``_view``'s trusted constructors are; ``Block`` has no validators or converters)."""
 
 
 def start_rank(state: SessionState, turn: Turn) -> int:
@@ -187,7 +167,7 @@ class Walk:
         anchors: dict[int, list[Turn]] = {}
         claims: dict[str, Turn] = {}
 
-        def register(turn_id: str, position: int) -> None:
+        def register(turn_id: str, position: int) -> int:
             turn = turn_of(turn_id)
             assert turn is not None, turn_id  # every turn_id in a valid state names a turn
             members[turn_id] = []
@@ -200,6 +180,7 @@ class Walk:
                 if known is None or order_key(state, turn) < order_key(state, known):
                     claims[input_id] = turn
             anchors.setdefault(anchor, []).append(turn)
+            return anchor
 
         def finish(turn: Turn) -> Block | None:
             found = members.pop(turn.id)
@@ -216,6 +197,9 @@ class Walk:
         # The messages newest first, a 32-message leaf of the trie at a time (as
         # ``newest_first`` reads them, inlined: this loop runs once per stored message).
         node_for = getattr(type(messages), "_node_for", None)
+        # Anchors lie at or before the message that registered them and the walk goes back,
+        # so the next one it meets is the largest: one int test a message, not a dict pop.
+        next_anchor = -1
         last_id: str | None = None  # the turn the previous message went to, and its members
         last_into: list[tuple[int, Message, Category]] | None = None
         top = len(messages) - 1
@@ -246,7 +230,9 @@ class Walk:
                         else:
                             into = members.get(turn_id)
                             if into is None and turn_of(turn_id) is not None:
-                                register(turn_id, position)
+                                anchor = register(turn_id, position)
+                                if anchor > next_anchor:
+                                    next_anchor = anchor
                                 into = members[turn_id]
                             last_id, last_into = turn_id, into
                     if phase == INPUT_PHASE:
@@ -258,8 +244,9 @@ class Walk:
                     else:
                         alone = trusted_block(None, (message,), (category,), False)
                         yield alone, None if members else position
-                if anchors:
-                    due = anchors.pop(position, None)
+                if position == next_anchor:
+                    due = anchors.pop(position)
+                    next_anchor = max(anchors) if anchors else -1
                     if due:
                         last_id = last_into = None  # a finished turn's members are gone
                         if len(due) > 1:  # turns sharing their first input: rare, ranked then

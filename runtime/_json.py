@@ -214,10 +214,24 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 """Types ``canonical`` returns as they are (checked by exact type: the fast path)."""
 
 
+PMAP_CLASS: Any = type(pmap())
+"""pyrsistent's map class (``PMapABC`` is an ABC: an ``isinstance`` through it costs more)."""
+
+
+def map_items(value: PMapABC[Any, Any]) -> list[tuple[Any, Any]]:
+    """``[*value.iteritems()]``, read straight from the map's buckets when it is pyrsistent's
+    own class (``iteritems`` is a Python generator: a resume per item); the same items in the
+    same order (a property test pins it)."""
+    if type(value) is PMAP_CLASS:
+        buckets: Any = value._buckets
+        return [item for bucket in buckets if bucket for item in bucket]
+    return [*value.iteritems()]
+
+
 def canonical(value: object) -> object:
     """``thaw(value)`` with every dict's keys in sorted order (the codec's form)."""
-    if isinstance(value, PMapABC):
-        items = [*value.iteritems()]
+    if type(value) is PMAP_CLASS or isinstance(value, PMapABC):
+        items = map_items(value)  # type: ignore[arg-type]
         if len(items) > 1:  # most tool arguments have one key: nothing to sort
             items.sort()  # compares keys only: a map's keys are distinct
         return {key: item if type(item) in _SCALARS else canonical(item) for key, item in items}

@@ -30,6 +30,7 @@ from ._view import (
     ViewRole,
     trusted_reasoning,
     trusted_text,
+    trusted_tool_result,
     trusted_tool_use,
     trusted_view_message,
 )
@@ -44,6 +45,8 @@ _NO_METADATA = freeze_map(None)
 """The empty metadata most messages share: a cheaper test than its length (a Python call)."""
 
 
+_ASSISTANT = ViewRole.ASSISTANT
+_TOOL = ViewRole.TOOL
 _index = itemgetter(0)
 """The call index of a ``(index, message, part)`` entry (a C function: no Python call)."""
 
@@ -101,9 +104,16 @@ def _response(
 ) -> None:
     """``BlockBuilder.response`` for plain outputs, appended to ``out``."""
     if len(members) == 1 and members[0][1] is Category.REPLY:
-        made = builder.one(members[0][0], Category.REPLY)
-        if made is not None:
-            out.append(made)
+        # ``builder.one`` of a reply without metadata (so not interrupted) or attachments.
+        reply = members[0][0]
+        content = reply.content
+        if content and not content.isspace():
+            part = trusted_text(content)
+            out.append(
+                trusted_view_message(
+                    _ASSISTANT, (part,), reply.id, (), reply.turn_id, reply.event_seq
+                )
+            )
         return
     current = builder.current
     ids: list[str] = []
@@ -140,10 +150,25 @@ def _response(
             ViewRole.ASSISTANT, tuple(parts), first.id, tuple(ids), first.turn_id, first.event_seq
         )
     )
+    limit = builder.max_result_chars
     for _, call, use in uses:
         result = results.pop(use.call_id, None)
-        out.append(
-            builder.result(result, use.name)
-            if result is not None
-            else builder.synthesized(call, use.call_id, use.name)
-        )
+        if result is None:
+            out.append(builder.synthesized(call, use.call_id, use.name))
+            continue
+        text = result.content
+        if (
+            text
+            and (limit is None or len(text) <= limit)
+            and not result.is_error
+            and not result.attachments
+            and not text.isspace()
+        ):  # ``builder.result`` of a plain result: its text as it is
+            answer = trusted_tool_result(use.call_id, use.name, text, False, False, False)
+            out.append(
+                trusted_view_message(
+                    _TOOL, (answer,), result.id, (), result.turn_id, result.event_seq
+                )
+            )
+        else:
+            out.append(builder.result(result, use.name))

@@ -24,12 +24,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 from ._artifacts import ArtifactStore
 from ._clean import DEFAULT_MAX_RESULT_CHARS
 from ._errors import ProjectionError
+from ._json import canonical
 from ._message import Message
 from ._spelling import source_view, spelled, system_text
 from ._state import SessionState
@@ -50,6 +51,9 @@ __all__ = ["to_anthropic", "to_gemini", "to_openai"]
 _GEMINI_IMAGES = frozenset({"image/png", "image/jpeg", "image/webp"})
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 _ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+_ANTHROPIC_MATCH = _ANTHROPIC_ID.match
+_TEXTUAL = (ReasoningPart, TextPart)
+"""``ReasoningPart | TextPart`` as a tuple: the ``|`` builds a union object on every test."""
 
 
 def _b64(data: bytes) -> str:
@@ -107,10 +111,13 @@ def _openai_body(messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
             if entry is not None:
                 out.append(entry)
             run = []
+        parts = message.parts
         if role is ViewRole.TOOL:
-            result = message.parts[0]
+            result = parts[0]
             assert isinstance(result, ToolResultPart)
             out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.text})
+        elif len(parts) == 1 and type(parts[0]) is TextPart:  # ``_openai_user``'s first case
+            out.append({"role": "user", "content": parts[0].text})
         else:
             out.append(_openai_user(message))
     if run:
@@ -212,8 +219,9 @@ def _anthropic_assistant(run: list[ViewMessage]) -> list[dict[str, Any]]:
                         continue
                     block = {"type": "text", "text": part.text}
             elif isinstance(part, ToolUsePart):
-                use_id = _anthropic_id(part.call_id)
-                input_ = part.arguments_dict()
+                call_id = part.call_id
+                use_id = call_id if _ANTHROPIC_MATCH(call_id) else _anthropic_id(call_id)
+                input_ = canonical(part.arguments)  # ``part.arguments_dict()``
                 block = {"type": "tool_use", "id": use_id, "name": part.name, "input": input_}
             previous_text = block if block is not None and block["type"] == "text" else None
             if block is not None:
@@ -229,9 +237,10 @@ def _anthropic_user(run: list[ViewMessage]) -> list[dict[str, Any]]:
     for message in run:
         for part in message.parts:
             if isinstance(part, ToolResultPart):
+                call_id = part.call_id
                 block: dict[str, Any] = {
                     "type": "tool_result",
-                    "tool_use_id": _anthropic_id(part.call_id),
+                    "tool_use_id": call_id if _ANTHROPIC_MATCH(call_id) else _anthropic_id(call_id),
                     "content": part.text,
                 }
                 if part.is_error:
@@ -249,11 +258,14 @@ def _anthropic_user(run: list[ViewMessage]) -> list[dict[str, Any]]:
     return blocks
 
 
-def _sides(messages: Sequence[ViewMessage]) -> list[tuple[bool, list[ViewMessage]]]:
+def _sides(messages: Sequence[ViewMessage]) -> Iterator[tuple[bool, list[ViewMessage]]]:
     """Runs of consecutive view messages: the assistant's (True), or the user's and the
     tools' (False), which Anthropic and Gemini send as one user message (spelling a mixed
-    run at once gives what spelling its user and tool parts apart and merging them does)."""
-    sides: list[tuple[bool, list[ViewMessage]]] = []
+    run at once gives what spelling its user and tool parts apart and merging them does).
+
+    Yielded one at a time, so each run is garbage once spelled: a list of every run would
+    outlive the young collections and count towards a full one (the collector's
+    threshold), which walks the whole heap."""
     assistant = ViewRole.ASSISTANT
     run: list[ViewMessage] = []
     side = False
@@ -261,13 +273,12 @@ def _sides(messages: Sequence[ViewMessage]) -> list[tuple[bool, list[ViewMessage
         mine = message.role is assistant
         if mine is not side or not run:
             if run:
-                sides.append((side, run))
+                yield side, run
             run = []
             side = mine
         run.append(message)
     if run:
-        sides.append((side, run))
-    return sides
+        yield side, run
 
 
 def _anthropic_body(view_messages: Sequence[ViewMessage]) -> list[dict[str, Any]]:
@@ -327,7 +338,7 @@ def _gemini_model(run: list[ViewMessage]) -> list[dict[str, Any]]:
     for message in run:
         for part in message.parts:
             made: dict[str, Any]
-            if isinstance(part, ReasoningPart | TextPart):
+            if isinstance(part, _TEXTUAL):
                 text = part.text
                 blank = not text or text.isspace()
                 gemini = part.signature is not None and part.provider == "gemini"
@@ -345,7 +356,7 @@ def _gemini_model(run: list[ViewMessage]) -> list[dict[str, Any]]:
                     elif blank:
                         continue  # its signature is not one Gemini made: as unsigned
             elif isinstance(part, ToolUsePart):
-                made = {"function_call": {"name": part.name, "args": part.arguments_dict()}}
+                made = {"function_call": {"name": part.name, "args": canonical(part.arguments)}}
                 if part.signature is not None and part.provider == "gemini":
                     signature = _gemini_signature(part)
                     if signature is not None:

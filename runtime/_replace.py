@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-__all__ = ["replace", "replacer", "slot_setter"]
+__all__ = ["constructor", "replace", "replacer", "slot_setter"]
 
 T = TypeVar("T")
 
@@ -110,6 +110,26 @@ def _positional(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
     values = [f"_v{position[name]}" if name in position else f"old.{name}" for name in names]
     header = "old" + "".join(f", _v{i}" for i in range(len(changed)))
     return _compile(cls, names, header, values)  # type: ignore[no-any-return]
+
+
+def constructor(cls: type, *params: str, **constants: str) -> Callable[..., Any]:
+    """A function taking the fields ``params`` by position that builds a ``cls`` with them
+    and every other field set to ``constants[name]`` (a Python expression, e.g. ``"None"``),
+    unchecked, the way the copies above are made: for values checked already (the view's
+    trusted constructors).
+
+    Raises:
+        ValueError: ``params`` and ``constants`` do not name each field of ``cls`` once.
+    """
+    names = [field.name for field in attrs.fields(cls)]
+    given = [*params, *constants]
+    if sorted(given) != sorted(names):
+        raise ValueError(
+            f"constructor() takes each field of {cls.__name__} once ({', '.join(names)}); "
+            f"got {', '.join(given)}."
+        )
+    values = [name if name in params else constants[name] for name in names]
+    return _compile(cls, names, ", ".join(params), values)  # type: ignore[no-any-return]
 
 
 def replace(instance: T, **changes: Any) -> T:

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 from pyrsistent import PMap as PMapABC
 from pyrsistent.typing import PMap
 
-from ._json import FrozenJSON, canonical
+from ._json import PMAP_CLASS, FrozenJSON, canonical, map_items
 from ._message import Attachment
+from ._replace import constructor
 
 __all__ = [
     "ImagePart",
@@ -139,9 +141,10 @@ def arguments_json(arguments: PMap[str, FrozenJSON]) -> str:
     which changes with every process, and the same call must be the same prompt
     after a restart (the provider's prompt cache depends on it).
     """
-    if not isinstance(arguments, PMapABC):  # a hand-built part may hold a plain dict
+    if type(arguments) is not PMAP_CLASS and not isinstance(arguments, PMapABC):
+        # a hand-built part may hold a plain dict
         return _ENCODE(canonical(arguments))
-    items = [*arguments.iteritems()]
+    items = map_items(arguments)
     if len(items) > 1:
         items.sort()  # compares keys only: a map's keys are distinct
     out = []
@@ -196,99 +199,35 @@ class ViewMessage:
         return "\n\n".join(out)
 
 
-def _setters(cls: type, *names: str) -> tuple[Any, ...]:
-    """The slot descriptors' setters of ``names`` on an attrs slotted class."""
-    assert set(names) == {field.name for field in attrs.fields(cls)}, names
-    return tuple(cls.__dict__[name].__set__ for name in names)
-
-
 # Trusted constructors: the view's hot path builds these values from fields of messages
-# that were checked when they were stored. They set the slots directly, which costs about
-# half of the frozen class's __init__ (it goes through object.__setattr__ per field), and
-# give an equal value (tests/runtime/test_view_fast_paths.py pins it). The classes have no
-# validators or converters, so nothing is skipped but the generic attribute lookup.
-_new = object.__new__
-_VM_ROLE, _VM_PARTS, _VM_SOURCE, _VM_SOURCES, _VM_TURN, _VM_SEQ = _setters(
-    ViewMessage, "role", "parts", "source_id", "source_ids", "turn_id", "event_seq"
+# that were checked when they were stored. They are made as the reducer's ``replacer``
+# makes its copies (``runtime/_replace.py``): an instance of an unfrozen twin, plain slot
+# stores, then ``__class__`` assigned, which costs about half of storing through the slots'
+# descriptors and a third of the frozen class's __init__ (it goes through
+# object.__setattr__ per field); they give an equal value
+# (tests/runtime/test_view_fast_paths.py pins it). The classes have no validators or
+# converters, so nothing is skipped but the generic attribute lookup.
+trusted_view_message: Callable[
+    [ViewRole, tuple[ViewPart, ...], str | None, tuple[str, ...], str | None, int | None],
+    ViewMessage,
+] = constructor(ViewMessage, "role", "parts", "source_id", "source_ids", "turn_id", "event_seq")
+"""``ViewMessage(...)`` of checked values, by position, built without ``__init__``."""
+trusted_text: Callable[[str], TextPart] = constructor(
+    TextPart, "text", provider="None", signature="None", item_id="None"
 )
-_TX_TEXT, _TX_PROVIDER, _TX_SIGNATURE, _TX_ITEM = _setters(
-    TextPart, "text", "provider", "signature", "item_id"
+"""``TextPart(text=text)``, built without ``__init__``."""
+trusted_reasoning: Callable[[str], ReasoningPart] = constructor(
+    ReasoningPart, "text", signature="None", provider="None", redacted="False", item_id="None"
 )
-_RS_TEXT, _RS_SIGNATURE, _RS_PROVIDER, _RS_REDACTED, _RS_ITEM = _setters(
-    ReasoningPart, "text", "signature", "provider", "redacted", "item_id"
+"""``ReasoningPart(text=text)``, built without ``__init__``."""
+trusted_tool_use: Callable[[str, str, PMap[str, FrozenJSON]], ToolUsePart] = constructor(
+    ToolUsePart, "call_id", "name", "arguments", provider="None", signature="None", item_id="None"
 )
-_TU_CALL, _TU_NAME, _TU_ARGUMENTS, _TU_PROVIDER, _TU_SIGNATURE, _TU_ITEM = _setters(
-    ToolUsePart, "call_id", "name", "arguments", "provider", "signature", "item_id"
-)
-_TR_CALL, _TR_NAME, _TR_TEXT, _TR_ERROR, _TR_SYNTHESIZED, _TR_EXCERPTED = _setters(
+"""``ToolUsePart(call_id=..., name=..., arguments=...)``, by position, without ``__init__``."""
+trusted_tool_result: Callable[[str, str, str, bool, bool, bool], ToolResultPart] = constructor(
     ToolResultPart, "call_id", "name", "text", "is_error", "synthesized", "excerpted"
 )
-
-
-def trusted_view_message(
-    role: ViewRole,
-    parts: tuple[ViewPart, ...],
-    source_id: str | None,
-    source_ids: tuple[str, ...],
-    turn_id: str | None,
-    event_seq: int | None,
-) -> ViewMessage:
-    """``ViewMessage(...)`` of checked values, built without ``__init__``."""
-    made: ViewMessage = _new(ViewMessage)
-    _VM_ROLE(made, role)
-    _VM_PARTS(made, parts)
-    _VM_SOURCE(made, source_id)
-    _VM_SOURCES(made, source_ids)
-    _VM_TURN(made, turn_id)
-    _VM_SEQ(made, event_seq)
-    return made
-
-
-def trusted_text(text: str) -> TextPart:
-    """``TextPart(text=text)``, built without ``__init__``."""
-    made: TextPart = _new(TextPart)
-    _TX_TEXT(made, text)
-    _TX_PROVIDER(made, None)
-    _TX_SIGNATURE(made, None)
-    _TX_ITEM(made, None)
-    return made
-
-
-def trusted_reasoning(text: str) -> ReasoningPart:
-    """``ReasoningPart(text=text)``, built without ``__init__``."""
-    made: ReasoningPart = _new(ReasoningPart)
-    _RS_TEXT(made, text)
-    _RS_SIGNATURE(made, None)
-    _RS_PROVIDER(made, None)
-    _RS_REDACTED(made, False)
-    _RS_ITEM(made, None)
-    return made
-
-
-def trusted_tool_use(call_id: str, name: str, arguments: PMap[str, FrozenJSON]) -> ToolUsePart:
-    """``ToolUsePart(call_id=..., name=..., arguments=...)``, built without ``__init__``."""
-    made: ToolUsePart = _new(ToolUsePart)
-    _TU_CALL(made, call_id)
-    _TU_NAME(made, name)
-    _TU_ARGUMENTS(made, arguments)
-    _TU_PROVIDER(made, None)
-    _TU_SIGNATURE(made, None)
-    _TU_ITEM(made, None)
-    return made
-
-
-def trusted_tool_result(
-    call_id: str, name: str, text: str, is_error: bool, synthesized: bool, excerpted: bool
-) -> ToolResultPart:
-    """``ToolResultPart(...)`` of checked values, built without ``__init__``."""
-    made: ToolResultPart = _new(ToolResultPart)
-    _TR_CALL(made, call_id)
-    _TR_NAME(made, name)
-    _TR_TEXT(made, text)
-    _TR_ERROR(made, is_error)
-    _TR_SYNTHESIZED(made, synthesized)
-    _TR_EXCERPTED(made, excerpted)
-    return made
+"""``ToolResultPart(...)`` of checked values, by position, built without ``__init__``."""
 
 
 @attrs.define(eq=False)

@@ -213,36 +213,50 @@ def cached_view(
     whole = kept == len(cache.ends)
     walk = Walk(state, (cache.cut if whole else cache.cuts[kept] or 0) if kept else 0)
     builder = BlockBuilder(state, artifacts, max_result_chars)
-    # Each block is dropped as soon as its view is built: only whether it is settled is kept.
-    fresh = [(_settled(state, block), builder.block(block), cut) for block, cut in walk.blocks()]
+    # Each block is dropped as soon as its view is built: only whether it is settled, how
+    # many view messages it gave and the cut before it are kept, and its view messages go
+    # into one list (a list per block would outlive the young collections and count
+    # towards a full one, which walks the whole heap). Newest first, each block reversed.
+    made: list[ViewMessage] = []
+    dones: list[bool] = []
+    sizes: list[int] = []
+    befores: list[int | None] = []
+    for block, before in walk.blocks():
+        dones.append(_settled(state, block))
+        built = builder.block(block)
+        sizes.append(len(built))
+        befores.append(before)
+        made.extend(reversed(built))
     if not walk.stopped:
         kept, whole = 0, False
-    fresh.reverse()  # oldest first
+    made.reverse()  # oldest first
+    dones.reverse()
+    sizes.reverse()
+    befores.reverse()
     ends = list(cache.ends[:kept])
     cuts = list(cache.cuts[:kept])
     cut = walk.stop if kept else 0
     settled = kept
     start = count = ends[-1] if ends else 0
-    added: list[ViewMessage] = []
-    for n, (done, made, before) in enumerate(fresh):
+    last = len(befores) - 1
+    for n, done in enumerate(dones):
         if not done:
             break
-        added.extend(made)
-        count += len(made)
+        count += sizes[n]
         ends.append(count)
-        cuts.append(before)
-        after = fresh[n + 1][2] if n + 1 < len(fresh) else len(state.messages)
+        cuts.append(befores[n])
+        after = befores[n + 1] if n < last else len(state.messages)
         if after is not None:
             settled = len(ends)
             cut = after
     del ends[settled:], cuts[settled:]
-    del added[(ends[-1] if ends else 0) - start :]
+    used = (ends[-1] if ends else 0) - start  # the view messages of the blocks now settled
     old = cache.prefix if whole else None
     if old is not None and settled == kept:
         prefix: ViewPrefix | None = old
     else:
         base = old.messages if old is not None else cache._flat()[:start]
-        prefix = _prefix(base + tuple(added), old)
+        prefix = _prefix(base + tuple(made[:used]), old)
     new_cache = ViewCache(
         session_id=state.session_id,
         messages=state.messages,
@@ -253,7 +267,7 @@ def cached_view(
         cut=cut,
         prefix=prefix,
     )
-    rest = [m for _, made, _ in fresh[settled - kept :] for m in made]
+    rest = made[used:]
     if prefix is not None:
         view = ModelView(
             session_id=state.session_id,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import attrs
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from runtime import Message, SessionState, Status
-from runtime._replace import replace
+from runtime._replace import constructor, replace
 from runtime.testing import messages
 
 
@@ -42,3 +43,30 @@ class TestStateTruth:
         state = SessionState.empty("s")
         assert len(state) == 0
         assert bool(state) is True
+
+
+@attrs.frozen(kw_only=True)
+class _Pair:
+    left: str
+    right: int | None = None
+
+
+class TestConstructor:
+    @given(st.text(), st.integers() | st.none())
+    def test_equals_the_classes_init(self, left: str, right: int | None) -> None:
+        """A trusted constructor gives what ``__init__`` gives, an instance of the frozen
+        class itself; fields not taken are set to their constant."""
+        made = constructor(_Pair, "left", "right")(left, right)
+        assert type(made) is _Pair
+        assert made == _Pair(left=left, right=right)
+        assert constructor(_Pair, "left", right="None")(left) == _Pair(left=left)
+
+    def test_refuses_fields_missing_or_unknown(self) -> None:
+        """Every field is named once, as a parameter or a constant."""
+        with pytest.raises(
+            ValueError,
+            match=r"^constructor\(\) takes each field of _Pair once \(left, right\); got left\.$",
+        ):
+            constructor(_Pair, "left")
+        with pytest.raises(ValueError, match=r"got left, right, extra\.$"):
+            constructor(_Pair, "left", "right", extra="1")

@@ -9,13 +9,14 @@ over the view) against the run-by-run spelling they replaced.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyrsistent import pmap
 
 from runtime import (
     Attachment,
@@ -34,7 +35,7 @@ from runtime import (
 )
 from runtime._clean import DEFAULT_MAX_RESULT_CHARS, BlockBuilder
 from runtime._history import Block, Walk, trusted_block
-from runtime._json import canonical
+from runtime._json import canonical, map_items
 from runtime._plain_block import plain_block
 from runtime._providers import (
     _anthropic_assistant,
@@ -77,6 +78,25 @@ class AnyBytes:
 
 
 ARTIFACTS = AnyBytes()
+
+
+class _SubMap(Mapping[Any, Any]):
+    """A map that is not pyrsistent's own class (``map_items`` calls its ``iteritems``)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.inner[key]
+
+    def __iter__(self) -> Any:
+        return iter(self.inner)
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def iteritems(self) -> Any:
+        return self.inner.iteritems()
 
 
 def reference_canonical(value: object) -> object:
@@ -177,6 +197,21 @@ class TestCanonical:
         expected = reference_canonical(frozen)
         assert fast == expected
         assert json.dumps(fast) == json.dumps(expected)  # same key order at every level
+
+    @settings(max_examples=300)
+    @given(
+        st.dictionaries(st.text(max_size=3) | st.integers(-40, 40), st.integers(), max_size=40),
+        st.lists(st.text(max_size=3) | st.integers(-40, 40), max_size=10),
+    )
+    def test_map_items_equal_iteritems(self, items: dict[Any, int], removed: list[Any]) -> None:
+        """``map_items`` (read from the buckets) gives ``iteritems``'s items in its order, for
+        maps grown, shrunk and colliding (small int keys share buckets), and for a map
+        subclass (which takes ``iteritems``)."""
+        frozen = pmap(items).discard(removed[0]) if removed else pmap(items)
+        for key in removed[1:]:
+            frozen = frozen.discard(key)
+        assert map_items(frozen) == [*frozen.iteritems()]
+        assert map_items(_SubMap(frozen)) == [*frozen.iteritems()]  # type: ignore[arg-type]
 
     @settings(max_examples=300)
     @given(
