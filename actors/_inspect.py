@@ -557,7 +557,7 @@ class InspectApp(App[None]):
 def _mark(event: Event) -> int:
     """An event's marks: a turn boundary, an error."""
     turn = _TURN if isinstance(event, TurnStarted | TurnEnded) else 0
-    return turn | (_ERROR if is_error_event(event, None) else 0)
+    return turn | (_ERROR if _is_error(event) else 0)
 
 
 def _row(event: Event, before: SessionState, after: SessionState) -> Row:
