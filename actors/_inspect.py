@@ -270,7 +270,7 @@ class InspectApp(App[None]):
         if self.source.streams:
             self._read_marks()
         else:
-            self.add_marks(list(self.source.events()), done=True)
+            self.add_marks(list(self.source.flags()), done=True)
 
     def _subtitle(self) -> None:
         source = self.source
@@ -285,12 +285,12 @@ class InspectApp(App[None]):
     @work(thread=True, exclusive=True, group="marks")
     def _read_marks(self) -> None:
         worker = get_current_worker()
-        batch: list[Event] = []
-        events = self.source.events()
+        batch: list[tuple[str, bool]] = []
+        flags = self.source.flags()
         try:
             try:
-                for event in events:
-                    batch.append(event)
+                for flag in flags:
+                    batch.append(flag)
                     if len(batch) >= MARKS_PER_BATCH:
                         if worker.is_cancelled:
                             return
@@ -304,16 +304,21 @@ class InspectApp(App[None]):
         except RuntimeError:  # the app stopped meanwhile (call_from_thread: not running)
             return
         finally:
-            close = getattr(events, "close", None)
+            close = getattr(flags, "close", None)
             if close is not None:
                 close()  # here, on this thread: a stored session closes its store
 
     def add_marks(
-        self, events: list[Event], *, done: bool = False, error: AmberError | None = None
+        self,
+        flags: list[tuple[str, bool]],
+        *,
+        done: bool = False,
+        error: AmberError | None = None,
     ) -> None:
-        """Take the next events' marks (turn boundary, error); ``done`` after the last,
-        ``error`` if reading stopped at a damaged row."""
-        self._marks.extend(_mark(event) for event in events)
+        """Take the next events' marks (turn boundary, error) from their kinds and error
+        flags (``InspectSource.flags``); ``done`` after the last, ``error`` if reading
+        stopped at a damaged row."""
+        self._marks.extend(_mark(kind, failed) for kind, failed in flags)
         if done or error is not None:
             self.loading = False
         if error is not None:
@@ -554,10 +559,12 @@ class InspectApp(App[None]):
         self.push_screen(PickMessage(list(state.messages), touched), opened)
 
 
-def _mark(event: Event) -> int:
-    """An event's marks: a turn boundary, an error."""
-    turn = _TURN if isinstance(event, TurnStarted | TurnEnded) else 0
-    return turn | (_ERROR if _is_error(event) else 0)
+_TURN_KINDS = frozenset((TurnStarted.kind, TurnEnded.kind))
+
+
+def _mark(kind: str, error: bool) -> int:
+    """An event's marks from its kind and error flag: a turn boundary, an error."""
+    return (_TURN if kind in _TURN_KINDS else 0) | (_ERROR if error else 0)
 
 
 def _row(event: Event, before: SessionState, after: SessionState) -> Row:

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-from runtime import Event, InvalidArgument, SessionState, Timeline
+from runtime import Event, InvalidArgument, SessionState, Timeline, reports_error
 from runtime.store import CorruptRow, SqlStore
 
 __all__ = [
@@ -76,9 +76,14 @@ class InspectSource(Protocol):
         ...
 
     def events(self) -> Iterator[Event]:
-        """Every event after ``first_seq``, in order (for the timeline's marks: turn
-        boundaries and errors). A ``StoredSession`` reads them on a store of its own:
-        this may run on another thread than the other methods."""
+        """Every event after ``first_seq``, in order. A ``StoredSession`` reads them on a
+        store of its own: this may run on another thread than the other methods."""
+        ...
+
+    def flags(self) -> Iterator[tuple[str, bool]]:
+        """Each event's kind and whether it reports an error (``runtime.reports_error``),
+        after ``first_seq``, in order: the timeline's marks (turn boundaries, errors). Like
+        ``events``, it may run on another thread."""
         ...
 
 
@@ -123,6 +128,10 @@ class TimelineSource:
     def events(self) -> Iterator[Event]:
         """Every event of the timeline."""
         return iter(self.timeline.events())
+
+    def flags(self) -> Iterator[tuple[str, bool]]:
+        """Each event's kind and whether it reports an error."""
+        return ((event.kind, reports_error(event)) for event in self.timeline.events())
 
 
 class StoredSession:
@@ -257,6 +266,29 @@ class StoredSession:
                         yield from store.events_between(self._session_id, first, damaged - 1)
                     raise
                 yield from events
+        finally:
+            store.close()
+
+    def flags(self) -> Iterator[tuple[str, bool]]:
+        """Each event's kind and whether it reports an error, up to the head, read
+        ``EVENTS_PER_READ`` at a time on a store opened for it (``SqlStore.error_flags``:
+        checked against the hash chain, only the rows that may report an error decoded),
+        closed as ``events`` closes its own. A damaged row: the flags before it, then its
+        ``CorruptRow``."""
+        if not self._last:
+            return
+        store = self._open()
+        try:
+            for first in range(1, self._last + 1, EVENTS_PER_READ):
+                last = min(first + EVENTS_PER_READ - 1, self._last)
+                try:
+                    flags = store.error_flags(self._session_id, first, last)
+                except CorruptRow as exc:
+                    damaged = exc.seq if exc.seq is not None and first < exc.seq <= last else 0
+                    if damaged:
+                        yield from store.error_flags(self._session_id, first, damaged - 1)
+                    raise
+                yield from flags
         finally:
             store.close()
 

@@ -118,6 +118,7 @@ if _typing.TYPE_CHECKING:
     from ._events import TurnEnded as TurnEnded
     from ._events import TurnOutcome as TurnOutcome
     from ._events import TurnStarted as TurnStarted
+    from ._events import reports_error as reports_error
     from ._history import session_history as session_history
     from ._input import InputLimits as InputLimits
     from ._input import UserInput as UserInput
@@ -283,7 +284,7 @@ _EXPORTS: dict[str, str] = {
     "_events": (
         "EVENT_TYPES ApprovalDecided ApprovalRequested BranchImported Event MessageAdded "
         "MetadataUpdated ModelCallFinished ModelCallStarted OrphanRecovered RolledBack "
-        "StatusChanged TurnEnded TurnOutcome TurnStarted"
+        "StatusChanged TurnEnded TurnOutcome TurnStarted reports_error"
     ),
     "_history": "session_history",
     "_input": "InputLimits UserInput check_session_id validate_input",
@@ -370,8 +371,9 @@ __all__ = [
     "check_session_id", "check_transition", "clean_history", "diff", "digest", "empty", "error",
     "find_call", "freeze", "from_data", "from_json", "hang", "inherited", "is_terminal",
     "model_calls", "new_message", "rebuild_request", "replay", "reply", "reply_of",
-    "request_record", "response_metadata", "session_cost", "session_history", "step",
-    "storable_text", "thaw", "to_anthropic", "to_data", "to_gemini", "to_json", "to_openai",
+    "reports_error", "request_record", "response_metadata", "session_cost", "session_history",
+    "step", "storable_text", "thaw", "to_anthropic", "to_data", "to_gemini", "to_json",
+    "to_openai",
     "to_openai_responses", "ui_segments", "validate_input", "verify", "views_of", "visibility",
 ]
 # fmt: on

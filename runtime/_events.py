@@ -46,6 +46,7 @@ __all__ = [
     "TurnEnded",
     "TurnOutcome",
     "TurnStarted",
+    "reports_error",
 ]
 
 
@@ -458,3 +459,15 @@ EVENT_TYPES: dict[str, type[Event]] = {
     )
 }
 """Every event class by its ``kind``."""
+
+
+def reports_error(event: Event) -> bool:
+    """Whether ``event`` reports an error: a turn that ended in error, a failed model call,
+    or a tool result that is an error (what ``amber inspect`` and the web viewer mark)."""
+    if isinstance(event, MessageAdded):
+        return event.message.is_error
+    if isinstance(event, TurnEnded):
+        return event.outcome is TurnOutcome.ERROR
+    if isinstance(event, ModelCallFinished):
+        return event.status is AuditStatus.FAILED
+    return False

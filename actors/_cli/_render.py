@@ -29,6 +29,7 @@ from runtime import (
     TurnEnded,
     TurnStarted,
     category_of,
+    reports_error,
     thaw,
 )
 
@@ -56,14 +57,9 @@ __all__ = ["describe_event", "diff_view", "is_error_event", "touched_ids"]
 
 
 def is_error_event(event: Event) -> bool:
-    """A turn that ended in error, a failed model call, or a tool result that is an error."""
-    if isinstance(event, TurnEnded):
-        return str(event.outcome) == "error"
-    if isinstance(event, ModelCallFinished):
-        return str(event.status) == "failed"
-    if isinstance(event, MessageAdded):
-        return event.message.is_error
-    return False
+    """A turn that ended in error, a failed model call, or a tool result that is an error
+    (``runtime.reports_error``)."""
+    return reports_error(event)
 
 
 def touched_ids(event: Event, before: SessionState, after: SessionState) -> set[str]:

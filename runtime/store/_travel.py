@@ -30,7 +30,7 @@ from .._timeline import Timeline
 from ._chain import ChainCheck
 from ._checkpoints import nearest, read_checkpoint
 from ._db import Db
-from ._rows import chain_at, read_events, read_snapshot
+from ._rows import chain_at, read_error_flags, read_events, read_snapshot
 
 __all__ = ["FREEZE_AFTER", "TimeTravel", "bulk", "check_span", "load_span", "walk"]
 
@@ -233,6 +233,32 @@ class TimeTravel:
             if len(events) != last - first + 1:
                 raise _gap(session_id, first - 1 + len(events), last)
             return events
+
+    def error_flags(self, session_id: str, first: int, last: int) -> list[tuple[str, bool]]:
+        """Each event's kind and whether it reports an error (``runtime.reports_error``: a turn
+        that ended in error, a failed model call, an error tool result), seqs ``first`` to
+        ``last``: what ``amber inspect`` marks. Every row is checked against the hash chain
+        as ``events_between`` checks it, but only the rows that may report an error are
+        decoded (several times faster over a long log).
+
+        Raises:
+            UnknownSession: the store has no such session.
+            InvalidArgument: not ``1 <= first <= last <= head``.
+            CorruptRow: a row does not fit the chain (or, if decoded, does not decode).
+        """
+        with self._read() as db:
+            head = self._head_seq(db, session_id)
+            first, last = check_span(first, last, head)
+            if first < 1:
+                raise InvalidArgument(
+                    f"Expected first >= 1, got {first}: seq 0 is the empty state before the "
+                    "first event, which has no event."
+                )
+            check = ChainCheck(session_id, chain_at(db, session_id, first - 1))
+            flags = list(read_error_flags(db, check, first - 1, last))
+            if len(flags) != last - first + 1:
+                raise _gap(session_id, first - 1 + len(flags), last)
+            return flags
 
     def walk(
         self, session_id: str, first: int = 1, last: int | None = None

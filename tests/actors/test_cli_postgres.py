@@ -84,7 +84,7 @@ def test_inspect_reads_a_postgres_store_lazily(recorded: Recorded, pg: str) -> N
     PostgreSQL equal the SQLite original's, the events on a connection of their own."""
     from actors._cli._app import open_any_store
     from actors._inspect_source import StoredSession
-    from runtime import to_data
+    from runtime import reports_error, to_data
 
     assert amber("migrate", "--from", recorded.db, "--to", pg).exit_code == 0
     with SQLiteStore(recorded.db) as store:
@@ -96,5 +96,6 @@ def test_inspect_reads_a_postgres_store_lazily(recorded: Recorded, pg: str) -> N
             assert to_data(source.at(seq)) == to_data(demo.at(seq))
         assert [e for e, _, _ in source.entries(10, 20)] == demo.events()[9:20]
         assert list(source.events()) == demo.events()
+        assert list(source.flags()) == [(e.kind, reports_error(e)) for e in demo.events()]
     finally:
         source.close()

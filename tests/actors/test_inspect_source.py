@@ -26,7 +26,7 @@ from textual.widgets import DataTable
 from actors import _inspect_source
 from actors._inspect import InspectApp, TimelineTable
 from actors._inspect_source import SPANS_KEPT, StoredSession, TimelineSource
-from runtime import Event, InvalidArgument, Timeline, to_data
+from runtime import InvalidArgument, Timeline, reports_error, to_data
 from runtime.store import SQLiteStore
 
 __all__ = ["recorded"]
@@ -116,6 +116,9 @@ class TestStoredSession:
                 assert walked == expected
                 assert [e.seq for e, _, _ in walked] == list(range(first, last + 1))
             assert list(source.events()) == list(reference.events()) == demo.events()
+            flags = [(e.kind, reports_error(e)) for e in demo.events()]
+            assert any(error for _, error in flags)  # the demo has errors to mark
+            assert list(source.flags()) == list(reference.flags()) == flags
         finally:
             source.close()
 
@@ -170,9 +173,9 @@ class TestAppOnAStore:
         release = threading.Event()
 
         class Held(StoredSession):
-            def events(self) -> Iterator[Event]:
+            def flags(self) -> Iterator[tuple[str, bool]]:
                 release.wait()
-                yield from super().events()
+                yield from super().flags()
 
         source = Held(lambda: SQLiteStore(recorded.db), "demo")
 
@@ -213,9 +216,9 @@ class TestAppOnAStore:
         batches = threading.Semaphore(0)
 
         class Endless(StoredSession):
-            def events(self) -> Iterator[Event]:
-                while True:  # the demo's events, over and over
-                    yield from demo.events()
+            def flags(self) -> Iterator[tuple[str, bool]]:
+                while True:  # the demo's flags, over and over
+                    yield from TimelineSource(demo).flags()
                     batches.release()
 
         source = Endless(lambda: SQLiteStore(recorded.db), "demo")

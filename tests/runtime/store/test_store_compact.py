@@ -15,6 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from runtime import (
+    AuditStatus,
     Category,
     DecodeError,
     Event,
@@ -23,6 +24,7 @@ from runtime import (
     TurnEnded,
     TurnOutcome,
     replay,
+    reports_error,
     to_data,
     to_json,
 )
@@ -30,6 +32,7 @@ from runtime.store import SCHEMA_VERSION, SQLiteStore
 from runtime.store._compact import decode_body, encode_body
 from runtime.store._fast import MESSAGE_FIELDS
 from runtime.store._rowcodec import message_values
+from runtime.store._rows import ERROR_MARKERS
 from runtime.testing import events, messages, session_events
 
 from .scenario import continue_session
@@ -96,6 +99,64 @@ class TestRoundTrip:
         """A body an older Amber wrote (the codec's full JSON, with its kind) decodes as before."""
         for event in EXAMPLES.values():
             assert decode_body(event.kind, event.session_id, event.seq, to_json(event)) == event
+
+
+_FAILED_CALL = attrs.evolve(
+    EXAMPLES["model_call_finished"], status=AuditStatus.FAILED, error="overloaded"
+)
+
+
+def _holds_its_marker(event: Event) -> None:
+    """If ``event`` reports an error, both of its bodies hold its kind's marker."""
+    if reports_error(event):
+        marker = ERROR_MARKERS.get(event.kind)
+        assert marker is not None, f"{event.kind} can report an error: give it a marker"
+        assert marker in encode_body(event)
+        assert marker in to_json(event)
+
+
+class TestErrorMarkers:
+    """``SqlStore.error_flags`` decodes only the bodies that hold their kind's marker: every
+    event that reports an error must hold it, in both body formats."""
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        result=messages(Category.TOOL_RESULT),
+        outcome=st.sampled_from(list(TurnOutcome)),
+        at=st.datetimes(timezones=_OFFSETS),
+    )
+    def test_tool_results_and_turn_ends(
+        self, result: Message, outcome: TurnOutcome, at: datetime
+    ) -> None:
+        added = MessageAdded(session_id="s", seq=1, at=at, message=result)
+        ended = TurnEnded(session_id="s", seq=2, at=at, turn_id="t1", outcome=outcome)
+        assert reports_error(added) is result.is_error
+        assert reports_error(ended) is (outcome is TurnOutcome.ERROR)
+        _holds_its_marker(added)
+        _holds_its_marker(ended)
+
+    @pytest.mark.parametrize("status", list(AuditStatus))
+    def test_model_calls(self, status: AuditStatus) -> None:
+        try:
+            event = attrs.evolve(_FAILED_CALL, status=status)
+        except Exception:  # not a status a call can finish with
+            return
+        _holds_its_marker(event)
+
+    def test_a_failed_call_reports_an_error(self) -> None:
+        assert reports_error(_FAILED_CALL)
+        assert not reports_error(EXAMPLES["model_call_finished"])
+
+    @settings(max_examples=200, deadline=None)
+    @given(event=events())
+    def test_any_event(self, event: Event) -> None:
+        _holds_its_marker(event)
+
+    @settings(max_examples=30, deadline=None)
+    @given(log=session_events(max_steps=40, rich=True))
+    def test_sessions(self, log: list[Event]) -> None:
+        for event in log:
+            _holds_its_marker(event)
 
 
 class TestBadBodies:

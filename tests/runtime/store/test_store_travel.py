@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import runtime.store._checkpoints as checkpoints
 import runtime.store._travel as travel
-from runtime import CorruptRow, Event, InvalidArgument, UnknownSession, replay
+from runtime import CorruptRow, Event, InvalidArgument, UnknownSession, replay, reports_error
 from runtime.store import SQLiteStore
 from runtime.store._travel import bulk
 from runtime.testing import session_events
@@ -30,6 +30,11 @@ def _unfreeze() -> Iterator[None]:
     yield
     gc.unfreeze()
 
+
+
+def flags(log: list[Event]) -> list[tuple[str, bool]]:
+    """What ``error_flags`` reads for ``log``."""
+    return [(event.kind, reports_error(event)) for event in log]
 
 class TestSpans:
     @settings(
@@ -154,9 +159,12 @@ class TestSpans:
         with SQLiteStore(path, snapshot_every=every) as store:
             store.append(log)
             assert store.events_between("s", first, last) == log[first - 1 : last]
+            assert store.error_flags("s", first, last) == flags(log[first - 1 : last])
             for bad in ((0, last), (first, len(log) + 1), (last + 1, last)):
                 with pytest.raises(InvalidArgument, match="first"):
                     store.events_between("s", *bad)
+                with pytest.raises(InvalidArgument, match="first"):
+                    store.error_flags("s", *bad)
 
     def test_events_between_refuses_what_events_refuses(
         self, open_store: OpenStore, db_path: Any
@@ -168,6 +176,8 @@ class TestSpans:
         store.append(log)
         with pytest.raises(UnknownSession):
             store.events_between("nope", 1, 2)
+        with pytest.raises(UnknownSession):
+            store.error_flags("nope", 1, 2)
         with raw(db_path) as db:  # a bad disk
             db.execute("UPDATE events SET body = '{' WHERE session_id = 's' AND seq = 7")
         with pytest.raises(CorruptRow, match="seq 7") as general:
@@ -175,7 +185,34 @@ class TestSpans:
         with pytest.raises(CorruptRow, match="seq 7") as between:
             store.events_between("s", 5, 9)
         assert str(between.value) == str(general.value)
+        with pytest.raises(CorruptRow, match="seq 7") as flagged:
+            store.error_flags("s", 5, 9)
+        assert str(flagged.value) == str(general.value)
         assert store.events_between("s", 1, 6) == log[:6]
+        assert store.error_flags("s", 1, 6) == flags(log[:6])
+
+    def test_error_flags_check_rows_they_do_not_decode(
+        self, open_store: OpenStore, db_path: Any
+    ) -> None:
+        """A row whose body was changed but still decodes, with no error marker in it, is
+        not decoded by ``error_flags`` and still fails the hash chain there."""
+        store = open_store(snapshot_every=5)
+        log = conversation("s", 12)
+        store.append(log)
+        seq = next(e.seq for e in log if not reports_error(e) and e.seq > 2)
+        with raw(db_path) as db:
+            (body,) = db.execute(
+                "SELECT body FROM events WHERE session_id = 's' AND seq = ?", (seq,)
+            ).fetchone()
+            changed = body.replace("0", "1", 1)
+            assert changed != body
+            db.execute(
+                "UPDATE events SET body = ? WHERE session_id = 's' AND seq = ?", (changed, seq)
+            )
+        with pytest.raises(CorruptRow, match=f"seq {seq}"):
+            store.error_flags("s", 1, len(log))
+        with pytest.raises(CorruptRow, match=f"seq {seq}"):
+            store.events_between("s", 1, len(log))
 
     def test_events_between_on_postgres(self, open_pg: Any) -> None:
         """PostgreSQL reads a range through the same code: the same events."""
@@ -183,6 +220,7 @@ class TestSpans:
         log = conversation("s", 12)
         store.append(log)
         assert store.events_between("s", 3, 9) == log[2:9]
+        assert store.error_flags("s", 3, 9) == flags(log[2:9])
 
     def test_a_walk_is_lazy(self, open_store: OpenStore) -> None:
         """The first step comes before the rest is read: a walk can be stopped early."""
