@@ -193,7 +193,7 @@ def _rows(
         expected += 1
 
 
-def _decoded(session_id: str, seq: int, kind: object, body: bytes) -> Event:
+def _decoded(session_id: str, seq: int, kind: str, body: bytes) -> Event:
     """The event a row holds, which must be the row's own (its kind, session and seq)."""
     where = f"Session {session_id!r} event seq {seq}"
     try:
