@@ -15,12 +15,14 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from runtime import (
+    EVENT_TYPES,
     AuditStatus,
     Category,
     DecodeError,
     Event,
     Message,
     MessageAdded,
+    ModelCallFinished,
     TurnEnded,
     TurnOutcome,
     replay,
@@ -32,7 +34,7 @@ from runtime.store import SCHEMA_VERSION, SQLiteStore
 from runtime.store._compact import decode_body, encode_body
 from runtime.store._fast import MESSAGE_FIELDS
 from runtime.store._rowcodec import message_values
-from runtime.store._rows import ERROR_MARKERS
+from runtime.store._rows import ERROR_MARKERS, _fits
 from runtime.testing import events, messages, session_events
 
 from .scenario import continue_session
@@ -147,10 +149,35 @@ class TestErrorMarkers:
         assert reports_error(_FAILED_CALL)
         assert not reports_error(EXAMPLES["model_call_finished"])
 
+    def test_the_kinds_that_can_report_one(self) -> None:
+        """A marker for each kind ``reports_error`` looks at: a kind given one later without
+        a marker would never be decoded, so its errors would never be marked."""
+        assert set(ERROR_MARKERS) == {
+            MessageAdded.kind,
+            TurnEnded.kind,
+            ModelCallFinished.kind,
+        }
+
     @settings(max_examples=200, deadline=None)
     @given(event=events())
     def test_any_event(self, event: Event) -> None:
         _holds_its_marker(event)
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        event=st.one_of(events(), st.sampled_from([*EXAMPLES.values(), _FAILED_CALL])),
+        kind=st.sampled_from(sorted(EVENT_TYPES)),
+    )
+    def test_a_body_fits_its_kind_and_no_kind_that_would_not_decode_it(
+        self, event: Event, kind: str
+    ) -> None:
+        """A compact body has its own kind's shape; a row relabelled to a kind whose shape
+        it has decodes as that kind (so a changed kind column never passes ``error_flags``
+        unread when reading it whole would fail)."""
+        body = encode_body(event)
+        assert _fits(event.kind, body)
+        if _fits(kind, body):
+            decode_body(kind, event.session_id, event.seq, body)
 
     @settings(max_examples=30, deadline=None)
     @given(log=session_events(max_steps=40, rich=True))
@@ -222,6 +249,8 @@ class TestPreviousFormat:
             assert store.load_timeline("scripted").head == replay(full).head
             store.verify("scripted")
             assert store.check().ok
+            flags = [(event.kind, reports_error(event)) for event in full]
+            assert store.error_flags("scripted", 1, len(full)) == flags  # both formats
         db = sqlite3.connect(old_store)
         assert db.execute(version).fetchone() == (str(SCHEMA_VERSION),)
         rows = {(s, q): b for s, q, b in db.execute("SELECT session_id, seq, body FROM events")}

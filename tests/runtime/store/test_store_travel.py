@@ -31,10 +31,10 @@ def _unfreeze() -> Iterator[None]:
     gc.unfreeze()
 
 
-
 def flags(log: list[Event]) -> list[tuple[str, bool]]:
     """What ``error_flags`` reads for ``log``."""
     return [(event.kind, reports_error(event)) for event in log]
+
 
 class TestSpans:
     @settings(
@@ -213,6 +213,26 @@ class TestSpans:
             store.error_flags("s", 1, len(log))
         with pytest.raises(CorruptRow, match=f"seq {seq}"):
             store.events_between("s", 1, len(log))
+
+    @pytest.mark.parametrize("relabel", ["status_changed", "turn_started", "message_added"])
+    def test_error_flags_check_a_row_s_kind(
+        self, open_store: OpenStore, db_path: Any, relabel: str
+    ) -> None:
+        """The kind column is not hashed: a row relabelled to another kind fails
+        ``error_flags`` as it fails ``events_between``, and is not read as that kind."""
+        store = open_store(snapshot_every=5)
+        log = conversation("s", 12)
+        store.append(log)
+        seq = next(e.seq for e in log if e.kind == "turn_ended")
+        with raw(db_path) as db:
+            db.execute(
+                "UPDATE events SET kind = ? WHERE session_id = 's' AND seq = ?", (relabel, seq)
+            )
+        with pytest.raises(CorruptRow, match=f"seq {seq}") as whole:
+            store.events_between("s", 1, len(log))
+        with pytest.raises(CorruptRow, match=f"seq {seq}") as flagged:
+            store.error_flags("s", 1, len(log))
+        assert str(flagged.value) == str(whole.value)
 
     def test_events_between_on_postgres(self, open_pg: Any) -> None:
         """PostgreSQL reads a range through the same code: the same events."""
