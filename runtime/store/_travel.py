@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from .._errors import CorruptRow, EventRejected, InvalidArgument
 from .._events import Event
@@ -33,6 +34,8 @@ from ._db import Db
 from ._rows import chain_at, read_error_flags, read_events, read_snapshot
 
 __all__ = ["FREEZE_AFTER", "TimeTravel", "bulk", "check_span", "load_span", "walk"]
+
+_Row = TypeVar("_Row")
 
 
 FREEZE_AFTER = 50_000
@@ -220,19 +223,7 @@ class TimeTravel:
             InvalidArgument: not ``1 <= first <= last <= head``.
             CorruptRow: a row does not decode or does not fit the chain.
         """
-        with self._read() as db:
-            head = self._head_seq(db, session_id)
-            first, last = check_span(first, last, head)
-            if first < 1:
-                raise InvalidArgument(
-                    f"Expected first >= 1, got {first}: seq 0 is the empty state before the "
-                    "first event, which has no event."
-                )
-            check = ChainCheck(session_id, chain_at(db, session_id, first - 1))
-            events = list(read_events(db, check, first - 1, last))
-            if len(events) != last - first + 1:
-                raise _gap(session_id, first - 1 + len(events), last)
-            return events
+        return self._between(session_id, first, last, read_events)
 
     def error_flags(self, session_id: str, first: int, last: int) -> list[tuple[str, bool]]:
         """Each event's kind and whether it reports an error (``runtime.reports_error``: a turn
@@ -246,6 +237,17 @@ class TimeTravel:
             InvalidArgument: not ``1 <= first <= last <= head``.
             CorruptRow: a row does not fit the chain (or, if decoded, does not decode).
         """
+        return self._between(session_id, first, last, read_error_flags)
+
+    def _between(
+        self,
+        session_id: str,
+        first: int,
+        last: int,
+        read: Callable[[Db, ChainCheck, int, int], Iterator[_Row]],
+    ) -> list[_Row]:
+        """What ``read`` reads of the rows ``first`` to ``last`` (all of them), checked by
+        the hash chain from the hash stored with the event before ``first``."""
         with self._read() as db:
             head = self._head_seq(db, session_id)
             first, last = check_span(first, last, head)
@@ -255,10 +257,10 @@ class TimeTravel:
                     "first event, which has no event."
                 )
             check = ChainCheck(session_id, chain_at(db, session_id, first - 1))
-            flags = list(read_error_flags(db, check, first - 1, last))
-            if len(flags) != last - first + 1:
-                raise _gap(session_id, first - 1 + len(flags), last)
-            return flags
+            rows = list(read(db, check, first - 1, last))
+            if len(rows) != last - first + 1:
+                raise _gap(session_id, first - 1 + len(rows), last)
+            return rows
 
     def walk(
         self, session_id: str, first: int = 1, last: int | None = None
