@@ -36,7 +36,7 @@ import click
 if typing.TYPE_CHECKING:
     from ._app import ExitCode
 
-__all__ = ["COMMANDS", "ExitCode", "cli", "console_main", "main"]
+__all__ = ["COMMANDS", "ExitCode", "cli", "console_main", "keep_to_exit", "main"]
 
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("._run", "demo", "Run the demo: a scripted agent with real tools, stored in --db."),
@@ -227,8 +227,12 @@ def console_main() -> NoReturn:
     (a closed pipe), exits the usual way: same output, same exit code. Only this entry
     point does it; ``main`` returns, and tests call that (or ``cli``) in-process.
     """
+    global _KEPT
+    quick = quick_exit(sys.argv[1:])
+    if quick:
+        _KEPT = []
     code = main()
-    if quick_exit(sys.argv[1:]):
+    if quick:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -237,6 +241,20 @@ def console_main() -> NoReturn:
         else:
             os._exit(code)
     sys.exit(code)
+
+
+_KEPT: list[object] | None = None
+"""What ``keep_to_exit`` keeps: a list while ``console_main`` runs a ``QUICK_EXIT`` command."""
+
+
+def keep_to_exit(*values: object) -> None:
+    """Keep ``values`` alive until the process ends, when ``console_main`` will end it
+    without freeing anything: a command's loaded state or its JSON data is then not freed
+    object by object when the command returns (~10 ms for the state at the head of a
+    100,000-event session, more for its JSON data). Elsewhere (``main`` or ``cli`` called
+    in-process, by tests say) nothing is kept."""
+    if _KEPT is not None:
+        _KEPT.extend(values)
 
 
 def quick_exit(argv: list[str]) -> bool:

@@ -27,6 +27,7 @@ from runtime import (
 )
 from runtime.store import SessionInfo, Store
 
+from . import keep_to_exit
 from ._app import (
     CliError,
     ExitCode,
@@ -377,6 +378,7 @@ def show(
         # only those (lazy). --json, the other views and diff read every one.
         lazy = message_id is not None or (printed and view == "state")
         line = store.load_span(session, first, seq, lazy=lazy)
+        keep_to_exit(line)  # not freed when the command returns: console_main exits at once
         state = line.at(seq)
         before = line.at(seq - 1) if line.first_seq < seq else state
         head: SessionState | None = line.head if line.last_seq == last else None
@@ -384,6 +386,7 @@ def show(
             head = store.load_span(session, last, last, lazy=True).head
         elif head is None and view in PROVIDERS:
             head = store.load_state(session)
+        keep_to_exit(head)
     if message_id is not None:
         assert head is not None
         _show_message(head, state, message_id, as_json)
@@ -393,6 +396,7 @@ def show(
             data = view_data(view, state)
             if view == "state":
                 data = {"event": None if event is None else to_data(event), "state": data}
+            keep_to_exit(data)  # ~1,000,000 objects late in a long session
             emit_json(data)
         return
     from ._render import describe_event, touched_ids
