@@ -252,7 +252,8 @@ class MessageIndex(_Log):
         pass when this version sees its whole log and has no parent (a state loaded from a
         snapshot, say): ``turn_list`` looks up the first input of each of 9,091 turns."""
         if self._parent is None and self._end == len(self._log):
-            return list(map(self._where.get, keys, repeat(default)))  # offset 0, every place seen
+            get: Any = self._where.get  # a None key is not there: the default
+            return list(map(get, keys, repeat(default)))  # offset 0, every place seen
         return [default if key is None else self.get(key, default) for key in keys]
 
     def add_new(self, key: str) -> MessageIndex:
