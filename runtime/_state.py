@@ -320,7 +320,8 @@ def build_state(
             calls[message.tool_call.id] = message.id
         elif message.type is MessageType.TOOL_RESULT and message.tool_call_id is not None:
             results[message.tool_call_id] = message.id
-    turn_map = {turn.id: turn for turn in turns}
+    turns = list(turns)
+    turn_map = dict(zip(map(_TURN_ID, turns), turns, strict=True))
     order = new_vector(turn_map)
     active = [turn for turn in turn_map.values() if turn.status is TurnStatus.ACTIVE]
     if active:
