@@ -19,7 +19,6 @@ from runtime import (
     SessionState,
     added_seq,
     inherited,
-    session_cost,
     thaw,
 )
 
@@ -81,6 +80,8 @@ def state_header(state: SessionState, *, last_seq: int, event: Event | None) -> 
     line.append(f"\n{len(state)} messages" + (f": {counts}" if counts else ""), style="dim")
     calls = state.model_calls()
     if calls:
+        from runtime import session_cost  # the price tables: only for a state with model calls
+
         cost = session_cost(calls)
         spent = money(cost.usd) if cost.priced else "cost unknown"
         if cost.priced and not cost.complete:

@@ -17,12 +17,10 @@ from runtime import (
     STATUS_ORDER,
     AmberError,
     Event,
-    SessionCost,
     SessionState,
     Timeline,
     TurnEnded,
     added_seq,
-    session_cost,
     to_data,
 )
 from runtime.store import SessionInfo, Store
@@ -46,6 +44,8 @@ from ._viewdata import PROVIDERS, VIEWS, view_data
 
 if TYPE_CHECKING:
     from rich.text import Text
+
+    from runtime import SessionCost
 
 # rich and the renderers (``_render``, ``_text``, ``_views``) are imported where they print:
 # ``amber show --json`` loads none of them.
@@ -144,6 +144,8 @@ def sessions(db: str, as_json: bool) -> None:
 
 def _session_cost(store: Any, session_id: str) -> SessionCost | None:
     """The session's cost from its audit rows (its head is loaded from the snapshot)."""
+    from runtime import session_cost  # the price tables (not for show or timeline)
+
     try:
         return session_cost(store.load_state(session_id).model_calls())
     except AmberError:

@@ -76,11 +76,11 @@ READ_HEAVY = (
     "trio", "pykka", "textual", "pydantic", "hypothesis", "openai", "anthropic", "google",
     "runtime.testing", "runtime._assembly", "runtime._stream", "runtime._providers",
     "runtime._payloads", "runtime._clean", "actors._channels", "actors._runtime", "actors._cli._calls",
-    "runtime._chunks", "runtime._diff",
+    "runtime._chunks", "runtime._diff", "runtime._cost",
 )  # fmt: skip
 """What the read-only commands must not import: the runtime's machinery, the SDKs, the UI,
 the stream assembler and its chunks, the providers' payloads, the request builders of
-``--call``, the state diff."""
+``--call``, the state diff, the price tables (for a session without model calls)."""
 
 
 @pytest.fixture(scope="module")
