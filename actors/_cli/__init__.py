@@ -241,8 +241,9 @@ def console_main() -> NoReturn:
     code = main()
     if quick:
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            for stream in (sys.stdout, sys.stderr):
+                if stream is not None:  # None: started without that file descriptor
+                    stream.flush()
         except (OSError, ValueError):
             pass  # the usual exit reports it, as it always has
         else:

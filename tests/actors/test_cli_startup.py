@@ -186,7 +186,9 @@ def test_timeline_styles_its_lines_when_forced(small_db: str) -> None:
     assert len(plain.stdout.splitlines()) == len(styled.stdout.splitlines()) == 5
 
 
-def _script(argv: list[str], *, entry: str, stdout: int = subprocess.PIPE) -> tuple[int, str, str]:
+def _script(
+    argv: list[str], *, entry: str, stdout: int | None = subprocess.PIPE
+) -> tuple[int, str, str]:
     """Run ``argv`` through ``entry`` (the console script's ``console_main``, or ``main`` the
     way a script ran it before) in a fresh interpreter that says whether it exited the usual
     way (an atexit handler prints ``ATEXIT`` to stderr)."""
@@ -240,7 +242,7 @@ def test_console_script_exits_as_usual_after_other_commands(small_db: str) -> No
 def test_console_script_on_a_closed_pipe(small_db: str) -> None:
     """Printing to a pipe nobody reads (``amber timeline s | true``) ends as it did before:
     click's exit code for a closed pipe, the same (empty) error output."""
-    results = []
+    results: list[tuple[int, str, str]] = []
     for entry in ("console_main", "main"):
         read, write = os.pipe()
         os.close(read)
@@ -267,3 +269,27 @@ def test_console_script_on_a_closed_pipe(small_db: str) -> None:
 def test_quick_exit_names_the_command(argv: list[str], quick: bool) -> None:
     """quick_exit looks at the command, the first word that is not an option."""
     assert quick_exit(argv) is quick
+
+
+def test_console_script_without_a_stdout(small_db: str) -> None:
+    """Started with no file descriptor 1 (sys.stdout is None), the command ends as main's."""
+    argv = [sys.executable, "-c"]
+    results = []
+    for entry in ("console_main", "main"):
+        code = (
+            "import atexit, sys\n"
+            "atexit.register(lambda: sys.stderr.write('ATEXIT'))\n"
+            f"from actors._cli import {entry}\n"
+            f"sys.exit({entry}())\n"
+        )
+        result = subprocess.run(
+            [*argv, code, "timeline", "s", "--db", small_db],
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+            preexec_fn=lambda: os.close(1),
+        )
+        results.append((result.returncode, result.stderr.removesuffix("ATEXIT")))
+    assert results[0] == results[1]
