@@ -264,7 +264,8 @@ def bench_loads(path: Path, repeats: int) -> dict[str, Any]:
 
 
 def _amber(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from actors._cli import main; main()", *args]
+    # The console script's function, as the installed `amber` runs it.
+    return [sys.executable, "-c", "from actors._cli import console_main; console_main()", *args]
 
 
 def bench_cli(path: Path, repeats: int, middle: int) -> dict[str, Any]:

@@ -39,7 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = "long"
 LIMIT_MS = 150.0
-_MAIN = "from actors._cli import main; main()"
+# What the installed `amber` runs: the console script's function (`console_main`; a checkout
+# from before it had `main`, called as `sys.exit(main())`).
+_MAIN = "import sys, actors._cli as cli; sys.exit(getattr(cli, 'console_main', cli.main)())"
 
 
 def _env(checkout: Path) -> dict[str, str]:

@@ -27,7 +27,8 @@ pairs. Both are read-only ``Mapping``s, equal to any mapping with the same items
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import repeat
 from typing import Any, TypeVar, overload
 
 __all__ = ["InputQueue", "MessageIndex"]
@@ -208,7 +209,7 @@ class MessageIndex(_Log):
         its last position, and the index is shorter than ``ids``)."""
         log = list(ids)
         self._log, self._end, self._hash = log, len(log), None
-        self._where = {key: place for place, key in enumerate(log)}
+        self._where = dict(zip(log, range(len(log)), strict=True))  # in C: in half the time
         self._size, self._parent, self._offset, self._depth = len(self._where), None, 0, 1
 
     def _positions(self) -> list[str]:
@@ -245,6 +246,15 @@ class MessageIndex(_Log):
         if (key in self._where or (parent is not None and key in parent)) and key in self:
             raise ValueError(f"Message id {key!r} is indexed already; ids are unique in a session.")
         return self._append(key, key)  # type: ignore[no-any-return]
+
+    def positions(self, keys: Sequence[str | None], default: int) -> list[int]:
+        """``[self.get(key, default) for key in keys]`` (a None key: ``default``), in one C
+        pass when this version sees its whole log and has no parent (a state loaded from a
+        snapshot, say): ``turn_list`` looks up the first input of each of 9,091 turns."""
+        if self._parent is None and self._end == len(self._log):
+            get: Any = self._where.get  # a None key is not there: the default
+            return list(map(get, keys, repeat(default)))  # offset 0, every place seen
+        return [default if key is None else self.get(key, default) for key in keys]
 
     def add_new(self, key: str) -> MessageIndex:
         """``add(key)`` for a ``key`` the caller knows is not indexed (the reducer looked it

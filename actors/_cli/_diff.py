@@ -11,6 +11,7 @@ from rich.text import Text
 
 from runtime import StateDiff, Timeline, diff, to_data
 
+from . import keep_to_exit
 from ._app import (
     db_option,
     emit_json,
@@ -84,6 +85,7 @@ def diff_command(session: str, a: int, b: int, other: str | None, db: str, as_js
         else:
             line = store.load_span(session, seq_a, seq_a)
             other_line = store.load_span(other, seq_b, seq_b)
+    keep_to_exit(line, other_line)  # not freed when the command returns (console_main exits)
     delta = diff(line.at(seq_a), other_line.at(seq_b))
     if other is not None:
         # A fork's messages always differ from the source's in these two fields, and a

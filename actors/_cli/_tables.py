@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 import orjson
 from rich.console import RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from runtime import (
@@ -20,12 +19,16 @@ from runtime import (
     SessionState,
     added_seq,
     inherited,
-    session_cost,
     thaw,
 )
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from runtime import AuditRow, StateDiff, Turn
+
+# rich.table (and the fractions and decimal it imports) is imported by the functions that make
+# a table: the lines of `amber show` are Texts.
 
 from ._text import (
     AUDIT_STYLES,
@@ -77,6 +80,8 @@ def state_header(state: SessionState, *, last_seq: int, event: Event | None) -> 
     line.append(f"\n{len(state)} messages" + (f": {counts}" if counts else ""), style="dim")
     calls = state.model_calls()
     if calls:
+        from runtime import session_cost  # the price tables: only for a state with model calls
+
         cost = session_cost(calls)
         spent = money(cost.usd) if cost.priced else "cost unknown"
         if cost.priced and not cost.complete:
@@ -158,6 +163,8 @@ def message_table(
     messages: Iterable[Message], *, title: str | None = None, state: SessionState | None = None
 ) -> Table:
     """Every message with its whole content (``--full``): a table whose content column wraps."""
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left", box=None, pad_edge=False, header_style="bold")
     table.add_column("seq", justify="right", no_wrap=True, style="dim")
     table.add_column("id", no_wrap=True)
@@ -193,6 +200,8 @@ def _event_seq(message: Message, state: SessionState | None) -> str:
 def message_detail(message: Message, state: SessionState | None = None) -> RenderableType:
     """Every field of one message, its content in full; given the ``state`` it is shown in,
     the seq of a message the session inherited with its fork says where it came from."""
+    from rich.table import Table
+
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()

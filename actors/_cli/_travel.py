@@ -17,16 +17,15 @@ from runtime import (
     STATUS_ORDER,
     AmberError,
     Event,
-    SessionCost,
     SessionState,
     Timeline,
     TurnEnded,
     added_seq,
-    session_cost,
     to_data,
 )
 from runtime.store import SessionInfo, Store
 
+from . import keep_to_exit
 from ._app import (
     CliError,
     ExitCode,
@@ -45,6 +44,8 @@ from ._viewdata import PROVIDERS, VIEWS, view_data
 
 if TYPE_CHECKING:
     from rich.text import Text
+
+    from runtime import SessionCost
 
 # rich and the renderers (``_render``, ``_text``, ``_views``) are imported where they print:
 # ``amber show --json`` loads none of them.
@@ -143,6 +144,8 @@ def sessions(db: str, as_json: bool) -> None:
 
 def _session_cost(store: Any, session_id: str) -> SessionCost | None:
     """The session's cost from its audit rows (its head is loaded from the snapshot)."""
+    from runtime import session_cost  # the price tables (not for show or timeline)
+
     try:
         return session_cost(store.load_state(session_id).model_calls())
     except AmberError:
@@ -377,6 +380,7 @@ def show(
         # only those (lazy). --json, the other views and diff read every one.
         lazy = message_id is not None or (printed and view == "state")
         line = store.load_span(session, first, seq, lazy=lazy)
+        keep_to_exit(line)  # not freed when the command returns: console_main exits at once
         state = line.at(seq)
         before = line.at(seq - 1) if line.first_seq < seq else state
         head: SessionState | None = line.head if line.last_seq == last else None
@@ -384,6 +388,7 @@ def show(
             head = store.load_span(session, last, last, lazy=True).head
         elif head is None and view in PROVIDERS:
             head = store.load_state(session)
+        keep_to_exit(head)
     if message_id is not None:
         assert head is not None
         _show_message(head, state, message_id, as_json)
@@ -393,6 +398,7 @@ def show(
             data = view_data(view, state)
             if view == "state":
                 data = {"event": None if event is None else to_data(event), "state": data}
+            keep_to_exit(data)  # ~1,000,000 objects late in a long session
             emit_json(data)
         return
     from ._render import describe_event, touched_ids

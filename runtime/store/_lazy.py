@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from itertools import compress
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 from pyrsistent._pvector import BIT_MASK, PythonPVector
 from pyrsistent.typing import PVector
@@ -266,7 +266,8 @@ class Facts:
         self.calls: dict[str, str] = {}  # call id -> the message's id
         self.call_turns: dict[str, str | None] = {}  # a call message's id -> its turn
         self.results: dict[str, str] = {}  # answered call id -> the result's id
-        self.answers: list[tuple[str, str | None]] = []  # each result's call id and turn
+        self.answered: list[str] = []  # each result's call id …
+        self.answer_turns: list[str | None] = []  # … and turn
         self.turn_ids: set[str | None] = set()
         self.own = 0  # messages of this session
         self.first_own: int | None = None  # the position of the first of them
@@ -330,7 +331,8 @@ class Facts:
                 if type(call_id) is not str:
                     return False
                 self.results[call_id] = _ID(row)
-                self.answers.append((call_id, _TURN(row)))
+                self.answered.append(call_id)
+                self.answer_turns.append(_TURN(row))
         self.ids += ids
         self.items += [_Chunk(self.reader, number, body)] * len(rows)
         return True
@@ -384,9 +386,10 @@ class Facts:
         known = set(state.turns.keys()) | ({turn.id} if turn is not None else set())
         if not self.turn_ids - {None} <= known:
             return True  # a message names an unknown turn
-        calls, call_turns = self.calls, self.call_turns
-        for call_id, turn_id in self.answers:
-            message_id = calls.get(call_id)
-            if message_id is None or call_turns[message_id] != turn_id:
-                return True  # a result answers no known call, or one of another turn
-        return False
+        # A column at a time, in C (9,091 results at the head of a long session).
+        message_ids = list(map(self.calls.get, self.answered))
+        if None in message_ids:
+            return True  # a result answers no known call
+        # A result of another turn than its call's (the columns are lists of str and None).
+        calls = cast(list[str], message_ids)
+        return list(map(self.call_turns.__getitem__, calls)) != self.answer_turns

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -9,7 +10,7 @@ from collections.abc import Callable
 import click
 import pytest
 
-from actors._cli import COMMANDS, cli
+from actors._cli import COMMANDS, cli, quick_exit
 
 HEAVY = ("trio", "pykka", "pydantic", "rich", "textual", "openai", "anthropic", "google", "runtime")
 """Packages ``--version`` and ``--help`` must not import (the SDKs, the UI, even the core)."""
@@ -75,11 +76,11 @@ READ_HEAVY = (
     "trio", "pykka", "textual", "pydantic", "hypothesis", "openai", "anthropic", "google",
     "runtime.testing", "runtime._assembly", "runtime._stream", "runtime._providers",
     "runtime._payloads", "runtime._clean", "actors._channels", "actors._runtime", "actors._cli._calls",
-    "runtime._chunks", "runtime._diff",
+    "runtime._chunks", "runtime._diff", "runtime._cost",
 )  # fmt: skip
 """What the read-only commands must not import: the runtime's machinery, the SDKs, the UI,
 the stream assembler and its chunks, the providers' payloads, the request builders of
-``--call``, the state diff."""
+``--call``, the state diff, the price tables (for a session without model calls)."""
 
 
 @pytest.fixture(scope="module")
@@ -183,3 +184,112 @@ def test_timeline_styles_its_lines_when_forced(small_db: str) -> None:
     assert "\x1b[" in styled.stdout
     assert plain.stdout.splitlines()[0].startswith("s: 4 events, ")
     assert len(plain.stdout.splitlines()) == len(styled.stdout.splitlines()) == 5
+
+
+def _script(
+    argv: list[str], *, entry: str, stdout: int | None = subprocess.PIPE
+) -> tuple[int, str, str]:
+    """Run ``argv`` through ``entry`` (the console script's ``console_main``, or ``main`` the
+    way a script ran it before) in a fresh interpreter that says whether it exited the usual
+    way (an atexit handler prints ``ATEXIT`` to stderr)."""
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.stderr.write('ATEXIT'))\n"
+        f"from actors._cli import {entry}\n"
+        f"sys.exit({entry}())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return result.returncode, result.stdout or "", result.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["show", "s", "--at", "3"],
+        ["show", "s", "--json"],
+        ["timeline", "s"],
+        ["diff", "s", "1"],
+        ["sessions"],
+        ["show", "nope"],  # not found: exit 3, the error on stderr
+        ["show", "s", "--at", "9"],
+    ],
+)
+def test_console_script_skips_teardown_after_read_commands(argv: list[str], small_db: str) -> None:
+    """console_main ends a read-only command without the interpreter's teardown (no atexit
+    handler runs), printing what main prints and exiting with its code."""
+    argv = [*argv, "--db", small_db]
+    code, out, err = _script(argv, entry="console_main")
+    main_code, main_out, main_err = _script(argv, entry="main")
+    assert (code, out, err) == (main_code, main_out, main_err.removesuffix("ATEXIT"))
+    assert main_err.endswith("ATEXIT")
+
+
+def test_console_script_exits_as_usual_after_other_commands(small_db: str) -> None:
+    """Any other command (here ``events``, and ``--version``) exits the usual way."""
+    for argv in (["events"], ["--version"]):
+        code, out, err = _script(argv, entry="console_main")
+        assert (code, err) == (0, "ATEXIT")
+        assert out
+
+
+def test_console_script_on_a_closed_pipe(small_db: str) -> None:
+    """Printing to a pipe nobody reads (``amber timeline s | true``) ends as it did before:
+    click's exit code for a closed pipe, the same (empty) error output."""
+    results: list[tuple[int, str, str]] = []
+    for entry in ("console_main", "main"):
+        read, write = os.pipe()
+        os.close(read)
+        try:
+            results.append(_script(["timeline", "s", "--db", small_db], entry=entry, stdout=write))
+        finally:
+            os.close(write)
+    (code, _, err), (main_code, _, main_err) = results
+    assert (code, err) == (main_code, main_err.removesuffix("ATEXIT")) == (1, "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "quick"),
+    [
+        (["show", "s"], True),
+        (["-h", "timeline"], True),
+        (["diff", "s", "1"], True),
+        (["demo"], False),
+        (["--version"], False),
+        ([], False),
+        (["import", "show"], False),
+    ],
+)
+def test_quick_exit_names_the_command(argv: list[str], quick: bool) -> None:
+    """quick_exit looks at the command, the first word that is not an option."""
+    assert quick_exit(argv) is quick
+
+
+def test_console_script_without_a_stdout(small_db: str) -> None:
+    """Started with no file descriptor 1 (sys.stdout is None), the command ends as main's."""
+    argv = [sys.executable, "-c"]
+    results = []
+    for entry in ("console_main", "main"):
+        code = (
+            "import atexit, sys\n"
+            "atexit.register(lambda: sys.stderr.write('ATEXIT'))\n"
+            f"from actors._cli import {entry}\n"
+            f"sys.exit({entry}())\n"
+        )
+        result = subprocess.run(
+            [*argv, code, "timeline", "s", "--db", small_db],
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+            preexec_fn=lambda: os.close(1),
+        )
+        results.append((result.returncode, result.stderr.removesuffix("ATEXIT")))
+    assert results[0] == results[1]

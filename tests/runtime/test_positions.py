@@ -38,6 +38,9 @@ def same(version: MessageIndex | InputQueue, model: Map[str, int]) -> None:
     for key in [f"m{i}" for i in range(12)]:
         assert (key in version) == (key in model)
         assert version.get(key) == model.get(key)
+    if isinstance(version, MessageIndex):  # the bulk lookup, in C or key by key
+        keys: list[str | None] = [None, *(f"m{i}" for i in range(12))]
+        assert version.positions(keys, -1) == [-1 if k is None else model.get(k, -1) for k in keys]
         assert version.get(key, -1) == model.get(key, -1)
         if key in model:
             assert version[key] == model[key]

@@ -296,21 +296,29 @@ class TestDamage:
             store.load_span("s", 20, 20, lazy=True)
 
     @pytest.mark.parametrize(
-        ("name", "value"),
+        ("position", "name", "value"),
         [
-            ("turn_id", "no-such-turn"),
-            ("session_id", "other"),
-            ("status", "processing"),
-            ("id", "m1"),
+            (5, "turn_id", "no-such-turn"),
+            (5, "session_id", "other"),
+            (5, "status", "processing"),
+            (5, "id", "m1"),
+            (3, "tool_call_id", "no-such-call"),  # a result (of call4, turn t2) answers no call
+            (3, "tool_call_id", "call15"),  # … or a call of another turn (t13)
+            (8, "turn_id", "t2"),  # a result of another turn than its call's
         ],
     )
     def test_an_inconsistent_snapshot_is_named_when_loaded(
-        self, open_store: OpenStore, db_path: pathlib.Path, name: str, value: object
+        self,
+        open_store: OpenStore,
+        db_path: pathlib.Path,
+        position: int,
+        name: str,
+        value: object,
     ) -> None:
         """check_consistent's checks of the messages run on the key columns: a lazy load
         raises what the eager one raises."""
         _store(open_store).close()
-        _rewrite_row(db_path, 5, _setter(name, value))
+        _rewrite_row(db_path, position, _setter(name, value))
         store = open_store(snapshot_every=10, chunk_size=4)
         with pytest.raises(CorruptRow) as eager:
             store.load_span("s", 20, 20)
