@@ -23,6 +23,8 @@ spelling of the built view messages, over random sessions
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Callable, Iterator
 from operator import itemgetter
 from typing import Any
@@ -115,7 +117,11 @@ def records(block: Block, limit: int | None) -> Iterator[Record]:
             results[message.tool_call_id or ""] = message
             group = None
         elif category in INPUT_CATEGORIES:  # first: phasing put them first
-            yield (_USER, _user_text(message, category))
+            content = message.content
+            if category is Category.USER_QUESTION and content and not content.isspace():
+                yield (_USER, content)  # ``_user_text``'s common case
+            else:
+                yield (_USER, _user_text(message, category))
         else:
             group = None
             items.append((message, category))
@@ -141,9 +147,17 @@ def records(block: Block, limit: int | None) -> Iterator[Record]:
                 if result is None:
                     text = synthesized_text(call, tool.name, None)
                     yield (_TOOL, tool.id, tool.name, text, True)
-                else:
+                    continue
+                text = result.content
+                if not (
+                    text
+                    and (limit is None or len(text) <= limit)
+                    and not result.is_error
+                    and not result.attachments
+                    and not text.isspace()
+                ):  # else a plain result: its text as it is
                     text, _ = result_text(result, limit)
-                    yield (_TOOL, tool.id, tool.name, text, result.is_error)
+                yield (_TOOL, tool.id, tool.name, text, result.is_error)
         else:
             message, category = item
             if category is Category.NOTIFICATION:
@@ -276,23 +290,34 @@ def _add(out: list[dict[str, Any]], role: str, key: str, items: list[Any]) -> No
         out.append({"role": role, key: items})
 
 
-def _anthropic(out: list[dict[str, Any]], block: Block, limit: int | None) -> None:
-    from ._providers import _ANTHROPIC_MATCH, _anthropic_id
+_ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+_ANTHROPIC_MATCH = _ANTHROPIC_ID.match
 
+
+def anthropic_id(call_id: str) -> str:
+    """Anthropic wants tool ids matching ``[a-zA-Z0-9_-]+``; others are hashed, stably."""
+    if _ANTHROPIC_MATCH(call_id):
+        return call_id
+    return "toolu_" + hashlib.sha256(call_id.encode()).hexdigest()[:24]
+
+
+def _anthropic(out: list[dict[str, Any]], block: Block, limit: int | None) -> None:
+    # ``_add`` inlined for the user's side, the most frequent: ``items`` is the content of
+    # the last entry when that entry is the user's.
+    items: list[Any] | None = out[-1]["content"] if out and out[-1]["role"] == "user" else None
     for record in records(block, limit):
         role = record[0]
         if role is _USER:
-            _add(out, "user", "content", [{"type": "text", "text": record[1]}])
+            made: dict[str, Any] = {"type": "text", "text": record[1]}
         elif role is _TOOL:
             call_id = record[1]
-            made: dict[str, Any] = {
+            made = {
                 "type": "tool_result",
-                "tool_use_id": call_id if _ANTHROPIC_MATCH(call_id) else _anthropic_id(call_id),
+                "tool_use_id": call_id if _ANTHROPIC_MATCH(call_id) else anthropic_id(call_id),
                 "content": record[3],
             }
             if record[4]:
                 made["is_error"] = True
-            _add(out, "user", "content", [made])
         else:
             texts, calls = record[1], record[2]
             blocks: list[dict[str, Any]] = (
@@ -303,34 +328,44 @@ def _anthropic(out: list[dict[str, Any]], block: Block, limit: int | None) -> No
                 blocks.append(
                     {
                         "type": "tool_use",
-                        "id": call_id if _ANTHROPIC_MATCH(call_id) else _anthropic_id(call_id),
+                        "id": call_id if _ANTHROPIC_MATCH(call_id) else anthropic_id(call_id),
                         "name": tool.name,
                         "input": canonical(tool.arguments),
                     }
                 )
             _add(out, "assistant", "content", blocks)
+            items = None
+            continue
+        if items is None:
+            items = [made]
+            out.append({"role": "user", "content": items})
+        else:
+            items.append(made)
 
 
 def _gemini(out: list[dict[str, Any]], block: Block, limit: int | None) -> None:
+    # ``_add`` inlined for the user's side, as in ``_anthropic``.
+    items: list[Any] | None = out[-1]["parts"] if out and out[-1]["role"] == "user" else None
     for record in records(block, limit):
         role = record[0]
         if role is _USER:
-            _add(out, "user", "parts", [{"text": record[1]}])
+            made: dict[str, Any] = {"text": record[1]}
         elif role is _TOOL:
             response = {"error" if record[4] else "output": record[3]}
-            _add(
-                out,
-                "user",
-                "parts",
-                [{"function_response": {"name": record[2], "response": response}}],
-            )
+            made = {"function_response": {"name": record[2], "response": response}}
         else:
             parts: list[dict[str, Any]] = [{"text": text} for text in record[1]]
             for tool in record[2]:
-                parts.append(
-                    {"function_call": {"name": tool.name, "args": canonical(tool.arguments)}}
-                )
+                call = {"name": tool.name, "args": canonical(tool.arguments)}
+                parts.append({"function_call": call})
             _add(out, "model", "parts", parts)
+            items = None
+            continue
+        if items is None:
+            items = [made]
+            out.append({"role": "user", "parts": items})
+        else:
+            items.append(made)
 
 
 def _merged_join(key: str) -> Callable[[list[dict[str, Any]], list[dict[str, Any]]], None]:
