@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterator
-from operator import itemgetter
+from operator import attrgetter
 from typing import Any
 
 from ._category import _NO_METADATA, INPUT_CATEGORIES, Category
@@ -41,7 +41,7 @@ from ._clean import (
 )
 from ._history import Block
 from ._json import canonical
-from ._message import Message, ToolCall
+from ._message import Message
 from ._plain_block import plain_block
 from ._view import (
     ReasoningPart,
@@ -60,7 +60,12 @@ _OUTPUTS = frozenset({Category.THOUGHT, Category.REPLY, Category.TOOL_CALL})
 _USER = ViewRole.USER
 _ASSISTANT = ViewRole.ASSISTANT
 _TOOL = ViewRole.TOOL
-_by_index = itemgetter(0)
+_call_index = attrgetter("tool_call.index")
+_CALL = Category.TOOL_CALL
+_REPLY = Category.REPLY
+_THOUGHT = Category.THOUGHT
+_RESULT = Category.TOOL_RESULT
+_QUESTION = Category.USER_QUESTION
 
 Record = tuple[Any, ...]
 """``(USER, text)``, ``(ASSISTANT, texts, calls)`` or ``(TOOL, call_id, name, text, is_error)``."""
@@ -101,24 +106,25 @@ def _user_text(message: Message, category: Category) -> str:
 
 
 def records(block: Block, limit: int | None) -> Iterator[Record]:
-    """The view messages of a compact block, in order, as records (module docstring)."""
+    """The view messages of a compact block, in order, as records (module docstring);
+    an assistant record's calls are the call messages, by index."""
     results: dict[str, Message] = {}
     items: list[Any] = []
     group: list[Message] | None = None  # the outputs of one response
     for message, category in zip(block.messages, block.categories, strict=True):
-        if category in _OUTPUTS:
-            if category is Category.THOUGHT:
-                continue  # a thought of a finished turn: never sent
+        if category is _CALL or category is _REPLY:
             if group is None:
                 group = []
                 items.append(group)
             group.append(message)
-        elif category is Category.TOOL_RESULT:
+        elif category is _THOUGHT:
+            continue  # a thought of a finished turn: never sent, and it parts no response
+        elif category is _RESULT:
             results[message.tool_call_id or ""] = message
             group = None
         elif category in INPUT_CATEGORIES:  # first: phasing put them first
             content = message.content
-            if category is Category.USER_QUESTION and content and not content.isspace():
+            if category is _QUESTION and content and not content.isspace():
                 yield (_USER, content)  # ``_user_text``'s common case
             else:
                 yield (_USER, _user_text(message, category))
@@ -128,25 +134,29 @@ def records(block: Block, limit: int | None) -> Iterator[Record]:
     for item in items:
         if type(item) is list:
             texts: list[str] = []
-            calls: list[tuple[int, Message, ToolCall]] = []
+            calls: list[Message] = []
             for message in item:
-                tool = message.tool_call
-                if tool is not None:
-                    calls.append((tool.index, message, tool))
+                if message.tool_call is not None:
+                    calls.append(message)
                 else:
                     content = message.content
                     if content and not content.isspace():
                         texts.append(content)
-            if not texts and not calls:
+            if not calls:
+                if texts:
+                    yield (_ASSISTANT, texts, calls)
                 continue
             if len(calls) > 1:
-                calls.sort(key=_by_index)  # stable: calls of one index stay in stored order
-            yield (_ASSISTANT, texts, [tool for _, _, tool in calls])
-            for _, call, tool in calls:
-                result = results.pop(tool.id, None)
+                calls.sort(key=_call_index)  # stable: calls of one index stay in stored order
+            yield (_ASSISTANT, texts, calls)
+            for call in calls:
+                tool = call.tool_call
+                assert tool is not None
+                call_id = tool.id
+                result = results.pop(call_id, None)
                 if result is None:
                     text = synthesized_text(call, tool.name, None)
-                    yield (_TOOL, tool.id, tool.name, text, True)
+                    yield (_TOOL, call_id, tool.name, text, True)
                     continue
                 text = result.content
                 if not (
@@ -157,7 +167,7 @@ def records(block: Block, limit: int | None) -> Iterator[Record]:
                     and not text.isspace()
                 ):  # else a plain result: its text as it is
                     text, _ = result_text(result, limit)
-                yield (_TOOL, tool.id, tool.name, text, result.is_error)
+                yield (_TOOL, call_id, tool.name, text, result.is_error)
         else:
             message, category = item
             if category is Category.NOTIFICATION:
@@ -260,17 +270,12 @@ def _openai(out: list[dict[str, Any]], block: Block, limit: int | None) -> None:
                 "content": "".join(texts) if texts else None,
             }
             if calls:
-                entry["tool_calls"] = [
-                    {
-                        "id": tool.id,
-                        "type": "function",
-                        "function": {
-                            "name": tool.name,
-                            "arguments": arguments_json(tool.arguments),
-                        },
-                    }
-                    for tool in calls
-                ]
+                made = []
+                for call in calls:
+                    tool = call.tool_call
+                    function = {"name": tool.name, "arguments": arguments_json(tool.arguments)}
+                    made.append({"id": tool.id, "type": "function", "function": function})
+                entry["tool_calls"] = made
             _openai_add(out, entry)
 
 
@@ -323,7 +328,8 @@ def _anthropic(out: list[dict[str, Any]], block: Block, limit: int | None) -> No
             blocks: list[dict[str, Any]] = (
                 [{"type": "text", "text": "".join(texts)}] if texts else []
             )
-            for tool in calls:
+            for call in calls:
+                tool = call.tool_call
                 call_id = tool.id
                 blocks.append(
                     {
@@ -355,7 +361,8 @@ def _gemini(out: list[dict[str, Any]], block: Block, limit: int | None) -> None:
             made = {"function_response": {"name": record[2], "response": response}}
         else:
             parts: list[dict[str, Any]] = [{"text": text} for text in record[1]]
-            for tool in record[2]:
+            for message in record[2]:
+                tool = message.tool_call
                 call = {"name": tool.name, "args": canonical(tool.arguments)}
                 parts.append({"function_call": call})
             _add(out, "model", "parts", parts)
