@@ -56,7 +56,6 @@ from ._window import START_NOTE
 
 __all__ = ["compact", "first_role", "materialize", "prefix_last_role", "records", "spell"]
 
-_OUTPUTS = frozenset({Category.THOUGHT, Category.REPLY, Category.TOOL_CALL})
 _USER = ViewRole.USER
 _ASSISTANT = ViewRole.ASSISTANT
 _TOOL = ViewRole.TOOL
@@ -66,6 +65,7 @@ _REPLY = Category.REPLY
 _THOUGHT = Category.THOUGHT
 _RESULT = Category.TOOL_RESULT
 _QUESTION = Category.USER_QUESTION
+_NOTIFICATION = Category.NOTIFICATION
 
 Record = tuple[Any, ...]
 """``(USER, text)``, ``(ASSISTANT, texts, calls)`` or ``(TOOL, call_id, name, text, is_error)``."""
@@ -77,17 +77,17 @@ def compact(block: Block, current: str | None) -> bool:
     if not block.stored_order and len(block.messages) > 1:
         return False
     for message, category in zip(block.messages, block.categories, strict=True):
-        if category in _OUTPUTS:
+        if category is _RESULT or category is _NOTIFICATION:
+            continue
+        if category is _CALL or category is _REPLY or category is _THOUGHT:
             metadata = message.metadata
             if (
                 (metadata is not _NO_METADATA and metadata)
                 or message.attachments
-                or (message.tool_call is not None and category is not Category.TOOL_CALL)
-                or (message.turn_id is not None and message.turn_id == current)
+                or (category is not _CALL and message.tool_call is not None)
+                or (current is not None and message.turn_id == current)
             ):
                 return False
-        elif category is Category.TOOL_RESULT or category is Category.NOTIFICATION:
-            continue
         elif category in _SPOKEN_AS_USER:
             if message.attachments or message.browser_elements:
                 return False
