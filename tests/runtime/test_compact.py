@@ -36,6 +36,9 @@ from runtime.testing import timelines
 from tests.runtime.test_view_cache import turns
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+SESSIONS = st.booleans().flatmap(lambda rich: timelines(rich=rich))
+"""Plain sessions (many turns of calls and results, most of them compact) and rich ones
+(every category, attachments, signatures: most blocks are not compact)."""
 BODIES = {"openai": _openai_body, "anthropic": _anthropic_body, "gemini": _gemini_body}
 
 
@@ -60,8 +63,8 @@ def settled_blocks(state: SessionState, limit: int | None) -> list[tuple[Block, 
 
 
 class TestCompactBlocks:
-    @settings(max_examples=60, deadline=None)
-    @given(timelines(rich=True), st.sampled_from([None, 5, 50, DEFAULT_MAX_RESULT_CHARS]))
+    @settings(max_examples=80, deadline=None)
+    @given(SESSIONS, st.sampled_from([None, 5, 50, DEFAULT_MAX_RESULT_CHARS]))
     def test_views_and_spellings_equal_the_general_path(
         self, timeline: Timeline, limit: int | None
     ) -> None:
@@ -97,8 +100,8 @@ class TestCompactBlocks:
 
 
 class TestLazyView:
-    @settings(max_examples=40, deadline=None)
-    @given(timelines(rich=True))
+    @settings(max_examples=60, deadline=None)
+    @given(SESSIONS)
     def test_provider_views_before_the_messages_equal_the_fresh_ones(
         self, timeline: Timeline
     ) -> None:
@@ -119,8 +122,23 @@ class TestLazyView:
             assert last == (fresh.messages[-1].role if fresh.messages else None)
             assert view.tail() == fresh.messages[len(view.prefix.messages) :] if view.prefix else 1
 
+    @settings(max_examples=60, deadline=None)
+    @given(SESSIONS)
+    def test_a_carried_cache_spells_each_state_as_the_fresh_view(self, timeline: Timeline) -> None:
+        """Every state of a random session in turn, one cache carried along: each provider
+        view (a spelled prefix extended by the compact blocks of the turns since) equals
+        that of clean_history's view, and only then are the messages read and compared."""
+        cache = None
+        for state in timeline.states():
+            fresh = clean_history(state, artifacts=ARTIFACTS)
+            cache, view = cached_view(cache, state, artifacts=ARTIFACTS)
+            assert to_openai(view) == to_openai(fresh)
+            assert to_anthropic(view) == to_anthropic(fresh)
+            assert to_gemini(view) == to_gemini(fresh)
+            assert view.messages == fresh.messages
+
     @settings(max_examples=30, deadline=None)
-    @given(timelines(rich=True))
+    @given(SESSIONS)
     def test_equality_hash_repr_and_evolve_are_the_eager_views(self, timeline: Timeline) -> None:
         """A lazy view is equal to, hashes like and prints like the eager view with its
         messages; ``attrs.evolve`` keeps what it means."""
