@@ -266,6 +266,10 @@ class ViewPrefix:
     built: tuple[ViewMessage, ...] | None = attrs.field(default=None, alias="messages")
     """``messages`` once built (or as given)."""
 
+    def __attrs_post_init__(self) -> None:
+        if not self.segments and self.built:  # made from its messages: one segment of them
+            self.segments = (self.built,)
+
     @property
     def messages(self) -> tuple[ViewMessage, ...]:
         """The view messages, the same objects at the start of every view that holds this
@@ -323,6 +327,13 @@ class ModelView:
     rest: tuple[ViewMessage, ...] | None = attrs.field(default=None)
     """The messages after ``prefix`` when the view was made from the two (then ``messages``
     is built from them on first read); None when ``messages`` was given."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.built is None and (self.prefix is None or self.rest is None):
+            raise TypeError(
+                "ModelView() takes its messages, or a prefix and the rest after it (got "
+                f"messages=None, prefix={self.prefix!r}, rest={self.rest!r})."
+            )
 
     @property
     def messages(self) -> tuple[ViewMessage, ...]:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import attrs
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,7 @@ from runtime import (
     ModelView,
     SessionState,
     Timeline,
+    ViewPrefix,
     cached_view,
     clean_history,
     to_anthropic,
@@ -166,6 +168,30 @@ class TestLazyView:
             repr(view)
             == "ModelView(session_id='s', seq=1, messages=(), truncated=False, tokens=None)"
         )
+
+
+class TestConstructors:
+    def test_a_view_needs_its_messages(self) -> None:
+        """A view made without messages, nor a prefix and the rest, is refused."""
+        with pytest.raises(TypeError, match=r"^ModelView\(\) takes its messages, or a prefix"):
+            ModelView(session_id="s", seq=1)
+
+    def test_a_prefix_made_from_messages_spells_them(self) -> None:
+        """``ViewPrefix(messages=...)`` (as before compact blocks) is one segment of them, and
+        provider views spell a view holding it as the view's messages."""
+        state = turns(3)[-1]
+        fresh = clean_history(state)
+        prefix = ViewPrefix(messages=fresh.messages[:2])
+        view = ModelView(
+            session_id=fresh.session_id,
+            seq=fresh.seq,
+            messages=fresh.messages,
+            prefix=prefix,
+        )
+        assert prefix.segments == (fresh.messages[:2],)
+        assert to_openai(view) == to_openai(fresh)
+        assert to_anthropic(view) == to_anthropic(fresh)
+        assert to_gemini(view) == to_gemini(fresh)
 
 
 class TestCollector:
