@@ -135,6 +135,37 @@ _OUTPUTS = frozenset({Category.THOUGHT, Category.REPLY, Category.TOOL_CALL})
 """What a model response is stored as."""
 
 
+def result_text(message: Message, limit: int | None) -> tuple[str, bool]:
+    """The text the model reads for a stored tool result, and whether it is an excerpt."""
+    text = message.content
+    excerpted = False
+    if limit is not None and len(text) > limit:
+        head = limit // 2
+        tail = limit - head
+        text = (
+            f"{text[:head]}\n\n[... {len(text) - head - tail} characters omitted; the full "
+            f"result is stored as message {message.id!r} (event seq {message.event_seq}).]"
+            f"\n\n{text[len(text) - tail :]}"
+        )
+        excerpted = True
+    if not text or text.isspace():
+        text = _EMPTY_RESULT_TEXT
+    if message.attachments:
+        text = f"{text}\n\n{_stripped_line(list(message.attachments))}"
+    if message.is_error:
+        text = (
+            f"[Error: {message.error_type}]\n{text}" if message.error_type else f"[Error]\n{text}"
+        )
+    return text, excerpted
+
+
+def synthesized_text(call: Message, name: str, current: str | None) -> str:
+    """The text of the result the view makes up for a call that has none."""
+    if call.turn_id is not None and call.turn_id == current:
+        return f"[No result yet: the call to {name} is still running.]"
+    return f"[Interrupted: the call to {name} ended before it returned a result.]"
+
+
 class BlockBuilder:
     """Turns one block into view messages; holds the options."""
 
@@ -148,6 +179,17 @@ class BlockBuilder:
         self.current = state.active_turn_id
         self.artifacts = artifacts
         self.max_result_chars = max_result_chars
+
+    @classmethod
+    def detached(cls, max_result_chars: int | None) -> BlockBuilder:
+        """A builder for settled plain blocks (``runtime/_compact.py``): no state, no running
+        turn, no artifacts (such a block has no attachment to load and no current thought)."""
+        builder = cls.__new__(cls)
+        builder.state = None  # type: ignore[assignment]
+        builder.current = None
+        builder.artifacts = None
+        builder.max_result_chars = max_result_chars
+        return builder
 
     def block(self, block: Block) -> list[ViewMessage]:
         """The block's view: its inputs, then what happened in stored order (module docstring)."""
@@ -392,28 +434,7 @@ class BlockBuilder:
         return self.view(message, ViewRole.USER, (TextPart(text=text), *images))
 
     def result(self, message: Message, name: str) -> ViewMessage:
-        text = message.content
-        excerpted = False
-        limit = self.max_result_chars
-        if limit is not None and len(text) > limit:
-            head = limit // 2
-            tail = limit - head
-            text = (
-                f"{text[:head]}\n\n[... {len(text) - head - tail} characters omitted; the full "
-                f"result is stored as message {message.id!r} (event seq {message.event_seq}).]"
-                f"\n\n{text[len(text) - tail :]}"
-            )
-            excerpted = True
-        if not text or text.isspace():
-            text = _EMPTY_RESULT_TEXT
-        if message.attachments:
-            text = f"{text}\n\n{_stripped_line(list(message.attachments))}"
-        if message.is_error:
-            text = (
-                f"[Error: {message.error_type}]\n{text}"
-                if message.error_type
-                else f"[Error]\n{text}"
-            )
+        text, excerpted = result_text(message, self.max_result_chars)
         part = trusted_tool_result(
             message.tool_call_id or "", name, text, message.is_error, False, excerpted
         )
@@ -422,10 +443,7 @@ class BlockBuilder:
         )
 
     def synthesized(self, call: Message, call_id: str, name: str) -> ViewMessage:
-        if call.turn_id is not None and call.turn_id == self.current:
-            text = f"[No result yet: the call to {name} is still running.]"
-        else:
-            text = f"[Interrupted: the call to {name} ended before it returned a result.]"
+        text = synthesized_text(call, name, self.current)
         part = ToolResultPart(
             call_id=call_id, name=name, text=text, is_error=True, synthesized=True
         )

@@ -66,7 +66,7 @@ def _merge(payload: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]
 
 
 def _ends_on_user(provider: str, view: ModelView) -> None:
-    if view.messages and view.messages[-1].role is ViewRole.ASSISTANT:
+    if view.last_role() is ViewRole.ASSISTANT:  # the messages are not built for it
         raise ProjectionError(
             f"The {provider} request for session {view.session_id!r} at seq {view.seq} would end "
             "on the assistant's side (the provider reads that as a prefill, or refuses it); a "

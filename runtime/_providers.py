@@ -22,13 +22,12 @@ official SDK. What each API accepts is listed in ``PROVIDERS.md``; in short:
 from __future__ import annotations
 
 import base64
-import hashlib
-import re
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 from ._artifacts import ArtifactStore
 from ._clean import DEFAULT_MAX_RESULT_CHARS
+from ._compact import _ANTHROPIC_MATCH, anthropic_id
 from ._errors import ProjectionError
 from ._json import canonical
 from ._message import Message
@@ -50,8 +49,6 @@ __all__ = ["to_anthropic", "to_gemini", "to_openai"]
 
 _GEMINI_IMAGES = frozenset({"image/png", "image/jpeg", "image/webp"})
 _THINKING = frozenset({"thinking", "redacted_thinking"})
-_ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
-_ANTHROPIC_MATCH = _ANTHROPIC_ID.match
 _TEXTUAL = (ReasoningPart, TextPart)
 """``ReasoningPart | TextPart`` as a tuple: the ``|`` builds a union object on every test."""
 
@@ -170,11 +167,7 @@ def _openai_user(message: ViewMessage) -> dict[str, Any]:
     return {"role": "user", "content": content}
 
 
-def _anthropic_id(call_id: str) -> str:
-    """Anthropic wants tool ids matching ``[a-zA-Z0-9_-]+``; others are hashed, stably."""
-    if _ANTHROPIC_ID.match(call_id):
-        return call_id
-    return "toolu_" + hashlib.sha256(call_id.encode()).hexdigest()[:24]
+_anthropic_id = anthropic_id
 
 
 def _merge(out: list[dict[str, Any]], role: str, key: str, items: list[Any]) -> None:

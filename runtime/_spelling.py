@@ -9,6 +9,7 @@ from typing import Any
 from ._artifacts import ArtifactStore
 from ._category import Category, category_of
 from ._clean import DEFAULT_MAX_RESULT_CHARS, clean_history
+from ._compact import first_role, prefix_last_role, spell
 from ._errors import ProjectionError
 from ._message import Message
 from ._state import SessionState
@@ -82,22 +83,22 @@ def joined(
     return head + tail
 
 
-def extends(messages: Sequence[ViewMessage], count: int) -> bool:
-    """Whether spelling ``messages[:count]`` and ``messages[count:]`` apart and joining them
-    gives the spelling of all of them: no run of one role crosses ``count``."""
-    return 0 < count < len(messages) and messages[count - 1].role is not messages[count].role
-
-
 def prefix_spelled(prefix: ViewPrefix, key: str, body: Body, merge: bool) -> list[dict[str, Any]]:
     found = prefix.spelled.get(key)
     if found is None:
+        limit = prefix.max_result_chars
         parent = prefix.parent
         done = None if parent is None else parent.spelled.get(key)
-        count = 0 if parent is None else len(parent.messages)
-        if done is not None and extends(prefix.messages, count):
-            found = joined(done, body(prefix.messages[count:]), merge)
-        else:
-            found = body(prefix.messages)
+        if parent is not None and done is not None:
+            own = prefix.own()
+            last = prefix_last_role(parent)
+            first = first_role(own)
+            if first is None:
+                found = done
+            elif last is not None and last is not first:  # no run of one role crosses
+                found = joined(done, spell(own, limit, False, key, body), merge)
+        if found is None:
+            found = spell(prefix.segments, limit, prefix.note, key, body)
         prefix.spelled[key] = found
     return found
 
@@ -106,12 +107,14 @@ def spelled(view: ModelView, key: str, body: Body, merge: bool) -> list[dict[str
     """``body(view.messages)``, reusing what was spelled of the view's prefix (a new list;
     entries of the prefix are shared with it)."""
     prefix = view.prefix
-    messages = view.messages
     if prefix is None:
-        return body(messages)
-    count = len(prefix.messages)
-    if count == len(messages):
-        return list(prefix_spelled(prefix, key, body, merge))
-    if not extends(messages, count):
-        return body(messages)
-    return joined(prefix_spelled(prefix, key, body, merge), body(messages[count:]), merge)
+        return body(view.messages)
+    head = prefix_spelled(prefix, key, body, merge)
+    tail = view.tail()
+    if not tail:
+        return list(head)
+    last = prefix_last_role(prefix)
+    if last is None or last is tail[0].role:  # a run of one role crosses the prefix's end
+        segments = (*prefix.segments, tail)
+        return spell(segments, prefix.max_result_chars, prefix.note, key, body)
+    return joined(head, body(tail), merge)

@@ -230,43 +230,162 @@ trusted_tool_result: Callable[[str, str, str, bool, bool, bool], ToolResultPart]
 """``ToolResultPart(...)`` of checked values, by position, built without ``__init__``."""
 
 
+Segment = Any
+"""One settled block's share of a ``ViewPrefix``: a tuple of its view messages, or the
+``Block`` itself when it is plain enough to be spelled straight from its stored messages
+(``runtime/_compact.py``), its view messages built only when someone reads them."""
+
+
 @attrs.define(eq=False)
 class ViewPrefix:
     """The first messages of successive views of one session, which later views share.
 
-    Provider views keep what they spelled of it (``spelled``) so the next view
-    spells only what follows. The memo is a cache of a pure function of
-    ``messages``: filling it never changes what a view means. Entries in it
-    are shared between the lists provider views return; treat those as read-only.
+    Kept as one segment per settled block (``segments``): a block the provider views can
+    spell straight from its stored messages is kept as it is, and its view messages are
+    built only when ``messages`` is read (then once). Provider views keep what they spelled
+    of it (``spelled``) so the next view spells only what follows. The memos are caches of
+    a pure function of ``segments``: filling them never changes what a view means. Entries
+    of ``spelled`` are shared between the lists provider views return; treat those as
+    read-only.
     """
 
-    messages: tuple[ViewMessage, ...]
-    """The messages, the same objects at the start of every view that holds this prefix."""
+    segments: tuple[Segment, ...] = ()
+    """One per settled block, oldest first (see ``Segment``)."""
     parent: ViewPrefix | None = None
-    """The shorter prefix this one extends (its spelled lists are extended, not rebuilt)."""
+    """The shorter prefix this one extends: its segments are the first of ``segments`` (its
+    spelled lists are extended, not rebuilt)."""
     spelled: dict[str, list[Any]] = attrs.field(factory=dict)
     """Provider -> what it spelled of ``messages`` (no system prompt, no final touches)."""
     tokens: int | None = None
     """``approx_tokens`` of the text of ``messages``, once counted."""
+    note: bool = False
+    """True when the view starts with the note that earlier history was left out (its
+    first block does not start on the user's side)."""
+    max_result_chars: int | None = None
+    """The excerpt limit the blocks' views are built with."""
+    built: tuple[ViewMessage, ...] | None = attrs.field(default=None, alias="messages")
+    """``messages`` once built (or as given)."""
+
+    def __attrs_post_init__(self) -> None:
+        if not self.segments and self.built:  # made from its messages: one segment of them
+            self.segments = (self.built,)
+
+    @property
+    def messages(self) -> tuple[ViewMessage, ...]:
+        """The view messages, the same objects at the start of every view that holds this
+        prefix (built on first read)."""
+        built = self.built
+        if built is None:
+            from ._compact import materialize
+
+            parent = self.parent
+            if parent is not None:
+                own = self.segments[len(parent.segments) :]
+                built = parent.messages + materialize(own, self.max_result_chars, False)
+            else:
+                built = materialize(self.segments, self.max_result_chars, self.note)
+            self.built = built
+        return built
+
+    def own(self) -> tuple[Segment, ...]:
+        """The segments after the parent's."""
+        parent = self.parent
+        return self.segments if parent is None else self.segments[len(parent.segments) :]
 
 
-@attrs.frozen(kw_only=True)
+def _lazy_messages(view: ModelView) -> tuple[ViewMessage, ...]:
+    prefix = view.prefix
+    rest = view.rest
+    assert prefix is not None
+    assert rest is not None
+    return prefix.messages + rest
+
+
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class ModelView:
-    """The model's view of a session at one seq (``clean_history``'s result)."""
+    """The model's view of a session at one seq (``clean_history``'s result).
+
+    Equal (and hashing equal) to another when their session, seq, messages,
+    ``truncated`` and ``tokens`` are; ``prefix`` does not count. A view a
+    ``ViewCache`` made builds its ``messages`` on first read (provider views
+    spell its settled start without them).
+    """
 
     session_id: str
     """The session."""
     seq: int
     """The seq of the state it was built from."""
-    messages: tuple[ViewMessage, ...]
-    """The view, oldest first; it never starts with an assistant or tool message."""
+    built: tuple[ViewMessage, ...] | None = attrs.field(default=None, alias="messages")
+    """``messages`` as given or once built (None until then: see ``rest``)."""
     truncated: bool = False
     """True when a window left older history out (a note says so at the top)."""
     tokens: int | None = None
     """Estimated tokens of ``messages`` by the window's counter; None without a window."""
-    prefix: ViewPrefix | None = attrs.field(default=None, eq=False, repr=False)
+    prefix: ViewPrefix | None = attrs.field(default=None)
     """The settled start of ``messages`` shared with other views of the session (a
     ``ViewCache`` sets it), so provider views spell it once; None: no such start."""
+    rest: tuple[ViewMessage, ...] | None = attrs.field(default=None)
+    """The messages after ``prefix`` when the view was made from the two (then ``messages``
+    is built from them on first read); None when ``messages`` was given."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.built is None and (self.prefix is None or self.rest is None):
+            raise TypeError(
+                "ModelView() takes its messages, or a prefix and the rest after it (got "
+                f"messages=None, prefix={self.prefix!r}, rest={self.rest!r})."
+            )
+
+    @property
+    def messages(self) -> tuple[ViewMessage, ...]:
+        """The view, oldest first; it never starts with an assistant or tool message."""
+        built = self.built
+        if built is None:
+            built = _lazy_messages(self)
+            object.__setattr__(self, "built", built)
+        return built
+
+    def tail(self) -> tuple[ViewMessage, ...]:
+        """The messages after ``prefix`` (all of them without a prefix), built or not."""
+        prefix = self.prefix
+        if prefix is None:
+            return self.messages
+        if self.built is None and self.rest is not None:
+            return self.rest
+        return self.messages[len(prefix.messages) :]
+
+    def last_role(self) -> ViewRole | None:
+        """The role of the last message (None for an empty view), without building them."""
+        tail = self.tail()
+        if tail:
+            return tail[-1].role
+        prefix = self.prefix
+        if prefix is None:
+            return None
+        from ._compact import prefix_last_role
+
+        return prefix_last_role(prefix)
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.session_id, self.seq, self.messages, self.truncated, self.tokens)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, ModelView)
+        return self._key() == other._key()
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"ModelView(session_id={self.session_id!r}, seq={self.seq!r}, "
+            f"messages={self.messages!r}, truncated={self.truncated!r}, tokens={self.tokens!r})"
+        )
 
     def __len__(self) -> int:
         return len(self.messages)

@@ -29,10 +29,11 @@ from pyrsistent.typing import PVector
 
 from ._artifacts import ArtifactStore
 from ._clean import DEFAULT_MAX_RESULT_CHARS, BlockBuilder, check_options, clean_history
+from ._compact import compact, first_role, materialize
 from ._history import Block, Walk
 from ._message import Message
 from ._state import SessionState
-from ._view import ModelView, TextPart, ViewMessage, ViewPrefix, ViewRole
+from ._view import ModelView, Segment, TextPart, ViewMessage, ViewPrefix, ViewRole
 from ._window import START_NOTE, Window, approx_tokens
 
 __all__ = ["ViewCache", "approx_view_tokens", "cached_view", "first_change"]
@@ -117,30 +118,23 @@ class ViewCache:
     """The artifact store the views were built with."""
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
     """The excerpt limit the views were built with."""
-    ends: tuple[int, ...] = ()
-    """For each settled block, oldest first: how many cached view messages end with it (its
-    view is ``_flat()[ends[n - 1]:ends[n]]``). Counts, not the blocks or their views: a cold
-    view of a long session would keep several collector-tracked objects per turn alive
-    for nothing (the blocks are read only while their view is built)."""
+    segments: tuple[Segment, ...] = ()
+    """For each settled block, oldest first, its view: the ``Block`` itself when it is compact
+    (``runtime/_compact.py``), else a tuple of its view messages. The blocks' view messages
+    are not kept: a cold view of a long session would keep about fourteen collector-tracked
+    objects per turn alive, and each counts towards a full collection of the whole heap."""
     cuts: tuple[int | None, ...] = ()
     """The cut just before each block (None where a turn straddles that point)."""
     cut: int = 0
     """The cut after the last block: every cached message lies before it."""
     prefix: ViewPrefix | None = attrs.field(default=None, eq=False, repr=False)
-    """Every cached view message (after the start note, if the view needs one)."""
+    """The view of ``segments`` (after the start note, if the view needs one); None when
+    they give no view message."""
 
     @classmethod
     def empty(cls) -> ViewCache:
         """A cache with nothing in it."""
         return cls()
-
-    def _flat(self) -> tuple[ViewMessage, ...]:
-        """Every cached view message, oldest first (the prefix without its start note)."""
-        prefix = self.prefix
-        if prefix is None or not self.ends:
-            return ()
-        messages = prefix.messages
-        return messages[len(messages) - self.ends[-1] :]
 
     def _kept(
         self, state: SessionState, artifacts: ArtifactStore | None, max_result_chars: int | None
@@ -156,8 +150,8 @@ class ViewCache:
             return 0
         changed = first_change(self.messages, state.messages, self.cut)
         if changed is None:
-            return len(self.ends)
-        for n in range(len(self.ends) - 1, -1, -1):
+            return len(self.cuts)
+        for n in range(len(self.cuts) - 1, -1, -1):
             cut = self.cuts[n]
             if cut is not None and cut <= changed:
                 return n
@@ -171,16 +165,20 @@ def _settled(state: SessionState, block: Block) -> bool:
     return block.messages[0].id not in state.queued  # an input a turn will claim is not
 
 
-def _prefix(messages: tuple[ViewMessage, ...], parent: ViewPrefix | None) -> ViewPrefix | None:
-    """A prefix of ``messages`` (after the start note, if they need one); ``parent`` is the
-    prefix it extends, whose messages are its first."""
-    if not messages:
-        return None
-    if messages[0].role is not ViewRole.USER:
-        messages = (ViewMessage(role=ViewRole.USER, parts=(TextPart(text=START_NOTE),)), *messages)
-    if parent is not None:
+def _prefix(
+    segments: tuple[Segment, ...], parent: ViewPrefix | None, limit: int | None
+) -> ViewPrefix | None:
+    """A prefix of ``segments`` (after the start note, if they need one); ``parent`` is the
+    prefix it extends, whose segments are its first. None when they give no view message."""
+    if parent is not None:  # its segments are the first of ``segments`` (the cache's)
         parent.parent = None  # one level is enough: a chain would keep every old list alive
-    return ViewPrefix(messages=messages, parent=parent)
+        return ViewPrefix(
+            segments=segments, parent=parent, note=parent.note, max_result_chars=limit
+        )
+    first = first_role(segments)
+    if first is None:
+        return None
+    return ViewPrefix(segments=segments, note=first is not ViewRole.USER, max_result_chars=limit)
 
 
 def cached_view(
@@ -210,70 +208,65 @@ def cached_view(
             state, window=window, artifacts=artifacts, max_result_chars=max_result_chars
         )
     kept = cache._kept(state, artifacts, max_result_chars)
-    whole = kept == len(cache.ends)
+    whole = kept == len(cache.cuts)
     walk = Walk(state, (cache.cut if whole else cache.cuts[kept] or 0) if kept else 0)
     builder = BlockBuilder(state, artifacts, max_result_chars)
-    # Each block is dropped as soon as its view is built: only whether it is settled, how
-    # many view messages it gave and the cut before it are kept, and its view messages go
-    # into one list (a list per block would outlive the young collections and count
-    # towards a full one, which walks the whole heap). Newest first, each block reversed.
-    made: list[ViewMessage] = []
+    current = builder.current
+    # Each block is dropped as soon as its view is built, unless it is settled and compact
+    # (``runtime/_compact.py``): then it is kept as it is, its view built only if someone
+    # reads it. Only whether it is settled and the cut before it are kept besides.
+    made: list[Segment] = []
     dones: list[bool] = []
-    sizes: list[int] = []
     befores: list[int | None] = []
     for block, before in walk.blocks():
-        dones.append(_settled(state, block))
-        built = builder.block(block)
-        sizes.append(len(built))
+        done = _settled(state, block)
+        dones.append(done)
         befores.append(before)
-        made.extend(reversed(built))
+        made.append(block if done and compact(block, current) else tuple(builder.block(block)))
     if not walk.stopped:
         kept, whole = 0, False
     made.reverse()  # oldest first
     dones.reverse()
-    sizes.reverse()
     befores.reverse()
-    ends = list(cache.ends[:kept])
+    segments = list(cache.segments[:kept])
     cuts = list(cache.cuts[:kept])
     cut = walk.stop if kept else 0
     settled = kept
-    start = count = ends[-1] if ends else 0
     last = len(befores) - 1
     for n, done in enumerate(dones):
         if not done:
             break
-        count += sizes[n]
-        ends.append(count)
+        segments.append(made[n])
         cuts.append(befores[n])
         after = befores[n + 1] if n < last else len(state.messages)
         if after is not None:
-            settled = len(ends)
+            settled = len(segments)
             cut = after
-    del ends[settled:], cuts[settled:]
-    used = (ends[-1] if ends else 0) - start  # the view messages of the blocks now settled
+    del segments[settled:], cuts[settled:]
+    used = settled - kept  # the blocks now settled
+    segments_kept = tuple(segments)
     old = cache.prefix if whole else None
-    if old is not None and settled == kept:
+    if settled == kept and whole:
         prefix: ViewPrefix | None = old
+        segments_kept = cache.segments
     else:
-        base = old.messages if old is not None else cache._flat()[:start]
-        prefix = _prefix(base + tuple(made[:used]), old)
+        prefix = _prefix(segments_kept, old, max_result_chars)
     new_cache = ViewCache(
         session_id=state.session_id,
         messages=state.messages,
         artifacts=artifacts,
         max_result_chars=max_result_chars,
-        ends=tuple(ends),
+        segments=segments_kept,
         cuts=tuple(cuts),
         cut=cut,
         prefix=prefix,
     )
-    rest = made[used:]
+    rest: list[ViewMessage] = []
+    for segment in made[used:]:
+        rest.extend(builder.block(segment) if type(segment) is Block else segment)
     if prefix is not None:
         view = ModelView(
-            session_id=state.session_id,
-            seq=state.seq,
-            messages=prefix.messages + tuple(rest),
-            prefix=prefix,
+            session_id=state.session_id, seq=state.seq, prefix=prefix, rest=tuple(rest)
         )
         return new_cache, view
     # Nothing settled gives a view message (a session of notifications, say), so every cached
@@ -297,8 +290,8 @@ def approx_view_tokens(view: ModelView) -> int:
     if prefix.tokens is None:
         parent = prefix.parent
         if parent is not None and parent.tokens is not None:
-            count = len(parent.messages)
-            prefix.tokens = parent.tokens + _tokens(prefix.messages[count:])
+            own = materialize(prefix.own(), prefix.max_result_chars, False)
+            prefix.tokens = parent.tokens + _tokens(own)
         else:
             prefix.tokens = _tokens(prefix.messages)
-    return prefix.tokens + _tokens(view.messages[len(prefix.messages) :])
+    return prefix.tokens + _tokens(view.tail())

@@ -54,4 +54,11 @@ def view_data(view: str, state: SessionState) -> Any:
 
 
 def _model_view_data(view: ModelView) -> dict[str, Any]:
-    return attrs.asdict(view, recurse=True)
+    return {
+        "session_id": view.session_id,
+        "seq": view.seq,
+        "messages": [attrs.asdict(message, recurse=True) for message in view.messages],
+        "truncated": view.truncated,
+        "tokens": view.tokens,
+        "prefix": None if view.prefix is None else attrs.asdict(view.prefix, recurse=True),
+    }

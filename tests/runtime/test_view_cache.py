@@ -137,7 +137,7 @@ class TestIncremental:
             a is b for a, b in zip(first.messages, second.messages, strict=False)
         )  # the same objects: nothing was built again
         assert spelled(second) == spelled(clean_history(states[4]))
-        assert len(cache.ends) == 5
+        assert len(cache.segments) == len(cache.cuts) == 5
         assert cache.cut == len(states[4].messages)
 
     def test_a_changed_message_reopens_its_blocks(self) -> None:
