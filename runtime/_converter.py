@@ -406,3 +406,28 @@ def structure(data: object, kind: type[T]) -> T:
         raise DecodeError(
             f"Cannot decode {getattr(kind, '__name__', kind)} from JSON: {_explain(exc)}."
         ) from exc
+
+
+def _is_model_view(cls: Any) -> bool:
+    # By name, so that the codec does not import the views (``runtime._view``) to know it.
+    return (
+        isinstance(cls, type)
+        and cls.__qualname__ == "ModelView"
+        and cls.__module__ == "runtime._view"
+    )
+
+
+def _unstructure_view(view: Any) -> dict[str, Any]:
+    """A ``ModelView`` as data: its session, seq, messages (built if a ``ViewCache`` left them
+    to be built on first read), ``truncated`` and ``tokens``. Not its ``prefix``: the start a
+    cache shares between views, which does not count in its equality either."""
+    return {
+        "session_id": view.session_id,
+        "seq": view.seq,
+        "messages": _converter.unstructure(view.messages),
+        "truncated": view.truncated,
+        "tokens": view.tokens,
+    }
+
+
+_converter.register_unstructure_hook_func(_is_model_view, _unstructure_view)

@@ -570,6 +570,20 @@ class TestProperties:
         for state in timeline.states():
             assert from_json(to_json(state), SessionState) == state
 
+    @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(timelines())  # plain sessions: the cache keeps their turns as compact blocks
+    def test_a_model_view_s_data_is_its_messages(self, timeline: Timeline) -> None:
+        """A view's data names its messages, whether a ``ViewCache`` built them lazily or
+        ``clean_history`` eagerly; not the prefix the cache shares between views."""
+        cache = runtime.ViewCache.empty()
+        for state in timeline.states():
+            cache, cached = runtime.cached_view(cache, state)
+            fresh = runtime.clean_history(state)
+            data = to_data(cached)
+            assert data == to_data(fresh)
+            assert list(data) == ["session_id", "seq", "messages", "truncated", "tokens"]
+            assert data["messages"] == [to_data(message) for message in fresh.messages]
+
 
 def _message_added_data() -> dict[str, Any]:
     return to_data(EXAMPLES["message_added"])  # type: ignore[no-any-return]
