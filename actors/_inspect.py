@@ -335,7 +335,9 @@ class InspectApp(App[None]):
 
     def on_data_table_row_highlighted(self, message: DataTable.RowHighlighted) -> None:
         """The cursor moved: show the state under it."""
-        table = self.query_one("#timeline", DataTable)
+        table = message.data_table
+        if not table.is_attached:
+            return  # the app closed meanwhile: its widgets are gone, nothing to show
         if self._refills and message.cursor_row == 0:
             self._refills -= 1  # the table's own note that its first row came: not a move
             return

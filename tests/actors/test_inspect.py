@@ -183,6 +183,21 @@ class TestInspect:
 
         run(InspectApp(demo), scenario)
 
+    def test_a_row_highlighted_while_the_app_closes_is_ignored(self, demo: Timeline) -> None:
+        """The table's note that a row was highlighted can reach the app after its widgets
+        are gone (it exits meanwhile): it is dropped, not an error that fails the exit (a
+        suite under load saw `NoMatches: '#timeline'` there)."""
+
+        async def scenario(app: InspectApp, pilot: Pilot[None]) -> None:
+            table = app.query_one("#timeline", DataTable)
+            late = DataTable.RowHighlighted(table, 3, table.coordinate_to_cell_key((3, 0))[0])
+            await app.query_one("#state", Static).parent.remove()  # type: ignore[union-attr]
+            await table.remove()
+            app.on_data_table_row_highlighted(late)  # no NoMatches
+            assert app.seq == 2
+
+        run(InspectApp(demo, seq=2), scenario)
+
 
 class TestLongStates:
     def test_a_long_state_shows_its_last_messages_and_those_the_event_touched(self) -> None:
