@@ -223,8 +223,13 @@ def map_items(value: PMapABC[Any, Any]) -> list[tuple[Any, Any]]:
     own class (``iteritems`` is a Python generator: a resume per item); the same items in the
     same order (a property test pins it)."""
     if type(value) is PMAP_CLASS:
-        buckets: Any = value._buckets
-        return [item for bucket in buckets if bucket for item in bucket]
+        # A loop, not a comprehension: most maps here (tool arguments) have a bucket or
+        # two, and a comprehension makes and calls a function each time.
+        out: list[tuple[Any, Any]] = []
+        for bucket in value._buckets:  # type: ignore[attr-defined]
+            if bucket:
+                out += bucket
+        return out
     return [*value.iteritems()]
 
 
@@ -232,8 +237,10 @@ def canonical(value: object) -> object:
     """``thaw(value)`` with every dict's keys in sorted order (the codec's form)."""
     if type(value) is PMAP_CLASS or isinstance(value, PMapABC):
         items = map_items(value)  # type: ignore[arg-type]
-        if len(items) > 1:  # most tool arguments have one key: nothing to sort
-            items.sort()  # compares keys only: a map's keys are distinct
+        if len(items) == 1:  # most tool arguments have one key: no sort, no comprehension
+            key, item = items[0]
+            return {key: item if type(item) in _SCALARS else canonical(item)}
+        items.sort()  # compares keys only: a map's keys are distinct
         return {key: item if type(item) in _SCALARS else canonical(item) for key, item in items}
     if isinstance(value, PVectorABC):
         return [item if type(item) in _SCALARS else canonical(item) for item in value]

@@ -145,8 +145,12 @@ def arguments_json(arguments: PMap[str, FrozenJSON]) -> str:
         # a hand-built part may hold a plain dict
         return _ENCODE(canonical(arguments))
     items = map_items(arguments)
-    if len(items) > 1:
-        items.sort()  # compares keys only: a map's keys are distinct
+    if len(items) == 1:  # the common case: {"command": "ls"}
+        key, value = items[0]
+        if type(value) is str:
+            return "{" + _STRING(key) + ":" + _STRING(value) + "}"
+        return _ENCODE(canonical(arguments))
+    items.sort()  # compares keys only: a map's keys are distinct
     out = []
     for key, value in items:  # the common case: {"command": "ls"}
         if type(value) is not str:
