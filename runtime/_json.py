@@ -226,7 +226,7 @@ def map_items(value: PMapABC[Any, Any]) -> list[tuple[Any, Any]]:
         # A loop, not a comprehension: most maps here (tool arguments) have a bucket or
         # two, and a comprehension makes and calls a function each time.
         out: list[tuple[Any, Any]] = []
-        for bucket in value._buckets:  # type: ignore[attr-defined]
+        for bucket in value._buckets:
             if bucket:
                 out += bucket
         return out

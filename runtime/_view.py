@@ -148,7 +148,8 @@ def arguments_json(arguments: PMap[str, FrozenJSON]) -> str:
     if len(items) == 1:  # the common case: {"command": "ls"}
         key, value = items[0]
         if type(value) is str:
-            return "{" + _STRING(key) + ":" + _STRING(value) + "}"
+            made: str = "{" + _STRING(key) + ":" + _STRING(value) + "}"
+            return made
         return _ENCODE(canonical(arguments))
     items.sort()  # compares keys only: a map's keys are distinct
     out = []
