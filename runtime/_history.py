@@ -291,10 +291,13 @@ class Walk:
         last_into: list[tuple[int, Message, Category]] | None = None
         fast = self.fast
         top = len(messages) - 1
+        base = top + 1
+        leaf: Any = None
         while top >= 0:
             if node_for is not None:
-                leaf = node_for(messages, top)
-                base = top & ~31
+                if top < base:  # else a turn read in one step ended inside this leaf
+                    leaf = node_for(messages, top)
+                    base = top & ~31
             else:  # another vector type: one message at a time
                 leaf = (messages[top],)
                 base = top
