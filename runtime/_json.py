@@ -235,12 +235,16 @@ def map_items(value: PMapABC[Any, Any]) -> list[tuple[Any, Any]]:
 
 def canonical(value: object) -> object:
     """``thaw(value)`` with every dict's keys in sorted order (the codec's form)."""
+    held: Any = value  # pyrsistent's untyped internals: ``_size``, ``_buckets``
+    if type(held) is PMAP_CLASS and held._size == 1:
+        for bucket in held._buckets:
+            if bucket:  # the map's one item: most tool arguments (no sort, no comprehension)
+                key, item = bucket[0]
+                return {key: item if type(item) in _SCALARS else canonical(item)}
     if type(value) is PMAP_CLASS or isinstance(value, PMapABC):
         items = map_items(value)  # type: ignore[arg-type]
-        if len(items) == 1:  # most tool arguments have one key: no sort, no comprehension
-            key, item = items[0]
-            return {key: item if type(item) in _SCALARS else canonical(item)}
-        items.sort()  # compares keys only: a map's keys are distinct
+        if len(items) > 1:  # most tool arguments have one key: nothing to sort
+            items.sort()  # compares keys only: a map's keys are distinct
         return {key: item if type(item) in _SCALARS else canonical(item) for key, item in items}
     if isinstance(value, PVectorABC):
         return [item if type(item) in _SCALARS else canonical(item) for item in value]
