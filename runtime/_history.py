@@ -307,12 +307,6 @@ class Walk:
                     self.stopped = True
                     return
                 if message.active:
-                    category = (
-                        _DEFAULT[(message.role, message.type, message.sender == "Notification")]
-                        if message.metadata is _NO_METADATA
-                        else category_of(message)
-                    )
-                    phase = _PHASES[category]
                     turn_id = message.turn_id
                     into = None  # the members of the block it goes to
                     if turn_id is not None:
@@ -345,6 +339,13 @@ class Walk:
                                     next_anchor = anchor
                                 into = members[turn_id]
                             last_id, last_into = turn_id, into
+                    # Read only now: a turn read in one step above does not need it.
+                    category = (
+                        _DEFAULT[(message.role, message.type, message.sender == "Notification")]
+                        if message.metadata is _NO_METADATA
+                        else category_of(message)
+                    )
+                    phase = _PHASES[category]
                     if phase == INPUT_PHASE:
                         owner = claims.get(message.id)
                         if owner is not None:
