@@ -135,9 +135,14 @@ def records(block: Block, limit: int | None) -> Iterator[Record]:
         if type(item) is list:
             texts: list[str] = []
             calls: list[Message] = []
+            last: int | None = -1  # the index of the last call, while they come in order
             for message in item:
-                if message.tool_call is not None:
+                tool = message.tool_call
+                if tool is not None:
                     calls.append(message)
+                    if last is not None:
+                        index = tool.index
+                        last = index if index >= last else None
                 else:
                     content = message.content
                     if content and not content.isspace():
@@ -146,7 +151,7 @@ def records(block: Block, limit: int | None) -> Iterator[Record]:
                 if texts:
                     yield (_ASSISTANT, texts, calls)
                 continue
-            if len(calls) > 1:
+            if last is None:  # out of index order (in order, a stable sort moves nothing)
                 calls.sort(key=_call_index)  # stable: calls of one index stay in stored order
             yield (_ASSISTANT, texts, calls)
             for call in calls:
@@ -170,7 +175,7 @@ def records(block: Block, limit: int | None) -> Iterator[Record]:
                 yield (_TOOL, call_id, tool.name, text, result.is_error)
         else:
             message, category = item
-            if category is Category.NOTIFICATION:
+            if category is _NOTIFICATION:
                 continue
             if category in _SPOKEN_AS_USER:
                 yield (_USER, _user_text(message, category))

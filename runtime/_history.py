@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from operator import itemgetter
+from typing import Any
 
 import attrs
 from pyrsistent.typing import PVector
@@ -128,6 +129,85 @@ _phase_key = itemgetter(0)
 """The phase of a ``(phase, message, category)`` entry (a C function: no Python call)."""
 
 
+def _stored(messages: PVector[Message], node_for: Any, start: int, end: int) -> list[Message]:
+    """``messages[start:end + 1]`` as a list, a leaf of the trie at a time (slicing
+    pyrsistent's vector copies all of it)."""
+    if node_for is None:
+        return [messages[position] for position in range(start, end + 1)]
+    out: list[Message] = []
+    while start <= end:
+        base = start & ~31
+        out += node_for(messages, start)[start - base : min(end, base + 31) - base + 1]
+        start = base + 32
+    return out
+
+
+def _by_type() -> dict[object, Category]:
+    """Message type -> the category ``_DEFAULT`` gives every message of that type, where
+    neither role nor sender changes it (a valid message's role/type pair is checked when it
+    is built): a one-string key instead of a tuple's for most messages."""
+    found: dict[object, set[Category]] = {}
+    for (_, type_, _), category in _DEFAULT.items():
+        found.setdefault(type_, set()).add(category)
+    return {type_: next(iter(c)) for type_, c in found.items() if len(c) == 1}
+
+
+_BY_TYPE = _by_type()
+
+
+def _turn_run(
+    leaf: Any,
+    base: int,
+    messages: PVector[Message],
+    node_for: Any,
+    turn_id: str,
+    anchor: int,
+    position: int,
+    claims: dict[str, Turn],
+) -> Block | None:
+    """The block of turn ``turn_id`` when the walk, with no other turn open, meets its
+    newest message at ``position`` (in ``leaf``, which starts at ``base``) and every
+    message from its ``anchor`` up to there is active, has no metadata and belongs to it:
+    then the walk would put each of them in its block and nothing else, so the block is
+    read off the run in two comprehensions instead of the walk's steps per message. None
+    when the run is not so, or an input in it is claimed by another turn: the walk then
+    takes the messages one by one."""
+    if anchor >= base:
+        run = leaf[anchor - base : position - base + 1]
+    else:
+        run = _stored(messages, node_for, anchor, position)
+    by_type = _BY_TYPE.get
+    categories: list[Any] = [  # a Category each, or None where the run is not plain
+        (by_type(m.type) or _DEFAULT[(m.role, m.type, m.sender == "Notification")])
+        if m.turn_id == turn_id and m.active and m.metadata is _NO_METADATA
+        else None
+        for m in run
+    ]
+    if None in categories:
+        return None
+    phases: list[int] = [_PHASES[category] for category in categories]
+    inputs = phases.count(INPUT_PHASE)
+    if inputs:
+        for n, phase in enumerate(phases):
+            if phase == INPUT_PHASE:
+                owner = claims.get(run[n].id)
+                if owner is not None and owner.id != turn_id:
+                    return None
+                inputs -= 1
+                if not inputs:
+                    break
+    ordered = sorted(phases)
+    if phases == ordered:
+        return trusted_block(turn_id, tuple(run), tuple(categories), True)
+    order = sorted(range(len(run)), key=phases.__getitem__)  # stable, as the walk's sort
+    return trusted_block(
+        turn_id,
+        tuple([run[n] for n in order]),
+        tuple([categories[n] for n in order]),
+        False,
+    )
+
+
 def blocks_newest_first(state: SessionState) -> Iterator[Block]:
     """Yield the state's blocks from the newest back (see the module docstring).
 
@@ -147,14 +227,19 @@ class Walk:
     before it (None when a turn still open straddles that point), and, given
     ``stop``, ends at ``stop`` if ``stop`` is a cut (``stopped`` is then True);
     if it is not, the walk goes on to the first message.
+
+    A turn met while no other is open is read in one step when its run of messages
+    allows (``_turn_run``); ``fast=False`` takes every message one by one, the path
+    property tests pin that shortcut equal to.
     """
 
-    __slots__ = ("state", "stop", "stopped")
+    __slots__ = ("fast", "state", "stop", "stopped")
 
-    def __init__(self, state: SessionState, stop: int = 0) -> None:
+    def __init__(self, state: SessionState, stop: int = 0, *, fast: bool = True) -> None:
         self.state = state
         self.stop = stop
         self.stopped = False
+        self.fast = fast
 
     def blocks(self) -> Iterator[tuple[Block, int | None]]:
         """``(block, cut before it or None)``, newest first."""
@@ -167,10 +252,9 @@ class Walk:
         anchors: dict[int, list[Turn]] = {}
         claims: dict[str, Turn] = {}
 
-        def register(turn_id: str, position: int) -> int:
-            turn = turn_of(turn_id)
-            assert turn is not None, turn_id  # every turn_id in a valid state names a turn
-            members[turn_id] = []
+        def claim(turn: Turn, position: int) -> int:
+            """Record ``turn``'s claims on its inputs; its anchor (``position`` or the
+            earliest of its inputs before it)."""
             anchor = position
             for input_id in turn.input_ids:
                 where = index.get(input_id)
@@ -179,8 +263,11 @@ class Walk:
                 known = claims.get(input_id)
                 if known is None or order_key(state, turn) < order_key(state, known):
                     claims[input_id] = turn
-            anchors.setdefault(anchor, []).append(turn)
             return anchor
+
+        def register(turn: Turn, anchor: int) -> None:
+            members[turn.id] = []
+            anchors.setdefault(anchor, []).append(turn)
 
         def finish(turn: Turn) -> Block | None:
             found = members.pop(turn.id)
@@ -202,11 +289,15 @@ class Walk:
         next_anchor = -1
         last_id: str | None = None  # the turn the previous message went to, and its members
         last_into: list[tuple[int, Message, Category]] | None = None
+        fast = self.fast
         top = len(messages) - 1
+        base = top + 1
+        leaf: Any = None
         while top >= 0:
             if node_for is not None:
-                leaf = node_for(messages, top)
-                base = top & ~31
+                if top < base:  # else a turn read in one step ended inside this leaf
+                    leaf = node_for(messages, top)
+                    base = top & ~31
             else:  # another vector type: one message at a time
                 leaf = (messages[top],)
                 base = top
@@ -216,12 +307,6 @@ class Walk:
                     self.stopped = True
                     return
                 if message.active:
-                    category = (
-                        _DEFAULT[(message.role, message.type, message.sender == "Notification")]
-                        if message.metadata is _NO_METADATA
-                        else category_of(message)
-                    )
-                    phase = _PHASES[category]
                     turn_id = message.turn_id
                     into = None  # the members of the block it goes to
                     if turn_id is not None:
@@ -229,12 +314,38 @@ class Walk:
                             into = last_into
                         else:
                             into = members.get(turn_id)
-                            if into is None and turn_of(turn_id) is not None:
-                                anchor = register(turn_id, position)
+                            turn = turn_of(turn_id) if into is None else None
+                            if turn is not None:
+                                anchor = claim(turn, position)
+                                if fast and not members:  # the only open turn: one step?
+                                    block = _turn_run(
+                                        leaf,
+                                        base,
+                                        messages,
+                                        node_for,
+                                        turn_id,
+                                        anchor,
+                                        position,
+                                        claims,
+                                    )
+                                    if block is not None:
+                                        yield block, anchor
+                                        if anchor < stop <= position:
+                                            stop = 0  # not a cut: walk on to the first
+                                        last_id = last_into = None
+                                        break
+                                register(turn, anchor)
                                 if anchor > next_anchor:
                                     next_anchor = anchor
                                 into = members[turn_id]
                             last_id, last_into = turn_id, into
+                    # Read only now: a turn read in one step above does not need it.
+                    category = (
+                        _DEFAULT[(message.role, message.type, message.sender == "Notification")]
+                        if message.metadata is _NO_METADATA
+                        else category_of(message)
+                    )
+                    phase = _PHASES[category]
                     if phase == INPUT_PHASE:
                         owner = claims.get(message.id)
                         if owner is not None:
@@ -258,7 +369,10 @@ class Walk:
                                 yield block, position if n == last and not members else None
                 if stop and position == stop:
                     stop = 0 if members else stop  # not a cut: walk on to the first message
-            top = base - 1
+            else:
+                top = base - 1
+                continue
+            top = anchor - 1  # the turn's run was read in one step
 
 
 def session_history(state: SessionState) -> tuple[Message, ...]:

@@ -223,13 +223,24 @@ def map_items(value: PMapABC[Any, Any]) -> list[tuple[Any, Any]]:
     own class (``iteritems`` is a Python generator: a resume per item); the same items in the
     same order (a property test pins it)."""
     if type(value) is PMAP_CLASS:
-        buckets: Any = value._buckets
-        return [item for bucket in buckets if bucket for item in bucket]
+        # A loop, not a comprehension: most maps here (tool arguments) have a bucket or
+        # two, and a comprehension makes and calls a function each time.
+        out: list[tuple[Any, Any]] = []
+        for bucket in value._buckets:
+            if bucket:
+                out += bucket
+        return out
     return [*value.iteritems()]
 
 
 def canonical(value: object) -> object:
     """``thaw(value)`` with every dict's keys in sorted order (the codec's form)."""
+    held: Any = value  # pyrsistent's untyped internals: ``_size``, ``_buckets``
+    if type(held) is PMAP_CLASS and held._size == 1:
+        for bucket in held._buckets:
+            if bucket:  # the map's one item: most tool arguments (no sort, no comprehension)
+                key, item = bucket[0]
+                return {key: item if type(item) in _SCALARS else canonical(item)}
     if type(value) is PMAP_CLASS or isinstance(value, PMapABC):
         items = map_items(value)  # type: ignore[arg-type]
         if len(items) > 1:  # most tool arguments have one key: nothing to sort

@@ -141,14 +141,26 @@ def arguments_json(arguments: PMap[str, FrozenJSON]) -> str:
     which changes with every process, and the same call must be the same prompt
     after a restart (the provider's prompt cache depends on it).
     """
-    if type(arguments) is not PMAP_CLASS and not isinstance(arguments, PMapABC):
+    held: Any = arguments  # pyrsistent's untyped internals: ``_size``, ``_buckets``
+    kind = type(held)
+    if kind is PMAP_CLASS and held._size == 1:
+        for bucket in held._buckets:
+            if bucket:  # the map's one item, mostly {"command": "ls"}
+                key, value = bucket[0]
+                if type(value) is str:
+                    # What the encoder writes for it (``_ENCODE`` builds a C encoder on
+                    # every call, which costs more than the rest for a small map).
+                    made: str = f"{{{_STRING(key)}:{_STRING(value)}}}"
+                    return made
+                break
+    elif kind is not PMAP_CLASS and not isinstance(arguments, PMapABC):
         # a hand-built part may hold a plain dict
         return _ENCODE(canonical(arguments))
     items = map_items(arguments)
     if len(items) > 1:
         items.sort()  # compares keys only: a map's keys are distinct
     out = []
-    for key, value in items:  # the common case: {"command": "ls"}
+    for key, value in items:
         if type(value) is not str:
             return _ENCODE(canonical(arguments))
         # What the encoder writes for it, string by string (``_ENCODE`` builds a C encoder

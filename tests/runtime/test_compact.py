@@ -19,12 +19,20 @@ from hypothesis import strategies as st
 
 from runtime import (
     Attachment,
+    Category,
+    MessageAdded,
     ModelView,
     SessionState,
     Timeline,
+    ToolCall,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
     ViewPrefix,
+    apply,
     cached_view,
     clean_history,
+    new_message,
     to_anthropic,
     to_gemini,
     to_openai,
@@ -88,6 +96,41 @@ class TestCompactBlocks:
                     views = materialize(run, limit, note)
                     for key, body in BODIES.items():
                         assert spell(run, limit, note, key, body) == body(views)
+
+    def test_calls_out_of_index_order_spell_as_their_view(self) -> None:
+        """A compact block whose calls are stored out of index order (and two of one index)
+        spells as the view built from its messages, which orders them by index."""
+        state = SessionState.empty("s")
+
+        def emit(make: Any, **fields: Any) -> None:
+            nonlocal state
+            state = apply(state, make(session_id="s", seq=state.seq + 1, at=T0, **fields))
+
+        def add(category: Category, id: str, **fields: Any) -> None:
+            message = new_message(category, id=id, session_id="s", created_at=T0, **fields)
+            emit(MessageAdded, message=message)
+
+        orders = [(0, 1, 2), (2, 0, 1), (1, 1, 0), (0, 2, 2)]
+        for n, indexes in enumerate(orders):
+            add(Category.USER_QUESTION, f"u{n}", sender="U", content=f"q{n}")
+            emit(TurnStarted, turn_id=f"t{n}")
+            for k, index in enumerate(indexes):
+                call = ToolCall(id=f"c{n}{k}", name="sh", arguments={"k": k}, index=index)
+                add(Category.TOOL_CALL, f"call{n}{k}", turn_id=f"t{n}", tool_call=call)
+            for k in range(len(indexes)):
+                add(Category.TOOL_RESULT, f"r{n}{k}", turn_id=f"t{n}", sender="sh",
+                    tool_call_id=f"c{n}{k}", content=f"ok {k}")  # fmt: skip
+            add(Category.REPLY, f"a{n}", turn_id=f"t{n}", content=f"a{n}")
+            emit(TurnEnded, turn_id=f"t{n}", outcome=TurnOutcome.PROCESSED)
+        blocks = settled_blocks(state, None)
+        assert len(blocks) == len(orders)
+        for block, built in blocks:
+            assert compact(block, None)
+            assert list(materialize((block,), None, False)) == built
+        run = tuple(block for block, _ in blocks)
+        views = materialize(run, None, False)
+        for key, body in BODIES.items():
+            assert spell(run, None, False, key, body) == body(views)
 
     def test_a_plain_session_is_kept_compact(self) -> None:
         """The settled turns of the benchmark's session are all compact."""

@@ -1,6 +1,8 @@
 """Fast paths of the model's view, each pinned equal to the general path it stands for.
 
 ``plain_block`` (a plain block in one pass) against ``BlockBuilder.general_block``;
+the walk's one-step reading of a turn (``Walk(fast=True)``) against its message-by-message
+walk;
 ``Block.stored_order`` against the stored positions; ``canonical`` and
 ``arguments_json`` against their plain definitions; the provider bodies (one pass
 over the view) against the run-by-run spelling they replaced.
@@ -185,6 +187,106 @@ class TestPlainBlock:
         assert [type(p).__name__ for p in finished.parts] == ["ToolUsePart", "ToolUsePart"]
         assert finished.source_ids == ("th0", "call01", "call00")
         assert view.messages[4].parts == (TextPart(text="a0"),)
+
+
+def same_walks(state: SessionState) -> int:
+    """The walk with its one-step turns gives the blocks, cuts and ``stopped`` of the
+    message-by-message walk, from the head and stopping at each cut and at positions
+    that are not cuts. Returns how many blocks the whole walk yields."""
+    slow = list(Walk(state, fast=False).blocks())
+    assert list(Walk(state).blocks()) == slow
+    stops = {cut for _, cut in slow if cut is not None} | {1, 2, len(state.messages) // 2}
+    for stop in sorted(stops):
+        fast_walk, slow_walk = Walk(state, stop), Walk(state, stop, fast=False)
+        assert list(fast_walk.blocks()) == list(slow_walk.blocks())
+        assert fast_walk.stopped == slow_walk.stopped
+    return len(slow)
+
+
+class TestTurnRun:
+    @settings(max_examples=60, deadline=None)
+    @given(st.booleans().flatmap(lambda rich: timelines(rich=rich)))
+    def test_equals_the_message_by_message_walk(self, timeline: Timeline) -> None:
+        """For every state of random plain and rich sessions (interleaved and recovered
+        turns, inputs waiting, rolled-back messages, metadata), the walk that reads a turn
+        in one step gives the blocks and cuts of the walk message by message."""
+        for state in timeline.states():
+            same_walks(state)
+
+    def test_long_turns_out_of_order_and_interrupted_runs(self) -> None:
+        """Turns across leaves of the message vector, out of phase order, with a loose
+        message or a rolled-back one inside, and queued input: the same blocks."""
+        state = SessionState.empty("s")
+
+        def emit(make: Any, **fields: Any) -> None:
+            nonlocal state
+            state = apply(state, make(session_id="s", seq=state.seq + 1, at=T0, **fields))
+
+        def add(category: Category, id: str, **fields: Any) -> None:
+            message = new_message(category, id=id, session_id="s", created_at=T0, **fields)
+            emit(MessageAdded, message=message)
+
+        for n in range(8):
+            turn = f"t{n}"
+            add(Category.USER_QUESTION, f"u{n}", sender="U", content=f"q{n}")
+            emit(TurnStarted, turn_id=turn)
+            calls = 3 + 7 * (n % 3)  # some turns cross a 32-message leaf
+            for k in range(calls):
+                call = ToolCall(id=f"c{n}_{k}", name="sh", arguments={"k": k}, index=k)
+                add(Category.TOOL_CALL, f"call{n}_{k}", turn_id=turn, tool_call=call)
+                if n % 2:  # async: each result right after its call (out of phase order)
+                    add(Category.TOOL_RESULT, f"r{n}_{k}", turn_id=turn, sender="sh",
+                        tool_call_id=f"c{n}_{k}", content="ok")  # fmt: skip
+            if n % 2 == 0:
+                for k in range(calls):
+                    add(Category.TOOL_RESULT, f"r{n}_{k}", turn_id=turn, sender="sh",
+                        tool_call_id=f"c{n}_{k}", content="ok")  # fmt: skip
+            if n == 3:
+                add(Category.NOTIFICATION, f"note{n}", content="outside any turn")
+            add(Category.REPLY, f"a{n}", turn_id=turn, content=f"a{n}")
+            if n == 5:
+                add(Category.USER_QUESTION, f"wait{n}", sender="U", content="queued")
+            emit(TurnEnded, turn_id=turn, outcome=TurnOutcome.PROCESSED)
+            assert same_walks(state) > n
+        add(Category.USER_QUESTION, "last", sender="U", content="q")
+        assert same_walks(state) > 8
+
+    def test_the_benchmark_session(self) -> None:
+        """The benchmark's session (turns of ten, the last one running) at a few sizes."""
+        for size in (10, 40, 330):
+            same_walks(build_bench(size))
+
+
+def build_bench(messages: int) -> SessionState:
+    """``benchmarks/bench_views.build``: turns of a question, a thought, three calls, three
+    results, a notification and a reply; the last turn runs on."""
+    state = SessionState.empty("b")
+
+    def emit(make: Any, **fields: Any) -> None:
+        nonlocal state
+        state = apply(state, make(session_id="b", seq=state.seq + 1, at=T0, **fields))
+
+    def add(category: Category, id: str, **fields: Any) -> None:
+        message = new_message(category, id=id, session_id="b", created_at=T0, **fields)
+        emit(MessageAdded, message=message)
+
+    turns = messages // 10
+    for n in range(turns):
+        turn = f"t{n}"
+        add(Category.USER_QUESTION, f"u{n}", sender="Chii", content=f"question {n}")
+        emit(TurnStarted, turn_id=turn)
+        add(Category.THOUGHT, f"th{n}", turn_id=turn, content="thinking")
+        for k in range(3):
+            call = ToolCall(id=f"call_{n}_{k}", name="sh", arguments={"command": "ls"}, index=k)
+            add(Category.TOOL_CALL, f"c{n}_{k}", turn_id=turn, tool_call=call)
+        for k in range(3):
+            add(Category.TOOL_RESULT, f"r{n}_{k}", turn_id=turn, sender="sh",
+                tool_call_id=f"call_{n}_{k}", content="file.txt")  # fmt: skip
+        add(Category.NOTIFICATION, f"n{n}", turn_id=turn, content="progress")
+        add(Category.REPLY, f"a{n}", turn_id=turn, content=f"answer {n}")
+        if n < turns - 1:
+            emit(TurnEnded, turn_id=turn, outcome=TurnOutcome.PROCESSED)
+    return state
 
 
 class TestCanonical:
