@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from runtime import Event, InvalidArgument, SessionState, Timeline, reports_error
 from runtime.store import CorruptRow, SqlStore
@@ -27,6 +27,8 @@ __all__ = [
     "StoredSession",
     "TimelineSource",
 ]
+
+_Item = TypeVar("_Item")
 
 SPAN = 250
 """How many states before and after the ones asked for a ``StoredSession`` reads with them
@@ -252,29 +254,20 @@ class StoredSession:
         opened for it (closed at the end, or when the iterator is closed: close it on
         the thread that iterates). A damaged row: the events before it, then its
         ``CorruptRow``."""
-        if not self._last:
-            return
-        store = self._open()
-        try:
-            for first in range(1, self._last + 1, EVENTS_PER_READ):
-                last = min(first + EVENTS_PER_READ - 1, self._last)
-                try:
-                    events = store.events_between(self._session_id, first, last)
-                except CorruptRow as exc:
-                    damaged = exc.seq if exc.seq is not None and first < exc.seq <= last else 0
-                    if damaged:
-                        yield from store.events_between(self._session_id, first, damaged - 1)
-                    raise
-                yield from events
-        finally:
-            store.close()
+        return self._in_chunks(SqlStore.events_between)
 
     def flags(self) -> Iterator[tuple[str, bool]]:
-        """Each event's kind and whether it reports an error, up to the head, read
-        ``EVENTS_PER_READ`` at a time on a store opened for it (``SqlStore.error_flags``:
-        checked against the hash chain, only the rows that may report an error decoded),
-        closed as ``events`` closes its own. A damaged row: the flags before it, then its
-        ``CorruptRow``."""
+        """Each event's kind and whether it reports an error, up to the head, read as
+        ``events`` reads the events (``SqlStore.error_flags``: checked against the hash
+        chain, only the rows that may report an error decoded). A damaged row: the flags
+        before it, then its ``CorruptRow``."""
+        return self._in_chunks(SqlStore.error_flags)
+
+    def _in_chunks(self, read: Callable[[SqlStore, str, int, int], list[_Item]]) -> Iterator[_Item]:
+        """What ``read(store, session, first, last)`` reads of seqs 1 to the head,
+        ``EVENTS_PER_READ`` seqs at a time, on a store opened for it and closed at the end
+        (or when the iterator is closed); at a damaged row, what it reads before that row,
+        then the row's ``CorruptRow``."""
         if not self._last:
             return
         store = self._open()
@@ -282,13 +275,13 @@ class StoredSession:
             for first in range(1, self._last + 1, EVENTS_PER_READ):
                 last = min(first + EVENTS_PER_READ - 1, self._last)
                 try:
-                    flags = store.error_flags(self._session_id, first, last)
+                    items = read(store, self._session_id, first, last)
                 except CorruptRow as exc:
                     damaged = exc.seq if exc.seq is not None and first < exc.seq <= last else 0
                     if damaged:
-                        yield from store.error_flags(self._session_id, first, damaged - 1)
+                        yield from read(store, self._session_id, first, damaged - 1)
                     raise
-                yield from flags
+                yield from items
         finally:
             store.close()
 
