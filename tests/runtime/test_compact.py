@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from runtime import (
     Attachment,
     Category,
-    MessageAdded,
     ModelView,
     SessionState,
     Timeline,
@@ -29,10 +28,8 @@ from runtime import (
     TurnOutcome,
     TurnStarted,
     ViewPrefix,
-    apply,
     cached_view,
     clean_history,
-    new_message,
     to_anthropic,
     to_gemini,
     to_openai,
@@ -43,7 +40,7 @@ from runtime._history import Block, Walk
 from runtime._providers import _anthropic_body, _gemini_body, _openai_body
 from runtime._view_cache import _settled
 from runtime.testing import timelines
-from tests.runtime.test_view_cache import turns
+from tests.runtime.test_view_cache import Building, turns
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SESSIONS = st.booleans().flatmap(lambda rich: timelines(rich=rich))
@@ -100,15 +97,8 @@ class TestCompactBlocks:
     def test_calls_out_of_index_order_spell_as_their_view(self) -> None:
         """A compact block whose calls are stored out of index order (and two of one index)
         spells as the view built from its messages, which orders them by index."""
-        state = SessionState.empty("s")
-
-        def emit(make: Any, **fields: Any) -> None:
-            nonlocal state
-            state = apply(state, make(session_id="s", seq=state.seq + 1, at=T0, **fields))
-
-        def add(category: Category, id: str, **fields: Any) -> None:
-            message = new_message(category, id=id, session_id="s", created_at=T0, **fields)
-            emit(MessageAdded, message=message)
+        session = Building("s")
+        emit, add = session.emit, session.add
 
         orders = [(0, 1, 2), (2, 0, 1), (1, 1, 0), (0, 2, 2)]
         for n, indexes in enumerate(orders):
@@ -122,7 +112,7 @@ class TestCompactBlocks:
                     tool_call_id=f"c{n}{k}", content=f"ok {k}")  # fmt: skip
             add(Category.REPLY, f"a{n}", turn_id=f"t{n}", content=f"a{n}")
             emit(TurnEnded, turn_id=f"t{n}", outcome=TurnOutcome.PROCESSED)
-        blocks = settled_blocks(state, None)
+        blocks = settled_blocks(session.state, None)
         assert len(blocks) == len(orders)
         for block, built in blocks:
             assert compact(block, None)

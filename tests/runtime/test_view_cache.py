@@ -99,25 +99,35 @@ class TestCachedEqualsFresh:
         assert view == clean_history(timeline.head, artifacts=ARTIFACTS)
 
 
+class Building:
+    """A session built an event at a time, all at ``T0``: ``emit`` applies an event of the
+    session at its next seq, ``add`` a message of a category; ``state`` is the latest."""
+
+    def __init__(self, session_id: str = "s") -> None:
+        self.state = SessionState.empty(session_id)
+
+    def emit(self, make: Any, **fields: Any) -> None:
+        state = self.state
+        event = make(session_id=state.session_id, seq=state.seq + 1, at=T0, **fields)
+        self.state = apply(state, event)
+
+    def add(self, category: Category, id: str, **fields: Any) -> None:
+        session_id = self.state.session_id
+        message = new_message(category, id=id, session_id=session_id, created_at=T0, **fields)
+        self.emit(MessageAdded, message=message)
+
+
 def turns(count: int, session_id: str = "s") -> list[SessionState]:
     """The state after each of ``count`` ended turns (question, reply)."""
-    state = SessionState.empty(session_id)
+    session = Building(session_id)
+    emit, add = session.emit, session.add
     out = []
-
-    def emit(make: Any, **fields: Any) -> None:
-        nonlocal state
-        state = apply(state, make(session_id=session_id, seq=state.seq + 1, at=T0, **fields))
-
-    def add(category: Category, id: str, **fields: Any) -> None:
-        message = new_message(category, id=id, session_id=session_id, created_at=T0, **fields)
-        emit(MessageAdded, message=message)
-
     for n in range(count):
         add(Category.USER_QUESTION, f"u{n}", sender="Chii", content=f"q{n}")
         emit(TurnStarted, turn_id=f"t{n}")
         add(Category.REPLY, f"a{n}", turn_id=f"t{n}", content=f"a{n} ")
         emit(TurnEnded, turn_id=f"t{n}", outcome=TurnOutcome.PROCESSED)
-        out.append(state)
+        out.append(session.state)
     return out
 
 

@@ -23,14 +23,12 @@ from pyrsistent import pmap
 from runtime import (
     Attachment,
     Category,
-    MessageAdded,
     SessionState,
     Timeline,
     ToolCall,
     TurnEnded,
     TurnOutcome,
     TurnStarted,
-    apply,
     clean_history,
     freeze,
     new_message,
@@ -67,6 +65,7 @@ from runtime._view import (
     trusted_view_message,
 )
 from runtime.testing import json_values, timelines
+from tests.runtime.test_view_cache import Building
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 OUTPUTS = frozenset({Category.THOUGHT, Category.REPLY, Category.TOOL_CALL})
@@ -152,15 +151,8 @@ class TestPlainBlock:
     def test_takes_the_blocks_of_a_plain_session(self) -> None:
         """A session of plain turns (question, thought, calls, results, reply) takes the fast
         path for every block, and its view is clean_history's."""
-        state = SessionState.empty("s")
-
-        def emit(make: Any, **fields: Any) -> None:
-            nonlocal state
-            state = apply(state, make(session_id="s", seq=state.seq + 1, at=T0, **fields))
-
-        def add(category: Category, id: str, **fields: Any) -> None:
-            message = new_message(category, id=id, session_id="s", created_at=T0, **fields)
-            emit(MessageAdded, message=message)
+        session = Building("s")
+        emit, add = session.emit, session.add
 
         for n in range(3):
             add(Category.USER_QUESTION, f"u{n}", sender="U", content=f"q{n}")
@@ -175,6 +167,7 @@ class TestPlainBlock:
             add(Category.REPLY, f"a{n}", turn_id=f"t{n}", content=f"a{n}")
             if n < 2:  # the last turn runs on: its thought is kept
                 emit(TurnEnded, turn_id=f"t{n}", outcome=TurnOutcome.PROCESSED)
+        state = session.state
         assert check_blocks(state, DEFAULT_MAX_RESULT_CHARS) == 3
         view = clean_history(state)
         assert [m.role.value for m in view.messages][-5:] == [
@@ -216,15 +209,8 @@ class TestTurnRun:
     def test_long_turns_out_of_order_and_interrupted_runs(self) -> None:
         """Turns across leaves of the message vector, out of phase order, with a loose
         message or a rolled-back one inside, and queued input: the same blocks."""
-        state = SessionState.empty("s")
-
-        def emit(make: Any, **fields: Any) -> None:
-            nonlocal state
-            state = apply(state, make(session_id="s", seq=state.seq + 1, at=T0, **fields))
-
-        def add(category: Category, id: str, **fields: Any) -> None:
-            message = new_message(category, id=id, session_id="s", created_at=T0, **fields)
-            emit(MessageAdded, message=message)
+        session = Building("s")
+        emit, add = session.emit, session.add
 
         for n in range(8):
             turn = f"t{n}"
@@ -247,9 +233,9 @@ class TestTurnRun:
             if n == 5:
                 add(Category.USER_QUESTION, f"wait{n}", sender="U", content="queued")
             emit(TurnEnded, turn_id=turn, outcome=TurnOutcome.PROCESSED)
-            assert same_walks(state) > n
+            assert same_walks(session.state) > n
         add(Category.USER_QUESTION, "last", sender="U", content="q")
-        assert same_walks(state) > 8
+        assert same_walks(session.state) > 8
 
     def test_the_benchmark_session(self) -> None:
         """The benchmark's session (turns of ten, the last one running) at a few sizes."""
@@ -260,15 +246,8 @@ class TestTurnRun:
 def build_bench(messages: int) -> SessionState:
     """``benchmarks/bench_views.build``: turns of a question, a thought, three calls, three
     results, a notification and a reply; the last turn runs on."""
-    state = SessionState.empty("b")
-
-    def emit(make: Any, **fields: Any) -> None:
-        nonlocal state
-        state = apply(state, make(session_id="b", seq=state.seq + 1, at=T0, **fields))
-
-    def add(category: Category, id: str, **fields: Any) -> None:
-        message = new_message(category, id=id, session_id="b", created_at=T0, **fields)
-        emit(MessageAdded, message=message)
+    session = Building("b")
+    emit, add = session.emit, session.add
 
     turns = messages // 10
     for n in range(turns):
@@ -286,7 +265,7 @@ def build_bench(messages: int) -> SessionState:
         add(Category.REPLY, f"a{n}", turn_id=turn, content=f"answer {n}")
         if n < turns - 1:
             emit(TurnEnded, turn_id=turn, outcome=TurnOutcome.PROCESSED)
-    return state
+    return session.state
 
 
 class TestCanonical:
