@@ -186,20 +186,25 @@ def test_timeline_styles_its_lines_when_forced(small_db: str) -> None:
     assert len(plain.stdout.splitlines()) == len(styled.stdout.splitlines()) == 5
 
 
+def _entry_code(entry: str) -> str:
+    """A program that runs ``actors._cli.<entry>`` as a console script does, and prints
+    ``ATEXIT`` to stderr if the interpreter exits the usual way."""
+    return (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.stderr.write('ATEXIT'))\n"
+        f"from actors._cli import {entry}\n"
+        f"sys.exit({entry}())\n"
+    )
+
+
 def _script(
     argv: list[str], *, entry: str, stdout: int | None = subprocess.PIPE
 ) -> tuple[int, str, str]:
     """Run ``argv`` through ``entry`` (the console script's ``console_main``, or ``main`` the
     way a script ran it before) in a fresh interpreter that says whether it exited the usual
     way (an atexit handler prints ``ATEXIT`` to stderr)."""
-    code = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: sys.stderr.write('ATEXIT'))\n"
-        f"from actors._cli import {entry}\n"
-        f"sys.exit({entry}())\n"
-    )
     result = subprocess.run(
-        [sys.executable, "-c", code, *argv],
+        [sys.executable, "-c", _entry_code(entry), *argv],
         stdout=stdout,
         stderr=subprocess.PIPE,
         text=True,
@@ -276,14 +281,8 @@ def test_console_script_without_a_stdout(small_db: str) -> None:
     argv = [sys.executable, "-c"]
     results = []
     for entry in ("console_main", "main"):
-        code = (
-            "import atexit, sys\n"
-            "atexit.register(lambda: sys.stderr.write('ATEXIT'))\n"
-            f"from actors._cli import {entry}\n"
-            f"sys.exit({entry}())\n"
-        )
         result = subprocess.run(
-            [*argv, code, "timeline", "s", "--db", small_db],
+            [*argv, _entry_code(entry), "timeline", "s", "--db", small_db],
             stdin=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
