@@ -30,8 +30,9 @@ from runtime._repr import value_repr
 T0 = datetime(2026, 5, 27, 12, 50, tzinfo=UTC)
 
 # The value classes ``amber show`` defines before it reads anything (docs/performance-long.md
-# §4): each shows itself with ``value_repr``, not a ``__repr__`` attrs compiles for it.
-SHOW_PATH = {
+# §4), and the store checker's reports: each shows itself with ``value_repr``, not a
+# ``__repr__`` attrs compiles for it.
+USING = {
     "runtime._audit": {"AuditCall", "AuditRow"},
     "runtime._category": {"CategorySpec"},
     "runtime._checks": {"Checks"},
@@ -106,9 +107,9 @@ def _filled(cls: type, values: list[Any]) -> Any:
 
 
 def test_the_classes_show_defines_use_it() -> None:
-    """Each value class on ``amber show``'s path, and no other class by mistake."""
+    """Each value class on ``amber show``'s path uses it, and no other class by mistake."""
     assert {(cls.__module__, cls.__name__) for cls in USERS} == {
-        (module, name) for module, names in SHOW_PATH.items() for name in names
+        (module, name) for module, names in USING.items() for name in names
     }
 
 
