@@ -133,7 +133,7 @@ _VALUES = st.recursive(
 
 
 @pytest.mark.parametrize("cls", USERS, ids=lambda cls: f"{cls.__module__}.{cls.__name__}")
-@settings(max_examples=40)
+@settings(max_examples=25)
 @given(data=st.data())
 def test_same_text_as_attrs(cls: type, data: st.DataObject) -> None:
     """Any field values: the text attrs' generated ``__repr__`` shows for them."""
