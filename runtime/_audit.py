@@ -23,6 +23,7 @@ from ._checks import EVENT_CHECKS as _check
 from ._checks import to_milliseconds
 from ._errors import InvalidEvent
 from ._message import Usage
+from ._repr import value_repr
 from ._request import RequestRecord
 from ._retry import ModelRetry
 from ._storable import shown
@@ -70,6 +71,8 @@ AUDIT_CLOSED_BY = {
 @attrs.frozen(kw_only=True)
 class AuditCall:
     """A tool call as the model wrote it (arguments as raw JSON text)."""
+
+    __repr__ = value_repr
 
     id: str = attrs.field(validator=_check.non_empty_str)
     """The call id."""
@@ -126,6 +129,8 @@ def _non_negative_cost(instance: object, attribute: attrs.Attribute[Any], value:
 @attrs.frozen(kw_only=True)
 class AuditRow:
     """One model call of a session."""
+
+    __repr__ = value_repr
 
     operation_id: str = attrs.field(validator=_check.non_empty_str)
     """The provider's message id, or the runtime's model-run id when it gives none (unique per

@@ -27,6 +27,7 @@ from pyrsistent.typing import PMap
 from ._json import FrozenJSON, freeze_map, freeze_metadata
 from ._message import Message, MessageType, Role, Status, core_at_a_glance
 from ._replace import replacer
+from ._repr import value_repr
 
 __all__ = [
     "AGENT_SENDER",
@@ -46,6 +47,8 @@ _INPUT_FINALS = frozenset({Status.PROCESSED, Status.INTERRUPTED, Status.ERROR})
 @attrs.frozen(kw_only=True)
 class CategorySpec:
     """The fixed fields of one message category."""
+
+    __repr__ = value_repr
 
     role: Role
     """Role of every message of the category."""

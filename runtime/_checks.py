@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from ._errors import InvalidEvent, InvalidMessage
+from ._repr import value_repr
 from ._storable import MAX_SEQ, MAX_SESSION_ID_CHARS, session_id_problem, shown, text_problem
 
 __all__ = ["EVENT_CHECKS", "MESSAGE_CHECKS", "Checks", "to_milliseconds"]
@@ -31,6 +32,8 @@ def _number(value: object) -> str:
 @attrs.frozen
 class Checks:
     """Validators that raise ``error``."""
+
+    __repr__ = value_repr
 
     error: type[Exception]
     """The exception class every check raises."""

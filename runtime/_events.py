@@ -24,6 +24,7 @@ from ._errors import InvalidEvent
 from ._json import FrozenJSON, freeze_metadata, freeze_metrics
 from ._message import Message, Status, Usage, article
 from ._replace import slot_setter
+from ._repr import value_repr
 from ._request import RequestRecord
 from ._retry import ModelRetry
 from ._state import new_vector
@@ -115,6 +116,8 @@ class Checked:
     input.
     """
 
+    __repr__ = value_repr
+
     items: Any
     """The sequence, shared, not copied."""
 
@@ -151,6 +154,8 @@ class Event:
 
     kind: ClassVar[str] = "event"
 
+    __repr__ = value_repr
+
     session_id: str = attrs.field(validator=_check.session_id)
     """The session it changes."""
     seq: int = attrs.field(validator=_positive)
@@ -164,6 +169,8 @@ class MessageAdded(Event):
     """A message joins the session in its category's initial status."""
 
     kind: ClassVar[str] = "message_added"
+
+    __repr__ = value_repr
 
     message: Message = attrs.field(validator=_instance(Message))
     """The message; its ``event_seq`` is stamped with this event's seq if None."""
@@ -206,6 +213,8 @@ class StatusChanged(Event):
 
     kind: ClassVar[str] = "status_changed"
 
+    __repr__ = value_repr
+
     message_id: str = attrs.field(validator=_check.non_empty_str)
     """The message to change."""
     expected: Status = attrs.field(converter=Status)
@@ -220,6 +229,8 @@ class MetadataUpdated(Event):
 
     kind: ClassVar[str] = "metadata_updated"
 
+    __repr__ = value_repr
+
     message_id: str = attrs.field(validator=_check.non_empty_str)
     """The message to change."""
     metadata: PMap[str, FrozenJSON] = attrs.field(converter=freeze_metadata)
@@ -231,6 +242,8 @@ class TurnStarted(Event):
     """A turn begins and claims every pending input of the session."""
 
     kind: ClassVar[str] = "turn_started"
+
+    __repr__ = value_repr
 
     turn_id: str = attrs.field(validator=_check.non_empty_str)
     """The new turn's id (unique in the session)."""
@@ -260,6 +273,8 @@ class TurnEnded(Event):
 
     kind: ClassVar[str] = "turn_ended"
 
+    __repr__ = value_repr
+
     turn_id: str = attrs.field(validator=_check.non_empty_str)
     """The turn that ends (must be the active one)."""
     outcome: TurnOutcome = attrs.field(converter=TurnOutcome)
@@ -282,6 +297,8 @@ class OrphanRecovered(Event):
 
     kind: ClassVar[str] = "orphan_recovered"
 
+    __repr__ = value_repr
+
     turn_id: str = attrs.field(validator=_check.non_empty_str)
     """The abandoned turn (must be the active one)."""
     reason: str | None = attrs.field(default=None, validator=_check.optional_string)
@@ -302,6 +319,8 @@ class BranchImported(Event):
 
     kind: ClassVar[str] = "branch_imported"
 
+    __repr__ = value_repr
+
     source_session_id: str = attrs.field(validator=_check.session_id)
     """The session it was forked from."""
     source_seq: int = attrs.field(validator=_seq)
@@ -319,6 +338,8 @@ class RolledBack(Event):
     """Messages added after ``to_seq`` become inactive; payloads are kept."""
 
     kind: ClassVar[str] = "rolled_back"
+
+    __repr__ = value_repr
 
     to_seq: int = attrs.field(validator=_seq)
     """The last seq whose messages stay active."""
@@ -355,6 +376,8 @@ class ModelCallStarted(Event):
 
     kind: ClassVar[str] = "model_call_started"
 
+    __repr__ = value_repr
+
     operation_id: str = attrs.field(validator=_check.non_empty_str)
     """The provider's message id, or the runtime's model-run id."""
     source_key: str = attrs.field(validator=_check.non_empty_str)
@@ -379,6 +402,8 @@ class ModelCallFinished(Event):
     """A model call ended (``completed`` or ``failed``) with what it said and cost."""
 
     kind: ClassVar[str] = "model_call_finished"
+
+    __repr__ = value_repr
 
     operation_id: str = attrs.field(validator=_check.non_empty_str)
     """The call's operation id."""
@@ -417,6 +442,8 @@ class ApprovalRequested(Event):
 
     kind: ClassVar[str] = "approval_requested"
 
+    __repr__ = value_repr
+
     turn_id: str = attrs.field(validator=_check.non_empty_str)
     """The active turn."""
     call_id: str = attrs.field(validator=_check.non_empty_str)
@@ -428,6 +455,8 @@ class ApprovalDecided(Event):
     """A person approved or denied a tool call that waited (or its time ran out)."""
 
     kind: ClassVar[str] = "approval_decided"
+
+    __repr__ = value_repr
 
     turn_id: str = attrs.field(validator=_check.non_empty_str)
     """The active turn."""

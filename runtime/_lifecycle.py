@@ -18,6 +18,7 @@ import attrs
 from ._category import INPUT_CATEGORIES, Category, category_of
 from ._errors import IllegalTransition
 from ._message import Message, Status
+from ._repr import value_repr
 
 __all__ = ["TRANSITIONS", "Driver", "Transition", "check_transition", "is_terminal"]
 
@@ -38,6 +39,8 @@ class Driver(enum.Enum):
 @attrs.frozen
 class Transition:
     """One legal status change."""
+
+    __repr__ = value_repr
 
     categories: frozenset[Category]
     """Categories it applies to."""

@@ -22,6 +22,7 @@ from pyrsistent.typing import PMap, PVector
 from ._checks import MESSAGE_CHECKS as _check
 from ._errors import InvalidMessage
 from ._json import FrozenJSON, freeze_arguments, freeze_metadata
+from ._repr import value_repr
 from ._storable import MAX_SEQ, MAX_SESSION_ID_CHARS, shown
 
 _E = TypeVar("_E", bound=enum.Enum)
@@ -119,6 +120,8 @@ def _status(value: object) -> Status:
 class ToolCall:
     """A structured request to run one tool."""
 
+    __repr__ = value_repr
+
     id: str = attrs.field(validator=_check.non_empty_str)
     """The provider's call id; a tool result names it in ``tool_call_id``."""
     name: str = attrs.field(validator=_check.non_empty_str)
@@ -132,6 +135,8 @@ class ToolCall:
 @attrs.frozen(kw_only=True)
 class Attachment:
     """A file the user attached. The bytes live in an artifact store, never here."""
+
+    __repr__ = value_repr
 
     id: str = attrs.field(validator=_check.non_empty_str)
     """Artifact-store key."""
@@ -156,6 +161,8 @@ class Attachment:
 @attrs.frozen(kw_only=True)
 class BrowserElement:
     """A page element the user selected. Always untrusted page data."""
+
+    __repr__ = value_repr
 
     url: str = attrs.field(validator=_check.non_empty_str)
     """The page's URL."""
@@ -187,6 +194,8 @@ class Usage:
     add them up). ``reasoning_tokens`` is a part of ``output_tokens`` (Gemini
     reports thoughts beside its candidates: they are added up too).
     """
+
+    __repr__ = value_repr
 
     input_tokens: int = attrs.field(default=0, validator=_check.count)
     """Prompt tokens, cached ones included."""
@@ -263,6 +272,8 @@ class Message:
     initial status from a ``Category``) or directly; either way the fields are
     checked against each other and JSON-like fields are frozen.
     """
+
+    __repr__ = value_repr
 
     id: str = attrs.field()
     """Stable id (``msg_…``), given by the caller, never by the reducer."""

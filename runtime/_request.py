@@ -25,6 +25,7 @@ import orjson
 from pyrsistent.typing import PMap
 
 from ._json import FrozenJSON, freeze_map, thaw
+from ._repr import value_repr
 
 __all__ = [
     "RequestRecord",
@@ -76,6 +77,8 @@ def _map(value: object) -> PMap[str, FrozenJSON]:
 @attrs.frozen(kw_only=True)
 class RequestRecord:
     """What one model call's request was built from (enough to rebuild it exactly)."""
+
+    __repr__ = value_repr
 
     provider: str
     """The payload builder: ``openai``, ``openai-responses``, ``anthropic``, ``gemini``, or a

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import attrs
 
+from ._repr import value_repr
+
 __all__ = ["ModelRetry"]
 
 
 @attrs.frozen(kw_only=True)
 class ModelRetry:
     """The provider refused an attempt (rate limit, overload, 5xx); the SDK tries again."""
+
+    __repr__ = value_repr
 
     attempt: int
     """The attempt that failed: 1 for the first request."""

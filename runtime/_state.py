@@ -42,6 +42,7 @@ from ._errors import UnknownMessage
 from ._message import Message, MessageType, Status
 from ._positions import InputQueue, MessageIndex
 from ._replace import replace as _replace
+from ._repr import value_repr
 from ._turn import Turn, TurnStatus
 
 __all__ = ["STATUS_ORDER", "SessionState"]
@@ -108,6 +109,8 @@ class SessionState:
     Only ``apply`` makes new states; every state a timeline holds stays equal
     to itself (and hashes equal) whatever happens after it.
     """
+
+    __repr__ = value_repr
 
     session_id: str
     """The session."""

@@ -20,6 +20,7 @@ from ._events import Event
 from ._fork import fork_parts
 from ._reducer import apply
 from ._replace import replacer
+from ._repr import value_repr
 from ._state import SessionState
 
 if TYPE_CHECKING:
@@ -76,6 +77,8 @@ class Timeline:
     old timeline object) copies its entries first, O(n); a fork of the
     *session* (``fork``) starts a new, small timeline instead.
     """
+
+    __repr__ = value_repr
 
     base: SessionState
     """The state before the first entry (empty, or a snapshot)."""

@@ -15,6 +15,7 @@ from pyrsistent.typing import PMap, PVector
 from ._checks import EVENT_CHECKS as _check
 from ._checks import to_milliseconds
 from ._json import FrozenJSON, freeze_metrics
+from ._repr import value_repr
 
 __all__ = ["Turn", "TurnStatus"]
 
@@ -45,6 +46,8 @@ def _calls(value: Mapping[str, str]) -> PMap[str, str]:
 @attrs.frozen(kw_only=True)
 class Turn:
     """One turn of a session, active or ended."""
+
+    __repr__ = value_repr
 
     id: str = attrs.field(validator=_check.non_empty_str)
     """Unique within the session."""

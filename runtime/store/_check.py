@@ -22,6 +22,7 @@ import attrs
 from immutables import Map
 
 from .._errors import CorruptRow
+from .._repr import value_repr
 from .._state import SessionState
 from .._timeline import Timeline
 from ._protocol import SessionInfo
@@ -32,6 +33,8 @@ __all__ = ["CheckReport", "Problem", "RebuildReport", "snapshot_problem", "summa
 @attrs.frozen(kw_only=True)
 class Problem:
     """One thing a store holds that is wrong."""
+
+    __repr__ = value_repr
 
     session_id: str | None
     """The session it concerns (None: the store as a whole)."""
@@ -59,6 +62,8 @@ class Problem:
 class CheckReport:
     """What ``Store.check()`` found."""
 
+    __repr__ = value_repr
+
     sessions: int
     """How many sessions were checked (every one with events)."""
     events: int
@@ -83,6 +88,8 @@ class CheckReport:
 @attrs.frozen(kw_only=True)
 class RebuildReport:
     """What ``Store.rebuild()`` did."""
+
+    __repr__ = value_repr
 
     rebuilt: tuple[str, ...]
     """Sessions whose summary row and snapshot were written again from their events."""

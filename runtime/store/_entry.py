@@ -7,6 +7,7 @@ from datetime import datetime
 import attrs
 
 from .._errors import InvalidArgument
+from .._repr import value_repr
 from .._state import SessionState
 from ._db import Db
 from ._rows import read_snapshot, replay_rows
@@ -18,6 +19,8 @@ __all__ = ["Entry", "load_entry", "positive"]
 @attrs.frozen(kw_only=True)
 class Entry:
     """A cached session: its head, its latest snapshot, and its chain's head hash."""
+
+    __repr__ = value_repr
 
     head: SessionState
     """The session's latest state."""

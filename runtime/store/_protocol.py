@@ -12,6 +12,7 @@ from immutables import Map
 
 from .._events import Event
 from .._message import Status
+from .._repr import value_repr
 from .._state import SessionState
 from .._timeline import Timeline
 
@@ -24,6 +25,8 @@ __all__ = ["SessionInfo", "Store"]
 @attrs.frozen(kw_only=True)
 class SessionInfo:
     """A stored session at a glance, without loading its state."""
+
+    __repr__ = value_repr
 
     session_id: str
     """The session."""

@@ -34,6 +34,7 @@ from .._audit import AuditRow
 from .._codec import from_data, to_data
 from .._errors import CorruptRow, DecodeError
 from .._fork import MissingTurn, TurnsInOrder
+from .._repr import value_repr
 from .._state import SessionState, check_consistent
 from ._assemble import assemble_state
 from ._chain import digest
@@ -90,6 +91,8 @@ _ROW: dict[str, Callable[[list[str], object], Any]] = {
 @attrs.frozen(kw_only=True)
 class SnapshotPlan:
     """What to write for one snapshot."""
+
+    __repr__ = value_repr
 
     seq: int
     """The snapshot's seq (the head's)."""

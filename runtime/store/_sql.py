@@ -20,7 +20,7 @@ from collections.abc import Collection, Iterable, Mapping
 from contextlib import AbstractContextManager
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import attrs
 
@@ -38,7 +38,6 @@ from .._timeline import Timeline
 from .._timeline import verify as verify_log
 from ._batch import check_batch, check_session_id, encode_batch, sessions_of
 from ._chain import ChainCheck, genesis
-from ._check import CheckReport, Problem, RebuildReport
 from ._db import Db
 from ._entry import Entry as _Entry
 from ._entry import load_entry
@@ -53,11 +52,16 @@ from ._rows import (
     session_row,
     write_snapshot,
 )
-from ._scan import check_rows, rebuild_rows
 from ._snapshot import plan_snapshot
 from ._summaries import all_summaries, missing_summary, read_summaries, write_summary
 from ._transfer import export_data, parse_export
 from ._travel import TimeTravel, bulk
+
+if TYPE_CHECKING:
+    from ._check import CheckReport, Problem, RebuildReport
+
+# The checker (``_check``, ``_scan``) is imported by ``check`` and ``rebuild``: a store that
+# only reads and writes sessions (``amber show``) does not define its report classes.
 
 __all__ = ["SqlStore"]
 
@@ -407,6 +411,8 @@ class SqlStore(TimeTravel, ABC):
         replayed), and its summary row and snapshot are compared with the replay.
         Nothing is changed. Problems are reported, not raised.
         """
+        from ._scan import check_rows
+
         with self._read() as db:
             return check_rows(db, self._chunk_size, self._store_problems(db))
 
@@ -421,6 +427,8 @@ class SqlStore(TimeTravel, ABC):
             What was rebuilt, dropped, and skipped (a session whose events are
             damaged is left as it is).
         """
+        from ._scan import rebuild_rows
+
         if session_id is not None:
             check_session_id(session_id)
         with self._write(None if session_id is None else [session_id]) as db:

@@ -18,14 +18,16 @@ import os
 import sqlite3
 from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .._errors import StoreClosed
-from ._check import Problem
 from ._db import Db
-from ._scan import sqlite_problems
 from ._schema import connect, recreate_guards
 from ._sql import SqlStore
 from ._transaction import Transaction
+
+if TYPE_CHECKING:
+    from ._check import Problem
 
 __all__ = ["SQLiteStore"]
 
@@ -94,6 +96,8 @@ class SQLiteStore(SqlStore):
         return Transaction(self._conn(), "BEGIN IMMEDIATE", self._path)
 
     def _store_problems(self, db: Db) -> list[Problem]:
+        from ._scan import sqlite_problems  # the checker: only for check()
+
         return sqlite_problems(self._conn())
 
     def _recreate_guards(self, db: Db) -> None:

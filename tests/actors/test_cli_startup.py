@@ -76,11 +76,13 @@ READ_HEAVY = (
     "trio", "pykka", "textual", "pydantic", "hypothesis", "openai", "anthropic", "google",
     "runtime.testing", "runtime._assembly", "runtime._stream", "runtime._providers",
     "runtime._payloads", "runtime._clean", "actors._channels", "actors._runtime", "actors._cli._calls",
-    "runtime._chunks", "runtime._diff", "runtime._cost",
+    "runtime._chunks", "runtime._diff", "runtime._cost", "runtime.store._check",
+    "runtime.store._scan",
 )  # fmt: skip
 """What the read-only commands must not import: the runtime's machinery, the SDKs, the UI,
 the stream assembler and its chunks, the providers' payloads, the request builders of
-``--call``, the state diff, the price tables (for a session without model calls)."""
+``--call``, the state diff, the price tables (for a session without model calls), the
+store's checker (``amber check``)."""
 
 
 @pytest.fixture(scope="module")
