@@ -6,6 +6,7 @@ Run from the repository root::
     python benchmarks/bench_show_cli.py --quick              # 3 rounds, seqs 10, 50000, head
     python benchmarks/bench_show_cli.py --check              # exit 1 if a seq is over 150 ms
     python benchmarks/bench_show_cli.py --baseline /work/main --at 50000 --at -1
+    python benchmarks/bench_show_cli.py --baseline /work/main --cpu   # and CPU time
 
 The store is the 100,000-event session of ``bench_long.py`` (written by its
 ``bench_appends`` if ``--db`` does not exist yet, ~1-2 min; the same file as
@@ -15,7 +16,9 @@ interleaved (so a busy machine slows all alike); the figure is the median
 of the rounds minus the median of ``python -c pass``. Issue 16 asks for at
 most 150 ms above start-up at any seq (``--check``). ``--json`` times
 ``show --json`` too (reported only: it prints tens of MB late in the
-session). ``--baseline DIR`` times another checkout beside this one.
+session). ``--baseline DIR`` times another checkout beside this one. ``--cpu``
+also prints the CPU time each command used (user + system, medians, above
+``python -c pass``'s): on a busy machine it moves less than the wall time.
 
 Bytecode is cached as an installed Amber has it (under a
 ``PYTHONPYCACHEPREFIX`` per checkout, written by a warm-up run, so that
@@ -29,6 +32,7 @@ import argparse
 import gc
 import hashlib
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -53,7 +57,17 @@ def _env(checkout: Path) -> dict[str, str]:
     return env
 
 
+CPU: dict[tuple[str, ...], list[float]] = {}
+"""CPU time (user + system) of each command run by ``_wall``, by its arguments."""
+
+
+def _cpu_used() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def _wall(args: list[str], env: dict[str, str]) -> float:
+    cpu = _cpu_used()
     began = time.perf_counter()
     # From a neutral folder: `python -c` puts the working directory first on sys.path, so run
     # from a checkout it would import that checkout whatever PYTHONPATH says.
@@ -62,6 +76,7 @@ def _wall(args: list[str], env: dict[str, str]) -> float:
     ) as proc:
         _, err = proc.communicate()
     elapsed = time.perf_counter() - began
+    CPU.setdefault((*args, env["PYTHONPATH"]), []).append(_cpu_used() - cpu)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed:\n{err.decode()[-2000:]}")
     return elapsed
@@ -96,6 +111,9 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help=f"exit 1 if over {LIMIT_MS:.0f} ms")
     parser.add_argument("--json", action="store_true", help="time show --json as well")
     parser.add_argument("--baseline", type=Path, help="another checkout to time beside this one")
+    parser.add_argument(
+        "--cpu", action="store_true", help="also the CPU time (steadier on a busy machine)"
+    )
     args = parser.parse_args()
     args.db = args.db.resolve()
     _ensure(args.db)
@@ -138,6 +156,16 @@ def main() -> int:
             if name == "branch" and label.startswith("text") and above > LIMIT_MS:
                 over.append(label)
         print(f"  {label:<22}" + "".join(row))
+    if args.cpu:
+        bare_cpu = statistics.median(CPU[(*python, envs["branch"]["PYTHONPATH"])]) * 1e3
+        print(f"CPU time (user + system), ms above `python -c pass`'s ({bare_cpu:.0f} ms)")
+        for label in labels:
+            row = []
+            for name in checkouts:
+                command = (*cases[(name, label)], envs[name]["PYTHONPATH"])
+                used = statistics.median(CPU[command][1:]) * 1e3  # not the warm-up run
+                row.append(f"{used - bare_cpu:+12.0f}")
+            print(f"  {label:<22}" + "".join(row))
     if over:
         print(f"over {LIMIT_MS:.0f} ms above start-up: {', '.join(over)}")
     return 1 if args.check and over else 0

@@ -27,7 +27,7 @@ if typing.TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.table import Table
 
-    from runtime import ModelView, ViewMessage
+    from runtime import ModelView, Turn, ViewMessage
 
 # The projections (clean_history, the providers' payloads) and the tables are imported
 # where they are used: ``amber show --json`` prints the state without loading them.
@@ -41,6 +41,7 @@ __all__ = [
     "view_data",
     "view_parts",
     "window_messages",
+    "window_turns",
 ]
 
 
@@ -89,10 +90,11 @@ def print_parts(console: Console, parts: list[RenderableType]) -> None:
         console.print(Group(*parts))
         return
     out: list[str] = []
+    width = console.width  # once: each read asks the environment and the terminal again
     for part in parts:
         if isinstance(part, Text) and part.no_wrap:
             part = part.copy()
-            part.truncate(console.width, overflow="ellipsis")
+            part.truncate(width, overflow="ellipsis")
             out.append(part.plain + "\n")
         else:
             if out:
@@ -122,7 +124,7 @@ def view_parts(
             if left_out:
                 parts.append(_left_out(left_out, len(state), "messages", window))
             parts += _messages(messages, full=full, state=state)
-        turns, left_out = _window(state.turn_list(), window)
+        turns, left_out = window_turns(state, window)
         if turns:
             parts.append(Text("\nTurns:", style="bold"))
             if left_out:
@@ -171,6 +173,16 @@ def _window(items: Sequence[_T], window: frozenset[str] | None) -> tuple[Sequenc
     if window is None or len(items) <= WINDOW_OVER:
         return items, 0
     return items[-WINDOW_LAST:], len(items) - WINDOW_LAST
+
+
+def window_turns(state: SessionState, window: frozenset[str] | None) -> tuple[list[Turn], int]:
+    """The turns to print (``turn_list``'s, of more than ``WINDOW_OVER``: its last
+    ``WINDOW_LAST``) and how many are left out; every turn with a window of None. The last
+    ones are picked without sorting every turn (``SessionState.last_turns``)."""
+    total = len(state.turns) + (state.active_turn is not None)
+    if window is None or total <= WINDOW_OVER:
+        return state.turn_list(), 0
+    return state.last_turns(WINDOW_LAST), total - WINDOW_LAST
 
 
 def window_messages(

@@ -254,9 +254,10 @@ def _turn_from_row(row: object) -> Turn:
     for item in input_ids:
         if type(item) is not str:
             raise _Slow
-    for key, item in (*open_calls.items(), *awaiting.items()):
-        if type(key) is not str or type(item) is not str:
-            raise _Slow
+    if open_calls or awaiting:  # most turns ended with neither
+        for key, item in (*open_calls.items(), *awaiting.items()):
+            if type(key) is not str or type(item) is not str:
+                raise _Slow
     if duration is not None:
         if type(duration) is int and 0 <= duration <= _FLOAT_INT:
             duration = float(duration)

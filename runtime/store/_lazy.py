@@ -47,7 +47,7 @@ from pyrsistent.typing import PVector
 from .._audit import AuditRow
 from .._errors import CorruptRow, DecodeError
 from .._message import Message, MessageType, Status
-from .._state import SessionState, check_consistent
+from .._state import SessionState, check_consistent, new_vector
 from .._turn import Turn
 from ._assemble import FAST_STATES, assemble_facts
 from ._fast import FAST_MESSAGES, MESSAGE_FIELDS, decode_message_row, decode_message_rows
@@ -156,7 +156,8 @@ class LazyMessages(_Vector):  # type: ignore[misc]
     @classmethod
     def of_items(cls, items: list[Any], chunk_size: int) -> LazyMessages:
         """A vector of ``items`` (messages, or the ``_Chunk`` each position is in)."""
-        built: Any = _Vector(0, 5, [], []).extend(items)
+        # A fresh vector, its leaves this one's own (a read writes the message into its leaf).
+        built: Any = new_vector(items) if items else _Vector(0, 5, [], [])
         return cls(built._count, built._shift, built._root, built._tail, chunk_size)
 
     def _lazy(self, vector: Any) -> Any:

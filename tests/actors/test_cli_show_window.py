@@ -96,6 +96,9 @@ def test_show_prints_the_last_100_and_the_touched_messages(long_db: Path) -> Non
     assert "(110 earlier turns of 210 not shown: the last 100; --all prints every one)" in (
         result.output
     )
+    # The turns in turn_list's order (picked without sorting every turn).
+    turn_lines = [line.split()[0] for line in result.output.splitlines() if line.startswith("t")]
+    assert turn_lines == [f"t{n}" for n in range(TURNS - 100, TURNS)]
     # In state order: the touched message first, then the last 100.
     rows = [line.split() for line in result.output.splitlines()]
     lines = [w[1] for w in rows if len(w) > 2 and w[0].isdigit() and w[1].startswith("u")]

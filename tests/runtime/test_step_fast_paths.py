@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyrsistent import pvector
-from pyrsistent._pvector import BRANCH_FACTOR, PythonPVector
+from pyrsistent._pvector import BRANCH_FACTOR, PythonPVector, python_pvector
 
 import runtime._message as message_module
 import runtime._state as state_module
@@ -398,3 +398,47 @@ class TestAppended:
         """The fast path is on: the installed pyrsistent's vector has the slots it writes."""
         assert state_module._PYTHON_VECTOR is PythonPVector
         assert type(appended(new_vector([1]), 2)) is PythonPVector
+
+
+def _same_trie(made: Any, expected: Any) -> None:
+    """The same slots and the same nodes: lists where the other has lists, the same items."""
+    slots = ("_count", "_shift", "_tail_offset")
+    assert type(made) is type(expected) is PythonPVector
+    assert [getattr(made, s) for s in slots] == [getattr(expected, s) for s in slots]
+
+    def walk(a: Any, b: Any) -> None:
+        assert type(a) is type(b) is list
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            if type(y) is list:
+                walk(x, y)
+            else:
+                assert x is y
+
+    walk(made._root, expected._root)
+    walk(made._tail, expected._tail)
+
+
+class TestNewVector:
+    @settings(max_examples=200)
+    @given(
+        count=st.one_of(
+            st.integers(0, 3 * BRANCH_FACTOR),
+            st.integers(0, BRANCH_FACTOR**2 + 3 * BRANCH_FACTOR),
+            st.sampled_from([BRANCH_FACTOR**3 + k for k in (-1, 0, 1, BRANCH_FACTOR)]),
+        ),
+        kind=st.sampled_from([list, tuple, iter]),
+    )
+    def test_the_trie_python_pvector_builds(self, count: int, kind: Any) -> None:
+        """new_vector builds, from a list or any iterable, the trie pyrsistent's own
+        python_pvector builds from the same items, node for node (full leaves in the trie,
+        the last one too; a level more whenever the root overflows)."""
+        items = [object() for _ in range(count)]
+        made = new_vector(kind(items))
+        _same_trie(made, python_pvector(items))
+        assert list(made) == items
+
+    def test_empty(self) -> None:
+        """No items: pyrsistent's own empty vector, as before."""
+        assert new_vector() is python_pvector()
+        assert new_vector([]) is python_pvector([])

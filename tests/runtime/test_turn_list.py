@@ -57,7 +57,10 @@ class TestTurnList:
         state = timeline.head
         order = list(state.turn_order)
         rng.shuffle(order)
-        for turn_order in ((), order, order[: len(order) // 2]):
+        # Complete but shuffled (the active turn anywhere), partial, or of the right length
+        # with an id twice (one turn missing): the keys decide, not the order's shape.
+        twice = [*order[:-1], order[0]] if len(order) > 1 else order
+        for turn_order in ((), order, order[: len(order) // 2], twice, [*order, "nope"]):
             odd = attrs.evolve(state, turn_order=pvector(turn_order))
             same_turns(odd.turn_list(), reference_turn_list(odd))
 
@@ -69,3 +72,27 @@ class TestTurnList:
         state = timeline.head
         if TurnsInOrder(state).complete:
             assert {t.id for t in state.turn_list()} == set(state.turn_order)
+            # … listed by turn_order, not sorted from the map (the fast path is taken).
+            assert state._turns_in_turn_order() is not None
+
+
+class TestLastTurns:
+    @settings(max_examples=60, deadline=None)
+    @given(timelines(max_steps=60), st.randoms(use_true_random=False), st.integers(-2, 70))
+    def test_the_tail_of_turn_list(
+        self, timeline: Timeline, rng: random.Random, count: int
+    ) -> None:
+        """``last_turns(n)`` is ``turn_list()``'s last n turns (the same objects, in its
+        order) for every state, a shuffled or partial turn_order included, and none for
+        n <= 0."""
+        state = timeline.head
+        order = list(state.turn_order)
+        rng.shuffle(order)
+        for _, each in timeline.entries:
+            expected = each.turn_list()[-count:] if count > 0 else []
+            same_turns(each.last_turns(count), expected)
+        twice = [*order[:-1], order[0]] if len(order) > 1 else order
+        for turn_order in ((), order, order[: len(order) // 2], twice):
+            odd = attrs.evolve(state, turn_order=pvector(turn_order))
+            expected = odd.turn_list()[-count:] if count > 0 else []
+            same_turns(odd.last_turns(count), expected)

@@ -153,6 +153,13 @@ class TestDamagedInput:
         """A turn with any field replaced decodes (or fails, same message) as with the codec."""
         agree(decode_turn, {**sample_turn(), field: value}, Turn)
 
+    @pytest.mark.parametrize("value", ODD_VALUES, ids=repr)
+    def test_turn_awaiting_without_open_calls(self, value: Any) -> None:
+        """With no open calls, a damaged ``awaiting_approval`` is still checked (the fast path
+        skips the loop only when both are empty)."""
+        agree(decode_turn, {**sample_turn(), "open_calls": {}, "awaiting_approval": value}, Turn)
+        agree(decode_turn, {**sample_turn(), "open_calls": value, "awaiting_approval": {}}, Turn)
+
     @pytest.mark.parametrize("data", [None, [], "x", {"extra": 1}], ids=repr)
     def test_not_objects(self, data: Any) -> None:
         """Input that is not an object fails as with the codec."""
