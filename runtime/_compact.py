@@ -9,15 +9,15 @@ work (docs/performance-views.md). Most settled blocks are *compact*: plain
 stored order) and nothing in them that needs more than text (no attachments or
 browser elements on inputs, no reasoning the model would get back). A
 ``ViewPrefix`` keeps such a block as the ``Block`` itself; the provider views
-spell it from its messages (``spell``), and its view messages are built only
-when ``ModelView.messages`` or ``ViewPrefix.messages`` is read (``materialize``,
-which is ``plain_block``).
+spell it from its messages (``spell``, ``runtime/_compact_spell.py``), and its
+view messages are built only when ``ModelView.messages`` or ``ViewPrefix.messages``
+is read (``materialize``, which is ``plain_block``).
 
-Both are read off one walk of the block (``records``): the view messages the
-block gives, each as a small tuple that dies young: ``(USER, text)``,
-``(ASSISTANT, texts, calls)`` or ``(TOOL, call_id, name, text, is_error)``.
-Property tests pin every provider's spelling of compact blocks equal to its
-spelling of the built view messages, over random sessions
+The spellers read one pass over the block (``scan``): its user texts and responses
+in order, and its results by call id. ``records`` gives the same view messages as
+small tuples: ``(USER, text)``, ``(ASSISTANT, texts, calls)`` or ``(TOOL, call_id,
+name, text, is_error)``. Property tests pin every provider's spelling of compact
+blocks equal to its spelling of the built view messages, over random sessions
 (``tests/runtime/test_compact.py``).
 """
 
