@@ -29,7 +29,7 @@ import attrs
 from pyrsistent.typing import PVector
 
 from ._category import _DEFAULT, _NO_METADATA, Category, category_of
-from ._message import Message
+from ._message import _NO_ITEMS, Message
 from ._replace import constructor
 from ._state import SessionState
 from ._turn import Turn, TurnStatus
@@ -94,11 +94,16 @@ class Block:
     stored_order: bool = False
     """True when ``messages`` are also in stored order (phasing moved nothing), so a reader
     that wants stored order need not sort them again; False when unknown."""
+    bare: bool = attrs.field(default=False, eq=False, repr=False)
+    """True when every message is active, of the block's turn, and without metadata,
+    attachments or browser elements (the walk read the turn in one step, ``_turn_run``), so
+    a reader that needs no more than that need not look at each message; False when
+    unknown. A hint, not part of the block's value (not compared)."""
 
 
-trusted_block: Callable[[str | None, tuple[Message, ...], tuple[Category, ...], bool], Block] = (
-    constructor(Block, "turn_id", "messages", "categories", "stored_order")
-)
+trusted_block: Callable[
+    [str | None, tuple[Message, ...], tuple[Category, ...], bool, bool], Block
+] = constructor(Block, "turn_id", "messages", "categories", "stored_order", "bare")
 """``Block(...)`` of values the walk made, by position, built without ``__init__`` (as
 ``_view``'s trusted constructors are; ``Block`` has no validators or converters)."""
 
@@ -154,6 +159,24 @@ def _by_type() -> dict[object, Category]:
 
 _BY_TYPE = _by_type()
 
+Shape = tuple[tuple[Category, ...], tuple[int, ...] | None, tuple[int, ...]]
+"""What the walk needs of a turn's run of categories: the block's categories (in phased
+order), the positions that put the run in phased order (None: it is in order already),
+and the positions of its inputs."""
+
+
+def _shape(categories: tuple[Category | None, ...]) -> Shape | None:
+    """The ``Shape`` of a run of categories (None if one is None: the run is not plain)."""
+    if None in categories:
+        return None
+    known: tuple[Category, ...] = categories  # type: ignore[assignment]
+    phases = [_PHASES[category] for category in known]
+    inputs = tuple(n for n, phase in enumerate(phases) if phase == INPUT_PHASE)
+    if phases == sorted(phases):
+        return known, None, inputs
+    order = tuple(sorted(range(len(phases)), key=phases.__getitem__))  # stable, as the walk's
+    return tuple([known[n] for n in order]), order, inputs
+
 
 def _turn_run(
     leaf: Any,
@@ -164,48 +187,50 @@ def _turn_run(
     anchor: int,
     position: int,
     claims: dict[str, Turn],
+    shapes: dict[tuple[Category | None, ...], Shape | None],
 ) -> Block | None:
     """The block of turn ``turn_id`` when the walk, with no other turn open, meets its
     newest message at ``position`` (in ``leaf``, which starts at ``base``) and every
-    message from its ``anchor`` up to there is active, has no metadata and belongs to it:
-    then the walk would put each of them in its block and nothing else, so the block is
-    read off the run in two comprehensions instead of the walk's steps per message. None
-    when the run is not so, or an input in it is claimed by another turn: the walk then
-    takes the messages one by one."""
+    message from its ``anchor`` up to there is active, without metadata, attachments or
+    browser elements, and belongs to it: then the walk would put each of them in its block
+    and nothing else, so the block is read off the run in one comprehension instead of the
+    walk's steps per message. None when the run is not so, or an input in it is claimed by
+    another turn: the walk then takes the messages one by one.
+
+    ``shapes`` keeps the ``Shape`` of each run of categories the walk has met (turns repeat
+    a few shapes): a block of a known shape shares its categories tuple and is not sorted
+    again."""
     if anchor >= base:
         run = leaf[anchor - base : position - base + 1]
-    else:
-        run = _stored(messages, node_for, anchor, position)
+    else:  # the leaves before this one, then this one's start
+        run = _stored(messages, node_for, anchor, base - 1) + leaf[: position - base + 1]
     by_type = _BY_TYPE.get
-    categories: list[Any] = [  # a Category each, or None where the run is not plain
-        (by_type(m.type) or _DEFAULT[(m.role, m.type, m.sender == "Notification")])
-        if m.turn_id == turn_id and m.active and m.metadata is _NO_METADATA
-        else None
-        for m in run
-    ]
-    if None in categories:
-        return None
-    phases: list[int] = [_PHASES[category] for category in categories]
-    inputs = phases.count(INPUT_PHASE)
-    if inputs:
-        for n, phase in enumerate(phases):
-            if phase == INPUT_PHASE:
-                owner = claims.get(run[n].id)
-                if owner is not None and owner.id != turn_id:
-                    return None
-                inputs -= 1
-                if not inputs:
-                    break
-    ordered = sorted(phases)
-    if phases == ordered:
-        return trusted_block(turn_id, tuple(run), tuple(categories), True)
-    order = sorted(range(len(run)), key=phases.__getitem__)  # stable, as the walk's sort
-    return trusted_block(
-        turn_id,
-        tuple([run[n] for n in order]),
-        tuple([categories[n] for n in order]),
-        False,
+    categories: tuple[Any, ...] = tuple(
+        [  # a Category each, or None where the run is not plain
+            (by_type(m.type) or _DEFAULT[(m.role, m.type, m.sender == "Notification")])
+            if m.turn_id == turn_id
+            and m.active
+            and m.metadata is _NO_METADATA
+            and m.attachments is _NO_ITEMS
+            and m.browser_elements is _NO_ITEMS
+            else None
+            for m in run
+        ]
     )
+    if categories in shapes:
+        shape = shapes[categories]
+    else:
+        shape = shapes[categories] = _shape(categories)
+    if shape is None:
+        return None
+    kept, order, inputs = shape
+    for n in inputs:
+        owner = claims.get(run[n].id)
+        if owner is not None and owner.id != turn_id:
+            return None
+    if order is None:
+        return trusted_block(turn_id, tuple(run), kept, True, True)
+    return trusted_block(turn_id, tuple([run[n] for n in order]), kept, False, True)
 
 
 def blocks_newest_first(state: SessionState) -> Iterator[Block]:
@@ -251,6 +276,7 @@ class Walk:
         members: dict[str, list[tuple[int, Message, Category]]] = {}
         anchors: dict[int, list[Turn]] = {}
         claims: dict[str, Turn] = {}
+        shapes: dict[tuple[Category | None, ...], Shape | None] = {}
 
         def claim(turn: Turn, position: int) -> int:
             """Record ``turn``'s claims on its inputs; its anchor (``position`` or the
@@ -279,7 +305,7 @@ class Walk:
             if not stored_order:
                 found.sort(key=_phase_key)
                 _, members_of, categories_of = zip(*found, strict=True)
-            return trusted_block(turn.id, members_of, categories_of, stored_order)
+            return trusted_block(turn.id, members_of, categories_of, stored_order, False)
 
         # The messages newest first, a 32-message leaf of the trie at a time (as
         # ``newest_first`` reads them, inlined: this loop runs once per stored message).
@@ -327,6 +353,7 @@ class Walk:
                                         anchor,
                                         position,
                                         claims,
+                                        shapes,
                                     )
                                     if block is not None:
                                         yield block, anchor
@@ -353,7 +380,7 @@ class Walk:
                     if into is not None:
                         into.append((phase, message, category))
                     else:
-                        alone = trusted_block(None, (message,), (category,), False)
+                        alone = trusted_block(None, (message,), (category,), False, False)
                         yield alone, None if members else position
                 if position == next_anchor:
                     due = anchors.pop(position)

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from ._artifacts import ArtifactStore
 from ._clean import DEFAULT_MAX_RESULT_CHARS
-from ._compact import _ANTHROPIC_MATCH, anthropic_id
+from ._compact_spell import _ANTHROPIC_MATCH, anthropic_id
 from ._errors import ProjectionError
 from ._json import canonical
 from ._message import Message

@@ -9,7 +9,8 @@ from typing import Any
 from ._artifacts import ArtifactStore
 from ._category import Category, category_of
 from ._clean import DEFAULT_MAX_RESULT_CHARS, clean_history
-from ._compact import first_role, prefix_last_role, spell
+from ._compact import first_role, prefix_last_role
+from ._compact_spell import spell
 from ._errors import ProjectionError
 from ._message import Message
 from ._state import SessionState

@@ -35,7 +35,8 @@ from runtime import (
     to_openai,
 )
 from runtime._clean import DEFAULT_MAX_RESULT_CHARS, BlockBuilder
-from runtime._compact import SPELLERS, compact, materialize, spell
+from runtime._compact import compact, materialize
+from runtime._compact_spell import SPELLERS, spell
 from runtime._history import Block, Walk
 from runtime._providers import _anthropic_body, _gemini_body, _openai_body
 from runtime._view_cache import _settled
@@ -94,6 +95,27 @@ class TestCompactBlocks:
                     for key, body in BODIES.items():
                         assert spell(run, limit, note, key, body) == body(views)
 
+    @settings(max_examples=60, deadline=None)
+    @given(SESSIONS)
+    def test_the_walks_bare_hint_changes_no_verdict(self, timeline: Timeline) -> None:
+        """A block the walk marks ``bare`` is what the hint says (active messages of its
+        turn, no metadata, attachments or browser elements), and ``compact`` tells it as it
+        tells the same block without the hint, for the running turn, its own and none."""
+        for state in timeline.states():
+            for block, _ in Walk(state).blocks():
+                if block.bare:
+                    assert all(
+                        m.active
+                        and m.turn_id == block.turn_id
+                        and not m.metadata
+                        and not m.attachments
+                        and not m.browser_elements
+                        for m in block.messages
+                    )
+                plain = attrs.evolve(block, bare=False)
+                for current in (state.active_turn_id, block.turn_id, None):
+                    assert compact(block, current) == compact(plain, current)
+
     def test_calls_out_of_index_order_spell_as_their_view(self) -> None:
         """A compact block whose calls are stored out of index order (and two of one index)
         spells as the view built from its messages, which orders them by index."""
@@ -123,11 +145,12 @@ class TestCompactBlocks:
             assert spell(run, None, False, key, body) == body(views)
 
     def test_a_plain_session_is_kept_compact(self) -> None:
-        """The settled turns of the benchmark's session are all compact."""
+        """The settled turns of the benchmark's session are all compact, and the walk read
+        each in one step (``bare``)."""
         state = turns(4)[-1]
         cache, _ = cached_view(None, state)
         assert len(cache.segments) == 4
-        assert all(type(segment) is Block for segment in cache.segments)
+        assert all(type(segment) is Block and segment.bare for segment in cache.segments)
 
     def test_every_provider_has_a_speller(self) -> None:
         """The three providers of the issue spell compact blocks themselves."""

@@ -532,9 +532,10 @@ class TestTrustedConstructors:
         _maybe,
         st.lists(st.sampled_from(Category), max_size=3),
         st.booleans(),
+        st.booleans(),
     )
     def test_block_equals_its_constructor(
-        self, turn_id: str | None, categories: list[Category], stored_order: bool
+        self, turn_id: str | None, categories: list[Category], stored_order: bool, bare: bool
     ) -> None:
         """A block the walk builds without ``__init__`` is the constructor's value."""
         messages = tuple(
@@ -543,13 +544,13 @@ class TestTrustedConstructors:
             )
             for n in range(len(categories))
         )
-        same_value(
-            trusted_block(turn_id, messages, tuple(categories), stored_order),
-            Block(
-                turn_id=turn_id, messages=messages, categories=tuple(categories),
-                stored_order=stored_order,
-            ),
+        fast = trusted_block(turn_id, messages, tuple(categories), stored_order, bare)
+        general = Block(
+            turn_id=turn_id, messages=messages, categories=tuple(categories),
+            stored_order=stored_order, bare=bare,
         )  # fmt: skip
+        same_value(fast, general)
+        assert fast.bare is general.bare is bare
 
     @given(
         st.sampled_from(ViewRole),
