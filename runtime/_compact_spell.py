@@ -26,7 +26,6 @@ from typing import Any
 from ._compact import answer, materialize, scan
 from ._history import Block
 from ._json import canonical
-from ._message import _NO_ITEMS
 from ._view import ReasoningPart, Segment, TextPart, ViewMessage, ViewRole, arguments_json
 from ._window import START_NOTE
 
@@ -78,21 +77,7 @@ def _openai(out: list[dict[str, Any]], block: Block, limit: int | None) -> None:
         content = "".join(texts) if texts else None
         _openai_add(out, {"role": "assistant", "content": content, "tool_calls": made})
         for call in calls:
-            # ``answer``, inlined for a plain result
             call_id = call.tool_call.id  # type: ignore[union-attr]
-            result = results.pop(call_id, None)
-            if (
-                result is not None
-                and (text := result.content)
-                and (limit is None or len(text) <= limit)
-                and not result.is_error
-                and result.attachments is _NO_ITEMS
-                and not text.isspace()
-            ):
-                out.append({"role": "tool", "tool_call_id": call_id, "content": text})
-                continue
-            if result is not None:
-                results[call_id] = result  # back, for ``answer``
             text, _ = answer(call, results, limit)
             out.append({"role": "tool", "tool_call_id": call_id, "content": text})
 
@@ -147,20 +132,6 @@ def _anthropic(out: list[dict[str, Any]], block: Block, limit: int | None) -> No
                     "input": canonical(tool.arguments),
                 }
             )
-            # ``answer``, inlined for a plain result
-            result = results.pop(call_id, None)
-            if (
-                result is not None
-                and (text := result.content)
-                and (limit is None or len(text) <= limit)
-                and not result.is_error
-                and result.attachments is _NO_ITEMS
-                and not text.isspace()
-            ):
-                user.append({"type": "tool_result", "tool_use_id": use_id, "content": text})
-                continue
-            if result is not None:
-                results[call_id] = result  # back, for ``answer``
             text, is_error = answer(call, results, limit)
             made = {"type": "tool_result", "tool_use_id": use_id, "content": text}
             if is_error:
@@ -195,23 +166,8 @@ def _gemini(out: list[dict[str, Any]], block: Block, limit: int | None) -> None:
             tool: Any = call.tool_call  # a call message: never None
             name = tool.name
             parts.append({"function_call": {"name": name, "args": canonical(tool.arguments)}})
-            # ``answer``, inlined for a plain result
-            call_id = tool.id
-            result = results.pop(call_id, None)
-            if (
-                result is not None
-                and (text := result.content)
-                and (limit is None or len(text) <= limit)
-                and not result.is_error
-                and result.attachments is _NO_ITEMS
-                and not text.isspace()
-            ):
-                response = {"output": text}
-            else:
-                if result is not None:
-                    results[call_id] = result  # back, for ``answer``
-                text, is_error = answer(call, results, limit)
-                response = {"error" if is_error else "output": text}
+            text, is_error = answer(call, results, limit)
+            response = {"error" if is_error else "output": text}
             user.append({"function_response": {"name": name, "response": response}})
         _add(out, "model", "parts", parts)
         out.append({"role": "user", "parts": user})
