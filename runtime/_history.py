@@ -202,8 +202,9 @@ def _turn_run(
     again."""
     if anchor >= base:
         run = leaf[anchor - base : position - base + 1]
-    else:  # the leaves before this one, then this one's start
-        run = _stored(messages, node_for, anchor, base - 1) + leaf[: position - base + 1]
+    else:  # the leaves before this one, then this one's start (a list, or a 1-tuple)
+        run = _stored(messages, node_for, anchor, base - 1)
+        run += leaf[: position - base + 1]
     by_type = _BY_TYPE.get
     categories: tuple[Any, ...] = tuple(
         [  # a Category each, or None where the run is not plain

@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pyrsistent import pmap
+from pyrsistent import pmap, pvector
 
 from runtime import (
     Attachment,
@@ -205,6 +205,16 @@ class TestTurnRun:
         in one step gives the blocks and cuts of the walk message by message."""
         for state in timeline.states():
             same_walks(state)
+
+    @settings(max_examples=30, deadline=None)
+    @given(timelines())
+    def test_a_state_built_by_hand_on_a_c_vector(self, timeline: Timeline) -> None:
+        """A state whose messages are pyrsistent's C ``pvector`` (built by hand: the field
+        takes any vector) has no leaves to read: the walk reads its runs a message at a
+        time and still gives the blocks and cuts of the message-by-message walk (a turn
+        of two messages or more once raised a TypeError there)."""
+        for state in timeline.states():
+            same_walks(attrs.evolve(state, messages=pvector(list(state.messages))))
 
     def test_long_turns_out_of_order_and_interrupted_runs(self) -> None:
         """Turns across leaves of the message vector, out of phase order, with a loose
