@@ -27,9 +27,12 @@ _FIELDS: dict[type, tuple[_Field, ...]] = {}
 """Class -> its fields shown (name, its own repr or None for ``repr``, whether
 ``__init__`` sets it), as attrs' generated ``__repr__`` lists them."""
 
-_showing: ContextVar[set[int] | None] = ContextVar("amber_repr_showing", default=None)
-"""The ids of the values being shown, per thread (attrs' recursion guard: ``...``; a
-context variable, as the core starts and names no threads)."""
+_showing: ContextVar[frozenset[int]] = ContextVar("amber_repr_showing", default=frozenset())
+"""The ids of the values being shown (attrs' recursion guard: ``...``). A context
+variable, as the core starts and names no threads: each thread runs in a context of its
+own, and the set is immutable and put back after each ``__repr__``, so a context copied
+into another thread (``asyncio.to_thread``, trio's ``to_thread``) while a value is shown
+shares nothing with it."""
 
 _MISSING = attrs.NOTHING
 
@@ -52,15 +55,13 @@ def value_repr(self: object) -> str:
     shown again inside itself (on the same thread) is ``...``.
     """
     cls = self.__class__
-    fields = _FIELDS.get(cls) or _fields(cls)
+    fields = _FIELDS.get(cls)
+    if fields is None:  # (a class that shows no field keeps its empty tuple)
+        fields = _fields(cls)
     already = _showing.get()
-    if already is None:
-        already = {id(self)}
-        _showing.set(already)
-    elif id(self) in already:
+    if id(self) in already:
         return "..."
-    else:
-        already.add(id(self))
+    token = _showing.set(already | {id(self)})
     try:
         parts = []
         for name, custom, init in fields:
@@ -68,4 +69,4 @@ def value_repr(self: object) -> str:
             parts.append(f"{name}={value!r}" if custom is None else f"{name}={custom(value)}")
         return f"{cls.__qualname__.rsplit('>.', 1)[-1]}({', '.join(parts)})"
     finally:
-        already.remove(id(self))
+        _showing.reset(token)

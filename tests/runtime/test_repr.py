@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import importlib
 import pkgutil
+import threading
 from datetime import UTC, datetime
 from typing import Any
 
@@ -151,6 +153,50 @@ def test_a_value_inside_itself_is_dots(cls: type) -> None:
         object.__setattr__(value, fields[-1].name, [value, 1])
     assert repr(instance) == repr(reference)
     assert "[..., 1]" in repr(instance) or fields[-1].repr is False
+
+
+class _Meeting:
+    """A field whose repr waits until the other thread's repr reaches it too."""
+
+    def __init__(self, parties: int) -> None:
+        self.barrier = threading.Barrier(parties)
+
+    def __repr__(self) -> str:
+        self.barrier.wait(timeout=30)  # a guard against a hang, not a wait for time
+        return "met"
+
+
+@attrs.frozen
+class _Holder:
+    __repr__ = value_repr
+    value: Any
+
+
+@pytest.mark.parametrize("contexts", ["copied", "fresh"])
+def test_threads_showing_one_value_at_once_each_see_it_whole(contexts: str) -> None:
+    """Two threads show the same value at the same time, in contexts copied from one that
+    showed a value before (as ``asyncio.to_thread`` and trio's ``to_thread`` copy them) or
+    in fresh ones: each sees the whole text, not the other's ``...`` (the guard is per
+    thread, as attrs' is)."""
+    repr(_Holder(1))  # this thread's context has shown a value
+    shown = _Holder(_Meeting(2))
+    out: dict[int, str] = {}
+
+    def show(n: int) -> None:
+        out[n] = repr(shown)
+
+    threads = []
+    for n in (1, 2):
+        if contexts == "copied":
+            target: Any = functools.partial(contextvars.copy_context().run, show, n)
+        else:
+            target = functools.partial(show, n)
+        threads.append(threading.Thread(target=target))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert out == {1: "_Holder(value=met)", 2: "_Holder(value=met)"}
 
 
 @attrs.frozen
