@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import attrs
 
@@ -23,9 +24,10 @@ __all__ = ["value_repr"]
 
 _Field = tuple[str, Callable[[Any], object] | None, bool]
 
-_FIELDS: dict[type, tuple[_Field, ...]] = {}
+_FIELDS: WeakKeyDictionary[type, tuple[_Field, ...]] = WeakKeyDictionary()
 """Class -> its fields shown (name, its own repr or None for ``repr``, whether
-``__init__`` sets it), as attrs' generated ``__repr__`` lists them."""
+``__init__`` sets it), as attrs' generated ``__repr__`` lists them. Weak: a class made
+at run time and shown once is freed with its last reference."""
 
 _showing: ContextVar[frozenset[int]] = ContextVar("amber_repr_showing", default=frozenset())
 """The ids of the values being shown (attrs' recursion guard: ``...``). A context

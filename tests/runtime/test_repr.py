@@ -286,3 +286,26 @@ def test_real_values_as_before() -> None:
         "type=<MessageType.TEXT: 'text'>, status=<Status.PENDING_AGENT: 'pending_agent'>, "
         f"created_at={at}, content='hi', sender='ann', parent_id=None"
     )
+
+
+def test_a_class_shown_once_is_not_kept_alive() -> None:
+    """The cache of each class's fields holds no class alive: a class made at run time
+    (a test's, a plugin's) and shown once is freed with its last reference."""
+    import gc
+    import weakref
+
+    def make() -> type:
+        @attrs.frozen
+        class Passing:
+            __repr__ = value_repr
+
+            name: str
+
+        return Passing
+
+    cls = make()
+    assert repr(cls(name="a")) == "Passing(name='a')"
+    gone = weakref.ref(cls)
+    del cls
+    gc.collect()
+    assert gone() is None
