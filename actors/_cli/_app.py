@@ -56,6 +56,8 @@ from runtime.store import DEFAULT_SCHEMA, SQLiteStore, SqlStore, Store, is_postg
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ._plain import PlainConsole
+
 __all__ = [
     "DEFAULT_DB",
     "CliError",
@@ -71,6 +73,7 @@ __all__ = [
     "require_session",
     "resolve_seq",
     "stdout_console",
+    "text_console",
     "translate",
 ]
 
@@ -298,6 +301,16 @@ def stdout_console() -> Console:
     from rich.console import Console  # not for --json: imported when something is printed
 
     return Console(highlight=False, soft_wrap=True)
+
+
+def text_console() -> Console | PlainConsole:
+    """``stdout_console()``, or, when stdout is not a terminal (``plain_stdout``), a
+    ``PlainConsole`` that prints texts as it would without importing rich's console."""
+    from ._plain import PlainConsole, plain_works
+
+    if plain_stdout() and plain_works():
+        return PlainConsole()
+    return stdout_console()
 
 
 def _default(value: Any) -> Any:
