@@ -21,7 +21,6 @@ Errors are one line on stderr: what went wrong, what was found, how to fix it.
 
 from __future__ import annotations
 
-import base64
 import enum
 import gc
 import os
@@ -315,6 +314,8 @@ def text_console() -> Console | PlainConsole:
 
 def _default(value: Any) -> Any:
     if isinstance(value, bytes):
+        import base64  # only for bytes in the data (not imported by every command)
+
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, enum.Enum):
         return value.value
