@@ -294,6 +294,30 @@ def test_console_script_on_a_closed_pipe(small_db: str) -> None:
     assert (code, err) == (main_code, main_err.removesuffix("ATEXIT")) == (1, "")
 
 
+def test_show_on_a_closed_pipe(small_db: str) -> None:
+    """Piped to nobody, show ends as it does through rich's console (FORCE_COLOR): exit code
+    1, nothing on stderr, whether it prints plain (``PlainConsole``) or through rich."""
+    results: list[tuple[int, str]] = []
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    for extra in ({}, {"FORCE_COLOR": "1"}):
+        read, write = os.pipe()
+        os.close(read)
+        try:
+            result = subprocess.run(
+                [sys.executable, "-c", _entry_code("console_main"), "show", "s", "--db", small_db],
+                stdout=write,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=120,
+                env={**env, **extra},
+                check=False,
+            )
+        finally:
+            os.close(write)
+        results.append((result.returncode, result.stderr))
+    assert results[0] == results[1] == (1, "")
+
+
 @pytest.mark.parametrize(
     ("argv", "quick"),
     [
