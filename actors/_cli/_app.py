@@ -308,7 +308,7 @@ def text_console() -> Console | PlainConsole:
     from ._plain import PlainConsole, plain_works
 
     if plain_stdout() and plain_works():
-        return PlainConsole()
+        return PlainConsole(stdout_console)
     return stdout_console()
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -50,12 +51,15 @@ def plain_width() -> int:
 class PlainConsole:
     """The part of rich's ``Console`` that ``amber show`` uses, for a stdout that is not a
     terminal (``plain_stdout`` and ``plain_works``): ``print`` writes a ``Text`` as rich
-    would (module docstring); anything else goes to a rich console made then."""
+    would (module docstring); anything else goes to the console ``fallback()`` makes then
+    (``stdout_console``).
+    """
 
     is_terminal = False
     """Never a terminal (the caller checked)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fallback: Callable[[], Console]) -> None:
+        self._fallback = fallback
         self._width: int | None = None
         self._rich: Console | None = None
 
@@ -80,9 +84,7 @@ class PlainConsole:
             self._write(renderable.plain + "\n")
             return
         if self._rich is None:
-            from ._app import stdout_console
-
-            self._rich = stdout_console()
+            self._rich = self._fallback()
         if renderable is None:
             self._rich.print()
         else:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from actors._cli._app import stdout_console
 from actors._cli._plain import PlainConsole, plain_width
 
 # Characters rich treats specially (newlines, spaces of several kinds, wide and combining
@@ -47,7 +48,7 @@ def _rich_output(renderables: list[Text | None]) -> str:
 def _plain_output(renderables: list[Text | None], monkeypatch: pytest.MonkeyPatch) -> str:
     out = io.StringIO()
     monkeypatch.setattr(sys, "stdout", out)
-    console = PlainConsole()
+    console = PlainConsole(stdout_console)
     for renderable in renderables:
         console.print(renderable)
     monkeypatch.undo()
@@ -86,7 +87,9 @@ class TestPlainConsole:
                 assert _plain_output(texts, patch) == expected
 
     @pytest.mark.parametrize("columns", [None, "0", "7", "200", "abc", ""])
-    def test_width_is_riches(self, columns: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_width_is_the_rich_consoles(
+        self, columns: str | None, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """plain_width is the width of rich's console for a file that is not a terminal."""
         if columns is None:
             monkeypatch.delenv("COLUMNS", raising=False)
@@ -94,7 +97,7 @@ class TestPlainConsole:
             monkeypatch.setenv("COLUMNS", columns)
         monkeypatch.delenv("LINES", raising=False)
         assert plain_width() == Console(file=io.StringIO()).width
-        assert PlainConsole().width == plain_width()
+        assert PlainConsole(stdout_console).width == plain_width()
 
     def test_width_in_a_fresh_process_without_a_terminal(self) -> None:
         """With no terminal on stdin, stdout or stderr and no $COLUMNS: 80, as rich says."""
@@ -124,7 +127,7 @@ class TestPlainConsole:
         expected = _rich_output([Text("x")]) + _capture_rich([table, tabbed])
         out = io.StringIO()
         monkeypatch.setattr(sys, "stdout", out)
-        console = PlainConsole()
+        console = PlainConsole(stdout_console)
         console.print(Text("x"))
         console.print(table)
         console.print(tabbed)

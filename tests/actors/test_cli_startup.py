@@ -172,7 +172,7 @@ def test_read_commands_import_nothing_heavy(argv: list[str], small_db: str) -> N
 @pytest.mark.parametrize(
     "argv", [["show", "s", "--at", "3"], ["show", "s"], ["show", "s", "--at", "0", "--all"]]
 )
-def test_show_piped_does_not_import_riches_console(argv: list[str], small_db: str) -> None:
+def test_show_piped_does_not_import_the_rich_console(argv: list[str], small_db: str) -> None:
     """Piped, show's state view prints its texts without rich's console (``PlainConsole``);
     with FORCE_COLOR set it goes through rich as before (styled)."""
     code = (
