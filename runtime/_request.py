@@ -15,7 +15,6 @@ kept, bytes as base64 (``canonical_json``).
 
 from __future__ import annotations
 
-import base64
 import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -38,6 +37,8 @@ __all__ = [
 
 def _bytes(value: object) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
+        import base64  # rare in a request: not imported with every record
+
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, Mapping):
         return dict(value)

@@ -21,7 +21,6 @@ Errors are one line on stderr: what went wrong, what was found, how to fix it.
 
 from __future__ import annotations
 
-import base64
 import enum
 import gc
 import os
@@ -56,6 +55,8 @@ from runtime.store import DEFAULT_SCHEMA, SQLiteStore, SqlStore, Store, is_postg
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ._plain import PlainConsole
+
 __all__ = [
     "DEFAULT_DB",
     "CliError",
@@ -71,6 +72,7 @@ __all__ = [
     "require_session",
     "resolve_seq",
     "stdout_console",
+    "text_console",
     "translate",
 ]
 
@@ -300,8 +302,20 @@ def stdout_console() -> Console:
     return Console(highlight=False, soft_wrap=True)
 
 
+def text_console() -> Console | PlainConsole:
+    """``stdout_console()``, or, when stdout is not a terminal (``plain_stdout``), a
+    ``PlainConsole`` that prints texts as it would without importing rich's console."""
+    from ._plain import PlainConsole, plain_works
+
+    if plain_stdout() and plain_works():
+        return PlainConsole(stdout_console)
+    return stdout_console()
+
+
 def _default(value: Any) -> Any:
     if isinstance(value, bytes):
+        import base64  # only for bytes in the data (not imported by every command)
+
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, enum.Enum):
         return value.value

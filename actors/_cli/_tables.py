@@ -9,7 +9,6 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import orjson
-from rich.console import RenderableType
 from rich.text import Text
 
 from runtime import (
@@ -23,6 +22,7 @@ from runtime import (
 )
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
     from rich.table import Table
 
     from runtime import AuditRow, StateDiff, Turn

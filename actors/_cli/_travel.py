@@ -39,6 +39,7 @@ from ._app import (
     require_session,
     resolve_seq_between,
     stdout_console,
+    text_console,
 )
 from ._viewdata import PROVIDERS, VIEWS, view_data
 
@@ -407,7 +408,7 @@ def show(
     window = None
     if not show_all:
         window = frozenset(() if event is None else touched_ids(event, before, state))
-    console = stdout_console()
+    console = text_console()  # piped: rich's console is not even imported
     print_view(
         console,
         view,

@@ -29,6 +29,8 @@ if typing.TYPE_CHECKING:
 
     from runtime import ModelView, Turn, ViewMessage
 
+    from ._plain import PlainConsole
+
 # The projections (clean_history, the providers' payloads) and the tables are imported
 # where they are used: ``amber show --json`` prints the state without loading them.
 
@@ -46,7 +48,7 @@ __all__ = [
 
 
 def print_view(
-    console: Console,
+    console: Console | PlainConsole,
     view: str,
     state: SessionState,
     *,
@@ -82,7 +84,7 @@ def print_view(
     print_parts(console, view_parts(view, state, full=full, window=window))
 
 
-def print_parts(console: Console, parts: list[RenderableType]) -> None:
+def print_parts(console: Console | PlainConsole, parts: list[RenderableType]) -> None:
     """Print renderables; one-line texts go out plain (and fast) when stdout is not a terminal."""
     if console.is_terminal:
         from rich.console import Group

@@ -169,6 +169,39 @@ def test_read_commands_import_nothing_heavy(argv: list[str], small_db: str) -> N
         assert "actors._cli._views" not in loaded
 
 
+@pytest.mark.parametrize(
+    "argv", [["show", "s", "--at", "3"], ["show", "s"], ["show", "s", "--at", "0", "--all"]]
+)
+def test_show_piped_does_not_import_the_rich_console(argv: list[str], small_db: str) -> None:
+    """Piped, show's state view prints its texts without rich's console (``PlainConsole``);
+    with FORCE_COLOR set it goes through rich as before (styled)."""
+    code = (
+        "import sys\n"
+        "from actors._cli import main\n"
+        f"code = main({[*argv, '--db', small_db]!r})\n"
+        "print('CONSOLE=' + str('rich.console' in sys.modules))\n"
+        "raise SystemExit(code)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=extra,
+            check=True,
+        )
+        for extra in (env, {**env, "FORCE_COLOR": "1"})
+    ]
+    plain, styled = (run.stdout.rsplit("CONSOLE=", 1) for run in runs)
+    assert plain[1].strip() == "False"
+    assert styled[1].strip() == "True"
+    assert "\x1b[" not in plain[0]
+    assert "\x1b[" in styled[0]
+    assert plain[0].startswith("s at seq ")
+
+
 def test_timeline_styles_its_lines_when_forced(small_db: str) -> None:
     """Piped with FORCE_COLOR set, timeline prints through rich as before (styled); piped
     without it, the same text unstyled."""
@@ -259,6 +292,30 @@ def test_console_script_on_a_closed_pipe(small_db: str) -> None:
             os.close(write)
     (code, _, err), (main_code, _, main_err) = results
     assert (code, err) == (main_code, main_err.removesuffix("ATEXIT")) == (1, "")
+
+
+def test_show_on_a_closed_pipe(small_db: str) -> None:
+    """Piped to nobody, show ends as it does through rich's console (FORCE_COLOR): exit code
+    1, nothing on stderr, whether it prints plain (``PlainConsole``) or through rich."""
+    results: list[tuple[int, str]] = []
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    for extra in ({}, {"FORCE_COLOR": "1"}):
+        read, write = os.pipe()
+        os.close(read)
+        try:
+            result = subprocess.run(
+                [sys.executable, "-c", _entry_code("console_main"), "show", "s", "--db", small_db],
+                stdout=write,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=120,
+                env={**env, **extra},
+                check=False,
+            )
+        finally:
+            os.close(write)
+        results.append((result.returncode, result.stderr))
+    assert results[0] == results[1] == (1, "")
 
 
 @pytest.mark.parametrize(

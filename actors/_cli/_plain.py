@@ -1,0 +1,106 @@
+"""Printing rich ``Text`` on a stdout that is not a terminal, without rich's console.
+
+Piped or redirected, ``stdout_console()`` prints a ``Text`` as its plain characters:
+no styles, no wrapping (``soft_wrap``). Importing ``rich.console`` and making a
+``Console`` costs more than ``amber show`` spends on everything it prints at an early
+seq, so ``PlainConsole`` writes those same characters itself and hands anything else
+(a table) to a real console, made when first needed. A text with a tab (rich expands
+it to cells), or a console width of 0 (``COLUMNS=0``), goes through rich too.
+``plain_width`` is rich's width for a console that is not a terminal (``print_parts``
+cuts one-line texts to it). A property test pins both to rich's own output.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
+__all__ = ["PlainConsole", "plain_width", "plain_works"]
+
+
+def plain_works() -> bool:
+    """Whether ``PlainConsole`` prints what rich would here: not on Windows (rich's legacy
+    console there changes the width) and not inside IPython or Jupyter (rich renders for
+    the notebook). The caller checks that stdout is not a terminal (``plain_stdout``)."""
+    return sys.platform != "win32" and not hasattr(builtins, "get_ipython")
+
+
+def plain_width() -> int:
+    """The width rich's ``Console()`` reports when stdout is not a terminal: ``$COLUMNS``
+    if it is a number, else the size of the first of stdin, stdout and stderr that is a
+    terminal, else 80 (``Console.size``)."""
+    columns = os.environ.get("COLUMNS")
+    if columns is not None and columns.isdigit():
+        return int(columns)
+    width = None
+    for descriptor in (0, 1, 2):
+        try:
+            width, _ = os.get_terminal_size(descriptor)
+        except (AttributeError, ValueError, OSError):  # not a terminal
+            continue
+        break
+    return width or 80
+
+
+class PlainConsole:
+    """The part of rich's ``Console`` that ``amber show`` uses, for a stdout that is not a
+    terminal (``plain_stdout`` and ``plain_works``): ``print`` writes a ``Text`` as rich
+    would (module docstring); anything else goes to the console ``fallback()`` makes then
+    (``stdout_console``).
+    """
+
+    is_terminal = False
+    """Never a terminal (the caller checked)."""
+
+    def __init__(self, fallback: Callable[[], Console]) -> None:
+        self._fallback = fallback
+        self._width: int | None = None
+        self._rich: Console | None = None
+
+    @property
+    def width(self) -> int:
+        """rich's width for this stdout (read once)."""
+        if self._width is None:
+            self._width = plain_width()
+        return self._width
+
+    def print(self, renderable: RenderableType | None = None) -> None:
+        """Print ``renderable`` (a blank line without one) and flush, as ``Console.print``."""
+        from rich.text import Text
+
+        width = self.width
+        if width < 1:  # COLUMNS=0: rich's own rules for a console too narrow for anything
+            pass
+        elif renderable is None:
+            self._write("\n")
+            return
+        elif isinstance(renderable, Text) and "\t" not in renderable.plain:
+            self._write(renderable.plain + "\n")
+            return
+        if self._rich is None:
+            self._rich = self._fallback()
+        if renderable is None:
+            self._rich.print()
+        else:
+            self._rich.print(renderable)
+
+    @staticmethod
+    def _write(text: str) -> None:
+        stream = sys.stdout
+        if stream is None:  # started without a stdout: rich writes to nothing too
+            return
+        try:
+            stream.write(text)
+        except UnicodeEncodeError as error:
+            error.reason = (
+                f"{error.reason}\n*** You may need to add PYTHONIOENCODING=utf-8 to your "
+                "environment ***"
+            )
+            raise
+        stream.flush()
