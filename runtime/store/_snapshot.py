@@ -385,14 +385,17 @@ def decode_snapshot(
             if type(chunk) is not dict or chunk.keys() != _CHUNK_KEYS:
                 raise corrupt(f"{part} chunk {number} must be an object with fields and rows")
             fields, rows = chunk["fields"], chunk["rows"]
-            if type(fields) is not list or any(type(name) is not str for name in fields):
+            known = fields == _FIELDS[part]  # the usual case: this Amber's, all str
+            if not known and (
+                type(fields) is not list or any(type(name) is not str for name in fields)
+            ):
                 raise corrupt(f"{part} chunk {number} must name its fields, got {fields!r:.80}")
             if type(rows) is not list or not rows or len(rows) > size:
                 raise corrupt(f"{part} chunk {number} must hold 1 to {size} rows")
             if number < len(versions) - 1 and len(rows) != size:
                 raise corrupt(f"{part} chunk {number} holds {len(rows)} rows, expected {size}")
             if part == "messages" and facts is not None and facts.lazy:
-                if fields == MESSAGE_FIELDS and facts.add(number, text, rows):
+                if known and facts.add(number, text, rows):
                     continue
                 # Other fields (an older Amber's), or a key column in doubt: eagerly.
                 return decode_snapshot(
@@ -411,7 +414,7 @@ def decode_snapshot(
             if (
                 part == "messages"
                 and facts is not None
-                and not (fields == MESSAGE_FIELDS and facts.add(number, None, rows))
+                and not (known and facts.add(number, None, rows))
             ):
                 facts = None  # the indexes from the messages, as build_state derives them
             values += decoded
