@@ -15,7 +15,8 @@ written are O(what changed), not the whole history (DESIGN §13).
 
 Reading puts the chunks back together, decodes them with the fast strict
 decoders of ``_fast``, derives every index (``_assemble``: the state
-``build_state`` would build), then checks the state for consistency. Every
+``build_state`` would build; from the rows' key columns, ``_lazy.Facts``,
+when they are sound), then checks the state for consistency. Every
 problem is a ``CorruptRow`` naming the session, the snapshot's seq and the
 chunk.
 """
@@ -349,14 +350,16 @@ def decode_snapshot(
         raise corrupt(f"updated_at is not a timestamp: {data['updated_at']!r}") from None
     refs: Refs = {}
     items: dict[str, list[Any]] = {}
-    facts = None  # a lazy read: the key columns of the messages, not the messages
-    if lazy and Facts.usable():
+    # The key columns of the messages: all a lazy read takes of them; an eager read derives
+    # the indexes and runs the message checks on them too (in C, not a Python loop each).
+    facts = None
+    if Facts.usable():
 
         def rows_of(body: object, what: str) -> list[Any]:  # parsed before: it parses again
             rows: list[Any] = _loads(_unpack(body, corrupt, what), corrupt, what)["rows"]
             return rows
 
-        facts = Facts(session_id, size, corrupt, rows_of)
+        facts = Facts(session_id, size, corrupt, rows_of, lazy=lazy)
     for part in PARTS:
         versions = data[part]
         if type(versions) is not list or any(
@@ -382,14 +385,17 @@ def decode_snapshot(
             if type(chunk) is not dict or chunk.keys() != _CHUNK_KEYS:
                 raise corrupt(f"{part} chunk {number} must be an object with fields and rows")
             fields, rows = chunk["fields"], chunk["rows"]
-            if type(fields) is not list or any(type(name) is not str for name in fields):
+            known = fields == _FIELDS[part]  # the usual case: this Amber's, all str
+            if not known and (
+                type(fields) is not list or any(type(name) is not str for name in fields)
+            ):
                 raise corrupt(f"{part} chunk {number} must name its fields, got {fields!r:.80}")
             if type(rows) is not list or not rows or len(rows) > size:
                 raise corrupt(f"{part} chunk {number} must hold 1 to {size} rows")
             if number < len(versions) - 1 and len(rows) != size:
                 raise corrupt(f"{part} chunk {number} holds {len(rows)} rows, expected {size}")
-            if part == "messages" and facts is not None:
-                if fields == MESSAGE_FIELDS and facts.add(number, text, rows):
+            if part == "messages" and facts is not None and facts.lazy:
+                if known and facts.add(number, text, rows):
                     continue
                 # Other fields (an older Amber's), or a key column in doubt: eagerly.
                 return decode_snapshot(
@@ -405,17 +411,28 @@ def decode_snapshot(
                     except DecodeError as exc:
                         problem = str(exc).rstrip(".")
                         raise corrupt(f"{part} chunk {number} item {index}: {problem}") from None
+            if (
+                part == "messages"
+                and facts is not None
+                and not (known and facts.add(number, None, rows))
+            ):
+                facts = None  # the indexes from the messages, as build_state derives them
             values += decoded
         items[part] = values
     state = None
     if facts is not None:
         state = facts.state(
-            seq=seq, updated_at=updated_at, turns=items["turns"], audit=items["audit"]
+            seq=seq,
+            updated_at=updated_at,
+            turns=items["turns"],
+            audit=items["audit"],
+            messages=None if facts.lazy else items["messages"],
         )
-        if state is None:  # a key column in doubt: the eager read names the problem
+        if state is None and facts.lazy:  # a key column in doubt: the eager read names it
             return decode_snapshot(
                 session_id, seq, record, read_chunk, digest=digest, event_hash=event_hash
             )
+    if state is not None and facts is not None:
         problems = facts.problems(state)
     else:
         state = assemble_state(

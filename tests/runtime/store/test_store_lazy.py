@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from pyrsistent._pvector import PythonPVector
 
 import runtime.store._checkpoints as checkpoints
+import runtime.store._lazy as lazy_reads
 from runtime import CorruptRow, Event, SessionState, replay
 from runtime._history import newest_first
 from runtime.store import SQLiteStore
@@ -325,3 +326,80 @@ class TestDamage:
         assert "is corrupt" in str(eager.value)
         with pytest.raises(CorruptRow, match=rf"^{re.escape(str(eager.value))}$"):
             store.load_span("s", 20, 20, lazy=True)
+
+
+_ODD: list[object] = [
+    None, True, 0, 7, -1, "", "x", "m1", "u1", "m4", "m15", "t2", "t13", "no-such-turn",
+    "other", "s", "call4", "call15", "processing", "pending_agent", "delivered", "tool_result", "tool_call",
+    "text", "user", "tool", [], {}, {"id": "call4"}, {"id": 3}, [1],
+]  # fmt: skip
+
+
+def _outcome(store: SQLiteStore, seq: int) -> tuple[str, object]:
+    try:
+        return "ok", store.load_span("s", seq, seq).head
+    except CorruptRow as exc:
+        return "error", (str(exc), exc.session_id, exc.seq)
+
+
+class TestEagerReadsTheKeyColumns:
+    """An eager snapshot read derives its indexes and runs check_consistent's message checks
+    on the rows' key columns (``Facts``): the same states and errors as deriving them from
+    the messages (``assemble_state`` and the full ``check_consistent``, the reference)."""
+
+    @settings(
+        max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        log=session_events(max_steps=50),
+        every=st.integers(min_value=1, max_value=12),
+        chunk=st.integers(min_value=1, max_value=6),
+    )
+    def test_same_states_as_the_reference(
+        self, tmp_path_factory: Any, log: list[Event], every: int, chunk: int
+    ) -> None:
+        """Every state an eager span holds equals the reference read's."""
+        path = tmp_path_factory.mktemp("facts") / "s.db"
+        with SQLiteStore(path, snapshot_every=every, chunk_size=chunk) as store:
+            for start in range(0, len(log), 5):
+                store.append(log[start : start + 5])
+        with SQLiteStore(path, snapshot_every=every, chunk_size=chunk) as store:
+            fast = store.load_span("s", 0, len(log))
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(lazy_reads.Facts, "usable", staticmethod(lambda: False))
+                reference = store.load_span("s", 0, len(log))
+            for seq in range(len(log) + 1):
+                assert fast.at(seq) == reference.at(seq)
+
+    @settings(
+        max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        changes=st.lists(
+            st.tuples(
+                st.integers(min_value=0, max_value=9),  # the snapshot holds 10 messages
+                st.sampled_from(MESSAGE_FIELDS),
+                st.sampled_from(_ODD),
+            ),
+            min_size=1,
+            max_size=3,
+        )
+    )
+    def test_damaged_rows_raise_the_reference_error(
+        self, tmp_path_factory: Any, changes: list[tuple[int, str, object]]
+    ) -> None:
+        """Key columns or other values changed (the digest made to match): the eager read
+        loads, or raises the CorruptRow, exactly as the reference read does."""
+        path = tmp_path_factory.mktemp("facts") / "s.db"
+        with SQLiteStore(path, snapshot_every=10, chunk_size=4) as store:
+            events = conversation("s", 24)
+            store.append(events[:20])
+            store.append(events[20:])
+        for position, name, value in changes:
+            _rewrite_row(path, position, _setter(name, value))
+        with SQLiteStore(path, snapshot_every=10, chunk_size=4) as store:
+            fast = _outcome(store, 20)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(lazy_reads.Facts, "usable", staticmethod(lambda: False))
+                reference = _outcome(store, 20)
+        assert fast == reference

@@ -476,6 +476,43 @@ class TestCorruptSnapshots:
         ):
             open_store().load_state("s")
 
+    @pytest.mark.parametrize("lazy", [False, True])
+    def test_bad_fields(self, stored: pathlib.Path, open_store: OpenStore, lazy: bool) -> None:
+        """A chunk whose field names are not a list of str is CorruptRow naming them, read
+        eagerly or lazily; a list of str that is not this Amber's is read by name."""
+        where = "WHERE session_id = 's' AND part = 'messages' AND chunk = 0"
+        (chunk,) = raw(stored).execute(f"SELECT body FROM snapshot_chunks {where}").fetchone()
+        items = chunk_data(chunk)
+        expected = open_store().load_span("s", 10, 10).head
+        fields = items["fields"]
+        for bad, shown in [
+            ("id", "'id'"),
+            ([*fields[:-1], 7], r"\['id', 'session_id', 'role', .*"),
+        ]:
+            tamper(
+                stored,
+                (
+                    f"UPDATE snapshot_chunks SET body = ? {where}",
+                    (orjson.dumps({**items, "fields": bad}).decode(),),
+                ),
+            )
+            with pytest.raises(
+                CorruptRow,
+                match=r"^Session 's' snapshot at seq 10 is corrupt: messages chunk 0 must name "
+                rf"its fields, got {shown}" + self.REBUILD,
+            ):
+                open_store().load_span("s", 10, 10, lazy=lazy)
+        order = sorted(range(len(fields)), key=fields.__getitem__)  # the same fields, reordered
+        reordered = {
+            "fields": [fields[i] for i in order],
+            "rows": [[row[i] for i in order] for row in items["rows"]],
+        }
+        tamper(
+            stored,
+            (f"UPDATE snapshot_chunks SET body = ? {where}", (orjson.dumps(reordered).decode(),)),
+        )
+        assert open_store().load_span("s", 10, 10, lazy=lazy).head == expected
+
     def test_inconsistent_state(self, stored: pathlib.Path, open_store: OpenStore) -> None:
         """A snapshot whose parts disagree is CorruptRow listing the problems."""
         (record,) = (
