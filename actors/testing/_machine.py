@@ -245,8 +245,7 @@ class LifecycleMachine(MachineChecks, RuleBasedStateMachine):
 
             return kept_postgres()
         raise InvalidConfig(
-            f"LifecycleMachine.store must be 'memory', 'sqlite' or 'postgres' (got "
-            f"{self.store!r})."
+            f"LifecycleMachine.store must be 'memory', 'sqlite' or 'postgres' (got {self.store!r})."
         )
 
     def _start(self) -> ObservedRuntime:

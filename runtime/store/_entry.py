@@ -34,9 +34,7 @@ class Entry:
     """The hash of the head's event: the next event chains from it."""
 
 
-def load_entry(
-    db: Db, session_id: str, row: tuple[int, datetime], chunk_size: int
-) -> Entry:
+def load_entry(db: Db, session_id: str, row: tuple[int, datetime], chunk_size: int) -> Entry:
     """The session's entry from its snapshot and the events after it (inside a transaction).
 
     ``row`` is the session's summary (last seq, creation time), already checked.

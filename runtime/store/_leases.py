@@ -68,9 +68,7 @@ def _check_owner(owner: object) -> str:
     return owner
 
 
-def acquire(
-    db: Db, session_id: str, *, owner: str, now: datetime, ttl: timedelta
-) -> Lease | None:
+def acquire(db: Db, session_id: str, *, owner: str, now: datetime, ttl: timedelta) -> Lease | None:
     """Take the session's lease if it is free, expired or already ``owner``'s; None if not.
 
     Every acquisition adds one to the token (the first is 1).

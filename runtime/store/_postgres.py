@@ -365,4 +365,3 @@ class Listener:
     def close(self) -> None:
         """Close the connection. Closing twice is fine."""
         self._conn.close()
-

@@ -119,9 +119,7 @@ def chain_at(db: Db, session_id: str, seq: int) -> str:
     return stored
 
 
-def read_events(
-    db: Db, chain: ChainCheck, after: int, upto: int | None = None
-) -> Iterator[Event]:
+def read_events(db: Db, chain: ChainCheck, after: int, upto: int | None = None) -> Iterator[Event]:
     """Decoded events after seq ``after`` (up to ``upto``, if given), each checked against its
     row, the seq before and the hash chain (``chain`` holds the hash at ``after``)."""
     session_id = chain.session_id

@@ -77,9 +77,7 @@ def _summary(db: Db, session_id: str) -> SessionInfo | CorruptRow | None:
     return infos[0] if infos else None
 
 
-def _snapshot(
-    db: Db, session_id: str, chunk_size: int
-) -> SessionState | CorruptRow:
+def _snapshot(db: Db, session_id: str, chunk_size: int) -> SessionState | CorruptRow:
     try:
         return read_snapshot(db, session_id, chunk_size)[0]
     except CorruptRow as exc:

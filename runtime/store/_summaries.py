@@ -98,9 +98,7 @@ def summary_digest(values: tuple[object, ...]) -> str:
         return ""
 
 
-def read_summaries(
-    db: Db, where: str, params: tuple[Any, ...]
-) -> list[SessionInfo]:
+def read_summaries(db: Db, where: str, params: tuple[Any, ...]) -> list[SessionInfo]:
     """Summaries of the sessions ``where`` selects (an SQL clause over ``s``).
 
     Raises:

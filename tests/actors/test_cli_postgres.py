@@ -60,7 +60,9 @@ def test_migrate_back_to_sqlite(recorded: Recorded, pg: str, tmp_path: Path) -> 
     result = amber("migrate", "--from", pg, "--to", back)
     assert result.exit_code == 0, result.output
     with SQLiteStore(recorded.db) as a, SQLiteStore(back) as b:
-        assert [i.session_id for i in a.list_sessions()] == [i.session_id for i in b.list_sessions()]
+        assert [i.session_id for i in a.list_sessions()] == [
+            i.session_id for i in b.list_sessions()
+        ]
         for info in a.list_sessions():
             assert a.events(info.session_id) == b.events(info.session_id)
 

@@ -55,7 +55,9 @@ def wait_for(what: Callable[[], bool], why: str) -> None:
         time.sleep(0.02)
 
 
-def test_the_sender_runs_a_free_session(open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str) -> None:
+def test_the_sender_runs_a_free_session(
+    open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+) -> None:
     """A runtime sent to a session nobody owns takes its lease and answers it."""
     rt = open_rt(ScriptedModel([reply("hello")]))
     rt.send("s", "hi", sender="Chii")
@@ -106,7 +108,9 @@ def _draft(session_id: str):  # type: ignore[no-untyped-def]
     from actors._drafts import user_draft
     from actors._ids import utc_now
 
-    return user_draft("send", session_id, "waiting", {"sender": "Chii"}, utc_now, Settings().input_limits)
+    return user_draft(
+        "send", session_id, "waiting", {"sender": "Chii"}, utc_now, Settings().input_limits
+    )
 
 
 def test_takeover_recovers_the_turn_and_fences_the_old_owner(

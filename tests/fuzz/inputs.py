@@ -443,9 +443,7 @@ def damage(rng: random.Random) -> Any:
                     )
                 else:
                     body = _mutate_text(local, body)
-                db.execute(
-                    "UPDATE snapshot_chunks SET body = ? WHERE session_id = ?", (body, sid)
-                )
+                db.execute("UPDATE snapshot_chunks SET body = ? WHERE session_id = ?", (body, sid))
         elif kind == 9:
             db.execute(
                 "UPDATE snapshots SET " + local.choice(["seq = seq - 1", "seq = seq + 1",

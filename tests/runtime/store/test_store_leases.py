@@ -169,7 +169,10 @@ class TestFencing:
         a.acquire("s", owner="w1", now=NOW, ttl=TTL)
         late = more(a, 2)
         b.acquire("s", owner="w2", now=NOW + TTL, ttl=TTL)
-        with pytest.raises(LeaseLost, match=r"Cannot append to session 's': its lease was taken over \('w1' held token 1; 'w2' holds it now with token 2\)\. Nothing was stored"):
+        with pytest.raises(
+            LeaseLost,
+            match=r"Cannot append to session 's': its lease was taken over \('w1' held token 1; 'w2' holds it now with token 2\)\. Nothing was stored",
+        ):
             a.append(late)
         assert b.load_state("s").seq == 3
         b.append(more(b, 1))

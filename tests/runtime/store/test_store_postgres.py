@@ -79,7 +79,9 @@ class TestSchema:
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
             conn.execute(sql.SQL("CREATE TABLE {}.users (id int)").format(sql.Identifier(name)))
-        with pytest.raises(NotAStore, match=r"holds tables but is not an Amber store \(tables: users\)"):
+        with pytest.raises(
+            NotAStore, match=r"holds tables but is not an Amber store \(tables: users\)"
+        ):
             open_pg(name)
 
     def test_a_newer_version_is_refused(self, open_pg: OpenPg, postgres_dsn: str) -> None:
@@ -88,7 +90,9 @@ class TestSchema:
         store.close()
         with raw(postgres_dsn, store.schema) as conn:
             conn.execute("UPDATE amber_meta SET value = '99' WHERE key = 'schema_version'")
-        with pytest.raises(SchemaVersionError, match="has schema version 99, newer than this Amber"):
+        with pytest.raises(
+            SchemaVersionError, match="has schema version 99, newer than this Amber"
+        ):
             open_pg(store.schema)
 
     def test_an_unknown_version_is_refused(self, open_pg: OpenPg, postgres_dsn: str) -> None:
@@ -190,8 +194,7 @@ class TestGuards:
         with raw(postgres_dsn, store.schema) as conn:
             conn.execute("ALTER TABLE events DISABLE TRIGGER events_append_only")
             conn.execute(
-                "UPDATE events SET body = replace(body, 'run the tests', 'rm -rf /') "
-                "WHERE seq = 1"
+                "UPDATE events SET body = replace(body, 'run the tests', 'rm -rf /') WHERE seq = 1"
             )
         fresh = open_pg(store.schema)
         report = fresh.check()
