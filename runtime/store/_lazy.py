@@ -249,7 +249,8 @@ def _types_are(values: Iterable[object], allowed: set[Any]) -> bool:
 
 
 class Facts:
-    """The key columns of a lazy read's message rows, chunk by chunk (module docstring)."""
+    """The key columns of a snapshot read's message rows, chunk by chunk (module docstring):
+    a lazy read's messages, and the indexes and message checks of either read."""
 
     def __init__(
         self,
@@ -288,7 +289,8 @@ class Facts:
 
     def add(self, number: int, body: object, rows: list[Any]) -> bool:
         """Take the key columns of chunk ``number`` (rows in ``MESSAGE_FIELDS`` order);
-        False if any is in doubt (then read eagerly)."""
+        False if any is in doubt (then a lazy read reads eagerly, an eager read derives the
+        indexes from its messages)."""
         if not _types_are(rows, {list}) or not set(map(len, rows)) <= {_WIDTH}:
             return False
         # A pass per column, in C; the few rows that need more (inputs, calls, results)

@@ -3,6 +3,7 @@ read, damage named when read."""
 
 from __future__ import annotations
 
+import copy
 import gc
 import pathlib
 import pickle
@@ -22,9 +23,10 @@ import runtime.store._checkpoints as checkpoints
 import runtime.store._lazy as lazy_reads
 from runtime import CorruptRow, Event, SessionState, replay
 from runtime._history import newest_first
+from runtime._state import STATUS_ORDER
 from runtime.store import SQLiteStore
 from runtime.store._chain import digest
-from runtime.store._fast import MESSAGE_FIELDS
+from runtime.store._fast import MESSAGE_FIELDS, TURN_FIELDS
 from runtime.store._lazy import LazyMessages, _Chunk
 from runtime.testing import session_events
 
@@ -402,4 +404,107 @@ class TestEagerReadsTheKeyColumns:
             with pytest.MonkeyPatch.context() as patch:
                 patch.setattr(lazy_reads.Facts, "usable", staticmethod(lambda: False))
                 reference = _outcome(store, 20)
+        assert fast == reference
+
+
+_TOOL_CALLS: list[object] = [
+    {"id": "call4", "name": "sh", "arguments": {}, "index": 0},
+    {"id": "call15", "name": "sh", "arguments": {}, "index": 0},
+    {"id": "call4", "name": "sh"},  # a key missing
+    {"id": "call4", "name": "sh", "arguments": {}, "index": 0, "x": 1},  # one too many
+]
+_DAMAGE = st.one_of(
+    st.tuples(st.just("set"), st.integers(0, 19), st.sampled_from(MESSAGE_FIELDS),
+              st.sampled_from(_ODD + _TOOL_CALLS)),
+    st.tuples(st.just("copy"), st.integers(0, 19), st.integers(0, 19), st.none()),
+    st.tuples(st.just("swap"), st.integers(0, 19), st.integers(0, 19), st.none()),
+    st.tuples(st.just("fork"), st.integers(0, 19), st.none(), st.none()),
+    st.tuples(st.just("turn"), st.integers(0, 9), st.sampled_from(TURN_FIELDS),
+              st.sampled_from(_ODD)),
+)  # fmt: skip
+"""A change to the stored snapshot: a message field set, a row copied over another (a
+repeated id), two rows swapped, the first rows moved to another session, a turn field set."""
+
+
+def _stored_chunks(db: Any, part: str) -> list[tuple[int, dict[str, Any]]]:
+    return [
+        (number, orjson.loads(zlib.decompress(body)))
+        for number, body in db.execute(
+            "SELECT chunk, body FROM snapshot_chunks WHERE session_id = 's' AND part = ? "
+            "ORDER BY chunk",
+            (part,),
+        )
+    ]
+
+
+def _store_rows(
+    db: Any, part: str, chunks: list[tuple[int, dict[str, Any]]], rows: list[Any]
+) -> None:
+    """Write ``rows`` back into ``chunks`` of ``part``, each as many as it held, digests made
+    to match."""
+    start = 0
+    for number, chunk in chunks:
+        chunk["rows"] = rows[start : start + len(chunk["rows"])]
+        start += len(chunk["rows"])
+        packed = zlib.compress(orjson.dumps(chunk))
+        db.execute(
+            "UPDATE snapshot_chunks SET body = ?, digest = ? "
+            "WHERE session_id = 's' AND part = ? AND chunk = ?",
+            (packed, digest(packed), part, number),
+        )
+
+
+class TestEagerReadsOfRearrangedRows:
+    """Whole rows rearranged (the cases ``_suspect`` exists for), not only values changed:
+    the eager read loads, or raises the CorruptRow, exactly as the reference read does."""
+
+    @settings(
+        max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(damage=st.lists(_DAMAGE, min_size=1, max_size=4), fix_counts=st.booleans())
+    def test_same_outcome_as_the_reference(
+        self, tmp_path_factory: Any, damage: list[tuple[Any, ...]], fix_counts: bool
+    ) -> None:
+        """``fix_counts``: the record's counts made to match the changed statuses, so that
+        the read gets past that check to the consistency checks."""
+        path = tmp_path_factory.mktemp("facts") / "s.db"
+        with SQLiteStore(path, snapshot_every=24, chunk_size=4) as store:
+            events = conversation("s", 30)
+            store.append(events[:24])
+            store.append(events[24:])
+        with raw(path) as db:
+            messages, turns = _stored_chunks(db, "messages"), _stored_chunks(db, "turns")
+            rows = [row for _, chunk in messages for row in chunk["rows"]]
+            turn_rows = [row for _, chunk in turns for row in chunk["rows"]]
+            for kind, first, second, value in damage:
+                if kind == "set" and first < len(rows):
+                    rows[first][MESSAGE_FIELDS.index(second)] = copy.deepcopy(value)
+                elif kind == "copy" and max(first, second) < len(rows):
+                    rows[second] = copy.deepcopy(rows[first])
+                elif kind == "swap" and max(first, second) < len(rows):
+                    rows[first], rows[second] = rows[second], rows[first]
+                elif kind == "fork":
+                    for row in rows[:first]:
+                        row[MESSAGE_FIELDS.index("session_id")] = "other"
+                elif kind == "turn" and first < len(turn_rows):
+                    turn_rows[first][TURN_FIELDS.index(second)] = copy.deepcopy(value)
+            _store_rows(db, "messages", messages, rows)
+            _store_rows(db, "turns", turns, turn_rows)
+            (seq, record) = db.execute(
+                "SELECT seq, record FROM snapshots WHERE session_id = 's'"
+            ).fetchone()
+            if fix_counts:
+                data = orjson.loads(record)
+                statuses = [row[MESSAGE_FIELDS.index("status")] for row in rows]
+                data["counts"] = [statuses.count(status.value) for status in STATUS_ORDER]
+                text = orjson.dumps(data).decode()
+                db.execute(
+                    "UPDATE snapshots SET record = ?, digest = ? WHERE session_id = 's'",
+                    (text, digest(text.encode())),
+                )
+        with SQLiteStore(path, snapshot_every=24, chunk_size=4) as store:
+            fast = _outcome(store, seq)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(lazy_reads.Facts, "usable", staticmethod(lambda: False))
+                reference = _outcome(store, seq)
         assert fast == reference
