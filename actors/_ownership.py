@@ -76,12 +76,13 @@ class RunnerLock:
     """The advisory lock a runtime holds on a SQLite store while it runs it.
 
     Args:
-        db: the store's file; the lock is ``<db>.runner`` beside it.
+        db: the store's file; the lock is ``<db>.runner`` beside the file itself (its path
+            resolved: a symlink or a path with ``..`` in it locks the same file).
         runner: the runtime's runner id, written into the lock for messages.
     """
 
     def __init__(self, db: str | os.PathLike[str], runner: str) -> None:
-        self.path = Path(f"{os.fspath(db)}.runner")
+        self.path = Path(f"{os.path.realpath(os.fspath(db))}.runner")
         self.runner = runner
         self._file: IO[str] | None = None
 

@@ -156,6 +156,24 @@ class TestRunnerLock:
         with Runtime(model=ScriptedModel([]), store=db):  # released on stop
             pass
 
+    def test_the_same_file_through_another_path_is_refused(self, tmp_path: Path) -> None:
+        """The lock is the file's, not the path's: through a symlink, or a path with ``..``
+        in it, the second runtime is refused too (a user found a symlink let it in; the
+        first then failed every append with SeqConflict)."""
+        (tmp_path / "sub").mkdir()
+        db = tmp_path / "amber.db"
+        link = tmp_path / "link.db"
+        link.symlink_to(db)
+        others = [link, tmp_path / "sub" / ".." / "amber.db"]
+        with Runtime(model=ScriptedModel([]), store=db):
+            for other in others:
+                second = Runtime(model=ScriptedModel([]), store=other)
+                with pytest.raises(StoreBusy, match="run by another runtime"):
+                    second.start()
+        with Runtime(model=ScriptedModel([]), store=link):  # the other way round
+            with pytest.raises(StoreBusy, match="run by another runtime"):
+                Runtime(model=ScriptedModel([]), store=db).start()
+
 
 class TestRecoveryAfterAKill:
     def test_a_message_after_a_sigkill_is_answered_without_waiting(self, tmp_path: Path) -> None:
