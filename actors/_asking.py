@@ -9,6 +9,7 @@ interrupts the turn that claims the input (or the one that will).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ from ._answers import (
     await_waiter,
 )
 from ._drafts import session_id_of, user_draft
-from ._errors import AskTimeout
+from ._errors import AskTimeout, InvalidConfig
 
 if TYPE_CHECKING:
     from ._router import Router
@@ -60,10 +61,13 @@ class Asking:
 
         Raises:
             InvalidInput: the input breaks a rule; nothing was stored.
+            InvalidConfig: ``timeout`` is not a positive number of seconds or None;
+                nothing was stored.
             AskTimeout: no answer within ``timeout`` seconds (the turn goes on;
                 ``interrupt`` stops it).
             RuntimeStopped: the runtime is not running, or stopped before the answer.
         """
+        _check_timeout(timeout)
         waiter = self._start_ask(session_id, text, fields, None)
         if not waiter.wait(timeout):
             raise _timeout(session_id, timeout)
@@ -80,8 +84,10 @@ class Asking:
         Raises:
             InvalidInput: the input breaks a rule; nothing was stored.
             AskTimeout: no answer within ``timeout`` seconds (the turn goes on).
-            InvalidConfig: awaited outside asyncio and trio.
+            InvalidConfig: awaited outside asyncio and trio, or ``timeout`` is not a
+                positive number of seconds or None (nothing was stored).
         """
+        _check_timeout(timeout)
         waiter = self._start_ask(session_id, text, fields, None)
         try:
             resolved = await await_waiter(waiter, timeout)
@@ -137,3 +143,18 @@ def _timeout(session_id: str, timeout: float | None) -> AskTimeout:
         f"Session {session_id!r} did not answer within {timeout} s; its turn goes on (raise the "
         "timeout, or stop the turn with Runtime.interrupt)."
     )
+
+
+def _check_timeout(timeout: object) -> None:
+    """``ask``'s ``timeout``: a positive, finite number of seconds, or None (no limit)."""
+    if timeout is None:
+        return
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 0 < timeout < math.inf
+    ):
+        raise InvalidConfig(
+            f"An ask's timeout must be a positive number of seconds, or None to wait as long as "
+            f"it takes (got {timeout!r}); nothing was sent."
+        )

@@ -117,6 +117,22 @@ class TestAsk:
                 rt.ask("s1", "   ")
             assert rt.sessions() == []
 
+    @pytest.mark.parametrize("timeout", [-1, 0, float("nan"), float("inf"), "5", True])
+    def test_a_bad_timeout_is_refused_and_nothing_is_stored(self, timeout: Any) -> None:
+        """A timeout that is not a positive number of seconds (a user's ``-1`` was stored and
+        answered, then reported as not answered within -1 s): ``InvalidConfig`` at once, from
+        ``ask`` and ``ask_async``; the session was never made."""
+        with runtime(reply("hi")) as rt:
+            with pytest.raises(InvalidConfig, match=r"timeout must be a positive number"):
+                rt.ask("s1", "hi", timeout=timeout)
+
+            async def main() -> None:
+                await rt.ask_async("s1", "hi", timeout=timeout)
+
+            with pytest.raises(InvalidConfig, match=r"timeout must be a positive number"):
+                trio.run(main)
+            assert rt.sessions() == []
+
 
 class TestAsyncio:
     def test_two_sessions_answer_concurrently(self) -> None:
