@@ -138,6 +138,16 @@ def model_ended(s: Step, input: ModelEnded) -> None:
     except StreamError as exc:
         model_failed(s, f"the model's stream is malformed: {exc}", duration)
         return
+    if not response.finished:
+        # Cut short (a custom model that stopped mid-answer; the adapters raise their own
+        # error): what arrived is kept, marked, and no tool call of it runs.
+        model_failed(
+            s,
+            "the model call failed: its stream ended before MessageFinish, so the answer "
+            "was cut short (a Model yields MessageFinish last: docs/providers.md)",
+            duration,
+        )
+        return
     s.run = run = replace(run, assembly=None)
     opened = run.operation_id is not None
     if not opened and not open_call(s, response.id or run.stream_id, response.request):

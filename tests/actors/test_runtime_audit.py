@@ -15,6 +15,7 @@ from actors import (
     Runtime,
     ScriptedModel,
     TextDelta,
+    ToolCallDelta,
     call,
     error,
     reply,
@@ -109,6 +110,47 @@ class TestIdempotency:
         assert state.message(user.id).status is Status.ERROR
         (turn,) = state.turn_list()
         assert "audit refused" in (turn.reason or "")
+        assert statuses(rt, "s") == [AuditStatus.FAILED]
+
+
+class TestAStreamWithoutItsFinish:
+    """A model whose stream ends without ``MessageFinish`` was cut short (docs/providers.md,
+    "Writing a Model"): a user's custom model that stopped mid-answer had its half reply
+    recorded as complete and its half-streamed tool call run."""
+
+    def test_text_is_kept_marked_and_the_turn_fails(self, make_runtime: RuntimeFactory) -> None:
+        steps = (MessageStart(id="p"), TextDelta(text="The answer is defini"))
+        rt = make_runtime(model=ScriptedModel([Response(steps)]))
+        user = rt.send("s", "go")
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert state.message(user.id).status is Status.ERROR
+        (row,) = rt.model_calls("s")
+        assert row.status is AuditStatus.FAILED
+        assert "ended before MessageFinish" in (row.error or "")
+        (turn,) = state.turn_list()
+        assert "ended before MessageFinish" in (turn.reason or "")
+        (kept,) = [m for m in state.messages if m.content == "The answer is defini"]
+        assert dict(kept.metadata).get("interrupted") is True
+        check_invariants(rt.timeline("s"))
+
+    def test_a_tool_call_is_not_run(self, make_runtime: RuntimeFactory) -> None:
+        ran: list[int] = []
+
+        @tool
+        def transfer(amount: int) -> str:
+            """Moves money."""
+            ran.append(amount)
+            return "moved"
+
+        steps = (
+            MessageStart(id="p"),
+            ToolCallDelta(index=0, id="c1", name="transfer", arguments='{"amount": 100}'),
+        )
+        rt = make_runtime(model=ScriptedModel([Response(steps)]), tools=[transfer])
+        user = rt.send("s", "go")
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert state.message(user.id).status is Status.ERROR
+        assert ran == []
         assert statuses(rt, "s") == [AuditStatus.FAILED]
 
 
