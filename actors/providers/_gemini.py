@@ -169,6 +169,10 @@ class GeminiModel(ProviderModel):
                 return _prepend(first, stream), responses[-1] if responses else None
             except StopAsyncIteration:
                 return _prepend(None, None), None
+            except genai_errors.UnknownApiResponseError as exc:
+                # The first chunk arrived and did not parse: the stream is broken, as when a
+                # later one does not (the SDK reads the first while opening the stream).
+                return _raising(exc), responses[-1] if responses else None
             except (genai_errors.APIError, *_TRANSIENT) as exc:
                 status = getattr(exc, "code", None)
                 retryable = isinstance(exc, _TRANSIENT) or status in _RETRY_STATUS
@@ -278,6 +282,12 @@ def gemini_wire(payload: dict[str, Any]) -> dict[str, Any]:
     for key in ("config", "_url", "_query"):
         body.pop(key, None)
     return _common.encode_unserializable_types(_common.convert_to_dict(body))
+
+
+async def _raising(error: Exception) -> AsyncIterator[Any]:
+    """A stream whose first event is ``error`` (raised where the stream is read)."""
+    raise error
+    yield  # an async generator
 
 
 async def _prepend(first: Any, rest: AsyncIterator[Any] | None) -> AsyncIterator[Any]:

@@ -745,6 +745,13 @@ def malformed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [*events[:at], cut, *events[at + 1 :]]
 
 
+def malformed_first(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The stream with its first event's JSON cut in the middle (nothing arrived before)."""
+    cut = dict(events[0])
+    cut["data"] = json.dumps(cut["data"], separators=(",", ":"))[:25]
+    return [cut, *events[1:]]
+
+
 def write() -> None:
     for provider, (streams, errors) in PROVIDERS.items():
         folder = HERE / provider
@@ -800,6 +807,16 @@ def write() -> None:
                 "before is kept.",
                 "replies": [{"events": malformed(text["events"])}],
                 "expect": {"error": "ModelStreamBroken", "partial_text": "Sunny in"},
+            },
+        )
+        dump(
+            folder / "malformed_first.json",
+            {
+                "provider": provider,
+                "description": "The first event's JSON is cut short: the stream is broken, as "
+                "when a later one is (not an unavailable model).",
+                "replies": [{"events": malformed_first(text["events"])}],
+                "expect": {"error": "ModelStreamBroken"},
             },
         )
         dump(
