@@ -185,7 +185,12 @@ class Runtime(Asking, Approving):
                     "make a new one to start again."
                 )
             self._state = "starting"
-        opened = open_store(self._store_arg)
+        try:
+            opened = open_store(self._store_arg)
+        except BaseException:
+            with self._lock:
+                self._state = "new"  # nothing started: ``stop`` stops the adapters handed over
+            raise
         path = getattr(opened, "path", None) if isinstance(opened, SQLiteStore) else None
         if path is not None:
             lock = RunnerLock(path, self.runner)
@@ -299,7 +304,13 @@ class Runtime(Asking, Approving):
         handle.done.wait(timeout)
 
     def __enter__(self) -> Self:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            # ``with`` calls no ``__exit__`` when this raises: stop what was handed over (the
+            # adapters), or a thread of theirs keeps the process alive.
+            self.stop()
+            raise
 
     def __exit__(
         self,

@@ -156,6 +156,29 @@ class TestRunnerLock:
         with Runtime(model=ScriptedModel([]), store=db):  # released on stop
             pass
 
+    def test_a_refused_runtime_stops_the_adapters_handed_to_it(self, tmp_path: Path) -> None:
+        """``with Runtime(adapters=[...])`` that cannot start (the store is busy, or is not a
+        store): the adapters handed over are stopped, so no thread keeps the process alive
+        (``amber chat``, ``demo`` and ``resume`` hung after printing StoreBusy)."""
+        from io import StringIO
+
+        from rich.console import Console
+
+        db = tmp_path / "amber.db"
+        not_a_store = tmp_path / "notes.txt"
+        not_a_store.write_text("not a store")
+        with Runtime(model=ScriptedModel([]), store=db):
+            adapter = CliAdapter.start(console=Console(file=StringIO()), sessions=["s"])
+            with pytest.raises(StoreBusy):
+                with Runtime(model=ScriptedModel([]), store=db, adapters=[adapter]):
+                    pass
+            assert not adapter.is_alive()
+        adapter = CliAdapter.start(console=Console(file=StringIO()), sessions=["s"])
+        with pytest.raises(Exception, match="not an Amber store|not a database|notes.txt"):
+            with Runtime(model=ScriptedModel([]), store=not_a_store, adapters=[adapter]):
+                pass
+        assert not adapter.is_alive()
+
     def test_the_same_file_through_another_path_is_refused(self, tmp_path: Path) -> None:
         """The lock is the file's, not the path's: through a symlink, or a path with ``..``
         in it, the second runtime is refused too (a user found a symlink let it in; the
