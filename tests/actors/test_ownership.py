@@ -15,7 +15,7 @@ from cli_support import Recorded, amber, recorded  # noqa: F401  (the fixture)
 
 from actors import CliAdapter, Runtime, ScriptedModel, Settings, reply
 from actors._ownership import StoreBusy
-from runtime import Status
+from runtime import NotAStore, Status
 from runtime.store import SQLiteStore
 
 WAIT = 60.0
@@ -169,14 +169,14 @@ class TestRunnerLock:
         not_a_store.write_text("not a store")
         with Runtime(model=ScriptedModel([]), store=db):
             adapter = CliAdapter.start(console=Console(file=StringIO()), sessions=["s"])
-            with pytest.raises(StoreBusy):
-                with Runtime(model=ScriptedModel([]), store=db, adapters=[adapter]):
-                    pass
+            refused = Runtime(model=ScriptedModel([]), store=db, adapters=[adapter])
+            with pytest.raises(StoreBusy), refused:
+                pass
             assert not adapter.is_alive()
         adapter = CliAdapter.start(console=Console(file=StringIO()), sessions=["s"])
-        with pytest.raises(Exception, match="not an Amber store|not a database|notes.txt"):
-            with Runtime(model=ScriptedModel([]), store=not_a_store, adapters=[adapter]):
-                pass
+        refused = Runtime(model=ScriptedModel([]), store=not_a_store, adapters=[adapter])
+        with pytest.raises(NotAStore), refused:
+            pass
         assert not adapter.is_alive()
 
     def test_the_same_file_through_another_path_is_refused(self, tmp_path: Path) -> None:
@@ -193,9 +193,11 @@ class TestRunnerLock:
                 second = Runtime(model=ScriptedModel([]), store=other)
                 with pytest.raises(StoreBusy, match="run by another runtime"):
                     second.start()
-        with Runtime(model=ScriptedModel([]), store=link):  # the other way round
-            with pytest.raises(StoreBusy, match="run by another runtime"):
-                Runtime(model=ScriptedModel([]), store=db).start()
+        with (
+            Runtime(model=ScriptedModel([]), store=link),  # the other way round
+            pytest.raises(StoreBusy, match="run by another runtime"),
+        ):
+            Runtime(model=ScriptedModel([]), store=db).start()
 
 
 class TestRecoveryAfterAKill:
