@@ -7,6 +7,7 @@ beside a live runtime writing the same file.
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -245,50 +246,54 @@ def timeline(
             else last
         )
         # Streamed: each line is printed when its event is read, from the nearest stored state.
-        picked = (
-            (event, before, after)
-            for event, before, after in store.walk(session, max(low, 1), max(high, low, 1))
-            if event.seq <= high
-            and (not kinds or event.kind in kinds)
-            and (message_id is None or message_id in touched_ids(event, before, after))
-        )
-        if as_json:
-            emit_json(
-                [
-                    {
-                        "seq": event.seq,
-                        "at": event.at,
-                        "kind": event.kind,
-                        "summary": describe_event(event, before, after).plain,
-                        "event": to_data(event),
-                    }
-                    for event, before, after in picked
-                ]
+        # The walk is closed before the store is, also when the reader goes (a closed pipe,
+        # Ctrl-C): else its transaction ends later, on a closed connection.
+        walked = store.walk(session, max(low, 1), max(high, low, 1))
+        with contextlib.closing(walked):
+            picked = (
+                (event, before, after)
+                for event, before, after in walked
+                if event.seq <= high
+                and (not kinds or event.kind in kinds)
+                and (message_id is None or message_id in touched_ids(event, before, after))
             )
-            return
-        span = f"{time_text(info.created_at, date=True)} → {time_text(info.updated_at)} UTC"
-        header = Text.assemble((session, "bold"), f": {last} events", f", {span}")
-        # Piped (grep, less, a file): plain lines, much faster than styling each one,
-        # written a few hundred at a time (the first ones at once), without rich's console.
-        console = None if plain_stdout() else stdout_console()
-        if console is None:
-            click.echo(header.plain)
-        else:
-            console.print(header, soft_wrap=True)
-        width = len(str(last))
-        shown = 0
-        piped: list[str] = []
-        for event, before, after in picked:
-            text = event_line(event, before, after, width)
-            shown += 1
-            if console is not None and console.is_terminal:
-                console.print(text)
-                continue
-            piped.append(text.plain + "\n")
-            if shown == 1 or len(piped) >= 500:
-                click.echo("".join(piped), nl=False)
-                piped.clear()
-        click.echo("".join(piped), nl=False)
+            if as_json:
+                emit_json(
+                    [
+                        {
+                            "seq": event.seq,
+                            "at": event.at,
+                            "kind": event.kind,
+                            "summary": describe_event(event, before, after).plain,
+                            "event": to_data(event),
+                        }
+                        for event, before, after in picked
+                    ]
+                )
+                return
+            span = f"{time_text(info.created_at, date=True)} → {time_text(info.updated_at)} UTC"
+            header = Text.assemble((session, "bold"), f": {last} events", f", {span}")
+            # Piped (grep, less, a file): plain lines, much faster than styling each one,
+            # written a few hundred at a time (the first ones at once), without rich's console.
+            console = None if plain_stdout() else stdout_console()
+            if console is None:
+                click.echo(header.plain)
+            else:
+                console.print(header, soft_wrap=True)
+            width = len(str(last))
+            shown = 0
+            piped: list[str] = []
+            for event, before, after in picked:
+                text = event_line(event, before, after, width)
+                shown += 1
+                if console is not None and console.is_terminal:
+                    console.print(text)
+                    continue
+                piped.append(text.plain + "\n")
+                if shown == 1 or len(piped) >= 500:
+                    click.echo("".join(piped), nl=False)
+                    piped.clear()
+            click.echo("".join(piped), nl=False)
     if not shown:
         if console is None:
             click.echo("(no event matches)")

@@ -294,6 +294,69 @@ def test_console_script_on_a_closed_pipe(small_db: str) -> None:
     assert (code, err) == (main_code, main_err.removesuffix("ATEXIT")) == (1, "")
 
 
+@pytest.fixture(scope="module")
+def long_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A store with one session ``s`` of 3,000 events: its timeline is more than a pipe holds."""
+    from datetime import UTC, datetime, timedelta
+
+    from runtime import (
+        Category,
+        MessageAdded,
+        SessionState,
+        TurnEnded,
+        TurnOutcome,
+        TurnStarted,
+        apply,
+    )
+    from runtime import new_message as make
+    from runtime.store import SQLiteStore
+
+    t0 = datetime(2026, 5, 27, 12, 50, tzinfo=UTC)
+    state = SessionState.empty("s")
+    events = []
+    for n in range(750):
+        turn = f"t{n}"
+        steps = [
+            lambda kw, n=n: MessageAdded(message=make(
+                Category.USER_QUESTION, id=f"u{n}", session_id="s", created_at=kw["at"],
+                sender="Chii", content=f"Question {n}?"), **kw),
+            lambda kw, turn=turn: TurnStarted(turn_id=turn, **kw),
+            lambda kw, n=n, turn=turn: MessageAdded(message=make(
+                Category.REPLY, id=f"a{n}", session_id="s", created_at=kw["at"], turn_id=turn,
+                parent_id=f"u{n}", content=f"Answer {n}."), **kw),
+            lambda kw, turn=turn: TurnEnded(turn_id=turn, outcome=TurnOutcome.PROCESSED, **kw),
+        ]  # fmt: skip
+        for step in steps:
+            kw = {"session_id": "s", "seq": state.seq + 1, "at": t0 + timedelta(seconds=state.seq)}
+            event = step(kw)
+            state = apply(state, event)
+            events.append(event)
+    path = tmp_path_factory.mktemp("startup") / "long.db"
+    with SQLiteStore(path) as store:
+        store.append(events)
+    return str(path)
+
+
+def test_timeline_read_in_part_then_the_pipe_closed(long_db: str) -> None:
+    """``amber timeline s | head -1`` on a long session: exit 1 and nothing on stderr (the
+    walk's transaction used to end after the store had closed: "Exception ignored in: <generator
+    object TimeTravel.walk>" and a traceback). The timeline is more than a pipe holds, so the
+    command is still walking when the reader goes."""
+    with subprocess.Popen(
+        [sys.executable, "-c", _entry_code("console_main"), "timeline", "s", "--db", long_db],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        assert process.stdout.readline().startswith("s: 3000 events")
+        process.stdout.close()  # as head does after its lines
+        err = process.stderr.read()
+        code = process.wait(timeout=120)
+    assert (code, err) == (1, "")
+
+
 def test_show_on_a_closed_pipe(small_db: str) -> None:
     """Piped to nobody, show ends as it does through rich's console (FORCE_COLOR): exit code
     1, nothing on stderr, whether it prints plain (``PlainConsole``) or through rich."""
