@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import TypeVar
 
 from .._errors import CorruptRow, EventRejected, InvalidArgument
@@ -264,7 +264,7 @@ class TimeTravel:
 
     def walk(
         self, session_id: str, first: int = 1, last: int | None = None
-    ) -> Iterator[tuple[Event, SessionState, SessionState]]:
+    ) -> Generator[tuple[Event, SessionState, SessionState], None, None]:
         """``(event, state before, state after)`` for seqs ``first`` to ``last`` (default: the
         head), one at a time from the nearest stored state; errors as ``load_span``'s.
 
