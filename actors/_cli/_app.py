@@ -70,6 +70,7 @@ __all__ = [
     "parse_seq",
     "plain_stdout",
     "require_session",
+    "require_sqlite_file",
     "resolve_seq",
     "stdout_console",
     "text_console",
@@ -191,6 +192,19 @@ def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 # --- the store ---------------------------------------------------------------------------
+
+
+def require_sqlite_file(db: str, command: str) -> None:
+    """``USAGE`` if ``db`` is a PostgreSQL URL: ``command`` runs its runtime on a SQLite file
+    (a runtime on PostgreSQL is a program's or ``amber worker``'s)."""
+    if is_postgres_url(db):
+        raise CliError(
+            f"amber {command} runs its runtime on a SQLite file (--db PATH), not on a "
+            f"PostgreSQL store (got {db!r}). Run the runtime on PostgreSQL in your program "
+            "(Runtime(store='postgresql://…')) or with 'amber worker'; every read command "
+            "works on the URL.",
+            ExitCode.USAGE,
+        )
 
 
 def open_any_store(db: str, *, create: bool = False) -> SqlStore:

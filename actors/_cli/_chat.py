@@ -47,7 +47,7 @@ from .._scripted import ScriptedModel
 from .._settings import Settings
 from .._shell import shell_tool
 from .._tools import Tool, tool
-from ._app import CliError, ExitCode, db_option, open_store
+from ._app import CliError, ExitCode, db_option, open_store, require_sqlite_file
 from ._logs import warnings_on
 
 __all__ = ["ChatLoop", "chat", "chat_model", "chat_tools", "resume"]
@@ -266,6 +266,7 @@ def chat(
     --model PROVIDER:MODEL it is a real one, its key read from the provider's
     environment variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY).
     """
+    require_sqlite_file(db, "chat")
     if base_url is not None and model_spec is None:
         raise CliError("--base-url needs --model PROVIDER:MODEL.", ExitCode.USAGE)
     model = provider_model(model_spec, base_url) if model_spec else chat_model(shell=shell)
@@ -360,6 +361,7 @@ def resume(
     """
     from runtime import Status
 
+    require_sqlite_file(db, "resume")
     if base_url is not None and model_spec is None:
         raise CliError("--base-url needs --model PROVIDER:MODEL.", ExitCode.USAGE)
     model = provider_model(model_spec, base_url) if model_spec else chat_model(shell=shell)

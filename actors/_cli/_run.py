@@ -15,6 +15,7 @@ from ._app import (
     open_any_store,
     open_store,
     parse_seq,
+    require_sqlite_file,
     resolve_seq_between,
 )
 from ._logs import warnings_on
@@ -35,6 +36,7 @@ def demo(session_id: str | None, db: str) -> None:
     """
     from .._demo import print_summary, run_demo
 
+    require_sqlite_file(db, "demo")
     console = Console(highlight=False)
     with open_store(db, create=True):
         pass  # a file that is not a store fails here, before the runtime starts

@@ -101,3 +101,17 @@ def test_inspect_reads_a_postgres_store_lazily(recorded: Recorded, pg: str) -> N
         assert list(source.flags()) == [(e.kind, reports_error(e)) for e in demo.events()]
     finally:
         source.close()
+
+
+@pytest.mark.parametrize(
+    "argv", [["demo"], ["chat"], ["resume", "s"]], ids=["demo", "chat", "resume"]
+)
+def test_commands_that_run_a_runtime_name_the_sqlite_file_they_need(argv: list[str]) -> None:
+    """demo, chat and resume run a runtime on a SQLite file: given a PostgreSQL URL they say
+    so at once (a user got "Cannot open 'postgresql:/…': unable to open database file", and
+    chat then hung), before anything connects."""
+    url = "postgresql://amber@127.0.0.1:1/nowhere"  # nothing listens there
+    result = amber(*argv, "--db", url, input="")
+    assert result.exit_code == 2
+    assert "runs its runtime on a SQLite file" in result.output
+    assert "amber worker" in result.output
