@@ -27,7 +27,7 @@ if typing.TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.table import Table
 
-    from runtime import ModelView, Turn, ViewMessage
+    from runtime import Turn, ViewMessage
 
     from ._plain import PlainConsole
 
@@ -115,7 +115,8 @@ def view_parts(
 ) -> list[RenderableType]:
     """``view`` of ``state`` as renderables: message lines, tables, or the request as JSON.
 
-    ``window``: as ``print_view``'s (the state view only).
+    ``window``: as ``print_view``'s; the history and clean views print the last
+    ``WINDOW_LAST`` messages of more than ``WINDOW_OVER`` (a window of None: every one).
     """
     if view == "state":
         from ._tables import model_call_lines, turn_lines
@@ -144,16 +145,26 @@ def view_parts(
 
         history = session_history(state)
         title = f"session_history: {len(history)} messages, phased"
-        return _messages(history, full=full, title=title, state=state)
+        shown, left_out = _window(history, window)
+        if not left_out:
+            return _messages(history, full=full, title=title, state=state)
+        note = _left_out(left_out, len(history), "messages", None)
+        if full:
+            return [note, *_messages(shown, full=True, title=title, state=state)]
+        return [Text(title, style="bold"), note, *_messages(shown, full=False, state=state)]
     if view == "clean":
         from runtime import clean_history
 
         model_view = clean_history(state)
-        note = ", truncated" if model_view.truncated else ""
-        return [
-            Text(f"clean_history: {len(model_view)} messages{note}", style="bold"),
-            _model_view_table(model_view, full=full),
+        truncated = ", truncated" if model_view.truncated else ""
+        rows, left_out = _window(model_view.messages, window)
+        clean: list[RenderableType] = [
+            Text(f"clean_history: {len(model_view)} messages{truncated}", style="bold")
         ]
+        if left_out:
+            clean.append(_left_out(left_out, len(model_view), "messages", None))
+        clean.append(_model_view_table(rows, full=full))
+        return clean
     from rich.json import JSON
 
     return [
@@ -261,14 +272,14 @@ def _part_text(part: object, full: bool) -> Text:
     return Text(repr(part))
 
 
-def _model_view_table(view: ModelView, *, full: bool) -> Table:
+def _model_view_table(messages: Sequence[ViewMessage], *, full: bool) -> Table:
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     table.add_column("role", no_wrap=True)
     table.add_column("from", no_wrap=True, style="dim")
     table.add_column("parts", overflow="fold")
-    for message in view.messages:
+    for message in messages:
         table.add_row(message.role.value, _source(message), _parts(message, full))
     return table
 

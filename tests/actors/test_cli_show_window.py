@@ -246,3 +246,25 @@ def test_show_reads_lazily_only_for_the_text_state_and_message(
     monkeypatch.setattr(SQLiteStore, "load_span", eager)
     assert result.output == amber(*args).output
     assert (result.exit_code == 0) is ("u205" not in options)
+
+
+@pytest.mark.parametrize("view", ["history", "clean"])
+def test_the_history_and_clean_views_print_the_last_100_too(tmp_path: Path, view: str) -> None:
+    """``--view history`` and ``--view clean`` of a long state print its last 100 messages
+    under a line saying how many are left out, as the state view does (a user waited 12 s for
+    62,645 lines of ``--view clean`` at the head of a long session); ``--all`` prints every
+    one, and ``--json`` is the whole view."""
+    db = _store(tmp_path, touch=None)
+    cut = amber("show", "long", "--view", view, "--db", db)
+    every = amber("show", "long", "--view", view, "--all", "--db", db)
+    assert cut.exit_code == every.exit_code == 0
+    questions = [f"question {n}" for n in range(TURNS)]
+    shown = [q for q in questions if f"{q}\n" in cut.output or f"{q} " in cut.output]
+    assert shown == questions[-100:]
+    assert f"({TURNS - 100:,} earlier messages of {TURNS:,} not shown: the last 100; --all " in (
+        cut.output
+    )
+    assert [q for q in questions if f"{q}\n" in every.output or f"{q} " in every.output] == (
+        questions
+    )
+    assert "not shown" not in every.output
