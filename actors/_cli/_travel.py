@@ -117,11 +117,14 @@ def sessions(db: str, as_json: bool) -> None:
     if not infos:
         console.print(f"No sessions in {db}; 'amber demo' stores one.")
         return
+    # Piped: a session a line, however long (grep finds whole rows); on a terminal the
+    # statuses wrap within its width.
+    piped = not console.is_terminal
     now = datetime.now(UTC)
     table = Table(box=None, pad_edge=False, header_style="bold")
     for name in ("session", "events", "messages", "active turn", "last active", "cost"):
         table.add_column(name, no_wrap=True)
-    table.add_column("statuses", ratio=1)
+    table.add_column("statuses", ratio=None if piped else 1, no_wrap=piped)
     for info in infos:
         statuses = Text()
         for status in STATUS_ORDER:
@@ -140,8 +143,17 @@ def sessions(db: str, as_json: bool) -> None:
             _cost_text(costs[info.session_id]),
             statuses,
         )
-    console.print(table)
+    if piped:
+        from rich.console import Console
+
+        Console(highlight=False, width=_UNWRAPPED).print(table, crop=False)
+    else:
+        console.print(table)
     console.print(Text(f"{len(infos)} session(s) in {db}", style="dim"))
+
+
+_UNWRAPPED = 1_000_000
+"""The width a piped table is laid out in: its rows' own (a table sized to its content)."""
 
 
 def _session_cost(store: Any, session_id: str) -> SessionCost | None:

@@ -127,6 +127,26 @@ class TestStoreErrors:
         )
         assert path.stat().st_size == 0
 
+    def test_sessions_piped_prints_a_session_a_line(self, recorded: Recorded) -> None:
+        """Piped, ``amber sessions`` prints each session on one whole line however narrow the
+        columns (a user's ``amber sessions | cat`` split rows over 3 to 6 lines and cut cells to
+        "proc…"), so grep finds whole rows."""
+        from click.testing import CliRunner
+
+        from actors._cli import cli
+
+        runner = CliRunner(env={"COLUMNS": "40", "AMBER_DB": None})
+        result = runner.invoke(cli, ["sessions", "--db", str(recorded.db)])
+        assert result.exit_code == 0
+        lines = result.output.splitlines()
+        assert lines[0].split() == [
+            "session", "events", "messages", "active", "turn", "last", "active", "cost", "statuses"
+        ]  # fmt: skip
+        (demo,) = [line for line in lines if line.startswith("demo ")]
+        assert "…" not in result.output
+        assert "3 processed · 2 interrupted · 10 delivered" in demo
+        assert lines[-1].endswith("session(s) in " + str(recorded.db))
+
     def test_amber_db_environment_variable(self, recorded: Recorded, tmp_path: Path) -> None:
         """$AMBER_DB is the default store."""
         from click.testing import CliRunner
