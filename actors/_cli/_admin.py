@@ -26,6 +26,7 @@ from ._app import (
     parse_seq,
     require_session,
     resolve_seq,
+    session_id_option,
     stdout_console,
 )
 from ._check import describe_problem
@@ -77,7 +78,11 @@ def fork_session(
     "--at", "at_seq", metavar="SEQ", callback=parse_seq, required=True, help="The seq to fork from."
 )
 @click.option(
-    "--as", "new_id", metavar="NEW", help="The new session's id (default: SESSION-fork-SEQ)."
+    "--as",
+    "new_id",
+    metavar="NEW",
+    callback=session_id_option,
+    help="The new session's id (default: SESSION-fork-SEQ).",
 )
 @db_option()
 @json_option
@@ -183,7 +188,13 @@ def _renamed(data: Any, new_id: str) -> Any:
 
 @click.command("import")
 @click.argument("file", type=click.Path(allow_dash=True, path_type=Path))
-@click.option("--as", "new_id", metavar="NEW", help="Import under this session id instead.")
+@click.option(
+    "--as",
+    "new_id",
+    metavar="NEW",
+    callback=session_id_option,
+    help="Import under this session id instead.",
+)
 @db_option(create=True)
 @json_option
 def import_command(file: Path, new_id: str | None, db: str, as_json: bool) -> None:

@@ -47,6 +47,7 @@ from runtime import (
     Timeline,
     UnknownMessage,
     UnknownSession,
+    check_session_id,
     storable_text,
     thaw,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "require_session",
     "require_sqlite_file",
     "resolve_seq",
+    "session_id_option",
     "stdout_console",
     "text_console",
     "translate",
@@ -176,6 +178,17 @@ SEQ_HELP = (
     "a number (0 is the empty state before the first event), a negative number to count back "
     "from the head (-1 is the head), or 'head'"
 )
+
+
+def session_id_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback: a session id a new session can have (``USAGE``, naming the option
+    and what is wrong, if it cannot), or None."""
+    if value is None:
+        return None
+    try:
+        return check_session_id(value)
+    except InvalidInput as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:

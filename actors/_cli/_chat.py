@@ -47,7 +47,14 @@ from .._scripted import ScriptedModel
 from .._settings import Settings
 from .._shell import shell_tool
 from .._tools import Tool, tool
-from ._app import CliError, ExitCode, db_option, open_store, require_sqlite_file
+from ._app import (
+    CliError,
+    ExitCode,
+    db_option,
+    open_store,
+    require_sqlite_file,
+    session_id_option,
+)
 from ._logs import warnings_on
 
 __all__ = ["ChatLoop", "chat", "chat_model", "chat_tools", "resume"]
@@ -233,7 +240,12 @@ def chat_settings(system: str | None, prices: str | None) -> Settings:
 
 
 @click.command()
-@click.option("--session", "session_id", help="Continue this session (default: a new one).")
+@click.option(
+    "--session",
+    "session_id",
+    callback=session_id_option,
+    help="Continue this session (default: a new one).",
+)
 @click.option(
     "--model",
     "model_spec",

@@ -17,6 +17,7 @@ from ._app import (
     parse_seq,
     require_sqlite_file,
     resolve_seq_between,
+    session_id_option,
 )
 from ._logs import warnings_on
 from ._travel import head_seq
@@ -25,7 +26,12 @@ __all__ = ["demo", "inspect"]
 
 
 @click.command()
-@click.option("--session", "session_id", help="The session id (default: demo, demo-2, …).")
+@click.option(
+    "--session",
+    "session_id",
+    callback=session_id_option,
+    help="The session id (default: demo, demo-2, …).",
+)
 @db_option(create=True)
 def demo(session_id: str | None, db: str) -> None:
     """Run the demo: a scripted agent with real tools, stored in --db.

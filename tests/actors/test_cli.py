@@ -127,6 +127,26 @@ class TestStoreErrors:
         )
         assert path.stat().st_size == 0
 
+    @pytest.mark.parametrize("bad", ["", "a\nb", "x" * 257])
+    @pytest.mark.parametrize(
+        "argv",
+        [["fork", "demo", "--at", "5", "--as"], ["demo", "--session"], ["chat", "--session"]],
+        ids=["fork", "demo", "chat"],
+    )
+    def test_a_session_id_no_session_can_have_is_a_usage_error(
+        self, recorded: Recorded, tmp_path: Path, argv: list[str], bad: str
+    ) -> None:
+        """An id no session can have (empty, a control character, too long) exits 2 naming
+        the option and what is wrong, before anything is stored (``fork --as ''`` exited 1
+        with an event's internal error, ``demo --session ''`` 1 as a config error)."""
+        db = recorded.copy(tmp_path)
+        before = db.read_bytes()
+        result = amber(*argv, bad, "--db", db, input="")
+        assert result.exit_code == ExitCode.USAGE
+        assert f"Invalid value for '{argv[-1]}': Session id" in result.stderr
+        assert "cannot be used" in result.stderr
+        assert db.read_bytes() == before
+
     def test_sessions_piped_prints_a_session_a_line(self, recorded: Recorded) -> None:
         """Piped, ``amber sessions`` prints each session on one whole line however narrow the
         columns (a user's ``amber sessions | cat`` split rows over 3 to 6 lines and cut cells to
