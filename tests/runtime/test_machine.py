@@ -172,6 +172,23 @@ class TestModelCalls:
         assert ended.outcome is TurnOutcome.PROCESSED
         assert d.machine.run is None
 
+    def test_a_stream_that_ends_without_its_finish_was_cut_short(self) -> None:
+        """No ``MessageFinish`` before the model run ends: the call fails, the text is kept as
+        partial output and a streamed tool call is not run."""
+        d = Driver()
+        call = d.started()
+        d.stream(call.run_id, MessageStart(), TextDelta(text="The answer is"),
+                 ToolCallDelta(index=0, id="c1", name="lookup", arguments="{}"))  # fmt: skip
+        decision = d(ModelEnded, run_id=call.run_id)
+        assert kinds(decision) == ["ModelCallFinished", "MessageAdded", "TurnEnded"]
+        finished, _, ended = decision.events
+        assert isinstance(finished, ModelCallFinished)
+        assert "ended before MessageFinish" in (finished.error or "")
+        assert isinstance(ended, TurnEnded)
+        assert ended.outcome is TurnOutcome.ERROR
+        assert [m.content for m in ended.partial] == ["The answer is"]
+        assert commands(decision, RunTool) == []
+
     def test_tool_calls_run_then_the_model_is_called_again(self) -> None:
         """Calls are recorded and run; the last result calls the model again."""
         d = Driver()
@@ -181,6 +198,7 @@ class TestModelCalls:
             MessageStart(),
             ToolCallDelta(index=0, id="c1", name="lookup", arguments='{"q": 1}'),
             ToolCallDelta(index=1, id="c2", name="nope", arguments="{}"),
+            MessageFinish(),
         )
         decision = d(ModelEnded, run_id=call.run_id)
         assert kinds(decision) == ["ModelCallFinished", "MessageAdded", "MessageAdded",
@@ -203,10 +221,12 @@ class TestModelCalls:
         """A provider that numbers calls per response: the second ``c1`` is renamed."""
         d = Driver()
         call = d.started()
-        d.stream(call.run_id, MessageStart(), ToolCallDelta(index=0, id="c1", name="lookup"))
+        d.stream(call.run_id, MessageStart(), ToolCallDelta(index=0, id="c1", name="lookup"),
+                 MessageFinish())  # fmt: skip
         d(ModelEnded, run_id=call.run_id)
         second = commands(d(ToolDone, call_id="c1", outcome=ToolOutcome(content="x")), CallModel)[0]
-        d.stream(second.run_id, MessageStart(), ToolCallDelta(index=0, id="c1", name="lookup"))
+        d.stream(second.run_id, MessageStart(), ToolCallDelta(index=0, id="c1", name="lookup"),
+                 MessageFinish())  # fmt: skip
         decision = d(ModelEnded, run_id=second.run_id)
         renamed = commands(decision, RunTool)[0]
         assert renamed.call_id.startswith("call_a27592ee_")
@@ -255,7 +275,7 @@ class TestModelCalls:
         run = d.started()
         for n in range(2):
             d.stream(run.run_id, MessageStart(),
-                     ToolCallDelta(index=0, id=f"c{n}", name="lookup"))  # fmt: skip
+                     ToolCallDelta(index=0, id=f"c{n}", name="lookup"), MessageFinish())  # fmt: skip
             d(ModelEnded, run_id=run.run_id)
             decision = d(ToolDone, call_id=f"c{n}", outcome=ToolOutcome(content="again"))
             if n == 0:
@@ -343,7 +363,7 @@ class TestDeliveryAndIdleness:
         """A report of the status seen moves it to delivered; a stale one changes nothing."""
         d = Driver()
         call = d.started()
-        d.stream(call.run_id, MessageStart(), TextDelta(text="ok"))
+        d.stream(call.run_id, MessageStart(), TextDelta(text="ok"), MessageFinish())
         reply = d(ModelEnded, run_id=call.run_id).events[1]
         assert isinstance(reply, MessageAdded)
         report = {"message_id": reply.message.id, "expected": Status.PENDING}
@@ -354,7 +374,7 @@ class TestDeliveryAndIdleness:
         """Idle: the idle timer is armed once; when it fires, ``Passivate`` at the seq."""
         d = Driver()
         call = d.started()
-        d.stream(call.run_id, MessageStart(), TextDelta(text="ok"))
+        d.stream(call.run_id, MessageStart(), TextDelta(text="ok"), MessageFinish())
         ended = d(ModelEnded, run_id=call.run_id)
         assert SetTimer(name="idle", seconds=30.0) in ended.commands
         fired = d(TimerFired, name="idle")
@@ -403,7 +423,8 @@ class TestApprovals:
     def requested(self, settings: TurnSettings) -> tuple[Driver, str, Decision]:
         d = Driver(settings)
         call = d.started()
-        d.stream(call.run_id, MessageStart(), ToolCallDelta(index=0, id="c1", name="guarded"))
+        d.stream(call.run_id, MessageStart(), ToolCallDelta(index=0, id="c1", name="guarded"),
+                 MessageFinish())  # fmt: skip
         decision = d(ModelEnded, run_id=call.run_id)
         assert kinds(decision)[-1] == "ApprovalRequested"
         assert commands(decision, RunTool) == []
