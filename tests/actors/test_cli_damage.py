@@ -181,3 +181,25 @@ class TestArguments:
         assert result.exit_code == ExitCode.BAD_STORE
         assert result.stderr.startswith("amber: NotAStore: ")
         no_traceback(result.output)
+
+
+class TestUserTrial:
+    """User trial: 'replay --all --verify' stopped at a missing summary row (exit 4); a log
+    cut short sent the user to 'recover --rebuild', which then exited 4 itself."""
+
+    def test_verify_all_with_a_missing_summary(self, recorded: Recorded, tmp_path: Path) -> None:
+        """A missing summary row is a failed check (✗ summary, exit 1); the rest is checked."""
+        db = recorded.copy(tmp_path)
+        with raw(db) as conn:
+            conn.execute("DELETE FROM sessions WHERE session_id = 'broken'")
+        result = amber("replay", "--all", "--verify", "--db", db)
+        assert result.exit_code == ExitCode.FAILED, result.output
+        assert "Replayed demo: 46 events" in result.output
+        assert "✗ summary: Session 'broken' has events up to seq " in result.output
+        assert "Diverged: 1 of 2 session(s)." in result.output
+        no_traceback(result.output)
+        one = amber("replay", "broken", "--verify", "--json", "--db", db)
+        assert one.exit_code == ExitCode.FAILED, one.output
+        checks = {c["name"]: c["ok"] for c in json.loads(one.output)["sessions"][0]["checks"]}
+        assert checks["snapshot"] is True
+        assert checks["summary"] is False
