@@ -203,3 +203,27 @@ class TestUserTrial:
         checks = {c["name"]: c["ok"] for c in json.loads(one.output)["sessions"][0]["checks"]}
         assert checks["snapshot"] is True
         assert checks["summary"] is False
+
+    @pytest.fixture
+    def cut(self, recorded: Recorded, tmp_path: Path) -> Path:
+        """demo's last event deleted (its summary row intact), and a session left orphaned."""
+        db = recorded.copy(tmp_path)
+        amber("fork", "demo", "--at", recorded.demo.interrupt_seq - 1, "--as", "orphan", "--db", db)
+        with raw(db) as conn:
+            conn.execute("DROP TRIGGER events_no_delete")
+            conn.execute("DELETE FROM events WHERE session_id = 'demo' AND seq = 46")
+        return db
+
+    def test_cut_log_says_restore(self, cut: Path) -> None:
+        """The error for a log shorter than its summary says events were lost."""
+        listed = amber("sessions", "--db", cut)
+        assert listed.exit_code == ExitCode.BAD_STORE
+        assert listed.stderr == (
+            "amber: CorruptRow: Session 'demo' seq 46: its summary row says the log ends at seq "
+            "46, but it ends at seq 45: events 46 to 46 were lost. Restore the file from a backup "
+            "(rebuilding would make the shorter log look sound).\n"
+        )
+        shown = amber("timeline", "demo", "--db", cut)
+        assert shown.exit_code == ExitCode.BAD_STORE
+        assert "events 46 to 46 were lost. Restore the file from a backup" in shown.stderr
+        assert "recover --rebuild" not in shown.stderr
