@@ -227,3 +227,24 @@ class TestUserTrial:
         assert shown.exit_code == ExitCode.BAD_STORE
         assert "events 46 to 46 were lost. Restore the file from a backup" in shown.stderr
         assert "recover --rebuild" not in shown.stderr
+
+    def test_rebuild_leaves_the_cut_log_and_exits_1(self, cut: Path) -> None:
+        rebuilt = amber("recover", "--rebuild", "--db", cut)
+        assert rebuilt.exit_code == ExitCode.FAILED, rebuilt.output
+        assert "Left alone: session 'demo' seq 46:" in rebuilt.output
+        assert rebuilt.stderr == ""
+        checked = amber("check", "--json", "--db", cut)
+        assert checked.exit_code == ExitCode.FAILED
+        (problem,) = json.loads(checked.output)["problems"]
+        assert (problem["session_id"], problem["seq"], problem["derived"]) == ("demo", 46, False)
+
+    def test_recover_the_other_sessions(self, cut: Path) -> None:
+        """Orphan recovery goes on for the sound sessions and reports the damaged one."""
+        result = amber("recover", "--older-than", "0", "--db", cut)
+        assert result.exit_code == ExitCode.FAILED, result.output
+        assert "Recovered orphan: turn_5be1ef79_000032 (seq 2)" in result.output
+        assert "Left alone: Session 'demo' seq 46: " in result.output
+        assert result.stderr == ""
+        data = json.loads(amber("recover", "--older-than", "0", "--json", "--db", cut).output)
+        assert data["recovered"] == []
+        assert [d["session_id"] for d in data["damaged"]] == ["demo"]
