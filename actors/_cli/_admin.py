@@ -12,8 +12,8 @@ import click
 import orjson
 from rich.text import Text
 
-from runtime import EVENT_TYPES, CorruptRow, SessionState, Timeline
-from runtime.store import RebuildReport, Store, recover_orphans
+from runtime import EVENT_TYPES, CorruptRow, InvalidInput, SessionState, Timeline
+from runtime.store import RebuildReport, SessionInfo, Store, recover_orphans
 
 from .._ids import utc_now
 from ._app import (
@@ -294,7 +294,8 @@ def recover(
 
     A session whose active turn has been idle for more than --older-than
     seconds gets an orphan_recovered event: its inputs go back to
-    pending_agent, and the next runtime on this store answers them.
+    pending_agent, and the next runtime on this store answers them. A
+    session whose rows are damaged is left alone and listed (exit 1).
 
     With --rebuild, the derived rows (summaries, snapshots) are first
     written again from the events, which are the truth; a session whose
@@ -306,19 +307,20 @@ def recover(
     with open_store(db) as store:
         if rebuild:
             rebuilt = _rebuild(store, dry_run=dry_run, as_json=as_json)
-        try:
-            listed = store.list_sessions()
-        except CorruptRow:
-            if not (rebuild and dry_run):
-                raise
-            listed = []  # the rebuild would mend what stops the listing
+        listed, damaged = _sessions(store)
+        if rebuilt is not None:
+            # --rebuild listed what it left alone (or, with --dry-run, what it would mend).
+            left = {p.session_id for p in rebuilt.skipped}
+            damaged = [] if dry_run else [e for e in damaged if e.session_id not in left]
         active = [info for info in listed if info.active_turn_id is not None]
         stale = [info for info in active if info.updated_at <= cutoff]
         young = [info for info in active if info.updated_at > cutoff]
         if dry_run:
             recovered = [(i.session_id, i.active_turn_id, i.seq + 1) for i in stale]
         else:
-            events = recover_orphans(store, now=now, older_than=timedelta(seconds=older_than))
+            events = recover_orphans(
+                store, now=now, older_than=timedelta(seconds=older_than), sessions=listed
+            )
             recovered = [(e.session_id, e.turn_id, e.seq) for e in events]
     if as_json:
         data: dict[str, Any] = {
@@ -330,8 +332,12 @@ def recover(
             data["rebuilt"] = list(rebuilt.rebuilt)
             data["removed"] = list(rebuilt.removed)
             data["skipped"] = [str(p) for p in rebuilt.skipped]
+        if damaged:
+            data["damaged"] = [
+                {"session_id": e.session_id, "seq": e.seq, "error": str(e)} for e in damaged
+            ]
         emit_json(data)
-        if rebuilt is not None and rebuilt.skipped:
+        if damaged or (rebuilt is not None and rebuilt.skipped):
             ctx.exit(ExitCode.FAILED)
         return
     console = stdout_console()
@@ -354,8 +360,34 @@ def recover(
                 style="dim",
             )
         )
-    if rebuilt is not None and rebuilt.skipped:
+    for error in damaged:
+        console.print(Text(f"Left alone: {error}", style="bold red"))
+    if damaged or (rebuilt is not None and rebuilt.skipped):
         ctx.exit(ExitCode.FAILED)
+
+
+def _sessions(store: Store) -> tuple[list[SessionInfo], list[CorruptRow]]:
+    """The sound sessions' summaries, most recently active first, and the damaged ones'
+    errors: one damaged session does not stop recovery of the others."""
+    try:
+        return store.list_sessions(), []
+    except CorruptRow as exc:
+        error = exc
+    report = store.check()  # a full scan, only once a listing found damage: every session id
+    ids = set(report.heads) | {p.session_id for p in report.problems if p.session_id is not None}
+    listed: list[SessionInfo] = []
+    damaged: list[CorruptRow] = []
+    for session_id in sorted(ids):
+        try:
+            listed.append(store.session(session_id))
+        except CorruptRow as exc:
+            damaged.append(exc)
+        except InvalidInput:
+            pass  # a summary row keyed by no valid id: the listing's error below says so
+    if not damaged:
+        raise error  # damage that is no one session's: the store as a whole (exit 4)
+    listed.sort(key=lambda info: (info.updated_at, info.session_id), reverse=True)
+    return listed, damaged
 
 
 def _rebuild(store: Store, *, dry_run: bool, as_json: bool) -> RebuildReport:

@@ -13,11 +13,12 @@ the model's view synthesises an interrupted result for them (projections).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from .._errors import InvalidArgument
 from .._events import OrphanRecovered
-from ._protocol import Store
+from ._protocol import SessionInfo, Store
 
 __all__ = ["DEFAULT_ORPHAN_AGE", "recover_orphans"]
 
@@ -30,7 +31,11 @@ def _seconds(delta: timedelta) -> str:
 
 
 def recover_orphans(
-    store: Store, *, now: datetime, older_than: timedelta = DEFAULT_ORPHAN_AGE
+    store: Store,
+    *,
+    now: datetime,
+    older_than: timedelta = DEFAULT_ORPHAN_AGE,
+    sessions: Iterable[SessionInfo] | None = None,
 ) -> list[OrphanRecovered]:
     """Give back the inputs of every turn left active by a runner that died.
 
@@ -44,6 +49,9 @@ def recover_orphans(
         store: the store to recover.
         now: the current wall-clock time (the store reads no clock).
         older_than: how long an active turn must have been idle (default 300 s).
+        sessions: the summaries to look at (default: ``store.list_sessions()``, which
+            raises ``CorruptRow`` if any summary is damaged); ``amber recover`` passes
+            the sound ones so that one damaged session does not stop the others.
 
     Returns:
         The ``OrphanRecovered`` events appended (one per recovered session).
@@ -68,7 +76,7 @@ def recover_orphans(
             f"older_than {older_than!r} reaches before the year 1; pass a shorter age."
         ) from None
     recovered: list[OrphanRecovered] = []
-    for info in store.list_sessions():
+    for info in store.list_sessions() if sessions is None else sessions:
         if info.active_turn_id is None or info.updated_at > cutoff:
             continue
         idle = now - info.updated_at

@@ -26,7 +26,7 @@ from ._checkpoints import checkpoint, forget, keep
 from ._compact import decode_body
 from ._db import Db
 from ._snapshot import Refs, SnapshotPlan, decode_snapshot, pack_chunk
-from ._summaries import missing_summary, shown, timestamp
+from ._summaries import lost_events, missing_summary, shown, summary_intact, timestamp
 
 __all__ = [
     "ERROR_MARKERS",
@@ -73,6 +73,8 @@ def session_row(db: Db, session_id: str) -> tuple[int, datetime] | None:
             "Rebuild the summary with 'amber recover --rebuild'.",
             session_id=session_id,
         )
+    if last is not None and seq > last and summary_intact(db, session_id):
+        raise lost_events(session_id, seq, last)
     if last != seq:
         raise CorruptRow(
             f"Session {session_id!r} seq {seq}: its summary row says the log ends at seq {seq}, "

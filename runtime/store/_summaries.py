@@ -63,6 +63,31 @@ def missing_summary(session_id: str, seq: int) -> CorruptRow:
     )
 
 
+def lost_events(session_id: str, recorded: int, last: int) -> CorruptRow:
+    """The error for a log cut short under an intact summary row (it ends before ``recorded``).
+
+    Rebuilding the summary would make the shorter log look sound (``store.rebuild()``
+    leaves such a session alone), so the way out is a backup.
+    """
+    return CorruptRow(
+        f"Session {session_id!r} seq {last + 1}: its summary row says the log ends at seq "
+        f"{recorded}, but it ends at seq {last}: events {last + 1} to {recorded} were lost. "
+        "Restore the file from a backup (rebuilding would make the shorter log look sound).",
+        session_id=session_id,
+        seq=last + 1,
+    )
+
+
+def summary_intact(db: Db, session_id: str) -> bool:
+    """Whether the session's summary row exists and matches its digest."""
+    row = db.execute(
+        "SELECT session_id, seq, created_at, updated_at, messages, counts, active_turn_id, "
+        "turn_started_at, digest FROM sessions WHERE session_id = ?",
+        (session_id,),
+    ).fetchone()
+    return row is not None and row[8] == summary_digest(tuple(row[:8]))
+
+
 def write_summary(db: Db, head: SessionState, created_at: datetime) -> None:
     """Insert or update the session's summary row from its head."""
     assert head.updated_at is not None
@@ -176,6 +201,8 @@ def _summary(row: tuple[Any, ...]) -> SessionInfo:
         raise CorruptRow(
             f"{where} lists a session that has no events. {fix}", session_id=session_id
         )
+    if type(seq) is int and seq > last:  # the digest holds: the log lost its last events
+        raise lost_events(session_id, seq, last)
     if seq != last:
         raise CorruptRow(
             f"{where} says the log ends at seq {shown(seq)}, but it ends at seq {last}. {fix}",

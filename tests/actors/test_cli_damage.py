@@ -181,3 +181,70 @@ class TestArguments:
         assert result.exit_code == ExitCode.BAD_STORE
         assert result.stderr.startswith("amber: NotAStore: ")
         no_traceback(result.output)
+
+
+class TestUserTrial:
+    """User trial: 'replay --all --verify' stopped at a missing summary row (exit 4); a log
+    cut short sent the user to 'recover --rebuild', which then exited 4 itself."""
+
+    def test_verify_all_with_a_missing_summary(self, recorded: Recorded, tmp_path: Path) -> None:
+        """A missing summary row is a failed check (✗ summary, exit 1); the rest is checked."""
+        db = recorded.copy(tmp_path)
+        with raw(db) as conn:
+            conn.execute("DELETE FROM sessions WHERE session_id = 'broken'")
+        result = amber("replay", "--all", "--verify", "--db", db)
+        assert result.exit_code == ExitCode.FAILED, result.output
+        assert "Replayed demo: 46 events" in result.output
+        assert "✗ summary: Session 'broken' has events up to seq " in result.output
+        assert "Diverged: 1 of 2 session(s)." in result.output
+        no_traceback(result.output)
+        one = amber("replay", "broken", "--verify", "--json", "--db", db)
+        assert one.exit_code == ExitCode.FAILED, one.output
+        checks = {c["name"]: c["ok"] for c in json.loads(one.output)["sessions"][0]["checks"]}
+        assert checks["snapshot"] is True
+        assert checks["summary"] is False
+
+    @pytest.fixture
+    def cut(self, recorded: Recorded, tmp_path: Path) -> Path:
+        """demo's last event deleted (its summary row intact), and a session left orphaned."""
+        db = recorded.copy(tmp_path)
+        amber("fork", "demo", "--at", recorded.demo.interrupt_seq - 1, "--as", "orphan", "--db", db)
+        with raw(db) as conn:
+            conn.execute("DROP TRIGGER events_no_delete")
+            conn.execute("DELETE FROM events WHERE session_id = 'demo' AND seq = 46")
+        return db
+
+    def test_cut_log_says_restore(self, cut: Path) -> None:
+        """The error for a log shorter than its summary says events were lost."""
+        listed = amber("sessions", "--db", cut)
+        assert listed.exit_code == ExitCode.BAD_STORE
+        assert listed.stderr == (
+            "amber: CorruptRow: Session 'demo' seq 46: its summary row says the log ends at seq "
+            "46, but it ends at seq 45: events 46 to 46 were lost. Restore the file from a backup "
+            "(rebuilding would make the shorter log look sound).\n"
+        )
+        shown = amber("timeline", "demo", "--db", cut)
+        assert shown.exit_code == ExitCode.BAD_STORE
+        assert "events 46 to 46 were lost. Restore the file from a backup" in shown.stderr
+        assert "recover --rebuild" not in shown.stderr
+
+    def test_rebuild_leaves_the_cut_log_and_exits_1(self, cut: Path) -> None:
+        rebuilt = amber("recover", "--rebuild", "--db", cut)
+        assert rebuilt.exit_code == ExitCode.FAILED, rebuilt.output
+        assert "Left alone: session 'demo' seq 46:" in rebuilt.output
+        assert rebuilt.stderr == ""
+        checked = amber("check", "--json", "--db", cut)
+        assert checked.exit_code == ExitCode.FAILED
+        (problem,) = json.loads(checked.output)["problems"]
+        assert (problem["session_id"], problem["seq"], problem["derived"]) == ("demo", 46, False)
+
+    def test_recover_the_other_sessions(self, cut: Path) -> None:
+        """Orphan recovery goes on for the sound sessions and reports the damaged one."""
+        result = amber("recover", "--older-than", "0", "--db", cut)
+        assert result.exit_code == ExitCode.FAILED, result.output
+        assert "Recovered orphan: turn_5be1ef79_000032 (seq 2)" in result.output
+        assert "Left alone: Session 'demo' seq 46: " in result.output
+        assert result.stderr == ""
+        data = json.loads(amber("recover", "--older-than", "0", "--json", "--db", cut).output)
+        assert data["recovered"] == []
+        assert [d["session_id"] for d in data["damaged"]] == ["demo"]

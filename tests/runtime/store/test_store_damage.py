@@ -185,13 +185,14 @@ class TestEditedEvents:
             open_store().load_state("s")
 
     def test_a_dropped_last_row(self, stored: pathlib.Path, open_store: OpenStore) -> None:
-        """The last row deleted: the summary disagrees with the log, named."""
+        """The last row deleted: the summary disagrees with the log, named, and the error
+        says the event was lost (not to rebuild, which would leave it alone)."""
         with raw(stored) as db:
             db.execute("DELETE FROM events WHERE session_id = 's' AND seq = 24")
         with pytest.raises(
             CorruptRow,
             match=r"^Session 's' seq 24: its summary row says the log ends at seq 24, but it "
-            r"ends at seq 23\.",
+            r"ends at seq 23: events 24 to 24 were lost\. Restore the file from a backup",
         ):
             open_store().load_state("s")
 

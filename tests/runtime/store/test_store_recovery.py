@@ -86,6 +86,16 @@ class TestRecoverOrphans:
         assert store.load_state("done").seq == 11
         assert recover_orphans(store, now=now) == []  # nothing left to recover
 
+    def test_only_the_sessions_given(self, store: Store) -> None:
+        """``sessions=`` limits recovery to those summaries (amber recover passes the sound
+        ones when another session is damaged)."""
+        mid_tool_call(store, "a")
+        mid_tool_call(store, "b")
+        now = T0 + timedelta(days=1)
+        (event,) = recover_orphans(store, now=now, sessions=[store.session("b")])
+        assert event.session_id == "b"
+        assert store.load_state("a").active_turn_id is not None
+
     def test_after_reopening(self, open_store: OpenStore, db_path: pathlib.Path) -> None:
         """A store reopened after a crash recovers the turn its dead writer left active."""
         head = mid_tool_call(open_store())

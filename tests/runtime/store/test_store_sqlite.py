@@ -371,14 +371,41 @@ class TestCorruptEvents:
         ):
             open_store().load_state("s")
 
-    def test_summary_ahead_of_log(self, stored: pathlib.Path, open_store: OpenStore) -> None:
-        """A summary row that claims more events than the log holds is CorruptRow."""
-        tamper(stored, ("UPDATE sessions SET seq = 13 WHERE session_id = 's'", ()))
+    @pytest.mark.parametrize("reseal", [True, False], ids=["digest-updated", "edited"])
+    def test_summary_ahead_of_log(
+        self, stored: pathlib.Path, open_store: OpenStore, reseal: bool
+    ) -> None:
+        """A summary row that claims more events than the log holds is CorruptRow: an
+        intact one (its digest holds) means events were lost, as check() says."""
+        tamper(stored, ("UPDATE sessions SET seq = 13 WHERE session_id = 's'", ()), reseal=reseal)
+        fix = (
+            r"events 13 to 13 were lost\. Restore the file from a backup \(rebuilding would make "
+            r"the shorter log look sound\)\.$"
+            if reseal
+            else r"Rebuild the summary with 'amber recover --rebuild' if the log is the one you "
+            r"expect\.$"
+        )
         with pytest.raises(
             CorruptRow,
-            match=r"^Session 's' seq 13: its summary row says the log ends at seq 13, but it ends at seq 12\. Rebuild the summary with 'amber recover --rebuild' if the log is the one you expect\.$",
+            match=r"^Session 's' seq 13: its summary row says the log ends at seq 13, but it "
+            r"ends at seq 12[.:] " + fix,
         ):
             open_store().load_state("s")
+
+    def test_log_cut_short(self, stored: pathlib.Path, open_store: OpenStore) -> None:
+        """Events deleted under an intact summary row: the error says they were lost (a
+        rebuild would make the shorter log look sound, and rebuild() leaves it alone)."""
+        tamper(stored, ("DELETE FROM events WHERE session_id = 's' AND seq > 10", ()))
+        lost = (
+            r"^Session 's' seq 11: its summary row says the log ends at seq 12, but it ends at "
+            r"seq 10: events 11 to 12 were lost\. Restore the file from a backup \(rebuilding "
+            r"would make the shorter log look sound\)\.$"
+        )
+        store = open_store()
+        with pytest.raises(CorruptRow, match=lost):
+            store.load_state("s")
+        with pytest.raises(CorruptRow, match=lost):
+            store.list_sessions()
 
     def test_summary_that_does_not_decode(
         self, stored: pathlib.Path, open_store: OpenStore
