@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import click
 import pytest
@@ -85,9 +86,9 @@ the stream assembler and its chunks, the providers' payloads, the request builde
 store's checker (``amber check``)."""
 
 
-@pytest.fixture(scope="module")
-def small_db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A store with one short session ``s``: a question, a turn, a reply."""
+def _turns_store(path: Path, exchanges: list[tuple[str, str]]) -> str:
+    """A store at ``path`` with one session ``s``: for each (question, reply), a question
+    ``u<n>``, turn ``t<n>`` and reply ``a<n>`` (n from 1), each a second after the last."""
     from datetime import UTC, datetime, timedelta
 
     from runtime import (
@@ -104,26 +105,33 @@ def small_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     from runtime.store import SQLiteStore
 
     t0 = datetime(2026, 5, 27, 12, 50, tzinfo=UTC)
-    question = new_message(Category.USER_QUESTION, id="u1", session_id="s", created_at=t0,
-                           sender="Chii", content="Hi?")  # fmt: skip
-    reply = new_message(Category.REPLY, id="a1", session_id="s", created_at=t0, turn_id="t1",
-                        parent_id="u1", content="Hello.")  # fmt: skip
-    makers: list[Callable[..., Event]] = [
-        lambda **kw: MessageAdded(message=question, **kw),
-        lambda **kw: TurnStarted(turn_id="t1", **kw),
-        lambda **kw: MessageAdded(message=reply, **kw),
-        lambda **kw: TurnEnded(turn_id="t1", outcome=TurnOutcome.PROCESSED, **kw),
-    ]
+    makers: list[Callable[..., Event]] = []
+    for n, (asked, answered) in enumerate(exchanges, start=1):
+        question = new_message(Category.USER_QUESTION, id=f"u{n}", session_id="s",
+                               created_at=t0, sender="Chii", content=asked)  # fmt: skip
+        reply = new_message(Category.REPLY, id=f"a{n}", session_id="s", created_at=t0,
+                            turn_id=f"t{n}", parent_id=f"u{n}", content=answered)  # fmt: skip
+        makers += [
+            lambda question=question, **kw: MessageAdded(message=question, **kw),
+            lambda n=n, **kw: TurnStarted(turn_id=f"t{n}", **kw),
+            lambda reply=reply, **kw: MessageAdded(message=reply, **kw),
+            lambda n=n, **kw: TurnEnded(turn_id=f"t{n}", outcome=TurnOutcome.PROCESSED, **kw),
+        ]
     state = SessionState.empty("s")
     events = []
     for make in makers:
         event = make(session_id="s", seq=state.seq + 1, at=t0 + timedelta(seconds=state.seq))
         state = apply(state, event)
         events.append(event)
-    path = tmp_path_factory.mktemp("startup") / "small.db"
     with SQLiteStore(path) as store:
         store.append(events)
     return str(path)
+
+
+@pytest.fixture(scope="module")
+def small_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A store with one short session ``s``: a question, a turn, a reply."""
+    return _turns_store(tmp_path_factory.mktemp("startup") / "small.db", [("Hi?", "Hello.")])
 
 
 @pytest.mark.parametrize(
@@ -297,44 +305,8 @@ def test_console_script_on_a_closed_pipe(small_db: str) -> None:
 @pytest.fixture(scope="module")
 def long_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A store with one session ``s`` of 3,000 events: its timeline is more than a pipe holds."""
-    from datetime import UTC, datetime, timedelta
-
-    from runtime import (
-        Category,
-        MessageAdded,
-        SessionState,
-        TurnEnded,
-        TurnOutcome,
-        TurnStarted,
-        apply,
-    )
-    from runtime import new_message as make
-    from runtime.store import SQLiteStore
-
-    t0 = datetime(2026, 5, 27, 12, 50, tzinfo=UTC)
-    state = SessionState.empty("s")
-    events = []
-    for n in range(750):
-        turn = f"t{n}"
-        steps = [
-            lambda kw, n=n: MessageAdded(message=make(
-                Category.USER_QUESTION, id=f"u{n}", session_id="s", created_at=kw["at"],
-                sender="Chii", content=f"Question {n}?"), **kw),
-            lambda kw, turn=turn: TurnStarted(turn_id=turn, **kw),
-            lambda kw, n=n, turn=turn: MessageAdded(message=make(
-                Category.REPLY, id=f"a{n}", session_id="s", created_at=kw["at"], turn_id=turn,
-                parent_id=f"u{n}", content=f"Answer {n}."), **kw),
-            lambda kw, turn=turn: TurnEnded(turn_id=turn, outcome=TurnOutcome.PROCESSED, **kw),
-        ]  # fmt: skip
-        for step in steps:
-            kw = {"session_id": "s", "seq": state.seq + 1, "at": t0 + timedelta(seconds=state.seq)}
-            event = step(kw)
-            state = apply(state, event)
-            events.append(event)
-    path = tmp_path_factory.mktemp("startup") / "long.db"
-    with SQLiteStore(path) as store:
-        store.append(events)
-    return str(path)
+    exchanges = [(f"Question {n}?", f"Answer {n}.") for n in range(750)]
+    return _turns_store(tmp_path_factory.mktemp("startup") / "long.db", exchanges)
 
 
 def test_timeline_read_in_part_then_the_pipe_closed(long_db: str) -> None:
