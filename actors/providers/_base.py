@@ -34,6 +34,7 @@ import sniffio
 from runtime import (
     Chunk,
     ContextLengthError,
+    MessageStart,
     ModelAuthError,
     ModelError,
     ModelRateLimited,
@@ -296,18 +297,25 @@ class ProviderModel:
                 _RETRIES.reset(token)
             for retry in retries:
                 yield retry
+            kind = _content_type(response)
             try:
                 async with (
                     contextlib.aclosing(_noted(tracked, events)) as noted,
                     contextlib.aclosing(self._chunks(noted)) as chunks,
                 ):
                     async for chunk in chunks:
+                        if kind is not None and type(chunk) is not MessageStart:
+                            kind = None  # it streamed: a break later is only a break
                         yield chunk
                 finished = True
-            except ModelError:
-                raise
+            except ModelError as exc:
+                wrong = self._not_a_stream(kind, exc)
+                if wrong is None:
+                    raise
+                raise wrong from exc
             except Exception as exc:
-                raise self._error(exc, (), streaming=True) from exc
+                error = self._error(exc, (), streaming=True)
+                raise (self._not_a_stream(kind, error) or error) from exc
         finally:
             if not finished:
                 await _close_quietly(response)
@@ -328,6 +336,23 @@ class ProviderModel:
         return ModelStreamBroken(
             f"The {self.provider} ({self.model}) stream ended before the model finished: {what}.",
             provider=self.provider,
+        )
+
+    def _not_a_stream(self, kind: str | None, error: ModelError) -> ModelUnavailable | None:
+        """A stream that broke before any content, whose response was not server-sent events,
+        explained: a proxy's page or a whole JSON body answered 200 where the SDK expected a
+        stream. (Only such a break is explained: a server that streams under another type
+        works, and one that breaks after streaming content broke as any stream can.)"""
+        if kind is None or kind == "text/event-stream" or not isinstance(error, ModelStreamBroken):
+            return None
+        return ModelUnavailable(
+            f"The {self.provider} ({self.model}) server answered 200 with {kind!r} where a "
+            f"stream of server-sent events ('text/event-stream') was expected: check that "
+            f"base_url ({self.base_url or 'the SDK default'}) is the provider's API and that "
+            f"nothing in between (a proxy, a captive portal) answers in its place; a "
+            f"compatible server must support streaming. What the stream gave: {error}",
+            provider=self.provider,
+            status=200,
         )
 
     def _status_and_message(self, exc: BaseException) -> tuple[int | None, str]:
@@ -384,6 +409,19 @@ async def _noted(tracked: Tracked, events: AsyncIterator[Any]) -> AsyncGenerator
         finally:
             leave(token)
         yield item
+
+
+def _content_type(response: Any) -> str | None:
+    """The media type of the HTTP response under an SDK's stream (None if unknown)."""
+    http = getattr(response, "response", response)
+    headers = getattr(http, "headers", None)
+    try:
+        value = headers.get("content-type") if headers is not None else None
+    except Exception:  # an SDK object without a mapping of headers: nothing to explain with
+        return None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return value.split(";", 1)[0].strip().lower()
 
 
 async def _close_quietly(response: Any) -> None:

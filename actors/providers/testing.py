@@ -157,7 +157,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _plain(self, reply: Reply) -> None:
         data = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
         self.send_response(reply.status)
-        self.send_header("content-type", "application/json")
+        self._content_type(reply, "application/json")
         self.send_header("content-length", str(len(data)))
         for name, value in reply.headers.items():
             self.send_header(name, value)
@@ -165,13 +165,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
         self.wfile.flush()
 
+    def _content_type(self, reply: Reply, default: str) -> None:
+        """The default content type, unless the reply's headers name their own."""
+        if not any(name.lower() == "content-type" for name in reply.headers):
+            self.send_header("content-type", default)
+
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
     def _stream(self, reply: Reply) -> None:
         self.send_response(reply.status)
-        self.send_header("content-type", "text/event-stream")
+        self._content_type(reply, "text/event-stream")
         self.send_header("transfer-encoding", "chunked")
         for name, value in reply.headers.items():
             self.send_header(name, value)

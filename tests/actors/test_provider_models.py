@@ -6,6 +6,7 @@ import asyncio
 import os
 from typing import Any
 
+import attrs
 import pytest
 import trio
 from provider_support import (
@@ -139,6 +140,56 @@ class TestErrors:
         assert isinstance(run.error, ModelRateLimited)
         assert [(r.status, r.delay) for r in run.error.retries] == [(429, 0.05), (429, 0.05)]
         assert "after 3 attempts" in str(run.error)
+
+    @pytest.mark.parametrize("provider", list(MODELS))
+    @pytest.mark.parametrize(
+        ("kind", "reply"),
+        [
+            ("text/html", Reply(raw=b"<html>Sign in to the proxy</html>",
+                                headers={"content-type": "text/html; charset=utf-8"})),
+            ("application/json", Reply(body={"id": "c1", "choices": [], "candidates": []})),
+        ],
+        ids=["html", "json"],
+    )  # fmt: skip
+    def test_a_200_that_is_not_a_stream_says_so(
+        self, provider: str, kind: str, reply: Reply
+    ) -> None:
+        """A 200 answered with a page or a whole JSON body (a proxy, a captive portal, a
+        compatible server that does not stream) names what came and what to check, not
+        only "no finish_reason arrived"; ModelUnavailable, since retrying the turn will not
+        help until the endpoint is fixed."""
+        with StubServer() as server:
+            server.queue(reply)
+            model = model_for(provider, server, max_retries=0)
+            run = run_call(model, request_for(question().head))
+        assert isinstance(run.error, ModelUnavailable), run.error
+        text = str(run.error)
+        assert f"'{kind}'" in text
+        assert "'text/event-stream'" in text
+        assert f"base_url ({model.base_url})" in text
+        assert run.error.status == 200
+        assert isinstance(run.error.__cause__, Exception)
+
+    def test_a_stream_with_another_content_type_still_streams(self) -> None:
+        """The content type is only read to explain a broken stream: a compatible server
+        that streams events under another type keeps working."""
+        events = load_fixture(FIXTURES / "openai" / "text.json")["replies"][0]
+        with StubServer() as server:
+            server.queue(attrs.evolve(events, headers={"content-type": "application/json"}))
+            run = run_call(model_for("openai", server), request_for(question().head))
+        assert run.error is None
+        assert run.response is not None
+
+    def test_a_break_after_content_under_another_type_is_only_a_break(self) -> None:
+        """Text streamed under another content type, then the connection dropped: the
+        stream broke (ModelStreamBroken, the text kept), it was a stream all the same."""
+        dropped = replies("openai", "dropped")[0]
+        with StubServer() as server:
+            server.queue(attrs.evolve(dropped, headers={"content-type": "application/json"}))
+            run = run_call(model_for("openai", server, max_retries=0), request_for(question().head))
+        assert type(run.error) is ModelStreamBroken, run.error
+        assert run.partial is not None
+        assert run.partial.text
 
     def test_gemini_retries_honour_retry_info(self) -> None:
         """Gemini's RetryInfo.retryDelay is the wait (the SDK would not read it)."""
