@@ -273,7 +273,9 @@ class Runtime(Asking, Approving):
                     _stop(ref, timeout)
                 return
             self._state = "stopping"
-        self.router.close(_not_running("stopped"), timeout=timeout)
+        # The drain: a reply an adapter is sending now is recorded delivered before the
+        # sessions stop, so that a restart does not send it again.
+        self.router.close(_not_running("stopped"), timeout=timeout, drain=self.gateway.drain)
         if self._keeper is not None:
             self._keeper.stop()  # gives the leases back while the store still runs
         for ref in self._tool_refs.values():

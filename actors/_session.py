@@ -102,6 +102,7 @@ class SessionActor(pykka.ThreadingActor):
         self._awaiting: set[str] = set()  # messages an adapter will report delivered
         self._asks = AskBook()  # the inputs sent with ask, by id
         self._closed = False
+        self._stopping = False  # shut down for a runtime stop: adapters' reports still apply
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -178,6 +179,7 @@ class SessionActor(pykka.ThreadingActor):
         except Exception:
             log.exception("session %s: could not record the stopped turn", self.session_id)
         self._close()
+        self._stopping = True
         for _, future in self._waiters:
             stopped = RuntimeStopped("The runtime stopped before the session was idle.")
             future.set_exception((RuntimeStopped, stopped, None))
@@ -193,7 +195,9 @@ class SessionActor(pykka.ThreadingActor):
         hanging: the turn is failed if possible; if even that fails, the actor
         stops and the session is reloaded from the store on its next message.
         """
-        if self._closed:
+        if self._closed and not (self._stopping and isinstance(message, Delivered)):
+            # A runtime stop drains the adapters before the actor stops: a report of what
+            # they sent meanwhile is stored here, or a restart would send it again.
             if isinstance(message, AskInput | Delivered):
                 self._svc.reroute(self.session_id, message)  # to the session's next actor
             return None  # a report for a session that has shut down or passivated
@@ -228,7 +232,9 @@ class SessionActor(pykka.ThreadingActor):
 
     def _step(self, input: Input) -> Decision:
         """Decide, store (durable), adopt, run the commands."""
-        if self._closed and not isinstance(input, Stopping):
+        if self._closed and not (
+            isinstance(input, Stopping) or (self._stopping and isinstance(input, Delivered))
+        ):
             raise pykka.ActorDeadError(f"Session actor {self.session_id!r} is closing.")
         decision = step(self._machine, self._svc.turn_settings, input)
         if decision.events:
