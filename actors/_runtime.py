@@ -37,6 +37,7 @@ from runtime import (
 )
 from runtime.store import SessionInfo, SQLiteStore, Store
 
+from ._adapter import Adapter
 from ._approving import Approving
 from ._asking import Asking
 from ._drafts import post_draft, session_id_of, user_draft
@@ -116,13 +117,15 @@ class Runtime(Asking, Approving):
         monotonic: Monotonic = time.monotonic,
         runner: str | None = None,
     ) -> None:
-        self._adapter_refs = list(adapters)
+        self._adapter_refs = _adapter_list(adapters)
         try:
+            _check_adapters(self._adapter_refs)
             self._configure(model, tools, settings, resume, runner)
         except BaseException:
             # The adapters were handed over with this call: nothing else will stop them.
             for ref in self._adapter_refs:
-                _stop(ref, 5.0)
+                if isinstance(ref, pykka.ActorRef):
+                    _stop(ref, 5.0)
             raise
         self.clock = clock
         self.monotonic = monotonic
@@ -495,6 +498,55 @@ class Runtime(Asking, Approving):
             session_id, lambda p: p.add_input(draft), timeout=self.settings.ask_timeout
         )
         return added
+
+
+def _adapter_list(adapters: object) -> list[Any]:
+    if isinstance(adapters, pykka.ActorRef):
+        _stop(adapters, 5.0)
+        raise InvalidConfig(
+            f"adapters takes a list of adapter refs (got the one ref {adapters!r}); write "
+            "adapters=[ref]."
+        )
+    if isinstance(adapters, str | bytes) or not hasattr(adapters, "__iter__"):
+        raise InvalidConfig(
+            f"adapters takes a list of adapter refs (got {adapters!r} that is a "
+            f"{type(adapters).__name__!r}); write adapters=[SomeAdapter.start(...)]."
+        )
+    return list(adapters)
+
+
+def _check_adapters(refs: list[Any]) -> None:
+    """Each must be the ref of a started, running ``Adapter`` actor."""
+    for index, ref in enumerate(refs):
+        what = f"adapters[{index}]"
+        if isinstance(ref, type) and issubclass(ref, Adapter):
+            name = ref.__name__
+            raise InvalidConfig(
+                f"{what} is the class {name}, not a started adapter; pass the ref that "
+                f"starting it returns: adapters=[{name}.start(...)]."
+            )
+        if isinstance(ref, Adapter):
+            name = type(ref).__name__
+            raise InvalidConfig(
+                f"{what} is a {name} that was never started (got {ref!r}); pass "
+                f"{name}.start(...), the ref of a started actor, not {name}(...)."
+            )
+        if not isinstance(ref, pykka.ActorRef):
+            raise InvalidConfig(
+                "adapters takes started Adapter actors (the refs SomeAdapter.start(...) "
+                f"returns); {what} is {ref!r} that is a {type(ref).__name__!r}."
+            )
+        name = ref.actor_class.__name__
+        if not issubclass(ref.actor_class, Adapter):
+            raise InvalidConfig(
+                f"{what} runs a {name}, which is not an Adapter; subclass actors.Adapter "
+                "(it takes the runtime's updates and reports deliveries)."
+            )
+        if not ref.is_alive():
+            raise InvalidConfig(
+                f"{what} ({name}) has stopped; start a new one ({name}.start(...)) for this "
+                "runtime: a runtime stops its adapters when it stops."
+            )
 
 
 def _stop(ref: pykka.ActorRef[Any], timeout: float) -> None:

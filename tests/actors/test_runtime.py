@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pykka
 import pytest
 import trio
 from harness import WAIT, Recorder, RuntimeFactory, Signal, make_runtime, shape, when
@@ -453,6 +454,55 @@ class TestSessions:
         """stop() without start() still stops the adapters it was given."""
         adapter = Recorder.start(platform="test", log=[])
         Runtime(model=ScriptedModel([]), store=":memory:", adapters=[adapter]).stop()
+        assert not adapter.is_alive()
+
+
+class TestAdapterArgument:
+    """An adapter that is not a started Adapter actor is refused when the Runtime is made."""
+
+    def test_an_adapter_class(self) -> None:
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^adapters\[0\] is the class Recorder, not a started adapter; pass the ref "
+            r"that starting it returns: adapters=\[Recorder\.start\(\.\.\.\)\]\.$",
+        ):
+            Runtime(model=ScriptedModel([]), store=":memory:", adapters=[Recorder])  # type: ignore[list-item]
+
+    def test_an_adapter_never_started(self) -> None:
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^adapters\[0\] is a Recorder that was never started \(got <.*>\); pass "
+            r"Recorder\.start\(\.\.\.\), the ref of a started actor, not Recorder\(\.\.\.\)\.$",
+        ):
+            Runtime(model=ScriptedModel([]), store=":memory:", adapters=[Recorder()])  # type: ignore[list-item]
+
+    def test_a_stopped_adapter(self) -> None:
+        adapter = Recorder.start()
+        adapter.stop()
+        with pytest.raises(InvalidConfig, match=r"^adapters\[0\] \(Recorder\) has stopped; "):
+            Runtime(model=ScriptedModel([]), store=":memory:", adapters=[adapter])
+
+    def test_an_actor_that_is_not_an_adapter(self) -> None:
+        other = pykka.ThreadingActor.start()
+        with pytest.raises(InvalidConfig, match=r"^adapters\[0\] runs a ThreadingActor, "):
+            Runtime(model=ScriptedModel([]), store=":memory:", adapters=[other])
+        assert not other.is_alive()
+
+    def test_not_an_actor_at_all(self) -> None:
+        """Something else is named with its type; the good adapters handed over are stopped."""
+        good = Recorder.start()
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^adapters takes started Adapter actors \(the refs SomeAdapter\.start\(\.\.\.\) "
+            r"returns\); adapters\[1\] is 'cli' that is a 'str'\.$",
+        ):
+            Runtime(model=ScriptedModel([]), store=":memory:", adapters=[good, "cli"])  # type: ignore[list-item]
+        assert not good.is_alive()
+
+    def test_one_adapter_not_in_a_list(self) -> None:
+        adapter = Recorder.start()
+        with pytest.raises(InvalidConfig, match=r"^adapters takes a list of adapter refs"):
+            Runtime(model=ScriptedModel([]), store=":memory:", adapters=adapter)  # type: ignore[arg-type]
         assert not adapter.is_alive()
 
 
