@@ -84,12 +84,23 @@ def post_draft(
     Raises:
         InvalidInput: ``category`` cannot be posted, or a field is wrong.
     """
-    if not isinstance(category, Category) or not (
-        category.is_input or category is Category.NOTIFICATION
-    ):
+    if not isinstance(category, Category):
+        raise InvalidInput(
+            f"post() takes a Category (like Category.CRON_PROMPT); got {category!r} that is a "
+            f"{type(category).__name__!r}."
+        )
+    if not (category.is_input or category is Category.NOTIFICATION):
         allowed = "cron prompts, compaction requests, background alerts and notifications"
-        label = category.label if isinstance(category, Category) else repr(category)
-        raise InvalidInput(f"post() takes {allowed}; a {label} is made by a turn, not posted.")
+        raise InvalidInput(
+            f"post() takes {allowed}; a {category.label} is made by a turn, not posted."
+        )
+    if isinstance(content, str) and not content.strip():
+        # Blank, a prompt reached the model as an empty message and a notification a
+        # platform that refuses empty messages (it stayed pending for good).
+        raise InvalidInput(
+            f"post() takes non-blank text for a {category.label} (got {content!r}); write "
+            "what it says."
+        )
     try:
         message = new_message(
             category, id="msg_check", session_id=session_id, created_at=clock(), content=content,

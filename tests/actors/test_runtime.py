@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -204,6 +205,41 @@ class TestInput:
         rt = make_runtime(model=ScriptedModel([]))
         with pytest.raises(ValueError, match=r"^post\(\) takes cron prompts, .* a reply is made"):
             rt.post("s", Category.REPLY, "x")
+
+    @pytest.mark.parametrize(
+        "category",
+        [
+            Category.CRON_PROMPT,
+            Category.COMPACTION_REQUEST,
+            Category.BACKGROUND_ALERT,
+            Category.NOTIFICATION,
+        ],
+    )
+    @pytest.mark.parametrize("content", ["", " \n\t"])
+    def test_posting_blank_text_is_refused(
+        self, make_runtime: RuntimeFactory, category: Category, content: str
+    ) -> None:
+        """A blank cron prompt, alert or notification is refused and nothing is stored (a
+        blank prompt reached the model, a blank notification a platform that refuses it)."""
+        rt = make_runtime(model=ScriptedModel([]))
+        with pytest.raises(
+            InvalidInput,
+            match=rf"^post\(\) takes non-blank text for a {category.label} \(got "
+            rf"{re.escape(repr(content))}\); write what it says\.$",
+        ):
+            rt.post("s", category, content)
+        assert rt.sessions() == []
+
+    def test_a_category_named_by_a_str_is_refused(self, make_runtime: RuntimeFactory) -> None:
+        """post() names the Category to pass when given a str (it said a 'cron_prompt' is
+        made by a turn)."""
+        rt = make_runtime(model=ScriptedModel([]))
+        with pytest.raises(
+            InvalidInput,
+            match=r"^post\(\) takes a Category \(like Category\.CRON_PROMPT\); got "
+            r"'cron_prompt' that is a 'str'\.$",
+        ):
+            rt.post("s", "cron_prompt", "x")  # type: ignore[arg-type]
 
 
 class TestFailures:
