@@ -22,6 +22,7 @@ from typing import Any, Self, TypeVar
 import pykka
 
 from runtime import (
+    ArtifactStore,
     AuditRow,
     Category,
     Delta,
@@ -343,7 +344,10 @@ class Runtime(Asking, Approving):
             RuntimeStopped: the runtime is not running.
         """
         session_id = session_id_of(session_id)
-        draft = user_draft("send", session_id, text, fields, self.clock, self.settings.input_limits)
+        draft = user_draft(
+            "send", session_id, text, fields, self.clock, self.settings.input_limits,
+            artifacts=self.settings.artifacts,
+        )  # fmt: skip
         return self._route_input(session_id, draft)
 
     def post(self, session_id: str, category: Category, content: str, **fields: Any) -> Message:
@@ -355,7 +359,9 @@ class Runtime(Asking, Approving):
                 field is wrong; nothing was stored.
         """
         session_id = session_id_of(session_id)
-        draft = post_draft(session_id, category, content, fields, self.clock)
+        draft = post_draft(
+            session_id, category, content, fields, self.clock, artifacts=self.settings.artifacts
+        )
         if category is Category.NOTIFICATION:
             added: Message = self.router.call(
                 session_id, lambda p: p.add_output(draft), timeout=self.settings.ask_timeout
@@ -483,6 +489,9 @@ class Runtime(Asking, Approving):
 
     def _limits(self) -> InputLimits:
         return self.settings.input_limits
+
+    def _artifacts(self) -> ArtifactStore | None:
+        return self.settings.artifacts
 
     def _check_running(self) -> None:
         if self._state != "running":

@@ -29,6 +29,7 @@ from actors import (
 )
 from runtime import (
     INTERRUPTED_MARK,
+    Attachment,
     Category,
     InvalidInput,
     MessageAdded,
@@ -166,6 +167,39 @@ class TestInput:
             rt.state("s")
         with pytest.raises(UnknownSession, match=r"^Session 's' has no stored input to wait for"):
             rt.wait_idle("s")
+
+    def test_an_image_without_an_artifact_store_is_refused(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """An image sent to a runtime with no Settings.artifacts is refused at once and nothing
+        is stored (the turn it started failed later: the model's view could not read it)."""
+        rt = make_runtime(model=ScriptedModel([reply("a cat")]))
+        image = Attachment(id="art_1", name="cat.png", kind="image", media_type="image/png")
+        expected = (
+            r"^send\(\) got the image 'cat\.png' \(image/png\), but the runtime has no artifact "
+            r"store to read it from for the model; give Settings\(artifacts=<an ArtifactStore>\) "
+            r"to the Runtime, or attach it as a file \(not image/gif, image/jpeg, image/png or "
+            r"image/webp\)\.$"
+        )
+        with pytest.raises(InvalidInput, match=expected):
+            rt.send("s", "what is this?", attachments=[image])
+        with pytest.raises(InvalidInput, match=expected.replace("send", "ask", 1)):
+            rt.ask("s", "what is this?", attachments=[image])
+        assert rt.sessions() == []
+
+    def test_an_image_with_an_artifact_store_is_taken(self, make_runtime: RuntimeFactory) -> None:
+        """With an artifact store the same image reaches the model."""
+
+        class Artifacts:
+            def read(self, attachment: Attachment) -> bytes:
+                return b"PNG"
+
+        model = ScriptedModel([reply("a cat")])
+        rt = make_runtime(model=model, settings=Settings(artifacts=Artifacts()))
+        image = Attachment(id="art_1", name="cat.png", kind="image", media_type="image/png")
+        rt.send("s", "what is this?", attachments=[image])
+        rt.wait_idle("s", timeout=WAIT)
+        assert model.calls_made == 1
 
     def test_send_returns_the_stored_message(self, make_runtime: RuntimeFactory) -> None:
         """send() answers once the message is stored, pending_agent, with its event seq."""
