@@ -409,11 +409,33 @@ class Runtime(Asking, Approving):
         try:
             state: SessionState = future.get(timeout=timeout)
         except pykka.Timeout:
-            raise IdleTimeout(
-                f"Session {session_id!r} was not idle within {timeout} s; a turn may be waiting "
-                "on a slow model or tool (raise the timeout, or interrupt it)."
-            ) from None
+            raise IdleTimeout(self._not_idle(session_id, timeout, settled)) from None
         return state
+
+    def _not_idle(self, session_id: str, timeout: float | None, settled: bool) -> str:
+        """IdleTimeout's message: what the session still waits for, asked of its actor."""
+        head = f"Session {session_id!r} was not idle within {timeout} s"
+        proxy = self.router.live(session_id)
+        why: dict[str, str] = {}
+        if proxy is not None:
+            try:
+                why = proxy.waiting_for(settled).get(timeout=min(5.0, self.settings.ask_timeout))
+            except Exception:  # busy or gone: the message says less, but still raises
+                log.debug("session %s did not say what it waits for", session_id, exc_info=True)
+        if not why:
+            return (
+                f"{head}; a turn may be waiting on a slow model or tool (raise the timeout, or "
+                f"interrupt it with interrupt({session_id!r}))."
+            )
+        hints = []
+        if "turn" in why or "inputs" in why:
+            hints.append(f"Raise the timeout, or interrupt the turn (interrupt({session_id!r})).")
+        if "delivery" in why:
+            hints.append(
+                "Is an adapter failing to send (see the amber.adapters log)? "
+                "wait_idle(settled=False) does not wait for delivery."
+            )
+        return f"{head}: {'; '.join(why.values())}. {' '.join(hints)}"
 
     def state(self, session_id: str) -> SessionState:
         """The session's head state (from its actor if live, else from the store).

@@ -155,6 +155,39 @@ class SessionActor(pykka.ThreadingActor):
         self._notify()
         return future
 
+    def waiting_for(self, settled: bool = False) -> dict[str, str]:
+        """What keeps ``when_idle(settled)`` from answering, in words (for ``IdleTimeout``):
+        ``turn`` (a turn runs or waits to be recovered), ``inputs`` (inputs wait for a turn),
+        ``delivery`` (output waits for an adapter's report)."""
+        machine, state = self._machine, self._machine.state
+        why: dict[str, str] = {}
+        turn, run = state.active_turn, machine.run
+        if turn is not None and run is None:
+            why["turn"] = (
+                f"turn {turn.id} was left active by a runner that stopped and waits to be "
+                "recovered (Settings.recover_after)"
+            )
+        elif turn is not None and run is not None and not machine.is_waiting:
+            doing = []
+            if run.model_run is not None:
+                doing.append("waiting for the model")
+            if run.tools:
+                doing.append(f"running tool calls {', '.join(sorted(run.tools))}")
+            if turn.awaiting_approval:
+                waiting = ", ".join(sorted(turn.awaiting_approval))
+                doing.append(f"tool calls {waiting} wait for approval")
+            why["turn"] = f"turn {turn.id} is active" + (f" ({'; '.join(doing)})" if doing else "")
+        if state.queued:
+            ids = list(state.queued)
+            why["inputs"] = f"{_count(len(ids), 'input waits', 'inputs wait')} ({', '.join(ids)})"
+        if settled and self._awaiting and machine.is_quiet:
+            ids = sorted(self._awaiting)
+            why["delivery"] = (
+                f"{_count(len(ids), 'message waits', 'messages wait')} for an adapter to report "
+                f"{'it' if len(ids) == 1 else 'them'} delivered ({', '.join(ids)})"
+            )
+        return why
+
     def is_idle(self) -> bool:
         """True when nothing runs: no turn, or one that only waits for approval."""
         return self._machine.is_quiet
@@ -358,6 +391,10 @@ class SessionActor(pykka.ThreadingActor):
             else:
                 future.set(state)
         self._waiters = keep
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def _tell(ref: pykka.ActorRef[Any], message: Any) -> None:

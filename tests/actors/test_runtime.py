@@ -15,6 +15,7 @@ from harness import WAIT, Recorder, RuntimeFactory, Signal, make_runtime, shape,
 from actors import (
     Delta,
     DeltaKind,
+    IdleTimeout,
     InvalidConfig,
     Runtime,
     ScriptedModel,
@@ -24,6 +25,7 @@ from actors import (
     calls,
     empty,
     error,
+    hang,
     reply,
     tool,
 )
@@ -34,6 +36,7 @@ from runtime import (
     InvalidInput,
     MessageAdded,
     MessageType,
+    Presentation,
     Role,
     Status,
     StoreError,
@@ -274,6 +277,43 @@ class TestInput:
             r"'cron_prompt' that is a 'str'\.$",
         ):
             rt.post("s", "cron_prompt", "x")  # type: ignore[arg-type]
+
+
+class _NeverSends(Recorder):
+    """An adapter whose platform is down: every render fails, nothing is delivered."""
+
+    def render(self, update: Update, presentation: Presentation) -> None:
+        raise ConnectionError("the platform is down")
+
+
+class TestIdleTimeoutSaysWhy:
+    """IdleTimeout names what the session was still waiting for. The waits below cannot
+    end (a model that never answers, an adapter that never delivers): only the message of
+    the timeout is judged."""
+
+    def test_a_turn_waiting_for_the_model(self, make_runtime: RuntimeFactory) -> None:
+        rt = make_runtime(model=ScriptedModel([hang()]))
+        rt.send("s", "hello")
+        with pytest.raises(
+            IdleTimeout,
+            match=r"^Session 's' was not idle within 0\.2 s: turn turn_\w+ is active \(waiting "
+            r"for the model\)\. Raise the timeout, or interrupt the turn \(interrupt\('s'\)\)\.$",
+        ):
+            rt.wait_idle("s", timeout=0.2)
+
+    def test_output_no_adapter_reports_delivered(self, make_runtime: RuntimeFactory) -> None:
+        rt = make_runtime(
+            model=ScriptedModel([reply("hi")]), adapters=[_NeverSends.start(platform="test")]
+        )
+        rt.send("s", "go", chatbot_id="test")
+        with pytest.raises(
+            IdleTimeout,
+            match=r"^Session 's' was not idle within 0\.2 s: 1 message waits for an adapter to "
+            r"report it delivered \(msg_\w+\)\. Is an adapter failing to send \(see the "
+            r"amber\.adapters log\)\? wait_idle\(settled=False\) does not wait for delivery\.$",
+        ):
+            rt.wait_idle("s", timeout=0.2)
+        assert rt.wait_idle("s", timeout=WAIT, settled=False).active_turn is None
 
 
 class TestFailures:
