@@ -45,9 +45,12 @@ def user_draft(
     clock: Callable[[], datetime],
     limits: InputLimits,
     *,
-    artifacts: ArtifactStore | None,
+    artifacts: ArtifactStore | None = None,
 ) -> Draft:
     """A person's input (text with ``UserInput`` fields, or a ``UserInput``), checked.
+
+    ``artifacts`` is the runtime's artifact store (None: it has none, and an image is
+    refused).
 
     Raises:
         InvalidInput: the input breaks a rule (``what`` names the caller in the message).
@@ -102,7 +105,7 @@ def post_draft(
     fields: dict[str, Any],
     clock: Callable[[], datetime],
     *,
-    artifacts: ArtifactStore | None,
+    artifacts: ArtifactStore | None = None,
 ) -> Draft:
     """A cron prompt, compaction request, background alert or notification, checked.
 
