@@ -173,7 +173,7 @@ def _renamed(data: Any, new_id: str) -> Any:
     for event in data["events"]:
         if isinstance(event, dict):
             event = {**event, "session_id": new_id}
-            for key in ("message",):
+            for key in ("message", "notice"):
                 if isinstance(event.get(key), dict):
                     event[key] = {**event[key], "session_id": new_id}
             for key in ("messages", "partial"):

@@ -52,6 +52,7 @@ from runtime import (
     TurnOutcome,
     TurnSettings,
     TurnStarted,
+    category_of,
     step,
     to_json,
 )
@@ -180,8 +181,8 @@ class TestModelCalls:
         d.stream(call.run_id, MessageStart(), TextDelta(text="The answer is"),
                  ToolCallDelta(index=0, id="c1", name="lookup", arguments="{}"))  # fmt: skip
         decision = d(ModelEnded, run_id=call.run_id)
-        assert kinds(decision) == ["ModelCallFinished", "MessageAdded", "TurnEnded"]
-        finished, _, ended = decision.events
+        assert kinds(decision) == ["ModelCallFinished", "TurnEnded"]  # the notice in its end
+        finished, ended = decision.events
         assert isinstance(finished, ModelCallFinished)
         assert "ended before MessageFinish" in (finished.error or "")
         assert isinstance(ended, TurnEnded)
@@ -252,8 +253,34 @@ class TestModelCalls:
         again = commands(nudged, CallModel)[0]
         d.stream(again.run_id, MessageStart(), MessageFinish())
         failed = d(ModelEnded, run_id=again.run_id)
-        assert kinds(failed)[-2:] == ["MessageAdded", "TurnEnded"]  # the crash notice, the end
+        assert kinds(failed)[-2:] == ["ModelCallFinished", "TurnEnded"]
         assert failed.events[-1].outcome is TurnOutcome.ERROR  # type: ignore[attr-defined]
+        assert failed.events[-1].notice is not None  # type: ignore[attr-defined]
+
+    def test_a_broken_stream_keeps_its_text_before_the_crash_notice(self) -> None:
+        """Text streamed, then the stream broke: the partial reply is stored and announced
+        before the crash notice (a channel posts the text, then says it failed), and both
+        come with the turn's end."""
+        d = Driver()
+        call = d.started()
+        d.stream(call.run_id, MessageStart(), TextDelta(text="Sunny in"))
+        failed = d(ModelEnded, run_id=call.run_id, error="ModelStreamBroken: dropped",
+                   error_type="ModelStreamBroken")  # fmt: skip
+        assert kinds(failed)[-1] == "TurnEnded"
+        ended = failed.events[-1]
+        assert isinstance(ended, TurnEnded)
+        assert ended.outcome is TurnOutcome.ERROR
+        assert [m.content for m in ended.partial] == ["Sunny in"]
+        assert ended.notice is not None
+        assert category_of(ended.notice) is Category.CRASH_NOTICE
+        state = failed.machine.state
+        tail = [(category_of(m), m.status) for m in state.messages[-2:]]
+        assert tail == [(Category.REPLY, Status.PENDING), (Category.CRASH_NOTICE, Status.PENDING)]
+        assert state.messages[-2].metadata["interrupted"] is True
+        assert "interrupted" not in state.messages[-1].metadata
+        announced = [c.update.message.id for c in commands(failed, Announce)
+                     if c.update.message.id in {m.id for m in state.messages[-2:]}]  # fmt: skip
+        assert announced == [m.id for m in state.messages[-2:]]
 
     def test_the_model_timer_fails_a_slow_call(self) -> None:
         """``model:<run>`` firing while the call runs: it fails as a timeout and is cancelled."""
@@ -261,8 +288,7 @@ class TestModelCalls:
         call = d.started()
         d.now = 60.0
         decision = d(TimerFired, name=f"model:{call.run_id}")
-        assert kinds(decision) == ["ModelCallStarted", "ModelCallFinished", "MessageAdded",
-                                   "TurnEnded"]  # fmt: skip
+        assert kinds(decision) == ["ModelCallStarted", "ModelCallFinished", "TurnEnded"]
         assert "ModelTimeout: the model did not finish within 60.0 s" in (
             decision.events[-1].reason  # type: ignore[attr-defined]
         )
