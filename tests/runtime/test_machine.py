@@ -218,6 +218,40 @@ class TestModelCalls:
         assert result.message.metadata["duration_ms"] == 1000.0
         assert commands(done, CallModel)[0].request.call_index == 1
 
+    @pytest.mark.parametrize("number", [2**64, -(2**63) - 1, 10**30])
+    def test_an_integer_beyond_64_bits_is_refused_not_rounded(self, number: int) -> None:
+        """orjson reads such an integer as a float: the tool would have run with a rounded
+        number, stored as if the model sent it. The call is refused, its text kept as sent."""
+        d = Driver()
+        call = d.started()
+        raw = f'{{"id": {number}, "note": "x"}}'
+        d.stream(call.run_id, MessageStart(),
+                 ToolCallDelta(index=0, id="c1", name="lookup", arguments=raw),
+                 MessageFinish())  # fmt: skip
+        decision = d(ModelEnded, run_id=call.run_id)
+        assert commands(decision, RunTool) == []
+        added = [e.message for e in decision.events if isinstance(e, MessageAdded)]
+        tool_call, result = added
+        assert tool_call.metadata["raw_arguments"] == raw
+        assert "tool_arguments" not in tool_call.metadata
+        assert result.error_type == "invalid_arguments"
+        assert "$.arguments.id must be an integer that fits in 64 bits (got " in result.content
+        assert "store big numbers as strings" in result.content
+
+    def test_nineteen_digits_that_fit_still_run(self) -> None:
+        """The exact re-read only refuses what does not fit: 2**63 - 1 runs as sent."""
+        d = Driver()
+        call = d.started()
+        raw = f'{{"id": {2**63 - 1}, "digits": "12345678901234567890", "f": 1.5}}'
+        d.stream(call.run_id, MessageStart(),
+                 ToolCallDelta(index=0, id="c1", name="lookup", arguments=raw),
+                 MessageFinish())  # fmt: skip
+        decision = d(ModelEnded, run_id=call.run_id)
+        assert commands(decision, RunTool) == [
+            RunTool(call_id="c1", name="lookup",
+                    arguments={"id": 2**63 - 1, "digits": "12345678901234567890", "f": 1.5})
+        ]  # fmt: skip
+
     def test_a_reused_call_id_gets_a_fresh_one(self) -> None:
         """A provider that numbers calls per response: the second ``c1`` is renamed."""
         d = Driver()
