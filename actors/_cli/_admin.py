@@ -13,7 +13,7 @@ import orjson
 from rich.text import Text
 
 from runtime import EVENT_TYPES, CorruptRow, InvalidInput, SessionState, Timeline
-from runtime.store import RebuildReport, SessionInfo, Store, recover_orphans
+from runtime.store import RebuildReport, SessionInfo, SqlStore, Store, recover_orphans
 
 from .._ids import utc_now
 from ._app import (
@@ -26,6 +26,7 @@ from ._app import (
     parse_seq,
     require_session,
     resolve_seq,
+    resolve_seq_between,
     session_id_option,
     stdout_console,
 )
@@ -58,8 +59,16 @@ def fork_session(
     ``timeline``: the session's timeline if the caller has it loaded already.
     """
     require_session(store, session, db)
-    line = timeline if timeline is not None else store.load_timeline(session)
-    seq = resolve_seq(at_seq, line)
+    if timeline is not None:
+        line, seq = timeline, resolve_seq(at_seq, timeline)
+    elif isinstance(store, SqlStore):
+        # Only the state at the fork point, from the nearest snapshot (at 100,000 events,
+        # the whole timeline took seconds and held every state for one).
+        seq = resolve_seq_between(at_seq, session, 0, store.session(session).seq)
+        line = store.load_span(session, seq, seq)
+    else:
+        line = store.load_timeline(session)
+        seq = resolve_seq(at_seq, line)
     if new_id is not None and new_id in store:
         raise CliError(
             f"The store {db!r} already has a session {new_id!r}; pass another --as, or leave "
