@@ -1,0 +1,120 @@
+"""The time-travel commands as a user trial met them: on a live store, across forks and
+imports, with the commands they print for the user to run next.
+
+Each session here is built event by event (``_log``), so the tests know its seqs.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_support import amber
+
+from runtime import (
+    Category,
+    Event,
+    MessageAdded,
+    MetadataUpdated,
+    SessionState,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+    apply,
+    new_message,
+)
+from runtime.store import SQLiteStore
+
+T0 = datetime(2026, 5, 27, 12, 0, tzinfo=UTC)
+
+
+def _log(session: str, turns: int, *, after: SessionState | None = None) -> list[Event]:
+    """``turns`` questions, each claimed and processed by a turn (3 events a turn)."""
+    state = after if after is not None else SessionState.empty(session)
+    out: list[Event] = []
+
+    def emit(make: Any) -> None:
+        nonlocal state
+        event = make(session_id=session, seq=state.seq + 1, at=T0 + timedelta(seconds=state.seq))
+        state = apply(state, event)
+        out.append(event)
+
+    for _ in range(turns):
+        n = state.seq
+        at = T0 + timedelta(seconds=n)
+        message = new_message(
+            Category.USER_QUESTION, id=f"u{n}", session_id=session, created_at=at,
+            sender="Chii", content=f"question {n}",
+        )  # fmt: skip
+        emit(lambda message=message, **kw: MessageAdded(message=message, **kw))
+        emit(lambda n=n, **kw: TurnStarted(turn_id=f"t{n}", **kw))
+        emit(lambda n=n, **kw: TurnEnded(turn_id=f"t{n}", outcome=TurnOutcome.PROCESSED, **kw))
+    return out
+
+
+def _store(folder: Path, session: str = "s", turns: int = 10) -> Path:
+    db = folder / "travel.db"
+    with SQLiteStore(db) as store:
+        store.append(_log(session, turns))
+    return db
+
+
+def _write_one(db: Path, session: str) -> None:
+    """Another writer (its own connection) appends one event to ``session``."""
+    with SQLiteStore(db) as other:
+        head = other.load_state(session)
+        first = next(iter(head))
+        event = MetadataUpdated(
+            session_id=session,
+            seq=head.seq + 1,
+            at=T0 + timedelta(hours=1, seconds=head.seq),
+            message_id=first.id,
+            metadata={"touched": head.seq},
+        )
+        other.append([event])
+
+
+class TestReplayVerifyLive:
+    @pytest.mark.parametrize("before", ["load_state", "verify"])
+    def test_events_written_meanwhile_are_no_divergence(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str
+    ) -> None:
+        """A runtime appending while --verify reads (before the head, before the replay)
+        makes no false divergence: the summary and the head are each compared with the
+        replay at their own seq."""
+        db = _store(tmp_path)
+        original = getattr(SQLiteStore, before)
+        written: list[bool] = []
+
+        def live(self: SQLiteStore, session_id: str) -> Any:
+            if not written:
+                written.append(True)
+                _write_one(db, session_id)
+            return original(self, session_id)
+
+        monkeypatch.setattr(SQLiteStore, before, live)
+        result = amber("replay", "s", "--verify", "--db", db, "--json")
+        assert written
+        assert result.exit_code == 0, result.output
+        checks = json.loads(result.output)["sessions"][0]["checks"]
+        assert [(c["name"], c["ok"]) for c in checks] == [
+            ("snapshot", True),
+            ("head", True),
+            ("summary", True),
+        ]
+
+    def test_a_summary_that_disagrees_still_fails(self, tmp_path: Path) -> None:
+        """A summary row whose seq the log does not reach is still a divergence."""
+        db = _store(tmp_path)
+        import sqlite3
+
+        conn = sqlite3.connect(db)
+        with conn:
+            conn.execute("UPDATE sessions SET messages = messages + 1 WHERE session_id = 's'")
+        conn.close()
+        result = amber("replay", "s", "--verify", "--db", db)
+        assert result.exit_code == 1, result.output
+        assert "✗ summary" in result.output
