@@ -166,24 +166,40 @@ def export(session: str, output: Path | None, force: bool, db: str) -> None:
 
 
 def _renamed(data: Any, new_id: str) -> Any:
-    """An export with every event and message moved to session ``new_id``."""
+    """An export moved to session ``new_id``: every event, and every message the session
+    added itself; a fork's messages of other sessions keep their ``session_id`` and
+    ``event_seq`` (their provenance), and its source stays the session it was forked from.
+    Every mention of the exported session's own id becomes ``new_id``, and only those."""
     if not isinstance(data, dict) or not isinstance(data.get("events"), list):
         return data  # not an export: import_session says why
+    old_id = data.get("session_id")
+
+    def moved(message: Any) -> Any:
+        if isinstance(message, dict) and message.get("session_id") == old_id:
+            return {**message, "session_id": new_id}
+        return message
+
     events = []
     for event in data["events"]:
         if isinstance(event, dict):
             event = {**event, "session_id": new_id}
-            for key in ("message",):
-                if isinstance(event.get(key), dict):
-                    event[key] = {**event[key], "session_id": new_id}
+            if event.get("source_session_id") == old_id:
+                event["source_session_id"] = new_id
+            if "message" in event:
+                event["message"] = moved(event["message"])
             for key in ("messages", "partial"):
                 if isinstance(event.get(key), list):
-                    event[key] = [
-                        {**m, "session_id": new_id} if isinstance(m, dict) else m
-                        for m in event[key]
-                    ]
+                    event[key] = [moved(m) for m in event[key]]
         events.append(event)
     return {**data, "session_id": new_id, "events": events}
+
+
+def _source(data: Any) -> tuple[str, int] | None:
+    """The session and seq an imported fork started from (its first event), if it is one."""
+    first = data["events"][0] if data.get("events") else None
+    if isinstance(first, dict) and first.get("kind") == "branch_imported":
+        return str(first["source_session_id"]), int(first["source_seq"])
+    return None
 
 
 @click.command("import")
@@ -231,11 +247,14 @@ def import_command(file: Path, new_id: str | None, db: str, as_json: bool) -> No
                 ExitCode.CONFLICT,
             )
         head = store.import_session(data)
+    source = _source(data)  # the import decoded every event: ``data`` is an export
     if as_json:
-        emit_json({"session_id": head.session_id, "seq": head.seq, "messages": len(head)})
+        fork = {} if source is None else {"source_session_id": source[0], "source_seq": source[1]}
+        emit_json({"session_id": head.session_id, "seq": head.seq, "messages": len(head), **fork})
         return
+    what = "" if source is None else f"; a fork of {source[0]} at seq {source[1]}"
     stdout_console().print(
-        f"Imported {head.session_id} ({head.seq} events, {len(head)} messages) into {db}."
+        f"Imported {head.session_id} ({head.seq} events, {len(head)} messages) into {db}{what}."
     )
 
 

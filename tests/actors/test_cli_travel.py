@@ -15,6 +15,7 @@ import pytest
 from cli_support import amber
 
 from runtime import (
+    BranchImported,
     Category,
     Event,
     MessageAdded,
@@ -118,3 +119,53 @@ class TestReplayVerifyLive:
         result = amber("replay", "s", "--verify", "--db", db)
         assert result.exit_code == 1, result.output
         assert "✗ summary" in result.output
+
+
+class TestImportAs:
+    def _fork_export(self, tmp_path: Path) -> Path:
+        """An export of ``f``, a fork of ``s`` at seq 6 that then adds messages itself."""
+        db = _store(tmp_path)
+        assert amber("fork", "s", "--at", "6", "--as", "f", "--db", db).exit_code == 0
+        with SQLiteStore(db) as store:
+            store.append(_log("f", 1, after=store.load_state("f")))
+        file = tmp_path / "f.json"
+        assert amber("export", "f", "-o", file, "--db", db).exit_code == 0
+        return file
+
+    def test_a_fork_keeps_its_provenance(self, tmp_path: Path) -> None:
+        """`import --as NEW` of a fork keeps its source (session and seq) and the
+        provenance of the messages it inherited; only its own messages move to NEW."""
+        file = self._fork_export(tmp_path)
+        target = tmp_path / "other.db"
+        result = amber("import", file, "--as", "g", "--db", target, "--json")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.output) == {
+            "session_id": "g",
+            "seq": 4,
+            "messages": 3,
+            "source_session_id": "s",
+            "source_seq": 6,
+        }
+        with SQLiteStore(target) as store:
+            events = store.events("g")
+            head = store.load_state("g")
+        first = events[0]
+        assert isinstance(first, BranchImported)
+        assert (first.source_session_id, first.source_seq) == ("s", 6)
+        assert {m.id: (m.session_id, m.event_seq) for m in head} == {
+            "u0": ("s", 1),
+            "u3": ("s", 4),
+            "u1": ("g", 2),
+        }
+        shown = amber("show", "g", "--message", "u3", "--db", target)
+        assert "inherited with the fork: seq 4 of session s" in shown.output
+
+    def test_the_text_names_the_source(self, tmp_path: Path) -> None:
+        """The line printed says which session and seq the imported fork started from."""
+        file = self._fork_export(tmp_path)
+        target = tmp_path / "other.db"
+        result = amber("import", file, "--as", "g", "--db", target)
+        assert result.exit_code == 0, result.output
+        assert result.output == (
+            f"Imported g (4 events, 3 messages) into {target}; a fork of s at seq 6.\n"
+        )
