@@ -118,7 +118,17 @@ def fork(session: str, at_seq: int, new_id: str | None, db: str, as_json: bool) 
             f" ({len(head)} messages, {len(head.turn_list())} turns).",
         )
     )
-    if turn is not None:
+    awaiting = head.active_turn.awaiting_approval if head.active_turn is not None else {}
+    if turn is not None and awaiting:
+        console.print(
+            Text(
+                f"It was taken while {turn} waited for approval of {len(awaiting)} tool call(s); "
+                f"the fork's turn waits for it too: amber resume {target} asks for it (add "
+                "--shell for a shell command).",
+                style="yellow",
+            )
+        )
+    elif turn is not None:
         console.print(
             Text(
                 f"It was taken mid-turn: {turn} is still active in the fork. A runtime gives its "

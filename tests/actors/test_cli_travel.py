@@ -7,6 +7,7 @@ Each session here is built event by event (``_log``), so the tests know its seqs
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ from typing import Any
 import pytest
 from cli_support import amber
 
+from actors import Runtime
+from actors._cli._chat import chat_model, chat_tools
 from runtime import (
     BranchImported,
     Category,
@@ -24,6 +27,7 @@ from runtime import (
     TurnEnded,
     TurnOutcome,
     TurnStarted,
+    TurnStatus,
     apply,
     new_message,
 )
@@ -169,3 +173,82 @@ class TestImportAs:
         assert result.output == (
             f"Imported g (4 events, 3 messages) into {target}; a fork of s at seq 6.\n"
         )
+
+
+@pytest.fixture(scope="module")
+def awaiting(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store whose session ``a`` waits for approval of a shell command (the chat's
+    scripted model and its shell tool), and ``f``, a fork of it at its head."""
+    db = tmp_path_factory.mktemp("approval") / "approval.db"
+    with Runtime(model=chat_model(shell=True), store=db, tools=chat_tools(shell=True)) as rt:
+        rt.send("a", "$ echo resumed-and-ran", sender="you")
+        state = rt.wait_idle("a", timeout=60)
+    assert state.active_turn is not None
+    assert state.active_turn.awaiting_approval
+    assert amber("fork", "a", "--at", "-1", "--as", "f", "--db", db).exit_code == 0
+    return db
+
+
+class TestResumeAwaitingApproval:
+    def _copy(self, awaiting: Path, tmp_path: Path) -> Path:
+        db = tmp_path / "copy.db"
+        shutil.copyfile(awaiting, db)
+        return db
+
+    def test_a_denial_is_asked_for_and_the_turn_ends(self, awaiting: Path, tmp_path: Path) -> None:
+        """`amber resume` of a fork whose head awaits approval asks for it; denied, the
+        model is told and the turn ends."""
+        db = self._copy(awaiting, tmp_path)
+        result = amber("resume", "f", "--shell", "--db", db, input="n\n")
+        assert result.exit_code == 0, result.output
+        assert "waits for approval of 1 tool call" in result.output
+        assert "approve run_shell_command(command='echo resumed-and-ran')? [y/N]" in result.output
+        with SQLiteStore(db) as store:
+            head = store.load_state("f")
+        assert head.active_turn_id is None
+        assert head.turn_list()[-1].status is TurnStatus.PROCESSED
+        assert "resumed-and-ran" not in head.messages[-1].content
+
+    def test_an_approval_runs_the_tool(self, awaiting: Path, tmp_path: Path) -> None:
+        """Approved, the call runs and the model answers with its output."""
+        db = self._copy(awaiting, tmp_path)
+        result = amber("resume", "f", "--shell", "--db", db, input="y\n")
+        assert result.exit_code == 0, result.output
+        with SQLiteStore(db) as store:
+            head = store.load_state("f")
+        assert head.active_turn_id is None
+        assert head.messages[-1].content == "Done: `resumed-and-ran`"
+
+    def test_the_fork_says_to_resume_it(self, awaiting: Path, tmp_path: Path) -> None:
+        """A fork of a turn that waits for approval points at `amber resume`, not at
+        `amber recover` (which would give its input back)."""
+        db = self._copy(awaiting, tmp_path)
+        result = amber("fork", "a", "--at", "-1", "--as", "g", "--db", db)
+        assert result.exit_code == 0, result.output
+        assert "waited for approval of 1 tool call(s)" in result.output
+        assert "amber resume g" in result.output
+        assert "amber recover" not in result.output
+
+    def test_without_the_tool_it_says_which_option(self, awaiting: Path, tmp_path: Path) -> None:
+        """Without --shell the runtime would not have the tool the call waits for: usage
+        error naming it and the option, before anything runs."""
+        db = self._copy(awaiting, tmp_path)
+        result = amber("resume", "f", "--db", db)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith(
+            "amber: Session 'f' waits for approval of a call to run_shell_command, a tool this "
+            "resume has only with --shell:"
+        )
+        with SQLiteStore(awaiting) as before, SQLiteStore(db) as after:
+            assert after.events("f") == before.events("f")
+
+    def test_no_answer_says_what_to_do(self, awaiting: Path, tmp_path: Path) -> None:
+        """No one to answer (stdin at its end): exit 1, the call still waits, and the
+        message says how to answer it."""
+        db = self._copy(awaiting, tmp_path)
+        result = amber("resume", "f", "--shell", "--db", db, input="")
+        assert result.exit_code == 1, result.output
+        assert "still waits for approval of run_shell_command" in result.stderr
+        assert "amber resume f --shell --db" in result.stderr
+        with SQLiteStore(db) as store:
+            assert store.load_state("f").active_turn_id is not None
