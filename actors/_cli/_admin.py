@@ -30,6 +30,7 @@ from ._app import (
     stdout_console,
 )
 from ._check import describe_problem
+from ._hints import command_line
 
 __all__ = ["events", "export", "fork", "fork_session", "import_command", "recover"]
 
@@ -123,7 +124,8 @@ def fork(session: str, at_seq: int, new_id: str | None, db: str, as_json: bool) 
         console.print(
             Text(
                 f"It was taken while {turn} waited for approval of {len(awaiting)} tool call(s); "
-                f"the fork's turn waits for it too: amber resume {target} asks for it (add "
+                "the fork's turn waits for it too: "
+                f"{command_line('resume', target, options=('--db', db))} asks for it (add "
                 "--shell for a shell command).",
                 style="yellow",
             )
@@ -132,12 +134,13 @@ def fork(session: str, at_seq: int, new_id: str | None, db: str, as_json: bool) 
         console.print(
             Text(
                 f"It was taken mid-turn: {turn} is still active in the fork. A runtime gives its "
-                f"input back once it is idle for recover_after; now: amber recover --older-than 0 "
-                f"--db {db}",
+                "input back once it is idle for recover_after; now: "
+                + command_line("recover", options=("--older-than", 0, "--db", db)),
                 style="yellow",
             )
         )
-    console.print(Text(f"Look at it: amber show {target} --db {db}", style="dim"))
+    look = command_line("show", target, options=("--db", db))
+    console.print(Text(f"Look at it: {look}", style="dim"))
 
 
 @click.command()

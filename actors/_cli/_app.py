@@ -278,7 +278,10 @@ def require_session(store: Store, session_id: str, db: str) -> None:
     if close:
         hint = "did you mean " + " or ".join(repr(s) for s in close[:3]) + "?"
     elif known:
-        hint = f"it holds {len(known)} session(s); 'amber sessions --db {db}' lists them."
+        from ._hints import command_line
+
+        listing = command_line("sessions", options=("--db", db))
+        hint = f"it holds {len(known)} session(s); list them with: {listing}"
     else:
         hint = "it holds no session yet; 'amber demo' makes one."
     raise CliError(f"No session {session_id!r} in {db!r}; {hint}", ExitCode.NOT_FOUND)

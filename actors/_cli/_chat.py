@@ -56,6 +56,7 @@ from ._app import (
     require_sqlite_file,
     session_id_option,
 )
+from ._hints import command_line
 from ._logs import warnings_on
 
 __all__ = ["ChatLoop", "chat", "chat_model", "chat_tools", "resume"]
@@ -340,7 +341,8 @@ def chat(
             loop.run()
     except KeyboardInterrupt:
         raise CliError("Interrupted while stopping the runtime.", ExitCode.INTERRUPTED) from None
-    bye = Text(f"Bye. Stored in {db}: amber timeline {session_id} --db {db}", style="dim")
+    timeline = command_line("timeline", session_id, options=("--db", db))
+    bye = Text(f"Bye. Stored in {db}: {timeline}", style="dim")
     console.print(bye, soft_wrap=True)
 
 
@@ -389,7 +391,8 @@ def resume(
         require = store.load_state(session) if session in store else None
     if require is None:
         raise CliError(
-            f"There is no session {session!r} in {db}; list them with 'amber sessions'.",
+            f"There is no session {session!r} in {db}; list them with: "
+            + command_line("sessions", options=("--db", db)),
             ExitCode.NOT_FOUND,
         )
     waiting = [m for m in require if m.status is Status.PENDING_AGENT]
@@ -436,8 +439,8 @@ def resume(
                 raise CliError(_unanswered(state, session, shell, db), ExitCode.FAILED) from None
             state = rt.wait_idle(session, timeout=timeout)
     console.print(
-        Text(f"{session} is idle at seq {state.seq}: amber timeline {session} --db {db}",
-             style="dim"),
+        Text(f"{session} is idle at seq {state.seq}: "
+             + command_line("timeline", session, options=("--db", db)), style="dim"),
         soft_wrap=True,
     )  # fmt: skip
 
@@ -458,7 +461,8 @@ def _require_tools(session: str, asked: list[ToolCall], tools: list[Tool], db: s
         if call_.name in names:
             continue
         if call_.name == shell_tool().name:
-            how = f"run it again with --shell: amber resume {session} --shell --db {db}"
+            again = command_line("resume", session, options=("--shell", "--db", db))
+            how = f"run it again with --shell: {again}"
             have = "a tool this resume has only with --shell"
         else:
             how = (
@@ -475,7 +479,7 @@ def _require_tools(session: str, asked: list[ToolCall], tools: list[Tool], db: s
 def _unanswered(state: SessionState, session: str, shell: bool, db: str) -> str:
     """What to do about calls still waiting for approval when no answer could be read."""
     names = ", ".join(c.name for c in _awaiting_calls(state)) or "a tool call"
-    again = f"amber resume {session}{' --shell' if shell else ''} --db {db}"
+    again = command_line("resume", session, options=(*(["--shell"] if shell else []), "--db", db))
     return (
         f"Session {session!r} still waits for approval of {names}, and no answer could be read "
         f"(standard input ended). Run '{again}' in a terminal and answer y (approve) or n "

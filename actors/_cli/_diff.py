@@ -21,6 +21,7 @@ from ._app import (
     resolve_seq_between,
     stdout_console,
 )
+from ._hints import command_line
 from ._render import diff_view
 from ._travel import event_line, head_seq
 
@@ -100,10 +101,10 @@ def diff_command(session: str, a: int, b: int, other: str | None, db: str, as_js
     console.print(Text(title, style="bold"))
     console.print(diff_view(delta), soft_wrap=True)
     if other is None and seq_a < seq_b:
-        _events_between(console, line, seq_a, seq_b)
+        _events_between(console, line, seq_a, seq_b, db)
 
 
-def _events_between(console: Console, line: Timeline, a: int, b: int) -> None:
+def _events_between(console: Console, line: Timeline, a: int, b: int, db: str) -> None:
     count = b - a
     console.print(Text(f"\n{count} event(s) in between:", style="bold"))
     width = len(str(b))
@@ -115,8 +116,12 @@ def _events_between(console: Console, line: Timeline, a: int, b: int) -> None:
     if count > _EVENTS_SHOWN:
         console.print(
             Text(
-                f"… {count - _EVENTS_SHOWN} more: amber timeline {line.session_id} "
-                f"--from {a + _EVENTS_SHOWN + 1} --to {b}",
+                f"… {count - _EVENTS_SHOWN} more: "
+                + command_line(
+                    "timeline",
+                    line.session_id,
+                    options=("--from", a + _EVENTS_SHOWN + 1, "--to", b, "--db", db),
+                ),
                 style="dim",
             )
         )

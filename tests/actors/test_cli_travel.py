@@ -7,6 +7,7 @@ Each session here is built event by event (``_log``), so the tests know its seqs
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +18,7 @@ from cli_support import amber
 
 from actors import Runtime
 from actors._cli._chat import chat_model, chat_tools
+from actors._cli._hints import command_line
 from runtime import (
     BranchImported,
     Category,
@@ -252,3 +254,90 @@ class TestResumeAwaitingApproval:
         assert "amber resume f --shell --db" in result.stderr
         with SQLiteStore(db) as store:
             assert store.load_state("f").active_turn_id is not None
+
+
+def _hint(output: str, after: str) -> list[str]:
+    """The words of the command printed after ``after`` (up to the line's end), as a shell
+    would split them, without the leading ``amber``."""
+    line = next(line for line in output.splitlines() if after in line)
+    rest = line.split(after, 1)[1]
+    words = shlex.split(rest[rest.index("amber ") :])
+    assert words[0] == "amber"
+    return words[1:]
+
+
+class TestCommandLine:
+    @pytest.mark.parametrize(
+        ("args", "options", "expected"),
+        [
+            (("show", "demo"), ("--db", "amber.db"), "amber show demo --db amber.db"),
+            (("show", "-f"), ("--db", "a.db"), "amber show --db a.db -- -f"),
+            (
+                ("show", "it's"),
+                ("--db", "my store.db"),
+                "amber show 'it'\"'\"'s' --db 'my store.db'",
+            ),
+            (("diff", "demo", -2, -1), (), "amber diff -- demo -2 -1"),
+            (("recover",), ("--older-than", 0), "amber recover --older-than 0"),
+            (("timeline", "s"), ("--from", -10), "amber timeline s --from -10"),
+        ],
+    )
+    def test_quoted_and_dashes_after_double_dash(
+        self, args: tuple[Any, ...], options: tuple[Any, ...], expected: str
+    ) -> None:
+        """Every word is shell-quoted; arguments that start with '-' come after '--'."""
+        assert command_line(*args, options=options) == expected
+
+
+ODD = "-odd id"
+"""A session id that starts with '-' and holds a space."""
+
+
+class TestPrintedCommandsRun:
+    def test_fork_look_at_it(self, tmp_path: Path) -> None:
+        """`amber fork --as '-odd id'` prints a `show` that runs as printed."""
+        db = tmp_path / "a store.db"
+        db = _store(tmp_path).rename(db)
+        result = amber("fork", "s", "--at", "3", "--as", ODD, "--db", db)
+        assert result.exit_code == 0, result.output
+        words = _hint(result.output, "Look at it: ")
+        assert words == ["show", "--db", str(db), "--", ODD]
+        shown = amber(*words)
+        assert shown.exit_code == 0, shown.output
+
+    def test_diff_more_events(self, tmp_path: Path) -> None:
+        """`amber diff` of more than 20 events prints a `timeline` of the rest that runs,
+        with the store it read."""
+        db = _store(tmp_path, session=ODD)
+        result = amber("diff", "--db", db, "--", ODD, "0", "30")
+        assert result.exit_code == 0, result.output
+        words = _hint(result.output, "more: ")
+        assert words == ["timeline", "--from", "21", "--to", "30", "--db", str(db), "--", ODD]
+        listed = amber(*words)
+        assert listed.exit_code == 0, listed.output
+        assert len(listed.output.splitlines()) == 1 + 10
+
+    def test_no_such_session_lists_them(self, tmp_path: Path) -> None:
+        """The hint of a session not found names the store quoted."""
+        db = _store(tmp_path).rename(tmp_path / "my store.db")
+        result = amber("show", "zzz", "--db", db)
+        assert result.exit_code == 3
+        words = _hint(result.stderr, "list them with: ")
+        assert words == ["sessions", "--db", str(db)]
+        assert amber(*words).exit_code == 0
+
+    def test_resume_idle(self, tmp_path: Path) -> None:
+        """`amber resume` of a session whose id starts with '-' ends with a `timeline`
+        that runs."""
+        db = tmp_path / "r.db"
+        with SQLiteStore(db) as store:
+            message = new_message(
+                Category.USER_QUESTION, id="q", session_id=ODD, created_at=T0,
+                sender="Chii", content="hello",
+            )  # fmt: skip
+            store.append([MessageAdded(session_id=ODD, seq=1, at=T0, message=message)])
+        result = amber("resume", "--db", db, "--", ODD)
+        assert result.exit_code == 0, result.output
+        words = _hint(result.output, "is idle at seq ")
+        assert words[-2:] == ["--", ODD]
+        assert amber(*words).exit_code == 0
