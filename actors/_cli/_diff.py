@@ -76,13 +76,16 @@ def diff_command(session: str, a: int, b: int, other: str | None, db: str, as_js
     head; put them after '--' (amber diff demo -- -2 -1).
     """
     with open_store(db) as store:
-        # Only the states between A and B, from the nearest stored one (not the whole log).
         last = head_seq(store, session, db)
         other_last = head_seq(store, other, db) if other is not None else last
         seq_a = resolve_seq_between(a, session, 0, last, option="A")
         seq_b = resolve_seq_between(b, other or session, 0, other_last, option="B")
         if other is None:
-            line = other_line = store.load_span(session, min(seq_a, seq_b), max(seq_a, seq_b))
+            # State A with the events printed after it, and state B: each from the stored
+            # state nearest it, not every state between A and B (which may be far apart).
+            shown = min(seq_b, seq_a + _EVENTS_SHOWN) if seq_a < seq_b else seq_a
+            line = store.load_span(session, seq_a, shown)
+            other_line = line if shown == seq_b else store.load_span(session, seq_b, seq_b)
         else:
             line = store.load_span(session, seq_a, seq_a)
             other_line = store.load_span(other, seq_b, seq_b)

@@ -341,3 +341,58 @@ class TestPrintedCommandsRun:
         words = _hint(result.output, "is idle at seq ")
         assert words[-2:] == ["--", ODD]
         assert amber(*words).exit_code == 0
+
+
+@pytest.fixture(scope="module")
+def long_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3,600 events appended 300 at a time: snapshots every 300, checkpoints kept at 300,
+    1,500 and 2,700."""
+    db = tmp_path_factory.mktemp("long") / "long.db"
+    log = _log("s", 1_200)
+    with SQLiteStore(db) as store:
+        for start in range(0, len(log), 300):
+            store.append(log[start : start + 300])
+    return db
+
+
+class TestDiffFarApart:
+    def test_only_the_two_states_and_the_printed_events(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """`amber diff s 5 2800` applies the events up to A's printed ones and from B's
+        nearest stored state, not the 2,800 between them; it prints what the whole
+        timeline says."""
+        from actors._cli._diff import diff_data
+        from runtime import diff
+        from runtime.store import _travel
+
+        with SQLiteStore(long_db) as store:
+            whole = store.load_timeline("s")
+        applied: list[int] = []
+        original = _travel._applied
+
+        def counted(session_id: str, state: SessionState, event: Event) -> SessionState:
+            applied.append(event.seq)
+            return original(session_id, state, event)
+
+        monkeypatch.setattr(_travel, "_applied", counted)
+        result = amber("diff", "s", "5", "2800", "--db", long_db, "--json")
+        assert result.exit_code == 0, result.output
+        expected = diff_data(diff(whole.at(5), whole.at(2800)))
+        assert json.loads(result.output) == json.loads(
+            json.dumps({"session_id": "s", "other_session_id": None, **expected}, default=str)
+        )
+        assert len(applied) <= 25 + 100
+        applied.clear()
+        text = amber("diff", "s", "5", "2800", "--db", long_db)
+        assert text.exit_code == 0, text.output
+        assert "2795 event(s) in between:" in text.output
+        assert "… 2775 more: amber timeline s --from 26 --to 2800" in text.output
+        assert len(applied) <= 25 + 100
+
+    def test_backwards(self, long_db: Path) -> None:
+        """B before A: the reverse diff, no events listed."""
+        result = amber("diff", "s", "2800", "5", "--db", long_db)
+        assert result.exit_code == 0, result.output
+        assert "s seq 2800 → seq 5" in result.output
+        assert "event(s) in between" not in result.output
