@@ -215,6 +215,34 @@ def _source(data: Any) -> tuple[str, int] | None:
     return None
 
 
+EXPORT_FORMAT = "amber.session"
+"""The ``format`` of what ``amber export`` writes."""
+
+
+def _not_export_shape(data: Any) -> str | None:
+    """Why ``data`` (a file's JSON) is not an export at all, or None if it looks like one
+    (its events are then checked one by one as they are imported)."""
+    if not isinstance(data, dict):
+        kinds = {list: "an array", str: "a string", bool: "true or false", type(None): "null"}
+        return f"it holds {kinds.get(type(data), 'a number')}, not a JSON object"
+    if data.get("format") != EXPORT_FORMAT:
+        return f"its format is {data.get('format')!r}, not {EXPORT_FORMAT!r}"
+    if not isinstance(data.get("events"), list):
+        return "it has no list of events"
+    return None
+
+
+def _not_an_export(file: Path, what: str) -> CliError:
+    """The error of a file that is not an export: it says how to make one."""
+    name = "standard input" if str(file) == "-" else repr(str(file))
+    how = command_line("export", "SESSION", options=("-o", "FILE", "--db", "STORE"))
+    return CliError(
+        f"{name} is not an Amber export: {what}. Make one with '{how}' (the store that holds "
+        "the session), then import that file.",
+        ExitCode.BAD_STORE,
+    )
+
+
 @click.command("import")
 @click.argument("file", type=click.Path(allow_dash=True, path_type=Path))
 @click.option(
@@ -244,11 +272,9 @@ def import_command(file: Path, new_id: str | None, db: str, as_json: bool) -> No
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise CliError(
-            f"{str(file)!r} is not an Amber export: it is not JSON ({exc}). Pass a file written by "
-            "'amber export'.",
-            ExitCode.BAD_STORE,
-        ) from None
+        raise _not_an_export(file, f"it is not JSON ({exc})") from None
+    if (what := _not_export_shape(data)) is not None:
+        raise _not_an_export(file, what)
     if new_id is not None:
         data = _renamed(data, new_id)
     with open_store(db, create=True) as store:

@@ -396,3 +396,37 @@ class TestDiffFarApart:
         assert result.exit_code == 0, result.output
         assert "s seq 2800 → seq 5" in result.output
         assert "event(s) in between" not in result.output
+
+
+class TestImportNotAnExport:
+    @pytest.mark.parametrize(
+        ("text", "what"),
+        [
+            ('{"a": 1}', "its format is None, not 'amber.session'"),
+            ('{"format": "other", "events": []}', "its format is 'other', not 'amber.session'"),
+            ("[1, 2]", "it holds an array, not a JSON object"),
+            ('"text"', "it holds a string, not a JSON object"),
+            ('{"format": "amber.session", "events": "no"}', "it has no list of events"),
+        ],
+    )
+    def test_names_amber_export(self, tmp_path: Path, text: str, what: str) -> None:
+        """JSON that is not an export exits 4, says why, and names `amber export` as the
+        way to make one; nothing is stored."""
+        file = tmp_path / "notes.json"
+        file.write_text(text)
+        db = tmp_path / "new.db"
+        result = amber("import", file, "--db", db)
+        assert result.exit_code == 4
+        assert result.stderr == (
+            f"amber: '{file}' is not an Amber export: {what}. Make one with 'amber export "
+            "SESSION -o FILE --db STORE' (the store that holds the session), then import that "
+            "file.\n"
+        )
+
+    def test_standard_input(self, tmp_path: Path) -> None:
+        """From stdin the message says so."""
+        result = amber("import", "-", "--db", tmp_path / "new.db", input="[]")
+        assert result.exit_code == 4
+        assert result.stderr.startswith(
+            "amber: standard input is not an Amber export: it holds an array"
+        )
