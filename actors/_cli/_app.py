@@ -53,6 +53,8 @@ from runtime import (
 )
 from runtime.store import DEFAULT_SCHEMA, SQLiteStore, SqlStore, Store, is_postgres_url
 
+from ._hints import command_line
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -232,13 +234,45 @@ def open_any_store(db: str, *, create: bool = False) -> SqlStore:
             except ImportError as exc:
                 raise CliError(str(exc), ExitCode.BAD_STORE) from exc
             schema = os.environ.get("AMBER_PG_SCHEMA") or DEFAULT_SCHEMA
-            return PostgresStore(db, schema=schema, create=create)
+            try:
+                return PostgresStore(db, schema=schema, create=create)
+            except NotAStore as exc:
+                raise _no_pg_store(db, schema) or translate(exc) from exc
         path = Path(db)
         if not create:
             _check_file(db, path)
         return SQLiteStore(path)
     except AmberError as exc:
         raise translate(exc) from exc
+
+
+def _no_pg_store(db: str, schema: str) -> CliError | None:
+    """The error for a PostgreSQL schema that is missing or has no tables (no store yet),
+    saying where a store may be and how to fill this one; None if the schema holds tables
+    (another application's: the store's own error says so) or cannot be looked at."""
+    import psycopg
+
+    try:
+        with psycopg.connect(db, connect_timeout=10) as conn:
+            found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,))
+            exists = found.fetchone() is not None
+            row = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,))
+            tables = row.fetchone()
+    except psycopg.Error:
+        return None
+    if tables is None or tables[0]:
+        return None
+    set_to = f"it is {schema!r}" if os.environ.get("AMBER_PG_SCHEMA") else f"unset: {schema!r}"
+    migrate = command_line("migrate", options=("--from", "STORE.db", "--to", "URL"))
+    load = command_line("import", "FILE", options=("--db", "URL"))
+    return CliError(
+        f"Schema {schema!r} of the PostgreSQL database --db names holds no Amber store (it "
+        f"{'exists but is empty' if exists else 'does not exist'}). If your store is in "
+        f"another schema, set AMBER_PG_SCHEMA to it ({set_to}). To make one here: "
+        f"'{migrate}' copies every session of a SQLite store, '{load}' one session that "
+        "'amber export' wrote.",
+        ExitCode.BAD_STORE,
+    )
 
 
 @contextmanager
@@ -278,7 +312,8 @@ def require_session(store: Store, session_id: str, db: str) -> None:
     if close:
         hint = "did you mean " + " or ".join(repr(s) for s in close[:3]) + "?"
     elif known:
-        hint = f"it holds {len(known)} session(s); 'amber sessions --db {db}' lists them."
+        listing = command_line("sessions", options=("--db", db))
+        hint = f"it holds {len(known)} session(s); list them with: {listing}"
     else:
         hint = "it holds no session yet; 'amber demo' makes one."
     raise CliError(f"No session {session_id!r} in {db!r}; {hint}", ExitCode.NOT_FOUND)

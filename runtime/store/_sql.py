@@ -206,7 +206,7 @@ class SqlStore(TimeTravel, ABC):
             )
             write_summary(db, head, entry.created_at)
             # A fork's first event carries its whole state: snapshot it at once, or every
-            # load replays that one event through the general codec (4× a snapshot's time).
+            # load replays that one event through the general codec (4 times a snapshot's time).
             entries[session_id] = self._snapshot_entry(db, entry, force=session_id in imported)
         return entries
 

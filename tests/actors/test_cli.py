@@ -191,7 +191,7 @@ class TestSessionAndSeqErrors:
         """With nothing close, the error points at `amber sessions`."""
         result = amber("show", "zzz", "--db", recorded.db)
         assert result.exit_code == ExitCode.NOT_FOUND
-        assert "it holds 2 session(s); 'amber sessions --db" in result.stderr
+        assert "it holds 2 session(s); list them with: amber sessions --db" in result.stderr
 
     @pytest.mark.parametrize("seq", ["99", "-100"])
     def test_seq_out_of_range(self, recorded: Recorded, seq: str) -> None:

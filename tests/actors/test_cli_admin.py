@@ -355,7 +355,10 @@ class TestExportImport:
         other.write_text('{"format": "something else"}')
         wrong = amber("import", other, "--db", db)
         assert wrong.exit_code == ExitCode.BAD_STORE
-        assert wrong.stderr.startswith("amber: DecodeError: Cannot import session: expected format")
+        assert wrong.stderr.startswith(
+            f"amber: '{other}' is not an Amber export: its format is 'something else', not "
+            "'amber.session'. Make one with 'amber export SESSION -o FILE --db STORE'"
+        )
 
 
 class TestRecover:
