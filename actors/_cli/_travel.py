@@ -24,7 +24,7 @@ from runtime import (
     added_seq,
     to_data,
 )
-from runtime.store import SessionInfo, Store
+from runtime.store import SessionInfo, SqlStore, Store
 
 from . import keep_to_exit
 from ._app import (
@@ -257,6 +257,8 @@ def timeline(
             if to_seq is not None
             else last
         )
+        if message_id is not None:
+            _require_message(store, session, last, message_id)
         # Streamed: each line is printed when its event is read, from the nearest stored state.
         # The walk is closed before the store is, also when the reader goes (a closed pipe,
         # Ctrl-C): else its transaction ends later, on a closed connection.
@@ -311,6 +313,17 @@ def timeline(
             click.echo("(no event matches)")
         else:
             console.print(Text("(no event matches)", style="dim"))
+
+
+def _require_message(store: SqlStore, session_id: str, last: int, message_id: str) -> None:
+    """``NOT_FOUND`` if the session's head has no message ``message_id`` (a message, once
+    added, stays in every later state: rolled back, it is only inactive)."""
+    if store.load_span(session_id, last, last, lazy=True).head.get(message_id) is None:
+        raise CliError(
+            f"Session {session_id!r} has no message {message_id!r}. Pass --message with the id "
+            f"of one of its messages; 'amber show {session_id}' lists them.",
+            ExitCode.NOT_FOUND,
+        )
 
 
 def head_seq(store: Store, session_id: str, db: str) -> int:

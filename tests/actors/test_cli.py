@@ -309,6 +309,26 @@ class TestTimeline:
         assert result.exit_code == 0
         assert "(no event matches)" in result.output
 
+    def test_unknown_message_is_not_found(self, recorded: Recorded) -> None:
+        """--message with an id the session never had exits 3 and says how to find one,
+        instead of printing no event at all."""
+        for extra in ([], ["--json"]):
+            result = amber("timeline", "demo", "--message", "msg_nope", *extra, "--db", recorded.db)
+            assert result.exit_code == ExitCode.NOT_FOUND
+            assert result.stdout == ""
+            assert result.stderr == (
+                "amber: Session 'demo' has no message 'msg_nope'. Pass --message with the id "
+                "of one of its messages; 'amber show demo' lists them.\n"
+            )
+
+    def test_message_with_no_event_in_range(self, recorded: Recorded) -> None:
+        """A message the session has, filtered out by --from/--to, is no match (exit 0)."""
+        result = amber(
+            "timeline", "demo", "--message", "msg_5be1ef79_000036", "--to", "3", "--db", recorded.db
+        )
+        assert result.exit_code == 0
+        assert "(no event matches)" in result.output
+
     def test_unknown_kind_is_a_usage_error(self, recorded: Recorded) -> None:
         """--kind takes only the core's event kinds."""
         result = amber("timeline", "demo", "--kind", "nope", "--db", recorded.db)
