@@ -204,6 +204,40 @@ class TestUserTrial:
         assert checks["snapshot"] is True
         assert checks["summary"] is False
 
+    @pytest.mark.parametrize("verify", [True, False], ids=["verify", "replay"])
+    def test_all_goes_on_past_a_damaged_log(
+        self, recorded: Recorded, tmp_path: Path, verify: bool
+    ) -> None:
+        """A session whose log is damaged gets a ✗ line; the others are still replayed and
+        verified, and the command exits 4 at the end (not at the damaged session)."""
+        db = recorded.copy(tmp_path)
+        with raw(db) as conn:
+            conn.execute(
+                "UPDATE events SET body = replace(body, 'Chii', 'Chie') "
+                "WHERE session_id = 'demo' AND seq = 1"
+            )
+        flags = ["--verify"] if verify else []
+        result = amber("replay", "--all", *flags, "--db", db)
+        assert result.exit_code == ExitCode.BAD_STORE, result.output
+        no_traceback(result.output)
+        assert "Replayed demo: its log is damaged at seq 1" in result.stdout
+        assert "  ✗ log: CorruptRow: Session 'demo' event seq 1 " in result.stdout
+        assert "Replayed broken: 5 events in " in result.stdout
+        if verify:
+            assert "✓ summary: the session row matches the replayed head" in result.stdout
+        assert result.stdout.splitlines()[-1] == (
+            "Damaged: the log of 1 of 2 session(s) (demo) does not replay; restore the file "
+            "from a backup ('amber check' lists every damaged row)."
+        )
+        data = json.loads(amber("replay", "--all", *flags, "--json", "--db", db).stdout)
+        assert data["ok"] is False
+        by_id = {s["session_id"]: s for s in data["sessions"]}
+        assert by_id["demo"]["damaged"] is True
+        assert by_id["demo"]["ok"] is False
+        assert [c["name"] for c in by_id["demo"]["checks"]] == ["log"]
+        assert by_id["broken"]["damaged"] is False
+        assert by_id["broken"]["ok"] is True
+
     @pytest.fixture
     def cut(self, recorded: Recorded, tmp_path: Path) -> Path:
         """demo's last event deleted (its summary row intact), and a session left orphaned."""
