@@ -12,6 +12,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_support import Recorded, amber, recorded
@@ -282,3 +283,72 @@ class TestUserTrial:
         data = json.loads(amber("recover", "--older-than", "0", "--json", "--db", cut).output)
         assert data["recovered"] == []
         assert [d["session_id"] for d in data["damaged"]] == ["demo"]
+
+
+class TestMigrateDamaged:
+    """User trial: 'amber migrate' from a damaged source stopped half-way (exit 4) and left
+    the target it had just created behind, holding the sessions copied before the damage."""
+
+    @pytest.mark.parametrize("damage", ["event", "summary"])
+    def test_a_damaged_source_creates_no_target(
+        self, recorded: Recorded, tmp_path: Path, damage: str
+    ) -> None:
+        """The source is checked before the target is made: nothing is created, and the
+        error names the damage and what mends it."""
+        db = recorded.copy(tmp_path)
+        with raw(db) as conn:
+            if damage == "event":
+                conn.execute(
+                    "UPDATE events SET body = replace(body, 'Chii', 'Chie') "
+                    "WHERE session_id = 'demo' AND seq = 1"
+                )
+            else:
+                conn.execute("DELETE FROM sessions WHERE session_id = 'demo'")
+        target = tmp_path / "new.db"
+        result = amber("migrate", "--from", db, "--to", target)
+        assert result.exit_code == ExitCode.BAD_STORE, result.output
+        assert not target.exists()
+        assert list(tmp_path.iterdir()) == [db]
+        assert result.stderr.startswith(
+            f"amber: The source store '{db}' is damaged (1 problem(s)), so nothing was copied "
+            f"and '{target}' was not created: session 'demo' seq "
+        )
+        fix = (
+            f"Restore '{db}' from a backup"
+            if damage == "event"
+            else f"Mend it with 'amber recover --rebuild --db {db}'"
+        )
+        assert f"{fix}, then migrate again ('amber check --db {db}' lists" in result.stderr
+        assert result.stderr.count("\n") == 1
+
+    def test_a_failed_copy_removes_the_target_it_created(
+        self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A copy that fails after the target was created (a disk that fills up) takes the
+        new target file away again; a target that was there before is left as it is."""
+        from runtime.store import SQLiteStore
+
+        real = SQLiteStore.import_session
+        calls: list[str] = []
+
+        def failing(self: SQLiteStore, data: Any) -> Any:
+            calls.append("import")
+            if len(calls) == 2:
+                raise OSError(28, "No space left on device")
+            return real(self, data)
+
+        monkeypatch.setattr(SQLiteStore, "import_session", failing)
+        target = tmp_path / "new.db"
+        result = amber("migrate", "--from", recorded.db, "--to", target)
+        assert result.exit_code == ExitCode.FAILED, result.output
+        assert "No space left on device" in result.stderr
+        assert not target.exists()
+        assert sorted(p.name for p in tmp_path.iterdir()) == []
+        calls.clear()
+        existing = tmp_path / "old.db"
+        SQLiteStore(existing).close()
+        again = amber("migrate", "--from", recorded.db, "--to", existing)
+        assert again.exit_code == ExitCode.FAILED, again.output
+        assert existing.exists()
+        with SQLiteStore(existing) as store:
+            assert len(store.list_sessions()) == 1  # the one copied before the failure
