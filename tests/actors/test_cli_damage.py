@@ -120,7 +120,10 @@ class TestCheck:
         result = amber("check", "--db", recorded.db)
         assert result.exit_code == ExitCode.OK, result.output
         assert "2 session(s), 51 event(s)" in result.output
-        assert "Sound: every row decodes, chains and replays." in result.output
+        assert result.output.splitlines()[-1] == (
+            "Sound: 2 session(s) checked, 51 event(s), no problem found: every row decodes, "
+            "chains and replays."
+        )
         data = json.loads(amber("check", "--json", "--db", recorded.db).output)
         assert data["ok"] is True
         assert set(data["heads"]) == {"demo", "broken"}
@@ -138,7 +141,12 @@ class TestCheck:
         assert checked.exit_code == ExitCode.FAILED
         (problem,) = json.loads(checked.output)["problems"]
         assert (problem["session_id"], problem["seq"], problem["derived"]) == ("demo", 1, False)
-        assert "restore the file from a backup" in amber("check", "--db", db).output
+        printed = amber("check", "--db", db).output
+        assert "restore the file from a backup" in printed
+        assert printed.splitlines()[-1] == (
+            "Damaged: 2 session(s) checked, 1 problem(s) found in 1 session(s); 1 in the event "
+            "log (restore it from a backup)."
+        )
         rebuilt = amber("recover", "--rebuild", "--db", db)
         assert rebuilt.exit_code == ExitCode.FAILED
         assert "Left alone: session 'demo' seq 1" in rebuilt.output
