@@ -28,6 +28,18 @@ class TestMain:
         lines = capsys.readouterr().out.splitlines()
         assert [line.split()[0] for line in lines] == list(EVENT_TYPES)
 
+    def test_events_are_aligned_plain_sentences(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """Every description starts in one column, two spaces after the longest kind, and
+        reads as text: no reST markup (``x``) taken over from a docstring."""
+        assert main(["events"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        column = max(len(kind) for kind in EVENT_TYPES) + 2
+        for line, kind in zip(lines, EVENT_TYPES, strict=True):
+            assert line[:column] == kind.ljust(column)
+            assert line[column] != " "
+            assert line.endswith(".")
+            assert "`" not in line
+
     def test_unknown_command_is_a_usage_error(self, capsys: pytest.CaptureFixture[str]) -> None:
         """An unknown command exits 2 and names itself."""
         assert main(["nope"]) == ExitCode.USAGE
