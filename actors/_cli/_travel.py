@@ -103,6 +103,7 @@ def sessions(db: str, as_json: bool) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from ._plain import print_table
     from ._text import status_text
 
     with open_store(db) as store:
@@ -143,17 +144,8 @@ def sessions(db: str, as_json: bool) -> None:
             _cost_text(costs[info.session_id]),
             statuses,
         )
-    if piped:
-        from rich.console import Console
-
-        Console(highlight=False, width=_UNWRAPPED).print(table, crop=False)
-    else:
-        console.print(table)
+    print_table(console, table)  # piped: plain lines, a session a line
     console.print(Text(f"{len(infos)} session(s) in {db}", style="dim"))
-
-
-_UNWRAPPED = 1_000_000
-"""The width a piped table is laid out in: its rows' own (a table sized to its content)."""
 
 
 def _session_cost(store: Any, session_id: str) -> SessionCost | None:
@@ -470,6 +462,7 @@ def _show_message(head: SessionState, state: SessionState, message_id: str, as_j
     if as_json:
         emit_json(to_data(message))
         return
+    from ._plain import print_table
     from ._tables import message_detail
 
-    stdout_console().print(message_detail(message, state))
+    print_table(stdout_console(), message_detail(message, state))

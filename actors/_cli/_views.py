@@ -85,7 +85,10 @@ def print_view(
 
 
 def print_parts(console: Console | PlainConsole, parts: list[RenderableType]) -> None:
-    """Print renderables; one-line texts go out plain (and fast) when stdout is not a terminal."""
+    """Print renderables; one-line texts go out plain (and fast) when stdout is not a terminal,
+    and tables as plain lines the width of their rows (``print_table``)."""
+    from ._plain import print_table
+
     if console.is_terminal:
         from rich.console import Group
 
@@ -102,7 +105,7 @@ def print_parts(console: Console | PlainConsole, parts: list[RenderableType]) ->
             if out:
                 click.echo("".join(out), nl=False)
                 out.clear()
-            console.print(part)
+            print_table(console, part)  # a table: plain, unwrapped lines
     click.echo("".join(out), nl=False)
 
 
