@@ -348,7 +348,7 @@ class BranchImported(Event):
 
 @attrs.frozen(kw_only=True)
 class RolledBack(Event):
-    """Messages added after ``to_seq`` become inactive; payloads are kept."""
+    """Messages added after the seq it rolls back to become inactive; payloads are kept."""
 
     kind: ClassVar[str] = "rolled_back"
 
@@ -378,7 +378,7 @@ def _optional_usage(instance: object, attribute: attrs.Attribute[Any], value: ob
 
 @attrs.frozen(kw_only=True)
 class ModelCallStarted(Event):
-    """A model call's message started: its audit row opens (``running``).
+    """A model call started: its audit row opens, with the status running.
 
     Starting again with the same ``source_key``, operation id and sequence
     changes nothing; the same key with another operation id or sequence is
@@ -412,7 +412,7 @@ class ModelCallStarted(Event):
 
 @attrs.frozen(kw_only=True)
 class ModelCallFinished(Event):
-    """A model call ended (``completed`` or ``failed``) with what it said and cost."""
+    """A model call ended, completed or failed, with what it said and what it cost."""
 
     kind: ClassVar[str] = "model_call_finished"
 

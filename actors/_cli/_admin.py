@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -19,6 +18,7 @@ from .._ids import utc_now
 from ._app import (
     CliError,
     ExitCode,
+    Seconds,
     db_option,
     emit_json,
     json_option,
@@ -307,35 +307,6 @@ def import_command(file: Path, new_id: str | None, db: str, as_json: bool) -> No
     )
 
 
-MAX_AGE = 100 * 365 * 24 * 3600
-"""The largest --older-than (100 years): beyond it the cutoff would leave the calendar."""
-
-
-class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
-    """A finite number of seconds from 0 to ``MAX_AGE`` (no inf, nan or 1e400)."""
-
-    name = "seconds"
-
-    def convert(
-        self, value: object, param: click.Parameter | None, ctx: click.Context | None
-    ) -> float:
-        """The value as a float, or a usage error saying what is allowed."""
-        if isinstance(value, float):
-            number = value
-        else:
-            try:
-                number = float(str(value))
-            except ValueError:
-                self.fail(f"{value!r} is not a number of seconds.", param, ctx)
-        if not math.isfinite(number) or not 0 <= number <= MAX_AGE:
-            self.fail(
-                f"{value!r} is not a number of seconds from 0 to {MAX_AGE} (100 years).",
-                param,
-                ctx,
-            )
-        return number
-
-
 @click.command()
 @click.option(
     "--older-than",
@@ -493,5 +464,8 @@ def _rebuild(store: Store, *, dry_run: bool, as_json: bool) -> RebuildReport:
 @click.command()
 def events() -> None:
     """List the event kinds the core applies, one per line."""
+    # The first line of each event's docstring, written to read as text here (a test
+    # checks it has no reST markup), two spaces after the longest kind.
+    width = max(len(kind) for kind in EVENT_TYPES)
     for kind, cls in EVENT_TYPES.items():
-        click.echo(f"{kind:18} {(cls.__doc__ or '').splitlines()[0]}")
+        click.echo(f"{kind:{width}}  {(cls.__doc__ or '').splitlines()[0]}")

@@ -64,6 +64,7 @@ __all__ = [
     "DEFAULT_DB",
     "CliError",
     "ExitCode",
+    "Seconds",
     "db_option",
     "emit_json",
     "fail",
@@ -191,6 +192,32 @@ def session_id_option(ctx: click.Context, param: click.Parameter, value: str | N
         return check_session_id(value)
     except InvalidInput as exc:
         raise click.BadParameter(str(exc)) from None
+
+
+class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
+    """A number of seconds, parsed by ``actors._seconds.time_limit`` (the one parser every
+    option taking seconds shares): finite, from ``minimum`` to 100 years; anything else is
+    a usage error naming the option and the range."""
+
+    name = "seconds"
+
+    def __init__(self, minimum: float = 0.0, *, above_minimum: bool = False) -> None:
+        self.minimum = minimum
+        self.above_minimum = above_minimum
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        """The value as a float, or a usage error saying what is taken."""
+        from actors._seconds import time_limit
+
+        what = param.opts[0] if param is not None and param.opts else "the value"
+        try:
+            return time_limit(
+                value, what=what, minimum=self.minimum, above_minimum=self.above_minimum
+            )
+        except InvalidArgument as exc:
+            self.fail(str(exc), param, ctx)
 
 
 def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:

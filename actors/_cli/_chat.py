@@ -51,6 +51,7 @@ from .._tools import Tool, tool
 from ._app import (
     CliError,
     ExitCode,
+    Seconds,
     db_option,
     open_store,
     require_sqlite_file,
@@ -358,7 +359,7 @@ def chat(
 @click.option("--system", "system_prompt", help="The system prompt.")
 @click.option("--prices", type=click.Path(dir_okay=False), help="A JSON price table to use.")
 @click.option("--shell", is_flag=True, help="Let the model run shell commands ($ command).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0,
+@click.option("--timeout", type=Seconds(0, above_minimum=True), default=300.0,
               show_default=True, help="Seconds to wait for the session to go idle.")  # fmt: skip
 @db_option()
 def resume(

@@ -170,10 +170,19 @@ def replay_command(
         ids = [session] if session is not None else _session_ids(store)
         for sid in ids:
             started = time.perf_counter()
-            if verify:
-                seq, checks = verify_session(store, sid)
-            else:
-                seq, checks = replay(store.events(sid)).last_seq, []
+            damaged: CorruptRow | None = None
+            try:
+                if verify:
+                    seq, checks = verify_session(store, sid)
+                else:
+                    seq, checks = replay(store.events(sid)).last_seq, []
+            except CorruptRow as exc:
+                if session is not None:
+                    raise  # one session: the error itself (exit 4)
+                # --all: a damaged log is reported with the session, and the others checked.
+                damaged = exc
+                seq = exc.seq if exc.seq is not None else 0
+                checks = [Check("log", False, f"CorruptRow: {exc}")]
             elapsed = (time.perf_counter() - started) * 1000
             results.append(
                 {
@@ -181,6 +190,7 @@ def replay_command(
                     "events": seq,
                     "ms": round(elapsed, 3),
                     "ok": all(c.ok for c in checks),
+                    "damaged": damaged is not None,
                     "checks": [attrs.asdict(c) for c in checks],
                 }
             )
@@ -189,6 +199,8 @@ def replay_command(
         emit_json({"ok": not failed, "sessions": results})
     else:
         _print_replays(results, verify)
+    if any(r["damaged"] for r in results):
+        ctx.exit(ExitCode.BAD_STORE)
     if failed:
         ctx.exit(ExitCode.FAILED)
 
@@ -206,19 +218,28 @@ def _session_ids(store: Store) -> list[str]:
 def _print_replays(results: list[dict[str, Any]], verify: bool) -> None:
     console = stdout_console()
     for result in results:
-        console.print(
-            Text.assemble(
-                "Replayed ",
-                (result["session_id"], "bold"),
-                f": {result['events']} events in {result['ms']:.1f} ms",
-            )
+        what = (
+            f": its log is damaged at seq {result['events']}"
+            if result["damaged"]
+            else f": {result['events']} events in {result['ms']:.1f} ms"
         )
+        console.print(Text.assemble("Replayed ", (result["session_id"], "bold"), what))
         for check in result["checks"]:
             mark = ("  ✓ ", "green") if check["ok"] else ("  ✗ ", "bold red")
             console.print(Text.assemble(mark, (check["name"], "bold"), f": {check['detail']}"))
+    damaged = [r["session_id"] for r in results if r["damaged"]]
     if verify:
-        bad = sum(1 for r in results if not r["ok"])
+        bad = sum(1 for r in results if not r["ok"] and not r["damaged"])
         if bad:
             console.print(Text(f"Diverged: {bad} of {len(results)} session(s).", style="bold red"))
-        else:
+        elif not damaged:
             console.print(Text(f"Verified: {len(results)} session(s).", style="green"))
+    if damaged:
+        console.print(
+            Text(
+                f"Damaged: the log of {len(damaged)} of {len(results)} session(s) "
+                f"({', '.join(damaged)}) does not replay; restore the file from a backup "
+                "('amber check' lists every damaged row).",
+                style="bold red",
+            )
+        )

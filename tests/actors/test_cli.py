@@ -28,6 +28,18 @@ class TestMain:
         lines = capsys.readouterr().out.splitlines()
         assert [line.split()[0] for line in lines] == list(EVENT_TYPES)
 
+    def test_events_are_aligned_plain_sentences(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """Every description starts in one column, two spaces after the longest kind, and
+        reads as text: no reST markup (``x``) taken over from a docstring."""
+        assert main(["events"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        column = max(len(kind) for kind in EVENT_TYPES) + 2
+        for line, kind in zip(lines, EVENT_TYPES, strict=True):
+            assert line[:column] == kind.ljust(column)
+            assert line[column] != " "
+            assert line.endswith(".")
+            assert "`" not in line
+
     def test_unknown_command_is_a_usage_error(self, capsys: pytest.CaptureFixture[str]) -> None:
         """An unknown command exits 2 and names itself."""
         assert main(["nope"]) == ExitCode.USAGE
@@ -306,6 +318,26 @@ class TestTimeline:
     def test_no_match(self, recorded: Recorded) -> None:
         """Filters that match nothing say so and still exit 0."""
         result = amber("timeline", "demo", "--kind", "rolled_back", "--db", recorded.db)
+        assert result.exit_code == 0
+        assert "(no event matches)" in result.output
+
+    def test_unknown_message_is_not_found(self, recorded: Recorded) -> None:
+        """--message with an id the session never had exits 3 and says how to find one,
+        instead of printing no event at all."""
+        for extra in ([], ["--json"]):
+            result = amber("timeline", "demo", "--message", "msg_nope", *extra, "--db", recorded.db)
+            assert result.exit_code == ExitCode.NOT_FOUND
+            assert result.stdout == ""
+            assert result.stderr == (
+                "amber: Session 'demo' has no message 'msg_nope'. Pass --message with the id "
+                "of one of its messages; 'amber show demo' lists them.\n"
+            )
+
+    def test_message_with_no_event_in_range(self, recorded: Recorded) -> None:
+        """A message the session has, filtered out by --from/--to, is no match (exit 0)."""
+        result = amber(
+            "timeline", "demo", "--message", "msg_5be1ef79_000036", "--to", "3", "--db", recorded.db
+        )
         assert result.exit_code == 0
         assert "(no event matches)" in result.output
 
