@@ -228,9 +228,16 @@ def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     if text == "head":
         return -1
     try:
-        return int(text)
+        seq = int(text)
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a seq: pass {SEQ_HELP}.") from None
+    if seq == 0 and text.startswith("-"):
+        # Counting back from the head starts at -1: -0 would silently be the empty state.
+        raise click.BadParameter(
+            f"{value!r} is not a seq: 0 is the empty state before the first event and -1 the "
+            "head; pass 0, -1 or 'head'."
+        )
+    return seq
 
 
 # --- the store ---------------------------------------------------------------------------

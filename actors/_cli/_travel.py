@@ -249,6 +249,13 @@ def timeline(
             if to_seq is not None
             else last
         )
+        if low > high:
+            raise CliError(
+                f"--from {from_seq} is seq {low}, after --to {to_seq} (seq {high}): no event "
+                f"lies between. Pass --from at or before --to (session {session!r} holds seq "
+                f"1 to {last}).",
+                ExitCode.USAGE,
+            )
         if message_id is not None:
             _require_message(store, session, last, message_id)
         # Streamed: each line is printed when its event is read, from the nearest stored state.

@@ -223,6 +223,26 @@ class TestSessionAndSeqErrors:
         assert result.exit_code == ExitCode.USAGE
         assert "'foo' is not a seq: pass a number (0 is the empty state" in result.stderr
 
+    @pytest.mark.parametrize("seq", ["-0", "-00", " -0"])
+    def test_minus_zero_is_not_the_empty_state(self, recorded: Recorded, seq: str) -> None:
+        """`--at -0` read as 0 showed the empty state where the head was meant: exit 2."""
+        result = amber("show", "demo", "--at", seq, "--db", recorded.db)
+        assert result.exit_code == ExitCode.USAGE
+        assert "is not a seq: 0 is the empty state before the first event and -1 the head" in (
+            result.stderr
+        )
+
+    def test_timeline_from_after_to_is_a_usage_error(self, recorded: Recorded) -> None:
+        """`timeline --from 10 --to 5` printed "(no event matches)" and exited 0."""
+        result = amber("timeline", "demo", "--from", "10", "--to", "5", "--db", recorded.db)
+        assert result.exit_code == ExitCode.USAGE
+        assert "--from 10 is seq 10, after --to 5 (seq 5): no event lies between" in (
+            result.stderr
+        )
+        same = amber("timeline", "demo", "--from", "5", "--to", "5", "--db", recorded.db)
+        assert same.exit_code == ExitCode.OK
+        assert "(no event matches)" not in same.output
+
     def test_message_not_there_yet(self, recorded: Recorded) -> None:
         """`show --message` before the message exists says when it is added."""
         reply_id = recorded.demo.state.messages[-1].id
