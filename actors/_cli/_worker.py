@@ -38,11 +38,13 @@ from typing import Any
 import attrs
 import click
 
+from runtime import InvalidArgument
 from runtime.store import is_postgres_url
 
 from .._runtime import Runtime
+from .._seconds import time_limit
 from .._settings import Settings
-from ._app import CliError, ExitCode, open_any_store
+from ._app import CliError, ExitCode, Seconds, open_any_store
 
 __all__ = ["load_app", "read_config", "worker"]
 
@@ -79,6 +81,9 @@ _CONFIG: dict[str, type | tuple[type, ...]] = {
     "db": str, "app": str, "lease_ttl": (int, float), "poll": (int, float), "name": str,
 }  # fmt: skip
 """The keys of a worker's config file and the TOML types each takes."""
+
+_SECONDS = {"lease_ttl": 1.0, "poll": 0.1}
+"""The keys that are numbers of seconds, and the least each takes (as its option)."""
 
 
 def read_config(path: str) -> dict[str, Any]:
@@ -120,6 +125,11 @@ def read_config(path: str) -> dict[str, Any]:
                 f"In the worker config {path!r}, {key} must be {kind} (got {value!r}).",
                 ExitCode.USAGE,
             )
+        if key in _SECONDS:
+            try:
+                time_limit(value, what=key, minimum=_SECONDS[key])
+            except InvalidArgument as exc:
+                raise CliError(f"In the worker config {path!r}, {exc}", ExitCode.USAGE) from None
     return {("app_ref" if key == "app" else key): value for key, value in table.items()}
 
 
@@ -143,11 +153,11 @@ def _config(ctx: click.Context, _param: click.Parameter, value: str | None) -> N
     help="A function returning the model, tools and settings (see docs/scaling.md).",
 )  # fmt: skip
 @click.option(
-    "--lease-ttl", type=click.FloatRange(min=1), default=None,
+    "--lease-ttl", type=Seconds(1), default=None,
     help="Seconds a session's lease lasts unrenewed (default: the settings', 30).",
 )  # fmt: skip
 @click.option(
-    "--poll", type=click.FloatRange(min=0.1), default=None,
+    "--poll", type=Seconds(0.1), default=None,
     help="Seconds between polls for work nobody runs (default: the settings', 30).",
 )  # fmt: skip
 @click.option("--name", help="This worker's name in lease rows (default: a new runner id).")

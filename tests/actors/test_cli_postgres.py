@@ -115,3 +115,31 @@ def test_commands_that_run_a_runtime_name_the_sqlite_file_they_need(argv: list[s
     assert result.exit_code == 2
     assert "runs its runtime on a SQLite file" in result.output
     assert "amber worker" in result.output
+
+
+@pytest.mark.parametrize("made", [True, False], ids=["empty-schema", "missing-schema"])
+def test_a_schema_without_a_store_says_how_to_fill_it(
+    pg: str, made: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A schema that exists but is empty (or is missing): exit 4 naming AMBER_PG_SCHEMA,
+    `amber migrate` and `amber import`, and nothing is created."""
+    import psycopg
+    from psycopg import sql
+
+    schema = os.environ["AMBER_PG_SCHEMA"]
+    if made:
+        with psycopg.connect(pg, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    result = amber("sessions", "--db", pg)
+    assert result.exit_code == 4
+    state = "exists but is empty" if made else "does not exist"
+    assert result.stderr == (
+        f"amber: Schema '{schema}' of the PostgreSQL database --db names holds no Amber store "
+        f"(it {state}). If your store is in another schema, set AMBER_PG_SCHEMA to it (it is "
+        f"'{schema}'). To make one here: 'amber migrate --from STORE.db --to URL' copies every "
+        "session of a SQLite store, 'amber import FILE --db URL' one session that 'amber "
+        "export' wrote.\n"
+    )
+    with psycopg.connect(pg, autocommit=True) as conn:
+        tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,))
+        assert tables.fetchone() == (0,)
