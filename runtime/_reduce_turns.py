@@ -159,18 +159,21 @@ def turn_ended(state: SessionState, event: TurnEnded) -> SessionState:
     notice = event.notice
     if notice is not None:
         category = check_new_message(state, notice, event.seq)
-        if (
-            category is not Category.CRASH_NOTICE
-            or notice.turn_id != turn.id
-            or notice.id in seen
-            or event.outcome is TurnOutcome.PROCESSED
-        ):
-            raise EventRejected(
-                f"TurnEnded seq {event.seq}: notice {notice.id!r} must be a crash notice of "
-                f"turn {turn.id!r} with a new id, on a turn ended interrupted or error (got a "
-                f"{category.label} of turn {notice.turn_id!r}, outcome "
-                f"{event.outcome.value})."
+        problem = None
+        if category is not Category.CRASH_NOTICE or notice.turn_id != turn.id:
+            problem = (
+                f"must be a crash notice of turn {turn.id!r} (got a {category.label} of turn "
+                f"{notice.turn_id!r})"
             )
+        elif notice.id in seen:
+            problem = "has the id of a partial message of this end; give it a new id"
+        elif event.outcome is TurnOutcome.PROCESSED:
+            problem = (
+                "comes with a turn ended processed; a crash notice only comes with "
+                "interrupted or error"
+            )
+        if problem is not None:
+            raise EventRejected(f"TurnEnded seq {event.seq}: notice {notice.id!r} {problem}.")
         stamped = replace(notice, event_seq=event.seq)
         index = index.add(stamped.id)
         messages.append(stamped)

@@ -38,6 +38,7 @@ from ._clean import DEFAULT_MAX_RESULT_CHARS
 from ._message import Usage
 from ._parts import ResponsePart
 from ._state import SessionState
+from ._storable import MAX_DEPTH
 from ._view import ModelView
 from ._window import Window
 
@@ -130,7 +131,14 @@ class AssembledCall:
             # orjson reads an integer beyond 64 bits as a float, silently rounded: read such
             # text again exactly (it is strict JSON: orjson took it), and the ToolCall's
             # check refuses the integer in words the model can act on.
-            value = json.loads(text)
+            try:
+                value = json.loads(text)
+            except RecursionError:  # orjson takes 1,024 levels, json fewer on the stack
+                raise ValueError(
+                    f"The arguments of tool call {self.id!r} to {self.name!r} nest more than "
+                    f"{MAX_DEPTH} levels deep (got {_excerpt(self.arguments_json)!r}); flatten "
+                    "them."
+                ) from None
         if not isinstance(value, dict):
             raise ValueError(
                 f"The arguments of tool call {self.id!r} to {self.name!r} must be a JSON object "

@@ -249,11 +249,15 @@ def timeline(
             if to_seq is not None
             else last
         )
-        if low > high:
+        if max(low, 1) > high:
+            start = (
+                "the first event"
+                if from_seq is None or low < 1
+                else f"--from {from_seq} (seq {low})"
+            )
             raise CliError(
-                f"--from {from_seq} is seq {low}, after --to {to_seq} (seq {high}): no event "
-                f"lies between. Pass --from at or before --to (session {session!r} holds seq "
-                f"1 to {last}).",
+                f"--to {to_seq} is seq {high}, before {start}: no event lies between. Pass "
+                f"--from at or before --to (session {session!r} holds seq 1 to {last}).",
                 ExitCode.USAGE,
             )
         if message_id is not None:

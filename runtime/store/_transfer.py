@@ -34,8 +34,17 @@ def export_data(session_id: str, events: Sequence[Event]) -> dict[str, Any]:
         "version": EXPORT_VERSION,
         "session_id": session_id,
         "seq": len(events),
-        "events": [to_data(event) for event in events],
+        "events": [_exported(event) for event in events],
     }
+
+
+def _exported(event: Event) -> dict[str, Any]:
+    """``to_data(event)`` without fields newer than the export format that hold their
+    default: an Amber from before them reads the export (its decoder refuses unknown keys)."""
+    data: dict[str, Any] = to_data(event)
+    if data.get("kind") == "turn_ended" and data.get("notice", 0) is None:
+        del data["notice"]  # TurnEnded.notice: only a failed turn's end of this Amber has one
+    return data
 
 
 def _fail(problem: str) -> DecodeError:

@@ -236,9 +236,15 @@ class TestSessionAndSeqErrors:
         """`timeline --from 10 --to 5` printed "(no event matches)" and exited 0."""
         result = amber("timeline", "demo", "--from", "10", "--to", "5", "--db", recorded.db)
         assert result.exit_code == ExitCode.USAGE
-        assert "--from 10 is seq 10, after --to 5 (seq 5): no event lies between" in (
+        assert "--to 5 is seq 5, before --from 10 (seq 10): no event lies between" in (
             result.stderr
         )
+        for before_any in (["--to", "0"], ["--from", "0", "--to", "0"]):
+            empty = amber("timeline", "demo", *before_any, "--db", recorded.db)
+            assert empty.exit_code == ExitCode.USAGE
+            assert "--to 0 is seq 0, before the first event: no event lies between" in (
+                empty.stderr
+            )
         same = amber("timeline", "demo", "--from", "5", "--to", "5", "--db", recorded.db)
         assert same.exit_code == ExitCode.OK
         assert "(no event matches)" not in same.output

@@ -333,6 +333,24 @@ class TestExportImport:
             assert all(m.session_id == "copy" for m in copy.messages)
             assert copy.status_counts() == store.load_state("demo").status_counts()
 
+    def test_import_as_moves_a_failed_turns_crash_notice(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """`broken`'s failed turn carries its crash notice in its turn_ended: --as moves that
+        message too (else the import fails: the notice belongs to another session)."""
+        text = amber("export", "broken", "--db", recorded.db).output
+        ended = [e for e in json.loads(text)["events"] if e["kind"] == "turn_ended"]
+        assert any(e.get("notice") for e in ended)
+        assert all("notice" in e for e in ended if e["outcome"] != "processed")
+        result = amber("import", "-", "--as", "copy", "--db", tmp_path / "new.db", input=text)
+        assert result.exit_code == 0, result.output
+        with SQLiteStore(tmp_path / "new.db") as store:
+            copy = store.load_state("copy")
+            with SQLiteStore(recorded.db) as source:
+                original = source.load_state("broken")
+        assert [m.session_id for m in copy.messages] == ["copy"] * len(original.messages)
+        assert [m.id for m in copy.messages] == [m.id for m in original.messages]
+
     def test_import_from_stdin(self, recorded: Recorded, tmp_path: Path) -> None:
         """FILE may be - for stdin."""
         text = amber("export", "broken", "--db", recorded.db).output

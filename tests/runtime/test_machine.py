@@ -238,6 +238,22 @@ class TestModelCalls:
         assert "$.arguments.id must be an integer that fits in 64 bits (got " in result.content
         assert "store big numbers as strings" in result.content
 
+    def test_deep_arguments_with_long_digits_are_refused_not_raised(self) -> None:
+        """orjson takes 1,024 levels, Python's json fewer: the exact re-read of deep JSON
+        raised RecursionError out of step() (the session actor died, its turn stuck)."""
+        d = Driver()
+        call = d.started()
+        raw = '{"n": "1234567890123456789", "a": ' + "[" * 990 + "]" * 990 + "}"
+        d.stream(call.run_id, MessageStart(),
+                 ToolCallDelta(index=0, id="c1", name="lookup", arguments=raw),
+                 MessageFinish())  # fmt: skip
+        decision = d(ModelEnded, run_id=call.run_id)
+        assert commands(decision, RunTool) == []
+        result = [e.message for e in decision.events if isinstance(e, MessageAdded)][-1]
+        assert result.error_type == "invalid_arguments"
+        # Either wording: Python 3.12+ reads it, then ToolCall refuses the depth.
+        assert "levels deep" in result.content
+
     def test_nineteen_digits_that_fit_still_run(self) -> None:
         """The exact re-read only refuses what does not fit: 2**63 - 1 runs as sent."""
         d = Driver()

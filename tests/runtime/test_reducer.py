@@ -473,28 +473,32 @@ class TestTurnEnded:
         assert INTERRUPTED_MARK not in state.message("cn").metadata
 
     @pytest.mark.parametrize(
-        ("outcome", "category", "turn_id", "got"),
+        ("outcome", "category", "turn_id", "problem"),
         [
-            (TurnOutcome.ERROR, Category.REPLY, "t1", "a reply of turn 't1', outcome error"),
-            (TurnOutcome.ERROR, Category.CRASH_NOTICE, None, "got a crash notice of turn None"),
-            (TurnOutcome.PROCESSED, Category.CRASH_NOTICE, "t1", "outcome processed"),
+            (TurnOutcome.ERROR, Category.REPLY, "t1",
+             "must be a crash notice of turn 't1' (got a reply of turn 't1')"),
+            (TurnOutcome.ERROR, Category.CRASH_NOTICE, None,
+             "must be a crash notice of turn 't1' (got a crash notice of turn None)"),
+            (TurnOutcome.PROCESSED, Category.CRASH_NOTICE, "t1",
+             "comes with a turn ended processed; a crash notice only comes with interrupted or "
+             "error"),
         ],
-    )
+    )  # fmt: skip
     def test_notice_must_be_a_crash_notice_of_a_failed_turn(
         self,
         session: Session,
         outcome: TurnOutcome,
         category: Category,
         turn_id: str | None,
-        got: str,
+        problem: str,
     ) -> None:
         """Only a crash notice of this turn, on a turn that did not process, rides its end."""
         session.ask()
         session.start()
         notice = session.message(category, "cn", turn_id=turn_id)
-        with pytest.raises(EventRejected, match="notice 'cn' must be a crash notice") as caught:
+        with pytest.raises(EventRejected) as caught:
             session.end(outcome=outcome, notice=notice)
-        assert got in str(caught.value)
+        assert str(caught.value) == f"TurnEnded seq 3: notice 'cn' {problem}."
         assert session.state.get("cn") is None
 
     def test_notice_id_must_be_new(self, session: Session) -> None:
@@ -503,8 +507,12 @@ class TestTurnEnded:
         session.start()
         half = session.message(Category.REPLY, "cn", turn_id="t1")
         notice = session.message(Category.CRASH_NOTICE, "cn", turn_id="t1")
-        with pytest.raises(EventRejected, match="with a new id"):
+        with pytest.raises(EventRejected) as caught:
             session.end(outcome=TurnOutcome.ERROR, partial=[half], notice=notice)
+        assert str(caught.value) == (
+            "TurnEnded seq 3: notice 'cn' has the id of a partial message of this end; give it "
+            "a new id."
+        )
 
     def test_wrong_turn(self, session: Session) -> None:
         """Only the active turn can end."""
