@@ -32,7 +32,8 @@ keeps working for callers that do not know Amber::
     │   ├── ModelRequestError (+ ValueError) the provider refused the request (400, 404, 422)
     │   │   └── ContextLengthError         the request is longer than the model's window
     │   ├── ModelRateLimited               429 after the retries
-    │   ├── ModelUnavailable               5xx, overload, timeouts, connection errors after retries
+    │   ├── ModelUnavailable               5xx, overload, timeouts, connection errors after retries;
+    │   │                                  a 200 that is not a stream (check base_url)
     │   └── ModelStreamBroken              the stream broke mid-way (what arrived is kept)
     └── StoreError (RuntimeError)          an event store cannot do what was asked
         ├── SeqConflict                    an append whose seq is taken or skips one (none stored)

@@ -102,6 +102,13 @@ def _candidates(state: SessionState, draw: st.DrawFn) -> list[tuple[str, Event]]
             ("turn_conflict", TurnEnded(
                 **nxt, turn_id=turn.id + "_other", outcome=TurnOutcome.ERROR
             )),
+            ("notice_on_processed_turn", TurnEnded(
+                **nxt, turn_id=turn.id, outcome=TurnOutcome.PROCESSED,
+                notice=new_message(
+                    Category.CRASH_NOTICE, id=fresh, session_id=sid, created_at=at,
+                    content="The model call failed.", turn_id=turn.id,
+                ),
+            )),
         ]  # fmt: skip
         if turn.open_calls:
             out.append(("processed_with_open_calls", TurnEnded(
@@ -133,7 +140,7 @@ def illegal_events(draw: st.DrawFn, state: SessionState) -> IllegalEvent:
     messages, status conflicts (a stale ``expected``), illegal transitions,
     reserved metadata, output outside its turn, unmatched or repeated tool
     results, reused tool call ids, a second turn, a turn ending processed with
-    open calls, a rollback during a turn or forward. Each is checked against
+    open calls or with a crash notice, a rollback during a turn or forward. Each is checked against
     the reducer when drawn; ``error`` is the ``EventRejected`` it raises.
     """
     kind, event = draw(st.sampled_from(_candidates(state, draw)))

@@ -42,7 +42,7 @@ class TestFork:
             assert store.load_state("demo").seq == recorded.demo.events  # the source is as it was
 
     def test_a_fork_from_between_snapshots_equals_the_timelines(
-        self, recorded: Recorded, tmp_path: Path
+        self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """``amber fork`` reads only the state at --at, from the nearest snapshot: the fork
         holds what a fork of the whole timeline holds, at every seq."""
@@ -53,6 +53,11 @@ class TestFork:
         with SQLiteStore(db, snapshot_every=5) as store:
             for event in events:
                 store.append([event])  # a snapshot every 5 events
+
+        def whole(*args: object, **kwargs: object) -> None:
+            raise AssertionError("amber fork loaded the whole timeline")
+
+        monkeypatch.setattr(SQLiteStore, "load_timeline", whole)
         for at in (0, 3, 17, 20, len(events) - 1, len(events)):
             result = amber("fork", "demo", "--at", at, "--as", f"f{at}", "--db", db)
             assert result.exit_code == 0, result.output
