@@ -50,6 +50,7 @@ from runtime import (
     step,
 )
 
+from ._errors import RuntimeStopped
 from ._ids import Clock
 from ._router import Router
 from ._storage import StoreThread
@@ -114,6 +115,8 @@ class LeaseKeeper:
         self._poll = poll
         self._wake = wake
         self._stop = threading.Event()
+        self._claims = threading.Lock()  # one claim at a time; none once stopping
+        self._closed = False
         self._thread = threading.Thread(target=self._loop, name="amber-leases", daemon=True)
         self._listener: Any = None
         self.taken = 0
@@ -128,11 +131,24 @@ class LeaseKeeper:
 
     def ensure(self, session_id: str) -> bool:
         """Hold the session's lease (take it if it is free or expired); False if another
-        worker holds it."""
-        if session_id in self._call(lambda s: s.held):
-            return True
-        now, ttl, owner = self._clock(), self._ttl, self._owner
-        lease = self._call(lambda s: s.acquire(session_id, owner=owner, now=now, ttl=ttl))
+        worker holds it.
+
+        Claims take turns (two pick-ups of one session take its lease once), and none
+        is taken once ``stop`` began (it would never be renewed or given back).
+
+        Raises:
+            RuntimeStopped: the keeper is stopping.
+        """
+        with self._claims:
+            if self._closed:
+                raise RuntimeStopped(
+                    f"The runtime is stopping; session {session_id!r} was not claimed. Send "
+                    "to a runtime that runs (its input is stored for whoever owns the session)."
+                )
+            if session_id in self._call(lambda s: s.held):
+                return True
+            now, ttl, owner = self._clock(), self._ttl, self._owner
+            lease = self._call(lambda s: s.acquire(session_id, owner=owner, now=now, ttl=ttl))
         if lease is None:
             return False
         self.taken += 1
@@ -170,7 +186,12 @@ class LeaseKeeper:
             self.poll_now()
 
     def stop(self) -> None:
-        """Stop the thread and give every lease back (call before the store stops)."""
+        """Stop the thread and give every lease back (call before the store stops).
+
+        From now on no claim is taken: a claim racing this either finished before (and
+        its lease is given back here) or is refused."""
+        with self._claims:
+            self._closed = True
         self._stop.set()
         if self._thread.is_alive():
             with contextlib.suppress(Exception):
