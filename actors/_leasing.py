@@ -185,13 +185,19 @@ class LeaseKeeper:
         if self._wake:
             self.poll_now()
 
+    def close_intake(self) -> None:
+        """Take no more leases (a stopping runtime): later claims raise ``RuntimeStopped``,
+        and sessions with work waiting are left to other workers. The leases held are
+        still renewed until ``stop``."""
+        with self._claims:
+            self._closed = True
+
     def stop(self) -> None:
         """Stop the thread and give every lease back (call before the store stops).
 
         From now on no claim is taken: a claim racing this either finished before (and
         its lease is given back here) or is refused."""
-        with self._claims:
-            self._closed = True
+        self.close_intake()
         self._stop.set()
         if self._thread.is_alive():
             with contextlib.suppress(Exception):
@@ -261,8 +267,11 @@ class LeaseKeeper:
         info = self._call(lambda s: s.session(session_id) if session_id in s else None)
         if info is None or not info.needs_runner:
             return
-        if self.ensure(session_id):
-            self._router.load(session_id)
+        try:
+            if self.ensure(session_id):
+                self._router.load(session_id)
+        except RuntimeStopped:
+            return  # stopping: another worker picks it up
 
     def _refresh(self, session_id: str) -> None:
         """A session that runs here got events from elsewhere: reload it once it is idle."""

@@ -273,6 +273,8 @@ class Runtime(Asking, Approving):
                     _stop(ref, timeout)
                 return
             self._state = "stopping"
+        if self._keeper is not None:
+            self._keeper.close_intake()  # no session is claimed while the others shut down
         self.router.close(_not_running("stopped"), timeout=timeout)
         if self._keeper is not None:
             self._keeper.stop()  # gives the leases back while the store still runs
