@@ -117,6 +117,7 @@ class LeaseKeeper:
         self._stop = threading.Event()
         self._claims = threading.Lock()  # one claim at a time; none once stopping
         self._closed = False
+        self._lost: set[str] = set()  # held leases that renewal found lost (writes refused)
         self._thread = threading.Thread(target=self._loop, name="amber-leases", daemon=True)
         self._listener: Any = None
         self.taken = 0
@@ -145,8 +146,12 @@ class LeaseKeeper:
                     f"The runtime is stopping; session {session_id!r} was not claimed. Send "
                     "to a runtime that runs (its input is stored for whoever owns the session)."
                 )
-            if session_id in self._call(lambda s: s.held):
+            held = self._call(lambda s: s.held.get(session_id))
+            if held is not None and session_id not in self._lost:
                 return True
+            if held is not None:  # lost to another worker: try again with a new lease
+                self._call(functools.partial(_release, lease=held))
+                self._lost.discard(session_id)
             now, ttl, owner = self._clock(), self._ttl, self._owner
             lease = self._call(lambda s: s.acquire(session_id, owner=owner, now=now, ttl=ttl))
         if lease is None:
@@ -256,12 +261,19 @@ class LeaseKeeper:
         held = dict(self._call(lambda s: s.held))
         for session_id, lease in held.items():
             if session_id not in live:
-                self._call(functools.partial(_release, lease=lease))
+                self._router.unless_live(session_id, functools.partial(self._let_go, lease))
         if not self._wake:
             return
         for info in self._call(lambda s: s.list_sessions()):
             if info.needs_runner and info.session_id not in live:
                 self._pick_up(info.session_id)
+
+    def _let_go(self, lease: Any) -> None:
+        """Give back the lease of a session that is not live (under the router's lock, so no
+        actor is made for it meanwhile)."""
+        with self._claims:
+            self._call(functools.partial(_release_unless_new, lease=lease))
+            self._lost.discard(lease.session_id)
 
     def _pick_up(self, session_id: str) -> None:
         info = self._call(lambda s: s.session(session_id) if session_id in s else None)
@@ -294,6 +306,10 @@ class LeaseKeeper:
             try:
                 self._call(functools.partial(_renew, lease=lease, now=now, ttl=ttl))
             except LeaseLost:
+                if session_id in self._lost:
+                    continue  # known; its actor was stopped
+                with self._claims:
+                    self._lost.add(session_id)  # its store keeps refusing writes
                 self.lost += 1
                 log.warning("lost the lease of %s to another worker; stopping it", session_id)
                 self._router.drop(session_id)
@@ -305,6 +321,13 @@ class LeaseKeeper:
 
 
 def _release(store: Any, *, lease: Any) -> Any:
+    return store.release(lease)
+
+
+def _release_unless_new(store: Any, *, lease: Any) -> Any:
+    """Release ``lease`` if the store still holds it (not one a claim took meanwhile)."""
+    if store.held.get(lease.session_id) != lease:
+        return False
     return store.release(lease)
 
 

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -20,9 +20,11 @@ from actors import RuntimeStopped, Settings
 from actors._leasing import LeaseKeeper
 from actors._router import Router
 from actors._storage import StoreThread
+from runtime import StoreError
 from runtime.store import PostgresStore
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+TTL = timedelta(seconds=30)
 
 
 class GatedStore:
@@ -42,9 +44,56 @@ class GatedStore:
         return self.inner.call(fn)
 
 
+class FlakyStore:
+    """A ``StoreThread`` whose store's ``renew`` fails with ``StoreError`` ``fail`` times (the
+    database out of reach for a moment)."""
+
+    def __init__(self, inner: StoreThread) -> None:
+        self.inner = inner
+        self.fail = 0
+
+    def call(self, fn: Callable[[Any], Any]) -> Future[Any]:
+        return self.inner.call(lambda s: fn(_Flaky(s, self)))
+
+
+class _Flaky:
+    def __init__(self, store: Any, flaky: FlakyStore) -> None:
+        self._store = store
+        self._flaky = flaky
+
+    def renew(self, lease: Any, *, now: datetime, ttl: timedelta) -> Any:
+        if not self._flaky.fail:
+            return self._store.renew(lease, now=now, ttl=ttl)
+        self._flaky.fail -= 1
+
+        def unreachable(sessions: object) -> Any:
+            raise StoreError("Cannot reach the database (a test's outage).")
+
+        self._store._write = unreachable  # the store's own renew meets the error
+        try:
+            return self._store.renew(lease, now=now, ttl=ttl)
+        finally:
+            del self._store._write
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
 @pytest.fixture
-def store(postgres_dsn: str, pg_schema: Callable[[], str]) -> Iterator[StoreThread]:
-    thread = StoreThread(PostgresStore(postgres_dsn, schema=pg_schema()))
+def schema(pg_schema: Callable[[], str]) -> str:
+    return pg_schema()
+
+
+@pytest.fixture
+def other(postgres_dsn: str, schema: str) -> Iterator[PostgresStore]:
+    """Another worker's store on the same schema."""
+    with PostgresStore(postgres_dsn, schema=schema) as store:
+        yield store
+
+
+@pytest.fixture
+def store(postgres_dsn: str, schema: str) -> Iterator[StoreThread]:
+    thread = StoreThread(PostgresStore(postgres_dsn, schema=schema))
     thread.start()
     yield thread
     thread.stop()
@@ -103,3 +152,50 @@ class TestClaims:
         lease = store.call(lambda s: s.lease("s")).result(60)
         assert (lease.owner, lease.token) == ("w1", 1)
         assert keeper.taken == 1
+
+
+class TestLost:
+    def test_a_lost_lease_is_not_claimed_as_held(
+        self, store: StoreThread, other: PostgresStore
+    ) -> None:
+        """Once renewal finds a lease taken over, the session is not claimed on the strength
+        of it: a claim finds another worker holds it. Until then the store keeps it (every
+        write refused)."""
+        keeper = keeper_on(store)
+        assert keeper.ensure("s")
+        taken = other.acquire("s", owner="w2", now=NOW + timedelta(hours=1), ttl=TTL)
+        assert taken is not None
+        keeper._renew()
+        assert keeper.lost == 1
+        assert "s" in store.call(lambda s: dict(s.held)).result(60)
+        keeper._renew()  # found lost once: not counted (nor its session stopped) again
+        assert keeper.lost == 1
+        assert keeper.ensure("s") is False
+        assert store.call(lambda s: dict(s.held)).result(60) == {}
+        assert other.lease("s") == taken
+
+
+class TestRenewal:
+    def test_a_failed_renewal_keeps_the_lease_for_the_next(self, store: StoreThread) -> None:
+        """A renewal that meets a database error, with time left before expiry, keeps the
+        lease held (writes stay fenced) and the session running; the next renewal pushes
+        its expiry on."""
+        flaky = FlakyStore(store)
+        now = [NOW]
+        keeper = keeper_on(flaky, ttl=30.0)
+        keeper._clock = lambda: now[0]
+        dropped: list[str] = []
+        keeper._router.drop = lambda session_id, **_: dropped.append(session_id)  # type: ignore[method-assign]
+        assert keeper.ensure("s")
+        flaky.fail = 1
+        now[0] = NOW + timedelta(seconds=10)
+        keeper._renew()
+        held = store.call(lambda s: dict(s.held)).result(60)
+        assert [(lease.token, lease.expires_at) for lease in held.values()] == [(1, NOW + TTL)]
+        assert dropped == []
+        now[0] = NOW + timedelta(seconds=20)
+        keeper._renew()
+        lease = store.call(lambda s: s.lease("s")).result(60)
+        assert (lease.token, lease.expires_at) == (1, now[0] + TTL)
+        assert store.call(lambda s: s.held["s"]).result(60) == lease
+        assert dropped == []
