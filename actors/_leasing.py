@@ -92,6 +92,7 @@ class LeaseKeeper:
             notifications that were lost).
         wake: load sessions nobody runs that have input waiting (a worker);
             False: run only the sessions this runtime is sent to.
+        monotonic: seconds for when to renew and poll (``time.monotonic``).
     """
 
     def __init__(
@@ -105,6 +106,7 @@ class LeaseKeeper:
         ttl: float = 30.0,
         poll: float = 30.0,
         wake: bool = False,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
         self._router = router
@@ -114,6 +116,9 @@ class LeaseKeeper:
         self._ttl = timedelta(seconds=ttl)
         self._poll = poll
         self._wake = wake
+        self._monotonic = monotonic
+        self._next_renew = monotonic() + ttl / 3
+        self._renewing = threading.Lock()
         self._stop = threading.Event()
         self._claims = threading.Lock()  # one claim at a time; none once stopping
         self._closed = False
@@ -216,11 +221,9 @@ class LeaseKeeper:
             log.warning("could not give the leases back; they expire on their own")
 
     def _loop(self) -> None:
-        renew_every = self._ttl.total_seconds() / 3
-        next_renew = time.monotonic() + renew_every
-        next_poll = time.monotonic() + self._poll
+        next_poll = self._monotonic() + self._poll
         while not self._stop.is_set():
-            wait = max(0.0, min(next_renew, next_poll) - time.monotonic())
+            wait = max(0.0, min(self._next_renew, next_poll) - self._monotonic())
             try:
                 notified = self._listener.wait(wait)
             except StoreError:
@@ -230,14 +233,24 @@ class LeaseKeeper:
             try:
                 if notified:
                     self._woken(notified)
-                if time.monotonic() >= next_renew:
-                    next_renew = time.monotonic() + renew_every
-                    self._renew()
-                if time.monotonic() >= next_poll:
-                    next_poll = time.monotonic() + self._poll
+                self._renew_if_due()
+                if self._monotonic() >= next_poll:
+                    next_poll = self._monotonic() + self._poll
                     self.poll_now()
             except Exception:
                 log.exception("lease keeping failed; trying again")
+
+    def _renew_if_due(self) -> None:
+        """Renew the leases held if a third of the ttl passed since the last renewal; also
+        called between pick-ups, which may take long (loads), so that none lapses meanwhile.
+        A renewal already under way (another thread) is not waited for."""
+        if self._monotonic() < self._next_renew or not self._renewing.acquire(blocking=False):
+            return
+        try:
+            self._next_renew = self._monotonic() + self._ttl.total_seconds() / 3
+            self._renew()
+        finally:
+            self._renewing.release()
 
     def _reconnect(self) -> None:
         try:
@@ -253,6 +266,7 @@ class LeaseKeeper:
                 self._refresh(session_id)
             elif self._wake:
                 self._pick_up(session_id)
+            self._renew_if_due()
 
     def poll_now(self) -> None:
         """Look for sessions with work waiting that nobody runs (``wake``), and release the
@@ -267,6 +281,7 @@ class LeaseKeeper:
         for info in self._call(lambda s: s.list_sessions()):
             if info.needs_runner and info.session_id not in live:
                 self._pick_up(info.session_id)
+                self._renew_if_due()
 
     def _let_go(self, lease: Any) -> None:
         """Give back the lease of a session that is not live (under the router's lock, so no

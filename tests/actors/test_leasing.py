@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from actors import RuntimeStopped, Settings
-from actors._leasing import LeaseKeeper
+from actors._drafts import user_draft
+from actors._leasing import LeaseKeeper, store_input
 from actors._router import Router
 from actors._storage import StoreThread
 from runtime import StoreError
@@ -99,10 +100,10 @@ def store(postgres_dsn: str, schema: str) -> Iterator[StoreThread]:
     thread.stop()
 
 
-def keeper_on(store: Any, **options: Any) -> LeaseKeeper:
+def keeper_on(store: Any, router: Any = None, **options: Any) -> LeaseKeeper:
     return LeaseKeeper(
         store=store,
-        router=Router(),
+        router=router or Router(),
         owner="w1",
         clock=lambda: NOW,
         turn_settings=Settings().turn_settings(
@@ -175,7 +176,65 @@ class TestLost:
         assert other.lease("s") == taken
 
 
+class SlowRouter:
+    """A live-session table whose loads take ``ttl / 3`` (wall clock and monotonic)."""
+
+    def __init__(self, live: list[str], advance: Callable[[], None]) -> None:
+        self.live = set(live)
+        self.advance = advance
+
+    def live_sessions(self) -> list[str]:
+        return sorted(self.live)
+
+    def load(self, session_id: str) -> None:
+        self.advance()
+        self.live.add(session_id)
+
+    def unless_live(self, session_id: str, fn: Callable[[], object]) -> None:
+        if session_id not in self.live:
+            fn()
+
+
+def waiting_input(store: PostgresStore, session_id: str) -> None:
+    settings = Settings()
+    draft = user_draft(
+        "send", session_id, "waiting", {"sender": "Chii"}, lambda: NOW, settings.input_limits
+    )
+    turn = settings.turn_settings(tools=(), model_name=None, runner="w0", exclusive=False)
+    store_input(store, session_id, draft, settings=turn, at=NOW)
+
+
 class TestRenewal:
+    def test_leases_are_renewed_between_pick_ups(
+        self, store: StoreThread, other: PostgresStore
+    ) -> None:
+        """Picking up many sessions, each slow to load, does not hold renewals back: the
+        leases held are renewed between pick-ups, and none lapses meanwhile."""
+        for n in range(6):
+            waiting_input(other, f"w{n}")
+        now, mono = [NOW], [1000.0]
+        lapsed: list[str] = []
+
+        def load_takes_a_third_of_the_ttl() -> None:
+            now[0] += TTL / 3
+            mono[0] += TTL.total_seconds() / 3
+            held = other.lease("h")
+            if held is None or held.expires_at <= now[0]:
+                lapsed.append(f"at {now[0] - NOW}: {held}")
+
+        keeper = keeper_on(
+            store,
+            router=SlowRouter(["h"], load_takes_a_third_of_the_ttl),
+            wake=True,
+            monotonic=lambda: mono[0],
+        )
+        keeper._clock = lambda: now[0]
+        assert keeper.ensure("h")
+        keeper.poll_now()
+        assert keeper.taken == 7
+        assert lapsed == []
+        assert other.lease("h").expires_at > now[0]  # type: ignore[union-attr]
+
     def test_a_failed_renewal_keeps_the_lease_for_the_next(self, store: StoreThread) -> None:
         """A renewal that meets a database error, with time left before expiry, keeps the
         lease held (writes stay fenced) and the session running; the next renewal pushes
