@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import math
 import signal
 import sys
 import threading
@@ -128,6 +129,41 @@ def _config(ctx: click.Context, _param: click.Parameter, value: str | None) -> N
         ctx.default_map = {**(ctx.default_map or {}), **read_config(value)}
 
 
+class LeaseSeconds(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
+    """A finite number of seconds in ``[low, high]`` (``low`` excluded when ``open_low``)."""
+
+    name = "seconds"
+
+    def __init__(self, what: str, low: float, high: float | None, *, open_low: bool) -> None:
+        self.what = what
+        self.low, self.high, self.open_low = low, high, open_low
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        try:
+            seconds = float(value) if not isinstance(value, bool) else math.nan
+        except (TypeError, ValueError):
+            seconds = math.nan
+        low_ok = seconds > self.low if self.open_low else seconds >= self.low
+        if not (low_ok and math.isfinite(seconds) and (self.high is None or seconds <= self.high)):
+            shown = value if isinstance(value, str) else repr(value)
+            self.fail(f"{shown} is not {self.what}.", param, ctx)
+        return seconds
+
+
+_TTL = LeaseSeconds(
+    "a number of seconds from 1 to 86400 (a session's lease lasts that long unrenewed; the "
+    "default is 30)",
+    1, 86400, open_low=False,
+)  # fmt: skip
+_POLL = LeaseSeconds(
+    "a positive, finite number of seconds (how often to look for work nobody runs; the "
+    "default is 30)",
+    0, None, open_low=True,
+)  # fmt: skip
+
+
 @click.command()
 @click.option(
     "--config", type=click.Path(dir_okay=False), callback=_config, is_eager=True,
@@ -143,11 +179,11 @@ def _config(ctx: click.Context, _param: click.Parameter, value: str | None) -> N
     help="A function returning the model, tools and settings (see docs/scaling.md).",
 )  # fmt: skip
 @click.option(
-    "--lease-ttl", type=click.FloatRange(min=1), default=None,
+    "--lease-ttl", type=_TTL, default=None, metavar="SECONDS",
     help="Seconds a session's lease lasts unrenewed (default: the settings', 30).",
 )  # fmt: skip
 @click.option(
-    "--poll", type=click.FloatRange(min=0.1), default=None,
+    "--poll", type=_POLL, default=None, metavar="SECONDS",
     help="Seconds between polls for work nobody runs (default: the settings', 30).",
 )  # fmt: skip
 @click.option("--name", help="This worker's name in lease rows (default: a new runner id).")
