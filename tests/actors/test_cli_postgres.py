@@ -74,6 +74,24 @@ def test_a_missing_schema_is_not_created_by_reads(pg: str) -> None:
     assert "holds no Amber store" in result.output
 
 
+def test_a_mistyped_schema_lists_the_stores_there_are(
+    postgres_dsn: str, pg_schema: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A schema name that holds no store (a typo in ``$AMBER_PG_SCHEMA``) is exit 4 with the
+    schemas that hold Amber stores, the closest first, and how to make a store there."""
+    real = pg_schema()
+    PostgresStore(postgres_dsn, schema=real).close()  # makes the store
+    typo = real[:-1]
+    monkeypatch.setenv("AMBER_PG_SCHEMA", typo)
+    result = amber("sessions", "--db", postgres_dsn)
+    assert result.exit_code == 4, result.output
+    said = " ".join(result.output.split())
+    assert f"the schema {typo!r} is missing or empty" in said
+    assert f"Schemas with an Amber store in this database: {real!r}" in said
+    assert "set $AMBER_PG_SCHEMA to one of them" in said
+    assert "'amber migrate --from FILE --to URL' or 'amber import FILE --db URL'" in said
+
+
 def test_same_store_twice_is_refused(recorded: Recorded) -> None:  # noqa: F811
     """--from and --to must differ."""
     result = amber("migrate", "--from", recorded.db, "--to", recorded.db)
