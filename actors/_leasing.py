@@ -6,10 +6,15 @@ With a ``PostgresStore`` several runtimes (workers) share one store. A
 - **Claiming.** Before a session is loaded to run here, its lease is taken
   (``ensure``); the store then fences every write to it with the lease's
   token, so once another worker takes the session over, nothing more from
-  here is stored (``LeaseLost``).
-- **Renewal.** A thread renews the leases held every ``ttl / 3`` seconds. A
-  lease another worker took over, or one that could not be renewed before
-  its expiry (the database unreachable), stops that session here.
+  here is stored (``LeaseLost``). Claims take turns under a lock, and none
+  is taken once the runtime stops (``close_intake``).
+- **Renewal.** A thread renews the leases held every ``ttl / 3`` seconds,
+  also between the pick-ups of a long batch. A renewal the database did not
+  answer is tried again at the next one; a lease another worker took over,
+  or one that could not be renewed before its expiry, stops that session
+  here. A lost lease stays held (the store refuses every write to the
+  session) until it is given back, and a claim of the session asks for a
+  new one.
 - **Release.** A session that passivates, and every session when the
   runtime stops, gives its lease back, so another worker may take it at once.
 - **Waking.** The thread waits on the store's ``NOTIFY`` channel. A session
@@ -318,11 +323,11 @@ class LeaseKeeper:
     def _renew(self) -> None:
         now, ttl = self._clock(), self._ttl
         for session_id, lease in dict(self._call(lambda s: s.held)).items():
+            if session_id in self._lost:
+                continue  # known lost; its actor was stopped, its lease is given back later
             try:
                 self._call(functools.partial(_renew, lease=lease, now=now, ttl=ttl))
             except LeaseLost:
-                if session_id in self._lost:
-                    continue  # known; its actor was stopped
                 with self._claims:
                     self._lost.add(session_id)  # its store keeps refusing writes
                 self.lost += 1
