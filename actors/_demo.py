@@ -242,8 +242,9 @@ def print_summary(result: DemoResult, console: Console, *, db_arg: str) -> None:
     by_status = ", ".join(
         f"{count} {status}" for status, count in sorted(statuses.items(), key=lambda i: -i[1])
     )
-    session = shlex.quote(result.session_id)
-    db = f" --db {shlex.quote(db_arg)}"
+    from ._cli._hints import command_line  # the hints are shell commands, quoted
+
+    session, db = result.session_id, ("--db", db_arg)
     console.print(Rule(Text("demo finished", style="bold"), style="dim"))
     turn_text = ", ".join(f"{n} {status}" for status, n in sorted(turns.items()))
     lines = [
@@ -257,13 +258,20 @@ def print_summary(result: DemoResult, console: Console, *, db_arg: str) -> None:
     seq = result.interrupt_seq
     console.print()
     console.print(
-        Text.assemble(("Inspect it: ", "bold"), f"amber inspect {session}{db}"), soft_wrap=True
+        Text.assemble(("Inspect it: ", "bold"), command_line("inspect", session, options=db)),
+        soft_wrap=True,
     )
     hints = [
-        (f"amber timeline {session}{db}", "one line per event"),
-        (f"amber show {session} --at {seq - 1}{db}", "the state just before the interrupt"),
-        (f"amber diff {session} {seq - 1} {seq}{db}", "what the interrupt changed"),
-        (f"amber replay {session} --verify{db}", "rebuild it from the log and check"),
+        (command_line("timeline", session, options=db), "one line per event"),
+        (
+            command_line("show", session, options=("--at", seq - 1, *db)),
+            "the state just before the interrupt",
+        ),
+        (command_line("diff", session, seq - 1, seq, options=db), "what the interrupt changed"),
+        (
+            command_line("replay", session, options=("--verify", *db)),
+            "rebuild it from the log and check",
+        ),
     ]
     width = max(len(command) for command, _ in hints)
     for command, what in hints:

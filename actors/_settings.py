@@ -20,7 +20,7 @@ from runtime import (
 
 from ._errors import InvalidConfig
 
-__all__ = ["Settings"]
+__all__ = ["MAX_LEASE_TTL", "Settings"]
 
 
 def _positive_or_none(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -39,8 +39,12 @@ def _seconds(value: object) -> float:
     return float(value)
 
 
+MAX_LEASE_TTL = 86400.0
+"""The longest lease ttl (a day): a dead worker's sessions wait that long for another."""
+
+
 def _lease_ttl(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not 1 <= _seconds(value) <= 86400:  # NaN and infinities fail too
+    if not 1 <= _seconds(value) <= MAX_LEASE_TTL:  # NaN and infinities fail too
         raise InvalidConfig(
             f"Settings.lease_ttl must be a number of seconds from 1 to 86400 (got {value!r}); "
             "a session's lease lasts that long unrenewed (it is renewed every third of it), "

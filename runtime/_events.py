@@ -108,6 +108,14 @@ def _instance(kind: type) -> Any:
     return check
 
 
+def _optional_message(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, Message):
+        raise InvalidEvent(
+            f"{type(instance).__name__}.{attribute.name} must be a Message or None "
+            f"(got {shown(value)} that is a {type(value).__name__!r})."
+        )
+
+
 @attrs.frozen
 class Checked:
     """Items the runtime checked already (a state's own vector): taken as they are.
@@ -268,7 +276,8 @@ class TurnEnded(Event):
 
     On ``interrupted``, the turn's unanswered tool calls become interrupted.
     ``partial`` holds output cut short (reasoning or reply text streamed so
-    far): it is kept, marked ``metadata["interrupted"] = True``.
+    far): it is kept, marked ``metadata["interrupted"] = True``. ``notice``, the
+    crash notice of a failed turn, is added after it.
     """
 
     kind: ClassVar[str] = "turn_ended"
@@ -289,6 +298,10 @@ class TurnEnded(Event):
     """Monotonic duration of the turn, measured by the runner."""
     partial: PVector[Message] = attrs.field(factory=pvector, converter=_messages)
     """Output cut short by an interrupt or error: thoughts and replies of this turn."""
+    notice: Message | None = attrs.field(default=None, validator=_optional_message)
+    """The crash notice telling the user the turn failed (a ``crash_notice`` of this turn),
+    added after ``partial``: what streamed before the failure comes first. (Logs written
+    before this field added the notice with a ``MessageAdded`` before the turn's end.)"""
 
 
 @attrs.frozen(kw_only=True)
@@ -335,7 +348,7 @@ class BranchImported(Event):
 
 @attrs.frozen(kw_only=True)
 class RolledBack(Event):
-    """Messages added after ``to_seq`` become inactive; payloads are kept."""
+    """Messages added after the seq it rolls back to become inactive; payloads are kept."""
 
     kind: ClassVar[str] = "rolled_back"
 
@@ -365,7 +378,7 @@ def _optional_usage(instance: object, attribute: attrs.Attribute[Any], value: ob
 
 @attrs.frozen(kw_only=True)
 class ModelCallStarted(Event):
-    """A model call's message started: its audit row opens (``running``).
+    """A model call started: its audit row opens, with the status running.
 
     Starting again with the same ``source_key``, operation id and sequence
     changes nothing; the same key with another operation id or sequence is
@@ -399,7 +412,7 @@ class ModelCallStarted(Event):
 
 @attrs.frozen(kw_only=True)
 class ModelCallFinished(Event):
-    """A model call ended (``completed`` or ``failed``) with what it said and cost."""
+    """A model call ended, completed or failed, with what it said and what it cost."""
 
     kind: ClassVar[str] = "model_call_finished"
 

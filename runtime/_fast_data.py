@@ -102,6 +102,10 @@ def _message(value: Message) -> dict[str, Any]:
     return data
 
 
+def _optional_message(value: Message | None) -> dict[str, Any] | None:
+    return None if value is None else _message(value)
+
+
 def _messages(value: Any) -> list[dict[str, Any]]:
     return [_message(m) for m in value]
 
@@ -114,6 +118,7 @@ _BY_TYPE: dict[str, Callable[[Any], Any]] = {
     "str": _same, "int": _same, "bool": _same, "str | None": _same, "float | None": _same,
     "Status": _same, "TurnOutcome": _same, "datetime": _time,
     "PMap[str, FrozenJSON]": _map, "Message": _message, "PVector[Message]": _messages,
+    "Message | None": _optional_message,
 }  # fmt: skip
 """How each declared field type is written (as cattrs writes it: enums kept, they are str)."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pyrsistent import pmap
 
+from ._category import Category
 from ._errors import (
     EventRejected,
     TurnConflict,
@@ -155,6 +156,25 @@ def turn_ended(state: SessionState, event: TurnEnded) -> SessionState:
         index = index.add(marked.id)
         messages.append(marked)
         counts[status_index(marked.status)] += 1
+    notice = event.notice
+    if notice is not None:
+        category = check_new_message(state, notice, event.seq)
+        if (
+            category is not Category.CRASH_NOTICE
+            or notice.turn_id != turn.id
+            or notice.id in seen
+            or event.outcome is TurnOutcome.PROCESSED
+        ):
+            raise EventRejected(
+                f"TurnEnded seq {event.seq}: notice {notice.id!r} must be a crash notice of "
+                f"turn {turn.id!r} with a new id, on a turn ended interrupted or error (got a "
+                f"{category.label} of turn {notice.turn_id!r}, outcome "
+                f"{event.outcome.value})."
+            )
+        stamped = replace(notice, event_seq=event.seq)
+        index = index.add(stamped.id)
+        messages.append(stamped)
+        counts[status_index(stamped.status)] += 1
     audit_changes = close_audit(state, event, event.outcome.value)
     ended = replace(
         turn,

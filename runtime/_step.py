@@ -186,6 +186,8 @@ class Step:
             ids = list(turn.input_ids) + list(turn.open_calls.values()) if turn else []
             if isinstance(event, TurnEnded):
                 ids += [m.id for m in event.partial]
+                if event.notice is not None:
+                    ids.append(event.notice.id)
         else:
             message_id = getattr(event, "message_id", None)
             ids = [message_id] if isinstance(message_id, str) else []

@@ -14,6 +14,8 @@ unchanged (signatures, encrypted reasoning, item ids). ``text`` and
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -124,12 +126,21 @@ class AssembledCall:
                 f"The arguments of tool call {self.id!r} to {self.name!r} are not valid JSON "
                 f"({exc}); got {_excerpt(self.arguments_json)!r}. Send one JSON object."
             ) from None
+        if _LONG_NUMBER.search(text) is not None:
+            # orjson reads an integer beyond 64 bits as a float, silently rounded: read such
+            # text again exactly (it is strict JSON: orjson took it), and the ToolCall's
+            # check refuses the integer in words the model can act on.
+            value = json.loads(text)
         if not isinstance(value, dict):
             raise ValueError(
                 f"The arguments of tool call {self.id!r} to {self.name!r} must be a JSON object "
                 f"(got {type(value).__name__} {_excerpt(self.arguments_json)!r})."
             )
         return value
+
+
+_LONG_NUMBER = re.compile(r"\d{19}")
+"""Nineteen digits in a row: perhaps an integer beyond 64 bits (2**63 has nineteen)."""
 
 
 def _excerpt(text: str, limit: int = 200) -> str:

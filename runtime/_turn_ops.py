@@ -268,8 +268,6 @@ def end_turn(
     assert run is not None
     cancel_runs(s, run)
     elapsed = max(0.0, s.mono - run.started_mono)
-    if notice is not None:
-        s.emit(MessageAdded, message=s.output(Category.CRASH_NOTICE, notice))
     partial: list[Message] = []
     assembly = run.assembly
     if assembly is not None:
@@ -285,6 +283,8 @@ def end_turn(
                 if model_error is not None:
                     metadata["model_error"] = model_error
                 partial.append(s.output(category, text, part=len(partial) + 1, metadata=metadata))
+    # The notice after what streamed: a channel posts the text, then says the turn failed.
+    crash = s.output(Category.CRASH_NOTICE, notice) if notice is not None else None
     s.emit(
         TurnEnded,
         turn_id=run.turn_id,
@@ -292,6 +292,7 @@ def end_turn(
         reason=reason,
         duration_ms=elapsed * 1000,
         partial=partial,
+        notice=crash,
         metrics=turn_metrics(run, elapsed),
     )
     s.run = None

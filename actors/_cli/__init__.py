@@ -8,7 +8,8 @@ browser. Every command takes ``--db``
 (default ``./amber.db``, or ``$AMBER_DB``); exit codes are listed in
 ``_app.ExitCode`` and docs/cli.md.
 
-Modules: ``_app`` (exit codes, errors, options, the store), ``_render``
+Modules: ``_app`` (exit codes, errors, options, the store), ``_hints`` (the
+commands printed for the user to run next, shell-quoted), ``_render``
 (how values look), ``_text``, ``_render``, ``_tables`` (how values look), ``_travel`` and
 ``_diff`` (read-only commands), ``_views`` (``show
 --view``), ``_replay`` (replay and verify), ``_admin`` (commands that write), ``_chat``,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -13,12 +12,13 @@ import orjson
 from rich.text import Text
 
 from runtime import EVENT_TYPES, CorruptRow, InvalidInput, SessionState, Timeline
-from runtime.store import RebuildReport, SessionInfo, Store, recover_orphans
+from runtime.store import RebuildReport, SessionInfo, SqlStore, Store, recover_orphans
 
 from .._ids import utc_now
 from ._app import (
     CliError,
     ExitCode,
+    Seconds,
     db_option,
     emit_json,
     json_option,
@@ -26,10 +26,12 @@ from ._app import (
     parse_seq,
     require_session,
     resolve_seq,
+    resolve_seq_between,
     session_id_option,
     stdout_console,
 )
 from ._check import describe_problem
+from ._hints import command_line
 
 __all__ = ["events", "export", "fork", "fork_session", "import_command", "recover"]
 
@@ -58,8 +60,16 @@ def fork_session(
     ``timeline``: the session's timeline if the caller has it loaded already.
     """
     require_session(store, session, db)
-    line = timeline if timeline is not None else store.load_timeline(session)
-    seq = resolve_seq(at_seq, line)
+    if timeline is not None:
+        line, seq = timeline, resolve_seq(at_seq, timeline)
+    elif isinstance(store, SqlStore):
+        # Only the state at the fork point, from the nearest snapshot (at 100,000 events,
+        # the whole timeline took seconds and held every state for one).
+        seq = resolve_seq_between(at_seq, session, 0, store.session(session).seq)
+        line = store.load_span(session, seq, seq)
+    else:
+        line = store.load_timeline(session)
+        seq = resolve_seq(at_seq, line)
     if new_id is not None and new_id in store:
         raise CliError(
             f"The store {db!r} already has a session {new_id!r}; pass another --as, or leave "
@@ -118,16 +128,28 @@ def fork(session: str, at_seq: int, new_id: str | None, db: str, as_json: bool) 
             f" ({len(head)} messages, {len(head.turn_list())} turns).",
         )
     )
-    if turn is not None:
+    awaiting = head.active_turn.awaiting_approval if head.active_turn is not None else {}
+    if turn is not None and awaiting:
         console.print(
             Text(
-                f"It was taken mid-turn: {turn} is still active in the fork. A runtime gives its "
-                f"input back once it is idle for recover_after; now: amber recover --older-than 0 "
-                f"--db {db}",
+                f"It was taken while {turn} waited for approval of {len(awaiting)} tool call(s); "
+                "the fork's turn waits for it too: "
+                f"{command_line('resume', target, options=('--db', db))} asks for it (add "
+                "--shell for a shell command).",
                 style="yellow",
             )
         )
-    console.print(Text(f"Look at it: amber show {target} --db {db}", style="dim"))
+    elif turn is not None:
+        console.print(
+            Text(
+                f"It was taken mid-turn: {turn} is still active in the fork. A runtime gives its "
+                "input back once it is idle for recover_after; now: "
+                + command_line("recover", options=("--older-than", 0, "--db", db)),
+                style="yellow",
+            )
+        )
+    look = command_line("show", target, options=("--db", db))
+    console.print(Text(f"Look at it: {look}", style="dim"))
 
 
 @click.command()
@@ -166,24 +188,69 @@ def export(session: str, output: Path | None, force: bool, db: str) -> None:
 
 
 def _renamed(data: Any, new_id: str) -> Any:
-    """An export with every event and message moved to session ``new_id``."""
+    """An export moved to session ``new_id``: every event, and every message the session
+    added itself; a fork's messages of other sessions keep their ``session_id`` and
+    ``event_seq`` (their provenance), and its source stays the session it was forked from.
+    Every mention of the exported session's own id becomes ``new_id``, and only those."""
     if not isinstance(data, dict) or not isinstance(data.get("events"), list):
         return data  # not an export: import_session says why
+    old_id = data.get("session_id")
+
+    def moved(message: Any) -> Any:
+        if isinstance(message, dict) and message.get("session_id") == old_id:
+            return {**message, "session_id": new_id}
+        return message
+
     events = []
     for event in data["events"]:
         if isinstance(event, dict):
             event = {**event, "session_id": new_id}
-            for key in ("message",):
-                if isinstance(event.get(key), dict):
-                    event[key] = {**event[key], "session_id": new_id}
+            if event.get("source_session_id") == old_id:
+                event["source_session_id"] = new_id
+            for key in ("message", "notice"):
+                if key in event:
+                    event[key] = moved(event[key])
             for key in ("messages", "partial"):
                 if isinstance(event.get(key), list):
-                    event[key] = [
-                        {**m, "session_id": new_id} if isinstance(m, dict) else m
-                        for m in event[key]
-                    ]
+                    event[key] = [moved(m) for m in event[key]]
         events.append(event)
     return {**data, "session_id": new_id, "events": events}
+
+
+def _source(data: Any) -> tuple[str, int] | None:
+    """The session and seq an imported fork started from (its first event), if it is one."""
+    first = data["events"][0] if data.get("events") else None
+    if isinstance(first, dict) and first.get("kind") == "branch_imported":
+        return str(first["source_session_id"]), int(first["source_seq"])
+    return None
+
+
+EXPORT_FORMAT = "amber.session"
+"""The ``format`` of what ``amber export`` writes."""
+
+
+def _not_export_shape(data: Any) -> str | None:
+    """Why ``data`` (a file's JSON) is not an export at all, or None if it looks like one
+    (its events are then checked one by one as they are imported)."""
+    if not isinstance(data, dict):
+        kinds = {list: "an array", str: "a string", bool: "true or false", type(None): "null"}
+        return f"it holds {kinds.get(type(data), 'a number')}, not a JSON object"
+    if data.get("format") != EXPORT_FORMAT:
+        return f"its format is {data.get('format')!r}, not {EXPORT_FORMAT!r}"
+    if not isinstance(data.get("events"), list):
+        return "it has no list of events"
+    return None
+
+
+def _not_an_export(file: Path, what: str) -> CliError:
+    """The error of a file that is not an export: it says how to make one."""
+    name = "standard input" if str(file) == "-" else repr(str(file))
+    how = command_line("export", "SESSION", options=("-o", "FILE", "--db", "STORE"))
+    return CliError(
+        f"{name} is not an Amber export: {what}. Make one with '{how}' (the store that holds "
+        "the session), then import that file.",
+        ExitCode.BAD_STORE,
+    )
 
 
 @click.command("import")
@@ -215,11 +282,9 @@ def import_command(file: Path, new_id: str | None, db: str, as_json: bool) -> No
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise CliError(
-            f"{str(file)!r} is not an Amber export: it is not JSON ({exc}). Pass a file written by "
-            "'amber export'.",
-            ExitCode.BAD_STORE,
-        ) from None
+        raise _not_an_export(file, f"it is not JSON ({exc})") from None
+    if (what := _not_export_shape(data)) is not None:
+        raise _not_an_export(file, what)
     if new_id is not None:
         data = _renamed(data, new_id)
     with open_store(db, create=True) as store:
@@ -231,41 +296,15 @@ def import_command(file: Path, new_id: str | None, db: str, as_json: bool) -> No
                 ExitCode.CONFLICT,
             )
         head = store.import_session(data)
+    source = _source(data)  # the import decoded every event: ``data`` is an export
     if as_json:
-        emit_json({"session_id": head.session_id, "seq": head.seq, "messages": len(head)})
+        fork = {} if source is None else {"source_session_id": source[0], "source_seq": source[1]}
+        emit_json({"session_id": head.session_id, "seq": head.seq, "messages": len(head), **fork})
         return
+    what = "" if source is None else f"; a fork of {source[0]} at seq {source[1]}"
     stdout_console().print(
-        f"Imported {head.session_id} ({head.seq} events, {len(head)} messages) into {db}."
+        f"Imported {head.session_id} ({head.seq} events, {len(head)} messages) into {db}{what}."
     )
-
-
-MAX_AGE = 100 * 365 * 24 * 3600
-"""The largest --older-than (100 years): beyond it the cutoff would leave the calendar."""
-
-
-class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
-    """A finite number of seconds from 0 to ``MAX_AGE`` (no inf, nan or 1e400)."""
-
-    name = "seconds"
-
-    def convert(
-        self, value: object, param: click.Parameter | None, ctx: click.Context | None
-    ) -> float:
-        """The value as a float, or a usage error saying what is allowed."""
-        if isinstance(value, float):
-            number = value
-        else:
-            try:
-                number = float(str(value))
-            except ValueError:
-                self.fail(f"{value!r} is not a number of seconds.", param, ctx)
-        if not math.isfinite(number) or not 0 <= number <= MAX_AGE:
-            self.fail(
-                f"{value!r} is not a number of seconds from 0 to {MAX_AGE} (100 years).",
-                param,
-                ctx,
-            )
-        return number
 
 
 @click.command()
@@ -425,5 +464,8 @@ def _rebuild(store: Store, *, dry_run: bool, as_json: bool) -> RebuildReport:
 @click.command()
 def events() -> None:
     """List the event kinds the core applies, one per line."""
+    # The first line of each event's docstring, written to read as text here (a test
+    # checks it has no reST markup), two spaces after the longest kind.
+    width = max(len(kind) for kind in EVENT_TYPES)
     for kind, cls in EVENT_TYPES.items():
-        click.echo(f"{kind:18} {(cls.__doc__ or '').splitlines()[0]}")
+        click.echo(f"{kind:{width}}  {(cls.__doc__ or '').splitlines()[0]}")

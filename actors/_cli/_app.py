@@ -53,6 +53,8 @@ from runtime import (
 )
 from runtime.store import DEFAULT_SCHEMA, SQLiteStore, SqlStore, Store, is_postgres_url
 
+from ._hints import command_line
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -62,6 +64,7 @@ __all__ = [
     "DEFAULT_DB",
     "CliError",
     "ExitCode",
+    "Seconds",
     "db_option",
     "emit_json",
     "fail",
@@ -191,6 +194,43 @@ def session_id_option(ctx: click.Context, param: click.Parameter, value: str | N
         raise click.BadParameter(str(exc)) from None
 
 
+class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
+    """A number of seconds, parsed by ``actors._seconds.time_limit`` (the one parser every
+    option taking seconds shares): finite, from ``minimum`` to ``maximum`` (100 years unless
+    given); anything else is a usage error naming the option and the range."""
+
+    name = "seconds"
+
+    def __init__(
+        self, minimum: float = 0.0, *, above_minimum: bool = False, maximum: float | None = None
+    ) -> None:
+        self.minimum = minimum
+        self.above_minimum = above_minimum
+        self.maximum = maximum
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        """The value as a float, or a usage error saying what is taken."""
+        from actors._seconds import time_limit
+
+        what = param.opts[0] if param is not None and param.opts else "the value"
+        try:
+            if self.maximum is not None:
+                return time_limit(
+                    value,
+                    what=what,
+                    minimum=self.minimum,
+                    above_minimum=self.above_minimum,
+                    maximum=self.maximum,
+                )
+            return time_limit(
+                value, what=what, minimum=self.minimum, above_minimum=self.above_minimum
+            )
+        except InvalidArgument as exc:
+            self.fail(str(exc), param, ctx)
+
+
 def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
     """A click callback: a seq as an int; ``head`` is -1 (checked against the session later)."""
     if value is None:
@@ -199,9 +239,16 @@ def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     if text == "head":
         return -1
     try:
-        return int(text)
+        seq = int(text)
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a seq: pass {SEQ_HELP}.") from None
+    if seq == 0 and text.startswith("-"):
+        # Counting back from the head starts at -1: -0 would silently be the empty state.
+        raise click.BadParameter(
+            f"{value!r} is not a seq: 0 is the empty state before the first event and -1 the "
+            "head; pass 0, -1 or 'head'."
+        )
+    return seq
 
 
 # --- the store ---------------------------------------------------------------------------
@@ -232,13 +279,48 @@ def open_any_store(db: str, *, create: bool = False) -> SqlStore:
             except ImportError as exc:
                 raise CliError(str(exc), ExitCode.BAD_STORE) from exc
             schema = os.environ.get("AMBER_PG_SCHEMA") or DEFAULT_SCHEMA
-            return PostgresStore(db, schema=schema, create=create)
+            try:
+                return PostgresStore(db, schema=schema, create=create)
+            except NotAStore as exc:
+                raise _no_pg_store(db, schema) or translate(exc) from exc
         path = Path(db)
         if not create:
             _check_file(db, path)
         return SQLiteStore(path)
     except AmberError as exc:
         raise translate(exc) from exc
+
+
+def _no_pg_store(db: str, schema: str) -> CliError | None:
+    """The error for a PostgreSQL schema that is missing or has no tables (no store yet),
+    saying where a store may be and how to fill this one; None if the schema holds tables
+    (another application's: the store's own error says so) or cannot be looked at."""
+    import psycopg
+
+    from runtime.store._pg_schema import stores_there
+
+    try:
+        with psycopg.connect(db, connect_timeout=10) as conn:
+            found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,))
+            exists = found.fetchone() is not None
+            row = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,))
+            tables = row.fetchone()
+            stores = stores_there(conn, schema)
+    except psycopg.Error:
+        return None
+    if tables is None or tables[0]:
+        return None
+    set_to = f"it is {schema!r}" if os.environ.get("AMBER_PG_SCHEMA") else f"unset: {schema!r}"
+    migrate = command_line("migrate", options=("--from", "STORE.db", "--to", "URL"))
+    load = command_line("import", "FILE", options=("--db", "URL"))
+    return CliError(
+        f"Schema {schema!r} of the PostgreSQL database --db names holds no Amber store (it "
+        f"{'exists but is empty' if exists else 'does not exist'}). {stores} If your store "
+        f"is in another schema, set AMBER_PG_SCHEMA to it ({set_to}). To make one here: "
+        f"'{migrate}' copies every session of a SQLite store, '{load}' one session that "
+        "'amber export' wrote.",
+        ExitCode.BAD_STORE,
+    )
 
 
 @contextmanager
@@ -278,7 +360,8 @@ def require_session(store: Store, session_id: str, db: str) -> None:
     if close:
         hint = "did you mean " + " or ".join(repr(s) for s in close[:3]) + "?"
     elif known:
-        hint = f"it holds {len(known)} session(s); 'amber sessions --db {db}' lists them."
+        listing = command_line("sessions", options=("--db", db))
+        hint = f"it holds {len(known)} session(s); list them with: {listing}"
     else:
         hint = "it holds no session yet; 'amber demo' makes one."
     raise CliError(f"No session {session_id!r} in {db!r}; {hint}", ExitCode.NOT_FOUND)

@@ -33,6 +33,7 @@ from runtime import (
 )
 
 from ._app import CliError, ExitCode, emit_json, stdout_console
+from ._hints import command_line
 from ._text import money
 
 __all__ = ["call_note", "print_call", "rebuilt_call"]
@@ -150,10 +151,10 @@ def call_note(head: SessionState, seq: int) -> Text:
     if rows:
         numbers = ", ".join(f"#{row.sequence}" for row in rows)
         return Text(
-            f"Model call {numbers} was sent this state's view: 'amber show "
-            f"{head.session_id} --call {rows[0].sequence}' prints that exact request (with its "
-            "system prompt, tools and parameters). Below: the view rebuilt with today's code, "
-            "without them.",
+            f"Model call {numbers} was sent this state's view; "
+            + command_line("show", head.session_id, options=("--call", rows[0].sequence))
+            + " prints that exact request (with its system prompt, tools and parameters). "
+            "Below: the view rebuilt with today's code, without them.",
             style="dim",
         )
     later = _next_call(head, seq)

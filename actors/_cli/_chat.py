@@ -34,6 +34,7 @@ from runtime import (
     ModelView,
     Response,
     SessionState,
+    ToolCall,
     ToolResultPart,
     TurnStatus,
     call,
@@ -50,11 +51,13 @@ from .._tools import Tool, tool
 from ._app import (
     CliError,
     ExitCode,
+    Seconds,
     db_option,
     open_store,
     require_sqlite_file,
     session_id_option,
 )
+from ._hints import command_line
 from ._logs import warnings_on
 
 __all__ = ["ChatLoop", "chat", "chat_model", "chat_tools", "resume"]
@@ -94,7 +97,10 @@ def _last_input(view: ModelView) -> str:
 
 
 def _last_result(view: ModelView) -> ToolResultPart | None:
+    """The last tool result since the last input (None if the input is not answered yet)."""
     for message in reversed(view.messages):
+        if message.role.value == "user" and message.source_id is not None:
+            return None
         for part in message.parts:
             if isinstance(part, ToolResultPart):
                 return part
@@ -108,10 +114,10 @@ def chat_model(*, shell: bool) -> ScriptedModel:
         from runtime import ModelRequest
 
         assert isinstance(request, ModelRequest)
-        if request.call_index > 0:
-            result = _last_result(request.view)
-            if result is None:
-                return reply("Done.")
+        # A result since the last input: answer it. Not the call's index in the turn: a
+        # turn resumed by another runtime (after an approval) starts again at index 0.
+        result = _last_result(request.view)
+        if result is not None:
             lines = [
                 line
                 for line in result.text.splitlines()
@@ -120,6 +126,8 @@ def chat_model(*, shell: bool) -> ScriptedModel:
             summary = lines[-1] if lines else "(no output)"
             verdict = "It failed" if result.is_error else "Done"
             return reply(f"{verdict}: `{summary[:200]}`")
+        if request.call_index > 0:
+            return reply("Done.")
         text = _last_input(request.view).strip()
         if match := _SLEEP.match(text):
             return call("wait", {"seconds": float(match.group(1))}, reasoning="A slow tool, then.")
@@ -334,7 +342,8 @@ def chat(
             loop.run()
     except KeyboardInterrupt:
         raise CliError("Interrupted while stopping the runtime.", ExitCode.INTERRUPTED) from None
-    bye = Text(f"Bye. Stored in {db}: amber timeline {session_id} --db {db}", style="dim")
+    timeline = command_line("timeline", session_id, options=("--db", db))
+    bye = Text(f"Bye. Stored in {db}: {timeline}", style="dim")
     console.print(bye, soft_wrap=True)
 
 
@@ -350,7 +359,7 @@ def chat(
 @click.option("--system", "system_prompt", help="The system prompt.")
 @click.option("--prices", type=click.Path(dir_okay=False), help="A JSON price table to use.")
 @click.option("--shell", is_flag=True, help="Let the model run shell commands ($ command).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0,
+@click.option("--timeout", type=Seconds(0, above_minimum=True), default=300.0,
               show_default=True, help="Seconds to wait for the session to go idle.")  # fmt: skip
 @db_option()
 def resume(
@@ -383,11 +392,15 @@ def resume(
         require = store.load_state(session) if session in store else None
     if require is None:
         raise CliError(
-            f"There is no session {session!r} in {db}; list them with 'amber sessions'.",
+            f"There is no session {session!r} in {db}; list them with: "
+            + command_line("sessions", options=("--db", db)),
             ExitCode.NOT_FOUND,
         )
     waiting = [m for m in require if m.status is Status.PENDING_AGENT]
     active = require.active_turn_id
+    tools = chat_tools(shell=shell)
+    asked = _awaiting_calls(require)
+    _require_tools(session, asked, tools, db)
     console = Console(highlight=False)
     if not waiting and active is None:
         console.print(
@@ -396,7 +409,9 @@ def resume(
         )
         return
     what = [f"{len(waiting)} input(s) waiting"] if waiting else []
-    if active is not None:
+    if active is not None and asked:
+        what.append(f"turn {active} waits for approval of {len(asked)} tool call(s)")
+    elif active is not None:
         what.append(f"turn {active} left active (recovered first)")
     console.print(Text(f"Resuming {session}: {', '.join(what)}.", style="dim"), soft_wrap=True)
     for message in waiting:
@@ -407,15 +422,67 @@ def resume(
         Runtime(
             model=model,
             store=Path(db),
-            tools=chat_tools(shell=shell),
+            tools=tools,
             adapters=[adapter],
             settings=settings,
             resume=[session],
         ) as rt,
     ):
+        loop = ChatLoop(rt, session, console, console.input)
         state = rt.wait_idle(session, timeout=timeout)
+        # A turn that waits for approval is idle to the runtime: ask the person here, as
+        # the chat does, until the session is idle with nothing left to approve.
+        while (turn := state.active_turn) is not None and turn.awaiting_approval:
+            try:
+                for call_id, message_id in turn.awaiting_approval.items():
+                    loop.ask_approval(call_id, state.message(message_id))
+            except EOFError:
+                raise CliError(_unanswered(state, session, shell, db), ExitCode.FAILED) from None
+            state = rt.wait_idle(session, timeout=timeout)
     console.print(
-        Text(f"{session} is idle at seq {state.seq}: amber timeline {session} --db {db}",
-             style="dim"),
+        Text(f"{session} is idle at seq {state.seq}: "
+             + command_line("timeline", session, options=("--db", db)), style="dim"),
         soft_wrap=True,
     )  # fmt: skip
+
+
+def _awaiting_calls(state: SessionState) -> list[ToolCall]:
+    """The tool calls the state's active turn waits to have approved."""
+    turn = state.active_turn
+    if turn is None:
+        return []
+    calls = (state.message(message_id).tool_call for message_id in turn.awaiting_approval.values())
+    return [c for c in calls if c is not None]
+
+
+def _require_tools(session: str, asked: list[ToolCall], tools: list[Tool], db: str) -> None:
+    """``USAGE`` if a call waiting for approval names a tool this runtime would not have."""
+    names = {t.name for t in tools}
+    for call_ in asked:
+        if call_.name in names:
+            continue
+        if call_.name == shell_tool().name:
+            again = command_line("resume", session, options=("--shell", "--db", db))
+            how = f"run it again with --shell: {again}"
+            have = "a tool this resume has only with --shell"
+        else:
+            how = (
+                "answer it from your program, with a runtime that has that tool "
+                f"(Runtime(..., resume=[{session!r}]), then rt.approve or rt.deny)"
+            )
+            have = "a tool amber resume does not have (it has the chat's wait and shell tools)"
+        raise CliError(
+            f"Session {session!r} waits for approval of a call to {call_.name}, {have}: {how}.",
+            ExitCode.USAGE,
+        )
+
+
+def _unanswered(state: SessionState, session: str, shell: bool, db: str) -> str:
+    """What to do about calls still waiting for approval when no answer could be read."""
+    names = ", ".join(c.name for c in _awaiting_calls(state)) or "a tool call"
+    again = command_line("resume", session, options=(*(["--shell"] if shell else []), "--db", db))
+    return (
+        f"Session {session!r} still waits for approval of {names}, and no answer could be read "
+        f"(standard input ended). Run '{again}' in a terminal and answer y (approve) or n "
+        "(deny); the call waits until then."
+    )

@@ -19,6 +19,7 @@ from rich.text import Text
 from runtime.store import CheckReport, Problem
 
 from ._app import ExitCode, db_option, emit_json, json_option, open_store, stdout_console
+from ._hints import command_line
 
 __all__ = ["check_command", "describe_problem"]
 
@@ -83,16 +84,33 @@ def _print(report: CheckReport, db: str, elapsed: float) -> None:
         console.print(Text.assemble(("  ✓ ", "green"), (session_id, "bold"), f"  chain {head}"))
     for problem in report.problems:
         console.print(Text.assemble(("  ✗ ", "bold red"), describe_problem(problem)))
+    # The counts again at the end: with many sessions the header has scrolled away.
+    checked = f"{report.sessions} session(s) checked"
     if report.ok:
-        console.print(Text("Sound: every row decodes, chains and replays.", style="green"))
+        console.print(
+            Text(
+                f"Sound: {checked}, {report.events} event(s), no problem found: every row "
+                "decodes, chains and replays.",
+                style="green",
+            )
+        )
         return
+    damaged = len({p.session_id for p in report.problems if p.session_id is not None})
+    where = [f"{damaged} session(s)"] if damaged else []
+    if any(p.session_id is None for p in report.problems):
+        where.append("the store as a whole")
     derived = sum(1 for p in report.problems if p.derived)
     events = len(report.problems) - derived
     parts = []
     if derived:
-        parts.append(f"{derived} in derived rows (amber recover --rebuild --db {db} mends them)")
+        mend = command_line("recover", options=("--rebuild", "--db", db))
+        parts.append(f"{derived} in derived rows ({mend} mends them)")
     if events:
         parts.append(f"{events} in the event log (restore it from a backup)")
     console.print(
-        Text(f"Damaged: {len(report.problems)} problem(s); {'; '.join(parts)}.", style="bold red")
+        Text(
+            f"Damaged: {checked}, {len(report.problems)} problem(s) found in "
+            f"{' and '.join(where)}; {'; '.join(parts)}.",
+            style="bold red",
+        )
     )

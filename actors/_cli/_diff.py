@@ -21,6 +21,7 @@ from ._app import (
     resolve_seq_between,
     stdout_console,
 )
+from ._hints import command_line
 from ._render import diff_view
 from ._travel import event_line, head_seq
 
@@ -75,13 +76,16 @@ def diff_command(session: str, a: int, b: int, other: str | None, db: str, as_js
     head; put them after '--' (amber diff demo -- -2 -1).
     """
     with open_store(db) as store:
-        # Only the states between A and B, from the nearest stored one (not the whole log).
         last = head_seq(store, session, db)
         other_last = head_seq(store, other, db) if other is not None else last
         seq_a = resolve_seq_between(a, session, 0, last, option="A")
         seq_b = resolve_seq_between(b, other or session, 0, other_last, option="B")
         if other is None:
-            line = other_line = store.load_span(session, min(seq_a, seq_b), max(seq_a, seq_b))
+            # State A with the events printed after it, and state B: each from the stored
+            # state nearest it, not every state between A and B (which may be far apart).
+            shown = min(seq_b, seq_a + _EVENTS_SHOWN) if seq_a < seq_b else seq_a
+            line = store.load_span(session, seq_a, shown)
+            other_line = line if shown == seq_b else store.load_span(session, seq_b, seq_b)
         else:
             line = store.load_span(session, seq_a, seq_a)
             other_line = store.load_span(other, seq_b, seq_b)
@@ -100,10 +104,10 @@ def diff_command(session: str, a: int, b: int, other: str | None, db: str, as_js
     console.print(Text(title, style="bold"))
     console.print(diff_view(delta), soft_wrap=True)
     if other is None and seq_a < seq_b:
-        _events_between(console, line, seq_a, seq_b)
+        _events_between(console, line, seq_a, seq_b, db)
 
 
-def _events_between(console: Console, line: Timeline, a: int, b: int) -> None:
+def _events_between(console: Console, line: Timeline, a: int, b: int, db: str) -> None:
     count = b - a
     console.print(Text(f"\n{count} event(s) in between:", style="bold"))
     width = len(str(b))
@@ -115,8 +119,12 @@ def _events_between(console: Console, line: Timeline, a: int, b: int) -> None:
     if count > _EVENTS_SHOWN:
         console.print(
             Text(
-                f"… {count - _EVENTS_SHOWN} more: amber timeline {line.session_id} "
-                f"--from {a + _EVENTS_SHOWN + 1} --to {b}",
+                f"… {count - _EVENTS_SHOWN} more: "
+                + command_line(
+                    "timeline",
+                    line.session_id,
+                    options=("--from", a + _EVENTS_SHOWN + 1, "--to", b, "--db", db),
+                ),
                 style="dim",
             )
         )

@@ -6,12 +6,17 @@ imported (every event checked and applied again, one transaction per
 session), so the copy is the same log event for event, and its hash chain
 ends at the same head; the command checks that for every session it copied.
 A session the target holds already is skipped when its log is the same and
-is a conflict (nothing copied for it) when it differs. The source is only read.
+is a conflict (nothing copied for it) when it differs. The source is only read,
+and checked whole before the target is touched: a damaged source creates nothing.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
+
+from runtime.store import CheckReport, is_postgres_url
 
 from ._app import CliError, ExitCode, emit_json, json_option, open_store, stdout_console
 
@@ -37,25 +42,43 @@ def migrate(source: str, target: str, as_json: bool) -> None:
     copied: list[str] = []
     same: list[str] = []
     conflicts: list[str] = []
-    with open_store(source) as src, open_store(target, create=True) as dst:
-        for info in sorted(src.list_sessions(), key=lambda info: info.session_id):
-            session_id = info.session_id
-            data = src.export_session(session_id)
-            if session_id in dst:
-                there = dst.export_session(session_id)
-                (same if there == data else conflicts).append(session_id)
-                continue
-            dst.import_session(data)
-            copied.append(session_id)
-        if copied:
-            want, got = src.check().heads, dst.check().heads
-            wrong = [s for s in copied if want.get(s) != got.get(s)]
-            if wrong:
-                raise CliError(
-                    f"The copies of {len(wrong)} session(s) do not end at the source's chain "
-                    f"head ({', '.join(wrong[:5])}); run 'amber check --db {target}'.",
-                    ExitCode.FAILED,
-                )
+    with open_store(source) as src:
+        # The whole source is checked before the target is touched: a damaged source
+        # stops here, with no target created and nothing copied (the check's chain heads
+        # are then what each copy must end at).
+        new_file = not is_postgres_url(target) and not Path(target).exists()
+        report = src.check()
+        if not report.ok:
+            raise CliError(_damaged(report, source, target, new_file), ExitCode.BAD_STORE)
+        try:
+            with open_store(target, create=True) as dst:
+                for info in sorted(src.list_sessions(), key=lambda info: info.session_id):
+                    session_id = info.session_id
+                    data = src.export_session(session_id)
+                    if session_id in dst:
+                        there = dst.export_session(session_id)
+                        (same if there == data else conflicts).append(session_id)
+                        continue
+                    dst.import_session(data)
+                    copied.append(session_id)
+                if copied:
+                    got = dst.check().heads
+                    wrong = [s for s in copied if report.heads.get(s) != got.get(s)]
+                    if wrong:
+                        then = (
+                            f"{target!r} was removed"
+                            if new_file
+                            else f"run 'amber check --db {target}'"
+                        )
+                        raise CliError(
+                            f"The copies of {len(wrong)} session(s) do not end at the source's "
+                            f"chain head ({', '.join(wrong[:5])}); {then}.",
+                            ExitCode.FAILED,
+                        )
+        except BaseException:
+            if new_file:  # a store this command made: no half-copied file is left behind
+                _remove_sqlite(Path(target))
+            raise
     if as_json:
         emit_json({"copied": copied, "skipped": same, "conflicts": conflicts})
     else:
@@ -72,3 +95,26 @@ def migrate(source: str, target: str, as_json: bool) -> None:
             "them under new ids (--as).",
             ExitCode.CONFLICT,
         )
+
+
+def _damaged(report: CheckReport, source: str, target: str, new_file: bool) -> str:
+    """The error for a source store that ``check()`` found damaged."""
+    first = report.problems[0]
+    fix = (
+        f"Mend it with 'amber recover --rebuild --db {source}'"
+        if report.rebuildable
+        else f"Restore {source!r} from a backup"
+    )
+    return (
+        f"The source store {source!r} is damaged ({len(report.problems)} problem(s)), so "
+        f"nothing was copied"
+        + (f" and {target!r} was not created" if new_file else f" to {target!r}")
+        + f": {first}. {fix}, then migrate "
+        f"again ('amber check --db {source}' lists every problem)."
+    )
+
+
+def _remove_sqlite(path: Path) -> None:
+    """Remove a SQLite store file and the files SQLite keeps beside it."""
+    for name in (path.name, *(path.name + tail for tail in ("-wal", "-shm", "-journal"))):
+        path.with_name(name).unlink(missing_ok=True)

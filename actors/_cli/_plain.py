@@ -4,8 +4,11 @@ Piped or redirected, ``stdout_console()`` prints a ``Text`` as its plain charact
 no styles, no wrapping (``soft_wrap``). Importing ``rich.console`` and making a
 ``Console`` costs more than ``amber show`` spends on everything it prints at an early
 seq, so ``PlainConsole`` writes those same characters itself and hands anything else
-(a table) to a real console, made when first needed. A text with a tab (rich expands
-it to cells), or a console width of 0 (``COLUMNS=0``), goes through rich too.
+(a boxed table, a JSON tree) to a real console, made when first needed. A text with a
+tab (rich expands it to cells), or a console width of 0 (``COLUMNS=0``), goes through
+rich too. A table without a box (every table of the CLI) is written by ``plain_table``
+instead: rich would lay it out in the console's width, 80 columns in a pipe, cutting
+its cells over several lines.
 ``plain_width`` is rich's width for a console that is not a terminal (``print_parts``
 cuts one-line texts to it). A property test pins both to rich's own output.
 """
@@ -21,7 +24,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
-__all__ = ["PlainConsole", "plain_width", "plain_works"]
+__all__ = ["PlainConsole", "plain_table", "plain_width", "plain_works", "print_table"]
 
 
 def plain_works() -> bool:
@@ -83,6 +86,9 @@ class PlainConsole:
         elif isinstance(renderable, Text) and "\t" not in renderable.plain:
             self._write(renderable.plain + "\n")
             return
+        elif (table := plain_table(renderable)) is not None:
+            self._write(table)
+            return
         if self._rich is None:
             self._rich = self._fallback()
         if renderable is None:
@@ -104,3 +110,65 @@ class PlainConsole:
             )
             raise
         stream.flush()
+
+
+def plain_table(renderable: object) -> str | None:
+    """A rich ``Table`` of texts without a box (the CLI's) as plain lines for a stdout that
+    is not a terminal, or None for anything else (a box, a cell that is not a text, a tab).
+
+    rich lays a table out in the console's width (80 columns in a pipe): it cuts the cells
+    of a long row over several lines and pads every line with spaces. Here each column is
+    as wide as its widest line, two spaces apart (as ``box=None`` tables are on a
+    terminal); a cell's text is whole, on the lines it has itself, the further ones
+    starting in its column; no line ends in spaces. The title, if any, comes first.
+    """
+    from rich.cells import cell_len
+    from rich.table import Table
+    from rich.text import Text
+
+    if not isinstance(renderable, Table) or renderable.box is not None:
+        return None  # a boxed table is drawn by rich
+    columns = renderable.columns
+    cells: list[list[list[str]]] = []  # column, row, line
+    for column in columns:
+        texts = [column.header] if renderable.show_header else []
+        texts += list(column.cells)
+        column_cells = []
+        for text in texts:
+            plain = (
+                text if isinstance(text, str) else text.plain if isinstance(text, Text) else None
+            )
+            if plain is None or "\t" in plain:
+                return None
+            column_cells.append(plain.split("\n"))
+        cells.append(column_cells)
+    widths = [max((cell_len(line) for cell in col for line in cell), default=0) for col in cells]
+    out: list[str] = []
+    if renderable.title is not None:
+        title = renderable.title
+        out.append(title if isinstance(title, str) else str(getattr(title, "plain", title)))
+    last = len(columns) - 1
+    for row in range(len(cells[0]) if cells else 0):
+        height = max(len(col[row]) for col in cells)
+        for index in range(height):
+            pieces = []
+            for number, (column, col, width) in enumerate(zip(columns, cells, widths, strict=True)):
+                line = col[row][index] if index < len(col[row]) else ""
+                pad = " " * (width - cell_len(line))
+                if column.justify == "right":
+                    pieces.append(pad + line)
+                elif number < last:
+                    pieces.append(line + pad)
+                else:
+                    pieces.append(line)
+            out.append("  ".join(pieces).rstrip())
+    return "".join(line + "\n" for line in out)
+
+
+def print_table(console: Console | PlainConsole, table: RenderableType) -> None:
+    """Print ``table`` on ``console``: laid out by rich on a terminal; else, a table of
+    texts as ``plain_table`` writes it (anything else as rich prints it)."""
+    if not console.is_terminal and (text := plain_table(table)) is not None:
+        PlainConsole._write(text)
+        return
+    console.print(table)

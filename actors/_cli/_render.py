@@ -78,6 +78,8 @@ def touched_ids(event: Event, before: SessionState, after: SessionState) -> set[
         ids = set(turn.input_ids) | set(turn.open_calls.values())
         if isinstance(event, TurnEnded):
             ids |= {m.id for m in event.partial}
+            if event.notice is not None:
+                ids.add(event.notice.id)
         return ids
     if isinstance(event, BranchImported):
         return {m.id for m in event.messages}
@@ -228,6 +230,8 @@ def _describe_turn_end(event: TurnEnded, before: SessionState, after: SessionSta
             rest += f", {len(turn.open_calls)} unanswered call(s) interrupted"
     if event.partial:
         rest += f", partial output kept: {', '.join(m.id for m in event.partial)}"
+    if event.notice is not None:
+        rest += f", crash notice {event.notice.id}"
     rest += _closed_calls(before, after)
     metrics = format_turn_metrics(thaw(event.metrics))
     return join(

@@ -14,7 +14,7 @@ import attrs
 import click
 from rich.text import Text
 
-from runtime import CorruptRow, ReplayMismatch, diff, replay
+from runtime import CorruptRow, ReplayMismatch, SessionState, Timeline, diff, replay
 from runtime.store import SessionInfo, Store
 
 from ._app import (
@@ -44,6 +44,10 @@ def verify_session(store: Store, session: str) -> tuple[int, list[Check]]:
 
     Damage in derived rows (a summary that fails its digest, a snapshot) is a
     failed check; damage in the log itself is a ``CorruptRow`` (exit 4).
+
+    The store may be live (a runtime appending to the session meanwhile): the
+    summary and then the head are read first, and each is compared with the
+    replayed state at its own seq, so events written after them are no divergence.
     """
     checks: list[Check] = []
     info: SessionInfo | None
@@ -51,11 +55,19 @@ def verify_session(store: Store, session: str) -> tuple[int, list[Check]]:
         info = store.session(session)
     except CorruptRow as exc:
         info, damaged_summary = None, str(exc)
+    # Read before the log is replayed: a writer only adds events, so the replay (read
+    # last) reaches at least the seqs of the summary and of the head.
+    loaded: SessionState | str | None = None
+    if info is not None:
+        try:
+            loaded = store.load_state(session)
+        except CorruptRow as exc:  # a damaged snapshot: the replay below says how
+            loaded = str(exc)
     try:
         line = store.verify(session)
     except ReplayMismatch as exc:
         return (0 if info is None else info.seq), [Check("snapshot", False, str(exc))]
-    if info is None:
+    if info is None or loaded is None:
         # No summary to load the head from: the log replayed, the snapshot (if any) held.
         checks.append(Check("snapshot", True, "the snapshot, if any, equals the replayed state"))
         checks.append(Check("summary", False, damaged_summary))
@@ -66,36 +78,60 @@ def verify_session(store: Store, session: str) -> tuple[int, list[Check]]:
         else "no snapshot yet (fewer events than snapshot_every)"
     )
     checks.append(Check("snapshot", True, snap))
-    loaded = store.load_state(session)
-    if loaded == line.head:
-        checks.append(
-            Check("head", True, f"snapshot + tail equals the replay at seq {line.last_seq}")
-        )
+    if isinstance(loaded, str):
+        checks.append(Check("head", False, f"the head does not load: {loaded}"))
     else:
-        delta = diff(line.head, loaded)
-        checks.append(
-            Check(
-                "head",
-                False,
-                f"the head loaded from the snapshot differs from the replay: {len(delta.added)} "
-                f"added, {len(delta.changed)} changed (seq {loaded.seq} vs {line.last_seq})",
-            )
+        checks.append(_head_check(loaded, line))
+    checks.append(_summary_check(info, line))
+    return line.last_seq, checks
+
+
+def _replayed_at(line: Timeline, seq: int) -> SessionState | None:
+    """The replayed state at ``seq``, or None if the replay does not reach it."""
+    return line.at(seq) if line.first_seq <= seq <= line.last_seq else None
+
+
+def _head_check(loaded: SessionState, line: Timeline) -> Check:
+    """The head loaded from the snapshot (and the events after it) against the replay."""
+    replayed = _replayed_at(line, loaded.seq)
+    if replayed is not None and loaded == replayed:
+        return Check("head", True, f"snapshot + tail equals the replay at seq {loaded.seq}")
+    if replayed is None:
+        return Check(
+            "head",
+            False,
+            f"the head loaded from the snapshot is at seq {loaded.seq}, but the log replays "
+            f"only to seq {line.last_seq}",
         )
-    head = line.head
+    delta = diff(replayed, loaded)
+    return Check(
+        "head",
+        False,
+        f"the head loaded from the snapshot differs from the replay at seq {loaded.seq}: "
+        f"{len(delta.added)} added, {len(delta.changed)} changed",
+    )
+
+
+def _summary_check(info: SessionInfo, line: Timeline) -> Check:
+    """The session's summary row against the replayed state at the summary's seq."""
     recorded = (info.seq, info.messages, dict(info.counts), info.active_turn_id)
+    head = _replayed_at(line, info.seq)
+    if head is None:
+        return Check(
+            "summary",
+            False,
+            f"the session row says seq {info.seq}, but the log replays only to seq {line.last_seq}",
+        )
     replayed = (head.seq, len(head), head.status_counts(), head.active_turn_id)
     if recorded == replayed:
-        checks.append(Check("summary", True, "the session row matches the replayed head"))
-    else:
-        checks.append(
-            Check(
-                "summary",
-                False,
-                f"the session row says seq/messages/counts/turn {recorded!r}, the replay "
-                f"{replayed!r}",
-            )
+        return Check(
+            "summary", True, f"the session row matches the replayed head at seq {info.seq}"
         )
-    return line.last_seq, checks
+    return Check(
+        "summary",
+        False,
+        f"the session row says seq/messages/counts/turn {recorded!r}, the replay {replayed!r}",
+    )
 
 
 @click.command("replay")
@@ -134,10 +170,19 @@ def replay_command(
         ids = [session] if session is not None else _session_ids(store)
         for sid in ids:
             started = time.perf_counter()
-            if verify:
-                seq, checks = verify_session(store, sid)
-            else:
-                seq, checks = replay(store.events(sid)).last_seq, []
+            damaged: CorruptRow | None = None
+            try:
+                if verify:
+                    seq, checks = verify_session(store, sid)
+                else:
+                    seq, checks = replay(store.events(sid)).last_seq, []
+            except CorruptRow as exc:
+                if session is not None:
+                    raise  # one session: the error itself (exit 4)
+                # --all: a damaged log is reported with the session, and the others checked.
+                damaged = exc
+                seq = exc.seq if exc.seq is not None else 0
+                checks = [Check("log", False, f"CorruptRow: {exc}")]
             elapsed = (time.perf_counter() - started) * 1000
             results.append(
                 {
@@ -145,6 +190,7 @@ def replay_command(
                     "events": seq,
                     "ms": round(elapsed, 3),
                     "ok": all(c.ok for c in checks),
+                    "damaged": damaged is not None,
                     "checks": [attrs.asdict(c) for c in checks],
                 }
             )
@@ -153,6 +199,8 @@ def replay_command(
         emit_json({"ok": not failed, "sessions": results})
     else:
         _print_replays(results, verify)
+    if any(r["damaged"] for r in results):
+        ctx.exit(ExitCode.BAD_STORE)
     if failed:
         ctx.exit(ExitCode.FAILED)
 
@@ -170,19 +218,28 @@ def _session_ids(store: Store) -> list[str]:
 def _print_replays(results: list[dict[str, Any]], verify: bool) -> None:
     console = stdout_console()
     for result in results:
-        console.print(
-            Text.assemble(
-                "Replayed ",
-                (result["session_id"], "bold"),
-                f": {result['events']} events in {result['ms']:.1f} ms",
-            )
+        what = (
+            f": its log is damaged at seq {result['events']}"
+            if result["damaged"]
+            else f": {result['events']} events in {result['ms']:.1f} ms"
         )
+        console.print(Text.assemble("Replayed ", (result["session_id"], "bold"), what))
         for check in result["checks"]:
             mark = ("  ✓ ", "green") if check["ok"] else ("  ✗ ", "bold red")
             console.print(Text.assemble(mark, (check["name"], "bold"), f": {check['detail']}"))
+    damaged = [r["session_id"] for r in results if r["damaged"]]
     if verify:
-        bad = sum(1 for r in results if not r["ok"])
+        bad = sum(1 for r in results if not r["ok"] and not r["damaged"])
         if bad:
             console.print(Text(f"Diverged: {bad} of {len(results)} session(s).", style="bold red"))
-        else:
+        elif not damaged:
             console.print(Text(f"Verified: {len(results)} session(s).", style="green"))
+    if damaged:
+        console.print(
+            Text(
+                f"Damaged: the log of {len(damaged)} of {len(results)} session(s) "
+                f"({', '.join(damaged)}) does not replay; restore the file from a backup "
+                "('amber check' lists every damaged row).",
+                style="bold red",
+            )
+        )

@@ -24,7 +24,7 @@ from runtime import (
     added_seq,
     to_data,
 )
-from runtime.store import SessionInfo, Store
+from runtime.store import SessionInfo, SqlStore, Store
 
 from . import keep_to_exit
 from ._app import (
@@ -103,6 +103,7 @@ def sessions(db: str, as_json: bool) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from ._plain import print_table
     from ._text import status_text
 
     with open_store(db) as store:
@@ -143,17 +144,8 @@ def sessions(db: str, as_json: bool) -> None:
             _cost_text(costs[info.session_id]),
             statuses,
         )
-    if piped:
-        from rich.console import Console
-
-        Console(highlight=False, width=_UNWRAPPED).print(table, crop=False)
-    else:
-        console.print(table)
+    print_table(console, table)  # piped: plain lines, a session a line
     console.print(Text(f"{len(infos)} session(s) in {db}", style="dim"))
-
-
-_UNWRAPPED = 1_000_000
-"""The width a piped table is laid out in: its rows' own (a table sized to its content)."""
 
 
 def _session_cost(store: Any, session_id: str) -> SessionCost | None:
@@ -257,6 +249,15 @@ def timeline(
             if to_seq is not None
             else last
         )
+        if low > high:
+            raise CliError(
+                f"--from {from_seq} is seq {low}, after --to {to_seq} (seq {high}): no event "
+                f"lies between. Pass --from at or before --to (session {session!r} holds seq "
+                f"1 to {last}).",
+                ExitCode.USAGE,
+            )
+        if message_id is not None:
+            _require_message(store, session, last, message_id)
         # Streamed: each line is printed when its event is read, from the nearest stored state.
         # The walk is closed before the store is, also when the reader goes (a closed pipe,
         # Ctrl-C): else its transaction ends later, on a closed connection.
@@ -311,6 +312,17 @@ def timeline(
             click.echo("(no event matches)")
         else:
             console.print(Text("(no event matches)", style="dim"))
+
+
+def _require_message(store: SqlStore, session_id: str, last: int, message_id: str) -> None:
+    """``NOT_FOUND`` if the session's head has no message ``message_id`` (a message, once
+    added, stays in every later state: rolled back, it is only inactive)."""
+    if store.load_span(session_id, last, last, lazy=True).head.get(message_id) is None:
+        raise CliError(
+            f"Session {session_id!r} has no message {message_id!r}. Pass --message with the id "
+            f"of one of its messages; 'amber show {session_id}' lists them.",
+            ExitCode.NOT_FOUND,
+        )
 
 
 def head_seq(store: Store, session_id: str, db: str) -> int:
@@ -457,6 +469,7 @@ def _show_message(head: SessionState, state: SessionState, message_id: str, as_j
     if as_json:
         emit_json(to_data(message))
         return
+    from ._plain import print_table
     from ._tables import message_detail
 
-    stdout_console().print(message_detail(message, state))
+    print_table(stdout_console(), message_detail(message, state))

@@ -85,7 +85,10 @@ def print_view(
 
 
 def print_parts(console: Console | PlainConsole, parts: list[RenderableType]) -> None:
-    """Print renderables; one-line texts go out plain (and fast) when stdout is not a terminal."""
+    """Print renderables; one-line texts go out plain (and fast) when stdout is not a terminal,
+    and tables as plain lines the width of their rows (``print_table``)."""
+    from ._plain import print_table
+
     if console.is_terminal:
         from rich.console import Group
 
@@ -102,7 +105,7 @@ def print_parts(console: Console | PlainConsole, parts: list[RenderableType]) ->
             if out:
                 click.echo("".join(out), nl=False)
                 out.clear()
-            console.print(part)
+            print_table(console, part)  # a table: plain, unwrapped lines
     click.echo("".join(out), nl=False)
 
 
@@ -125,19 +128,20 @@ def view_parts(
         if len(state):
             messages, left_out = window_messages(state, window)
             if left_out:
-                parts.append(_left_out(left_out, len(state), "messages", window))
+                touched = len(messages) > WINDOW_LAST  # earlier ones the event touched
+                parts.append(_left_out(left_out, len(state), "messages", touched=touched))
             parts += _messages(messages, full=full, state=state)
         turns, left_out = window_turns(state, window)
         if turns:
             parts.append(Text("\nTurns:", style="bold"))
             if left_out:
-                parts.append(_left_out(left_out, left_out + len(turns), "turns", window))
+                parts.append(_left_out(left_out, left_out + len(turns), "turns"))
             parts.extend(turn_lines(state, turns))
         calls, left_out = _window(state.model_calls(), window)
         if calls:
             parts.append(Text("\nModel calls:", style="bold"))
             if left_out:
-                parts.append(_left_out(left_out, left_out + len(calls), "model calls", window))
+                parts.append(_left_out(left_out, left_out + len(calls), "model calls"))
             parts.extend(model_call_lines(state, calls))
         return parts
     if view == "history":
@@ -148,7 +152,7 @@ def view_parts(
         shown, left_out = _window(history, window)
         if not left_out:
             return _messages(history, full=full, title=title, state=state)
-        note = _left_out(left_out, len(history), "messages", None)
+        note = _left_out(left_out, len(history), "messages")
         if full:
             return [note, *_messages(shown, full=True, title=title, state=state)]
         return [Text(title, style="bold"), note, *_messages(shown, full=False, state=state)]
@@ -162,7 +166,7 @@ def view_parts(
             Text(f"clean_history: {len(model_view)} messages{truncated}", style="bold")
         ]
         if left_out:
-            clean.append(_left_out(left_out, len(model_view), "messages", None))
+            clean.append(_left_out(left_out, len(model_view), "messages"))
         clean.append(_model_view_table(rows, full=full))
         return clean
     from rich.json import JSON
@@ -204,7 +208,11 @@ def window_messages(
     """The messages to print of a state of more than ``WINDOW_OVER`` (the last
     ``WINDOW_LAST`` and those in ``window``, in state order) and how many are left out; every
     message with a window of None. Only those are looked at: a state of 50,000 messages
-    prints at once. ``amber show`` and ``amber inspect`` print these."""
+    prints at once. ``amber show`` and ``amber inspect`` print these.
+
+    When more than ``WINDOW_LAST`` of the messages in ``window`` come before the last ones
+    (a fork's first event brings every message; a long rollback), none of them is added:
+    the window would be most of the state again."""
     messages = state.messages
     count = len(messages)
     if window is None or count <= WINDOW_OVER:
@@ -215,15 +223,17 @@ def window_messages(
         for position in (state.index.get(mid) for mid in window)
         if position is not None and position < last
     )
+    if len(earlier) > WINDOW_LAST:
+        earlier = []
     shown = [messages[position] for position in earlier]
     shown += [messages[position] for position in range(last, count)]
     return shown, count - len(shown)
 
 
-def _left_out(count: int, total: int, what: str, window: frozenset[str] | None) -> Text:
-    touched = ", and those the event touched" if what == "messages" and window else ""
+def _left_out(count: int, total: int, what: str, *, touched: bool = False) -> Text:
+    also = ", and those the event touched" if touched else ""
     return Text(
-        f"({count:,} earlier {what} of {total:,} not shown: the last {WINDOW_LAST}{touched}; "
+        f"({count:,} earlier {what} of {total:,} not shown: the last {WINDOW_LAST}{also}; "
         "--all prints every one)",
         style="dim",
     )

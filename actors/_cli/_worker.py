@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import math
 import signal
 import sys
 import threading
@@ -39,11 +38,13 @@ from typing import Any
 import attrs
 import click
 
+from runtime import InvalidArgument
 from runtime.store import is_postgres_url
 
 from .._runtime import Runtime
-from .._settings import Settings
-from ._app import CliError, ExitCode, open_any_store
+from .._seconds import MAX_SECONDS, time_limit
+from .._settings import MAX_LEASE_TTL, Settings
+from ._app import CliError, ExitCode, Seconds, open_any_store
 
 __all__ = ["load_app", "read_config", "worker"]
 
@@ -80,6 +81,9 @@ _CONFIG: dict[str, type | tuple[type, ...]] = {
     "db": str, "app": str, "lease_ttl": (int, float), "poll": (int, float), "name": str,
 }  # fmt: skip
 """The keys of a worker's config file and the TOML types each takes."""
+
+_SECONDS = {"lease_ttl": (1.0, MAX_LEASE_TTL), "poll": (0.1, MAX_SECONDS)}
+"""The keys that are numbers of seconds, and the least and most each takes (as its option)."""
 
 
 def read_config(path: str) -> dict[str, Any]:
@@ -121,47 +125,18 @@ def read_config(path: str) -> dict[str, Any]:
                 f"In the worker config {path!r}, {key} must be {kind} (got {value!r}).",
                 ExitCode.USAGE,
             )
+        if key in _SECONDS:
+            try:
+                low, high = _SECONDS[key]
+                time_limit(value, what=key, minimum=low, maximum=high)
+            except InvalidArgument as exc:
+                raise CliError(f"In the worker config {path!r}, {exc}", ExitCode.USAGE) from None
     return {("app_ref" if key == "app" else key): value for key, value in table.items()}
 
 
 def _config(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
     if value is not None:
         ctx.default_map = {**(ctx.default_map or {}), **read_config(value)}
-
-
-class LeaseSeconds(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
-    """A finite number of seconds in ``[low, high]`` (``low`` excluded when ``open_low``)."""
-
-    name = "seconds"
-
-    def __init__(self, what: str, low: float, high: float | None, *, open_low: bool) -> None:
-        self.what = what
-        self.low, self.high, self.open_low = low, high, open_low
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> float:
-        try:
-            seconds = float(value) if not isinstance(value, bool) else math.nan
-        except (TypeError, ValueError):
-            seconds = math.nan
-        low_ok = seconds > self.low if self.open_low else seconds >= self.low
-        if not (low_ok and math.isfinite(seconds) and (self.high is None or seconds <= self.high)):
-            shown = value if isinstance(value, str) else repr(value)
-            self.fail(f"{shown} is not {self.what}.", param, ctx)
-        return seconds
-
-
-_TTL = LeaseSeconds(
-    "a number of seconds from 1 to 86400 (a session's lease lasts that long unrenewed; the "
-    "default is 30)",
-    1, 86400, open_low=False,
-)  # fmt: skip
-_POLL = LeaseSeconds(
-    "a positive, finite number of seconds (how often to look for work nobody runs; the "
-    "default is 30)",
-    0, None, open_low=True,
-)  # fmt: skip
 
 
 @click.command()
@@ -179,11 +154,11 @@ _POLL = LeaseSeconds(
     help="A function returning the model, tools and settings (see docs/scaling.md).",
 )  # fmt: skip
 @click.option(
-    "--lease-ttl", type=_TTL, default=None, metavar="SECONDS",
+    "--lease-ttl", type=Seconds(1, maximum=MAX_LEASE_TTL), default=None,
     help="Seconds a session's lease lasts unrenewed (default: the settings', 30).",
 )  # fmt: skip
 @click.option(
-    "--poll", type=_POLL, default=None, metavar="SECONDS",
+    "--poll", type=Seconds(0.1), default=None,
     help="Seconds between polls for work nobody runs (default: the settings', 30).",
 )  # fmt: skip
 @click.option("--name", help="This worker's name in lease rows (default: a new runner id).")

@@ -58,6 +58,7 @@ _SAME = 0
 """In a message row: the event's session id, or its ``at`` (never a valid value there)."""
 _SESSION, _CREATED = MESSAGE_FIELDS.index("session_id"), MESSAGE_FIELDS.index("created_at")
 _MESSAGE_LISTS = ("messages", "partial")
+_MESSAGE_ONES = ("message", "notice")
 _CODES: dict[int, tuple[str, ...]] = {
     MESSAGE_FIELDS.index("role"): ("user", "assistant", "tool", "system"),
     MESSAGE_FIELDS.index("type"): ("text", "thought", "tool_call", "tool_result"),
@@ -158,9 +159,10 @@ def encode_body(event: Event) -> bytes:
     if offset is not None and not offset:
         data["at"] = (event.at - _EPOCH) // _MICROSECOND
     session_id = event.session_id
-    message = data.get("message")
-    if type(message) is dict:
-        data["message"] = _data_row(message, session_id, at)
+    for name in _MESSAGE_ONES:
+        message = data.get(name)
+        if type(message) is dict:
+            data[name] = _data_row(message, session_id, at)
     for name in _MESSAGE_LISTS:
         items = data.get(name)
         if type(items) is list:
@@ -271,8 +273,9 @@ def decode_body(kind: str, session_id: str, seq: int, body: bytes) -> Event:
     full: dict[str, Any] = {"kind": kind, "session_id": session_id, "seq": seq}
     full.update(data)
     full["at"] = text
-    if "message" in full:
-        full["message"] = _message_data(full["message"], session_id, text)
+    for name in _MESSAGE_ONES:
+        if full.get(name) is not None:
+            full[name] = _message_data(full[name], session_id, text)
     for name in _MESSAGE_LISTS:
         items = full.get(name)
         if type(items) is list:

@@ -17,7 +17,7 @@ import attrs
 from immutables import Map
 
 from .._errors import InvalidArgument, SessionExists, StoreClosed, UnknownSession
-from .._events import Event
+from .._events import BranchImported, Event
 from .._state import SessionState
 from .._timeline import Timeline, replay
 from .._timeline import verify as verify_log
@@ -94,13 +94,17 @@ class MemoryStore:
                 "append([event])."
             )
         batch, heads = check_batch(events, self._head)
+        imported: set[str] = set()
         for event in batch:
             self._created.setdefault(event.session_id, event.at)
             self._logs.setdefault(event.session_id, []).append(event)
+            if type(event) is BranchImported:
+                imported.add(event.session_id)
         for session_id, head in heads.items():
             self._heads[session_id] = head
             done = self._snapshots[session_id].seq if session_id in self._snapshots else 0
-            if head.seq - done >= self._snapshot_every:
+            # A fork's first event carries its whole state: a snapshot at once, as SQL stores.
+            if head.seq - done >= self._snapshot_every or session_id in imported:
                 self._snapshots[session_id] = head
         return heads
 

@@ -39,7 +39,14 @@ from psycopg import sql
 
 from .._errors import NotAStore, SchemaVersionError
 
-__all__ = ["PG_SCHEMA_VERSION", "PG_TRIGGERS", "lock_space", "migrate", "present_guards"]
+__all__ = [
+    "PG_SCHEMA_VERSION",
+    "PG_TRIGGERS",
+    "lock_space",
+    "migrate",
+    "present_guards",
+    "stores_there",
+]
 
 PG_SCHEMA_VERSION = 1
 """The PostgreSQL schema this Amber writes, and the newest it reads."""
@@ -192,7 +199,7 @@ def _tables(conn: psycopg.Connection[Any], schema: str) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
-def _stores_there(conn: psycopg.Connection[Any], schema: str, *, most: int = 8) -> str:
+def stores_there(conn: psycopg.Connection[Any], schema: str, *, most: int = 8) -> str:
     """A sentence naming the schemas of the database that hold an Amber store, those closest
     to ``schema`` (a typo of one) first."""
     rows = conn.execute(
@@ -260,7 +267,7 @@ def migrate(conn: psycopg.Connection[Any], schema: str, name: str, *, create: bo
         if version == 0 and not create:
             raise NotAStore(
                 f"{name!r} holds no Amber store: the schema {schema!r} is missing or empty. "
-                f"{_stores_there(conn, schema)} Pass the schema of a store (PostgresStore(dsn, "
+                f"{stores_there(conn, schema)} Pass the schema of a store (PostgresStore(dsn, "
                 "schema=...); for the amber CLI set $AMBER_PG_SCHEMA to one of them), or make "
                 "one there: PostgresStore(dsn, schema=..., create=True), 'amber migrate --from "
                 "FILE --to URL' or 'amber import FILE --db URL'."

@@ -31,7 +31,7 @@ from .._errors import (
     SessionExists,
     UnknownSession,
 )
-from .._events import Event
+from .._events import BranchImported, Event
 from .._state import SessionState
 from .._storable import session_id_problem
 from .._timeline import Timeline
@@ -189,8 +189,11 @@ class SqlStore(TimeTravel, ABC):
             "INSERT INTO events (session_id, seq, kind, body, hash) VALUES (?, ?, ?, ?, ?)", rows
         )
         first_at: dict[str, datetime] = {}
+        imported: set[str] = set()
         for event in batch:
             first_at.setdefault(event.session_id, event.at)
+            if type(event) is BranchImported:
+                imported.add(event.session_id)
         entries: dict[str, _Entry] = {}
         for session_id, head in heads.items():
             previous = old.get(session_id)
@@ -202,7 +205,9 @@ class SqlStore(TimeTravel, ABC):
                 chain=chains[session_id],
             )
             write_summary(db, head, entry.created_at)
-            entries[session_id] = self._snapshot_entry(db, entry, force=False)
+            # A fork's first event carries its whole state: snapshot it at once, or every
+            # load replays that one event through the general codec (4 times a snapshot's time).
+            entries[session_id] = self._snapshot_entry(db, entry, force=session_id in imported)
         return entries
 
     def _append(

@@ -252,6 +252,7 @@ def events(session_id: str = "s") -> st.SearchStrategy[Event]:
             metrics=_json_objects(),
             duration_ms=st.none() | st.floats(min_value=0, max_value=1e9),
             partial=st.lists(messages(Category.REPLY, session_id=session_id), max_size=2),
+            notice=st.none() | messages(Category.CRASH_NOTICE, session_id=session_id),
             **common,
         ),
         st.builds(OrphanRecovered, turn_id=_ids, reason=st.none() | _texts, **common),
@@ -416,9 +417,18 @@ def session_events(
                         **base,
                     ),
                 )
+            notice = None
+            if outcome is not TurnOutcome.PROCESSED and draw(st.booleans()):
+                notice = new_message(
+                    Category.CRASH_NOTICE,
+                    id=fresh("msg_notice"),
+                    content=draw(_texts),
+                    turn_id=turn_id,
+                    **base,
+                )
             emit(
-                lambda outcome=outcome, partial=partial, tid=turn.id, **kw: TurnEnded(
-                    turn_id=tid, outcome=outcome, partial=partial, **kw
+                lambda outcome=outcome, partial=partial, notice=notice, tid=turn.id, **kw: (
+                    TurnEnded(turn_id=tid, outcome=outcome, partial=partial, notice=notice, **kw)
                 )
             )
         elif action == "recover":

@@ -28,6 +28,18 @@ class TestMain:
         lines = capsys.readouterr().out.splitlines()
         assert [line.split()[0] for line in lines] == list(EVENT_TYPES)
 
+    def test_events_are_aligned_plain_sentences(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """Every description starts in one column, two spaces after the longest kind, and
+        reads as text: no reST markup (``x``) taken over from a docstring."""
+        assert main(["events"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        column = max(len(kind) for kind in EVENT_TYPES) + 2
+        for line, kind in zip(lines, EVENT_TYPES, strict=True):
+            assert line[:column] == kind.ljust(column)
+            assert line[column] != " "
+            assert line.endswith(".")
+            assert "`" not in line
+
     def test_unknown_command_is_a_usage_error(self, capsys: pytest.CaptureFixture[str]) -> None:
         """An unknown command exits 2 and names itself."""
         assert main(["nope"]) == ExitCode.USAGE
@@ -191,7 +203,7 @@ class TestSessionAndSeqErrors:
         """With nothing close, the error points at `amber sessions`."""
         result = amber("show", "zzz", "--db", recorded.db)
         assert result.exit_code == ExitCode.NOT_FOUND
-        assert "it holds 2 session(s); 'amber sessions --db" in result.stderr
+        assert "it holds 2 session(s); list them with: amber sessions --db" in result.stderr
 
     @pytest.mark.parametrize("seq", ["99", "-100"])
     def test_seq_out_of_range(self, recorded: Recorded, seq: str) -> None:
@@ -210,6 +222,24 @@ class TestSessionAndSeqErrors:
         result = amber("show", "demo", "--at", "foo", "--db", recorded.db)
         assert result.exit_code == ExitCode.USAGE
         assert "'foo' is not a seq: pass a number (0 is the empty state" in result.stderr
+
+    @pytest.mark.parametrize("seq", ["-0", "-00", " -0"])
+    def test_minus_zero_is_not_the_empty_state(self, recorded: Recorded, seq: str) -> None:
+        """`--at -0` read as 0 showed the empty state where the head was meant: exit 2."""
+        result = amber("show", "demo", "--at", seq, "--db", recorded.db)
+        assert result.exit_code == ExitCode.USAGE
+        assert "is not a seq: 0 is the empty state before the first event and -1 the head" in (
+            result.stderr
+        )
+
+    def test_timeline_from_after_to_is_a_usage_error(self, recorded: Recorded) -> None:
+        """`timeline --from 10 --to 5` printed "(no event matches)" and exited 0."""
+        result = amber("timeline", "demo", "--from", "10", "--to", "5", "--db", recorded.db)
+        assert result.exit_code == ExitCode.USAGE
+        assert "--from 10 is seq 10, after --to 5 (seq 5): no event lies between" in (result.stderr)
+        same = amber("timeline", "demo", "--from", "5", "--to", "5", "--db", recorded.db)
+        assert same.exit_code == ExitCode.OK
+        assert "(no event matches)" not in same.output
 
     def test_message_not_there_yet(self, recorded: Recorded) -> None:
         """`show --message` before the message exists says when it is added."""
@@ -306,6 +336,26 @@ class TestTimeline:
     def test_no_match(self, recorded: Recorded) -> None:
         """Filters that match nothing say so and still exit 0."""
         result = amber("timeline", "demo", "--kind", "rolled_back", "--db", recorded.db)
+        assert result.exit_code == 0
+        assert "(no event matches)" in result.output
+
+    def test_unknown_message_is_not_found(self, recorded: Recorded) -> None:
+        """--message with an id the session never had exits 3 and says how to find one,
+        instead of printing no event at all."""
+        for extra in ([], ["--json"]):
+            result = amber("timeline", "demo", "--message", "msg_nope", *extra, "--db", recorded.db)
+            assert result.exit_code == ExitCode.NOT_FOUND
+            assert result.stdout == ""
+            assert result.stderr == (
+                "amber: Session 'demo' has no message 'msg_nope'. Pass --message with the id "
+                "of one of its messages; 'amber show demo' lists them.\n"
+            )
+
+    def test_message_with_no_event_in_range(self, recorded: Recorded) -> None:
+        """A message the session has, filtered out by --from/--to, is no match (exit 0)."""
+        result = amber(
+            "timeline", "demo", "--message", "msg_5be1ef79_000036", "--to", "3", "--db", recorded.db
+        )
         assert result.exit_code == 0
         assert "(no event matches)" in result.output
 

@@ -41,6 +41,28 @@ class TestFork:
             assert head.active_turn_id == "turn_5be1ef79_000032"
             assert store.load_state("demo").seq == recorded.demo.events  # the source is as it was
 
+    def test_a_fork_from_between_snapshots_equals_the_timelines(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """``amber fork`` reads only the state at --at, from the nearest snapshot: the fork
+        holds what a fork of the whole timeline holds, at every seq."""
+        with SQLiteStore(recorded.db) as source:
+            events = source.events("demo")
+            timeline = source.load_timeline("demo")
+        db = str(tmp_path / "snapshots.db")
+        with SQLiteStore(db, snapshot_every=5) as store:
+            for event in events:
+                store.append([event])  # a snapshot every 5 events
+        for at in (0, 3, 17, 20, len(events) - 1, len(events)):
+            result = amber("fork", "demo", "--at", at, "--as", f"f{at}", "--db", db)
+            assert result.exit_code == 0, result.output
+            expected = timeline.fork(at, f"f{at}", at=events[0].at).head
+            with SQLiteStore(db) as store:
+                head = store.load_state(f"f{at}")
+            assert list(head.messages) == list(expected.messages)
+            assert head.turn_list() == expected.turn_list()
+            assert head.model_calls() == expected.model_calls()
+
     def test_diff_against_the_source(self, recorded: Recorded, tmp_path: Path) -> None:
         """A fork equals its source at the fork's seq; later, the diff shows what the source did."""
         db = recorded.copy(tmp_path)
@@ -333,7 +355,10 @@ class TestExportImport:
         other.write_text('{"format": "something else"}')
         wrong = amber("import", other, "--db", db)
         assert wrong.exit_code == ExitCode.BAD_STORE
-        assert wrong.stderr.startswith("amber: DecodeError: Cannot import session: expected format")
+        assert wrong.stderr.startswith(
+            f"amber: '{other}' is not an Amber export: its format is 'something else', not "
+            "'amber.session'. Make one with 'amber export SESSION -o FILE --db STORE'"
+        )
 
 
 class TestRecover:

@@ -12,6 +12,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_support import Recorded, amber, recorded
@@ -118,8 +119,11 @@ class TestCheck:
     def test_a_sound_store(self, recorded: Recorded) -> None:
         result = amber("check", "--db", recorded.db)
         assert result.exit_code == ExitCode.OK, result.output
-        assert "2 session(s), 52 event(s)" in result.output
-        assert "Sound: every row decodes, chains and replays." in result.output
+        assert "2 session(s), 51 event(s)" in result.output
+        assert result.output.splitlines()[-1] == (
+            "Sound: 2 session(s) checked, 51 event(s), no problem found: every row decodes, "
+            "chains and replays."
+        )
         data = json.loads(amber("check", "--json", "--db", recorded.db).output)
         assert data["ok"] is True
         assert set(data["heads"]) == {"demo", "broken"}
@@ -137,7 +141,12 @@ class TestCheck:
         assert checked.exit_code == ExitCode.FAILED
         (problem,) = json.loads(checked.output)["problems"]
         assert (problem["session_id"], problem["seq"], problem["derived"]) == ("demo", 1, False)
-        assert "restore the file from a backup" in amber("check", "--db", db).output
+        printed = amber("check", "--db", db).output
+        assert "restore the file from a backup" in printed
+        assert printed.splitlines()[-1] == (
+            "Damaged: 2 session(s) checked, 1 problem(s) found in 1 session(s); 1 in the event "
+            "log (restore it from a backup)."
+        )
         rebuilt = amber("recover", "--rebuild", "--db", db)
         assert rebuilt.exit_code == ExitCode.FAILED
         assert "Left alone: session 'demo' seq 1" in rebuilt.output
@@ -204,6 +213,40 @@ class TestUserTrial:
         assert checks["snapshot"] is True
         assert checks["summary"] is False
 
+    @pytest.mark.parametrize("verify", [True, False], ids=["verify", "replay"])
+    def test_all_goes_on_past_a_damaged_log(
+        self, recorded: Recorded, tmp_path: Path, verify: bool
+    ) -> None:
+        """A session whose log is damaged gets a ✗ line; the others are still replayed and
+        verified, and the command exits 4 at the end (not at the damaged session)."""
+        db = recorded.copy(tmp_path)
+        with raw(db) as conn:
+            conn.execute(
+                "UPDATE events SET body = replace(body, 'Chii', 'Chie') "
+                "WHERE session_id = 'demo' AND seq = 1"
+            )
+        flags = ["--verify"] if verify else []
+        result = amber("replay", "--all", *flags, "--db", db)
+        assert result.exit_code == ExitCode.BAD_STORE, result.output
+        no_traceback(result.output)
+        assert "Replayed demo: its log is damaged at seq 1" in result.stdout
+        assert "  ✗ log: CorruptRow: Session 'demo' event seq 1 " in result.stdout
+        assert "Replayed broken: 5 events in " in result.stdout
+        if verify:
+            assert "✓ summary: the session row matches the replayed head" in result.stdout
+        assert result.stdout.splitlines()[-1] == (
+            "Damaged: the log of 1 of 2 session(s) (demo) does not replay; restore the file "
+            "from a backup ('amber check' lists every damaged row)."
+        )
+        data = json.loads(amber("replay", "--all", *flags, "--json", "--db", db).stdout)
+        assert data["ok"] is False
+        by_id = {s["session_id"]: s for s in data["sessions"]}
+        assert by_id["demo"]["damaged"] is True
+        assert by_id["demo"]["ok"] is False
+        assert [c["name"] for c in by_id["demo"]["checks"]] == ["log"]
+        assert by_id["broken"]["damaged"] is False
+        assert by_id["broken"]["ok"] is True
+
     @pytest.fixture
     def cut(self, recorded: Recorded, tmp_path: Path) -> Path:
         """demo's last event deleted (its summary row intact), and a session left orphaned."""
@@ -248,3 +291,72 @@ class TestUserTrial:
         data = json.loads(amber("recover", "--older-than", "0", "--json", "--db", cut).output)
         assert data["recovered"] == []
         assert [d["session_id"] for d in data["damaged"]] == ["demo"]
+
+
+class TestMigrateDamaged:
+    """User trial: 'amber migrate' from a damaged source stopped half-way (exit 4) and left
+    the target it had just created behind, holding the sessions copied before the damage."""
+
+    @pytest.mark.parametrize("damage", ["event", "summary"])
+    def test_a_damaged_source_creates_no_target(
+        self, recorded: Recorded, tmp_path: Path, damage: str
+    ) -> None:
+        """The source is checked before the target is made: nothing is created, and the
+        error names the damage and what mends it."""
+        db = recorded.copy(tmp_path)
+        with raw(db) as conn:
+            if damage == "event":
+                conn.execute(
+                    "UPDATE events SET body = replace(body, 'Chii', 'Chie') "
+                    "WHERE session_id = 'demo' AND seq = 1"
+                )
+            else:
+                conn.execute("DELETE FROM sessions WHERE session_id = 'demo'")
+        target = tmp_path / "new.db"
+        result = amber("migrate", "--from", db, "--to", target)
+        assert result.exit_code == ExitCode.BAD_STORE, result.output
+        assert not target.exists()
+        assert list(tmp_path.iterdir()) == [db]
+        assert result.stderr.startswith(
+            f"amber: The source store '{db}' is damaged (1 problem(s)), so nothing was copied "
+            f"and '{target}' was not created: session 'demo' seq "
+        )
+        fix = (
+            f"Restore '{db}' from a backup"
+            if damage == "event"
+            else f"Mend it with 'amber recover --rebuild --db {db}'"
+        )
+        assert f"{fix}, then migrate again ('amber check --db {db}' lists" in result.stderr
+        assert result.stderr.count("\n") == 1
+
+    def test_a_failed_copy_removes_the_target_it_created(
+        self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A copy that fails after the target was created (a disk that fills up) takes the
+        new target file away again; a target that was there before is left as it is."""
+        from runtime.store import SQLiteStore
+
+        real = SQLiteStore.import_session
+        calls: list[str] = []
+
+        def failing(self: SQLiteStore, data: Any) -> Any:
+            calls.append("import")
+            if len(calls) == 2:
+                raise OSError(28, "No space left on device")
+            return real(self, data)
+
+        monkeypatch.setattr(SQLiteStore, "import_session", failing)
+        target = tmp_path / "new.db"
+        result = amber("migrate", "--from", recorded.db, "--to", target)
+        assert result.exit_code == ExitCode.FAILED, result.output
+        assert "No space left on device" in result.stderr
+        assert not target.exists()
+        assert sorted(p.name for p in tmp_path.iterdir()) == []
+        calls.clear()
+        existing = tmp_path / "old.db"
+        SQLiteStore(existing).close()
+        again = amber("migrate", "--from", recorded.db, "--to", existing)
+        assert again.exit_code == ExitCode.FAILED, again.output
+        assert existing.exists()
+        with SQLiteStore(existing) as store:
+            assert len(store.list_sessions()) == 1  # the one copied before the failure

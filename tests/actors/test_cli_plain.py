@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from cli_support import Recorded, recorded
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
@@ -16,6 +17,8 @@ from rich.text import Text
 
 from actors._cli._app import stdout_console
 from actors._cli._plain import PlainConsole, plain_width
+
+__all__ = ["recorded"]
 
 # Characters rich treats specially (newlines, spaces of several kinds, wide and combining
 # characters, control codes it strips) among plain ones.
@@ -119,7 +122,8 @@ class TestPlainConsole:
         assert result.stdout.split() == ["80", "80"]
 
     def test_other_renderables_go_through_rich(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """A table (or a text with a tab) is printed by a rich console, made when needed."""
+        """A boxed table (or a text with a tab) is printed by a rich console, made when
+        needed (a table without a box is written plain: ``TestPipedTables``)."""
         monkeypatch.setenv("COLUMNS", "40")
         table = Table("a", "b")
         table.add_row("1", "two")
@@ -140,3 +144,57 @@ def _capture_rich(renderables: list[object]) -> str:
     for renderable in renderables:
         console.print(renderable)
     return out.getvalue()
+
+
+class TestPipedTables:
+    """User trial: a table printed to a pipe (``amber show --full | less``, ``> file``) was
+    laid out in 80 columns by rich: contents cut into pieces over several lines, every line
+    padded with spaces. Piped, a table is its rows' own width: each cell's text whole, on
+    the lines it has itself, and no trailing spaces."""
+
+    @staticmethod
+    def _run(*args: object) -> str:
+        from click.testing import CliRunner
+
+        from actors._cli import cli
+
+        runner = CliRunner(env={"COLUMNS": "40", "AMBER_DB": None})
+        result = runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    @pytest.mark.parametrize(
+        "args",
+        [
+            ["show", "demo", "--full"],
+            ["show", "demo", "--view", "clean"],
+            ["show", "demo", "--message", "msg_5be1ef79_000001"],
+            ["sessions"],
+        ],
+        ids=["full", "clean", "message", "sessions"],
+    )
+    def test_not_wrapped_nor_padded(self, recorded: Recorded, args: list[str]) -> None:
+        output = self._run(*args, "--db", recorded.db)
+        lines = output.splitlines()
+        assert all(line == line.rstrip() for line in lines), output
+        if args[0] == "sessions":
+            assert any(line.startswith("demo ") and "10 delivered" in line for line in lines)
+            return
+        question = "What is 2**100? Compute it, don't guess."
+        assert any(line.endswith(question) for line in lines), output
+
+    def test_columns_line_up(self, recorded: Recorded) -> None:
+        """Each column starts where its header does; right-justified seqs end with it, and
+        a cell's further lines start in its own column."""
+        lines = self._run("show", "demo", "--full", "--db", recorded.db).splitlines()
+        header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("seq "))
+        head = lines[header]
+        content_at = head.index("content")
+        assert head.startswith("seq  id ")
+        rows = lines[header + 1 :]
+        first = rows[0]
+        assert first[: len("seq")].strip() == "1"
+        assert first[content_at:] == "Chii: What is 2**100? Compute it, don't guess."
+        call = next(i for i, line in enumerate(rows) if "msg_5be1ef79_000006" in line)
+        assert rows[call][content_at:] == "Calling tool `run_shell_command` with arguments:"
+        assert rows[call + 1] == " " * content_at + "```json"

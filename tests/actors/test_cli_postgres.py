@@ -7,6 +7,7 @@ test gets a fresh schema through ``$AMBER_PG_SCHEMA``.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -86,9 +87,27 @@ def test_a_mistyped_schema_lists_the_stores_there_are(
     result = amber("sessions", "--db", postgres_dsn)
     assert result.exit_code == 4, result.output
     said = " ".join(result.output.split())
+    assert f"Schema {typo!r} of the PostgreSQL database --db names holds no Amber store" in said
+    assert f"Schemas with an Amber store in this database: {real!r}" in said
+    assert f"set AMBER_PG_SCHEMA to it (it is {typo!r})" in said
+    assert "amber migrate" in said
+    assert "amber import" in said
+
+
+def test_a_mistyped_schema_in_python_lists_the_stores_there_are(
+    postgres_dsn: str, pg_schema: Callable[[], str]
+) -> None:
+    """``PostgresStore(create=False)`` on a schema with no store says the same, for Python."""
+    from runtime import NotAStore
+
+    real = pg_schema()
+    PostgresStore(postgres_dsn, schema=real).close()
+    typo = real[:-1]
+    with pytest.raises(NotAStore) as info:
+        PostgresStore(postgres_dsn, schema=typo, create=False)
+    said = str(info.value)
     assert f"the schema {typo!r} is missing or empty" in said
     assert f"Schemas with an Amber store in this database: {real!r}" in said
-    assert "set $AMBER_PG_SCHEMA to one of them" in said
     assert "'amber migrate --from FILE --to URL' or 'amber import FILE --db URL'" in said
 
 
@@ -133,3 +152,39 @@ def test_commands_that_run_a_runtime_name_the_sqlite_file_they_need(argv: list[s
     assert result.exit_code == 2
     assert "runs its runtime on a SQLite file" in result.output
     assert "amber worker" in result.output
+
+
+@pytest.mark.parametrize("made", [True, False], ids=["empty-schema", "missing-schema"])
+def test_a_schema_without_a_store_says_how_to_fill_it(
+    pg: str, made: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A schema that exists but is empty (or is missing): exit 4 naming AMBER_PG_SCHEMA,
+    `amber migrate` and `amber import`, and nothing is created."""
+    import psycopg
+    from psycopg import sql
+
+    schema = os.environ["AMBER_PG_SCHEMA"]
+    if made:
+        with psycopg.connect(pg, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    result = amber("sessions", "--db", pg)
+    assert result.exit_code == 4
+    state = "exists but is empty" if made else "does not exist"
+    stores = r"(Schemas with an Amber store in this database: .+|No schema in this database holds an Amber store)\."
+    assert re.fullmatch(
+        re.escape(
+            f"amber: Schema '{schema}' of the PostgreSQL database --db names holds no Amber "
+            f"store (it {state}). "
+        )
+        + stores
+        + re.escape(
+            f" If your store is in another schema, set AMBER_PG_SCHEMA to it (it is "
+            f"'{schema}'). To make one here: 'amber migrate --from STORE.db --to URL' copies "
+            "every session of a SQLite store, 'amber import FILE --db URL' one session that "
+            "'amber export' wrote.\n"
+        ),
+        result.stderr,
+    ), result.stderr
+    with psycopg.connect(pg, autocommit=True) as conn:
+        tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,))
+        assert tables.fetchone() == (0,)

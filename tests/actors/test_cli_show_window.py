@@ -268,3 +268,29 @@ def test_the_history_and_clean_views_print_the_last_100_too(tmp_path: Path, view
         questions
     )
     assert "not shown" not in every.output
+
+
+def test_show_at_a_forks_head_prints_the_last_100(tmp_path: Path) -> None:
+    """User trial: at a fork's head (its first event, branch_imported, which brings every
+    message) ``show`` printed all 210 messages, as if the event had touched each one; it
+    prints the last 100 and says how many are left out, as elsewhere. ``inspect`` picks its
+    messages the same way (``window_messages``)."""
+    from actors._cli._views import window_messages
+
+    db = _store(tmp_path, touch=None)
+    assert amber("fork", "long", "--at", "-1", "--as", "copy", "--db", db).exit_code == 0
+    result = amber("show", "copy", "--db", db)
+    assert result.exit_code == 0, result.output
+    assert _ids(result.output) == {f"u{n}" for n in range(TURNS - 100, TURNS)}
+    assert (
+        f"({TURNS - 100} earlier messages of {TURNS} not shown: the last 100; --all prints "
+        "every one)" in result.output
+    )
+    every = amber("show", "copy", "--all", "--db", db)
+    assert _ids(every.output) == {f"u{n}" for n in range(TURNS)}
+    with SQLiteStore(db) as store:
+        state = store.load_state("copy")
+    # inspect's pane: every message is new at a fork's first state.
+    shown, left_out = window_messages(state, frozenset(m.id for m in state.messages))
+    assert [m.id for m in shown] == [f"u{n}" for n in range(TURNS - 100, TURNS)]
+    assert left_out == TURNS - 100

@@ -123,6 +123,12 @@ class TestATurnOnAProvider:
         partial = next(m for m in state.messages if category_of(m) is Category.REPLY)
         assert partial.content == "Sunny in"
         assert partial.metadata[INTERRUPTED_MARK] is True
+        # What streamed comes first, then the notice that the call failed.
+        assert [category_of(m) for m in state.messages] == [
+            Category.USER_QUESTION,
+            Category.REPLY,
+            Category.CRASH_NOTICE,
+        ]
         assert "ModelStreamBroken" in str(partial.metadata["model_error"])
         (row,) = rt.model_calls("s")
         assert row.status is AuditStatus.FAILED

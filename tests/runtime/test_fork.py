@@ -77,6 +77,8 @@ def moved(event: Event, session_id: str, seq: int) -> Event:
         changes["message"] = attrs.evolve(event.message, session_id=session_id, event_seq=None)
     if isinstance(event, TurnEnded):
         changes["partial"] = [attrs.evolve(m, session_id=session_id) for m in event.partial]
+        if event.notice is not None:
+            changes["notice"] = attrs.evolve(event.notice, session_id=session_id)
     return attrs.evolve(event, **changes)
 
 

@@ -460,6 +460,52 @@ class TestTurnEnded:
             partial=[session.message(Category.NOTIFICATION, "n")],
         )  # fmt: skip
 
+    def test_crash_notice_comes_after_partial_output(self, session: Session) -> None:
+        """A failed turn's notice is added after what streamed, stamped with the end's seq."""
+        session.ask()
+        session.start()
+        half = session.message(Category.REPLY, "rp", turn_id="t1", content="Sunny in")
+        notice = session.message(Category.CRASH_NOTICE, "cn", turn_id="t1")
+        session.end(outcome=TurnOutcome.ERROR, partial=[half], notice=notice)
+        state = session.state
+        assert [m.id for m in state.messages] == ["u1", "rp", "cn"]
+        assert state.message("cn").event_seq == state.seq
+        assert INTERRUPTED_MARK not in state.message("cn").metadata
+
+    @pytest.mark.parametrize(
+        ("outcome", "category", "turn_id", "got"),
+        [
+            (TurnOutcome.ERROR, Category.REPLY, "t1", "a reply of turn 't1', outcome error"),
+            (TurnOutcome.ERROR, Category.CRASH_NOTICE, None, "got a crash notice of turn None"),
+            (TurnOutcome.PROCESSED, Category.CRASH_NOTICE, "t1", "outcome processed"),
+        ],
+    )
+    def test_notice_must_be_a_crash_notice_of_a_failed_turn(
+        self,
+        session: Session,
+        outcome: TurnOutcome,
+        category: Category,
+        turn_id: str | None,
+        got: str,
+    ) -> None:
+        """Only a crash notice of this turn, on a turn that did not process, rides its end."""
+        session.ask()
+        session.start()
+        notice = session.message(category, "cn", turn_id=turn_id)
+        with pytest.raises(EventRejected, match="notice 'cn' must be a crash notice") as caught:
+            session.end(outcome=outcome, notice=notice)
+        assert got in str(caught.value)
+        assert session.state.get("cn") is None
+
+    def test_notice_id_must_be_new(self, session: Session) -> None:
+        """A notice cannot reuse an id, not even one of this end's partial output."""
+        session.ask()
+        session.start()
+        half = session.message(Category.REPLY, "cn", turn_id="t1")
+        notice = session.message(Category.CRASH_NOTICE, "cn", turn_id="t1")
+        with pytest.raises(EventRejected, match="with a new id"):
+            session.end(outcome=TurnOutcome.ERROR, partial=[half], notice=notice)
+
     def test_wrong_turn(self, session: Session) -> None:
         """Only the active turn can end."""
         session.ask()

@@ -70,6 +70,22 @@ class TestSharedForks:
                 copy.import_session(store.export_session(session_id))
             assert_holds(copy, timelines)
 
+    def test_a_fork_is_snapshotted_when_written(self, make_store: Callable[..., Store]) -> None:
+        """A fork's first event carries its whole state: the store snapshots it in the same
+        write, so loads start from the snapshot instead of replaying that one big event
+        (at 45,000 messages: 6.5 s to load a fork against 1.5 s for its source)."""
+        timelines = forks()
+        store = make_store(snapshot_every=1000)
+        for timeline in timelines.values():
+            store.append(timeline.events())
+        assert store.load_timeline("s", from_snapshot=True).base.seq == 0  # none due yet
+        for session_id in ("f", "g"):
+            loaded = store.load_timeline(session_id, from_snapshot=True)
+            assert loaded.base.seq == timelines[session_id].last_seq
+            assert loaded.head == timelines[session_id].head
+        store.append([question("f", 4, "fq2")])  # later events: the usual rhythm again
+        assert store.load_timeline("f", from_snapshot=True).base.seq == 3
+
     def test_a_copied_fork_still_reads(self, make_store: Callable[..., Store]) -> None:
         """A fork written before forks shared their source (every message rewritten to the
         fork, event seq 1) reads back and replays as it did."""

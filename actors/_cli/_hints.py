@@ -1,0 +1,39 @@
+"""``command_line``: the ``amber`` commands Amber prints for the user to run next.
+
+A hint is only worth printing if pasting it into a shell runs what it says: every
+word is quoted for a POSIX shell (``shlex``), and when a positional argument (a
+session id, a negative seq) starts with ``-``, the options come first and the
+arguments after ``--``, so that click does not read the argument as an option.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+__all__ = ["command_line"]
+
+
+def command_line(command: str, *arguments: object, options: Sequence[object] = ()) -> str:
+    """The shell command line ``amber COMMAND ARGUMENTS OPTIONS``, quoted.
+
+    Args:
+        command: the command's words (``"timeline"``, ``"recover"``).
+        arguments: its positional arguments (session ids, seqs, files).
+        options: option words, names and values in order (``("--at", 5, "--db", db)``);
+            a value may start with ``-`` (click takes the word after an option that
+            needs one as its value).
+
+    >>> command_line("show", "-odd id", options=("--db", "my store.db"))
+    "amber show --db 'my store.db' -- '-odd id'"
+    >>> command_line("diff", "demo", 3, 4)
+    'amber diff demo 3 4'
+    """
+    words = ["amber", *command.split()]
+    positional = [str(argument) for argument in arguments]
+    flags = [str(option) for option in options]
+    if any(word.startswith("-") for word in positional):
+        words += [*flags, "--", *positional]
+    else:
+        words += [*positional, *flags]
+    return shlex.join(words)
