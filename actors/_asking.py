@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from runtime import InputLimits, Reply, UserInput
+from runtime import ArtifactStore, InputLimits, Reply, UserInput
 
 from ._answers import (
     AskInput,
@@ -40,6 +40,9 @@ class Asking:
     clock: Callable[[], datetime]
 
     def _limits(self) -> InputLimits:
+        raise NotImplementedError
+
+    def _artifacts(self) -> ArtifactStore | None:
         raise NotImplementedError
 
     def _check_running(self) -> None:
@@ -124,7 +127,9 @@ class Asking:
         sink: Callable[[StreamEvent], None] | None,
     ) -> ReplyWaiter:
         session_id = session_id_of(session_id)
-        draft = user_draft("ask", session_id, text, fields, self.clock, self._limits())
+        draft = user_draft(
+            "ask", session_id, text, fields, self.clock, self._limits(), artifacts=self._artifacts()
+        )
         self._check_running()
         waiter = ReplyWaiter(sink)
         self.router.tell(session_id, AskInput(draft, waiter))

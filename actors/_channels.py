@@ -141,6 +141,24 @@ def _check_limit(max_chars: object) -> int:
     return max_chars
 
 
+_SIGNATURES = {"send": "send(channel_id, text) -> message id", "edit": "edit(message_id, text)"}
+
+
+def _check_client(adapter: type[_ChatAdapter], client: object) -> ChatPlatform:
+    """``client`` if it has every method ``adapter`` calls (else a message that fails in
+    ``render`` stays pending for good: refuse it when the adapter starts)."""
+    needs = adapter.needs
+    for name in needs:
+        if not callable(getattr(client, name, None)):
+            methods = " and ".join(_SIGNATURES[n] for n in needs)
+            methods = f"{methods} methods" if len(needs) > 1 else f"a {methods} method"
+            raise InvalidConfig(
+                f"{adapter.__name__} needs a client with {methods} (a ChatPlatform); got "
+                f"{client!r} that is a {type(client).__name__!r}, which has no {name} method."
+            )
+    return client  # type: ignore[return-value]
+
+
 class _ChatAdapter(Adapter):
     """What both reference chat adapters share: a platform client and chunked sends."""
 
@@ -154,8 +172,11 @@ class _ChatAdapter(Adapter):
         channels: Iterable[str] | None = None,
     ) -> None:
         super().__init__(platform=platform, sessions=sessions, channels=channels)
-        self.client = client
+        self.client = _check_client(type(self), client)
         self.max_chars = _check_limit(max_chars)
+
+    needs: tuple[str, ...] = ("send",)
+    """The client methods it calls (checked when it is made)."""
 
     def send_text(self, message: Message, text: str) -> list[str]:
         """Post ``text`` on ``message``'s channel in chunks; return their platform ids.
@@ -181,6 +202,7 @@ class LiveChannelAdapter(_ChatAdapter):
     """
 
     kind = ChannelKind.LIVE
+    needs = ("send", "edit")
 
     def __init__(
         self,

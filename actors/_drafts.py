@@ -12,11 +12,14 @@ from datetime import datetime
 from typing import Any
 
 from runtime import (
+    IMAGE_MEDIA_TYPES,
+    ArtifactStore,
     Category,
     Draft,
     InputLimits,
     InvalidInput,
     InvalidMessage,
+    Message,
     UserInput,
     check_session_id,
     new_message,
@@ -41,8 +44,13 @@ def user_draft(
     fields: dict[str, Any],
     clock: Callable[[], datetime],
     limits: InputLimits,
+    *,
+    artifacts: ArtifactStore | None = None,
 ) -> Draft:
     """A person's input (text with ``UserInput`` fields, or a ``UserInput``), checked.
+
+    ``artifacts`` is the runtime's artifact store (None: it has none, and an image is
+    refused).
 
     Raises:
         InvalidInput: the input breaks a rule (``what`` names the caller in the message).
@@ -69,7 +77,25 @@ def user_draft(
     message = user_input.to_message(
         id="msg_check", session_id=session_id, created_at=clock(), limits=limits
     )
+    _check_images(what, message, artifacts)
     return Draft.of(message)
+
+
+def _check_images(what: str, message: Message, artifacts: ArtifactStore | None) -> None:
+    """An image goes to the model as bytes read from the artifact store: without one, the
+    turn it started would fail building the model's view; refuse it now, with nothing stored."""
+    if artifacts is not None:
+        return
+    for attachment in message.attachments:
+        if attachment.media_type.lower() in IMAGE_MEDIA_TYPES:
+            *others, last = sorted(IMAGE_MEDIA_TYPES)
+            kinds = f"{', '.join(others)} or {last}"
+            raise InvalidInput(
+                f"{what}() got the image {attachment.name!r} ({attachment.media_type}), but the "
+                "runtime has no artifact store to read it from for the model; give "
+                "Settings(artifacts=<an ArtifactStore>) to the Runtime, or attach it as a file "
+                f"(not {kinds})."
+            )
 
 
 def post_draft(
@@ -78,18 +104,31 @@ def post_draft(
     content: str,
     fields: dict[str, Any],
     clock: Callable[[], datetime],
+    *,
+    artifacts: ArtifactStore | None = None,
 ) -> Draft:
     """A cron prompt, compaction request, background alert or notification, checked.
 
     Raises:
         InvalidInput: ``category`` cannot be posted, or a field is wrong.
     """
-    if not isinstance(category, Category) or not (
-        category.is_input or category is Category.NOTIFICATION
-    ):
+    if not isinstance(category, Category):
+        raise InvalidInput(
+            f"post() takes a Category (like Category.CRON_PROMPT); got {category!r} that is a "
+            f"{type(category).__name__!r}."
+        )
+    if not (category.is_input or category is Category.NOTIFICATION):
         allowed = "cron prompts, compaction requests, background alerts and notifications"
-        label = category.label if isinstance(category, Category) else repr(category)
-        raise InvalidInput(f"post() takes {allowed}; a {label} is made by a turn, not posted.")
+        raise InvalidInput(
+            f"post() takes {allowed}; a {category.label} is made by a turn, not posted."
+        )
+    if isinstance(content, str) and not content.strip():
+        # Blank, a prompt reached the model as an empty message and a notification a
+        # platform that refuses empty messages (it stayed pending for good).
+        raise InvalidInput(
+            f"post() takes non-blank text for a {category.label} (got {content!r}); write "
+            "what it says."
+        )
     try:
         message = new_message(
             category, id="msg_check", session_id=session_id, created_at=clock(), content=content,
@@ -97,4 +136,6 @@ def post_draft(
         )  # fmt: skip
     except (InvalidMessage, TypeError, ValueError) as exc:
         raise InvalidInput(f"post() cannot make a {category.label} of that: {exc}") from None
+    if category.is_input:
+        _check_images("post", message, artifacts)
     return Draft.of(message)

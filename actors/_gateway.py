@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -141,6 +142,31 @@ class Gateway:
     def adapters(self) -> list[pykka.ActorRef[Any]]:
         """The registered adapter actors."""
         return [entry.ref for entry in self._adapters]
+
+    def drain(self, timeout: float) -> None:
+        """Return once every adapter has handled what it was told before the call (and so
+        made its delivery reports), or after ``timeout`` seconds; a slow adapter is logged."""
+        deadline = time.monotonic() + timeout
+        barriers: list[tuple[pykka.ActorRef[Any], Any]] = []
+        for entry in self._adapters:
+            try:
+                # A proxy's attribute read is a message like any other: it is answered after
+                # every Update and Delta queued before it.
+                barriers.append((entry.ref, entry.ref.proxy().platform))
+            except pykka.ActorDeadError:
+                continue
+        for ref, future in barriers:
+            try:
+                future.get(timeout=max(0.0, deadline - time.monotonic()))
+            except pykka.ActorDeadError:
+                continue
+            except pykka.Timeout:
+                log.warning(
+                    "adapter %s was still sending after %s s when the runtime stopped; what it "
+                    "delivers from now on is not recorded and will be sent again after a restart",
+                    ref,
+                    timeout,
+                )
 
     def expects_delivery(self, message: Message) -> bool:
         """True when a registered adapter will report ``message`` delivered."""

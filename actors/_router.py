@@ -48,6 +48,7 @@ class Router:
         self._live: dict[str, _Live] = {}
         self._services: Services | None = None
         self._why_closed = "The runtime is not started; call start() or use it in a with block."
+        self._closing = False  # closing: no new actors, nothing routed but delivery reports
         self.claim: Callable[[str], bool] | None = None
         """With a shared store: takes a session's lease before its actor is made (False:
         another worker holds it, and the session is not loaded here)."""
@@ -56,21 +57,43 @@ class Router:
         """Start routing, with the services new session actors get."""
         with self._lock:
             self._services = services
+            self._closing = False
 
-    def close(self, why: str, *, timeout: float) -> None:
+    def close(
+        self, why: str, *, timeout: float, drain: Callable[[float], None] | None = None
+    ) -> None:
         """Stop routing; every live session shuts down (a running turn's input goes back to
-        pending) and its actor stops."""
+        pending) and its actor stops.
+
+        Args:
+            why: the ``RuntimeStopped`` message of calls from now on.
+            timeout: seconds each session, and the drain, may take.
+            drain: called with ``timeout`` once every session has shut down (so none
+                publishes any more); returns when the adapters have handled what was
+                published (the gateway's ``drain``). Until then the sessions' actors still
+                store the adapters' delivery reports: a reply being sent when the runtime
+                stopped is recorded delivered, and not sent again after a restart.
+        """
         with self._lock:
-            self._services = None
             self._why_closed = why
+            self._closing = True
             live = list(self._live.items())
-            self._live.clear()
-            self._changed.notify_all()
         for session_id, entry in live:
             try:
                 entry.proxy.shutdown().get(timeout=timeout)
             except Exception:
                 log.exception("session %s did not shut down cleanly", session_id)
+        if drain is not None:
+            try:
+                drain(timeout)
+            except Exception:
+                log.exception("the adapters could not be drained")
+        with self._lock:
+            self._services = None
+            self._live.clear()
+            self._changed.notify_all()
+        # Each actor's stop is queued behind the delivery reports told to it in the drain.
+        for session_id, entry in live:
             try:
                 entry.ref.stop(block=True, timeout=timeout)
             except pykka.ActorDeadError:
@@ -101,12 +124,14 @@ class Router:
             if session_id not in self._live:
                 fn()
 
-    def _entry(self, session_id: str) -> _Live:
+    def _entry(self, session_id: str, *, report: bool = False) -> _Live:
         with self._lock:
             services = self._services
-            if services is None:
+            if services is None or (self._closing and not report):
                 raise RuntimeStopped(self._why_closed)
             entry = self._live.get(session_id)
+            if entry is None and self._closing:
+                raise RuntimeStopped(self._why_closed)
             if entry is None:
                 if self.claim is not None and not self.claim(session_id):
                     raise OwnedElsewhere(
@@ -208,7 +233,7 @@ class Router:
         report = Delivered(message_id=message_id, expected=expected, **services.stamp())
         for _ in range(3):
             try:
-                entry = self._entry(session_id)
+                entry = self._entry(session_id, report=True)
             except (RuntimeStopped, OwnedElsewhere):
                 return  # stopped, or the session's owner elsewhere hears of it
             try:
@@ -230,7 +255,7 @@ class Router:
     def request_passivation(self, session_id: str, ref: pykka.ActorRef[Any], seq: int) -> None:
         """An idle actor asks to stop; decided off its thread (it must answer the ask)."""
         services = self._services
-        if services is None:
+        if services is None or self._closing:
             return
 
         async def passivate() -> None:
@@ -242,7 +267,7 @@ class Router:
         with self._lock:
             entry = self._live.get(session_id)
             services = self._services
-            if services is None or entry is None or entry.ref is not ref:
+            if services is None or self._closing or entry is None or entry.ref is not ref:
                 return
             try:
                 agreed = entry.proxy.close_if_idle(seq).get(timeout=services.settings.ask_timeout)

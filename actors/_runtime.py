@@ -22,6 +22,7 @@ from typing import Any, Self, TypeVar
 import pykka
 
 from runtime import (
+    ArtifactStore,
     AuditRow,
     Category,
     Delta,
@@ -37,6 +38,7 @@ from runtime import (
 )
 from runtime.store import SessionInfo, SQLiteStore, Store
 
+from ._adapter import Adapter
 from ._approving import Approving
 from ._asking import Asking
 from ._drafts import post_draft, session_id_of, user_draft
@@ -116,13 +118,15 @@ class Runtime(Asking, Approving):
         monotonic: Monotonic = time.monotonic,
         runner: str | None = None,
     ) -> None:
-        self._adapter_refs = list(adapters)
+        self._adapter_refs = _adapter_list(adapters)
         try:
+            _check_adapters(self._adapter_refs)
             self._configure(model, tools, settings, resume, runner)
         except BaseException:
             # The adapters were handed over with this call: nothing else will stop them.
             for ref in self._adapter_refs:
-                _stop(ref, 5.0)
+                if isinstance(ref, pykka.ActorRef):
+                    _stop(ref, 5.0)
             raise
         self.clock = clock
         self.monotonic = monotonic
@@ -275,7 +279,9 @@ class Runtime(Asking, Approving):
             self._state = "stopping"
         if self._keeper is not None:
             self._keeper.close_intake()  # no session is claimed while the others shut down
-        self.router.close(_not_running("stopped"), timeout=timeout)
+        # The drain: a reply an adapter is sending now is recorded delivered before the
+        # sessions stop, so that a restart does not send it again.
+        self.router.close(_not_running("stopped"), timeout=timeout, drain=self.gateway.drain)
         if self._keeper is not None:
             self._keeper.stop()  # gives the leases back while the store still runs
         for ref in self._tool_refs.values():
@@ -340,7 +346,10 @@ class Runtime(Asking, Approving):
             RuntimeStopped: the runtime is not running.
         """
         session_id = session_id_of(session_id)
-        draft = user_draft("send", session_id, text, fields, self.clock, self.settings.input_limits)
+        draft = user_draft(
+            "send", session_id, text, fields, self.clock, self.settings.input_limits,
+            artifacts=self.settings.artifacts,
+        )  # fmt: skip
         return self._route_input(session_id, draft)
 
     def post(self, session_id: str, category: Category, content: str, **fields: Any) -> Message:
@@ -352,7 +361,9 @@ class Runtime(Asking, Approving):
                 field is wrong; nothing was stored.
         """
         session_id = session_id_of(session_id)
-        draft = post_draft(session_id, category, content, fields, self.clock)
+        draft = post_draft(
+            session_id, category, content, fields, self.clock, artifacts=self.settings.artifacts
+        )
         if category is Category.NOTIFICATION:
             added: Message = self.router.call(
                 session_id, lambda p: p.add_output(draft), timeout=self.settings.ask_timeout
@@ -400,11 +411,33 @@ class Runtime(Asking, Approving):
         try:
             state: SessionState = future.get(timeout=timeout)
         except pykka.Timeout:
-            raise IdleTimeout(
-                f"Session {session_id!r} was not idle within {timeout} s; a turn may be waiting "
-                "on a slow model or tool (raise the timeout, or interrupt it)."
-            ) from None
+            raise IdleTimeout(self._not_idle(session_id, timeout, settled)) from None
         return state
+
+    def _not_idle(self, session_id: str, timeout: float | None, settled: bool) -> str:
+        """IdleTimeout's message: what the session still waits for, asked of its actor."""
+        head = f"Session {session_id!r} was not idle within {timeout} s"
+        proxy = self.router.live(session_id)
+        why: dict[str, str] = {}
+        if proxy is not None:
+            try:
+                why = proxy.waiting_for(settled).get(timeout=min(5.0, self.settings.ask_timeout))
+            except Exception:  # busy or gone: the message says less, but still raises
+                log.debug("session %s did not say what it waits for", session_id, exc_info=True)
+        if not why:
+            return (
+                f"{head}; a turn may be waiting on a slow model or tool (raise the timeout, or "
+                f"interrupt it with interrupt({session_id!r}))."
+            )
+        hints = []
+        if "turn" in why or "inputs" in why:
+            hints.append(f"Raise the timeout, or interrupt the turn (interrupt({session_id!r})).")
+        if "delivery" in why:
+            hints.append(
+                "Is an adapter failing to send (see the amber.adapters log)? "
+                "wait_idle(settled=False) does not wait for delivery."
+            )
+        return f"{head}: {'; '.join(why.values())}. {' '.join(hints)}"
 
     def state(self, session_id: str) -> SessionState:
         """The session's head state (from its actor if live, else from the store).
@@ -481,6 +514,9 @@ class Runtime(Asking, Approving):
     def _limits(self) -> InputLimits:
         return self.settings.input_limits
 
+    def _artifacts(self) -> ArtifactStore | None:
+        return self.settings.artifacts
+
     def _check_running(self) -> None:
         if self._state != "running":
             raise RuntimeStopped(_not_running(self._state))
@@ -495,6 +531,55 @@ class Runtime(Asking, Approving):
             session_id, lambda p: p.add_input(draft), timeout=self.settings.ask_timeout
         )
         return added
+
+
+def _adapter_list(adapters: object) -> list[Any]:
+    if isinstance(adapters, pykka.ActorRef):
+        _stop(adapters, 5.0)
+        raise InvalidConfig(
+            f"adapters takes a list of adapter refs (got the one ref {adapters!r}); write "
+            "adapters=[ref]."
+        )
+    if isinstance(adapters, str | bytes) or not hasattr(adapters, "__iter__"):
+        raise InvalidConfig(
+            f"adapters takes a list of adapter refs (got {adapters!r} that is a "
+            f"{type(adapters).__name__!r}); write adapters=[SomeAdapter.start(...)]."
+        )
+    return list(adapters)
+
+
+def _check_adapters(refs: list[Any]) -> None:
+    """Each must be the ref of a started, running ``Adapter`` actor."""
+    for index, ref in enumerate(refs):
+        what = f"adapters[{index}]"
+        if isinstance(ref, type) and issubclass(ref, Adapter):
+            name = ref.__name__
+            raise InvalidConfig(
+                f"{what} is the class {name}, not a started adapter; pass the ref that "
+                f"starting it returns: adapters=[{name}.start(...)]."
+            )
+        if isinstance(ref, Adapter):
+            name = type(ref).__name__
+            raise InvalidConfig(
+                f"{what} is a {name} that was never started (got {ref!r}); pass "
+                f"{name}.start(...), the ref of a started actor, not {name}(...)."
+            )
+        if not isinstance(ref, pykka.ActorRef):
+            raise InvalidConfig(
+                "adapters takes started Adapter actors (the refs SomeAdapter.start(...) "
+                f"returns); {what} is {ref!r} that is a {type(ref).__name__!r}."
+            )
+        name = ref.actor_class.__name__
+        if not issubclass(ref.actor_class, Adapter):
+            raise InvalidConfig(
+                f"{what} runs a {name}, which is not an Adapter; subclass actors.Adapter "
+                "(it takes the runtime's updates and reports deliveries)."
+            )
+        if not ref.is_alive():
+            raise InvalidConfig(
+                f"{what} ({name}) has stopped; start a new one ({name}.start(...)) for this "
+                "runtime: a runtime stops its adapters when it stops."
+            )
 
 
 def _stop(ref: pykka.ActorRef[Any], timeout: float) -> None:

@@ -102,6 +102,7 @@ class SessionActor(pykka.ThreadingActor):
         self._awaiting: set[str] = set()  # messages an adapter will report delivered
         self._asks = AskBook()  # the inputs sent with ask, by id
         self._closed = False
+        self._stopping = False  # shut down for a runtime stop: adapters' reports still apply
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -154,6 +155,39 @@ class SessionActor(pykka.ThreadingActor):
         self._notify()
         return future
 
+    def waiting_for(self, settled: bool = False) -> dict[str, str]:
+        """What keeps ``when_idle(settled)`` from answering, in words (for ``IdleTimeout``):
+        ``turn`` (a turn runs or waits to be recovered), ``inputs`` (inputs wait for a turn),
+        ``delivery`` (output waits for an adapter's report)."""
+        machine, state = self._machine, self._machine.state
+        why: dict[str, str] = {}
+        turn, run = state.active_turn, machine.run
+        if turn is not None and run is None:
+            why["turn"] = (
+                f"turn {turn.id} was left active by a runner that stopped and waits to be "
+                "recovered (Settings.recover_after)"
+            )
+        elif turn is not None and run is not None and not machine.is_waiting:
+            doing = []
+            if run.model_run is not None:
+                doing.append("waiting for the model")
+            if run.tools:
+                doing.append(f"running tool calls {', '.join(sorted(run.tools))}")
+            if turn.awaiting_approval:
+                waiting = ", ".join(sorted(turn.awaiting_approval))
+                doing.append(f"tool calls {waiting} wait for approval")
+            why["turn"] = f"turn {turn.id} is active" + (f" ({'; '.join(doing)})" if doing else "")
+        if state.queued:
+            ids = list(state.queued)
+            why["inputs"] = f"{_count(len(ids), 'input waits', 'inputs wait')} ({', '.join(ids)})"
+        if settled and self._awaiting and machine.is_quiet:
+            ids = sorted(self._awaiting)
+            why["delivery"] = (
+                f"{_count(len(ids), 'message waits', 'messages wait')} for an adapter to report "
+                f"{'it' if len(ids) == 1 else 'them'} delivered ({', '.join(ids)})"
+            )
+        return why
+
     def is_idle(self) -> bool:
         """True when nothing runs: no turn, or one that only waits for approval."""
         return self._machine.is_quiet
@@ -178,6 +212,7 @@ class SessionActor(pykka.ThreadingActor):
         except Exception:
             log.exception("session %s: could not record the stopped turn", self.session_id)
         self._close()
+        self._stopping = True
         for _, future in self._waiters:
             stopped = RuntimeStopped("The runtime stopped before the session was idle.")
             future.set_exception((RuntimeStopped, stopped, None))
@@ -193,7 +228,9 @@ class SessionActor(pykka.ThreadingActor):
         hanging: the turn is failed if possible; if even that fails, the actor
         stops and the session is reloaded from the store on its next message.
         """
-        if self._closed:
+        if self._closed and not (self._stopping and isinstance(message, Delivered)):
+            # A runtime stop drains the adapters before the actor stops: a report of what
+            # they sent meanwhile is stored here, or a restart would send it again.
             if isinstance(message, AskInput | Delivered):
                 self._svc.reroute(self.session_id, message)  # to the session's next actor
             return None  # a report for a session that has shut down or passivated
@@ -228,7 +265,9 @@ class SessionActor(pykka.ThreadingActor):
 
     def _step(self, input: Input) -> Decision:
         """Decide, store (durable), adopt, run the commands."""
-        if self._closed and not isinstance(input, Stopping):
+        if self._closed and not (
+            isinstance(input, Stopping) or (self._stopping and isinstance(input, Delivered))
+        ):
             raise pykka.ActorDeadError(f"Session actor {self.session_id!r} is closing.")
         decision = step(self._machine, self._svc.turn_settings, input)
         if decision.events:
@@ -352,6 +391,10 @@ class SessionActor(pykka.ThreadingActor):
             else:
                 future.set(state)
         self._waiters = keep
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def _tell(ref: pykka.ActorRef[Any], message: Any) -> None:

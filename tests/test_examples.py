@@ -42,3 +42,15 @@ def test_the_readme_embed_snippet_prints_the_reply(tmp_path: pathlib.Path) -> No
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "Sunny, 24°C.\n"
+
+
+def test_the_adapter_testing_snippet_runs(tmp_path: pathlib.Path) -> None:
+    """docs/adapters.md's "Testing an adapter" block runs as written: its assertions about
+    the transcript and the deliveries hold (it used names it never defined)."""
+    page = (pathlib.Path(__file__).parent.parent / "docs" / "adapters.md").read_text()
+    section = page.split("## Testing an adapter\n", 1)[1]
+    snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
+    result = subprocess.run(
+        [sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr

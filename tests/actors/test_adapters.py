@@ -24,6 +24,7 @@ from actors._channels import (
     split_text,
 )
 from actors._cli_adapter import CliAdapter
+from actors._errors import InvalidConfig
 from actors._platform import FakePlatform, PlatformActionKind, PlatformError
 from runtime import (
     INTERRUPTED_MARK,
@@ -595,6 +596,50 @@ class TestLiveChannelAdapter:
             match=r"^max_chars must be a positive int, the platform's message size limit \(got 0\)\.$",
         ):
             LiveChannelAdapter(discord, max_chars=0)
+
+
+class _SendsOnly:
+    def send(self, channel_id: str, text: str) -> str:
+        return "m1"
+
+
+class _EditsOnly:
+    def edit(self, message_id: str, text: str) -> None:
+        pass
+
+
+class TestChatClientChecked:
+    """A chat adapter refuses, when started, a client without the methods it calls (it
+    started, and every message it was to send failed in render and stayed pending)."""
+
+    def test_live_needs_edit(self) -> None:
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^LiveChannelAdapter needs a client with send\(channel_id, text\) -> message "
+            r"id and edit\(message_id, text\) methods \(a ChatPlatform\); got <.*_SendsOnly "
+            r"object at .*> that is a '_SendsOnly', which has no edit method\.$",
+        ):
+            LiveChannelAdapter.start(client=_SendsOnly())
+
+    def test_silent_needs_send(self) -> None:
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^SilentChannelAdapter needs a client with a send\(channel_id, text\) -> "
+            r"message id method \(a ChatPlatform\); got <.*> that is a '_EditsOnly', which has "
+            r"no send method\.$",
+        ):
+            SilentChannelAdapter.start(client=_EditsOnly())
+
+    def test_a_method_that_is_not_callable(self) -> None:
+        class Broken:
+            send = "oops"
+
+        with pytest.raises(InvalidConfig, match=r"which has no send method\.$"):
+            SilentChannelAdapter(Broken())  # type: ignore[arg-type]
+
+    def test_a_client_with_both_is_taken(self) -> None:
+        SilentChannelAdapter(_SendsOnly())  # type: ignore[arg-type]
+        LiveChannelAdapter(FakePlatform("discord"))
 
 
 class TestSilentChannelAdapter:

@@ -8,11 +8,20 @@ before the other actors and threads were stopped.
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
 from typing import Any
 
 import pykka
+import pytest
 
+from actors import FakePlatform, Runtime, ScriptedModel, SilentChannelAdapter, reply
 from actors._router import Router, _Live
+from actors._session import SessionActor
+from runtime import Status
+
+WAIT = 60.0
+"""Seconds an actor answer may take before the test fails (a hang guard, not a judge)."""
 
 
 class _Done:
@@ -45,3 +54,59 @@ def test_a_stuck_session_does_not_stop_the_others_from_stopping() -> None:
     router.close("stopped", timeout=0.01)  # no pykka.Timeout escapes
     assert fine.stopped
     assert router._live == {}
+
+
+class _HeldPlatform(FakePlatform):
+    """A platform whose first send waits for ``release`` (a reply being delivered)."""
+
+    def __init__(self) -> None:
+        super().__init__("wechat")
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def send(self, channel_id: str, text: str) -> str:
+        if not self.entered.is_set():
+            self.entered.set()
+            assert self.release.wait(WAIT), "the test never released the send"
+        return super().send(channel_id, text)
+
+
+class TestStopDrainsAdapters:
+    def test_a_reply_sent_while_stopping_is_recorded_delivered(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A reply an adapter was sending when stop() was called is stored delivered, so
+        a runtime started again on the store does not send it a second time."""
+        store = tmp_path / "amber.db"
+        held = _HeldPlatform()
+        shutdown = SessionActor.shutdown
+
+        def shutdown_then_release(actor: SessionActor) -> None:
+            shutdown(actor)  # the session has stopped; only now may the send finish
+            held.release.set()
+
+        monkeypatch.setattr(SessionActor, "shutdown", shutdown_then_release)
+        rt = Runtime(
+            model=ScriptedModel([reply("Hi!")]),
+            store=str(store),
+            adapters=[SilentChannelAdapter.start(client=held)],
+        ).start()
+        try:
+            rt.send("s1", "hello", chatbot_id="wechat", channel_id="c1")
+            assert held.entered.wait(WAIT)
+        finally:
+            rt.stop(timeout=WAIT)
+        monkeypatch.undo()
+        assert held.transcript("c1") == ["Hi!"]
+
+        again = FakePlatform("wechat")
+        with Runtime(
+            model=ScriptedModel([]),
+            store=str(store),
+            adapters=[SilentChannelAdapter.start(client=again)],
+            resume="all",
+        ) as rt2:
+            state = rt2.wait_idle("s1", timeout=WAIT)
+        replies = [m for m in state.messages if m.content == "Hi!"]
+        assert [m.status for m in replies] == [Status.DELIVERED]
+        assert again.sent == ()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 from typing import Any
 
+import pykka
 import pytest
 import trio
 from harness import WAIT, Recorder, RuntimeFactory, Signal, make_runtime, shape, when
@@ -13,6 +15,7 @@ from harness import WAIT, Recorder, RuntimeFactory, Signal, make_runtime, shape,
 from actors import (
     Delta,
     DeltaKind,
+    IdleTimeout,
     InvalidConfig,
     Runtime,
     ScriptedModel,
@@ -22,15 +25,18 @@ from actors import (
     calls,
     empty,
     error,
+    hang,
     reply,
     tool,
 )
 from runtime import (
     INTERRUPTED_MARK,
+    Attachment,
     Category,
     InvalidInput,
     MessageAdded,
     MessageType,
+    Presentation,
     Role,
     Status,
     StoreError,
@@ -165,6 +171,39 @@ class TestInput:
         with pytest.raises(UnknownSession, match=r"^Session 's' has no stored input to wait for"):
             rt.wait_idle("s")
 
+    def test_an_image_without_an_artifact_store_is_refused(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """An image sent to a runtime with no Settings.artifacts is refused at once and nothing
+        is stored (the turn it started failed later: the model's view could not read it)."""
+        rt = make_runtime(model=ScriptedModel([reply("a cat")]))
+        image = Attachment(id="art_1", name="cat.png", kind="image", media_type="image/png")
+        expected = (
+            r"^send\(\) got the image 'cat\.png' \(image/png\), but the runtime has no artifact "
+            r"store to read it from for the model; give Settings\(artifacts=<an ArtifactStore>\) "
+            r"to the Runtime, or attach it as a file \(not image/gif, image/jpeg, image/png or "
+            r"image/webp\)\.$"
+        )
+        with pytest.raises(InvalidInput, match=expected):
+            rt.send("s", "what is this?", attachments=[image])
+        with pytest.raises(InvalidInput, match=expected.replace("send", "ask", 1)):
+            rt.ask("s", "what is this?", attachments=[image])
+        assert rt.sessions() == []
+
+    def test_an_image_with_an_artifact_store_is_taken(self, make_runtime: RuntimeFactory) -> None:
+        """With an artifact store the same image reaches the model."""
+
+        class Artifacts:
+            def read(self, attachment: Attachment) -> bytes:
+                return b"PNG"
+
+        model = ScriptedModel([reply("a cat")])
+        rt = make_runtime(model=model, settings=Settings(artifacts=Artifacts()))
+        image = Attachment(id="art_1", name="cat.png", kind="image", media_type="image/png")
+        rt.send("s", "what is this?", attachments=[image])
+        rt.wait_idle("s", timeout=WAIT)
+        assert model.calls_made == 1
+
     def test_send_returns_the_stored_message(self, make_runtime: RuntimeFactory) -> None:
         """send() answers once the message is stored, pending_agent, with its event seq."""
         rt = make_runtime(model=ScriptedModel([reply("hi").after(0.05)]))
@@ -203,6 +242,78 @@ class TestInput:
         rt = make_runtime(model=ScriptedModel([]))
         with pytest.raises(ValueError, match=r"^post\(\) takes cron prompts, .* a reply is made"):
             rt.post("s", Category.REPLY, "x")
+
+    @pytest.mark.parametrize(
+        "category",
+        [
+            Category.CRON_PROMPT,
+            Category.COMPACTION_REQUEST,
+            Category.BACKGROUND_ALERT,
+            Category.NOTIFICATION,
+        ],
+    )
+    @pytest.mark.parametrize("content", ["", " \n\t"])
+    def test_posting_blank_text_is_refused(
+        self, make_runtime: RuntimeFactory, category: Category, content: str
+    ) -> None:
+        """A blank cron prompt, alert or notification is refused and nothing is stored (a
+        blank prompt reached the model, a blank notification a platform that refuses it)."""
+        rt = make_runtime(model=ScriptedModel([]))
+        with pytest.raises(
+            InvalidInput,
+            match=rf"^post\(\) takes non-blank text for a {category.label} \(got "
+            rf"{re.escape(repr(content))}\); write what it says\.$",
+        ):
+            rt.post("s", category, content)
+        assert rt.sessions() == []
+
+    def test_a_category_named_by_a_str_is_refused(self, make_runtime: RuntimeFactory) -> None:
+        """post() names the Category to pass when given a str (it said a 'cron_prompt' is
+        made by a turn)."""
+        rt = make_runtime(model=ScriptedModel([]))
+        with pytest.raises(
+            InvalidInput,
+            match=r"^post\(\) takes a Category \(like Category\.CRON_PROMPT\); got "
+            r"'cron_prompt' that is a 'str'\.$",
+        ):
+            rt.post("s", "cron_prompt", "x")  # type: ignore[arg-type]
+
+
+class _NeverSends(Recorder):
+    """An adapter whose platform is down: every render fails, nothing is delivered."""
+
+    def render(self, update: Update, presentation: Presentation) -> None:
+        raise ConnectionError("the platform is down")
+
+
+class TestIdleTimeoutSaysWhy:
+    """IdleTimeout names what the session was still waiting for. The waits below cannot
+    end (a model that never answers, an adapter that never delivers): only the message of
+    the timeout is judged."""
+
+    def test_a_turn_waiting_for_the_model(self, make_runtime: RuntimeFactory) -> None:
+        rt = make_runtime(model=ScriptedModel([hang()]))
+        rt.send("s", "hello")
+        with pytest.raises(
+            IdleTimeout,
+            match=r"^Session 's' was not idle within 0\.2 s: turn turn_\w+ is active \(waiting "
+            r"for the model\)\. Raise the timeout, or interrupt the turn \(interrupt\('s'\)\)\.$",
+        ):
+            rt.wait_idle("s", timeout=0.2)
+
+    def test_output_no_adapter_reports_delivered(self, make_runtime: RuntimeFactory) -> None:
+        rt = make_runtime(
+            model=ScriptedModel([reply("hi")]), adapters=[_NeverSends.start(platform="test")]
+        )
+        rt.send("s", "go", chatbot_id="test")
+        with pytest.raises(
+            IdleTimeout,
+            match=r"^Session 's' was not idle within 0\.2 s: 1 message waits for an adapter to "
+            r"report it delivered \(msg_\w+\)\. Is an adapter failing to send \(see the "
+            r"amber\.adapters log\)\? wait_idle\(settled=False\) does not wait for delivery\.$",
+        ):
+            rt.wait_idle("s", timeout=0.2)
+        assert rt.wait_idle("s", timeout=WAIT, settled=False).active_turn is None
 
 
 class TestFailures:
@@ -453,6 +564,55 @@ class TestSessions:
         """stop() without start() still stops the adapters it was given."""
         adapter = Recorder.start(platform="test", log=[])
         Runtime(model=ScriptedModel([]), store=":memory:", adapters=[adapter]).stop()
+        assert not adapter.is_alive()
+
+
+class TestAdapterArgument:
+    """An adapter that is not a started Adapter actor is refused when the Runtime is made."""
+
+    def test_an_adapter_class(self) -> None:
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^adapters\[0\] is the class Recorder, not a started adapter; pass the ref "
+            r"that starting it returns: adapters=\[Recorder\.start\(\.\.\.\)\]\.$",
+        ):
+            Runtime(model=ScriptedModel([]), store=":memory:", adapters=[Recorder])  # type: ignore[list-item]
+
+    def test_an_adapter_never_started(self) -> None:
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^adapters\[0\] is a Recorder that was never started \(got <.*>\); pass "
+            r"Recorder\.start\(\.\.\.\), the ref of a started actor, not Recorder\(\.\.\.\)\.$",
+        ):
+            Runtime(model=ScriptedModel([]), store=":memory:", adapters=[Recorder()])  # type: ignore[list-item]
+
+    def test_a_stopped_adapter(self) -> None:
+        adapter = Recorder.start()
+        adapter.stop()
+        with pytest.raises(InvalidConfig, match=r"^adapters\[0\] \(Recorder\) has stopped; "):
+            Runtime(model=ScriptedModel([]), store=":memory:", adapters=[adapter])
+
+    def test_an_actor_that_is_not_an_adapter(self) -> None:
+        other = pykka.ThreadingActor.start()
+        with pytest.raises(InvalidConfig, match=r"^adapters\[0\] runs a ThreadingActor, "):
+            Runtime(model=ScriptedModel([]), store=":memory:", adapters=[other])
+        assert not other.is_alive()
+
+    def test_not_an_actor_at_all(self) -> None:
+        """Something else is named with its type; the good adapters handed over are stopped."""
+        good = Recorder.start()
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^adapters takes started Adapter actors \(the refs SomeAdapter\.start\(\.\.\.\) "
+            r"returns\); adapters\[1\] is 'cli' that is a 'str'\.$",
+        ):
+            Runtime(model=ScriptedModel([]), store=":memory:", adapters=[good, "cli"])  # type: ignore[list-item]
+        assert not good.is_alive()
+
+    def test_one_adapter_not_in_a_list(self) -> None:
+        adapter = Recorder.start()
+        with pytest.raises(InvalidConfig, match=r"^adapters takes a list of adapter refs"):
+            Runtime(model=ScriptedModel([]), store=":memory:", adapters=adapter)  # type: ignore[arg-type]
         assert not adapter.is_alive()
 
 

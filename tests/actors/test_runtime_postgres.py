@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -155,12 +156,12 @@ def test_a_stopping_worker_claims_no_session(
     seen: list[object] = []
     close = worker.router.close
 
-    def close_with_input_arriving(why: str, *, timeout: float) -> None:
+    def close_with_input_arriving(why: str, **options: Any) -> None:
         other._keeper.store_input("s2", _draft("s2"))  # type: ignore[union-attr]
         keeper.poll_now()  # the worker's poll comes while it stops
         with PostgresStore(postgres_dsn, schema=schema) as store:
             seen.append(store.lease("s2"))
-        close(why, timeout=timeout)
+        close(why, **options)
 
     worker.router.close = close_with_input_arriving  # type: ignore[method-assign]
     worker.stop()
