@@ -6,10 +6,15 @@ With a ``PostgresStore`` several runtimes (workers) share one store. A
 - **Claiming.** Before a session is loaded to run here, its lease is taken
   (``ensure``); the store then fences every write to it with the lease's
   token, so once another worker takes the session over, nothing more from
-  here is stored (``LeaseLost``).
-- **Renewal.** A thread renews the leases held every ``ttl / 3`` seconds. A
-  lease another worker took over, or one that could not be renewed before
-  its expiry (the database unreachable), stops that session here.
+  here is stored (``LeaseLost``). Claims take turns under a lock, and none
+  is taken once the runtime stops (``close_intake``).
+- **Renewal.** A thread renews the leases held every ``ttl / 3`` seconds,
+  also between the pick-ups of a long batch. A renewal the database did not
+  answer is tried again at the next one; a lease another worker took over,
+  or one that could not be renewed before its expiry, stops that session
+  here. A lost lease stays held (the store refuses every write to the
+  session) until it is given back, and a claim of the session asks for a
+  new one.
 - **Release.** A session that passivates, and every session when the
   runtime stops, gives its lease back, so another worker may take it at once.
 - **Waking.** The thread waits on the store's ``NOTIFY`` channel. A session
@@ -50,6 +55,7 @@ from runtime import (
     step,
 )
 
+from ._errors import RuntimeStopped
 from ._ids import Clock
 from ._router import Router
 from ._storage import StoreThread
@@ -91,6 +97,7 @@ class LeaseKeeper:
             notifications that were lost).
         wake: load sessions nobody runs that have input waiting (a worker);
             False: run only the sessions this runtime is sent to.
+        monotonic: seconds for when to renew and poll (``time.monotonic``).
     """
 
     def __init__(
@@ -104,6 +111,7 @@ class LeaseKeeper:
         ttl: float = 30.0,
         poll: float = 30.0,
         wake: bool = False,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
         self._router = router
@@ -113,7 +121,13 @@ class LeaseKeeper:
         self._ttl = timedelta(seconds=ttl)
         self._poll = poll
         self._wake = wake
+        self._monotonic = monotonic
+        self._next_renew = monotonic() + ttl / 3
+        self._renewing = threading.Lock()
         self._stop = threading.Event()
+        self._claims = threading.Lock()  # one claim at a time; none once stopping
+        self._closed = False
+        self._lost: set[str] = set()  # held leases that renewal found lost (writes refused)
         self._thread = threading.Thread(target=self._loop, name="amber-leases", daemon=True)
         self._listener: Any = None
         self.taken = 0
@@ -128,11 +142,28 @@ class LeaseKeeper:
 
     def ensure(self, session_id: str) -> bool:
         """Hold the session's lease (take it if it is free or expired); False if another
-        worker holds it."""
-        if session_id in self._call(lambda s: s.held):
-            return True
-        now, ttl, owner = self._clock(), self._ttl, self._owner
-        lease = self._call(lambda s: s.acquire(session_id, owner=owner, now=now, ttl=ttl))
+        worker holds it.
+
+        Claims take turns (two pick-ups of one session take its lease once), and none
+        is taken once ``stop`` began (it would never be renewed or given back).
+
+        Raises:
+            RuntimeStopped: the keeper is stopping.
+        """
+        with self._claims:
+            if self._closed:
+                raise RuntimeStopped(
+                    f"The runtime is stopping; session {session_id!r} was not claimed. Send "
+                    "to a runtime that runs (its input is stored for whoever owns the session)."
+                )
+            held = self._call(lambda s: s.held.get(session_id))
+            if held is not None and session_id not in self._lost:
+                return True
+            if held is not None:  # lost to another worker: try again with a new lease
+                self._call(functools.partial(_release, lease=held))
+                self._lost.discard(session_id)
+            now, ttl, owner = self._clock(), self._ttl, self._owner
+            lease = self._call(lambda s: s.acquire(session_id, owner=owner, now=now, ttl=ttl))
         if lease is None:
             return False
         self.taken += 1
@@ -169,8 +200,19 @@ class LeaseKeeper:
         if self._wake:
             self.poll_now()
 
+    def close_intake(self) -> None:
+        """Take no more leases (a stopping runtime): later claims raise ``RuntimeStopped``,
+        and sessions with work waiting are left to other workers. The leases held are
+        still renewed until ``stop``."""
+        with self._claims:
+            self._closed = True
+
     def stop(self) -> None:
-        """Stop the thread and give every lease back (call before the store stops)."""
+        """Stop the thread and give every lease back (call before the store stops).
+
+        From now on no claim is taken: a claim racing this either finished before (and
+        its lease is given back here) or is refused."""
+        self.close_intake()
         self._stop.set()
         if self._thread.is_alive():
             with contextlib.suppress(Exception):
@@ -184,11 +226,9 @@ class LeaseKeeper:
             log.warning("could not give the leases back; they expire on their own")
 
     def _loop(self) -> None:
-        renew_every = self._ttl.total_seconds() / 3
-        next_renew = time.monotonic() + renew_every
-        next_poll = time.monotonic() + self._poll
+        next_poll = self._monotonic() + self._poll
         while not self._stop.is_set():
-            wait = max(0.0, min(next_renew, next_poll) - time.monotonic())
+            wait = max(0.0, min(self._next_renew, next_poll) - self._monotonic())
             try:
                 notified = self._listener.wait(wait)
             except StoreError:
@@ -198,14 +238,24 @@ class LeaseKeeper:
             try:
                 if notified:
                     self._woken(notified)
-                if time.monotonic() >= next_renew:
-                    next_renew = time.monotonic() + renew_every
-                    self._renew()
-                if time.monotonic() >= next_poll:
-                    next_poll = time.monotonic() + self._poll
+                self._renew_if_due()
+                if self._monotonic() >= next_poll:
+                    next_poll = self._monotonic() + self._poll
                     self.poll_now()
             except Exception:
                 log.exception("lease keeping failed; trying again")
+
+    def _renew_if_due(self) -> None:
+        """Renew the leases held if a third of the ttl passed since the last renewal; also
+        called between pick-ups, which may take long (loads), so that none lapses meanwhile.
+        A renewal already under way (another thread) is not waited for."""
+        if self._monotonic() < self._next_renew or not self._renewing.acquire(blocking=False):
+            return
+        try:
+            self._next_renew = self._monotonic() + self._ttl.total_seconds() / 3
+            self._renew()
+        finally:
+            self._renewing.release()
 
     def _reconnect(self) -> None:
         try:
@@ -221,6 +271,7 @@ class LeaseKeeper:
                 self._refresh(session_id)
             elif self._wake:
                 self._pick_up(session_id)
+            self._renew_if_due()
 
     def poll_now(self) -> None:
         """Look for sessions with work waiting that nobody runs (``wake``), and release the
@@ -229,19 +280,30 @@ class LeaseKeeper:
         held = dict(self._call(lambda s: s.held))
         for session_id, lease in held.items():
             if session_id not in live:
-                self._call(functools.partial(_release, lease=lease))
+                self._router.unless_live(session_id, functools.partial(self._let_go, lease))
         if not self._wake:
             return
         for info in self._call(lambda s: s.list_sessions()):
             if info.needs_runner and info.session_id not in live:
                 self._pick_up(info.session_id)
+                self._renew_if_due()
+
+    def _let_go(self, lease: Any) -> None:
+        """Give back the lease of a session that is not live (under the router's lock, so no
+        actor is made for it meanwhile)."""
+        with self._claims:
+            self._call(functools.partial(_release_unless_new, lease=lease))
+            self._lost.discard(lease.session_id)
 
     def _pick_up(self, session_id: str) -> None:
         info = self._call(lambda s: s.session(session_id) if session_id in s else None)
         if info is None or not info.needs_runner:
             return
-        if self.ensure(session_id):
-            self._router.load(session_id)
+        try:
+            if self.ensure(session_id):
+                self._router.load(session_id)
+        except RuntimeStopped:
+            return  # stopping: another worker picks it up
 
     def _refresh(self, session_id: str) -> None:
         """A session that runs here got events from elsewhere: reload it once it is idle."""
@@ -261,9 +323,13 @@ class LeaseKeeper:
     def _renew(self) -> None:
         now, ttl = self._clock(), self._ttl
         for session_id, lease in dict(self._call(lambda s: s.held)).items():
+            if session_id in self._lost:
+                continue  # known lost; its actor was stopped, its lease is given back later
             try:
                 self._call(functools.partial(_renew, lease=lease, now=now, ttl=ttl))
             except LeaseLost:
+                with self._claims:
+                    self._lost.add(session_id)  # its store keeps refusing writes
                 self.lost += 1
                 log.warning("lost the lease of %s to another worker; stopping it", session_id)
                 self._router.drop(session_id)
@@ -275,6 +341,13 @@ class LeaseKeeper:
 
 
 def _release(store: Any, *, lease: Any) -> Any:
+    return store.release(lease)
+
+
+def _release_unless_new(store: Any, *, lease: Any) -> Any:
+    """Release ``lease`` if the store still holds it (not one a claim took meanwhile)."""
+    if store.held.get(lease.session_id) != lease:
+        return False
     return store.release(lease)
 
 

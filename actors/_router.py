@@ -117,6 +117,13 @@ class Router:
         with self._lock:
             return sorted(self._live)
 
+    def unless_live(self, session_id: str, fn: Callable[[], object]) -> None:
+        """Call ``fn()`` if the session has no live actor, with no actor made for it meanwhile
+        (under the table's lock: ``fn`` must not wait for a session actor)."""
+        with self._lock:
+            if session_id not in self._live:
+                fn()
+
     def _entry(self, session_id: str, *, report: bool = False) -> _Live:
         with self._lock:
             services = self._services

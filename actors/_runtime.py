@@ -277,6 +277,8 @@ class Runtime(Asking, Approving):
                     _stop(ref, timeout)
                 return
             self._state = "stopping"
+        if self._keeper is not None:
+            self._keeper.close_intake()  # no session is claimed while the others shut down
         # The drain: a reply an adapter is sending now is recorded delivered before the
         # sessions stop, so that a restart does not send it again.
         self.router.close(_not_running("stopped"), timeout=timeout, drain=self.gateway.drain)

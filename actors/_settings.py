@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +20,7 @@ from runtime import (
 
 from ._errors import InvalidConfig
 
-__all__ = ["Settings"]
+__all__ = ["MAX_LEASE_TTL", "Settings"]
 
 
 def _positive_or_none(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -29,6 +30,34 @@ def _positive_or_none(instance: object, attribute: attrs.Attribute[Any], value: 
         raise InvalidConfig(
             f"Settings.{attribute.name} must be a positive number of seconds or None "
             f"(got {value!r})."
+        )
+
+
+def _seconds(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return math.nan
+    return float(value)
+
+
+MAX_LEASE_TTL = 86400.0
+"""The longest lease ttl (a day): a dead worker's sessions wait that long for another."""
+
+
+def _lease_ttl(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not 1 <= _seconds(value) <= MAX_LEASE_TTL:  # NaN and infinities fail too
+        raise InvalidConfig(
+            f"Settings.lease_ttl must be a number of seconds from 1 to 86400 (got {value!r}); "
+            "a session's lease lasts that long unrenewed (it is renewed every third of it), "
+            "30 is the default."
+        )
+
+
+def _lease_poll(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    seconds = _seconds(value)
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise InvalidConfig(
+            f"Settings.lease_poll must be a positive, finite number of seconds (got {value!r}); "
+            "it is how often a worker looks for work nobody runs, 30 is the default."
         )
 
 
@@ -92,10 +121,10 @@ class Settings:
     """Seconds to wait for the store to commit or load before giving up."""
     ask_timeout: float = attrs.field(default=30.0, validator=_positive_or_none)
     """Seconds the runtime waits for a session actor to answer."""
-    lease_ttl: float = attrs.field(default=30.0, validator=_positive_or_none)
+    lease_ttl: float = attrs.field(default=30.0, validator=_lease_ttl)
     """With a shared (PostgreSQL) store: seconds a session's lease lasts unrenewed (it is
     renewed every third of it); another worker takes the session over after it."""
-    lease_poll: float = attrs.field(default=30.0, validator=_positive_or_none)
+    lease_poll: float = attrs.field(default=30.0, validator=_lease_poll)
     """With a shared store: seconds between polls for sessions with work nobody runs (the
     fallback for lost notifications)."""
     prices: PriceTable | None = attrs.field(factory=_default_prices, validator=_prices, repr=False)

@@ -39,7 +39,7 @@ except ImportError:  # a plain checkout, not installed: use the repository root
 from runtime.store import SQLiteStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_long  # noqa: E402  (the long session's generator)
+import bench_long  # the long session's generator
 
 SOURCE = bench_long.SESSION
 

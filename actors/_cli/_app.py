@@ -196,14 +196,17 @@ def session_id_option(ctx: click.Context, param: click.Parameter, value: str | N
 
 class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
     """A number of seconds, parsed by ``actors._seconds.time_limit`` (the one parser every
-    option taking seconds shares): finite, from ``minimum`` to 100 years; anything else is
-    a usage error naming the option and the range."""
+    option taking seconds shares): finite, from ``minimum`` to ``maximum`` (100 years unless
+    given); anything else is a usage error naming the option and the range."""
 
     name = "seconds"
 
-    def __init__(self, minimum: float = 0.0, *, above_minimum: bool = False) -> None:
+    def __init__(
+        self, minimum: float = 0.0, *, above_minimum: bool = False, maximum: float | None = None
+    ) -> None:
         self.minimum = minimum
         self.above_minimum = above_minimum
+        self.maximum = maximum
 
     def convert(
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
@@ -213,6 +216,14 @@ class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic only in new
 
         what = param.opts[0] if param is not None and param.opts else "the value"
         try:
+            if self.maximum is not None:
+                return time_limit(
+                    value,
+                    what=what,
+                    minimum=self.minimum,
+                    above_minimum=self.above_minimum,
+                    maximum=self.maximum,
+                )
             return time_limit(
                 value, what=what, minimum=self.minimum, above_minimum=self.above_minimum
             )
@@ -286,12 +297,15 @@ def _no_pg_store(db: str, schema: str) -> CliError | None:
     (another application's: the store's own error says so) or cannot be looked at."""
     import psycopg
 
+    from runtime.store._pg_schema import stores_there
+
     try:
         with psycopg.connect(db, connect_timeout=10) as conn:
             found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,))
             exists = found.fetchone() is not None
             row = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,))
             tables = row.fetchone()
+            stores = stores_there(conn, schema)
     except psycopg.Error:
         return None
     if tables is None or tables[0]:
@@ -301,8 +315,8 @@ def _no_pg_store(db: str, schema: str) -> CliError | None:
     load = command_line("import", "FILE", options=("--db", "URL"))
     return CliError(
         f"Schema {schema!r} of the PostgreSQL database --db names holds no Amber store (it "
-        f"{'exists but is empty' if exists else 'does not exist'}). If your store is in "
-        f"another schema, set AMBER_PG_SCHEMA to it ({set_to}). To make one here: "
+        f"{'exists but is empty' if exists else 'does not exist'}). {stores} If your store "
+        f"is in another schema, set AMBER_PG_SCHEMA to it ({set_to}). To make one here: "
         f"'{migrate}' copies every session of a SQLite store, '{load}' one session that "
         "'amber export' wrote.",
         ExitCode.BAD_STORE,

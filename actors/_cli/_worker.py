@@ -42,8 +42,8 @@ from runtime import InvalidArgument
 from runtime.store import is_postgres_url
 
 from .._runtime import Runtime
-from .._seconds import time_limit
-from .._settings import Settings
+from .._seconds import MAX_SECONDS, time_limit
+from .._settings import MAX_LEASE_TTL, Settings
 from ._app import CliError, ExitCode, Seconds, open_any_store
 
 __all__ = ["load_app", "read_config", "worker"]
@@ -82,8 +82,8 @@ _CONFIG: dict[str, type | tuple[type, ...]] = {
 }  # fmt: skip
 """The keys of a worker's config file and the TOML types each takes."""
 
-_SECONDS = {"lease_ttl": 1.0, "poll": 0.1}
-"""The keys that are numbers of seconds, and the least each takes (as its option)."""
+_SECONDS = {"lease_ttl": (1.0, MAX_LEASE_TTL), "poll": (0.1, MAX_SECONDS)}
+"""The keys that are numbers of seconds, and the least and most each takes (as its option)."""
 
 
 def read_config(path: str) -> dict[str, Any]:
@@ -127,7 +127,8 @@ def read_config(path: str) -> dict[str, Any]:
             )
         if key in _SECONDS:
             try:
-                time_limit(value, what=key, minimum=_SECONDS[key])
+                low, high = _SECONDS[key]
+                time_limit(value, what=key, minimum=low, maximum=high)
             except InvalidArgument as exc:
                 raise CliError(f"In the worker config {path!r}, {exc}", ExitCode.USAGE) from None
     return {("app_ref" if key == "app" else key): value for key, value in table.items()}
@@ -153,7 +154,7 @@ def _config(ctx: click.Context, _param: click.Parameter, value: str | None) -> N
     help="A function returning the model, tools and settings (see docs/scaling.md).",
 )  # fmt: skip
 @click.option(
-    "--lease-ttl", type=Seconds(1), default=None,
+    "--lease-ttl", type=Seconds(1, maximum=MAX_LEASE_TTL), default=None,
     help="Seconds a session's lease lasts unrenewed (default: the settings', 30).",
 )  # fmt: skip
 @click.option(

@@ -7,8 +7,9 @@ adds one to its token: every takeover makes a token no earlier owner holds.
 another owner has taken the lease it raises ``LeaseLost``. A released lease
 keeps its row (expired at once), so tokens only ever grow.
 
-A lost lease stays in the store's ``held`` until ``renew`` (or ``release``) finds it
-lost: every write to the session is refused meanwhile, never let through unfenced.
+A lost lease stays in the store's ``held`` until ``release``, also once ``renew``
+found it lost: every write to the session is refused meanwhile, never let through
+unfenced.
 
 Fencing: a store that holds a lease checks it in every write to that session,
 in the write's own transaction, with ``SELECT … FOR SHARE`` on the lease row.

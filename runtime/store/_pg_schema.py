@@ -30,6 +30,7 @@ quoted by ``psycopg.sql``; values are always parameters.
 
 from __future__ import annotations
 
+import difflib
 import zlib
 from typing import Any
 
@@ -38,7 +39,14 @@ from psycopg import sql
 
 from .._errors import NotAStore, SchemaVersionError
 
-__all__ = ["PG_SCHEMA_VERSION", "PG_TRIGGERS", "lock_space", "migrate", "present_guards"]
+__all__ = [
+    "PG_SCHEMA_VERSION",
+    "PG_TRIGGERS",
+    "lock_space",
+    "migrate",
+    "present_guards",
+    "stores_there",
+]
 
 PG_SCHEMA_VERSION = 1
 """The PostgreSQL schema this Amber writes, and the newest it reads."""
@@ -191,6 +199,23 @@ def _tables(conn: psycopg.Connection[Any], schema: str) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
+def stores_there(conn: psycopg.Connection[Any], schema: str, *, most: int = 8) -> str:
+    """A sentence naming the schemas of the database that hold an Amber store, those closest
+    to ``schema`` (a typo of one) first."""
+    rows = conn.execute(
+        "SELECT DISTINCT table_schema FROM information_schema.tables "
+        "WHERE table_name = 'amber_meta' ORDER BY table_schema"
+    )
+    stores = [str(row[0]) for row in rows]
+    if not stores:
+        return "No schema in this database holds an Amber store."
+    close = difflib.get_close_matches(schema, stores, n=most, cutoff=0.6)
+    ordered = close + [name for name in stores if name not in close]
+    more = f" (and {len(ordered) - most} more)" if len(ordered) > most else ""
+    names = ", ".join(repr(name) for name in ordered[:most])
+    return f"Schemas with an Amber store in this database: {names}{more}."
+
+
 def schema_version(conn: psycopg.Connection[Any], schema: str, name: str) -> int:
     """The version the store records (0 for a missing or empty schema).
 
@@ -241,8 +266,11 @@ def migrate(conn: psycopg.Connection[Any], schema: str, name: str, *, create: bo
         version = schema_version(conn, schema, name)
         if version == 0 and not create:
             raise NotAStore(
-                f"{name!r} holds no Amber store (the schema {schema!r} is missing or empty). "
-                "Pass the schema of a store, or open it with create=True to make one."
+                f"{name!r} holds no Amber store: the schema {schema!r} is missing or empty. "
+                f"{stores_there(conn, schema)} Pass the schema of a store (PostgresStore(dsn, "
+                "schema=...); for the amber CLI set $AMBER_PG_SCHEMA to one of them), or make "
+                "one there: PostgresStore(dsn, schema=..., create=True), 'amber migrate --from "
+                "FILE --to URL' or 'amber import FILE --db URL'."
             )
         if version > PG_SCHEMA_VERSION:
             raise SchemaVersionError(

@@ -270,16 +270,16 @@ class PostgresStore(SqlStore):
     def renew(self, lease: Lease, *, now: datetime, ttl: timedelta) -> Lease:
         """Push the lease's expiry to ``now + ttl``.
 
+        A renewal that fails leaves the store holding ``lease`` as it was: a lost one
+        keeps refusing writes to the session (``LeaseLost``) until ``release``, and one
+        that met a database error may be renewed again before it expires.
+
         Raises:
-            LeaseLost: another owner took it over; the store no longer holds it.
+            LeaseLost: another owner took it over.
+            StoreError: the database could not be reached (the lease is unchanged).
         """
-        try:
-            with self._write(()) as db:
-                renewed = renew(db, lease, now=now, ttl=ttl)
-        except Exception:
-            if self._held.get(lease.session_id) == lease:
-                del self._held[lease.session_id]
-            raise
+        with self._write(()) as db:
+            renewed = renew(db, lease, now=now, ttl=ttl)
         self._held[lease.session_id] = renewed
         return renewed
 

@@ -7,6 +7,7 @@ test gets a fresh schema through ``$AMBER_PG_SCHEMA``.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -74,6 +75,42 @@ def test_a_missing_schema_is_not_created_by_reads(pg: str) -> None:
     assert "holds no Amber store" in result.output
 
 
+def test_a_mistyped_schema_lists_the_stores_there_are(
+    postgres_dsn: str, pg_schema: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A schema name that holds no store (a typo in ``$AMBER_PG_SCHEMA``) is exit 4 with the
+    schemas that hold Amber stores, the closest first, and how to make a store there."""
+    real = pg_schema()
+    PostgresStore(postgres_dsn, schema=real).close()  # makes the store
+    typo = real[:-1]
+    monkeypatch.setenv("AMBER_PG_SCHEMA", typo)
+    result = amber("sessions", "--db", postgres_dsn)
+    assert result.exit_code == 4, result.output
+    said = " ".join(result.output.split())
+    assert f"Schema {typo!r} of the PostgreSQL database --db names holds no Amber store" in said
+    assert f"Schemas with an Amber store in this database: {real!r}" in said
+    assert f"set AMBER_PG_SCHEMA to it (it is {typo!r})" in said
+    assert "amber migrate" in said
+    assert "amber import" in said
+
+
+def test_a_mistyped_schema_in_python_lists_the_stores_there_are(
+    postgres_dsn: str, pg_schema: Callable[[], str]
+) -> None:
+    """``PostgresStore(create=False)`` on a schema with no store says the same, for Python."""
+    from runtime import NotAStore
+
+    real = pg_schema()
+    PostgresStore(postgres_dsn, schema=real).close()
+    typo = real[:-1]
+    with pytest.raises(NotAStore) as info:
+        PostgresStore(postgres_dsn, schema=typo, create=False)
+    said = str(info.value)
+    assert f"the schema {typo!r} is missing or empty" in said
+    assert f"Schemas with an Amber store in this database: {real!r}" in said
+    assert "'amber migrate --from FILE --to URL' or 'amber import FILE --db URL'" in said
+
+
 def test_same_store_twice_is_refused(recorded: Recorded) -> None:  # noqa: F811
     """--from and --to must differ."""
     result = amber("migrate", "--from", recorded.db, "--to", recorded.db)
@@ -133,13 +170,21 @@ def test_a_schema_without_a_store_says_how_to_fill_it(
     result = amber("sessions", "--db", pg)
     assert result.exit_code == 4
     state = "exists but is empty" if made else "does not exist"
-    assert result.stderr == (
-        f"amber: Schema '{schema}' of the PostgreSQL database --db names holds no Amber store "
-        f"(it {state}). If your store is in another schema, set AMBER_PG_SCHEMA to it (it is "
-        f"'{schema}'). To make one here: 'amber migrate --from STORE.db --to URL' copies every "
-        "session of a SQLite store, 'amber import FILE --db URL' one session that 'amber "
-        "export' wrote.\n"
-    )
+    stores = r"(Schemas with an Amber store in this database: .+|No schema in this database holds an Amber store)\."
+    assert re.fullmatch(
+        re.escape(
+            f"amber: Schema '{schema}' of the PostgreSQL database --db names holds no Amber "
+            f"store (it {state}). "
+        )
+        + stores
+        + re.escape(
+            f" If your store is in another schema, set AMBER_PG_SCHEMA to it (it is "
+            f"'{schema}'). To make one here: 'amber migrate --from STORE.db --to URL' copies "
+            "every session of a SQLite store, 'amber import FILE --db URL' one session that "
+            "'amber export' wrote.\n"
+        ),
+        result.stderr,
+    ), result.stderr
     with psycopg.connect(pg, autocommit=True) as conn:
         tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,))
         assert tables.fetchone() == (0,)

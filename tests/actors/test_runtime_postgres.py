@@ -10,10 +10,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
-from actors import OwnedElsewhere, Runtime, ScriptedModel, Settings
+from actors import OwnedElsewhere, Runtime, RuntimeStopped, ScriptedModel, Settings
 from runtime import Category, LeaseLost, Status, category_of, hang, reply
 from runtime.store import PostgresStore
 
@@ -141,3 +142,29 @@ def test_takeover_recovers_the_turn_and_fences_the_old_owner(
         timeline = store.verify("s")
     questions = [m for m in timeline.head.messages if category_of(m) is Category.USER_QUESTION]
     assert [m.status for m in questions] == [Status.PROCESSED]
+
+
+def test_a_stopping_worker_claims_no_session(
+    open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+) -> None:
+    """Once a worker stops, its intake is closed: while its sessions shut down, input that
+    arrives for a session nobody runs is left for other workers (no lease is taken)."""
+    worker = open_rt(ScriptedModel([]), resume="all")
+    other = open_rt(ScriptedModel([]))
+    keeper = worker._keeper
+    assert keeper is not None
+    seen: list[object] = []
+    close = worker.router.close
+
+    def close_with_input_arriving(why: str, **options: Any) -> None:
+        other._keeper.store_input("s2", _draft("s2"))  # type: ignore[union-attr]
+        keeper.poll_now()  # the worker's poll comes while it stops
+        with PostgresStore(postgres_dsn, schema=schema) as store:
+            seen.append(store.lease("s2"))
+        close(why, **options)
+
+    worker.router.close = close_with_input_arriving  # type: ignore[method-assign]
+    worker.stop()
+    assert seen == [None]
+    with pytest.raises(RuntimeStopped, match=r"^The runtime is stopping"):
+        keeper.ensure("s2")

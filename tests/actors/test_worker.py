@@ -118,6 +118,31 @@ class TestConfigErrors:
         assert result.exit_code == 2, result.output
         assert said in result.output
 
+    @pytest.mark.parametrize("value", ["100000", "86400.5", "0.5"])
+    def test_a_lease_ttl_out_of_range(self, value: str) -> None:
+        """A lease ttl outside 1 to 86400 s (a day) exits 2 naming the option and the range,
+        before anything is opened or imported."""
+        result = CliRunner().invoke(
+            cli,
+            [
+                "worker", "--db", "postgresql://nobody@127.0.0.1:1/none", "--app", "no_such:app",
+                "--lease-ttl", value,
+            ],
+        )  # fmt: skip
+        assert result.exit_code == 2, result.output
+        assert (
+            f"--lease-ttl must be a number of seconds from 1 to 86400; got {value!r}"
+            in " ".join(result.output.split())
+        )
+
+    def test_a_lease_ttl_out_of_range_in_the_file(self, tmp_path: Path) -> None:
+        """The same range holds for the config file's ``lease_ttl``."""
+        result = self.run(tmp_path, "[worker]\nlease_ttl = 100000\n")
+        assert result.exit_code == 2, result.output
+        assert "lease_ttl must be a number of seconds from 1 to 86400; got 100000" in " ".join(
+            result.output.split()
+        )
+
     def test_the_file_gives_the_options_and_the_command_line_wins(self, tmp_path: Path) -> None:
         text = '[worker]\ndb = "from-file.db"\napp = "worker_app:make_app"\n'
         result = self.run(tmp_path, text)

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from runtime import InvalidArgument, LeaseLost
+from runtime import InvalidArgument, LeaseLost, StoreError
 from runtime.store import Lease, PostgresStore
 
 from .scenario import continue_session, conversation
@@ -134,7 +134,8 @@ class TestRenew:
         assert b.acquire("s", owner="w2", now=NOW + TTL, ttl=TTL) is None
 
     def test_renewing_a_lost_lease_fails(self, pair: tuple[PostgresStore, PostgresStore]) -> None:
-        """Once another owner took over, renewal raises LeaseLost and the store lets go."""
+        """Once another owner took over, renewal raises LeaseLost; the store still holds the
+        lost lease (its writes stay fenced) until it is released."""
         a, b = pair
         lease = a.acquire("s", owner="w1", now=NOW, ttl=TTL)
         assert lease is not None
@@ -142,7 +143,49 @@ class TestRenew:
         with pytest.raises(LeaseLost, match=r"'w2' holds it now with token 2") as info:
             a.renew(lease, now=NOW + 2 * TTL, ttl=TTL)
         assert (info.value.session_id, info.value.token, info.value.current) == ("s", 1, 2)
+        assert a.held == {"s": lease}
+        assert a.release(lease) is False
         assert a.held == {}
+
+    def test_a_lost_lease_keeps_refusing_writes(
+        self, pair: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """After renewal found the lease lost, every later write to the session is still
+        refused with LeaseLost (it must not go through unfenced), until the lease is
+        released."""
+        a, b = pair
+        lease = a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        assert lease is not None
+        b.acquire("s", owner="w2", now=NOW + 2 * TTL, ttl=TTL)
+        with pytest.raises(LeaseLost):
+            a.renew(lease, now=NOW + 2 * TTL, ttl=TTL)
+        for _ in range(3):
+            with pytest.raises(LeaseLost, match=r"^Cannot append to session 's'"):
+                a.append(more(a, 1))
+            with pytest.raises(LeaseLost):
+                a.renew(lease, now=NOW + 2 * TTL, ttl=TTL)
+        assert b.load_state("s").seq == 3
+
+    def test_a_renewal_that_met_a_database_error_keeps_the_lease(
+        self, pair: tuple[PostgresStore, PostgresStore], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A renewal the database did not answer leaves the lease held as it was (fenced
+        writes, another try at the next renewal): it is not dropped."""
+        a, _ = pair
+        lease = a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        assert lease is not None
+
+        def unreachable(sessions: object) -> None:
+            raise StoreError("Cannot reach the database (a test's outage).")
+
+        monkeypatch.setattr(a, "_write", unreachable)
+        with pytest.raises(StoreError, match="a test's outage"):
+            a.renew(lease, now=NOW + timedelta(seconds=10), ttl=TTL)
+        monkeypatch.undo()
+        assert a.held == {"s": lease}
+        renewed = a.renew(lease, now=NOW + timedelta(seconds=20), ttl=TTL)
+        assert renewed.expires_at == NOW + timedelta(seconds=50)
+        assert a.held == {"s": renewed}
 
     def test_an_expired_lease_nobody_took_renews(
         self, pair: tuple[PostgresStore, PostgresStore]

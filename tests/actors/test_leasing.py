@@ -1,0 +1,260 @@
+"""``LeaseKeeper`` on a real ``PostgresStore``: claiming, stopping, renewing.
+
+The keeper is driven directly (its thread is not started unless a test says
+so), with a plain ``Router`` and the store behind a ``StoreThread``. Times
+come from a clock the test sets.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from actors import RuntimeStopped, Settings
+from actors._drafts import user_draft
+from actors._leasing import LeaseKeeper, store_input
+from actors._router import Router
+from actors._storage import StoreThread
+from runtime import StoreError
+from runtime.store import PostgresStore
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+TTL = timedelta(seconds=30)
+
+
+class GatedStore:
+    """A ``StoreThread`` whose calls may be held at a gate (to line up a race)."""
+
+    def __init__(self, inner: StoreThread) -> None:
+        self.inner = inner
+        self.before_call: Callable[[int], None] = lambda n: None
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def call(self, fn: Callable[[Any], Any]) -> Future[Any]:
+        with self._lock:
+            self.calls += 1
+            n = self.calls
+        self.before_call(n)
+        return self.inner.call(fn)
+
+
+class FlakyStore:
+    """A ``StoreThread`` whose store's ``renew`` fails with ``StoreError`` ``fail`` times (the
+    database out of reach for a moment)."""
+
+    def __init__(self, inner: StoreThread) -> None:
+        self.inner = inner
+        self.fail = 0
+
+    def call(self, fn: Callable[[Any], Any]) -> Future[Any]:
+        return self.inner.call(lambda s: fn(_Flaky(s, self)))
+
+
+class _Flaky:
+    def __init__(self, store: Any, flaky: FlakyStore) -> None:
+        self._store = store
+        self._flaky = flaky
+
+    def renew(self, lease: Any, *, now: datetime, ttl: timedelta) -> Any:
+        if not self._flaky.fail:
+            return self._store.renew(lease, now=now, ttl=ttl)
+        self._flaky.fail -= 1
+
+        def unreachable(sessions: object) -> Any:
+            raise StoreError("Cannot reach the database (a test's outage).")
+
+        self._store._write = unreachable  # the store's own renew meets the error
+        try:
+            return self._store.renew(lease, now=now, ttl=ttl)
+        finally:
+            del self._store._write
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+@pytest.fixture
+def schema(pg_schema: Callable[[], str]) -> str:
+    return pg_schema()
+
+
+@pytest.fixture
+def other(postgres_dsn: str, schema: str) -> Iterator[PostgresStore]:
+    """Another worker's store on the same schema."""
+    with PostgresStore(postgres_dsn, schema=schema) as store:
+        yield store
+
+
+@pytest.fixture
+def store(postgres_dsn: str, schema: str) -> Iterator[StoreThread]:
+    thread = StoreThread(PostgresStore(postgres_dsn, schema=schema))
+    thread.start()
+    yield thread
+    thread.stop()
+
+
+def keeper_on(store: Any, router: Any = None, **options: Any) -> LeaseKeeper:
+    return LeaseKeeper(
+        store=store,
+        router=router or Router(),
+        owner="w1",
+        clock=lambda: NOW,
+        turn_settings=Settings().turn_settings(
+            tools=(), model_name=None, runner="w1", exclusive=False
+        ),
+        **options,
+    )
+
+
+class TestClaims:
+    def test_a_claim_after_stop_is_refused_and_takes_no_lease(self, store: StoreThread) -> None:
+        """A claim that comes after ``stop`` (a call racing the runtime's stop) is refused:
+        no lease is taken that nobody would renew or give back."""
+        keeper = keeper_on(store)
+        keeper.stop()
+        with pytest.raises(RuntimeStopped, match=r"^The runtime is stopping"):
+            keeper.ensure("s")
+        assert store.call(lambda s: s.lease("s")).result(60) is None
+        assert store.call(lambda s: dict(s.held)).result(60) == {}
+
+    def test_racing_claims_of_one_session_take_its_lease_once(self, store: StoreThread) -> None:
+        """Two pick-ups of one session at once (the keeper's thread and a caller) take its
+        lease once: the second finds it held, the token stays 1."""
+        gated = GatedStore(store)
+        keeper = keeper_on(gated)
+        second_done = threading.Event()
+
+        def hold_the_first(n: int) -> None:
+            # The first claim's acquire (its 2nd store call) waits until the second claim
+            # is done; with claims under a lock the second cannot finish first, and the
+            # wait ends at its bound (the outcome is judged by the token, not by the wait).
+            if n == 2:
+                second_done.wait(2.0)
+
+        gated.before_call = hold_the_first
+        results: list[bool] = []
+        first = threading.Thread(target=lambda: results.append(keeper.ensure("s")))
+        first.start()
+        deadline = time.monotonic() + 60  # a hang guard
+        while gated.calls < 2:  # the first claim is at its acquire
+            assert time.monotonic() < deadline, "the first claim did not reach its acquire"
+            time.sleep(0.001)
+        results.append(keeper.ensure("s"))
+        second_done.set()
+        first.join(60)
+        assert results == [True, True]
+        lease = store.call(lambda s: s.lease("s")).result(60)
+        assert (lease.owner, lease.token) == ("w1", 1)
+        assert keeper.taken == 1
+
+
+class TestLost:
+    def test_a_lost_lease_is_not_claimed_as_held(
+        self, store: StoreThread, other: PostgresStore
+    ) -> None:
+        """Once renewal finds a lease taken over, the session is not claimed on the strength
+        of it: a claim finds another worker holds it. Until then the store keeps it (every
+        write refused)."""
+        keeper = keeper_on(store)
+        assert keeper.ensure("s")
+        taken = other.acquire("s", owner="w2", now=NOW + timedelta(hours=1), ttl=TTL)
+        assert taken is not None
+        keeper._renew()
+        assert keeper.lost == 1
+        assert "s" in store.call(lambda s: dict(s.held)).result(60)
+        keeper._renew()  # found lost once: not counted (nor its session stopped) again
+        assert keeper.lost == 1
+        assert keeper.ensure("s") is False
+        assert store.call(lambda s: dict(s.held)).result(60) == {}
+        assert other.lease("s") == taken
+
+
+class SlowRouter:
+    """A live-session table whose loads take ``ttl / 3`` (wall clock and monotonic)."""
+
+    def __init__(self, live: list[str], advance: Callable[[], None]) -> None:
+        self.live = set(live)
+        self.advance = advance
+
+    def live_sessions(self) -> list[str]:
+        return sorted(self.live)
+
+    def load(self, session_id: str) -> None:
+        self.advance()
+        self.live.add(session_id)
+
+    def unless_live(self, session_id: str, fn: Callable[[], object]) -> None:
+        if session_id not in self.live:
+            fn()
+
+
+def waiting_input(store: PostgresStore, session_id: str) -> None:
+    settings = Settings()
+    draft = user_draft(
+        "send", session_id, "waiting", {"sender": "Chii"}, lambda: NOW, settings.input_limits
+    )
+    turn = settings.turn_settings(tools=(), model_name=None, runner="w0", exclusive=False)
+    store_input(store, session_id, draft, settings=turn, at=NOW)
+
+
+class TestRenewal:
+    def test_leases_are_renewed_between_pick_ups(
+        self, store: StoreThread, other: PostgresStore
+    ) -> None:
+        """Picking up many sessions, each slow to load, does not hold renewals back: the
+        leases held are renewed between pick-ups, and none lapses meanwhile."""
+        for n in range(6):
+            waiting_input(other, f"w{n}")
+        now, mono = [NOW], [1000.0]
+        lapsed: list[str] = []
+
+        def load_takes_a_third_of_the_ttl() -> None:
+            now[0] += TTL / 3
+            mono[0] += TTL.total_seconds() / 3
+            held = other.lease("h")
+            if held is None or held.expires_at <= now[0]:
+                lapsed.append(f"at {now[0] - NOW}: {held}")
+
+        keeper = keeper_on(
+            store,
+            router=SlowRouter(["h"], load_takes_a_third_of_the_ttl),
+            wake=True,
+            monotonic=lambda: mono[0],
+        )
+        keeper._clock = lambda: now[0]
+        assert keeper.ensure("h")
+        keeper.poll_now()
+        assert keeper.taken == 7
+        assert lapsed == []
+        assert other.lease("h").expires_at > now[0]  # type: ignore[union-attr]
+
+    def test_a_failed_renewal_keeps_the_lease_for_the_next(self, store: StoreThread) -> None:
+        """A renewal that meets a database error, with time left before expiry, keeps the
+        lease held (writes stay fenced) and the session running; the next renewal pushes
+        its expiry on."""
+        flaky = FlakyStore(store)
+        now = [NOW]
+        keeper = keeper_on(flaky, ttl=30.0)
+        keeper._clock = lambda: now[0]
+        dropped: list[str] = []
+        keeper._router.drop = lambda session_id, **_: dropped.append(session_id)  # type: ignore[method-assign]
+        assert keeper.ensure("s")
+        flaky.fail = 1
+        now[0] = NOW + timedelta(seconds=10)
+        keeper._renew()
+        held = store.call(lambda s: dict(s.held)).result(60)
+        assert [(lease.token, lease.expires_at) for lease in held.values()] == [(1, NOW + TTL)]
+        assert dropped == []
+        now[0] = NOW + timedelta(seconds=20)
+        keeper._renew()
+        lease = store.call(lambda s: s.lease("s")).result(60)
+        assert (lease.token, lease.expires_at) == (1, now[0] + TTL)
+        assert store.call(lambda s: s.held["s"]).result(60) == lease
+        assert dropped == []
