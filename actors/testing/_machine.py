@@ -45,6 +45,19 @@ from runtime.testing import (
     invalid_input,
     turn_plans,
 )
+from runtime.testing._answers import PLAN_OPTIONS
+from runtime.testing._options import (
+    Check,
+    check_options,
+    choice,
+    instance,
+    mapping_of_flags,
+    number,
+    optional_path,
+    sequence_of,
+    session_names,
+    whole,
+)
 
 from .._channels import LiveChannelAdapter, SilentChannelAdapter
 from .._errors import InvalidConfig
@@ -448,6 +461,69 @@ class _KeptSQLite(SQLiteStore):
         super().close()
 
 
+LIFECYCLE_OPTIONS: dict[str, Check] = {
+    "tools": sequence_of(lambda t: isinstance(t, Tool) or callable(t), "Tools or functions"),
+    "sessions": session_names,
+    "store": choice("memory", "sqlite", "postgres"),
+    "runtime_settings": instance(Settings, what="an actors.Settings"),
+    "wait_timeout": number(positive=True),
+    "cancel_grace": number(positive=True),
+    "stop_timeout": number(positive=True),
+    "slow_seconds": number(positive=False),
+    "check_views": choice("every", "idle", "never"),
+    "compare_heads": choice("every", "idle", "never"),
+    "extra_checks": sequence_of(callable, "functions (state) -> None"),
+    "max_answers": whole(1),
+    "plan_options": mapping_of_flags(PLAN_OPTIONS),
+    "report_at": choice("quiet", "step"),
+    "restart_every": whole(1),
+    "failures_dir": optional_path,
+}
+"""The checks of ``lifecycle_machine``'s options."""
+
+
+def _check_machine(tools: Any, model: Any, adapters: Any, name: Any, base: Any) -> None:
+    """The arguments of ``lifecycle_machine`` that are not (only) class attributes."""
+    function = "lifecycle_machine"
+    if not (isinstance(base, type) and issubclass(base, LifecycleMachine)):
+        raise InvalidConfig(
+            f"{function}() option 'base' must be LifecycleMachine or a subclass of it "
+            f"(got {base!r})."
+        )
+    if not isinstance(name, str) or not name:
+        raise InvalidConfig(
+            f"{function}() option 'name' must be a non-empty str, the class name (got {name!r})."
+        )
+    if adapters is not None and not callable(adapters):
+        raise InvalidConfig(
+            f"{function}() option 'adapters' must be None or a function that starts the "
+            f"adapters (called at each (re)start) (got {adapters!r})."
+        )
+    if model is not None and not callable(model) and not hasattr(model, "stream"):
+        raise InvalidConfig(
+            f"{function}() option 'model' must be None, a Model or a function that makes one "
+            f"per example (got {model!r} that is a {type(model).__name__})."
+        )
+    if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+        raise InvalidConfig(
+            f"{function}() option 'tools' must be a sequence of Tools or functions (got {tools!r})."
+        )
+    names: dict[str, int] = {}
+    for i, item in enumerate(tools):
+        if not isinstance(item, Tool) and not callable(item):
+            raise InvalidConfig(
+                f"{function}() option 'tools' must hold Tools or functions; tools[{i}] is "
+                f"{item!r} that is a {type(item).__name__}."
+            )
+        made = item if isinstance(item, Tool) else tool(item)
+        if made.name in names:
+            raise InvalidConfig(
+                f"{function}() option 'tools' must name each tool once; tools[{names[made.name]}] "
+                f"and tools[{i}] are both called {made.name!r}."
+            )
+        names[made.name] = i
+
+
 def lifecycle_machine(
     *,
     tools: Sequence[Tool | Callable[..., Any]] = (),
@@ -472,13 +548,13 @@ def lifecycle_machine(
 
     Returns:
         The class; run it with ``TestX = lifecycle_machine(...).TestCase``.
+
+    Raises:
+        InvalidConfig: an option is unknown or does not fit (the message names it, what was
+            expected and what was given).
     """
-    unknown = sorted(k for k in options if not hasattr(base, k) or k.startswith("_"))
-    if unknown:
-        raise InvalidConfig(
-            f"lifecycle_machine() got unknown options {unknown}; the options are the class "
-            "attributes of LifecycleMachine (sessions, store, runtime_settings, wait_timeout …)."
-        )
+    _check_machine(tools, model, adapters, name, base)
+    check_options("lifecycle_machine", base, options, LIFECYCLE_OPTIONS, error=InvalidConfig)
     namespace: dict[str, Any] = {"tools": tuple(tools), **options, "__module__": base.__module__}
     if model is not None:
 
