@@ -50,6 +50,7 @@ from runtime.testing._options import (
     Check,
     check_options,
     choice,
+    flag,
     instance,
     mapping_of_flags,
     number,
@@ -58,6 +59,7 @@ from runtime.testing._options import (
     session_names,
     whole,
 )
+from runtime.testing._testcase import MachineTestCase
 
 from .._channels import LiveChannelAdapter, SilentChannelAdapter
 from .._errors import InvalidConfig
@@ -144,6 +146,11 @@ class LifecycleMachine(MachineChecks, RuleBasedStateMachine):
     failures_dir: ClassVar[str | None] = None
     """Where failing examples' sessions are saved (default ``$AMBER_FAILURES_DIR`` or
     ``.amber-failures``)."""
+    explain: ClassVar[bool] = False
+    """Run Hypothesis's explain phase on a failure (it replays the whole example once per
+    step; off by default, whatever the ``TestCase``'s settings say)."""
+
+    TestCase = MachineTestCase()
 
     # -- what is plugged in (override these) ----------------------------------------
 
@@ -478,6 +485,7 @@ LIFECYCLE_OPTIONS: dict[str, Check] = {
     "report_at": choice("quiet", "step"),
     "restart_every": whole(1),
     "failures_dir": optional_path,
+    "explain": flag,
 }
 """The checks of ``lifecycle_machine``'s options."""
 

@@ -50,6 +50,7 @@ from ._options import (
 from ._parts import FakeChannel, PlanModel, SimAdapter, SimModel, SimTool, fake_tools
 from ._plans import TurnPlan
 from ._saved import failure_path, inspect_commands, save_sessions
+from ._testcase import MachineTestCase
 from ._world import Simulation
 
 if TYPE_CHECKING:
@@ -155,6 +156,11 @@ class SimulationMachine(RuleBasedStateMachine):
     failures_dir: ClassVar[str | None] = None
     """Where failing examples' sessions are saved (default ``$AMBER_FAILURES_DIR`` or
     ``.amber-failures``)."""
+    explain: ClassVar[bool] = False
+    """Run Hypothesis's explain phase on a failure (it replays the whole example once per
+    step; off by default, whatever the ``TestCase``'s settings say)."""
+
+    TestCase = MachineTestCase()
 
     # -- what is plugged in (override these) ----------------------------------------------
 
@@ -344,6 +350,7 @@ SIMULATION_OPTIONS: dict[str, Check] = {
     "plan_options": mapping_of_flags(PLAN_OPTIONS),
     "interrupt_stuck": flag,
     "failures_dir": optional_path,
+    "explain": flag,
 }
 """The checks of ``simulation_machine``'s options."""
 

@@ -74,8 +74,8 @@ class TestSimulationMachineOptions:
             (
                 {"session": ("a",)},
                 "simulation_machine() got unknown options ['session']; the options are the class "
-                "attributes of SimulationMachine: failures_dir, interrupt_stuck, max_answers, "
-                "plan_options, sessions, settings, tools.",
+                "attributes of SimulationMachine: explain, failures_dir, interrupt_stuck, "
+                "max_answers, plan_options, sessions, settings, tools.",
             ),
         ],
     )
