@@ -97,8 +97,8 @@ class LifecycleMachine(MachineChecks, RuleBasedStateMachine):
 
     Configure it with class attributes in a subclass (or ``lifecycle_machine``)
     and run it as a test: ``TestMyBot = MyMachine.TestCase``. Add your own
-    rules in the subclass; use ``self.runtime``, ``self.send_input`` and
-    ``self.accepted``.
+    rules in the subclass; use ``self.runtime``, ``self.send_input``,
+    ``self.post_input`` and ``self.accepted``.
     """
 
     tools: ClassVar[Sequence[Tool | Callable[..., Any]]] = ()
@@ -336,6 +336,53 @@ class LifecycleMachine(MachineChecks, RuleBasedStateMachine):
         self.accepted[session].append(message.id)
         return message.id
 
+    def post_input(
+        self,
+        session: str,
+        category: Category,
+        text: str,
+        channel: str | None = None,
+        plan: TurnPlan | None = None,
+    ) -> str:
+        """Post a cron prompt, alert or compaction request (starts a turn), or a notification,
+        the way the ``post`` rule does; returns its id.
+
+        Use it in your rules rather than ``self.runtime.post``: the machine records
+        an input it posted as accepted (a stored input it never saw accepted is a
+        violation) and checks the session after the step.
+
+        Args:
+            session: the session.
+            category: one ``Runtime.post`` takes (``CRON_PROMPT``, ``BACKGROUND_ALERT``,
+                ``COMPACTION_REQUEST``, ``NOTIFICATION``).
+            text: its content.
+            channel: the platform (``chatbot_id``); None: the first of the adapters'.
+            plan: how the planned model answers its turn (None: the default plan).
+
+        Raises:
+            InvalidInput: the runtime refused it (nothing was stored or recorded).
+        """
+        metadata: dict[str, Any] = {}
+        if plan is not None and self._planned and category.is_input:
+            key = f"p{next(self._counter)}"
+            self.plan_book[key] = plan
+            metadata[PLAN_KEY] = key
+        try:
+            message = self.runtime.post(
+                session, category, text, chatbot_id=channel or self._channels[0],
+                channel_id="general", metadata=metadata,
+            )  # fmt: skip
+        except pykka.ActorDeadError:
+            message = None
+        # After the post: one refused with InvalidInput stored nothing to check or wait for.
+        self._touched.add(session)
+        self._dirty.add(session)
+        if message is None:
+            _raise(self._dead(session))
+        if category.is_input:
+            self.accepted[session].append(message.id)
+        return message.id
+
     # -- rules -------------------------------------------------------------------------
 
     @rule(
@@ -374,24 +421,8 @@ class LifecycleMachine(MachineChecks, RuleBasedStateMachine):
     )
     def post(self, session: str, category: Category, channel: str, plan: TurnPlan) -> None:
         """A cron prompt, alert or compaction request (starts a turn), or a notification."""
-        metadata: dict[str, Any] = {}
-        if self._planned and category.is_input:
-            key = f"p{next(self._counter)}"
-            self.plan_book[key] = plan
-            metadata[PLAN_KEY] = key
-        self._touched.add(session)
-        self._dirty.add(session)
-        try:
-            message = self.runtime.post(
-                session, category, f"{category.label} #{next(self._counter)}",
-                chatbot_id=channel, channel_id="general", metadata=metadata,
-            )  # fmt: skip
-        except pykka.ActorDeadError:
-            message = None
-        if message is None:
-            _raise(self._dead(session))
-        if category.is_input:
-            self.accepted[session].append(message.id)
+        text = f"{category.label} #{next(self._counter)}"
+        self.post_input(session, category, text, channel, plan if self._planned else None)
 
     @rule(session=_of("_session_names"))
     def interrupt(self, session: str) -> None:
