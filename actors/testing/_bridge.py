@@ -205,6 +205,14 @@ def sim_adapter(
     )
 
 
+def _is_sim_tool(item: Any) -> bool:
+    return all(hasattr(item, a) for a in ("name", "spec", "run"))
+
+
+def _is_model(item: Any) -> bool:
+    return hasattr(item, "stream") or hasattr(item, "respond")
+
+
 def _as_sim_tool(item: Any) -> SimTool:
     if isinstance(item, Tool) or not (hasattr(item, "run") and hasattr(item, "spec")):
         return sim_tool(item)
@@ -234,6 +242,30 @@ def simulation_machine(
     Returns:
         The class; run it with ``TestX = simulation_machine(...).TestCase``.
     """
+    if tools is not None:
+        if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+            raise InvalidConfig(
+                "simulation_machine() option 'tools' must be a sequence of tools (Tools, "
+                f"functions or simulated tools) (got {tools!r})."
+            )
+        for i, item in enumerate(tools):
+            if not callable(item) and not _is_sim_tool(item):
+                raise InvalidConfig(
+                    "simulation_machine() option 'tools' must hold tools (a Tool, a function "
+                    f"or a simulated tool); tools[{i}] is {item!r} that is a "
+                    f"{type(item).__name__}."
+                )
+    if adapters is not None and not callable(adapters):
+        raise InvalidConfig(
+            "simulation_machine() option 'adapters' must be None or a function that makes the "
+            f"adapters (instances, not started) per example (got {adapters!r})."
+        )
+    if model is not None and not callable(model) and not _is_model(model):
+        raise InvalidConfig(
+            "simulation_machine() option 'model' must be None, a Model, a simulated model or a "
+            f"function that makes one per example (got {model!r} that is a "
+            f"{type(model).__name__})."
+        )
     bridged_tools = None if tools is None else [_as_sim_tool(t) for t in tools]
     make_model: Callable[[], SimModel] | None = None
     if model is not None:

@@ -18,11 +18,12 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import attrs
 import pykka
 import trio
+import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -44,6 +45,7 @@ from runtime.testing import (
     timelines,
 )
 
+from .._errors import InvalidConfig
 from .._tools import Tool, ToolOutcome, tool
 
 __all__ = [
@@ -59,20 +61,45 @@ def _contract(rule: str, detail: str) -> InvariantViolation:
     return InvariantViolation(f"Contract ({rule}) broken: {detail}", name=rule, detail=detail)
 
 
-def _in_thread(fn: Callable[[], Any], timeout: float) -> tuple[bool, Any, BaseException | None]:
-    """Run ``fn`` in a daemon thread; (finished, value, error). A call that never ends is left."""
+def _in_thread(
+    fn: Callable[[], Any], timeout: float, ended: threading.Event | None = None
+) -> tuple[bool, Any, BaseException | None]:
+    """Run ``fn`` in a daemon thread; (finished, value, error). A call that never ends is left.
+
+    The wait ends when ``fn`` ends, after ``timeout`` seconds, or when something else sets
+    ``ended``.
+    """
     box: dict[str, Any] = {}
+    ended = ended or threading.Event()
 
     def target() -> None:
         try:
             box["value"] = fn()
         except BaseException as exc:
             box["error"] = exc
+        finally:
+            box["done"] = True
+            ended.set()
 
     thread = threading.Thread(target=target, name="amber-contract", daemon=True)
     thread.start()
-    thread.join(timeout)
-    return not thread.is_alive(), box.get("value"), box.get("error")
+    ended.wait(timeout)
+    return bool(box.get("done")), box.get("value"), box.get("error")
+
+
+Clock = Literal["real", "mock", "auto"]
+CLOCKS: tuple[Clock, ...] = ("real", "mock", "auto")
+
+
+def _on_mock_clock(tool_: Tool, clock: Clock, where: str) -> bool:
+    if clock not in CLOCKS:
+        raise InvalidConfig(
+            f"{where} must be one of 'real', 'mock', 'auto' (got {clock!r} that is a "
+            f"{type(clock).__name__})."
+        )
+    if clock == "auto":
+        return bool(getattr(getattr(tool_, "_signature", None), "is_async", False))
+    return clock == "mock"
 
 
 def check_tool_call(
@@ -82,6 +109,7 @@ def check_tool_call(
     cancel_after: float | None = None,
     grace: float = 1.0,
     expect_error: str | None = None,
+    clock: Clock = "real",
 ) -> ToolOutcome | None:
     """Run one call of ``tool_`` the way the runtime does and check the tool contract.
 
@@ -97,15 +125,23 @@ def check_tool_call(
         cancel_after: cancel the call after this many seconds.
         grace: how long past its limit (or its cancellation) a call may take.
         expect_error: the ``error_type`` the outcome must have.
+        clock: ``real`` (the default) runs the call on the real clock; ``mock`` on
+            trio's ``MockClock`` with autojump, so its sleeps and time limits cost no
+            real time and the limits above are simulated seconds (for async tools that
+            sleep, poll or time out; a sync tool runs in a thread, which the mock clock
+            does not wait for: it jumps to the time limit); ``auto``: ``mock`` for
+            async tools, ``real`` for sync ones.
 
     Returns:
         The outcome (None when the call was cancelled before it ended).
 
     Raises:
         InvariantViolation: the call broke the contract.
+        InvalidConfig: ``clock`` is none of the three.
     """
     rule = "a tool answers every call with a result or an error, cancellation included"
     name = f"tool {tool_.name!r} called with {arguments!r}"
+    mock = _on_mock_clock(tool_, clock, "check_tool_call() option 'clock'")
 
     async def call() -> ToolOutcome | None:
         if cancel_after is None:
@@ -115,13 +151,43 @@ def check_tool_call(
         return None
 
     limit = (tool_.timeout or 30.0) if cancel_after is None else cancel_after
+    hung, ended = threading.Event(), threading.Event()
+
+    async def watched() -> ToolOutcome | None:
+        # On the mock clock time jumps to the next deadline whenever every task waits.
+        # The watchdog's is the last moment the call may end, so a call that would not
+        # end (a shielded wait, a loop of sleeps) is found at once, in simulated time.
+        async with trio.open_nursery() as nursery:
+
+            async def watchdog() -> None:
+                await trio.sleep(limit + grace)
+                hung.set()
+                ended.set()
+
+            nursery.start_soon(watchdog)
+            outcome = await call()
+            nursery.cancel_scope.cancel()
+        return outcome
+
+    def run() -> ToolOutcome | None:
+        if not mock:
+            return trio.run(call)
+        result: ToolOutcome | None = trio.run(
+            watched, clock=trio.testing.MockClock(autojump_threshold=0)
+        )
+        return result
+
+    # On the mock clock the real-time limit is a backstop for a call that blocks real time.
     started = time.monotonic()
-    finished, outcome, error = _in_thread(lambda: trio.run(call), limit + grace)
+    finished, outcome, error = _in_thread(run, limit + grace, ended)
     took = time.monotonic() - started
-    if not finished:
+    if hung.is_set() or not finished:
         what = "its cancellation" if cancel_after is not None else "its time limit"
+        spent = f"{limit + grace:.1f} s in all, simulated" if hung.is_set() else (
+            f"{took:.1f} s in all"
+        )  # fmt: skip
         raise _contract(
-            rule, f"{name} was still running {grace} s after {what} ({took:.1f} s in all); a tool "
+            rule, f"{name} was still running {grace} s after {what} ({spent}); a tool "
             "must stop at its limit and when cancelled (async: reach an await; no shielding)",
         )  # fmt: skip
     if error is not None:
@@ -173,9 +239,16 @@ class ToolContract:
     """Seconds past its limit or its cancellation a call may take."""
     cancel_delays: ClassVar[Sequence[float]] = (0.0, 0.001, 0.01, 0.05)
     """When calls are cancelled, in seconds after they start."""
+    clock: ClassVar[Clock] = "real"
+    """``real``, or ``mock``: calls run on trio's ``MockClock`` with autojump, so a tool
+    that sleeps, backs off or times out costs no real time and ``grace`` and
+    ``cancel_delays`` are simulated seconds (async tools; see ``check_tool_call``);
+    ``auto``: ``mock`` for an async tool, ``real`` for a sync one."""
 
     def _tool(self) -> Tool:
-        return _as_tool(type(self).tool)
+        made = _as_tool(type(self).tool)
+        _on_mock_clock(made, self.clock, f"{type(self).__name__}.clock (ToolContract.clock)")
+        return made
 
     def _settings(self) -> settings:
         return settings(
@@ -192,7 +265,7 @@ class ToolContract:
         @self._settings()
         @given(arguments_for(tool_.parameters))
         def prop(arguments: dict[str, Any]) -> None:
-            check_tool_call(tool_, arguments, grace=self.grace)
+            check_tool_call(tool_, arguments, grace=self.grace, clock=self.clock)
 
         prop()
 
@@ -203,7 +276,13 @@ class ToolContract:
         @self._settings()
         @given(invalid_arguments_for(tool_.parameters))
         def prop(arguments: Any) -> None:
-            check_tool_call(tool_, arguments, grace=self.grace, expect_error="invalid_arguments")
+            check_tool_call(
+                tool_,
+                arguments,
+                grace=self.grace,
+                expect_error="invalid_arguments",
+                clock=self.clock,
+            )
 
         prop()
 
@@ -214,7 +293,9 @@ class ToolContract:
         @self._settings()
         @given(arguments_for(tool_.parameters), st.sampled_from(list(self.cancel_delays)))
         def prop(arguments: dict[str, Any], delay: float) -> None:
-            check_tool_call(tool_, arguments, cancel_after=delay, grace=self.grace)
+            check_tool_call(
+                tool_, arguments, cancel_after=delay, grace=self.grace, clock=self.clock
+            )
 
         prop()
 

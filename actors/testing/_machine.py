@@ -45,6 +45,21 @@ from runtime.testing import (
     invalid_input,
     turn_plans,
 )
+from runtime.testing._answers import PLAN_OPTIONS
+from runtime.testing._options import (
+    Check,
+    check_options,
+    choice,
+    flag,
+    instance,
+    mapping_of_flags,
+    number,
+    optional_path,
+    sequence_of,
+    session_names,
+    whole,
+)
+from runtime.testing._testcase import MachineTestCase
 
 from .._channels import LiveChannelAdapter, SilentChannelAdapter
 from .._errors import InvalidConfig
@@ -82,8 +97,8 @@ class LifecycleMachine(MachineChecks, RuleBasedStateMachine):
 
     Configure it with class attributes in a subclass (or ``lifecycle_machine``)
     and run it as a test: ``TestMyBot = MyMachine.TestCase``. Add your own
-    rules in the subclass; use ``self.runtime``, ``self.send_input`` and
-    ``self.accepted``.
+    rules in the subclass; use ``self.runtime``, ``self.send_input``,
+    ``self.post_input`` and ``self.accepted``.
     """
 
     tools: ClassVar[Sequence[Tool | Callable[..., Any]]] = ()
@@ -131,6 +146,11 @@ class LifecycleMachine(MachineChecks, RuleBasedStateMachine):
     failures_dir: ClassVar[str | None] = None
     """Where failing examples' sessions are saved (default ``$AMBER_FAILURES_DIR`` or
     ``.amber-failures``)."""
+    explain: ClassVar[bool] = False
+    """Run Hypothesis's explain phase on a failure (it replays the whole example once per
+    step; off by default, whatever the ``TestCase``'s settings say)."""
+
+    TestCase = MachineTestCase()
 
     # -- what is plugged in (override these) ----------------------------------------
 
@@ -316,6 +336,53 @@ class LifecycleMachine(MachineChecks, RuleBasedStateMachine):
         self.accepted[session].append(message.id)
         return message.id
 
+    def post_input(
+        self,
+        session: str,
+        category: Category,
+        text: str,
+        channel: str | None = None,
+        plan: TurnPlan | None = None,
+    ) -> str:
+        """Post a cron prompt, alert or compaction request (starts a turn), or a notification,
+        the way the ``post`` rule does; returns its id.
+
+        Use it in your rules rather than ``self.runtime.post``: the machine records
+        an input it posted as accepted (a stored input it never saw accepted is a
+        violation) and checks the session after the step.
+
+        Args:
+            session: the session.
+            category: one ``Runtime.post`` takes (``CRON_PROMPT``, ``BACKGROUND_ALERT``,
+                ``COMPACTION_REQUEST``, ``NOTIFICATION``).
+            text: its content.
+            channel: the platform (``chatbot_id``); None: the first of the adapters'.
+            plan: how the planned model answers its turn (None: the default plan).
+
+        Raises:
+            InvalidInput: the runtime refused it (nothing was stored or recorded).
+        """
+        metadata: dict[str, Any] = {}
+        if plan is not None and self._planned and category.is_input:
+            key = f"p{next(self._counter)}"
+            self.plan_book[key] = plan
+            metadata[PLAN_KEY] = key
+        try:
+            message = self.runtime.post(
+                session, category, text, chatbot_id=channel or self._channels[0],
+                channel_id="general", metadata=metadata,
+            )  # fmt: skip
+        except pykka.ActorDeadError:
+            message = None
+        # After the post: one refused with InvalidInput stored nothing to check or wait for.
+        self._touched.add(session)
+        self._dirty.add(session)
+        if message is None:
+            _raise(self._dead(session))
+        if category.is_input:
+            self.accepted[session].append(message.id)
+        return message.id
+
     # -- rules -------------------------------------------------------------------------
 
     @rule(
@@ -354,24 +421,8 @@ class LifecycleMachine(MachineChecks, RuleBasedStateMachine):
     )
     def post(self, session: str, category: Category, channel: str, plan: TurnPlan) -> None:
         """A cron prompt, alert or compaction request (starts a turn), or a notification."""
-        metadata: dict[str, Any] = {}
-        if self._planned and category.is_input:
-            key = f"p{next(self._counter)}"
-            self.plan_book[key] = plan
-            metadata[PLAN_KEY] = key
-        self._touched.add(session)
-        self._dirty.add(session)
-        try:
-            message = self.runtime.post(
-                session, category, f"{category.label} #{next(self._counter)}",
-                chatbot_id=channel, channel_id="general", metadata=metadata,
-            )  # fmt: skip
-        except pykka.ActorDeadError:
-            message = None
-        if message is None:
-            _raise(self._dead(session))
-        if category.is_input:
-            self.accepted[session].append(message.id)
+        text = f"{category.label} #{next(self._counter)}"
+        self.post_input(session, category, text, channel, plan if self._planned else None)
 
     @rule(session=_of("_session_names"))
     def interrupt(self, session: str) -> None:
@@ -448,6 +499,70 @@ class _KeptSQLite(SQLiteStore):
         super().close()
 
 
+LIFECYCLE_OPTIONS: dict[str, Check] = {
+    "tools": sequence_of(lambda t: isinstance(t, Tool) or callable(t), "Tools or functions"),
+    "sessions": session_names,
+    "store": choice("memory", "sqlite", "postgres"),
+    "runtime_settings": instance(Settings, what="an actors.Settings"),
+    "wait_timeout": number(positive=True),
+    "cancel_grace": number(positive=True),
+    "stop_timeout": number(positive=True),
+    "slow_seconds": number(positive=False),
+    "check_views": choice("every", "idle", "never"),
+    "compare_heads": choice("every", "idle", "never"),
+    "extra_checks": sequence_of(callable, "functions (state) -> None"),
+    "max_answers": whole(1),
+    "plan_options": mapping_of_flags(PLAN_OPTIONS),
+    "report_at": choice("quiet", "step"),
+    "restart_every": whole(1),
+    "failures_dir": optional_path,
+    "explain": flag,
+}
+"""The checks of ``lifecycle_machine``'s options."""
+
+
+def _check_machine(tools: Any, model: Any, adapters: Any, name: Any, base: Any) -> None:
+    """The arguments of ``lifecycle_machine`` that are not (only) class attributes."""
+    function = "lifecycle_machine"
+    if not (isinstance(base, type) and issubclass(base, LifecycleMachine)):
+        raise InvalidConfig(
+            f"{function}() option 'base' must be LifecycleMachine or a subclass of it "
+            f"(got {base!r})."
+        )
+    if not isinstance(name, str) or not name:
+        raise InvalidConfig(
+            f"{function}() option 'name' must be a non-empty str, the class name (got {name!r})."
+        )
+    if adapters is not None and not callable(adapters):
+        raise InvalidConfig(
+            f"{function}() option 'adapters' must be None or a function that starts the "
+            f"adapters (called at each (re)start) (got {adapters!r})."
+        )
+    if model is not None and not callable(model) and not hasattr(model, "stream"):
+        raise InvalidConfig(
+            f"{function}() option 'model' must be None, a Model or a function that makes one "
+            f"per example (got {model!r} that is a {type(model).__name__})."
+        )
+    if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+        raise InvalidConfig(
+            f"{function}() option 'tools' must be a sequence of Tools or functions (got {tools!r})."
+        )
+    names: dict[str, int] = {}
+    for i, item in enumerate(tools):
+        if not isinstance(item, Tool) and not callable(item):
+            raise InvalidConfig(
+                f"{function}() option 'tools' must hold Tools or functions; tools[{i}] is "
+                f"{item!r} that is a {type(item).__name__}."
+            )
+        made = item if isinstance(item, Tool) else tool(item)
+        if made.name in names:
+            raise InvalidConfig(
+                f"{function}() option 'tools' must name each tool once; tools[{names[made.name]}] "
+                f"and tools[{i}] are both called {made.name!r}."
+            )
+        names[made.name] = i
+
+
 def lifecycle_machine(
     *,
     tools: Sequence[Tool | Callable[..., Any]] = (),
@@ -472,13 +587,13 @@ def lifecycle_machine(
 
     Returns:
         The class; run it with ``TestX = lifecycle_machine(...).TestCase``.
+
+    Raises:
+        InvalidConfig: an option is unknown or does not fit (the message names it, what was
+            expected and what was given).
     """
-    unknown = sorted(k for k in options if not hasattr(base, k) or k.startswith("_"))
-    if unknown:
-        raise InvalidConfig(
-            f"lifecycle_machine() got unknown options {unknown}; the options are the class "
-            "attributes of LifecycleMachine (sessions, store, runtime_settings, wait_timeout …)."
-        )
+    _check_machine(tools, model, adapters, name, base)
+    check_options("lifecycle_machine", base, options, LIFECYCLE_OPTIONS, error=InvalidConfig)
     namespace: dict[str, Any] = {"tools": tuple(tools), **options, "__module__": base.__module__}
     if model is not None:
 

@@ -22,6 +22,9 @@ _ARGUMENT_TEXT = st.sampled_from(["", "a b a", "hello world", "ünïcödé", "x"
 _PAUSES = st.sampled_from([0.0, 0.0, 0.0, 0.0, 0.002, 0.01])
 
 
+PLAN_OPTIONS = ("errors", "empty", "invalid_calls", "pauses", "stalls")
+"""The options of ``answers`` (and ``turn_plans``): each True or False."""
+
 HasSpec = Any
 """A tool: a ``ToolSpec``, or anything with a ``spec()`` method giving one (``actors.Tool``)."""
 

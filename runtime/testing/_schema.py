@@ -14,7 +14,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ._strategies import json_values
+from ._strategies import INT64_MAX, INT64_MIN, json_values
 
 __all__ = ["arguments_for", "invalid_arguments_for"]
 
@@ -27,7 +27,8 @@ def arguments_for(
     """Argument objects that fit ``schema`` (a tool's ``parameters``).
 
     Optional properties are sometimes left out; strings stay short so runs
-    stay fast.
+    stay fast; integers fit in 64 bits (what JSON stores can write) unless the
+    schema's bounds allow only larger ones.
 
     Args:
         schema: the object schema.
@@ -56,7 +57,7 @@ def invalid_arguments_for(
     required = [name for name in schema.get("required", []) if name in properties]
     valid = arguments_for(schema, text=text)
     options: list[st.SearchStrategy[Any]] = [
-        st.one_of(st.lists(json_values(3), max_size=3), st.integers(), st.text(max_size=5)),
+        st.one_of(st.lists(json_values(3), max_size=3), _integers(None, None), st.text(max_size=5)),
     ]
     if required:
         options.append(
@@ -126,7 +127,7 @@ def _value(schema: Mapping[str, Any], context: _Context, depth: int) -> st.Searc
         low = schema.get("minLength", 0)
         return st.text(min_size=low, max_size=max(low, min(schema.get("maxLength", 20), 20)))
     if kind == "integer":
-        return st.integers(min_value=_bound(schema, "minimum"), max_value=_bound(schema, "maximum"))
+        return _integers(_bound(schema, "minimum"), _bound(schema, "maximum"))
     if kind == "number":
         return st.floats(
             min_value=_bound(schema, "minimum"),
@@ -146,6 +147,16 @@ def _value(schema: Mapping[str, Any], context: _Context, depth: int) -> st.Searc
     if kind == "object":
         return _object(schema, context, depth + 1)
     return json_values(4)
+
+
+def _integers(low: Any, high: Any) -> st.SearchStrategy[int]:
+    """Integers between the schema's bounds that fit in 64 bits (a JSON store, orjson among
+    them, cannot write larger ones); past 64 bits only when the schema allows nothing else."""
+    lo = INT64_MIN if low is None else max(low, INT64_MIN)
+    hi = INT64_MAX if high is None else min(high, INT64_MAX)
+    if lo > hi:
+        return st.integers(min_value=low, max_value=high)
+    return st.integers(min_value=lo, max_value=hi)
 
 
 def _bound(schema: Mapping[str, Any], key: str) -> Any:

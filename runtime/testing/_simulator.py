@@ -34,10 +34,23 @@ from .. import (
     TurnSettings,
     UserInput,
 )
-from ._answers import turn_plans
+from .._errors import InvalidArgument
+from ._answers import PLAN_OPTIONS, turn_plans
+from ._options import (
+    Check,
+    check_options,
+    flag,
+    instance,
+    mapping_of_flags,
+    optional_path,
+    sequence_of,
+    session_names,
+    whole,
+)
 from ._parts import FakeChannel, PlanModel, SimAdapter, SimModel, SimTool, fake_tools
 from ._plans import TurnPlan
 from ._saved import failure_path, inspect_commands, save_sessions
+from ._testcase import MachineTestCase
 from ._world import Simulation
 
 if TYPE_CHECKING:
@@ -143,6 +156,11 @@ class SimulationMachine(RuleBasedStateMachine):
     failures_dir: ClassVar[str | None] = None
     """Where failing examples' sessions are saved (default ``$AMBER_FAILURES_DIR`` or
     ``.amber-failures``)."""
+    explain: ClassVar[bool] = False
+    """Run Hypothesis's explain phase on a failure (it replays the whole example once per
+    step; off by default, whatever the ``TestCase``'s settings say)."""
+
+    TestCase = MachineTestCase()
 
     # -- what is plugged in (override these) ----------------------------------------------
 
@@ -320,6 +338,65 @@ def _test_name(machine: type) -> str:
     return machine.__name__
 
 
+def _is_sim_tool(item: Any) -> bool:
+    return all(hasattr(item, a) for a in ("name", "spec", "run"))
+
+
+SIMULATION_OPTIONS: dict[str, Check] = {
+    "tools": sequence_of(_is_sim_tool, "simulated tools (with name, spec() and run())"),
+    "sessions": session_names,
+    "settings": instance(TurnSettings),
+    "max_answers": whole(1),
+    "plan_options": mapping_of_flags(PLAN_OPTIONS),
+    "interrupt_stuck": flag,
+    "failures_dir": optional_path,
+    "explain": flag,
+}
+"""The checks of ``simulation_machine``'s options."""
+
+
+def _check_machine(
+    tools: Sequence[Any] | None, model: Any, adapters: Any, name: Any, base: Any
+) -> None:
+    """The arguments of ``simulation_machine`` that are not class attributes."""
+    function = "simulation_machine"
+    if not (isinstance(base, type) and issubclass(base, SimulationMachine)):
+        raise InvalidArgument(
+            f"{function}() option 'base' must be SimulationMachine or a subclass of it "
+            f"(got {base!r})."
+        )
+    if not isinstance(name, str) or not name:
+        raise InvalidArgument(
+            f"{function}() option 'name' must be a non-empty str, the class name (got {name!r})."
+        )
+    for option, value in (("model", model), ("adapters", adapters)):
+        if value is not None and not callable(value):
+            raise InvalidArgument(
+                f"{function}() option {option!r} must be None or a function that makes the "
+                f"{'model' if option == 'model' else 'adapters'} per example (got {value!r})."
+            )
+    if tools is None:
+        return
+    if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+        raise InvalidArgument(
+            f"{function}() option 'tools' must be a sequence of simulated tools (got {tools!r})."
+        )
+    names: set[str] = set()
+    for i, item in enumerate(tools):
+        if not _is_sim_tool(item):
+            raise InvalidArgument(
+                f"{function}() option 'tools' must hold simulated tools (a name, spec() and "
+                f"run(arguments)); tools[{i}] is {item!r}. Bridge real tools with "
+                "actors.testing.simulation_machine or sim_tool."
+            )
+        if item.name in names:
+            raise InvalidArgument(
+                f"{function}() option 'tools' must name each tool once; {item.name!r} is there "
+                "twice."
+            )
+        names.add(item.name)
+
+
 def simulation_machine(
     *,
     tools: Sequence[SimTool] | None = None,
@@ -341,13 +418,13 @@ def simulation_machine(
 
     Returns:
         The class; run it with ``TestX = simulation_machine(...).TestCase``.
+
+    Raises:
+        InvalidArgument: an option is unknown or does not fit (the message names it, what
+            was expected and what was given).
     """
-    unknown = sorted(k for k in options if not hasattr(base, k) or k.startswith("_"))
-    if unknown:
-        raise ValueError(
-            f"simulation_machine() got unknown options {unknown}; the options are the class "
-            "attributes of SimulationMachine (sessions, settings, failures_dir …)."
-        )
+    _check_machine(tools, model, adapters, name, base)
+    check_options("simulation_machine", base, options, SIMULATION_OPTIONS)
     namespace: dict[str, Any] = {**options, "__module__": base.__module__}
     if tools is not None:
         namespace["tools"] = tuple(tools)

@@ -39,6 +39,8 @@ __all__ = [
 ]
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+"""The integers a JSON store can write (orjson refuses larger ones); the kit draws no other."""
 _ids = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1, max_size=12)
 _texts = st.text(max_size=40)
 _times = st.integers(min_value=0, max_value=10**9).map(lambda s: EPOCH + timedelta(seconds=s))
@@ -49,7 +51,7 @@ def json_values(max_leaves: int = 10) -> st.SearchStrategy[Any]:
     leaves = (
         st.none()
         | st.booleans()
-        | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+        | st.integers(min_value=INT64_MIN, max_value=INT64_MAX)
         | st.floats(allow_nan=False, allow_infinity=False)
         | _texts
     )
