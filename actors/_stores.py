@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from runtime.store import MemoryStore, SQLiteStore, Store, is_postgres_url
+from runtime.store._pg_names import url_problem
 
 from ._errors import InvalidConfig
 
@@ -22,6 +23,9 @@ def open_store(store: Store | str | os.PathLike[str]) -> Store:
 
         assert isinstance(store, str)
         return PostgresStore(store, schema=os.environ.get("AMBER_PG_SCHEMA") or DEFAULT_SCHEMA)
+    problem = url_problem(store)
+    if problem is not None:
+        raise InvalidConfig(f"store={problem}")
     if isinstance(store, str | os.PathLike):
         return SQLiteStore(Path(store))
     if isinstance(store, Store):

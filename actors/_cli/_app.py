@@ -52,6 +52,7 @@ from runtime import (
     thaw,
 )
 from runtime.store import DEFAULT_SCHEMA, SQLiteStore, SqlStore, Store, is_postgres_url
+from runtime.store._pg_names import url_problem
 
 from ._hints import command_line
 
@@ -283,6 +284,9 @@ def open_any_store(db: str, *, create: bool = False) -> SqlStore:
                 return PostgresStore(db, schema=schema, create=create)
             except NotAStore as exc:
                 raise _no_pg_store(db, schema) or translate(exc) from exc
+        problem = url_problem(db)
+        if problem is not None:
+            raise CliError(f"--db {problem}", ExitCode.USAGE)
         path = Path(db)
         if not create:
             _check_file(db, path)

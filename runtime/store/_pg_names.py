@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_SCHEMA", "is_postgres_url"]
+import re
+
+__all__ = ["DEFAULT_SCHEMA", "is_postgres_url", "url_problem"]
 
 DEFAULT_SCHEMA = "amber"
 """The schema a ``PostgresStore`` uses unless told another."""
@@ -11,3 +13,31 @@ DEFAULT_SCHEMA = "amber"
 def is_postgres_url(text: object) -> bool:
     """True when ``text`` names a PostgreSQL database (``postgresql://…`` or ``postgres://…``)."""
     return isinstance(text, str) and text.startswith(("postgresql://", "postgres://"))
+
+
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/")
+"""A scheme of two letters or more, then ``:/`` (``C:/x``, a drive, is a path)."""
+
+
+def url_problem(text: object) -> str | None:
+    """Why ``text``, given as a store, is a URL Amber does not open; None when it is a
+    PostgreSQL URL or not a URL at all (a path). A mistyped PostgreSQL URL
+    (``postgress://``, ``postgresql:/``) was read as a file path: a read said "no
+    file" and a runtime made an empty SQLite store under that name."""
+    if not isinstance(text, str) or is_postgres_url(text):
+        return None
+    found = _URL.match(text)
+    if found is None:
+        return None
+    scheme = found.group(1)
+    rest = text[found.end() :].lstrip("/")
+    if scheme.lower().startswith(("postg", "pg", "psql")):
+        hint = f"did you mean 'postgresql://{rest}'?"
+    elif scheme.lower().startswith(("sqlite", "file")):
+        hint = f"for a SQLite file pass its path ({rest or 'amber.db'!r}), not a URL."
+    else:
+        hint = "pass a SQLite file's path or a postgresql:// URL."
+    return (
+        f"{text!r} looks like a URL with the scheme {scheme!r}, but a store is a SQLite "
+        f"file's path or a PostgreSQL URL (postgresql://… or postgres://…); {hint}"
+    )

@@ -20,8 +20,9 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._errors import StoreClosed
+from .._errors import InvalidArgument, StoreClosed
 from ._db import Db
+from ._pg_names import url_problem
 from ._schema import connect, recreate_guards
 from ._sql import SqlStore
 from ._transaction import Transaction
@@ -44,6 +45,7 @@ class SQLiteStore(SqlStore):
         cache_size: how many session heads to keep in memory.
 
     Raises:
+        InvalidArgument: ``path`` is a URL (a mistyped ``postgresql://``, ``sqlite:///``).
         NotAStore: ``path`` is not an Amber store (another SQLite database, or not SQLite).
         SchemaVersionError: the store was written by a newer Amber, or its version is unknown.
         StoreError: the file cannot be opened.
@@ -64,6 +66,9 @@ class SQLiteStore(SqlStore):
         super().__init__(
             snapshot_every=snapshot_every, chunk_size=chunk_size, cache_size=cache_size
         )
+        problem = url_problem(path)
+        if problem is not None:
+            raise InvalidArgument(f"SQLiteStore(path): {problem}")
         self._path = Path(path)
         self._db: sqlite3.Connection | None = connect(self._path)
 

@@ -107,6 +107,29 @@ class TestStoreErrors:
         )
         assert not db.exists()
 
+    @pytest.mark.parametrize(
+        ("db", "hint"),
+        [
+            ("postgress://localhost/test", "did you mean 'postgresql://localhost/test'?"),
+            ("postgresql:/localhost/test", "did you mean 'postgresql://localhost/test'?"),
+            ("sqlite:///data/amber.db", "for a SQLite file pass its path ('data/amber.db')"),
+            ("mysql://root@localhost/x", "pass a SQLite file's path or a postgresql:// URL."),
+        ],
+    )
+    def test_a_mistyped_url_is_a_usage_error(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: str, hint: str
+    ) -> None:
+        """A URL that is not PostgreSQL's was read as a file path ("no file"; chat made an
+        empty SQLite store under that name): it exits 2 naming the scheme, and writes
+        nothing."""
+        monkeypatch.chdir(tmp_path)
+        for args in (["sessions"], ["demo"]):
+            result = amber(*args, "--db", db)
+            assert result.exit_code == ExitCode.USAGE, result.output
+            assert f"looks like a URL with the scheme '{db.split(':')[0]}'" in result.stderr
+            assert hint in result.stderr
+        assert list(tmp_path.iterdir()) == []
+
     def test_a_text_file_is_not_a_store(self, tmp_path: Path) -> None:
         """A file that is not SQLite exits 4 and is left as it was."""
         path = tmp_path / "notes.txt"

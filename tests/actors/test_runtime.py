@@ -567,6 +567,17 @@ class TestSessions:
         assert not adapter.is_alive()
 
 
+class TestStoreArgument:
+    def test_a_mistyped_postgres_url_is_refused(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """store='postgresql:/host/db' made an empty SQLite store named so and ran on it."""
+        monkeypatch.chdir(tmp_path)
+        with pytest.raises(InvalidConfig, match=r"did you mean 'postgresql://host/db'\?$"):
+            Runtime(model=ScriptedModel([]), store="postgresql:/host/db").start()
+        assert list(tmp_path.rglob("*")) == []
+
+
 class TestAdapterArgument:
     """An adapter that is not a started Adapter actor is refused when the Runtime is made."""
 

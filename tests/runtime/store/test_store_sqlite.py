@@ -13,10 +13,11 @@ from typing import Any
 import orjson
 import pytest
 
-from runtime import StatusChanged, to_json
+from runtime import InvalidArgument, StatusChanged, to_json
 from runtime.store import CorruptRow, NotAStore, SeqConflict, SQLiteStore, StoreError
 from runtime.store._chain import digest as row_digest
 from runtime.store._chain import genesis, link
+from runtime.store._pg_names import url_problem
 from runtime.store._summaries import summary_digest
 
 from .scenario import continue_session, conversation
@@ -221,6 +222,18 @@ class TestOptions:
             match=rf"^{option} must be a positive int \(got {value!r} that is a '{type(value).__name__}'\)\.$",
         ):
             SQLiteStore(db_path, **{option: value})  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize("url", ["postgress://h/db", "postgresql:/h/db", "sqlite:///a.db"])
+    def test_a_url_is_not_a_path(
+        self, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, url: str
+    ) -> None:
+        """A mistyped URL made a SQLite file under that name: refused, nothing made."""
+        monkeypatch.chdir(tmp_path)
+        with pytest.raises(InvalidArgument, match=r"^SQLiteStore\(path\): '.*' looks like a URL "):
+            SQLiteStore(url)
+        assert list(tmp_path.rglob("*")) == []
+        assert url_problem("C:/amber.db") is None  # a drive letter: a path
+        assert url_problem("data:2026/amber.db") is None  # no ':/' after the scheme
 
     def test_small_cache(self, open_store: OpenStore) -> None:
         """With a cache of one head, sessions are reloaded from the file as needed."""
