@@ -283,7 +283,7 @@ def open_any_store(db: str, *, create: bool = False) -> SqlStore:
             try:
                 return PostgresStore(db, schema=schema, create=create)
             except NotAStore as exc:
-                raise _no_pg_store(db, schema) or translate(exc) from exc
+                raise no_pg_store(db, schema) or translate(exc) from exc
         problem = url_problem(db)
         if problem is not None:
             raise CliError(f"--db {problem}", ExitCode.USAGE)
@@ -295,7 +295,7 @@ def open_any_store(db: str, *, create: bool = False) -> SqlStore:
         raise translate(exc) from exc
 
 
-def _no_pg_store(db: str, schema: str) -> CliError | None:
+def no_pg_store(db: str, schema: str) -> CliError | None:
     """The error for a PostgreSQL schema that is missing or has no tables (no store yet),
     saying where a store may be and how to fill this one; None if the schema holds tables
     (another application's: the store's own error says so) or cannot be looked at."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import signal
 import sys
 import threading
@@ -39,12 +40,12 @@ import attrs
 import click
 
 from runtime import InvalidArgument
-from runtime.store import is_postgres_url
+from runtime.store import DEFAULT_SCHEMA, is_postgres_url
 
 from .._runtime import Runtime
 from .._seconds import MAX_SECONDS, time_limit
 from .._settings import MAX_LEASE_TTL, Settings
-from ._app import CliError, ExitCode, Seconds, open_any_store
+from ._app import CliError, ExitCode, Seconds, no_pg_store, open_any_store
 
 __all__ = ["load_app", "read_config", "worker"]
 
@@ -195,8 +196,18 @@ def worker(
     # kernel delivers them here, where the handler runs, never into a thread waiting on a
     # socket (an interrupted database call there hung the worker).
     signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    # A worker makes its store when the schema has none (a new deployment); a mistyped
+    # $AMBER_PG_SCHEMA would then leave it idle on an empty store: say so where it logs.
+    schema = os.environ.get("AMBER_PG_SCHEMA") or DEFAULT_SCHEMA
+    empty = no_pg_store(db, schema)
     try:
         store = open_any_store(db, create=True)
+        if empty is not None:
+            click.echo(
+                f"amber worker: warning: {empty} The worker made an empty store in {schema!r} "
+                "and runs the input posted to it.",
+                err=True,
+            )
         runtime = Runtime(store=store, settings=settings, resume="all", runner=name, **app)
         runtime.start()
     finally:

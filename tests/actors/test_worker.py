@@ -89,6 +89,27 @@ def test_a_worker_runs_from_a_config_file(
         assert lease.owner == "from-config"
 
 
+def test_a_worker_on_a_schema_without_a_store_says_it_made_one(
+    postgres_dsn: str, schema: str, pg_schema: Callable[[], str], workers: list[Worker]
+) -> None:
+    """A mistyped $AMBER_PG_SCHEMA left the worker idle on a new, empty store without a
+    word: it warns, saying how to point it at the store, and still runs (a new
+    deployment's first worker makes its store)."""
+    with PostgresStore(postgres_dsn, schema=schema) as store:
+        send(store, "s", "hello?")  # the real store, with work waiting
+    typo = pg_schema()  # a name no store has (dropped after the test)
+    worker = Worker(postgres_dsn, typo, "w1", "fast")
+    workers.append(worker)
+    text = worker.text
+    assert f"amber worker: warning: Schema {typo!r} of the PostgreSQL database" in text
+    assert "holds no Amber store (it does not exist)" in text
+    assert "If your store is in another schema, set AMBER_PG_SCHEMA to it" in text
+    assert f"The worker made an empty store in {typo!r}" in text
+    assert worker.stop() == 0
+    with PostgresStore(postgres_dsn, schema=typo) as made:
+        assert made.list_sessions() == []
+
+
 class TestConfigErrors:
     """A worker config that cannot be used is refused before anything starts."""
 
