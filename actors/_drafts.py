@@ -106,8 +106,10 @@ def post_draft(
     clock: Callable[[], datetime],
     *,
     artifacts: ArtifactStore | None = None,
+    limits: InputLimits | None = None,
 ) -> Draft:
-    """A cron prompt, compaction request, background alert or notification, checked.
+    """A cron prompt, compaction request, background alert or notification, checked
+    (against ``limits``, the runtime's ``Settings.input_limits``, as a person's input is).
 
     Raises:
         InvalidInput: ``category`` cannot be posted, or a field is wrong.
@@ -136,6 +138,32 @@ def post_draft(
         )  # fmt: skip
     except (InvalidMessage, TypeError, ValueError) as exc:
         raise InvalidInput(f"post() cannot make a {category.label} of that: {exc}") from None
+    _check_limits(message, category, limits or InputLimits())
     if category.is_input:
         _check_images("post", message, artifacts)
     return Draft.of(message)
+
+
+def _check_limits(message: Message, category: Category, limits: InputLimits) -> None:
+    """The bounds a person's input has: a program's post is stored and sent to the model or
+    the channel the same way, so a runaway prompt or alert is refused with nothing stored."""
+    what = f"post() of a {category.label}"
+    if len(message.content) > limits.max_text_chars:
+        raise InvalidInput(
+            f"{what} got {len(message.content)} characters of text, more than the limit of "
+            f"{limits.max_text_chars} (Settings.input_limits.max_text_chars); shorten it or "
+            "attach it as a file."
+        )
+    if len(message.attachments) > limits.max_attachments:
+        raise InvalidInput(
+            f"{what} got {len(message.attachments)} attachments, more than the limit of "
+            f"{limits.max_attachments} (Settings.input_limits.max_attachments); post them in "
+            "several messages."
+        )
+    for attachment in message.attachments:
+        if attachment.size > limits.max_attachment_bytes:
+            raise InvalidInput(
+                f"{what} got the attachment {attachment.name!r} of {attachment.size} bytes, "
+                f"more than the limit of {limits.max_attachment_bytes} "
+                "(Settings.input_limits.max_attachment_bytes); compress or split it."
+            )

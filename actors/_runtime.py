@@ -357,13 +357,14 @@ class Runtime(Asking, Approving):
         or a notification (delivered to the user, never sent to the model).
 
         Raises:
-            InvalidInput: ``category`` cannot be posted from outside a turn, or a
-                field is wrong; nothing was stored.
+            InvalidInput: ``category`` cannot be posted from outside a turn, a field
+                is wrong, or it is over ``Settings.input_limits``; nothing was stored.
         """
         session_id = session_id_of(session_id)
         draft = post_draft(
-            session_id, category, content, fields, self.clock, artifacts=self.settings.artifacts
-        )
+            session_id, category, content, fields, self.clock,
+            artifacts=self.settings.artifacts, limits=self.settings.input_limits,
+        )  # fmt: skip
         if category is Category.NOTIFICATION:
             added: Message = self.router.call(
                 session_id, lambda p: p.add_output(draft), timeout=self.settings.ask_timeout

@@ -33,6 +33,7 @@ from runtime import (
     INTERRUPTED_MARK,
     Attachment,
     Category,
+    InputLimits,
     InvalidInput,
     MessageAdded,
     MessageType,
@@ -265,6 +266,27 @@ class TestInput:
             rf"{re.escape(repr(content))}\); write what it says\.$",
         ):
             rt.post("s", category, content)
+        assert rt.sessions() == []
+
+    @pytest.mark.parametrize("category", [Category.CRON_PROMPT, Category.NOTIFICATION])
+    def test_posts_are_held_to_the_input_limits(
+        self, make_runtime: RuntimeFactory, category: Category
+    ) -> None:
+        """send() kept to Settings.input_limits and post() did not: a runaway prompt or alert
+        of any size was stored and sent. Over the limit it is refused, nothing stored."""
+        limits = InputLimits(max_text_chars=20, max_attachments=1, max_attachment_bytes=10)
+        settings = Settings(passivate_after=None, input_limits=limits)
+        rt = make_runtime(model=ScriptedModel([]), settings=settings)
+        with pytest.raises(
+            InvalidInput,
+            match=rf"^post\(\) of a {category.label} got 21 characters of text, more than the "
+            r"limit of 20 \(Settings\.input_limits\.max_text_chars\); shorten it or attach "
+            r"it as a file\.$",
+        ):
+            rt.post("s", category, "x" * 21)
+        big = Attachment(id="a1", name="big.bin", media_type="application/octet-stream", size=11)
+        with pytest.raises(InvalidInput, match=r"attachment 'big\.bin' of 11 bytes, more than"):
+            rt.post("s", category, "see file", attachments=[big])
         assert rt.sessions() == []
 
     def test_a_category_named_by_a_str_is_refused(self, make_runtime: RuntimeFactory) -> None:
