@@ -386,7 +386,15 @@ class InspectApp(App[None]):
         if messages:
             parts.extend(message_lines(messages, changes=delta, title="Messages", state=state))
         if hidden:
-            parts.append(Text(f"({hidden} earlier unchanged messages not shown)", style="dim"))
+            # At a fork's first state the event added every message: not "unchanged" ones.
+            touched = len(changed - {m.id for m in messages})
+            note = (
+                f"({hidden} earlier unchanged messages not shown)"
+                if not touched
+                else f"({hidden} earlier messages not shown, {touched} of them added or "
+                "changed by this event)"
+            )
+            parts.append(Text(note, style="dim"))
         return Group(*parts)
 
     def _projection(self, state: SessionState) -> RenderableType:

@@ -225,3 +225,24 @@ class TestLongStates:
         shown = re.findall(r"^\S?\s*\d+\s+(n\d+)\s", text, re.MULTILINE)
         assert shown == ["n3", *(f"n{n}" for n in range(150, 250))]
         assert "(149 earlier unchanged messages not shown)" in text
+
+    def test_a_forks_first_state_does_not_call_its_messages_unchanged(self) -> None:
+        """At a fork's first state the branch import added every message: the note counts
+        the hidden ones as added, not "unchanged"."""
+        at = datetime(2026, 1, 1, tzinfo=UTC)
+        source = Timeline.start("src")
+        for n in range(250):
+            message = new_message(
+                Category.NOTIFICATION, id=f"n{n}", session_id="src", created_at=at, content="."
+            )
+            source = source.append(
+                MessageAdded(session_id="src", seq=n + 1, at=at, message=message)
+            )
+        fork = source.fork(source.last_seq, "f", at=at)
+        console = Console(file=io.StringIO(), width=140, record=True, color_system=None)
+        console.print(InspectApp(fork).render_state(1))
+        text = console.export_text()
+        assert "(150 earlier messages not shown, 150 of them added or changed by this event)" in (
+            text
+        )
+        assert "unchanged" not in text
