@@ -48,6 +48,7 @@ from runtime.testing import (
 from runtime.testing._answers import PLAN_OPTIONS
 from runtime.testing._options import (
     Check,
+    check_machine_class,
     check_options,
     choice,
     flag,
@@ -524,15 +525,7 @@ LIFECYCLE_OPTIONS: dict[str, Check] = {
 def _check_machine(tools: Any, model: Any, adapters: Any, name: Any, base: Any) -> None:
     """The arguments of ``lifecycle_machine`` that are not (only) class attributes."""
     function = "lifecycle_machine"
-    if not (isinstance(base, type) and issubclass(base, LifecycleMachine)):
-        raise InvalidConfig(
-            f"{function}() option 'base' must be LifecycleMachine or a subclass of it "
-            f"(got {base!r})."
-        )
-    if not isinstance(name, str) or not name:
-        raise InvalidConfig(
-            f"{function}() option 'name' must be a non-empty str, the class name (got {name!r})."
-        )
+    check_machine_class(function, base, LifecycleMachine, name, error=InvalidConfig)
     if adapters is not None and not callable(adapters):
         raise InvalidConfig(
             f"{function}() option 'adapters' must be None or a function that starts the "

@@ -17,6 +17,7 @@ from .._errors import InvalidArgument
 
 __all__ = [
     "Check",
+    "check_machine_class",
     "check_options",
     "choice",
     "flag",
@@ -62,6 +63,22 @@ def check_options(
         expected = None if check is None else check(value)
         if expected is not None:
             raise error(f"{function}() option {name!r} must be {expected} (got {_got(value)}).")
+
+
+def check_machine_class(
+    function: str, base: Any, root: type, name: Any, *, error: type[Exception]
+) -> None:
+    """Raise ``error`` unless ``base`` is ``root`` or a subclass and ``name`` (the class
+    name to make) is a non-empty str: the arguments both machine factories take."""
+    if not (isinstance(base, type) and issubclass(base, root)):
+        raise error(
+            f"{function}() option 'base' must be {root.__name__} or a subclass of it "
+            f"(got {base!r})."
+        )
+    if not isinstance(name, str) or not name:
+        raise error(
+            f"{function}() option 'name' must be a non-empty str, the class name (got {name!r})."
+        )
 
 
 def _got(value: Any) -> str:

@@ -38,6 +38,7 @@ from .._errors import InvalidArgument
 from ._answers import PLAN_OPTIONS, turn_plans
 from ._options import (
     Check,
+    check_machine_class,
     check_options,
     flag,
     instance,
@@ -360,15 +361,7 @@ def _check_machine(
 ) -> None:
     """The arguments of ``simulation_machine`` that are not class attributes."""
     function = "simulation_machine"
-    if not (isinstance(base, type) and issubclass(base, SimulationMachine)):
-        raise InvalidArgument(
-            f"{function}() option 'base' must be SimulationMachine or a subclass of it "
-            f"(got {base!r})."
-        )
-    if not isinstance(name, str) or not name:
-        raise InvalidArgument(
-            f"{function}() option 'name' must be a non-empty str, the class name (got {name!r})."
-        )
+    check_machine_class(function, base, SimulationMachine, name, error=InvalidArgument)
     for option, value in (("model", model), ("adapters", adapters)):
         if value is not None and not callable(value):
             raise InvalidArgument(
