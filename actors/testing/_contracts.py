@@ -61,13 +61,22 @@ def _contract(rule: str, detail: str) -> InvariantViolation:
     return InvariantViolation(f"Contract ({rule}) broken: {detail}", name=rule, detail=detail)
 
 
+_START_BOUND = 60.0
+"""Real seconds a call's thread and event loop may take to start (never counted as the
+tool's: a busy machine can take over a second)."""
+
+
 def _in_thread(
-    fn: Callable[[], Any], timeout: float, ended: threading.Event | None = None
+    fn: Callable[[], Any],
+    timeout: float,
+    ended: threading.Event | None = None,
+    began: threading.Event | None = None,
 ) -> tuple[bool, Any, BaseException | None]:
     """Run ``fn`` in a daemon thread; (finished, value, error). A call that never ends is left.
 
-    The wait ends when ``fn`` ends, after ``timeout`` seconds, or when something else sets
-    ``ended``.
+    The wait ends when ``fn`` ends, ``timeout`` seconds after ``began`` is set (``fn`` sets
+    it when the work to time starts; up to ``_START_BOUND`` seconds are allowed for that),
+    or when something else sets ``ended``.
     """
     box: dict[str, Any] = {}
     ended = ended or threading.Event()
@@ -83,6 +92,10 @@ def _in_thread(
 
     thread = threading.Thread(target=target, name="amber-contract", daemon=True)
     thread.start()
+    if began is not None:
+        deadline = time.monotonic() + _START_BOUND
+        while not (began.wait(0.05) or ended.is_set()) and time.monotonic() < deadline:
+            pass
     ended.wait(timeout)
     return bool(box.get("done")), box.get("value"), box.get("error")
 
@@ -117,7 +130,8 @@ def check_tool_call(
     ``ToolOutcome`` (errors included) whose summary is one line of at most
     200 characters and whose content respects ``max_output_chars``. With
     ``cancel_after``, the call is cancelled after that many seconds and must
-    end (return, or let ``trio.Cancelled`` through) within ``grace``.
+    end (return, or let ``trio.Cancelled`` through) within ``grace``. Time counts from the
+    call's start (not from starting its thread and event loop, which a busy machine slows).
 
     Args:
         tool_: the tool.
@@ -143,7 +157,12 @@ def check_tool_call(
     name = f"tool {tool_.name!r} called with {arguments!r}"
     mock = _on_mock_clock(tool_, clock, "check_tool_call() option 'clock'")
 
+    began = threading.Event()  # the call starts: its time counts from here
+    began_at: list[float] = []
+
     async def call() -> ToolOutcome | None:
+        began_at.append(time.monotonic())
+        began.set()
         if cancel_after is None:
             return await tool_.invoke(arguments)
         with trio.move_on_after(cancel_after):
@@ -178,9 +197,11 @@ def check_tool_call(
         return result
 
     # On the mock clock the real-time limit is a backstop for a call that blocks real time.
+    # Only the call's own time counts: starting the thread and trio can take over a second
+    # on a busy machine, which made a prompt tool look hung.
     started = time.monotonic()
-    finished, outcome, error = _in_thread(run, limit + grace, ended)
-    took = time.monotonic() - started
+    finished, outcome, error = _in_thread(run, limit + grace, ended, began)
+    took = time.monotonic() - (began_at[0] if began_at else started)
     if hung.is_set() or not finished:
         what = "its cancellation" if cancel_after is not None else "its time limit"
         spent = f"{limit + grace:.1f} s in all, simulated" if hung.is_set() else (

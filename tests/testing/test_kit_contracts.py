@@ -34,6 +34,32 @@ def test_shielded_tool_breaks_cancellation() -> None:
         check_tool_call(stubborn, {}, cancel_after=0.01, grace=0.2)
 
 
+def test_slow_start_up_does_not_count_against_the_tool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a busy machine starting the call's thread and event loop can take longer than
+    ``grace``: only the time from the call's start counts (a prompt tool once failed
+    ``test_cancelled_calls_end_promptly`` under load, "1.3 s in all")."""
+    import time
+
+    import trio
+
+    real_run = trio.run
+
+    def slow_run(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.6)  # what a loaded machine adds before the call begins
+        return real_run(*args, **kwargs)
+
+    @tool
+    def prompt(text: str) -> str:
+        """Ends at once."""
+        return text
+
+    monkeypatch.setattr(trio, "run", slow_run)
+    assert check_tool_call(prompt, {"text": "a"}, grace=0.2) is not None
+    check_tool_call(prompt, {"text": "a"}, cancel_after=0.0, grace=0.2)  # no violation
+    with pytest.raises(InvariantViolation, match=r"was still running 0.2 s after its cancellation"):
+        check_tool_call(stubborn, {}, cancel_after=0.01, grace=0.2)  # still found
+
+
 def test_invalid_arguments_must_be_refused() -> None:
     """A tool that accepts what its schema forbids is named."""
 
