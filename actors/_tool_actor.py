@@ -21,7 +21,7 @@ from runtime import ToolDone, ToolOutcome
 
 from ._effects import EffectHandle, Effects
 from ._errors import InvalidConfig
-from ._tools import Tool
+from ._tools import Tool, passes_through
 
 __all__ = ["ToolActor", "ToolRequest", "ToolStats"]
 
@@ -87,7 +87,9 @@ class ToolActor(pykka.ThreadingActor):
         try:
             try:
                 outcome = await self.tool.invoke(request.arguments)
-            except Exception as exc:
+            except BaseException as exc:  # a Tool of its own, whatever it raised but cancellation
+                if passes_through(exc):
+                    raise
                 log.exception(
                     "tool %s: invoke raised instead of returning an outcome", self.tool.name
                 )

@@ -203,6 +203,14 @@ class Tool:
             return ToolOutcome(
                 content=describe_exception(exc), is_error=True, error_type="exception"
             )
+        except BaseException as exc:
+            # Nor any other BaseException (asyncio's CancelledError from a wrapped client, a
+            # library's own): only trio's cancellation of this call, and Ctrl-C, go up.
+            if passes_through(exc):
+                raise
+            return ToolOutcome(
+                content=describe_exception(exc), is_error=True, error_type="exception"
+            )
 
     async def _call(self, kwargs: dict[str, Any]) -> Any:
         if self._signature.is_async:
@@ -212,6 +220,15 @@ class Tool:
         )
         # A sync wrapper around an async function hands back the coroutine.
         return await value if inspect.isawaitable(value) else value
+
+
+def passes_through(exc: BaseException) -> bool:
+    """Whether a tool's ``BaseException`` is not the tool's failure: trio's cancellation
+    (the call was interrupted or timed out), ``KeyboardInterrupt`` or ``GeneratorExit``,
+    alone or in a group."""
+    if isinstance(exc, BaseExceptionGroup):
+        return any(map(passes_through, exc.exceptions))
+    return isinstance(exc, (trio.Cancelled, KeyboardInterrupt, GeneratorExit))
 
 
 @overload

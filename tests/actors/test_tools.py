@@ -619,6 +619,48 @@ class TestInvoke:
 
         assert invoke(tool(bare), {}).summary == "LookupError"
 
+    def test_other_base_exceptions_are_failures(self) -> None:
+        """A tool raising a BaseException that is not trio's cancellation (asyncio's
+        CancelledError from a wrapped client, a custom BaseException) fails that call only:
+        it once escaped and stopped the effects loop of every session."""
+        import asyncio
+
+        class Abort(BaseException):
+            pass
+
+        @tool
+        async def wrapped_client() -> None:
+            raise asyncio.CancelledError("upstream client cancelled")
+
+        @tool
+        def aborts() -> None:
+            raise Abort("stop")
+
+        @tool
+        async def grouped() -> None:
+            raise BaseExceptionGroup("many", [Abort("one"), ValueError("two")])
+
+        outcome = invoke(wrapped_client, {})
+        assert outcome.error_type == "exception"
+        assert outcome.summary == "CancelledError: upstream client cancelled"
+        assert invoke(aborts, {}).summary.endswith("Abort: stop")
+        assert invoke(grouped, {}).error_type == "exception"
+
+    def test_trio_cancellation_still_propagates(self) -> None:
+        """The call's own cancellation (an interrupt) is not turned into a result."""
+
+        @tool
+        async def slow() -> str:
+            await trio.sleep(10)
+            return "late"
+
+        async def main() -> object:
+            with trio.move_on_after(0.01):
+                return await slow.invoke({})
+            return "cancelled"
+
+        assert trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0)) == "cancelled"
+
     def test_keyboard_interrupt_propagates(self) -> None:
         """KeyboardInterrupt is not a tool failure; it goes up."""
 
@@ -922,3 +964,37 @@ class TestToolboxProperties:
         assert outcome.is_error == (outcome.error_type is not None)
         assert outcome.error_type is None or outcome.error_type in ERROR_TYPES
         assert len(outcome.content) <= typed.max_output_chars
+
+
+class TestBaseExceptionInRuntime:
+    def test_a_tool_raising_a_base_exception_fails_its_call_only(self) -> None:
+        """asyncio's CancelledError from a tool once stopped the effects loop: its session
+        hung and every other session's turn failed with EffectsStopped."""
+        import asyncio
+
+        from actors import Runtime, ScriptedModel, Settings, call, reply
+        from runtime import Status
+
+        @tool(timeout=5)
+        async def lookup(q: str) -> str:
+            """Look something up.
+
+            Args:
+                q: The query.
+            """
+            raise asyncio.CancelledError("upstream client cancelled")
+
+        model = ScriptedModel([call("lookup", {"q": "a"}), reply("done")], fallback=reply("ok"))
+        with Runtime(
+            model=model, tools=[lookup], store=":memory:", settings=Settings(passivate_after=None)
+        ) as rt:
+            rt.send("s1", "go")
+            first = rt.wait_idle("s1", timeout=60)
+            rt.send("s2", "hello")
+            second = rt.wait_idle("s2", timeout=60)
+        result = next(m for m in first.messages if m.tool_call_id is not None)
+        assert result.is_error
+        assert result.content.startswith("CancelledError: upstream client cancelled")
+        assert [m.content for m in first.messages][-1] == "done"
+        assert second.messages[0].status is Status.PROCESSED
+        assert second.messages[-1].content == "ok"
