@@ -6,8 +6,9 @@ the whole example again (a real runtime started and stopped, or a simulation
 settled and checked), so it took longer than finding and shrinking the
 failure, and for a stateful test it adds little: the printed steps are
 already the shortest that fail. The kit's ``TestCase`` runs with the settings
-you give it (``TestX.settings = settings(...)``), minus that phase; a machine
-with ``explain = True`` keeps it.
+you give it (``TestX.settings = settings(...)``), minus that phase (a machine
+with ``explain = True`` keeps it), with Hypothesis's health checks off and no
+deadline unless you chose one (``kit_settings``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,20 @@ from hypothesis import HealthCheck, Phase, settings
 if TYPE_CHECKING:
     from hypothesis.stateful import _StateMachineTestCase
 
-__all__ = ["MachineTestCase", "without_explain"]
+__all__ = ["MachineTestCase", "kit_settings", "without_explain"]
+
+
+def kit_settings(given: settings) -> settings:
+    """``given`` with Hypothesis's health checks off and, unless ``given`` chose another
+    deadline than the profile's, no deadline: a step of these machines runs a runtime or
+    a simulation, far slower than what those limits assume. ``settings(max_examples=300)``
+    starts from the profile's defaults, so without this the health checks came back on."""
+    changes: dict[str, Any] = {}
+    if set(given.suppress_health_check) != set(HealthCheck):
+        changes["suppress_health_check"] = list(HealthCheck)
+    if given.deadline is not None and given.deadline == settings.default.deadline:
+        changes["deadline"] = None
+    return settings(given, **changes) if changes else given
 
 
 def without_explain(given: settings) -> settings:
@@ -55,7 +69,7 @@ def _test_case(machine: Any) -> type[_StateMachineTestCase]:
         settings = settings(deadline=None, suppress_health_check=list(HealthCheck))
 
         def runTest(self) -> None:
-            chosen = self.settings
+            chosen = kit_settings(self.settings)
             if not getattr(machine, "explain", False):
                 chosen = without_explain(chosen)
             hypothesis.stateful.run_state_machine_as_test(machine, settings=chosen)

@@ -57,6 +57,28 @@ class TestMachineTestCase:
         assert (chosen.max_examples, chosen.stateful_step_count) == (7, 9)
         assert Phase.explain not in chosen.phases
 
+    def test_health_checks_stay_off_under_users_settings(self, make: Any, runs: list[Any]) -> None:
+        """``settings(max_examples=300)``, as docs/testing.md's tutorial sets it, starts from
+        Hypothesis's defaults: the health checks came back on and the tutorial failed with
+        ``FailedHealthCheck: Input generation is slow`` (a step runs a runtime or a
+        simulation), and the 200 ms deadline with them. Both stay off unless chosen."""
+        machine = make()
+        machine.TestCase.settings = settings(max_examples=300)
+        machine.TestCase("runTest").runTest()
+        [(_, chosen)] = runs
+        assert chosen.max_examples == 300
+        assert set(chosen.suppress_health_check) == set(HealthCheck)
+        assert chosen.deadline is None
+
+    def test_a_chosen_deadline_is_kept(self, make: Any, runs: list[Any]) -> None:
+        """A deadline other than Hypothesis's default is the user's choice: kept."""
+        machine = make()
+        machine.TestCase.settings = settings(deadline=5000)
+        machine.TestCase("runTest").runTest()
+        [(_, chosen)] = runs
+        assert chosen.deadline is not None
+        assert chosen.deadline.total_seconds() == 5
+
     def test_explain_true_keeps_the_phase(self, make: Any, runs: list[Any]) -> None:
         """A machine that asks for explain (``explain = True``) keeps it."""
         machine = make()
