@@ -33,7 +33,8 @@ def kit_settings(given: settings) -> settings:
     changes: dict[str, Any] = {}
     if set(given.suppress_health_check) != set(HealthCheck):
         changes["suppress_health_check"] = list(HealthCheck)
-    if given.deadline is not None and given.deadline == settings.default.deadline:
+    profile = settings.default
+    if given.deadline is not None and (profile is None or given.deadline == profile.deadline):
         changes["deadline"] = None
     return settings(given, **changes) if changes else given
 
