@@ -186,3 +186,30 @@ class TestToolContractClock:
             match=r"^Bad\.clock \(ToolContract\.clock\) must be one of 'real', 'mock', 'auto' \(got 'simulated' that is a str\)\.$",
         ):
             bad().test_valid_arguments_get_an_outcome()
+
+
+
+def test_a_call_blocking_real_time_on_the_mock_clock_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The real-time backstop of the mock clock still ends a call that blocks its thread
+    (a sync wait in an async tool), a margin past its limit, and says so."""
+    import threading
+
+    from actors.testing import _contracts
+
+    release = threading.Event()
+
+    @tool(timeout=0.05)
+    async def blocks() -> str:
+        """Waits on a lock without awaiting."""
+        release.wait(30)
+        return "late"
+
+    # Keep the test short: the margin's size is not its point.
+    monkeypatch.setattr(_contracts, "_MOCK_BACKSTOP", 0.2)
+    try:
+        with pytest.raises(InvariantViolation, match=r"real time: it blocks its thread"):
+            check_tool_call(blocks, {}, grace=0.1, clock="mock")
+    finally:
+        release.set()
