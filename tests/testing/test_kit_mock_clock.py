@@ -188,7 +188,6 @@ class TestToolContractClock:
             bad().test_valid_arguments_get_an_outcome()
 
 
-
 def test_a_call_blocking_real_time_on_the_mock_clock_is_named(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
