@@ -266,9 +266,14 @@ class SimulationMachine(RuleBasedStateMachine):
 
     @rule(choices=st.lists(st.integers(0, 7), min_size=1, max_size=12))
     def run(self, choices: list[int]) -> None:
-        """Completions arrive, in the order ``choices`` picks (0: the earliest due)."""
+        """Completions arrive, in the order ``choices`` picks (0: the earliest due).
+
+        One completion per choice; a choice the simulation asks for on the way (whether a
+        cancelled run had already reported) takes the next one.
+        """
         self._choices = list(choices)
-        self.sim.run(range(len(choices)))
+        while self._choices and self.sim.run([self._choices.pop(0)]):
+            pass
         self._choices = []
 
     @rule(session=_of("_session_names"))
