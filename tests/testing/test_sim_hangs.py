@@ -140,9 +140,11 @@ def tutorial_tool() -> object:
 # With seed 4 the machine missed the hang in all of its 300 examples before.
 @pytest.mark.slow
 @pytest.mark.parametrize("number", range(10))
-def test_the_tutorials_hang_is_found_whatever_the_seed(number: int) -> None:
+def test_the_tutorials_hang_is_found_whatever_the_seed(number: int, tmp_path: pathlib.Path) -> None:
     """The tutorial's planted hang is found within its 300 examples, run after run."""
-    machine = bridged_simulation_machine(tools=[tutorial_tool()], name="WeatherBot")
+    machine = bridged_simulation_machine(
+        tools=[tutorial_tool()], name="WeatherBot", failures_dir=str(tmp_path)
+    )
     run = settings(
         max_examples=300,
         phases=[Phase.generate],
