@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from urllib.parse import parse_qs
 
-from runtime import EVENT_TYPES, AmberError
+from runtime import EVENT_TYPES, AmberError, CorruptRow
 
 from .._cli._app import SEQ_HELP, CliError, ExitCode, translate
 
@@ -21,6 +21,7 @@ __all__ = [
     "VIEWS",
     "WebError",
     "as_web_error",
+    "damaged",
     "one",
     "parse_form",
     "parse_index",
@@ -60,6 +61,18 @@ def as_web_error(exc: CliError | AmberError) -> WebError:
     """The ``WebError`` for an error of the CLI's checks or of the core (same message)."""
     error = exc if isinstance(exc, CliError) else translate(exc)
     return WebError(_STATUS.get(error.code, 500), str(error), code=error.code)
+
+
+def damaged(exc: CorruptRow, db: str) -> WebError:
+    """The ``WebError`` for a damaged row: 422 (the request is fine, the stored session is
+    not), the store's message and what to run about it."""
+    return WebError(
+        422,
+        f"CorruptRow: {exc} 'amber check --db {db}' lists every damaged row in the store; "
+        f"'amber recover --rebuild --db {db}' writes damaged summaries and snapshots again "
+        "from the events.",
+        code=ExitCode.BAD_STORE,
+    )
 
 
 def one(query: Mapping[str, Sequence[str]], name: str) -> str | None:

@@ -37,15 +37,23 @@ from datetime import datetime
 import attrs
 import orjson
 
-from runtime import BranchImported, Event, SessionState, Status, Timeline, added_seq
+from runtime import (
+    BranchImported,
+    CorruptRow,
+    Event,
+    SessionState,
+    Status,
+    Timeline,
+    added_seq,
+)
 from runtime.store import SessionInfo, Store
 
-from .._cli._admin import fork_session
+from .._cli._admin import fork_session, sessions_and_damage
 from .._cli._app import CliError, ExitCode, open_store, require_session
 from .._cli._replay import Check, verify_session
 from ._stats import SessionTotals, session_totals
 
-__all__ = ["Forked", "Loaded", "SessionRow", "Source"]
+__all__ = ["Damaged", "Forked", "Loaded", "SessionRow", "Source"]
 
 Opener = Callable[[str], AbstractContextManager[Store]]
 """Opens the store at a ``--db`` value for one operation (the CLI's ``open_store``)."""
@@ -66,6 +74,9 @@ class Loaded:
     """The fork's first event, if the session is a fork and the first event is loaded."""
     loading: bool
     """True while the whole log is still being replayed (``timeline`` is partial)."""
+    damage: CorruptRow | None = None
+    """The damaged row that ends ``timeline`` before the stored head, if one does (asked
+    for with ``sound_only``): the states before it are shown, none after."""
 
     @property
     def complete(self) -> bool:
@@ -85,6 +96,15 @@ class SessionRow:
     """``(source session, source seq)`` when the session is a fork."""
     pending: int
     """Inputs waiting for a turn (``pending_agent``)."""
+
+
+@attrs.frozen(kw_only=True)
+class Damaged:
+    """A session the sessions list cannot read: its summary row or its log is damaged."""
+
+    session_id: str
+    error: CorruptRow
+    """The store's error (its message says where, and how to repair)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -160,21 +180,33 @@ class Source:
             CliError: no store at ``db``, or not an Amber store (the CLI's exit codes).
         """
         with self._store() as store:
-            return len(store.list_sessions())
+            listed, damaged = sessions_and_damage(store)
+            return len(listed) + len(damaged)
 
     # --- the sessions list ------------------------------------------------------------
 
-    def sessions(self) -> list[SessionRow]:
-        """Every session with its totals, most recently active first."""
+    def sessions(self) -> tuple[list[SessionRow], list[Damaged]]:
+        """Every sound session with its totals, most recently active first, and the
+        damaged ones (a summary row or a log that fails the store's checks) with their
+        errors: one damaged session does not hide the others (as ``amber recover``).
+
+        Raises:
+            CliError: the store as a whole cannot be read.
+        """
         with self._store() as store:
-            infos = store.list_sessions()
+            infos, errors = sessions_and_damage(store)
+            damaged = [Damaged(session_id=e.session_id or "?", error=e) for e in errors]
             rows = []
             for info in infos:
                 with self._lock:
                     row = self._rows.get(info.session_id)
                 if row is None or row.info != info:
-                    head = self._cached_head(info) or store.load_state(info.session_id)
-                    origin = self._origin(store, info, head)
+                    try:
+                        head = self._cached_head(info) or store.load_state(info.session_id)
+                        origin = self._origin(store, info, head)
+                    except CorruptRow as exc:
+                        damaged.append(Damaged(session_id=info.session_id, error=exc))
+                        continue
                     row = SessionRow(
                         info=info,
                         totals=session_totals(head),
@@ -186,7 +218,7 @@ class Source:
                     with self._lock:
                         self._rows[info.session_id] = row
                 rows.append(row)
-        return rows
+        return rows, sorted(damaged, key=lambda d: d.session_id)
 
     def _cached_head(self, info: SessionInfo) -> SessionState | None:
         with self._lock:
@@ -226,7 +258,7 @@ class Source:
 
     # --- one session ------------------------------------------------------------------
 
-    def timeline(self, session_id: str, *, need: int = 0) -> Loaded:
+    def timeline(self, session_id: str, *, need: int = 0, sound_only: bool = False) -> Loaded:
         """The session's timeline, up to date, holding at least the states from seq ``need``.
 
         ``need=0`` asks for every state (waits for the whole log); a negative
@@ -234,10 +266,36 @@ class Source:
         it). A ``need`` at or after the latest snapshot may be answered from
         it while the whole log loads in the background.
 
+        ``sound_only``: if the log is damaged after ``need``, the states before
+        the damaged row (as ``amber show --at`` reads them), with the error in
+        ``Loaded.damage``; not cached.
+
         Raises:
             CliError: no such session (``NOT_FOUND``, with the closest ids), or
                 the store cannot be read.
+            CorruptRow: a row the states from ``need`` on are read from is damaged.
         """
+        try:
+            return self._timeline(session_id, need)
+        except CorruptRow as exc:
+            if not sound_only or exc.session_id != session_id or not exc.seq:
+                raise
+            damage, last = exc, exc.seq - 1
+        with self._store() as store:
+            info = store.session(session_id)
+            if need < 0:
+                need = max(0, info.seq + 1 + need)
+            load_span = getattr(store, "load_span", None)  # SQLite, PostgreSQL
+            if need > last or load_span is None:
+                raise damage
+            try:
+                sound: Timeline = load_span(session_id, 0, last)
+            except CorruptRow:
+                raise damage from None
+            origin = self._origin_of(session_id, info, sound, store)
+        return Loaded(timeline=sound, origin=origin, loading=False, damage=damage)
+
+    def _timeline(self, session_id: str, need: int) -> Loaded:
         with self._store() as store:
             require_session(store, session_id, self.db)
             info = store.session(session_id)
@@ -358,7 +416,7 @@ class Source:
             if error is not None and self._entries.get(session_id) is entry:
                 del self._entries[session_id]  # the next request tries again
         if error is not None:
-            if isinstance(error, CliError):
+            if isinstance(error, CliError | CorruptRow):
                 raise error
             raise CliError(f"{type(error).__name__}: {error}", ExitCode.FAILED) from error
         return timeline

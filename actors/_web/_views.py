@@ -78,8 +78,10 @@ def sessions_page(request: Request, *, source: Source, page: Page, **_: Any) -> 
     order = one(q, "order") or ("asc" if sort == "session" else "desc")
     if order not in ("asc", "desc"):
         raise WebError(400, f"order must be 'asc' or 'desc' (got {order!r}).")
-    rows = sorted(source.sessions(), key=_SORTS[sort], reverse=order == "desc")
-    return page(request, "sessions.html", {"rows": rows, "sort": sort, "order": order})
+    listed, damaged = source.sessions()
+    rows = sorted(listed, key=_SORTS[sort], reverse=order == "desc")
+    context = {"rows": rows, "damaged": damaged, "sort": sort, "order": order}
+    return page(request, "sessions.html", context)
 
 
 def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> Response:
@@ -101,11 +103,13 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
         need = at - 1  # counted back from the head, as Source.timeline reads it
     if start is not None:  # a page of earlier rows
         need = max(0, min(need, start - 1)) if need >= 0 else 0
-    loaded = source.timeline(session_id, need=need)
+    loaded = source.timeline(session_id, need=need, sound_only=True)
     timeline = loaded.timeline
+    if loaded.damage is not None and not 0 <= at <= timeline.last_seq:
+        raise loaded.damage  # a state at or after the damaged row (or counted from the head)
     seq = resolve(at, timeline.last_seq, session_id)
     if seq - 1 < timeline.first_seq and seq > 0:  # a relative seq below what was loaded
-        loaded = source.timeline(session_id, need=seq - 1)
+        loaded = source.timeline(session_id, need=seq - 1, sound_only=True)
         timeline = loaded.timeline
     pane = state_pane(timeline, seq, offset)
     side = view_pane(view, pane.state, show_all=show_all)

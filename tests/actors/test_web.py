@@ -453,6 +453,65 @@ class TestFork:
             assert client.post("/session?s=demo").status_code == 405
 
 
+def _damage(db: Path, sql: str) -> Path:
+    """``db`` with rows changed behind the store's back (as the trial's repro does)."""
+    with contextlib.closing(sqlite3.connect(db)) as raw, raw:
+        raw.execute("DROP TRIGGER IF EXISTS events_no_update")
+        raw.execute(sql)
+    return db
+
+
+class TestDamagedSessions:
+    """One damaged session does not take the viewer down: the others read as before."""
+
+    def test_a_damaged_log_is_listed_with_its_error(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """The index lists the sound sessions and names the damaged one with its error;
+        its pages are a 422 with the store's message and what to run; the states before the
+        damage read as ``amber show --at`` reads them."""
+        db = _damage(
+            recorded.copy(tmp_path),
+            "UPDATE events SET body=replace(body,'Tokyo','Kyoto') "
+            "WHERE session_id='demo' AND seq=21",
+        )
+        with web(db) as (client, _):
+            index = page(client, "/")
+            assert index.has("sessions")
+            assert "broken" in index.text("sessions")
+            damaged = index.text("damaged")
+            assert damaged.startswith("demo: damaged, CorruptRow: Session 'demo' event seq 21 ")
+            assert f"amber check --db {db}" in damaged
+            message = error(client, "/session?s=demo", 422)
+            assert message.startswith("CorruptRow: Session 'demo' event seq 21 fails its checksum")
+            assert f"'amber check --db {db}' lists every damaged row" in message
+            assert error(client, "/session?s=demo&at=21", 422) == message
+            assert error(client, "/charts?s=demo", 422) == message
+            early = page(client, "/session?s=demo&at=5")
+            assert early.attrs["seq-5"]["class"] == "sel"
+            assert early.has("seq-20")
+            assert not early.has("seq-21")
+            assert early.text("damage").startswith("The log is damaged after seq 20")
+            assert amber("show", "demo", "--at", "5", "--db", db).exit_code == 0
+            assert not page(client, "/session?s=broken").has("damage")
+
+    def test_a_damaged_summary_row_is_listed_and_the_viewer_starts(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """A summary row that fails its digest: the store opens, the others are listed."""
+        db = _damage(
+            recorded.copy(tmp_path), "UPDATE sessions SET messages=99 WHERE session_id='broken'"
+        )
+        with web(db) as (client, source):
+            assert source.check() == 2
+            index = page(client, "/")
+            assert "demo" in index.text("sessions")
+            assert index.text("damaged").startswith(
+                "broken: damaged, CorruptRow: Session 'broken' seq "
+            )
+            assert "amber recover --rebuild" in error(client, "/session?s=broken", 422)
+
+
 class TestGuardsAndReads:
     def test_every_page_reads_and_writes_nothing(self, recorded: Recorded, tmp_path: Path) -> None:
         """Every GET page leaves the store's sessions and logs as they were."""
