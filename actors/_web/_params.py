@@ -12,9 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from urllib.parse import parse_qs
 
-from runtime import EVENT_TYPES, AmberError, CorruptRow
+from runtime import (
+    EVENT_TYPES,
+    AmberError,
+    CorruptRow,
+    InvalidArgument,
+    InvalidInput,
+    check_session_id,
+)
 
-from .._cli._app import SEQ_HELP, CliError, ExitCode, translate
+from .._cli._app import CliError, ExitCode, read_seq, translate
 
 __all__ = [
     "FORM_LIMIT",
@@ -27,6 +34,7 @@ __all__ = [
     "parse_index",
     "parse_kinds",
     "parse_seq",
+    "parse_session_id",
     "parse_view",
     "resolve",
 ]
@@ -93,13 +101,18 @@ def parse_seq(value: str | None, *, name: str = "at", default: int = -1) -> int:
     """A seq as the CLI reads one: a number, negative from the head, or ``head`` (-1)."""
     if value is None or not value.strip():
         return default
-    text = value.strip().lower()
-    if text == "head":
-        return -1
     try:
-        return int(text, 10)
-    except ValueError:
-        raise WebError(400, f"{value!r} is not a seq: pass {SEQ_HELP}.") from None
+        return read_seq(value)
+    except InvalidArgument as exc:
+        raise WebError(400, str(exc)) from None
+
+
+def parse_session_id(value: str) -> str:
+    """A session id a new session can have (``amber fork --as``'s check), or a 400."""
+    try:
+        return check_session_id(value)
+    except InvalidInput as exc:
+        raise WebError(400, str(exc)) from None
 
 
 def resolve(seq: int, last_seq: int, session_id: str, *, name: str = "at") -> int:

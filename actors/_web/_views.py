@@ -45,6 +45,7 @@ from ._params import (
     parse_index,
     parse_kinds,
     parse_seq,
+    parse_session_id,
     parse_view,
     resolve,
 )
@@ -430,6 +431,8 @@ async def fork_action(request: Request, *, source: Source, token: str, **_: Any)
         raise WebError(400, "The fork form needs a seq (at): the seq to fork from.")
     at = parse_seq(form["at"])
     new_id = form.get("as", "").strip() or None
+    if new_id is not None:
+        new_id = parse_session_id(new_id)
     forked = await run_in_threadpool(source.fork, session_id, at, new_id)
     return RedirectResponse(url("/session", s=forked.session_id, note="forked"), status_code=303)
 

@@ -222,6 +222,14 @@ class TestSession:
                 "event), a negative number to count back from the head (-1 is the head), or "
                 "'head'."
             )
+            minus_zero = error(client, "/session?s=demo&at=-0", 400)
+            assert minus_zero == (
+                "'-0' is not a seq: 0 is the empty state before the first event and -1 the "
+                "head; pass 0, -1 or 'head'."
+            )
+            assert cli_error("show", "demo", "--at=-0", "--db", recorded.db).endswith(
+                f"Invalid value for '--at': {minus_zero}"
+            )
             assert error(client, "/session?s=demo&at=1&at=2", 400) == (
                 "'at' is given 2 times ('1', '2'); pass it once."
             )
@@ -395,6 +403,18 @@ class TestFork:
             assert fork(400, at="x").startswith("'x' is not a seq")
             assert fork(400, at="") == "The fork form needs a seq (at): the seq to fork from."
             assert fork(404, at="3", s="nope").startswith("No session 'nope'")
+            assert fork(400, at="-0") == (
+                "'-0' is not a seq: 0 is the empty state before the first event and -1 the "
+                "head; pass 0, -1 or 'head'."
+            )
+            bad_name = fork(400, at="3", **{"as": "bad\nid"})
+            assert bad_name == (
+                "Session id 'bad\\nid' cannot be used: it holds the control character '\\n' at "
+                "index 3. A session id is 1 to 256 characters of valid Unicode without control "
+                "characters (like 'chat-42')."
+            )
+            shown = cli_error("fork", "demo", "--at", "3", "--as", "bad\nid", "--db", db)
+            assert shown.endswith(f"Invalid value for '--as': {bad_name}")
         assert snapshot(db) == before
 
     @pytest.mark.parametrize(
