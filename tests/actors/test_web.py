@@ -20,6 +20,7 @@ import pytest
 from cli_support import Recorded, amber, recorded
 from web_support import TOKEN, Ids, Page, agent_session, snapshot, web
 
+import actors._web._pages
 import actors._web._source
 from actors._cli._views import view_data
 from runtime.store import SQLiteStore
@@ -484,12 +485,15 @@ def _damage(db: Path, sql: str) -> Path:
 class TestDamagedSessions:
     """One damaged session does not take the viewer down: the others read as before."""
 
+    @pytest.mark.parametrize("whole", [True, False], ids=["whole", "span"])
     def test_a_damaged_log_is_listed_with_its_error(
-        self, recorded: Recorded, tmp_path: Path
+        self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, whole: bool
     ) -> None:
         """The index lists the sound sessions and names the damaged one with its error;
         its pages are a 422 with the store's message and what to run; the states before the
-        damage read as ``amber show --at`` reads them."""
+        damage read as ``amber show --at`` reads them (a session loaded whole, or by span)."""
+        if not whole:
+            monkeypatch.setattr(actors._web._source, "_WHOLE", 0)
         db = _damage(
             recorded.copy(tmp_path),
             "UPDATE events SET body=replace(body,'Tokyo','Kyoto') "
@@ -506,6 +510,7 @@ class TestDamagedSessions:
             assert message.startswith("CorruptRow: Session 'demo' event seq 21 fails its checksum")
             assert f"'amber check --db {db}' lists every damaged row" in message
             assert error(client, "/session?s=demo&at=21", 422) == message
+            assert error(client, "/session?s=demo&at=-40", 422) == message
             assert error(client, "/charts?s=demo", 422) == message
             early = page(client, "/session?s=demo&at=5")
             assert early.attrs["seq-5"]["class"] == "sel"
@@ -613,18 +618,86 @@ def long_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class TestLongSessions:
-    def test_the_first_screen_comes_from_the_snapshot(self, long_db: Path) -> None:
-        """The first request is answered from the snapshot on, and says the rest is loading."""
+    def test_a_page_reads_only_the_states_it_shows(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A session page of a long session reads its span from the nearest stored state
+        (as ``amber show``), never the whole log, and nothing loads behind it."""
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+
+        def whole(*args: object, **kwargs: object) -> None:
+            raise AssertionError("the whole log was read")
+
+        monkeypatch.setattr(SQLiteStore, "load_timeline", whole)
         with web(long_db) as (client, source):
-            first = page(client, "/session?s=long")
-            assert first.has("loading")
-            assert "earlier rows still loading" in first.text("timeline")
-            assert not first.has("seq-400")
-            assert source.wait_loaded(timeout=60)
-            later = page(client, "/session?s=long")
-            assert not later.has("loading")
+            head = page(client, "/session?s=long")
+            assert not head.has("loading")
+            assert head.attrs["seq-560"]["class"] == "sel"
+            assert head.has("seq-520")
+            assert not head.has("seq-519")
+            assert "560 events" in head.text("timeline")
             older = page(client, "/session?s=long&at=42")
             assert older.attrs["seq-42"]["class"] == "sel"
+            assert linked(older, "/session", s="long", at="42", **{"from": "63"})
+            assert not source._entries  # nothing cached, nothing loading
+
+    def test_moving_between_seqs_reads_the_events_after_the_last_span(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The next seqs are the last span and a few events: read once, brought on; each
+        page as a fresh viewer shows it."""
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        spans: list[tuple[object, ...]] = []
+        load_span = SQLiteStore.load_span
+
+        def counted(self: SQLiteStore, *args: object, **kwargs: object) -> object:
+            spans.append(args)
+            return load_span(self, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(SQLiteStore, "load_span", counted)
+        paths = [f"/session?s=long&at={at}" for at in (300, 301, 302, 299, 330, 420)]
+        with web(long_db) as (client, _):
+            moved = [page(client, path).texts for path in paths]
+        assert len(spans) == 1
+        for path, texts in zip(paths, moved, strict=True):
+            with web(long_db) as (client, _):
+                assert page(client, path).texts == texts
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            "",
+            "&at=0",
+            "&at=1",
+            "&at=42",
+            "&at=499",
+            "&at=500",
+            "&at=-3",
+            "&at=300&from=100",
+            "&at=300&from=540",
+            "&at=520&from=1",
+            "&at=300&msgs=40",
+            "&at=555&view=history",
+            "&at=120&view=clean&all=1",
+            "&at=510&view=anthropic",
+        ],
+    )
+    def test_a_span_reads_as_the_whole_log(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch, query: str
+    ) -> None:
+        """A page read from a span is the page read from the whole log (but for the
+        filter's counts of each kind, which need every event)."""
+        path = f"/session?s=long{query}"
+        with web(long_db) as (client, _):
+            want = page(client, path)
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        monkeypatch.setattr(actors._web._pages, "_NEAR", 10)  # from= far off: two spans
+        with web(long_db) as (client, _):
+            got = page(client, path)
+        assert got.links == want.links
+        assert got.attrs == want.attrs
+        kept = set(want.texts) - {"timeline", "filter"}
+        assert {k: got.texts[k] for k in kept} == {k: want.texts[k] for k in kept}
 
     def test_pages_of_rows_and_messages(self, long_db: Path) -> None:
         """from= pages the timeline, msgs= the messages; each page has links to the next."""
