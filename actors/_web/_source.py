@@ -14,14 +14,14 @@ length. What a ``Source`` keeps, per process:
 
 - each session's **last span**, brought on with the events after it when the
   next page needs later states (moving between seqs reads a few events);
-- the **timelines** of short sessions (up to ``_WHOLE`` events) and of the
-  pages that read every event (the kind filter, a message's history, the
-  charts, jumps), brought up to date on every request (the events stored
-  since are read and applied: a live session stays live); a request for a
-  long session's head that the latest snapshot covers is answered from it
-  while the whole log is replayed in a background thread (the model call
-  page); at most ``budget`` events of complete timelines (least recently
-  used out first).
+- the **timelines** of short sessions (up to ``_WHOLE`` events, loaded by
+  the first request), of sessions up to ``_BACKGROUND`` events (replayed in
+  a background thread once the first page is sent) and of the pages that
+  read every event (the kind filter, a message's history, the charts,
+  jumps), brought up to date on every request (the events stored since are
+  read and applied: a live session stays live); at most ``budget`` events
+  of complete timelines (least recently used out first). A request that
+  needs a state the partial timeline lacks waits for the replay.
 
 Reads never write: the viewer's only writes are ``fork`` (an ``append`` of
 the fork's first event, as ``amber fork`` does).
@@ -69,6 +69,10 @@ _WHOLE = 2_000
 """Sessions up to this many events are loaded whole for a span and cached (moving between
 seqs then reads nothing; the filter counts each kind); longer ones are read by span."""
 
+_BACKGROUND = 20_000
+"""Sessions up to this many events are also replayed whole in a background thread once
+their first span is sent (moving between seqs then reads nothing); longer ones are read
+by span only (the whole log of 100,000 events takes 10-15 s and holds every state)."""
 _SPAN_LIMIT = 5_000
 """The most states a session's kept span grows to before it is read anew."""
 _SPANS_KEPT = 8
@@ -356,6 +360,8 @@ class Source:
                     _, first, last = _within(window, seq, head, exc)
                     line = load_span(session_id, first, last)
                 origin = self._origin_of(session_id, info, line, store)
+                if entry is None and damage is None and info.seq <= _BACKGROUND:
+                    self._start(session_id, info, line)
                 return Loaded(
                     timeline=line, origin=origin, loading=False, damage=damage, head_seq=head
                 )

@@ -494,6 +494,7 @@ class TestDamagedSessions:
         damage read as ``amber show --at`` reads them (a session loaded whole, or by span)."""
         if not whole:
             monkeypatch.setattr(actors._web._source, "_WHOLE", 0)
+            monkeypatch.setattr(actors._web._source, "_BACKGROUND", 0)
         db = _damage(
             recorded.copy(tmp_path),
             "UPDATE events SET body=replace(body,'Tokyo','Kyoto') "
@@ -624,6 +625,7 @@ class TestLongSessions:
         """A session page of a long session reads its span from the nearest stored state
         (as ``amber show``), never the whole log, and nothing loads behind it."""
         monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 100)
 
         def whole(*args: object, **kwargs: object) -> None:
             raise AssertionError("the whole log was read")
@@ -647,6 +649,7 @@ class TestLongSessions:
         """The next seqs are the last span and a few events: read once, brought on; each
         page as a fresh viewer shows it."""
         monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 100)
         spans: list[tuple[object, ...]] = []
         load_span = SQLiteStore.load_span
 
@@ -662,6 +665,31 @@ class TestLongSessions:
         for path, texts in zip(paths, moved, strict=True):
             with web(long_db) as (client, _):
                 assert page(client, path).texts == texts
+
+    def test_a_mid_sized_session_loads_whole_behind_its_first_span(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Up to ``_BACKGROUND`` events, the first page is a span and the whole log is
+        replayed once it is sent: the next pages read no span."""
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        spans: list[tuple[object, ...]] = []
+        load_span = SQLiteStore.load_span
+
+        def counted(self: SQLiteStore, *args: object, **kwargs: object) -> object:
+            spans.append(args)
+            return load_span(self, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(SQLiteStore, "load_span", counted)
+        with web(long_db) as (client, source):
+            first = page(client, "/session?s=long")
+            assert len(spans) == 1
+            assert source.wait_loaded(timeout=60)
+            assert page(client, "/session?s=long&at=42").attrs["seq-42"]["class"] == "sel"
+            again = page(client, "/session?s=long")
+            assert "message_added 186" in again.text("filter")  # counted, now that all is read
+            kept = set(first.texts) - {"timeline", "filter"}
+            assert {k: again.texts[k] for k in kept} == {k: first.texts[k] for k in kept}
+        assert len(spans) == 1
 
     @pytest.mark.parametrize(
         "query",
@@ -691,6 +719,7 @@ class TestLongSessions:
         with web(long_db) as (client, _):
             want = page(client, path)
         monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 100)
         monkeypatch.setattr(actors._web._pages, "_NEAR", 10)  # from= far off: two spans
         with web(long_db) as (client, _):
             got = page(client, path)
