@@ -33,7 +33,15 @@ from ._app import (
 from ._check import describe_problem
 from ._hints import command_line
 
-__all__ = ["events", "export", "fork", "fork_session", "import_command", "recover"]
+__all__ = [
+    "events",
+    "export",
+    "fork",
+    "fork_session",
+    "import_command",
+    "recover",
+    "sessions_and_damage",
+]
 
 
 def _free_id(store: Store, base: str) -> str:
@@ -346,7 +354,7 @@ def recover(
     with open_store(db) as store:
         if rebuild:
             rebuilt = _rebuild(store, dry_run=dry_run, as_json=as_json)
-        listed, damaged = _sessions(store)
+        listed, damaged = sessions_and_damage(store)
         if rebuilt is not None:
             # --rebuild listed what it left alone (or, with --dry-run, what it would mend).
             left = {p.session_id for p in rebuilt.skipped}
@@ -405,7 +413,7 @@ def recover(
         ctx.exit(ExitCode.FAILED)
 
 
-def _sessions(store: Store) -> tuple[list[SessionInfo], list[CorruptRow]]:
+def sessions_and_damage(store: Store) -> tuple[list[SessionInfo], list[CorruptRow]]:
     """The sound sessions' summaries, most recently active first, and the damaged ones'
     errors: one damaged session does not stop recovery of the others."""
     try:

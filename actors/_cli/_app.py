@@ -232,24 +232,37 @@ class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic only in new
             self.fail(str(exc), param, ctx)
 
 
-def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    """A click callback: a seq as an int; ``head`` is -1 (checked against the session later)."""
-    if value is None:
-        return None
+def read_seq(value: str) -> int:
+    """A seq as typed (the CLI's options, the web viewer's parameters): a number, negative
+    from the head, or ``head`` (-1); checked against the session later.
+
+    Raises:
+        InvalidArgument: not a seq, or ``-0`` (the sentence says what to pass).
+    """
     text = value.strip().lower()
     if text == "head":
         return -1
     try:
-        seq = int(text)
+        seq = int(text, 10)
     except ValueError:
-        raise click.BadParameter(f"{value!r} is not a seq: pass {SEQ_HELP}.") from None
+        raise InvalidArgument(f"{value!r} is not a seq: pass {SEQ_HELP}.") from None
     if seq == 0 and text.startswith("-"):
         # Counting back from the head starts at -1: -0 would silently be the empty state.
-        raise click.BadParameter(
+        raise InvalidArgument(
             f"{value!r} is not a seq: 0 is the empty state before the first event and -1 the "
             "head; pass 0, -1 or 'head'."
         )
     return seq
+
+
+def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A click callback: a seq as an int (``read_seq``); ``head`` is -1."""
+    if value is None:
+        return None
+    try:
+        return read_seq(value)
+    except InvalidArgument as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 # --- the store ---------------------------------------------------------------------------
