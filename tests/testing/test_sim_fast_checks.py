@@ -291,3 +291,15 @@ class TestShortcutsGiveThePlainResults:
         """A category flag counts only when it is ``True``; ``in`` first reads the same."""
         flagged = attrs.evolve(message, metadata={**message.metadata, **flags})
         assert category_of(flagged) is plain_category(flagged)
+
+    @FAST
+    @given(seed=st.integers(0, 2**32))
+    def test_history_of_the_same_fields(self, seed: int) -> None:
+        """Two states that share the fields ``session_history`` reads have one history, so
+        ``TimelineChecker`` checks invariant 8 once for them."""
+        states = list(simulated_states(seed))
+        fields = ("messages", "index", "turns", "active_turn", "turn_order")
+        for before, after in itertools.pairwise(states):
+            if all(getattr(before, f) is getattr(after, f) for f in fields):
+                assert session_history(before) == session_history(after)
+                assert outcome(check_phased_order, after) is None
