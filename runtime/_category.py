@@ -181,7 +181,9 @@ def category_of(message: Message) -> Category:
     metadata = message.metadata
     if metadata is not _NO_METADATA and metadata:  # most share the empty map: skip its len()
         for category in _FLAGGED[(role, type_)]:
-            if metadata.get(category.spec.flag or "") is True:
+            flag = category.spec.flag or ""
+            # ``in`` first: a pmap's ``get`` of a missing key raises and catches a KeyError.
+            if flag in metadata and metadata[flag] is True:
                 return category
     return _DEFAULT[(role, type_, message.sender == "Notification")]
 

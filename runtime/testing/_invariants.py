@@ -12,16 +12,16 @@ and ``TimelineChecker`` run on states that carry audit rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from .._category import category_of
-from .._diff import diff
 from .._history import INPUT_PHASE, phase_of, session_history
 from .._lifecycle import TRANSITIONS, is_terminal
 from .._message import Message, MessageType, Status
 from .._state import SessionState
 from .._timeline import Timeline, replay
-from .._turn import TurnStatus
+from .._turn import Turn, TurnStatus
 from ._violation import fail
 
 __all__ = [
@@ -45,12 +45,37 @@ FINAL_INPUT_STATUSES = frozenset({Status.PROCESSED, Status.INTERRUPTED, Status.E
 """Where an accepted input ends (invariant 9)."""
 
 
+def _status_changes(before: SessionState, after: SessionState) -> Iterator[tuple[Message, Status]]:
+    """``(message in after, its status in before)`` for each message whose status differs.
+
+    What ``diff(before, after).status_changes`` finds, in the same order, without
+    comparing the other fields, turns and audit rows: a message object that is
+    at the same position in both states is skipped, any other is matched by id.
+    """
+    old_messages = before.messages
+    index = before.index
+    old_count = len(old_messages)
+    new_messages = after.messages
+    # Iterating a vector reads it a leaf at a time; indexing walks the trie on every call.
+    shared = zip(old_messages, new_messages, strict=False)
+    tail = new_messages[old_count:] if len(new_messages) > old_count else ()
+    pairs = itertools.chain(shared, ((None, m) for m in tail))
+    for same, message in pairs:
+        if same is message:
+            continue
+        where = index.get(message.id)
+        if where is None:
+            continue  # added
+        old = old_messages[where]
+        if old is not message and old.status != message.status:
+            yield message, old.status
+
+
 def check_lifecycle(before: SessionState, after: SessionState) -> None:
     """Invariant 1: every status change between two consecutive states is legal."""
-    for change in diff(before, after).status_changes:
-        message = after.message(change.message_id)
+    for message, old in _status_changes(before, after):
         category = category_of(message)
-        old, new = change.before, change.after
+        new = message.status
         assert isinstance(old, Status)
         assert isinstance(new, Status)
         where = {"session_id": after.session_id, "message_id": message.id}
@@ -72,7 +97,7 @@ def check_lifecycle(before: SessionState, after: SessionState) -> None:
 def check_single_turn(state: SessionState) -> None:
     """Invariant 2: at most one active turn; an input is processing iff its turn is active."""
     sid = state.session_id
-    active = [t.id for t in state.turn_list() if t.status is TurnStatus.ACTIVE]
+    active = [t.id for t in _turns(state) if t.status is TurnStatus.ACTIVE]
     if len(active) > 1:
         raise fail(
             2, "one active turn", state.seq, f"turns {sorted(active)} are all active",
@@ -135,9 +160,12 @@ def check_turn_ends(state: SessionState) -> None:
     row of the turn still ``running`` — is ``check_audit``.)
     """
     name = "after a turn ends nothing of it is processing"
-    ended = {t.id: t for t in state.turn_list() if t.status is not TurnStatus.ACTIVE}
-    if not ended:
+    turns = [t for t in _turns(state) if t.status is not TurnStatus.ACTIVE]
+    if not turns:
         return
+    ended = {t.id: t for t in turns}
+    if len(ended) != len(turns):  # two turns with one id: the later in turn order wins
+        ended = {t.id: t for t in state.turn_list() if t.status is not TurnStatus.ACTIVE}
     for message in state.messages:
         turn = ended.get(message.turn_id) if message.turn_id is not None else None
         if turn is None:
@@ -161,14 +189,32 @@ def check_turn_ends(state: SessionState) -> None:
                 f"is {message.status}, not interrupted",
                 session_id=state.session_id, message_id=message.id,
             )  # fmt: skip
-    for turn in ended.values():
-        if turn.status in (TurnStatus.PROCESSED, TurnStatus.INTERRUPTED) and turn.open_calls:
+    if not any(_open(turn) for turn in ended.values()):
+        return
+    # Which to name: the first in turn order (``ended`` in the order of ``turn_list``).
+    order = (t.id for t in state.turn_list() if t.status is not TurnStatus.ACTIVE)
+    for turn_id in dict.fromkeys(order):
+        turn = ended[turn_id]
+        if _open(turn):
             raise fail(
                 4, name, state.seq,
                 f"turn {turn.id!r} ended {turn.status} with tool calls "
                 f"{sorted(turn.open_calls)} still open",
                 session_id=state.session_id,
             )  # fmt: skip
+
+
+def _turns(state: SessionState) -> list[Turn]:
+    """The turns of ``turn_list()``, in no particular order (it sorts them)."""
+    turns = list(state.turns.values())
+    if state.active_turn is not None:
+        turns.append(state.active_turn)
+    return turns
+
+
+def _open(turn: Turn) -> bool:
+    """A turn that ended processed or interrupted with tool calls open."""
+    return turn.status in (TurnStatus.PROCESSED, TurnStatus.INTERRUPTED) and bool(turn.open_calls)
 
 
 STATE_CHECKS: tuple[StateCheck, ...] = (check_single_turn, check_tool_pairing, check_turn_ends)
@@ -363,11 +409,12 @@ def check_phased_order(state: SessionState, history: Sequence[Message] | None = 
         )  # fmt: skip
     last_phase: dict[str, int] = {}
     started: list[str] = []
+    phases: dict[int, int] = {}  # id(message) -> its phase, for the walk of the stored order
     for message in history:
         turn_id = message.turn_id
         if turn_id is None:
             continue
-        phase = phase_of(message)
+        phase = phases[id(message)] = phase_of(message)
         where = {"session_id": sid, "message_id": message.id}
         if phase == INPUT_PHASE:
             if turn_id in last_phase and last_phase[turn_id] > INPUT_PHASE:
@@ -395,8 +442,12 @@ def check_phased_order(state: SessionState, history: Sequence[Message] | None = 
         last_phase[turn_id] = phase
     first_output: dict[str, int] = {}
     for position, message in enumerate(state.messages):
-        if message.active and message.turn_id is not None and phase_of(message) != INPUT_PHASE:
-            first_output.setdefault(message.turn_id, position)
+        turn_id = message.turn_id
+        if turn_id is None or turn_id in first_output or not message.active:
+            continue
+        known = phases.get(id(message))
+        if (phase_of(message) if known is None else known) != INPUT_PHASE:
+            first_output[turn_id] = position
     positions = [first_output[t] for t in started]
     if positions != sorted(positions):
         raise fail(8, name, state.seq, f"turns are out of order: {started}", session_id=sid)

@@ -84,7 +84,11 @@ class DeliveryLedger:
             reports = self._waiting + self._reports[self._checked :]
             self._checked = len(self._reports)
             self._waiting = []
-            announced = Counter(self._announced)
+            # What the reports need of the counts, not a copy of them all (one a delivery).
+            announced = {
+                (r.session_id, r.message_id): self._announced[(r.session_id, r.message_id)]
+                for r in reports
+            }
         for position, report in enumerate(reports):
             state = heads.get(report.session_id)
             if state is None or report.message_id not in state:

@@ -138,7 +138,8 @@ def _request_problem(view: object, provider: str) -> str | None:
 
 
 def _text(value: object) -> bool:
-    return isinstance(value, str) and bool(value.strip())
+    # ``value.strip()`` would copy a long tool result to find one character that is not space.
+    return isinstance(value, str) and bool(value) and not value.isspace()
 
 
 def _openai(view: object) -> str | None:

@@ -13,8 +13,9 @@ input, a stale chunk of a cancelled run). Time jumps to what is chosen, so
 a 300 s timeout costs nothing.
 
 After every input the machine takes, the session's new events are checked
-(invariants 1 to 6, 8 and 10 through ``TimelineChecker``; the machine's head
-against the replay of the stored log), every model request's views are
+(invariants 1 to 4, 8 and 10 through ``TimelineChecker``; the machine's head
+against the replay of the stored log, invariant 5, which also catches a part
+that changed the head in place), every model request's views are
 checked (invariant 7), and the adapters' reports against the delivery
 contract. ``settle`` runs until nothing is in flight; ``check_liveness``
 then checks invariant 9 and that nothing is left running. A crash drops
