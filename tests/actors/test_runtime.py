@@ -599,6 +599,18 @@ class TestStoreArgument:
             Runtime(model=ScriptedModel([]), store="postgresql:/host/db").start()
         assert list(tmp_path.rglob("*")) == []
 
+    def test_a_schema_postgres_would_cut_is_refused(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """$AMBER_PG_SCHEMA over 63 bytes (PostgreSQL cuts it: two names shared one schema)
+        is refused before connecting, naming the variable."""
+        monkeypatch.setenv("AMBER_PG_SCHEMA", "tenant_" + "ü" * 29)
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^\$AMBER_PG_SCHEMA: schema must be a PostgreSQL identifier of 1 to 63 bytes "
+            r"in UTF-8 \(got 'tenant_ü+', 36 characters, 65 bytes\);.* Set AMBER_PG_SCHEMA to "
+            r"another name\.$",
+        ):
+            Runtime(model=ScriptedModel([]), store="postgresql://nobody@127.0.0.1:1/none").start()
+
 
 class TestAdapterArgument:
     """An adapter that is not a started Adapter actor is refused when the Runtime is made."""
