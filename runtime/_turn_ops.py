@@ -369,7 +369,7 @@ def orphaned(s: Step, *, runner_gone: bool = False) -> None:
         reason = (
             f"no activity for {age:.0f} s when the session was loaded; its runner is presumed dead"
         )
-    s.emit(OrphanRecovered, turn_id=turn.id, reason=reason)
+    s.emit(OrphanRecovered, turn_id=turn.id, reason=reason, calls_interrupted=True)
     maybe_start_turn(s)
 
 

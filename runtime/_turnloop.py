@@ -225,6 +225,7 @@ def _stopping(s: Step, input: Stopping) -> None:
         OrphanRecovered,
         turn_id=run.turn_id,
         reason="the runtime stopped during the turn; it restarts on next load",
+        calls_interrupted=True,
     )
     s.run = None
 
