@@ -667,6 +667,30 @@ class TestSessions:
         assert not adapter.is_alive()
 
 
+class TestScriptedModelArguments:
+    def test_a_script_item_that_is_no_response_is_refused(self) -> None:
+        """Each script item is checked when the model is made."""
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^ScriptedModel script item 1 must be a Response \(built with reply\(\), "
+            r"call\(\), error\(\) …\); got 'hi'\.$",
+        ):
+            ScriptedModel([reply("a"), "hi"])  # type: ignore[list-item]
+
+    def test_a_fallback_that_is_no_response_is_refused(self) -> None:
+        """A function as fallback was taken, then every turn failed with an AttributeError."""
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^ScriptedModel fallback must be a Response \(built with reply\(\), "
+            r"call\(\), error\(\) …\) or None; got <function .*>\. To answer each request "
+            r"with a function, pass it as the script: ScriptedModel\(lambda request: "
+            r"reply\(\.\.\.\)\)\.$",
+        ):
+            ScriptedModel([], fallback=lambda request: reply("hi"))  # type: ignore[arg-type]
+        with pytest.raises(InvalidConfig, match=r"^ScriptedModel fallback must be a Response"):
+            ScriptedModel([], fallback="hi")  # type: ignore[arg-type]
+
+
 class TestStoreArgument:
     def test_a_mistyped_postgres_url_is_refused(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
