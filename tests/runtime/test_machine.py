@@ -559,6 +559,14 @@ class TestApprovals:
         decided = fired.events[0]
         assert isinstance(decided, ApprovalDecided)
         assert (decided.approved, decided.by) == (False, "timeout")
+        result = fired.events[1]
+        assert isinstance(result, MessageAdded)
+        assert result.message.error_type == "denied"
+        assert result.message.content == (
+            "No one approved this tool call within 90 s (Settings.approval_timeout), so it "
+            "did not run. Do not call it again with these arguments unless the user asks; "
+            "answer without it, or ask the user what to do."
+        )  # not "The user denied this tool call": no one did
 
     def test_a_waiting_turn_survives_a_reload(self) -> None:
         """Passivated or restarted while it waits: on load it waits on, not recovered."""
