@@ -90,7 +90,9 @@ class ToolResult:
 
 @attrs.frozen(kw_only=True)
 class ApprovalNeeded:
-    """A tool call waits for a person: approve or deny it (``Runtime.approve``/``deny``)."""
+    """A tool call waits for a person: approve or deny it (``Runtime.approve``/``deny``).
+
+    A stream yields it right after the call's ``ToolCallStarted``."""
 
     call_id: str
     """The tool call id."""

@@ -65,7 +65,7 @@ class Approving:
     def _decide(
         self, session_id: str, call_id: str, approved: bool, reason: str | None, by: str | None
     ) -> None:
-        session_id = session_id_of(session_id)
+        session_id = session_id_of(session_id, stored=True)  # a call to decide is stored
         decided: bool = self.router.call(
             session_id, lambda p: p.decide(call_id, approved, reason, by),
             timeout=self.settings.ask_timeout,

@@ -250,7 +250,12 @@ class LiveChannelAdapter(_ChatAdapter):
         if message.tool_call is None or message.status is not Status.INTERRUPTED:
             return
         line = self._lines.pop((update.session_id, message.tool_call.id), None)
-        if line is not None:
+        if line is None:
+            # The call was drawn before this adapter started (a runner that stopped or died,
+            # its turn recovered here): post the outcome instead, as a result does.
+            label = _tool_label(message, self.label_chars)
+            self.client.send(message.channel_id, f"⏹ {label} (interrupted)")
+        else:
             line_id, label = line
             self.client.edit(line_id, f"⏹ {label} (interrupted)")
 

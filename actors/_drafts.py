@@ -24,16 +24,23 @@ from runtime import (
     check_session_id,
     new_message,
 )
+from runtime._storable import session_id_problem
 
 __all__ = ["post_draft", "session_id_of", "user_draft"]
 
 
-def session_id_of(value: object) -> str:
-    """``value`` as a session id.
+def session_id_of(value: object, *, stored: bool = False) -> str:
+    """``value`` as a session id: one new input may go to, or (``stored``) one a session
+    already stored may have (a blank id, refused for input since, is one).
 
     Raises:
-        InvalidInput: it is not a session id (1 to 256 characters, no control characters).
+        InvalidInput: it is not a session id (1 to 256 characters, no control characters,
+            and for input not blank).
     """
+    if stored:
+        problem = session_id_problem(value)
+        if problem is None:
+            return value  # type: ignore[return-value]
     return check_session_id(value)
 
 

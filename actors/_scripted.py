@@ -60,6 +60,17 @@ class ScriptedModel:
                         f"ScriptedModel script item {position} must be a Response (built with "
                         f"reply(), call(), error() …); got {item!r}."
                     )
+        if fallback is not None and not isinstance(fallback, Response):
+            hint = (
+                " To answer each request with a function, pass it as the script: "
+                "ScriptedModel(lambda request: reply(...))."
+                if callable(fallback)
+                else ""
+            )
+            raise InvalidConfig(
+                "ScriptedModel fallback must be a Response (built with reply(), call(), "
+                f"error() …) or None; got {fallback!r}.{hint}"
+            )
         self._script = script
         self._fallback = fallback
         self._lock = threading.Lock()

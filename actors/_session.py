@@ -273,10 +273,12 @@ class SessionActor(pykka.ThreadingActor):
         if decision.events:
             self._svc.store.append(decision.events).result(self._svc.settings.store_timeout)
         self._machine = decision.machine
-        if self._asks and decision.events:
-            self._asks.decided(decision.events, self._machine.state)
         for command in decision.commands:
             self._run(command)
+        if self._asks and decision.events:
+            # After the announcements: a stream shows a call (ToolCallStarted) before it
+            # says the call waits for a person (ApprovalNeeded).
+            self._asks.decided(decision.events, self._machine.state)
         self._notify()
         return decision
 

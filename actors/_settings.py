@@ -89,6 +89,33 @@ def _count(instance: object, attribute: attrs.Attribute[Any], value: object) -> 
         )
 
 
+def _model_calls(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidConfig(
+            f"Settings.max_model_calls must be an int of 1 or more (got {value!r}); it is how "
+            "many model calls one turn may make before it fails, 25 is the default."
+        )
+
+
+def _result_chars(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidConfig(
+            f"Settings.max_result_chars must be a positive int or None to never excerpt "
+            f"(got {value!r})."
+        )
+
+
+def _finite_seconds(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    seconds = _seconds(value)
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise InvalidConfig(
+            f"Settings.{attribute.name} must be a positive, finite number of seconds "
+            f"(got {value!r})."
+        )
+
+
 @attrs.frozen(kw_only=True)
 class Settings:
     """How sessions run. Every field has a default that suits a chat bot."""
@@ -101,13 +128,13 @@ class Settings:
     """Token and message budget of the model's view (None: all history)."""
     artifacts: ArtifactStore | None = None
     """Where attachment bytes are read from (images for the model)."""
-    max_result_chars: int | None = 20_000
+    max_result_chars: int | None = attrs.field(default=20_000, validator=_result_chars)
     """Tool results longer than this reach the model as head + tail excerpts."""
     input_limits: InputLimits = attrs.field(factory=InputLimits)
     """Limits on user input (text size, attachments, browser elements)."""
     max_nudges: int = attrs.field(default=2, validator=_count)
     """Empty model responses nudged and retried in one turn before it fails."""
-    max_model_calls: int = attrs.field(default=25, validator=_count)
+    max_model_calls: int = attrs.field(default=25, validator=_model_calls)
     """Model calls in one turn before it fails (a loop guard)."""
     approval_timeout: float | None = attrs.field(default=None, validator=_positive_or_none)
     """Seconds a tool call may wait for approval before it is denied (None: it waits)."""
@@ -117,9 +144,9 @@ class Settings:
     """Idle seconds before a session's actor stops (it is reloaded on the next message)."""
     recover_after: float = attrs.field(default=300.0, validator=_non_negative)
     """Seconds a turn left active by a dead runner waits before its input is taken back."""
-    store_timeout: float = attrs.field(default=60.0, validator=_positive_or_none)
+    store_timeout: float = attrs.field(default=60.0, validator=_finite_seconds)
     """Seconds to wait for the store to commit or load before giving up."""
-    ask_timeout: float = attrs.field(default=30.0, validator=_positive_or_none)
+    ask_timeout: float = attrs.field(default=30.0, validator=_finite_seconds)
     """Seconds the runtime waits for a session actor to answer."""
     lease_ttl: float = attrs.field(default=30.0, validator=_lease_ttl)
     """With a shared (PostgreSQL) store: seconds a session's lease lasts unrenewed (it is

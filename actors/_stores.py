@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 
 from runtime.store import MemoryStore, SQLiteStore, Store, is_postgres_url
-from runtime.store._pg_names import url_problem
+from runtime.store._pg_names import DEFAULT_SCHEMA, schema_problem, url_problem
 
 from ._errors import InvalidConfig
 
-__all__ = ["is_shared", "open_store"]
+__all__ = ["is_shared", "open_store", "pg_schema"]
 
 
 def open_store(store: Store | str | os.PathLike[str]) -> Store:
@@ -19,10 +19,10 @@ def open_store(store: Store | str | os.PathLike[str]) -> Store:
     if isinstance(store, str) and store == ":memory:":
         return MemoryStore()
     if is_postgres_url(store):
-        from runtime.store import DEFAULT_SCHEMA, PostgresStore
+        from runtime.store import PostgresStore
 
         assert isinstance(store, str)
-        return PostgresStore(store, schema=os.environ.get("AMBER_PG_SCHEMA") or DEFAULT_SCHEMA)
+        return PostgresStore(store, schema=pg_schema())
     problem = url_problem(store)
     if problem is not None:
         raise InvalidConfig(f"store={problem}")
@@ -34,6 +34,20 @@ def open_store(store: Store | str | os.PathLike[str]) -> Store:
         f"store must be a Store, a path to a SQLite file, a postgresql:// URL, or ':memory:' "
         f"(got {store!r} that is a {type(store).__name__!r})."
     )
+
+
+def pg_schema() -> str:
+    """The schema of a store given as a PostgreSQL URL: ``$AMBER_PG_SCHEMA``, or ``amber``.
+
+    Raises:
+        InvalidConfig: ``$AMBER_PG_SCHEMA`` cannot name a schema (over 63 bytes, say),
+            naming the variable.
+    """
+    schema = os.environ.get("AMBER_PG_SCHEMA") or DEFAULT_SCHEMA
+    problem = schema_problem(schema)
+    if problem is not None:
+        raise InvalidConfig(f"$AMBER_PG_SCHEMA: {problem} Set AMBER_PG_SCHEMA to another name.")
+    return schema
 
 
 def is_shared(store: Store) -> bool:

@@ -306,7 +306,12 @@ class TurnEnded(Event):
 
 @attrs.frozen(kw_only=True)
 class OrphanRecovered(Event):
-    """A turn whose runner died is abandoned; its inputs go back to pending."""
+    """A turn whose runner died (or stopped) is abandoned; its inputs go back to pending.
+
+    With ``calls_interrupted`` its tool calls that have no result become
+    interrupted, as an interrupted turn's do, and the recovered turn lists no
+    open call.
+    """
 
     kind: ClassVar[str] = "orphan_recovered"
 
@@ -316,6 +321,10 @@ class OrphanRecovered(Event):
     """The abandoned turn (must be the active one)."""
     reason: str | None = attrs.field(default=None, validator=_check.optional_string)
     """Why (``processing for 412 s after restart``)."""
+    calls_interrupted: bool = attrs.field(default=False, validator=_check.boolean)
+    """True when the turn's unanswered tool calls become interrupted (a channel edits their
+    ⏳ lines to ⏹). Every recovery of this Amber sets it; logs written before this field
+    left those calls as they were, still listed open, and replay so."""
 
 
 @attrs.frozen(kw_only=True)

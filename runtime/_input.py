@@ -29,17 +29,21 @@ def check_session_id(session_id: object) -> str:
     """``session_id`` if a session can have it; ``InvalidInput`` saying why not otherwise.
 
     A session id is a str of 1 to 256 characters of valid Unicode with no
-    control characters (it keys store rows and is printed on terminals).
+    control characters (it keys store rows and is printed on terminals), and
+    not blank: ``" "`` is refused as ``""`` is. (Stores and events still take a
+    blank id, so a session stored before this rule stays readable.)
 
     Raises:
         InvalidInput: naming what is wrong with it; nothing was stored.
     """
     problem = session_id_problem(session_id)
+    if problem is None and not str(session_id).strip():
+        problem = "it is blank (only white space)"
     if problem is not None:
         raise InvalidInput(
             f"Session id {_shown(session_id)} cannot be used: {problem}. A session id is 1 to "
-            f"{MAX_SESSION_ID_CHARS} characters of valid Unicode without control characters "
-            "(like 'chat-42')."
+            f"{MAX_SESSION_ID_CHARS} characters of valid Unicode without control characters, "
+            "not only white space (like 'chat-42')."
         )
     return session_id  # type: ignore[return-value]
 

@@ -31,7 +31,7 @@ class Driver(enum.Enum):
     TURN_ENDED = "TurnEnded"
     """A turn settles what it claimed and its unanswered tool calls."""
     ORPHAN_RECOVERED = "OrphanRecovered"
-    """Recovery puts a dead turn's input back in the queue."""
+    """Recovery puts a dead turn's input back in the queue (and may interrupt its calls)."""
     STATUS_CHANGED = "StatusChanged"
     """An adapter reports a delivery."""
 
@@ -46,11 +46,19 @@ class Transition:
     """Categories it applies to."""
     driver: Driver
     """The event that performs it."""
+    also: frozenset[Driver] = frozenset()
+    """Other events that may perform it too."""
+
+    @property
+    def drivers(self) -> frozenset[Driver]:
+        """Every event that may perform it (``driver`` and ``also``)."""
+        return self.also | {self.driver}
 
 
 _OUTBOUND = frozenset({Category.REPLY, Category.NOTIFICATION, Category.CRASH_NOTICE})
 _INTERMEDIATE = frozenset({Category.THOUGHT, Category.TOOL_CALL, Category.TOOL_RESULT})
 _CALL = frozenset({Category.TOOL_CALL})
+_RECOVERY = frozenset({Driver.ORPHAN_RECOVERED})
 
 TRANSITIONS: dict[tuple[Status, Status], Transition] = {
     (Status.PENDING_AGENT, Status.PROCESSING): Transition(INPUT_CATEGORIES, Driver.TURN_STARTED),
@@ -62,8 +70,10 @@ TRANSITIONS: dict[tuple[Status, Status], Transition] = {
     ),
     (Status.PENDING, Status.DELIVERED): Transition(_OUTBOUND, Driver.STATUS_CHANGED),
     (Status.RESPONDED, Status.DELIVERED): Transition(_INTERMEDIATE, Driver.STATUS_CHANGED),
-    (Status.RESPONDED, Status.INTERRUPTED): Transition(_CALL, Driver.TURN_ENDED),
-    (Status.DELIVERED, Status.INTERRUPTED): Transition(_CALL, Driver.TURN_ENDED),
+    # A call left unanswered by an interrupted turn, or by a dead one whose recovery
+    # says so (``OrphanRecovered.calls_interrupted``).
+    (Status.RESPONDED, Status.INTERRUPTED): Transition(_CALL, Driver.TURN_ENDED, _RECOVERY),
+    (Status.DELIVERED, Status.INTERRUPTED): Transition(_CALL, Driver.TURN_ENDED, _RECOVERY),
 }
 """Every legal status change: ``(from, to) -> Transition``."""
 
@@ -79,6 +89,10 @@ def _exits(category: Category, status: Status) -> list[Status]:
 def is_terminal(category: Category, status: Status) -> bool:
     """True when a message of ``category`` can never leave ``status``."""
     return not _exits(category, status)
+
+
+def _order(driver: Driver) -> int:
+    return list(Driver).index(driver)
 
 
 def check_transition(message: Message, to: Status, driver: Driver) -> Category:
@@ -104,10 +118,11 @@ def check_transition(message: Message, to: Status, driver: Driver) -> Category:
         raise IllegalTransition(
             f"Cannot move message {message.id!r} ({category.label}) from {frm} to {to}: {allowed}."
         )
-    if rule.driver is not driver:
+    if rule.driver is not driver and driver not in rule.also:
+        makers = " or ".join(d.value for d in (rule.driver, *sorted(rule.also, key=_order)))
         raise IllegalTransition(
             f"Cannot move message {message.id!r} ({category.label}) from {frm} to {to} with "
-            f"{driver.value}: only {rule.driver.value} makes that change."
+            f"{driver.value}: only {makers} makes that change."
         )
     if not message.active:
         raise IllegalTransition(

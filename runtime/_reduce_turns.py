@@ -216,6 +216,16 @@ def orphan_recovered(state: SessionState, event: OrphanRecovered) -> SessionStat
     counts = list(state.counts)
     counts[status_index(Status.PROCESSING)] -= len(turn.input_ids)
     counts[status_index(Status.PENDING_AGENT)] += len(turn.input_ids)
+    open_calls = turn.open_calls
+    if event.calls_interrupted:  # logs from before the field leave the calls open
+        for message_id in open_calls.values():
+            position = state.index[message_id]
+            message = state.messages[position]
+            check_transition(message, Status.INTERRUPTED, Driver.ORPHAN_RECOVERED)
+            messages[position] = replace(message, status=Status.INTERRUPTED)
+            counts[status_index(message.status)] -= 1
+            counts[status_index(Status.INTERRUPTED)] += 1
+        open_calls = pmap()
     audit_changes = close_audit(state, event, "recovered")
     recovered = replace(
         turn,
@@ -223,6 +233,7 @@ def orphan_recovered(state: SessionState, event: OrphanRecovered) -> SessionStat
         ended_at=event.at,
         ended_seq=event.seq,
         reason=event.reason,
+        open_calls=open_calls,
         awaiting_approval=pmap(),
     )
     return replace(

@@ -369,7 +369,7 @@ def orphaned(s: Step, *, runner_gone: bool = False) -> None:
         reason = (
             f"no activity for {age:.0f} s when the session was loaded; its runner is presumed dead"
         )
-    s.emit(OrphanRecovered, turn_id=turn.id, reason=reason)
+    s.emit(OrphanRecovered, turn_id=turn.id, reason=reason, calls_interrupted=True)
     maybe_start_turn(s)
 
 
@@ -388,8 +388,20 @@ def request_approval(s: Step, call_id: str) -> None:
         s.command(SetTimer(name=APPROVAL_TIMER + call_id, seconds=timeout))
 
 
-def decide(s: Step, call_id: str, approved: bool, reason: str | None, by: str | None) -> bool:
-    """Approve (run it) or deny (answer it with an error) a call that waits; False if none."""
+def decide(
+    s: Step,
+    call_id: str,
+    approved: bool,
+    reason: str | None,
+    by: str | None,
+    *,
+    timed_out: float | None = None,
+) -> bool:
+    """Approve (run it) or deny (answer it with an error) a call that waits; False if none.
+
+    ``timed_out``: no one answered within that many seconds (``approval_timeout``); the
+    result says so instead of saying the user denied it.
+    """
     run, turn = s.run, s.state.active_turn
     if run is None or turn is None or call_id not in turn.awaiting_approval:
         return False
@@ -404,7 +416,13 @@ def decide(s: Step, call_id: str, approved: bool, reason: str | None, by: str | 
         s.command(RunTool(call_id=call_id, name=call.name, arguments=arguments))
         s.run = replace(run, tools=run.tools.set(call_id, s.mono))
         return True
-    why = f"{DENIED}: {reason}." if reason else f"{DENIED}."
+    if timed_out is not None:
+        why = (
+            f"No one approved this tool call within {timed_out:g} s "
+            "(Settings.approval_timeout), so it did not run."
+        )
+    else:
+        why = f"{DENIED}: {reason}." if reason else f"{DENIED}."
     result = s.output(
         Category.TOOL_RESULT,
         f"{why} Do not call it again with these arguments unless the user asks; answer "

@@ -161,8 +161,9 @@ def _timer_fired(s: Step, input: TimerFired) -> None:
     name = input.name
     if name.startswith(APPROVAL_TIMER):
         timeout = s.settings.approval_timeout
-        reason = f"no one answered within {timeout} s (Settings.approval_timeout)"
-        decide(s, name.removeprefix(APPROVAL_TIMER), False, reason, "timeout")
+        assert timeout is not None  # only then is the timer set
+        reason = f"no one answered within {timeout:g} s (Settings.approval_timeout)"
+        decide(s, name.removeprefix(APPROVAL_TIMER), False, reason, "timeout", timed_out=timeout)
     elif name == IDLE_TIMER:
         s.idle_armed = None
         if _passivatable(s):
@@ -225,6 +226,7 @@ def _stopping(s: Step, input: Stopping) -> None:
         OrphanRecovered,
         turn_id=run.turn_id,
         reason="the runtime stopped during the turn; it restarts on next load",
+        calls_interrupted=True,
     )
     s.run = None
 

@@ -52,7 +52,7 @@ from runtime import (
     thaw,
 )
 from runtime.store import DEFAULT_SCHEMA, SQLiteStore, SqlStore, Store, is_postgres_url
-from runtime.store._pg_names import url_problem
+from runtime.store._pg_names import schema_problem, url_problem
 
 from ._hints import command_line
 
@@ -73,6 +73,7 @@ __all__ = [
     "no_gc",
     "open_store",
     "parse_seq",
+    "pg_schema",
     "plain_stdout",
     "require_session",
     "require_sqlite_file",
@@ -292,7 +293,7 @@ def open_any_store(db: str, *, create: bool = False) -> SqlStore:
                 from runtime.store import PostgresStore
             except ImportError as exc:
                 raise CliError(str(exc), ExitCode.BAD_STORE) from exc
-            schema = os.environ.get("AMBER_PG_SCHEMA") or DEFAULT_SCHEMA
+            schema = pg_schema()
             try:
                 return PostgresStore(db, schema=schema, create=create)
             except NotAStore as exc:
@@ -306,6 +307,18 @@ def open_any_store(db: str, *, create: bool = False) -> SqlStore:
         return SQLiteStore(path)
     except AmberError as exc:
         raise translate(exc) from exc
+
+
+def pg_schema() -> str:
+    """The schema of a PostgreSQL ``--db``: ``$AMBER_PG_SCHEMA``, default ``amber``; a name
+    PostgreSQL would cut (over 63 bytes) is ``USAGE``, naming the variable."""
+    schema = os.environ.get("AMBER_PG_SCHEMA") or DEFAULT_SCHEMA
+    problem = schema_problem(schema)
+    if problem is not None:
+        raise CliError(
+            f"$AMBER_PG_SCHEMA: {problem} Set AMBER_PG_SCHEMA to another name.", ExitCode.USAGE
+        )
+    return schema
 
 
 def no_pg_store(db: str, schema: str) -> CliError | None:

@@ -51,7 +51,7 @@ from ._text import (
 if typing.TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from runtime import StateDiff
+    from runtime import StateDiff, Turn
 
 __all__ = ["describe_event", "diff_view", "is_error_event", "touched_ids"]
 
@@ -141,6 +141,7 @@ def describe_event(event: Event, before: SessionState, after: SessionState) -> T
             f" ({excerpt(event.reason, 80)})" if event.reason else "",
             f"; {inputs} back to ",
             status_text(Status.PENDING_AGENT),
+            _calls_interrupted(event, turn),
         )
     if isinstance(event, BranchImported):
         return join(
@@ -216,6 +217,12 @@ def _closed_calls(before: SessionState, after: SessionState) -> str:
         if row is not None and row.status.is_terminal:
             closed.append(f"{safe(row.operation_id)} ({row.status})")
     return f", closes model call {', '.join(closed)}" if closed else ""
+
+
+def _calls_interrupted(event: OrphanRecovered, turn: Turn | None) -> str:
+    if not event.calls_interrupted or turn is None or not turn.open_calls:
+        return ""
+    return f", {len(turn.open_calls)} unanswered call(s) interrupted"
 
 
 def _describe_turn_end(event: TurnEnded, before: SessionState, after: SessionState) -> Text:

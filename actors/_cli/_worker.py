@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import signal
 import sys
 import threading
@@ -40,12 +39,12 @@ import attrs
 import click
 
 from runtime import InvalidArgument
-from runtime.store import DEFAULT_SCHEMA, is_postgres_url
+from runtime.store import is_postgres_url
 
 from .._runtime import Runtime
 from .._seconds import MAX_SECONDS, time_limit
 from .._settings import MAX_LEASE_TTL, Settings
-from ._app import CliError, ExitCode, Seconds, no_pg_store, open_any_store
+from ._app import CliError, ExitCode, Seconds, no_pg_store, open_any_store, pg_schema
 
 __all__ = ["load_app", "read_config", "worker"]
 
@@ -178,6 +177,7 @@ def worker(
             f"{db!r}). One process runs a SQLite store: use 'amber chat' or a Runtime.",
             ExitCode.USAGE,
         )
+    schema = pg_schema()
     app = load_app(app_ref)
     settings = app.pop("settings", None) or Settings()
     changes = {"lease_ttl": lease_ttl, "lease_poll": poll}
@@ -198,7 +198,6 @@ def worker(
     signal.pthread_sigmask(signal.SIG_BLOCK, signals)
     # A worker makes its store when the schema has none (a new deployment); a mistyped
     # $AMBER_PG_SCHEMA would then leave it idle on an empty store: say so where it logs.
-    schema = os.environ.get("AMBER_PG_SCHEMA") or DEFAULT_SCHEMA
     empty = no_pg_store(db, schema)
     try:
         store = open_any_store(db, create=True)

@@ -4,10 +4,40 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["DEFAULT_SCHEMA", "is_postgres_url", "url_problem"]
+__all__ = ["DEFAULT_SCHEMA", "is_postgres_url", "schema_problem", "url_problem"]
 
 DEFAULT_SCHEMA = "amber"
 """The schema a ``PostgresStore`` uses unless told another."""
+
+
+MAX_IDENTIFIER_BYTES = 63
+"""PostgreSQL's identifier limit (NAMEDATALEN - 1), in bytes of the UTF-8 name."""
+
+
+def schema_problem(schema: object) -> str | None:
+    """Why ``schema`` cannot name a ``PostgresStore``'s schema; None when it can.
+
+    PostgreSQL silently cuts an identifier to 63 bytes, not characters: two
+    non-ASCII names alike in their first 63 bytes would share one schema.
+    """
+    expected = (
+        f"schema must be a PostgreSQL identifier of 1 to {MAX_IDENTIFIER_BYTES} bytes in UTF-8"
+    )
+    if not isinstance(schema, str):
+        return f"{expected} (got {schema!r} that is a {type(schema).__name__!r})."
+    if not schema or "\x00" in schema:
+        return f"{expected} with no NUL character (got {schema!r})."
+    try:
+        size = len(schema.encode())
+    except UnicodeEncodeError:
+        return f"{expected} (got {schema!r}, which has a lone surrogate and no UTF-8 form)."
+    if size > MAX_IDENTIFIER_BYTES:
+        return (
+            f"{expected} (got {schema!r}, {len(schema)} characters, {size} bytes); PostgreSQL "
+            f"cuts a longer name to {MAX_IDENTIFIER_BYTES} bytes, so two names could share one "
+            "schema. Use a shorter name."
+        )
+    return None
 
 
 def is_postgres_url(text: object) -> bool:

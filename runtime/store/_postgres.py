@@ -39,7 +39,7 @@ from ._check import Problem
 from ._db import Db
 from ._leases import Lease, acquire, check_fence, current, release, renew
 from ._pg_db import PgDb, pg_errors
-from ._pg_names import DEFAULT_SCHEMA
+from ._pg_names import DEFAULT_SCHEMA, schema_problem
 from ._pg_schema import PG_TRIGGERS, lock_space, migrate, present_guards, recreate_guards
 from ._scan import missing_guards
 from ._sql import SqlStore
@@ -101,10 +101,9 @@ class PostgresStore(SqlStore):
         super().__init__(
             snapshot_every=snapshot_every, chunk_size=chunk_size, cache_size=cache_size
         )
-        if not isinstance(schema, str) or not schema or len(schema) > 63 or "\x00" in schema:
-            raise InvalidArgument(
-                f"schema must be a PostgreSQL identifier of 1 to 63 characters (got {schema!r})."
-            )
+        problem = schema_problem(schema)
+        if problem is not None:
+            raise InvalidArgument(problem)
         if not isinstance(dsn, str):
             raise InvalidArgument(f"dsn must be a str (got {dsn!r}).")
         self._dsn = dsn

@@ -90,6 +90,7 @@ def recover_orphans(
                     f"no activity for {_seconds(idle)} (more than {_seconds(older_than)}) when "
                     "the runtime started; its runner is presumed dead"
                 ),
+                calls_interrupted=True,
             )
         )
     if recovered:

@@ -42,8 +42,11 @@ def _exported(event: Event) -> dict[str, Any]:
     """``to_data(event)`` without fields newer than the export format that hold their
     default: an Amber from before them reads the export (its decoder refuses unknown keys)."""
     data: dict[str, Any] = to_data(event)
-    if data.get("kind") == "turn_ended" and data.get("notice", 0) is None:
+    kind = data.get("kind")
+    if kind == "turn_ended" and data.get("notice", 0) is None:
         del data["notice"]  # TurnEnded.notice: only a failed turn's end of this Amber has one
+    elif kind == "orphan_recovered" and data.get("calls_interrupted") is False:
+        del data["calls_interrupted"]  # OrphanRecovered.calls_interrupted: False before it
     return data
 
 

@@ -257,7 +257,13 @@ def events(session_id: str = "s") -> st.SearchStrategy[Event]:
             notice=st.none() | messages(Category.CRASH_NOTICE, session_id=session_id),
             **common,
         ),
-        st.builds(OrphanRecovered, turn_id=_ids, reason=st.none() | _texts, **common),
+        st.builds(
+            OrphanRecovered,
+            turn_id=_ids,
+            reason=st.none() | _texts,
+            calls_interrupted=st.booleans(),
+            **common,
+        ),
         st.builds(
             RolledBack,
             to_seq=st.integers(min_value=0, max_value=10**6),
@@ -435,7 +441,12 @@ def session_events(
             )
         elif action == "recover":
             assert turn is not None
-            emit(lambda tid=turn.id, **kw: OrphanRecovered(turn_id=tid, reason="runner died", **kw))
+            cut = draw(st.booleans())  # False: a log from before calls_interrupted
+            emit(
+                lambda tid=turn.id, cut=cut, **kw: OrphanRecovered(
+                    turn_id=tid, reason="runner died", calls_interrupted=cut, **kw
+                )
+            )
         elif action in ("notify", "aside", "nudge", "crash"):
             category = {
                 "notify": Category.NOTIFICATION,

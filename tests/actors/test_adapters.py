@@ -494,6 +494,16 @@ class TestLiveChannelAdapter:
         assert discord.sent[0].edits == ('⏹ 🛠️ sh({"command":"ls"}) (interrupted)',)
         assert live.sink.ids == ["c"]
 
+    def test_interrupted_call_it_never_drew_posts_a_stop_line(
+        self, live: Harness, discord: FakePlatform
+    ) -> None:
+        """A call drawn by another runner (it stopped or died; its turn was recovered here)
+        posts its ⏹ line, as a result of such a call posts its ✅ line."""
+        call = attrs.evolve(make(Category.TOOL_CALL, "c"), status=Status.DELIVERED)
+        live.feed(moved(call, Status.INTERRUPTED))
+        assert discord.transcript("c1") == ['⏹ 🛠️ sh({"command":"ls"}) (interrupted)']
+        assert live.sink.ids == []
+
     def test_parallel_calls_keep_their_own_lines(
         self, live: Harness, discord: FakePlatform
     ) -> None:

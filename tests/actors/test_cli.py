@@ -162,7 +162,7 @@ class TestStoreErrors:
         )
         assert path.stat().st_size == 0
 
-    @pytest.mark.parametrize("bad", ["", "a\nb", "x" * 257])
+    @pytest.mark.parametrize("bad", ["", " ", "a\nb", "x" * 257])
     @pytest.mark.parametrize(
         "argv",
         [["fork", "demo", "--at", "5", "--as"], ["demo", "--session"], ["chat", "--session"]],
@@ -171,7 +171,7 @@ class TestStoreErrors:
     def test_a_session_id_no_session_can_have_is_a_usage_error(
         self, recorded: Recorded, tmp_path: Path, argv: list[str], bad: str
     ) -> None:
-        """An id no session can have (empty, a control character, too long) exits 2 naming
+        """An id no session can have (empty, blank, a control character, too long) exits 2 naming
         the option and what is wrong, before anything is stored (``fork --as ''`` exited 1
         with an event's internal error, ``demo --session ''`` 1 as a config error)."""
         db = recorded.copy(tmp_path)

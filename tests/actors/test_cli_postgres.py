@@ -94,6 +94,25 @@ def test_a_mistyped_schema_lists_the_stores_there_are(
     assert "amber import" in said
 
 
+@pytest.mark.parametrize("command", ["sessions", "worker"])
+def test_a_schema_postgres_would_cut_is_a_usage_error(
+    command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$AMBER_PG_SCHEMA over 63 bytes of UTF-8 (PostgreSQL cuts it, so two such names
+    shared one schema) is exit 2 naming the variable, before anything connects."""
+    monkeypatch.setenv("AMBER_PG_SCHEMA", "tenant_ä" + "ü" * 40)
+    options = ("--app", "worker_app:make_app") if command == "worker" else ()
+    result = amber(command, "--db", "postgresql://nobody@127.0.0.1:1/none", *options)
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert said.startswith(
+        "amber: $AMBER_PG_SCHEMA: schema must be a PostgreSQL identifier of 1 to 63 bytes in "
+        "UTF-8 (got 'tenant_ä"
+    ), said
+    assert "48 characters, 89 bytes); PostgreSQL cuts a longer name to 63 bytes" in said
+    assert said.endswith("Set AMBER_PG_SCHEMA to another name."), said
+
+
 def test_a_mistyped_schema_in_python_lists_the_stores_there_are(
     postgres_dsn: str, pg_schema: Callable[[], str]
 ) -> None:

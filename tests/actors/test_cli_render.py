@@ -82,6 +82,12 @@ class TestDescribeEvent:
         assert build(OrphanRecovered, turn_id="t1", reason="runner died") == (
             "↺ t1 recovered (runner died); q1 back to pending_agent"
         )
+        build(TurnStarted, turn_id="t1b")
+        call = ToolCall(id="c2", name="sh", arguments={})
+        build.add(Category.TOOL_CALL, "m2", tool_call=call, turn_id="t1b", parent_id="q1")
+        assert build(OrphanRecovered, turn_id="t1b", calls_interrupted=True) == (
+            "↺ t1b recovered; q1 back to pending_agent, 1 unanswered call(s) interrupted"
+        )
         assert build(TurnStarted, turn_id="t2") == "▶ t2 starts, claims q1"
         assert (
             build(

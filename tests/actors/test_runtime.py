@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,10 @@ from harness import WAIT, Recorder, RuntimeFactory, Signal, make_runtime, shape,
 from actors import (
     Delta,
     DeltaKind,
+    FakePlatform,
     IdleTimeout,
     InvalidConfig,
+    LiveChannelAdapter,
     Runtime,
     ScriptedModel,
     Settings,
@@ -40,13 +43,17 @@ from runtime import (
     Presentation,
     Role,
     Status,
+    StatusChanged,
     StoreError,
+    ToolCall,
+    TurnStarted,
     TurnStatus,
     UnknownSession,
     clean_history,
+    new_message,
     to_openai,
 )
-from runtime.store import MemoryStore
+from runtime.store import MemoryStore, SQLiteStore
 from runtime.testing import check_invariants
 
 __all__ = ["make_runtime"]
@@ -565,6 +572,77 @@ class TestSessions:
             assert [t.status for t in turns][-2:] == [TurnStatus.RECOVERED, TurnStatus.PROCESSED]
             check_invariants(second.timeline("s"))
 
+    def test_stop_mid_tool_interrupts_the_call_on_its_channel(self, tmp_path: Path) -> None:
+        """stop() while a tool runs marks the cut call interrupted, as an interrupt does: the
+        live channel edits its ⏳ line to ⏹; the recovered turn lists no open call and the
+        next runtime answers the input (it stayed delivered and open, the line ⏳)."""
+        db = tmp_path / "amber.db"
+        started = Signal()
+
+        @tool
+        async def slow() -> str:
+            """Blocks until cancelled."""
+            started.set()
+            await trio.sleep_forever()
+            return "never"
+
+        platform = FakePlatform("discord")
+        adapter = LiveChannelAdapter.start(client=platform)
+        first = Runtime(
+            model=ScriptedModel([call("slow")]), tools=[slow], store=db, adapters=[adapter]
+        ).start()
+        user = first.send("s", "go", chatbot_id="discord", channel_id="g")
+        started.wait()
+        first.stop()  # the adapter handles every update told before it stops
+        assert platform.transcript("g") == ["⏹ 🛠️ slow({}) (interrupted)"]
+        with Runtime(model=ScriptedModel([reply("second")]), store=db) as second:
+            state = second.wait_idle("s", timeout=WAIT)
+            check_invariants(second.timeline("s"))
+        (cut,) = [m for m in state.messages if m.type is MessageType.TOOL_CALL]
+        assert cut.status is Status.INTERRUPTED
+        assert cut.turn_id is not None
+        recovered = state.turns[cut.turn_id]
+        assert (recovered.status, dict(recovered.open_calls)) == (TurnStatus.RECOVERED, {})
+        assert state.message(user.id).status is Status.PROCESSED
+
+    def test_a_crash_mid_tool_shows_the_call_interrupted_after_restart(
+        self, tmp_path: Path
+    ) -> None:
+        """A runner that died while a tool ran: the next runtime recovers the turn, marks the
+        call interrupted, and a live channel that never drew it (the dead runner's did)
+        posts its ⏹ line."""
+        db = tmp_path / "amber.db"
+        at = datetime.now(UTC)
+        where = {"session_id": "s", "created_at": at, "chatbot_id": "discord", "channel_id": "g"}
+        question = new_message(
+            Category.USER_QUESTION, id="u1", content="go", sender="Chii", **where
+        )
+        cut = new_message(
+            Category.TOOL_CALL, id="c1", turn_id="t1", parent_id="u1",
+            tool_call=ToolCall(id="call_1", name="slow"), **where,
+        )  # fmt: skip
+        with SQLiteStore(db) as store:
+            store.append([
+                MessageAdded(session_id="s", seq=1, at=at, message=question),
+                TurnStarted(session_id="s", seq=2, at=at, turn_id="t1", runner="dead"),
+                MessageAdded(session_id="s", seq=3, at=at, message=cut),
+                StatusChanged(
+                    session_id="s", seq=4, at=at, message_id="c1", expected=Status.RESPONDED,
+                    status=Status.DELIVERED,
+                ),  # the dead runner's channel drew its ⏳ line
+            ])  # fmt: skip
+        platform = FakePlatform("discord")
+        adapters = [LiveChannelAdapter.start(client=platform)]
+        with Runtime(
+            model=ScriptedModel([reply("second")]), store=db, resume="all", adapters=adapters
+        ) as rt:
+            state = rt.wait_idle("s", timeout=WAIT)
+        assert state.message("c1").status is Status.INTERRUPTED
+        assert state.message("u1").status is Status.PROCESSED
+        lines = platform.transcript("g")
+        assert lines[0] == "⏹ 🛠️ slow({}) (interrupted)"
+        assert lines[-1].endswith("\nsecond")
+
     def test_stop_leaves_no_threads(self, tmp_path: Path) -> None:
         """After stop(), no actor, effects or store thread is left running."""
         before = {t.ident for t in threading.enumerate()}
@@ -589,6 +667,30 @@ class TestSessions:
         assert not adapter.is_alive()
 
 
+class TestScriptedModelArguments:
+    def test_a_script_item_that_is_no_response_is_refused(self) -> None:
+        """Each script item is checked when the model is made."""
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^ScriptedModel script item 1 must be a Response \(built with reply\(\), "
+            r"call\(\), error\(\) …\); got 'hi'\.$",
+        ):
+            ScriptedModel([reply("a"), "hi"])  # type: ignore[list-item]
+
+    def test_a_fallback_that_is_no_response_is_refused(self) -> None:
+        """A function as fallback was taken, then every turn failed with an AttributeError."""
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^ScriptedModel fallback must be a Response \(built with reply\(\), "
+            r"call\(\), error\(\) …\) or None; got <function .*>\. To answer each request "
+            r"with a function, pass it as the script: ScriptedModel\(lambda request: "
+            r"reply\(\.\.\.\)\)\.$",
+        ):
+            ScriptedModel([], fallback=lambda request: reply("hi"))  # type: ignore[arg-type]
+        with pytest.raises(InvalidConfig, match=r"^ScriptedModel fallback must be a Response"):
+            ScriptedModel([], fallback="hi")  # type: ignore[arg-type]
+
+
 class TestStoreArgument:
     def test_a_mistyped_postgres_url_is_refused(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -598,6 +700,18 @@ class TestStoreArgument:
         with pytest.raises(InvalidConfig, match=r"did you mean 'postgresql://host/db'\?$"):
             Runtime(model=ScriptedModel([]), store="postgresql:/host/db").start()
         assert list(tmp_path.rglob("*")) == []
+
+    def test_a_schema_postgres_would_cut_is_refused(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """$AMBER_PG_SCHEMA over 63 bytes (PostgreSQL cuts it: two names shared one schema)
+        is refused before connecting, naming the variable."""
+        monkeypatch.setenv("AMBER_PG_SCHEMA", "tenant_" + "ü" * 29)
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^\$AMBER_PG_SCHEMA: schema must be a PostgreSQL identifier of 1 to 63 bytes "
+            r"in UTF-8 \(got 'tenant_ü+', 36 characters, 65 bytes\);.* Set AMBER_PG_SCHEMA to "
+            r"another name\.$",
+        ):
+            Runtime(model=ScriptedModel([]), store="postgresql://nobody@127.0.0.1:1/none").start()
 
 
 class TestAdapterArgument:

@@ -38,3 +38,45 @@ class TestLeaseSettings:
             r"default\.$",
         ):
             Settings(lease_poll=value)  # type: ignore[arg-type]
+
+
+class TestCountsAndLimits:
+    @pytest.mark.parametrize("value", [0, -1, True, 2.0, "25", None])
+    def test_max_model_calls_below_one_is_refused(self, value: object) -> None:
+        """0 was accepted, then every turn failed without calling the model."""
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^Settings\.max_model_calls must be an int of 1 or more \(got {value!r}\); "
+            r"it is how many model calls one turn may make before it fails, 25 is the "
+            r"default\.$",
+        ):
+            Settings(max_model_calls=value)  # type: ignore[arg-type]
+
+    def test_one_model_call_is_taken(self) -> None:
+        assert Settings(max_model_calls=1).max_model_calls == 1
+
+    @pytest.mark.parametrize("value", [0, -5, True, 1.5, "20000"])
+    def test_max_result_chars_must_be_positive(self, value: object) -> None:
+        """It was not checked at all: every model call failed later, in the projection."""
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^Settings\.max_result_chars must be a positive int or None to never "
+            rf"excerpt \(got {value!r}\)\.$",
+        ):
+            Settings(max_result_chars=value)  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize("value", [None, 1])
+    def test_max_result_chars_none_or_positive_is_taken(self, value: int | None) -> None:
+        assert Settings(max_result_chars=value).max_result_chars == value
+
+    @pytest.mark.parametrize("name", ["store_timeout", "ask_timeout"])
+    @pytest.mark.parametrize("value", [None, 0, -1, math.inf, math.nan, True, "30"])
+    def test_runtime_timeouts_must_be_positive_and_finite(self, name: str, value: object) -> None:
+        """None and infinity were taken: ``ask_timeout=inf`` overflowed in the first ask,
+        ``store_timeout=inf`` killed the session's actor."""
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^Settings\.{name} must be a positive, finite number of seconds \(got "
+            rf"{value!r}\)\.$",
+        ):
+            Settings(**{name: value})

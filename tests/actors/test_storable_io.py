@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from harness import WAIT, RuntimeFactory, make_runtime
 
-from actors import InvalidTool, ScriptedModel, call, reply, tool
-from runtime import InvalidInput, MessageType, Status, UserInput
+from actors import InvalidTool, NotAwaitingApproval, ScriptedModel, call, reply, tool
+from runtime import Category, InvalidInput, MessageType, Status, UserInput
 
 __all__ = ["make_runtime"]
 
@@ -141,6 +141,8 @@ class TestSend:
         ("session_id", "why"),
         [
             ("", "it must not be empty"),
+            (" ", "it is blank"),
+            ("\u3000 ", "it is blank"),
             ("\x00s", "it holds the control character"),
             ("s\ud800", "it holds a lone surrogate"),
             (None, "it must be a str"),
@@ -152,7 +154,20 @@ class TestSend:
         rt = make_runtime(model=ScriptedModel([]))
         with pytest.raises(InvalidInput, match=rf"^Session id .* cannot be used: {why}"):
             rt.send(session_id, "hi")  # type: ignore[arg-type]
+        with pytest.raises(InvalidInput, match=rf"^Session id .* cannot be used: {why}"):
+            rt.ask(session_id, "hi")  # type: ignore[arg-type]
+        with pytest.raises(InvalidInput, match=rf"^Session id .* cannot be used: {why}"):
+            rt.post(session_id, Category.NOTIFICATION, "hi")  # type: ignore[arg-type]
         assert rt.sessions() == []
+
+    def test_a_blank_session_stored_before_can_still_be_decided(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """Blank ids are refused for input only: approving or denying a call of a blank
+        session (stored before the rule) reaches the session."""
+        rt = make_runtime(model=ScriptedModel([]))
+        with pytest.raises(NotAwaitingApproval, match=r"in session ' '"):
+            rt.approve(" ", "call_1")
 
     @pytest.mark.parametrize(
         "fields",

@@ -33,22 +33,25 @@ C = Category
 INPUTS = frozenset({C.USER_QUESTION, C.CRON_PROMPT, C.COMPACTION_REQUEST, C.BACKGROUND_ALERT})
 
 # DESIGN §3, written out: (from, to) -> (categories it applies to, driving event).
-LEGAL: dict[tuple[Status, Status], tuple[frozenset[Category], Driver]] = {
-    (S.PENDING_AGENT, S.PROCESSING): (INPUTS, Driver.TURN_STARTED),
-    (S.PROCESSING, S.PROCESSED): (INPUTS, Driver.TURN_ENDED),
-    (S.PROCESSING, S.INTERRUPTED): (INPUTS, Driver.TURN_ENDED),
-    (S.PROCESSING, S.ERROR): (INPUTS, Driver.TURN_ENDED),
-    (S.PROCESSING, S.PENDING_AGENT): (INPUTS, Driver.ORPHAN_RECOVERED),
+_ENDS = frozenset({Driver.TURN_ENDED, Driver.ORPHAN_RECOVERED})
+LEGAL: dict[tuple[Status, Status], tuple[frozenset[Category], frozenset[Driver]]] = {
+    (S.PENDING_AGENT, S.PROCESSING): (INPUTS, frozenset({Driver.TURN_STARTED})),
+    (S.PROCESSING, S.PROCESSED): (INPUTS, frozenset({Driver.TURN_ENDED})),
+    (S.PROCESSING, S.INTERRUPTED): (INPUTS, frozenset({Driver.TURN_ENDED})),
+    (S.PROCESSING, S.ERROR): (INPUTS, frozenset({Driver.TURN_ENDED})),
+    (S.PROCESSING, S.PENDING_AGENT): (INPUTS, frozenset({Driver.ORPHAN_RECOVERED})),
     (S.PENDING, S.DELIVERED): (
         frozenset({C.REPLY, C.NOTIFICATION, C.CRASH_NOTICE}),
-        Driver.STATUS_CHANGED,
+        frozenset({Driver.STATUS_CHANGED}),
     ),
     (S.RESPONDED, S.DELIVERED): (
         frozenset({C.THOUGHT, C.TOOL_CALL, C.TOOL_RESULT}),
-        Driver.STATUS_CHANGED,
+        frozenset({Driver.STATUS_CHANGED}),
     ),
-    (S.RESPONDED, S.INTERRUPTED): (frozenset({C.TOOL_CALL}), Driver.TURN_ENDED),
-    (S.DELIVERED, S.INTERRUPTED): (frozenset({C.TOOL_CALL}), Driver.TURN_ENDED),
+    # An interrupted turn's unanswered calls, and (OrphanRecovered.calls_interrupted) a
+    # dead one's.
+    (S.RESPONDED, S.INTERRUPTED): (frozenset({C.TOOL_CALL}), _ENDS),
+    (S.DELIVERED, S.INTERRUPTED): (frozenset({C.TOOL_CALL}), _ENDS),
 }
 
 # Statuses each category can still leave; every other status is terminal for it.
@@ -104,10 +107,11 @@ class TestTransitionsTable:
     @pytest.mark.parametrize("pair", list(LEGAL), ids=lambda p: f"{p[0]}->{p[1]}")
     def test_categories_and_driver(self, pair: tuple[Status, Status]) -> None:
         """Each change applies to the categories DESIGN §3 names, driven by the right event."""
-        categories, driver = LEGAL[pair]
+        categories, drivers = LEGAL[pair]
         rule = TRANSITIONS[pair]
         assert rule.categories == categories
-        assert rule.driver is driver
+        assert rule.drivers == drivers
+        assert rule.driver in drivers
 
     def test_drivers_name_event_classes(self) -> None:
         """Each Driver's value is the name of the event class that performs it."""
@@ -127,9 +131,10 @@ class TestCheckTransition:
         ids=lambda v: f"{v[0]}->{v[1]}" if isinstance(v, tuple) else v.name,
     )
     def test_accepts_legal_change(self, pair: tuple[Status, Status], category: Category) -> None:
-        """A legal change with its driver passes and returns the message's category."""
+        """A legal change with each of its drivers passes and returns the message's category."""
         frm, to = pair
-        assert check_transition(message(category, frm), to, LEGAL[pair][1]) is category
+        for driver in LEGAL[pair][1]:
+            assert check_transition(message(category, frm), to, driver) is category
 
     def test_everything_else_is_rejected(self) -> None:
         """Every (category, from, to, driver) outside DESIGN §3 raises, naming all four."""
@@ -140,7 +145,7 @@ class TestCheckTransition:
                 for to in Status:
                     for driver in Driver:
                         rule = LEGAL.get((frm, to))
-                        legal = rule is not None and category in rule[0] and driver is rule[1]
+                        legal = rule is not None and category in rule[0] and driver in rule[1]
                         if legal:
                             check_transition(subject, to, driver)
                             accepted += 1
@@ -150,7 +155,7 @@ class TestCheckTransition:
                         )
                         with pytest.raises(IllegalTransition, match=f"^{prefix}[ :]"):
                             check_transition(subject, to, driver)
-        assert accepted == sum(len(cats) for cats, _ in LEGAL.values())
+        assert accepted == sum(len(cats) * len(drivers) for cats, drivers in LEGAL.values())
 
     def test_terminal_status(self) -> None:
         """Leaving a terminal status says it is terminal for the category."""
@@ -200,6 +205,19 @@ class TestCheckTransition:
         ):
             check_transition(
                 message(C.CRON_PROMPT, S.PROCESSING), S.PENDING_AGENT, Driver.TURN_ENDED
+            )
+
+    def test_wrong_driver_for_an_unanswered_call(self) -> None:
+        """A turn's end or its recovery interrupts a call; a delivery report cannot."""
+        with pytest.raises(
+            IllegalTransition,
+            match=exact(
+                "Cannot move message 'msg_1' (tool call) from delivered to interrupted with "
+                "StatusChanged: only TurnEnded or OrphanRecovered makes that change."
+            ),
+        ):
+            check_transition(
+                message(C.TOOL_CALL, S.DELIVERED), S.INTERRUPTED, Driver.STATUS_CHANGED
             )
 
     def test_wrong_category(self) -> None:
@@ -262,10 +280,11 @@ class TestCheckTransition:
     @pytest.mark.parametrize("pair", list(LEGAL), ids=lambda p: f"{p[0]}->{p[1]}")
     def test_rolled_back_rejects_every_legal_change(self, pair: tuple[Status, Status]) -> None:
         """No legal change applies to a rolled-back message of any category it covers."""
-        categories, driver = LEGAL[pair]
+        categories, drivers = LEGAL[pair]
         for category in categories:
-            with pytest.raises(IllegalTransition, match=r"it was rolled back"):
-                check_transition(message(category, pair[0], active=False), pair[1], driver)
+            for driver in drivers:
+                with pytest.raises(IllegalTransition, match=r"it was rolled back"):
+                    check_transition(message(category, pair[0], active=False), pair[1], driver)
 
 
 class TestIsTerminal:

@@ -388,6 +388,7 @@ class TestRecovery:
         """``runner_gone``: no waiting."""
         decision = self._orphan(1.0)(Loaded, runner_gone=True)
         assert isinstance(decision.events[0], OrphanRecovered)
+        assert decision.events[0].calls_interrupted
 
     def test_on_a_store_this_runner_holds_every_orphan_is_recovered_at_once(self) -> None:
         """``exclusive``: whoever left the turn is gone; no ``recover_after`` wait."""
@@ -425,6 +426,26 @@ class TestRecovery:
         decision = d(Stopping)
         assert kinds(decision) == ["OrphanRecovered"]
         assert CancelRun(run_id=call.run_id) in decision.commands
+        assert decision.events[0].calls_interrupted  # type: ignore[attr-defined]
+
+    def test_stopping_mid_tool_interrupts_the_call(self) -> None:
+        """A stop while a tool runs marks the cut call interrupted, as an interrupt does (a
+        channel edits its ⏳ line to ⏹); the recovered turn lists no open call."""
+        d = Driver()
+        call = d.started()
+        d.stream(
+            call.run_id,
+            MessageStart(),
+            ToolCallDelta(index=0, id="c1", name="lookup", arguments='{"q": 1}'),
+            MessageFinish(),
+        )
+        assert commands(d(ModelEnded, run_id=call.run_id), RunTool) != []
+        turn_id = d.machine.state.active_turn_id
+        message_id = d.machine.state.tool_calls["c1"]
+        d(Stopping)
+        state = d.machine.state
+        assert state.message(message_id).status is Status.INTERRUPTED
+        assert dict(state.turns[turn_id].open_calls) == {}
 
     def test_a_runner_failure_fails_the_turn(self) -> None:
         """``RunnerFailed`` (the store could not write): the turn ends as error."""
@@ -538,6 +559,14 @@ class TestApprovals:
         decided = fired.events[0]
         assert isinstance(decided, ApprovalDecided)
         assert (decided.approved, decided.by) == (False, "timeout")
+        result = fired.events[1]
+        assert isinstance(result, MessageAdded)
+        assert result.message.error_type == "denied"
+        assert result.message.content == (
+            "No one approved this tool call within 90 s (Settings.approval_timeout), so it "
+            "did not run. Do not call it again with these arguments unless the user asks; "
+            "answer without it, or ask the user what to do."
+        )  # not "The user denied this tool call": no one did
 
     def test_a_waiting_turn_survives_a_reload(self) -> None:
         """Passivated or restarted while it waits: on load it waits on, not recovered."""

@@ -35,6 +35,7 @@ from runtime import (
     apply,
     new_message,
 )
+from runtime.testing import check_invariants
 
 
 def rejects(
@@ -539,6 +540,45 @@ class TestOrphanRecovered:
         assert state.message("c1").status is Status.RESPONDED  # no invented result
         session.start("t2")
         assert list(session.state.active_turn.input_ids) == ["u1"]
+
+    def test_a_log_from_before_calls_interrupted_leaves_the_calls_open(
+        self, session: Session
+    ) -> None:
+        """Without ``calls_interrupted`` (logs written before it) the open calls stay as they
+        were and the recovered turn still lists them: old logs replay unchanged."""
+        session.ask()
+        session.start()
+        session.call("c1", "call_1")
+        session.do(OrphanRecovered, turn_id="t1")
+        state = session.state
+        assert state.message("c1").status is Status.RESPONDED
+        assert dict(state.turns["t1"].open_calls) == {"call_1": "c1"}
+
+    def test_calls_interrupted_interrupts_the_open_calls(self, session: Session) -> None:
+        """With ``calls_interrupted`` a dead turn's calls with no result become interrupted,
+        as an interrupted turn's do (a channel edits their ⏳ lines to ⏹); answered calls
+        keep their status, and the recovered turn lists no open call."""
+        session.ask()
+        session.start()
+        session.call("c1", "call_1")
+        session.call("c2", "call_2")
+        session.do(
+            StatusChanged, message_id="c2", expected=Status.RESPONDED, status=Status.DELIVERED
+        )
+        session.call("c3", "call_3")
+        session.add(
+            Category.TOOL_RESULT, "r3", turn_id="t1", parent_id="c3", tool_call_id="call_3",
+            sender="sh", content="done",
+        )  # fmt: skip
+        session.do(OrphanRecovered, turn_id="t1", reason="runner died", calls_interrupted=True)
+        state = session.state
+        assert [state.message(m).status for m in ("c1", "c2", "c3")] == [
+            Status.INTERRUPTED, Status.INTERRUPTED, Status.RESPONDED,
+        ]  # fmt: skip
+        assert state.message("u1").status is Status.PENDING_AGENT
+        assert dict(state.turns["t1"].open_calls) == {}
+        assert state.turns["t1"].status is TurnStatus.RECOVERED
+        check_invariants(session.timeline)
 
     def test_needs_the_active_turn(self, session: Session) -> None:
         """Recovery names the active turn."""

@@ -10,6 +10,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import attrs
 import orjson
 import pytest
 from hypothesis import given
@@ -328,6 +329,8 @@ class TestSessionIds:
         ("value", "why"),
         [
             ("", "it must not be empty"),
+            (" ", "it is blank \\(only white space\\)"),
+            (" \u3000", "it is blank \\(only white space\\)"),
             ("\x00s", r"it holds the control character '\\x00' at index 0"),
             ("s\ud800", r"it holds a lone surrogate '\\ud800' at index 1"),
             ("a\nb", r"it holds the control character '\\n' at index 1"),
@@ -343,6 +346,20 @@ class TestSessionIds:
     @pytest.mark.parametrize("value", ["s", "chat-42", "会话", "x" * 256, "a b"])
     def test_good_ids(self, value: str) -> None:
         assert check_session_id(value) == value
+
+    def test_a_blank_session_already_stored_stays_readable(self) -> None:
+        """Blank ids are refused for new input (as "" is), but a store written before that
+        keeps its events: they decode, and the store reads the session."""
+        from runtime.store import MemoryStore
+
+        message = UserInput(text="hi").to_message(id="m", session_id="s", created_at=T0)
+        event = MessageAdded(
+            session_id=" ", seq=1, at=T0, message=attrs.evolve(message, session_id=" ")
+        )
+        assert from_json(to_json(event), Event) == event
+        store = MemoryStore()
+        store.append([event])
+        assert [m.content for m in store.load_state(" ").messages] == ["hi"]
 
     def test_to_message_checks_the_session_id(self) -> None:
         with pytest.raises(InvalidInput, match=r"^Session id '\\x00s' cannot be used"):

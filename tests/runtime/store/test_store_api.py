@@ -14,6 +14,7 @@ from runtime import (
     DecodeError,
     EventRejected,
     MessageAdded,
+    OrphanRecovered,
     Status,
     StatusChanged,
     StatusConflict,
@@ -412,6 +413,28 @@ class TestExportImport:
         copy = MemoryStore()
         copy.import_session(data)
         assert copy.load_state("s") == store.load_state("s")
+
+    @pytest.mark.parametrize("interrupted", [False, True])
+    def test_an_export_leaves_out_calls_interrupted_when_false(
+        self, store: Store, interrupted: bool
+    ) -> None:
+        """`OrphanRecovered.calls_interrupted` is newer than export version 1: left out when
+        False (an Amber from before it reads the export), kept when True; both import back."""
+        events = conversation("s", 4)  # a turn left active after its tool call
+        state = store.append(events)["s"]
+        assert state.active_turn is not None
+        recovered = OrphanRecovered(
+            session_id="s", seq=5, at=state.updated_at, turn_id=state.active_turn.id,
+            calls_interrupted=interrupted,
+        )  # fmt: skip
+        store.append([recovered])
+        data = store.export_session("s")
+        (exported,) = [e for e in data["events"] if e["kind"] == "orphan_recovered"]
+        assert ("calls_interrupted" in exported) is interrupted
+        copy = MemoryStore()
+        copy.import_session(data)
+        assert copy.load_state("s") == store.load_state("s")
+        assert copy.events("s")[-1] == recovered
 
     def test_an_export_that_does_not_apply_stores_nothing(self, store: Store) -> None:
         """An export whose events decode but do not apply is refused whole."""

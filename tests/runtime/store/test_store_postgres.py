@@ -132,6 +132,21 @@ class TestSchema:
         with pytest.raises(InvalidArgument, match="is not a PostgreSQL connection string"):
             PostgresStore("nonsense = = =")
 
+    def test_schema_limit_is_in_bytes(self) -> None:
+        """PostgreSQL cuts an identifier to 63 bytes of UTF-8, not 63 characters: a longer
+        name is refused before connecting (two such names would share one schema)."""
+        name = "tenant_ä" + "ü" * 40  # 48 characters, 89 bytes
+        unreachable = "postgresql://nobody@127.0.0.1:1/none"
+        with pytest.raises(
+            InvalidArgument,
+            match=r"^schema must be a PostgreSQL identifier of 1 to 63 bytes in UTF-8 \(got "
+            r"'tenant_äüü.*', 48 characters, 89 bytes\); PostgreSQL cuts a longer name to 63 "
+            r"bytes, so two names could share one schema\. Use a shorter name\.$",
+        ):
+            PostgresStore(unreachable, schema=name, connect_timeout=1)
+        with pytest.raises(StoreError, match="Cannot open the store"):  # 63 bytes: accepted
+            PostgresStore(unreachable, schema="tenant_" + "ü" * 28, connect_timeout=1)
+
     def test_unreachable_server(self) -> None:
         """A server that does not answer is a StoreError naming the database."""
         with pytest.raises(StoreError, match="Cannot open the store"):

@@ -32,6 +32,7 @@ class TestRecoverOrphans:
         assert event == OrphanRecovered(
             session_id="s", seq=5, at=now, turn_id="t2",
             reason="no activity for 301 s (more than 300 s) when the runtime started; its runner is presumed dead",
+            calls_interrupted=True,
         )  # fmt: skip
         state = store.load_state("s")
         assert state.message("m1").status is Status.PENDING_AGENT
@@ -42,13 +43,15 @@ class TestRecoverOrphans:
         assert store.events("s")[-1] == event
 
     def test_no_invented_tool_results(self, store: Store) -> None:
-        """A tool call left without a result gets no stored result; it stays as it was."""
+        """A tool call left without a result gets no stored result; it becomes interrupted,
+        as an interrupted turn's unanswered call does, and the turn lists no open call."""
         head = mid_tool_call(store)
         call = next(m for m in head.messages if m.type is MessageType.TOOL_CALL)
-        recover_orphans(store, now=head.updated_at + timedelta(hours=1))
+        (event,) = recover_orphans(store, now=head.updated_at + timedelta(hours=1))
         state = store.load_state("s")
         assert [m for m in state.messages if m.type is MessageType.TOOL_RESULT] == []
-        assert state.message(call.id) == call
+        assert state.message(call.id) == attrs.evolve(call, status=Status.INTERRUPTED)
+        assert dict(state.turns[event.turn_id].open_calls) == {}
         assert len(state.messages) == len(head.messages)
 
     def test_recent_activity_is_left_alone(self, store: Store) -> None:
