@@ -18,9 +18,10 @@ With a ``PostgresStore`` several runtimes (workers) share one store. A
 - **Release.** A session that passivates, and every session when the
   runtime stops, gives its lease back, so another worker may take it at once.
 - **Waking.** The thread waits on the store's ``NOTIFY`` channel. A session
-  that got new events from another process is reloaded if it runs here and
-  is idle; in a worker (``wake=True``) a session nobody runs that has input
-  waiting is claimed and loaded. A slow poll of the session list
+  that got new events from another process is reloaded if it runs here (a
+  busy one by its own actor, which also reloads when the store refuses a
+  write of it with ``SeqConflict``); in a worker (``wake=True``) a session
+  nobody runs that has input waiting is claimed and loaded. A slow poll of the session list
   (``poll`` seconds) covers notifications lost while disconnected.
 - **Input for another owner.** ``store_input`` stores an input for a session
   another worker owns, the way that owner's machine would (a ``MessageAdded``),
@@ -35,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -63,6 +65,9 @@ from ._storage import StoreThread
 __all__ = ["LeaseKeeper", "store_input"]
 
 log = logging.getLogger("amber.leases")
+
+_INPUT_TRIES = 50
+"""Tries to store an input for another owner before ``SeqConflict`` reaches the caller."""
 
 
 def store_input(
@@ -173,13 +178,18 @@ class LeaseKeeper:
     def store_input(self, session_id: str, draft: Draft) -> Message:
         """Store an input for a session another worker owns (its ``NOTIFY`` wakes the owner).
 
+        Each try appends on the head it read; a ``SeqConflict`` (the owner wrote meanwhile,
+        as a running turn does many times a second) is tried again on the new head, after
+        a short random pause so that the tries do not keep meeting the owner's writes.
+
         Raises:
-            SeqConflict: the session kept changing under five tries.
+            SeqConflict: the session kept changing for ``_INPUT_TRIES`` tries.
         """
         settings, clock = self._turn_settings, self._clock
-        for _ in range(4):
+        for tries in range(1, _INPUT_TRIES):
             with contextlib.suppress(SeqConflict):
                 return self._store_once(session_id, draft, settings, clock)
+            time.sleep(random.uniform(0.0, 0.002 * min(tries, 25)))
         return self._store_once(session_id, draft, settings, clock)
 
     def _store_once(
@@ -306,7 +316,8 @@ class LeaseKeeper:
             return  # stopping: another worker picks it up
 
     def _refresh(self, session_id: str) -> None:
-        """A session that runs here got events from elsewhere: reload it once it is idle."""
+        """A session that runs here got events from elsewhere: reload it (a busy one reloads
+        in its own actor)."""
         proxy = self._router.live(session_id)
         if proxy is None:
             return
@@ -316,9 +327,23 @@ class LeaseKeeper:
         except Exception:
             return
         stored = self._call(lambda s: s.session(session_id).seq)
-        if stored > state.seq and idle:
-            log.info("session %s got input from elsewhere: reloading it", session_id)
+        if stored <= state.seq:
+            return
+        log.info("session %s got input from elsewhere: reloading it", session_id)
+        if idle:
             self._router.reload(session_id)
+            return
+        # Busy: the actor adopts the new head itself (its next write would meet a
+        # SeqConflict and reload anyway), so the input is not left waiting for that write;
+        # unless another worker took the session over (renewal stops it here).
+        held = self._call(lambda s: (s.held.get(session_id), s.lease(session_id)))
+        if held[0] is None or held[1] is None or held[0].token != held[1].token:
+            return
+        try:
+            proxy.resync().get(timeout=60.0)
+        except Exception:
+            log.warning("session %s could not reload; it does at its next write", session_id,
+                        exc_info=True)  # fmt: skip
 
     def _renew(self) -> None:
         now, ttl = self._clock(), self._ttl

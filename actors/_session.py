@@ -48,6 +48,7 @@ from runtime import (
     ResumeSoon,
     RunnerFailed,
     RunTool,
+    SeqConflict,
     SessionMachine,
     SessionState,
     SetTimer,
@@ -70,6 +71,10 @@ from ._tool_actor import ToolRequest
 __all__ = ["SessionActor"]
 
 log = logging.getLogger("amber.session")
+
+_RELOADS = 5
+"""Reloads after a ``SeqConflict`` before one step gives up (each means another process
+wrote to the session meanwhile)."""
 
 
 @attrs.frozen
@@ -198,6 +203,20 @@ class SessionActor(pykka.ThreadingActor):
         given = ApprovalGiven(call_id=call_id, approved=approved, reason=reason, by=by, **stamp)
         return any(isinstance(e, ApprovalDecided) for e in self._step(given).events)
 
+    def resync(self) -> bool:
+        """Adopt what another process stored for the session (input for this owner): if
+        the store is ahead of this actor, reload the session (a running turn is recovered
+        and answered again with the new input, as a local input interrupts it). True if
+        it was reloaded."""
+        if self._closed:
+            return False
+        sid = self.session_id
+        stored = self._svc.store.call(lambda s: s.session(sid).seq if sid in s else 0)
+        if stored.result(self._svc.settings.store_timeout) <= self._machine.state.seq:
+            return False
+        self._step(Loaded(**self._svc.stamp()), reload=True)
+        return True
+
     def close_if_idle(self, seq: int) -> bool:
         """Agree to passivate if nothing happened since ``seq`` and nothing is pending."""
         if self._machine.is_quiet and self._machine.state.seq == seq and not self._waiters:
@@ -263,12 +282,45 @@ class SessionActor(pykka.ThreadingActor):
 
     # -- the shell ---------------------------------------------------------------------------
 
-    def _step(self, input: Input) -> Decision:
-        """Decide, store (durable), adopt, run the commands."""
+    def _step(self, input: Input, *, reload: bool = False) -> Decision:
+        """Decide, store (durable), adopt, run the commands.
+
+        A ``SeqConflict`` means another process wrote to the session (input stored for
+        this owner, DESIGN §10): the session is reloaded from the store here and
+        ``input`` decided again on the head it holds. ``reload`` reloads it first.
+        """
         if self._closed and not (
             isinstance(input, Stopping) or (self._stopping and isinstance(input, Delivered))
         ):
             raise pykka.ActorDeadError(f"Session actor {self.session_id!r} is closing.")
+        for reloads in range(_RELOADS + 1):
+            try:
+                if reloads or reload:
+                    loaded = self._reload()
+                    if isinstance(input, Loaded):
+                        return loaded  # the reload stepped it
+                return self._decide(input)
+            except SeqConflict:
+                if reloads == _RELOADS:
+                    raise
+                log.info("session %s was written by another process; reloading it", self.session_id)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _reload(self) -> Decision:
+        """Adopt the head the store holds, as a new actor would: what ran here is cancelled
+        and ``Loaded`` recovers the turn it left (this runner's own: at once)."""
+        for handle in self._runs.values():
+            handle.cancel()
+        self._runs.clear()
+        for _, handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        sid = self.session_id
+        state = self._svc.store.call(lambda s: s.load_state(sid))
+        self._machine = SessionMachine.load(state.result(self._svc.settings.store_timeout))
+        return self._decide(Loaded(**self._svc.stamp()))
+
+    def _decide(self, input: Input) -> Decision:
         decision = step(self._machine, self._svc.turn_settings, input)
         if decision.events:
             self._svc.store.append(decision.events).result(self._svc.settings.store_timeout)

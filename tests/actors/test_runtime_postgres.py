@@ -7,15 +7,29 @@ awaited is there; their 60 s bounds are hang guards, never a verdict.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import trio
 
 from actors import OwnedElsewhere, Runtime, RuntimeStopped, ScriptedModel, Settings
-from runtime import Category, LeaseLost, Status, category_of, hang, reply
+from actors._drafts import user_draft
+from actors._ids import utc_now
+from actors._leasing import store_input
+from runtime import (
+    Category,
+    LeaseLost,
+    ModelRequest,
+    Status,
+    TurnSettings,
+    category_of,
+    hang,
+    reply,
+)
 from runtime.store import PostgresStore
 
 SETTINGS = Settings(lease_ttl=30.0, lease_poll=3600.0, passivate_after=None)
@@ -168,3 +182,115 @@ def test_a_stopping_worker_claims_no_session(
     assert seen == [None]
     with pytest.raises(RuntimeStopped, match=r"^The runtime is stopping"):
         keeper.ensure("s2")
+
+
+class GatedModel:
+    """A model whose first call waits at a gate the test opens, then answers ``first``; the
+    calls after it answer ``then`` at once. ``called`` is set when the first call waits."""
+
+    name = "gated"
+
+    def __init__(self, first: str, then: str) -> None:
+        self.first = ScriptedModel([reply(first)])
+        self.then = ScriptedModel([], fallback=reply(then))
+        self.called = threading.Event()
+        self.gate = threading.Event()
+        self.calls = 0
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+        self.calls += 1
+        model = self.then
+        if self.calls == 1:
+            model = self.first
+            self.called.set()
+            await trio.to_thread.run_sync(self.gate.wait, abandon_on_cancel=True)
+        async for chunk in model.stream(request):
+            yield chunk
+
+
+def foreign_input(dsn: str, schema: str, session_id: str, text: str) -> None:
+    """Store an input as another process does for a session it does not own."""
+    draft = user_draft("send", session_id, text, {"sender": "Chii"}, utc_now, SETTINGS.input_limits)
+    with PostgresStore(dsn, schema=schema) as store:
+        store_input(store, session_id, draft, settings=TurnSettings(), at=utc_now())
+
+
+def user_statuses(dsn: str, schema: str, session_id: str) -> list[tuple[str, Status]]:
+    with PostgresStore(dsn, schema=schema) as store:
+        state = store.load_state(session_id)
+    return [(m.content, m.status) for m in state.messages if m.role.value == "user"]
+
+
+def deaf(rt: Runtime) -> None:
+    """The owner no longer hears the notifications of other processes' writes (as when
+    they come late): it meets them only as a ``SeqConflict`` on its own next write."""
+    rt._keeper._refresh = lambda session_id: None  # type: ignore[union-attr,method-assign]
+
+
+class TestInputFromElsewhere:
+    """The owner of a session meets input another process stored meanwhile."""
+
+    def test_the_owner_stores_input_on_a_head_it_has_not_seen(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """An owner whose actor missed a foreign input stores the next one all the same
+        (it reloads the session on the SeqConflict); both are answered."""
+        a = open_rt(ScriptedModel([reply("first")], fallback=reply("later")))
+        a.send("s", "one", sender="Chii")
+        a.wait_idle("s", timeout=60)
+        deaf(a)
+        foreign_input(postgres_dsn, schema, "s", "two")
+        message = a.send("s", "three", sender="Chii")
+        a.wait_idle("s", timeout=60)
+        statuses = user_statuses(postgres_dsn, schema, "s")
+        assert [text for text, _ in statuses] == ["one", "two", "three"]
+        assert a.state("s").message(message.id).content == "three"
+        assert not [s for _, s in statuses if s in (Status.PENDING_AGENT, Status.PROCESSING)]
+        assert replies(postgres_dsn, schema, "s")[-1] == "later"
+
+    def test_a_turn_that_meets_foreign_input_is_answered_again(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """A running turn whose next write meets a foreign input (SeqConflict) does not
+        leave the actor on a stale head: the session is reloaded, the turn recovered, and
+        one turn answers both inputs."""
+        model = GatedModel("lost", "answered")
+        a = open_rt(model)
+        deaf(a)
+        try:
+            a.send("s", "one", sender="Chii")
+            assert model.called.wait(60)  # a hang guard
+            foreign_input(postgres_dsn, schema, "s", "two")
+        finally:
+            model.gate.set()
+        wait_for(lambda: replies(postgres_dsn, schema, "s") == ["answered"], "A answers")
+        state = a.wait_idle("s", timeout=60)
+        assert state.seq == store_seq(postgres_dsn, schema, "s")
+        assert user_statuses(postgres_dsn, schema, "s") == [
+            ("one", Status.PROCESSED),
+            ("two", Status.PROCESSED),
+        ]
+
+    def test_a_busy_owner_adopts_foreign_input_when_notified(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """The NOTIFY of a foreign input makes a busy owner reload at once: the turn stuck
+        on its model is recovered and a new one answers both inputs."""
+        model = GatedModel("never", "answered")
+        a = open_rt(model)
+        try:
+            a.send("s", "one", sender="Chii")
+            assert model.called.wait(60)  # a hang guard
+            foreign_input(postgres_dsn, schema, "s", "two")
+            wait_for(lambda: replies(postgres_dsn, schema, "s") == ["answered"], "A answers")
+        finally:
+            model.gate.set()
+        assert user_statuses(postgres_dsn, schema, "s") == [
+            ("one", Status.PROCESSED),
+            ("two", Status.PROCESSED),
+        ]
+
+
+def store_seq(dsn: str, schema: str, session_id: str) -> int:
+    with PostgresStore(dsn, schema=schema) as store:
+        return store.session(session_id).seq
