@@ -16,7 +16,13 @@ With a ``PostgresStore`` several runtimes (workers) share one store. A
   session) until it is given back, and a claim of the session asks for a
   new one.
 - **Release.** A session that passivates, and every session when the
-  runtime stops, gives its lease back, so another worker may take it at once.
+  runtime stops, gives its lease back, so another worker may take it at once
+  (the poll gives back any that could not be given back then).
+- **Waiting for a person.** A session whose only work is a turn waiting for
+  tool calls to be approved is not picked up (nothing would run; it would be
+  loaded and passivated again at every poll) unless this runtime's
+  ``approval_timeout`` must deny them in time; input for it, or a decision
+  taken by a runtime that claims it, brings it back.
 - **Waking.** The thread waits on the store's ``NOTIFY`` channel. A session
   that got new events from another process is reloaded if it runs here (a
   busy one by its own actor, which also reloads when the store refuses a
@@ -52,8 +58,10 @@ from runtime import (
     SeqConflict,
     SessionMachine,
     SessionState,
+    Status,
     StoreError,
     TurnSettings,
+    awaits_delivery,
     step,
 )
 
@@ -62,7 +70,7 @@ from ._ids import Clock
 from ._router import Router
 from ._storage import StoreThread
 
-__all__ = ["LeaseKeeper", "store_input"]
+__all__ = ["LeaseKeeper", "store_input", "waits_for_a_person"]
 
 log = logging.getLogger("amber.leases")
 
@@ -86,6 +94,19 @@ def store_input(
     store.append(added)
     message: Message = added[0].message
     return message
+
+
+def waits_for_a_person(state: SessionState) -> bool:
+    """True when the session's only work is a turn waiting for tool calls to be approved:
+    nothing runs until a person decides (or an input comes), so a worker has nothing to do
+    for it (unless ``approval_timeout`` denies the calls in time)."""
+    turn = state.active_turn
+    if turn is None or not turn.awaiting_approval or state.queued:
+        return False
+    if set(turn.open_calls) != set(turn.awaiting_approval):
+        return False  # a call was running: the turn is an orphan to recover
+    asked = set(turn.awaiting_approval.values())
+    return not any(m.active and awaits_delivery(m) and m.id not in asked for m in state)
 
 
 class LeaseKeeper:
@@ -206,6 +227,7 @@ class LeaseKeeper:
         """Start listening, renewing and (with ``wake``) picking up sessions."""
         self._listener = self._call(lambda s: s.listener(others_only=True))
         self._router.claim = self.ensure  # no session is loaded here without its lease
+        self._router.passivated = self._passivated
         self._thread.start()
         if self._wake:
             self.poll_now()
@@ -298,6 +320,17 @@ class LeaseKeeper:
                 self._pick_up(info.session_id)
                 self._renew_if_due()
 
+    def _passivated(self, session_id: str) -> None:
+        """A session passivated: give its lease back at once (any runtime may then run it,
+        to approve a tool call, say), unless it was loaded again meanwhile."""
+        try:
+            lease = self._call(lambda s: s.held.get(session_id))
+            if lease is not None:
+                self._router.unless_live(session_id, functools.partial(self._let_go, lease))
+        except Exception:
+            log.warning("could not give back the lease of %s; the next poll does", session_id,
+                        exc_info=True)  # fmt: skip
+
     def _let_go(self, lease: Any) -> None:
         """Give back the lease of a session that is not live (under the router's lock, so no
         actor is made for it meanwhile)."""
@@ -309,6 +342,11 @@ class LeaseKeeper:
         info = self._call(lambda s: s.session(session_id) if session_id in s else None)
         if info is None or not info.needs_runner:
             return
+        if info.active_turn_id is not None and not info.counts.get(Status.PENDING_AGENT):
+            timeout = self._turn_settings.approval_timeout
+            state = self._call(lambda s: s.load_state(session_id))
+            if timeout is None and waits_for_a_person(state):
+                return  # nothing to run until a decision or an input comes
         try:
             if self.ensure(session_id):
                 self._router.load(session_id)

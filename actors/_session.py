@@ -64,7 +64,7 @@ from runtime import (
 from ._answers import AskInput, CancelAsk, ReplyWaiter
 from ._asks import AskBook
 from ._effects import EffectHandle
-from ._errors import RuntimeStopped, SessionGone
+from ._errors import InvalidConfig, RuntimeStopped, SessionGone
 from ._services import Services
 from ._tool_actor import ToolRequest
 
@@ -198,7 +198,22 @@ class SessionActor(pykka.ThreadingActor):
         return self._machine.is_quiet
 
     def decide(self, call_id: str, approved: bool, reason: str | None, by: str | None) -> bool:
-        """Approve or deny a tool call waiting for approval; False if none waits by that id."""
+        """Approve or deny a tool call waiting for approval; False if none waits by that id.
+
+        Raises:
+            InvalidConfig: the call approved is of a tool this runtime does not have (the
+                session was loaded by a runtime other than its workers); nothing is stored.
+        """
+        turn = self._machine.state.active_turn
+        message_id = turn.awaiting_approval.get(call_id) if turn is not None else None
+        if approved and message_id is not None:
+            called = self._machine.state.message(message_id).tool_call
+            if called is not None and called.name not in self._svc.tool_refs:
+                raise InvalidConfig(
+                    f"Tool call {call_id!r} of session {self.session_id!r} calls "
+                    f"{called.name!r}, a tool this runtime does not have; approve it on a "
+                    f"runtime made with that tool (tools=[...]), or deny it here."
+                )
         stamp = self._svc.stamp()
         given = ApprovalGiven(call_id=call_id, approved=approved, reason=reason, by=by, **stamp)
         return any(isinstance(e, ApprovalDecided) for e in self._step(given).events)

@@ -16,7 +16,15 @@ from typing import Any
 import pytest
 import trio
 
-from actors import OwnedElsewhere, Runtime, RuntimeStopped, ScriptedModel, Settings
+from actors import (
+    InvalidConfig,
+    OwnedElsewhere,
+    Runtime,
+    RuntimeStopped,
+    ScriptedModel,
+    Settings,
+    tool,
+)
 from actors._drafts import user_draft
 from actors._ids import utc_now
 from actors._leasing import store_input
@@ -26,6 +34,7 @@ from runtime import (
     ModelRequest,
     Status,
     TurnSettings,
+    call,
     category_of,
     hang,
     reply,
@@ -294,3 +303,108 @@ class TestInputFromElsewhere:
 def store_seq(dsn: str, schema: str, session_id: str) -> int:
     with PostgresStore(dsn, schema=schema) as store:
         return store.session(session_id).seq
+
+
+@tool(approval=True)
+def pay(to: str) -> str:
+    """Pays someone."""
+    return f"paid {to}"
+
+
+APPROVING = Settings(lease_ttl=30.0, lease_poll=3600.0, passivate_after=0.2)
+
+
+class TestWaitingForApproval:
+    """A session whose turn waits for a person to approve a tool call, on workers."""
+
+    def waiting(self, open_rt: Callable[..., Runtime], **options: Any) -> tuple[Runtime, str]:
+        """A worker whose session ``s`` waits for approval and has passivated."""
+        worker = open_rt(
+            ScriptedModel([call("pay", {"to": "ana"}), reply("paid")]),
+            tools=[pay], resume="all", settings=APPROVING, **options,
+        )  # fmt: skip
+        worker.send("s", "pay ana", sender="Chii")
+        worker.wait_idle("s", timeout=60)
+        assert worker.wait_passivated("s", timeout=60)
+        (asked,) = worker.pending_approvals("s")
+        assert asked.tool_call is not None
+        return worker, asked.tool_call.id
+
+    def test_is_not_picked_up_again_and_again(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """Passivated while it waits for approval, it is not claimed and loaded again by
+        the worker's polls (nothing would run); its lease is given back."""
+        worker, _ = self.waiting(open_rt)
+        keeper = worker._keeper
+        assert keeper is not None
+        for _ in range(3):
+            keeper.poll_now()
+        assert worker.live_sessions() == []
+        assert keeper.taken == 1
+        with PostgresStore(postgres_dsn, schema=schema) as store:
+            lease = store.lease("s")
+        assert lease is not None
+        assert lease.expires_at <= datetime.now(UTC)  # given back
+
+    def test_input_brings_it_back(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """New input for a session waiting for approval is picked up by a worker: it
+        interrupts the waiting turn and is answered."""
+        worker, _ = self.waiting(open_rt)
+        worker._keeper.poll_now()  # type: ignore[union-attr]
+        foreign_input(postgres_dsn, schema, "s", "never mind")
+        wait_for(lambda: replies(postgres_dsn, schema, "s") == ["paid"], "the worker answers")
+
+    def test_a_decision_from_another_runtime_runs_it(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """Once the session passivated and its lease was given back, a runtime with the
+        same tools approves the call: the tool runs and the turn ends there."""
+        worker, call_id = self.waiting(open_rt)
+        worker._keeper.poll_now()  # type: ignore[union-attr]
+        front = open_rt(ScriptedModel([reply("paid by the front")]), tools=[pay])
+        front.approve("s", call_id, by="admin")
+        front.wait_idle("s", timeout=60)
+        assert replies(postgres_dsn, schema, "s") == ["paid by the front"]
+
+    def test_a_decision_for_a_session_run_elsewhere_says_where(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """Approving on a runtime that does not run the session says where to decide."""
+        worker = open_rt(ScriptedModel([call("pay", {"to": "ana"})]), tools=[pay], resume="all")
+        worker.send("s", "pay ana", sender="Chii")
+        worker.wait_idle("s", timeout=60)
+        (asked,) = worker.pending_approvals("s")
+        assert asked.tool_call is not None
+        front = open_rt(ScriptedModel([]), tools=[pay])
+        with pytest.raises(OwnedElsewhere, match=r"cannot be decided here.*Approvals with"):
+            front.approve("s", asked.tool_call.id, by="admin")
+
+    def test_a_worker_with_an_approval_timeout_picks_it_up(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """A worker whose approval_timeout must deny the call in time does pick the
+        session up: the call is denied and the turn goes on."""
+        worker, _ = self.waiting(open_rt)
+        worker.stop()
+        timely = Settings(lease_ttl=30.0, lease_poll=3600.0, approval_timeout=0.1)
+        open_rt(ScriptedModel([reply("not paid")]), tools=[pay], resume="all", settings=timely)
+        wait_for(lambda: replies(postgres_dsn, schema, "s") == ["not paid"], "it is denied")
+
+    def test_approving_a_tool_this_runtime_lacks_is_refused(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """A runtime without the tool that claims the session refuses to approve its call
+        (it could not run it), storing nothing; it may still deny it."""
+        worker, call_id = self.waiting(open_rt)
+        worker._keeper.poll_now()  # type: ignore[union-attr]
+        front = open_rt(ScriptedModel([reply("not paid")]))
+        seq = store_seq(postgres_dsn, schema, "s")
+        with pytest.raises(InvalidConfig, match=r"calls 'pay', a tool this runtime does not"):
+            front.approve("s", call_id, by="admin")
+        assert store_seq(postgres_dsn, schema, "s") == seq
+        front.deny("s", call_id, "no", by="admin")
+        front.wait_idle("s", timeout=60)
+        assert replies(postgres_dsn, schema, "s") == ["not paid"]
