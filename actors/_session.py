@@ -311,8 +311,9 @@ class SessionActor(pykka.ThreadingActor):
         for reloads in range(_RELOADS + 1):
             try:
                 if reloads or reload:
-                    loaded = self._reload()
-                    if isinstance(input, Loaded):
+                    # Stopping: only adopt the head (a turn is not started to be stopped).
+                    loaded = self._reload(resume=not isinstance(input, Stopping))
+                    if isinstance(input, Loaded) and loaded is not None:
                         return loaded  # the reload stepped it
                 return self._decide(input)
             except SeqConflict:
@@ -321,9 +322,10 @@ class SessionActor(pykka.ThreadingActor):
                 log.info("session %s was written by another process; reloading it", self.session_id)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _reload(self) -> Decision:
+    def _reload(self, *, resume: bool = True) -> Decision | None:
         """Adopt the head the store holds, as a new actor would: what ran here is cancelled
-        and ``Loaded`` recovers the turn it left (this runner's own: at once)."""
+        and (with ``resume``) ``Loaded`` recovers the turn it left (this runner's own: at
+        once)."""
         for handle in self._runs.values():
             handle.cancel()
         self._runs.clear()
@@ -333,7 +335,7 @@ class SessionActor(pykka.ThreadingActor):
         sid = self.session_id
         state = self._svc.store.call(lambda s: s.load_state(sid))
         self._machine = SessionMachine.load(state.result(self._svc.settings.store_timeout))
-        return self._decide(Loaded(**self._svc.stamp()))
+        return self._decide(Loaded(**self._svc.stamp())) if resume else None
 
     def _decide(self, input: Input) -> Decision:
         decision = step(self._machine, self._svc.turn_settings, input)
