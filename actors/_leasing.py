@@ -27,8 +27,9 @@ With a ``PostgresStore`` several runtimes (workers) share one store. A
   that got new events from another process is reloaded if it runs here (a
   busy one by its own actor, which also reloads when the store refuses a
   write of it with ``SeqConflict``); in a worker (``wake=True``) a session
-  nobody runs that has input waiting is claimed and loaded. A slow poll of the session list
-  (``poll`` seconds) covers notifications lost while disconnected.
+  nobody runs that has input waiting is claimed and loaded. A slow poll of
+  the session list (``poll`` seconds) covers notifications lost while
+  disconnected.
 - **Input for another owner.** ``store_input`` stores an input for a session
   another worker owns, the way that owner's machine would (a ``MessageAdded``),
   and the ``NOTIFY`` of that append wakes the owner.
@@ -342,11 +343,13 @@ class LeaseKeeper:
         info = self._call(lambda s: s.session(session_id) if session_id in s else None)
         if info is None or not info.needs_runner:
             return
-        if info.active_turn_id is not None and not info.counts.get(Status.PENDING_AGENT):
-            timeout = self._turn_settings.approval_timeout
-            state = self._call(lambda s: s.load_state(session_id))
-            if timeout is None and waits_for_a_person(state):
-                return  # nothing to run until a decision or an input comes
+        if (
+            info.active_turn_id is not None
+            and not info.counts.get(Status.PENDING_AGENT)
+            and self._turn_settings.approval_timeout is None
+            and waits_for_a_person(self._call(lambda s: s.load_state(session_id)))
+        ):
+            return  # nothing to run until a decision or an input comes
         try:
             if self.ensure(session_id):
                 self._router.load(session_id)
