@@ -308,19 +308,20 @@ class SessionActor(pykka.ThreadingActor):
             isinstance(input, Stopping) or (self._stopping and isinstance(input, Delivered))
         ):
             raise pykka.ActorDeadError(f"Session actor {self.session_id!r} is closing.")
-        for reloads in range(_RELOADS + 1):
+        for reloads in range(_RELOADS):
             try:
-                if reloads or reload:
-                    # Stopping: only adopt the head (a turn is not started to be stopped).
-                    loaded = self._reload(resume=not isinstance(input, Stopping))
-                    if isinstance(input, Loaded) and loaded is not None:
-                        return loaded  # the reload stepped it
-                return self._decide(input)
+                return self._reload_and_decide(input, reload=reload or reloads > 0)
             except SeqConflict:
-                if reloads == _RELOADS:
-                    raise
                 log.info("session %s was written by another process; reloading it", self.session_id)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return self._reload_and_decide(input, reload=True)
+
+    def _reload_and_decide(self, input: Input, *, reload: bool) -> Decision:
+        if reload:
+            # Stopping: only adopt the head (a turn is not started to be stopped).
+            loaded = self._reload(resume=not isinstance(input, Stopping))
+            if isinstance(input, Loaded) and loaded is not None:
+                return loaded  # the reload stepped it
+        return self._decide(input)
 
     def _reload(self, *, resume: bool = True) -> Decision | None:
         """Adopt the head the store holds, as a new actor would: what ran here is cancelled
