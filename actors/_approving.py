@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from runtime import Message, SessionState
 
 from ._drafts import session_id_of
-from ._errors import NotAwaitingApproval
+from ._errors import NotAwaitingApproval, OwnedElsewhere
 
 if TYPE_CHECKING:
     from ._router import Router
@@ -40,6 +40,8 @@ class Approving:
         Raises:
             NotAwaitingApproval: no call of that id waits (it was decided, or its
                 turn ended).
+            OwnedElsewhere: another worker runs the session (PostgreSQL); decide there.
+            InvalidConfig: the call is of a tool this runtime does not have.
         """
         self._decide(session_id, call_id, True, None, by)
 
@@ -51,6 +53,7 @@ class Approving:
 
         Raises:
             NotAwaitingApproval: no call of that id waits.
+            OwnedElsewhere: another worker runs the session (PostgreSQL); decide there.
         """
         self._decide(session_id, call_id, False, reason, by)
 
@@ -66,10 +69,21 @@ class Approving:
         self, session_id: str, call_id: str, approved: bool, reason: str | None, by: str | None
     ) -> None:
         session_id = session_id_of(session_id, stored=True)  # a call to decide is stored
-        decided: bool = self.router.call(
-            session_id, lambda p: p.decide(call_id, approved, reason, by),
-            timeout=self.settings.ask_timeout,
-        )  # fmt: skip
+        try:
+            decided: bool = self.router.call(
+                session_id, lambda p: p.decide(call_id, approved, reason, by),
+                timeout=self.settings.ask_timeout,
+            )  # fmt: skip
+        except OwnedElsewhere:
+            raise OwnedElsewhere(
+                f"Session {session_id!r} is run by another worker (it holds the session's "
+                f"lease), so tool call {call_id!r} cannot be decided here: a decision is "
+                "taken by the runtime that runs the session. Call approve/deny in that "
+                "process, or once the session passivates (Settings.passivate_after; a turn "
+                "waiting for approval lets it) and its lease is given back, from a runtime "
+                "with the same tools and model (it then runs the rest of the turn). `amber "
+                "worker` takes no decisions: see docs/scaling.md, 'Approvals with workers'."
+            ) from None
         if not decided:
             raise NotAwaitingApproval(
                 f"No tool call {call_id!r} waits for approval in session {session_id!r}; it was "

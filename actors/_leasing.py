@@ -16,12 +16,20 @@ With a ``PostgresStore`` several runtimes (workers) share one store. A
   session) until it is given back, and a claim of the session asks for a
   new one.
 - **Release.** A session that passivates, and every session when the
-  runtime stops, gives its lease back, so another worker may take it at once.
+  runtime stops, gives its lease back, so another worker may take it at once
+  (the poll gives back any that could not be given back then).
+- **Waiting for a person.** A session whose only work is a turn waiting for
+  tool calls to be approved is not picked up (nothing would run; it would be
+  loaded and passivated again at every poll) unless this runtime's
+  ``approval_timeout`` must deny them in time; input for it, or a decision
+  taken by a runtime that claims it, brings it back.
 - **Waking.** The thread waits on the store's ``NOTIFY`` channel. A session
-  that got new events from another process is reloaded if it runs here and
-  is idle; in a worker (``wake=True``) a session nobody runs that has input
-  waiting is claimed and loaded. A slow poll of the session list
-  (``poll`` seconds) covers notifications lost while disconnected.
+  that got new events from another process is reloaded if it runs here (a
+  busy one by its own actor, which also reloads when the store refuses a
+  write of it with ``SeqConflict``); in a worker (``wake=True``) a session
+  nobody runs that has input waiting is claimed and loaded. A slow poll of
+  the session list (``poll`` seconds) covers notifications lost while
+  disconnected.
 - **Input for another owner.** ``store_input`` stores an input for a session
   another worker owns, the way that owner's machine would (a ``MessageAdded``),
   and the ``NOTIFY`` of that append wakes the owner.
@@ -35,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -50,8 +59,10 @@ from runtime import (
     SeqConflict,
     SessionMachine,
     SessionState,
+    Status,
     StoreError,
     TurnSettings,
+    awaits_delivery,
     step,
 )
 
@@ -60,9 +71,12 @@ from ._ids import Clock
 from ._router import Router
 from ._storage import StoreThread
 
-__all__ = ["LeaseKeeper", "store_input"]
+__all__ = ["LeaseKeeper", "store_input", "waits_for_a_person"]
 
 log = logging.getLogger("amber.leases")
+
+_INPUT_TRIES = 50
+"""Tries to store an input for another owner before ``SeqConflict`` reaches the caller."""
 
 
 def store_input(
@@ -81,6 +95,19 @@ def store_input(
     store.append(added)
     message: Message = added[0].message
     return message
+
+
+def waits_for_a_person(state: SessionState) -> bool:
+    """True when the session's only work is a turn waiting for tool calls to be approved:
+    nothing runs until a person decides (or an input comes), so a worker has nothing to do
+    for it (unless ``approval_timeout`` denies the calls in time)."""
+    turn = state.active_turn
+    if turn is None or not turn.awaiting_approval or state.queued:
+        return False
+    if set(turn.open_calls) != set(turn.awaiting_approval):
+        return False  # a call was running: the turn is an orphan to recover
+    asked = set(turn.awaiting_approval.values())
+    return not any(m.active and awaits_delivery(m) and m.id not in asked for m in state)
 
 
 class LeaseKeeper:
@@ -173,13 +200,18 @@ class LeaseKeeper:
     def store_input(self, session_id: str, draft: Draft) -> Message:
         """Store an input for a session another worker owns (its ``NOTIFY`` wakes the owner).
 
+        Each try appends on the head it read; a ``SeqConflict`` (the owner wrote meanwhile,
+        as a running turn does many times a second) is tried again on the new head, after
+        a short random pause so that the tries do not keep meeting the owner's writes.
+
         Raises:
-            SeqConflict: the session kept changing under five tries.
+            SeqConflict: the session kept changing for ``_INPUT_TRIES`` tries.
         """
         settings, clock = self._turn_settings, self._clock
-        for _ in range(4):
+        for tries in range(1, _INPUT_TRIES):
             with contextlib.suppress(SeqConflict):
                 return self._store_once(session_id, draft, settings, clock)
+            time.sleep(random.uniform(0.0, 0.002 * min(tries, 25)))
         return self._store_once(session_id, draft, settings, clock)
 
     def _store_once(
@@ -196,6 +228,7 @@ class LeaseKeeper:
         """Start listening, renewing and (with ``wake``) picking up sessions."""
         self._listener = self._call(lambda s: s.listener(others_only=True))
         self._router.claim = self.ensure  # no session is loaded here without its lease
+        self._router.passivated = self._passivated
         self._thread.start()
         if self._wake:
             self.poll_now()
@@ -288,6 +321,17 @@ class LeaseKeeper:
                 self._pick_up(info.session_id)
                 self._renew_if_due()
 
+    def _passivated(self, session_id: str) -> None:
+        """A session passivated: give its lease back at once (any runtime may then run it,
+        to approve a tool call, say), unless it was loaded again meanwhile."""
+        try:
+            lease = self._call(lambda s: s.held.get(session_id))
+            if lease is not None:
+                self._router.unless_live(session_id, functools.partial(self._let_go, lease))
+        except Exception:
+            log.warning("could not give back the lease of %s; the next poll does", session_id,
+                        exc_info=True)  # fmt: skip
+
     def _let_go(self, lease: Any) -> None:
         """Give back the lease of a session that is not live (under the router's lock, so no
         actor is made for it meanwhile)."""
@@ -299,6 +343,13 @@ class LeaseKeeper:
         info = self._call(lambda s: s.session(session_id) if session_id in s else None)
         if info is None or not info.needs_runner:
             return
+        if (
+            info.active_turn_id is not None
+            and not info.counts.get(Status.PENDING_AGENT)
+            and self._turn_settings.approval_timeout is None
+            and waits_for_a_person(self._call(lambda s: s.load_state(session_id)))
+        ):
+            return  # nothing to run until a decision or an input comes
         try:
             if self.ensure(session_id):
                 self._router.load(session_id)
@@ -306,7 +357,8 @@ class LeaseKeeper:
             return  # stopping: another worker picks it up
 
     def _refresh(self, session_id: str) -> None:
-        """A session that runs here got events from elsewhere: reload it once it is idle."""
+        """A session that runs here got events from elsewhere: reload it (a busy one reloads
+        in its own actor)."""
         proxy = self._router.live(session_id)
         if proxy is None:
             return
@@ -316,9 +368,23 @@ class LeaseKeeper:
         except Exception:
             return
         stored = self._call(lambda s: s.session(session_id).seq)
-        if stored > state.seq and idle:
-            log.info("session %s got input from elsewhere: reloading it", session_id)
+        if stored <= state.seq:
+            return
+        log.info("session %s got input from elsewhere: reloading it", session_id)
+        if idle:
             self._router.reload(session_id)
+            return
+        # Busy: the actor adopts the new head itself (its next write would meet a
+        # SeqConflict and reload anyway), so the input is not left waiting for that write;
+        # unless another worker took the session over (renewal stops it here).
+        held = self._call(lambda s: (s.held.get(session_id), s.lease(session_id)))
+        if held[0] is None or held[1] is None or held[0].token != held[1].token:
+            return
+        try:
+            proxy.resync().get(timeout=60.0)
+        except Exception:
+            log.warning("session %s could not reload; it does at its next write", session_id,
+                        exc_info=True)  # fmt: skip
 
     def _renew(self) -> None:
         now, ttl = self._clock(), self._ttl

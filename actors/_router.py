@@ -52,6 +52,8 @@ class Router:
         self.claim: Callable[[str], bool] | None = None
         """With a shared store: takes a session's lease before its actor is made (False:
         another worker holds it, and the session is not loaded here)."""
+        self.passivated: Callable[[str], None] | None = None
+        """With a shared store: gives back the lease of a session that passivated."""
 
     def open(self, services: Services) -> None:
         """Start routing, with the services new session actors get."""
@@ -279,6 +281,8 @@ class Router:
             self._changed.notify_all()
         ref.stop(block=False)
         log.debug("session %s passivated at seq %d", session_id, seq)
+        if self.passivated is not None:
+            self.passivated(session_id)
 
     def wait_passivated(self, session_id: str, timeout: float | None) -> bool:
         """Wait until the session has no live actor; False if it still has one after ``timeout``."""

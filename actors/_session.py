@@ -48,6 +48,7 @@ from runtime import (
     ResumeSoon,
     RunnerFailed,
     RunTool,
+    SeqConflict,
     SessionMachine,
     SessionState,
     SetTimer,
@@ -63,13 +64,17 @@ from runtime import (
 from ._answers import AskInput, CancelAsk, ReplyWaiter
 from ._asks import AskBook
 from ._effects import EffectHandle
-from ._errors import RuntimeStopped, SessionGone
+from ._errors import InvalidConfig, RuntimeStopped, SessionGone
 from ._services import Services
 from ._tool_actor import ToolRequest
 
 __all__ = ["SessionActor"]
 
 log = logging.getLogger("amber.session")
+
+_RELOADS = 5
+"""Reloads after a ``SeqConflict`` before one step gives up (each means another process
+wrote to the session meanwhile)."""
 
 
 @attrs.frozen
@@ -193,10 +198,39 @@ class SessionActor(pykka.ThreadingActor):
         return self._machine.is_quiet
 
     def decide(self, call_id: str, approved: bool, reason: str | None, by: str | None) -> bool:
-        """Approve or deny a tool call waiting for approval; False if none waits by that id."""
+        """Approve or deny a tool call waiting for approval; False if none waits by that id.
+
+        Raises:
+            InvalidConfig: the call approved is of a tool this runtime does not have (the
+                session was loaded by a runtime other than its workers); nothing is stored.
+        """
+        turn = self._machine.state.active_turn
+        message_id = turn.awaiting_approval.get(call_id) if turn is not None else None
+        if approved and message_id is not None:
+            called = self._machine.state.message(message_id).tool_call
+            if called is not None and called.name not in self._svc.tool_refs:
+                raise InvalidConfig(
+                    f"Tool call {call_id!r} of session {self.session_id!r} calls "
+                    f"{called.name!r}, a tool this runtime does not have; approve it on a "
+                    f"runtime made with that tool (tools=[...]), or deny it here."
+                )
         stamp = self._svc.stamp()
         given = ApprovalGiven(call_id=call_id, approved=approved, reason=reason, by=by, **stamp)
         return any(isinstance(e, ApprovalDecided) for e in self._step(given).events)
+
+    def resync(self) -> bool:
+        """Adopt what another process stored for the session (input for this owner): if
+        the store is ahead of this actor, reload the session (a running turn is recovered
+        and answered again with the new input, as a local input interrupts it). True if
+        it was reloaded."""
+        if self._closed:
+            return False
+        sid = self.session_id
+        stored = self._svc.store.call(lambda s: s.session(sid).seq if sid in s else 0)
+        if stored.result(self._svc.settings.store_timeout) <= self._machine.state.seq:
+            return False
+        self._step(Loaded(**self._svc.stamp()), reload=True)
+        return True
 
     def close_if_idle(self, seq: int) -> bool:
         """Agree to passivate if nothing happened since ``seq`` and nothing is pending."""
@@ -263,12 +297,48 @@ class SessionActor(pykka.ThreadingActor):
 
     # -- the shell ---------------------------------------------------------------------------
 
-    def _step(self, input: Input) -> Decision:
-        """Decide, store (durable), adopt, run the commands."""
+    def _step(self, input: Input, *, reload: bool = False) -> Decision:
+        """Decide, store (durable), adopt, run the commands.
+
+        A ``SeqConflict`` means another process wrote to the session (input stored for
+        this owner, DESIGN §10): the session is reloaded from the store here and
+        ``input`` decided again on the head it holds. ``reload`` reloads it first.
+        """
         if self._closed and not (
             isinstance(input, Stopping) or (self._stopping and isinstance(input, Delivered))
         ):
             raise pykka.ActorDeadError(f"Session actor {self.session_id!r} is closing.")
+        for reloads in range(_RELOADS):
+            try:
+                return self._reload_and_decide(input, reload=reload or reloads > 0)
+            except SeqConflict:
+                log.info("session %s was written by another process; reloading it", self.session_id)
+        return self._reload_and_decide(input, reload=True)
+
+    def _reload_and_decide(self, input: Input, *, reload: bool) -> Decision:
+        if reload:
+            # Stopping: only adopt the head (a turn is not started to be stopped).
+            loaded = self._reload(resume=not isinstance(input, Stopping))
+            if isinstance(input, Loaded) and loaded is not None:
+                return loaded  # the reload stepped it
+        return self._decide(input)
+
+    def _reload(self, *, resume: bool = True) -> Decision | None:
+        """Adopt the head the store holds, as a new actor would: what ran here is cancelled
+        and (with ``resume``) ``Loaded`` recovers the turn it left (this runner's own: at
+        once)."""
+        for handle in self._runs.values():
+            handle.cancel()
+        self._runs.clear()
+        for _, handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        sid = self.session_id
+        state = self._svc.store.call(lambda s: s.load_state(sid))
+        self._machine = SessionMachine.load(state.result(self._svc.settings.store_timeout))
+        return self._decide(Loaded(**self._svc.stamp())) if resume else None
+
+    def _decide(self, input: Input) -> Decision:
         decision = step(self._machine, self._svc.turn_settings, input)
         if decision.events:
             self._svc.store.append(decision.events).result(self._svc.settings.store_timeout)

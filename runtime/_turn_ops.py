@@ -449,12 +449,14 @@ def continue_after_tools(s: Step) -> None:
 
 def resume_waiting(s: Step) -> bool:
     """After a (re)load: a turn that only waited for approval goes on waiting, as if the
-    runner had never left; False if the turn had work in flight (it is an orphan)."""
+    runner had never left; False if the turn had work in flight, or input came meanwhile
+    (stored by another process, which interrupts it as input does): it is an orphan."""
     turn = s.state.active_turn
     if (
         turn is None
         or not turn.awaiting_approval
         or set(turn.open_calls) != set(turn.awaiting_approval)
+        or s.state.queued
     ):
         return False
     state = s.state

@@ -7,15 +7,38 @@ awaited is there; their 60 s bounds are hang guards, never a verdict.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import trio
 
-from actors import OwnedElsewhere, Runtime, RuntimeStopped, ScriptedModel, Settings
-from runtime import Category, LeaseLost, Status, category_of, hang, reply
+from actors import (
+    InvalidConfig,
+    OwnedElsewhere,
+    Runtime,
+    RuntimeStopped,
+    ScriptedModel,
+    Settings,
+    tool,
+)
+from actors._drafts import user_draft
+from actors._ids import utc_now
+from actors._leasing import store_input
+from runtime import (
+    Category,
+    LeaseLost,
+    ModelRequest,
+    Status,
+    TurnSettings,
+    call,
+    category_of,
+    hang,
+    reply,
+)
 from runtime.store import PostgresStore
 
 SETTINGS = Settings(lease_ttl=30.0, lease_poll=3600.0, passivate_after=None)
@@ -168,3 +191,220 @@ def test_a_stopping_worker_claims_no_session(
     assert seen == [None]
     with pytest.raises(RuntimeStopped, match=r"^The runtime is stopping"):
         keeper.ensure("s2")
+
+
+class GatedModel:
+    """A model whose first call waits at a gate the test opens, then answers ``first``; the
+    calls after it answer ``then`` at once. ``called`` is set when the first call waits."""
+
+    name = "gated"
+
+    def __init__(self, first: str, then: str) -> None:
+        self.first = ScriptedModel([reply(first)])
+        self.then = ScriptedModel([], fallback=reply(then))
+        self.called = threading.Event()
+        self.gate = threading.Event()
+        self.calls = 0
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+        self.calls += 1
+        model = self.then
+        if self.calls == 1:
+            model = self.first
+            self.called.set()
+            await trio.to_thread.run_sync(self.gate.wait, abandon_on_cancel=True)
+        async for chunk in model.stream(request):
+            yield chunk
+
+
+def foreign_input(dsn: str, schema: str, session_id: str, text: str) -> None:
+    """Store an input as another process does for a session it does not own."""
+    draft = user_draft("send", session_id, text, {"sender": "Chii"}, utc_now, SETTINGS.input_limits)
+    with PostgresStore(dsn, schema=schema) as store:
+        store_input(store, session_id, draft, settings=TurnSettings(), at=utc_now())
+
+
+def user_statuses(dsn: str, schema: str, session_id: str) -> list[tuple[str, Status]]:
+    with PostgresStore(dsn, schema=schema) as store:
+        state = store.load_state(session_id)
+    return [(m.content, m.status) for m in state.messages if m.role.value == "user"]
+
+
+def deaf(rt: Runtime) -> None:
+    """The owner no longer hears the notifications of other processes' writes (as when
+    they come late): it meets them only as a ``SeqConflict`` on its own next write."""
+    rt._keeper._refresh = lambda session_id: None  # type: ignore[union-attr,method-assign]
+
+
+class TestInputFromElsewhere:
+    """The owner of a session meets input another process stored meanwhile."""
+
+    def test_the_owner_stores_input_on_a_head_it_has_not_seen(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """An owner whose actor missed a foreign input stores the next one all the same
+        (it reloads the session on the SeqConflict); both are answered."""
+        a = open_rt(ScriptedModel([reply("first")], fallback=reply("later")))
+        a.send("s", "one", sender="Chii")
+        a.wait_idle("s", timeout=60)
+        deaf(a)
+        foreign_input(postgres_dsn, schema, "s", "two")
+        message = a.send("s", "three", sender="Chii")
+        a.wait_idle("s", timeout=60)
+        statuses = user_statuses(postgres_dsn, schema, "s")
+        assert [text for text, _ in statuses] == ["one", "two", "three"]
+        assert a.state("s").message(message.id).content == "three"
+        assert not [s for _, s in statuses if s in (Status.PENDING_AGENT, Status.PROCESSING)]
+        assert replies(postgres_dsn, schema, "s")[-1] == "later"
+
+    def test_a_turn_that_meets_foreign_input_is_answered_again(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """A running turn whose next write meets a foreign input (SeqConflict) does not
+        leave the actor on a stale head: the session is reloaded, the turn recovered, and
+        one turn answers both inputs."""
+        model = GatedModel("lost", "answered")
+        a = open_rt(model)
+        deaf(a)
+        try:
+            a.send("s", "one", sender="Chii")
+            assert model.called.wait(60)  # a hang guard
+            foreign_input(postgres_dsn, schema, "s", "two")
+        finally:
+            model.gate.set()
+        wait_for(lambda: replies(postgres_dsn, schema, "s") == ["answered"], "A answers")
+        state = a.wait_idle("s", timeout=60)
+        assert state.seq == store_seq(postgres_dsn, schema, "s")
+        assert user_statuses(postgres_dsn, schema, "s") == [
+            ("one", Status.PROCESSED),
+            ("two", Status.PROCESSED),
+        ]
+
+    def test_a_busy_owner_adopts_foreign_input_when_notified(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """The NOTIFY of a foreign input makes a busy owner reload at once: the turn stuck
+        on its model is recovered and a new one answers both inputs."""
+        model = GatedModel("never", "answered")
+        a = open_rt(model)
+        try:
+            a.send("s", "one", sender="Chii")
+            assert model.called.wait(60)  # a hang guard
+            foreign_input(postgres_dsn, schema, "s", "two")
+            wait_for(lambda: replies(postgres_dsn, schema, "s") == ["answered"], "A answers")
+        finally:
+            model.gate.set()
+        assert user_statuses(postgres_dsn, schema, "s") == [
+            ("one", Status.PROCESSED),
+            ("two", Status.PROCESSED),
+        ]
+
+
+def store_seq(dsn: str, schema: str, session_id: str) -> int:
+    with PostgresStore(dsn, schema=schema) as store:
+        return store.session(session_id).seq
+
+
+@tool(approval=True)
+def pay(to: str) -> str:
+    """Pays someone."""
+    return f"paid {to}"
+
+
+APPROVING = Settings(lease_ttl=30.0, lease_poll=3600.0, passivate_after=0.2)
+
+
+class TestWaitingForApproval:
+    """A session whose turn waits for a person to approve a tool call, on workers."""
+
+    def waiting(self, open_rt: Callable[..., Runtime], **options: Any) -> tuple[Runtime, str]:
+        """A worker whose session ``s`` waits for approval and has passivated."""
+        worker = open_rt(
+            ScriptedModel([call("pay", {"to": "ana"}), reply("paid")]),
+            tools=[pay], resume="all", settings=APPROVING, **options,
+        )  # fmt: skip
+        worker.send("s", "pay ana", sender="Chii")
+        worker.wait_idle("s", timeout=60)
+        assert worker.wait_passivated("s", timeout=60)
+        (asked,) = worker.pending_approvals("s")
+        assert asked.tool_call is not None
+        return worker, asked.tool_call.id
+
+    def test_is_not_picked_up_again_and_again(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """Passivated while it waits for approval, it is not claimed and loaded again by
+        the worker's polls (nothing would run); its lease is given back."""
+        worker, _ = self.waiting(open_rt)
+        keeper = worker._keeper
+        assert keeper is not None
+        for _ in range(3):
+            keeper.poll_now()
+        assert worker.live_sessions() == []
+        assert keeper.taken == 1
+        with PostgresStore(postgres_dsn, schema=schema) as store:
+            lease = store.lease("s")
+        assert lease is not None
+        assert lease.expires_at <= datetime.now(UTC)  # given back
+
+    def test_input_brings_it_back(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """New input for a session waiting for approval is picked up by a worker: it
+        interrupts the waiting turn and is answered."""
+        worker, _ = self.waiting(open_rt)
+        worker._keeper.poll_now()  # type: ignore[union-attr]
+        foreign_input(postgres_dsn, schema, "s", "never mind")
+        wait_for(lambda: replies(postgres_dsn, schema, "s") == ["paid"], "the worker answers")
+
+    def test_a_decision_from_another_runtime_runs_it(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """Once the session passivated and its lease was given back, a runtime with the
+        same tools approves the call: the tool runs and the turn ends there."""
+        worker, call_id = self.waiting(open_rt)
+        worker._keeper.poll_now()  # type: ignore[union-attr]
+        front = open_rt(ScriptedModel([reply("paid by the front")]), tools=[pay])
+        front.approve("s", call_id, by="admin")
+        front.wait_idle("s", timeout=60)
+        assert replies(postgres_dsn, schema, "s") == ["paid by the front"]
+
+    def test_a_decision_for_a_session_run_elsewhere_says_where(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """Approving on a runtime that does not run the session says where to decide."""
+        worker = open_rt(ScriptedModel([call("pay", {"to": "ana"})]), tools=[pay], resume="all")
+        worker.send("s", "pay ana", sender="Chii")
+        worker.wait_idle("s", timeout=60)
+        (asked,) = worker.pending_approvals("s")
+        assert asked.tool_call is not None
+        front = open_rt(ScriptedModel([]), tools=[pay])
+        with pytest.raises(OwnedElsewhere, match=r"cannot be decided here.*Approvals with"):
+            front.approve("s", asked.tool_call.id, by="admin")
+
+    def test_a_worker_with_an_approval_timeout_picks_it_up(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """A worker whose approval_timeout must deny the call in time does pick the
+        session up: the call is denied and the turn goes on."""
+        worker, _ = self.waiting(open_rt)
+        worker.stop()
+        timely = Settings(lease_ttl=30.0, lease_poll=3600.0, approval_timeout=0.1)
+        open_rt(ScriptedModel([reply("not paid")]), tools=[pay], resume="all", settings=timely)
+        wait_for(lambda: replies(postgres_dsn, schema, "s") == ["not paid"], "it is denied")
+
+    def test_approving_a_tool_this_runtime_lacks_is_refused(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """A runtime without the tool that claims the session refuses to approve its call
+        (it could not run it), storing nothing; it may still deny it."""
+        worker, call_id = self.waiting(open_rt)
+        worker._keeper.poll_now()  # type: ignore[union-attr]
+        front = open_rt(ScriptedModel([reply("not paid")]))
+        seq = store_seq(postgres_dsn, schema, "s")
+        with pytest.raises(InvalidConfig, match=r"calls 'pay', a tool this runtime does not"):
+            front.approve("s", call_id, by="admin")
+        assert store_seq(postgres_dsn, schema, "s") == seq
+        front.deny("s", call_id, "no", by="admin")
+        front.wait_idle("s", timeout=60)
+        assert replies(postgres_dsn, schema, "s") == ["not paid"]

@@ -576,3 +576,19 @@ class TestApprovals:
         assert d(Loaded).events == ()
         assert d.machine.is_waiting
         assert kinds(d(ApprovalGiven, call_id=call_id, approved=True)) == ["ApprovalDecided"]
+
+    def test_input_stored_elsewhere_ends_a_waiting_turn_on_load(self) -> None:
+        """Input another process stored while the turn waited (its ``MessageAdded`` only,
+        as ``store_input`` stores it): on load the turn is recovered, not left waiting with
+        the input queued for good, and one turn takes both inputs."""
+        d, _ = self.waiting(TurnSettings(tools=(GUARDED,), runner="a"))
+        d.machine = SessionMachine.load(d.machine.state)  # another process's view of it
+        added = [e for e in d.send("never mind").events if isinstance(e, MessageAdded)]
+        assert len(added) == 1
+        d.machine = SessionMachine.load(d.machine.state)  # the owner reloads
+        loaded = d(Loaded)
+        assert kinds(loaded)[:2] == ["OrphanRecovered", "TurnStarted"]
+        turn = d.machine.state.active_turn
+        assert turn is not None
+        assert len(turn.input_ids) == 2
+        assert commands(loaded, CallModel)
