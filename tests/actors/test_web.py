@@ -412,7 +412,7 @@ class TestFork:
             assert bad_name == (
                 "Session id 'bad\\nid' cannot be used: it holds the control character '\\n' at "
                 "index 3. A session id is 1 to 256 characters of valid Unicode without control "
-                "characters (like 'chat-42')."
+                "characters, not only white space (like 'chat-42')."
             )
             shown = cli_error("fork", "demo", "--at", "3", "--as", "bad\nid", "--db", db)
             assert shown.endswith(f"Invalid value for '--as': {bad_name}")
