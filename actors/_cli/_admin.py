@@ -11,8 +11,8 @@ import click
 import orjson
 from rich.text import Text
 
-from runtime import EVENT_TYPES, CorruptRow, InvalidInput, SessionState, Timeline
-from runtime.store import RebuildReport, SessionInfo, SqlStore, Store, recover_orphans
+from runtime import EVENT_TYPES, SessionState, Timeline
+from runtime.store import RebuildReport, SqlStore, Store, recover_orphans
 
 from .._ids import utc_now
 from ._app import (
@@ -28,10 +28,11 @@ from ._app import (
     resolve_seq,
     resolve_seq_between,
     session_id_option,
+    sound_sessions,
     stdout_console,
 )
 from ._check import describe_problem
-from ._hints import command_line
+from ._hints import command_line, name_store
 
 __all__ = ["events", "export", "fork", "fork_session", "import_command", "recover"]
 
@@ -345,8 +346,8 @@ def recover(
     rebuilt: RebuildReport | None = None
     with open_store(db) as store:
         if rebuild:
-            rebuilt = _rebuild(store, dry_run=dry_run, as_json=as_json)
-        listed, damaged = _sessions(store)
+            rebuilt = _rebuild(store, db, dry_run=dry_run, as_json=as_json)
+        listed, damaged = sound_sessions(store)
         if rebuilt is not None:
             # --rebuild listed what it left alone (or, with --dry-run, what it would mend).
             left = {p.session_id for p in rebuilt.skipped}
@@ -400,36 +401,12 @@ def recover(
             )
         )
     for error in damaged:
-        console.print(Text(f"Left alone: {error}", style="bold red"))
+        console.print(Text(f"Left alone: {name_store(str(error), db)}", style="bold red"))
     if damaged or (rebuilt is not None and rebuilt.skipped):
         ctx.exit(ExitCode.FAILED)
 
 
-def _sessions(store: Store) -> tuple[list[SessionInfo], list[CorruptRow]]:
-    """The sound sessions' summaries, most recently active first, and the damaged ones'
-    errors: one damaged session does not stop recovery of the others."""
-    try:
-        return store.list_sessions(), []
-    except CorruptRow as exc:
-        error = exc
-    report = store.check()  # a full scan, only once a listing found damage: every session id
-    ids = set(report.heads) | {p.session_id for p in report.problems if p.session_id is not None}
-    listed: list[SessionInfo] = []
-    damaged: list[CorruptRow] = []
-    for session_id in sorted(ids):
-        try:
-            listed.append(store.session(session_id))
-        except CorruptRow as exc:
-            damaged.append(exc)
-        except InvalidInput:
-            pass  # a summary row keyed by no valid id: the listing's error below says so
-    if not damaged:
-        raise error  # damage that is no one session's: the store as a whole (exit 4)
-    listed.sort(key=lambda info: (info.updated_at, info.session_id), reverse=True)
-    return listed, damaged
-
-
-def _rebuild(store: Store, *, dry_run: bool, as_json: bool) -> RebuildReport:
+def _rebuild(store: Store, db: str, *, dry_run: bool, as_json: bool) -> RebuildReport:
     """Rebuild the derived rows (or, with ``dry_run``, list what a check finds in them)."""
     if dry_run:
         report = store.check()
@@ -442,7 +419,9 @@ def _rebuild(store: Store, *, dry_run: bool, as_json: bool) -> RebuildReport:
             if not derived:
                 console.print("Derived rows are sound: nothing to rebuild.")
             for problem in skipped:
-                console.print(Text(f"Would leave alone: {describe_problem(problem)}", style="red"))
+                console.print(
+                    Text(f"Would leave alone: {describe_problem(problem, db)}", style="red")
+                )
         ids = tuple(sorted({p.session_id for p in derived if p.session_id is not None}))
         return RebuildReport(rebuilt=ids, removed=(), skipped=skipped)
     report_ = store.rebuild()
@@ -457,7 +436,7 @@ def _rebuild(store: Store, *, dry_run: bool, as_json: bool) -> RebuildReport:
                 "Dropped derived rows of session(s) with no events: " + ", ".join(report_.removed)
             )
         for problem in report_.skipped:
-            console.print(Text(f"Left alone: {describe_problem(problem)}", style="bold red"))
+            console.print(Text(f"Left alone: {describe_problem(problem, db)}", style="bold red"))
     return report_
 
 

@@ -51,10 +51,17 @@ from runtime import (
     storable_text,
     thaw,
 )
-from runtime.store import DEFAULT_SCHEMA, SQLiteStore, SqlStore, Store, is_postgres_url
+from runtime.store import (
+    DEFAULT_SCHEMA,
+    SessionInfo,
+    SQLiteStore,
+    SqlStore,
+    Store,
+    is_postgres_url,
+)
 from runtime.store._pg_names import url_problem
 
-from ._hints import command_line
+from ._hints import command_line, name_store
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -74,10 +81,12 @@ __all__ = [
     "open_store",
     "parse_seq",
     "plain_stdout",
+    "report",
     "require_session",
     "require_sqlite_file",
     "resolve_seq",
     "session_id_option",
+    "sound_sessions",
     "stdout_console",
     "text_console",
     "translate",
@@ -126,8 +135,13 @@ def fail(error: CliError) -> NoReturn:
     Text that cannot be printed (bytes of a damaged row kept as surrogate
     escapes) is spelled out instead of failing the print.
     """
-    click.echo(f"amber: {storable_text(str(error))}", err=True)
+    report(error)
     raise click.exceptions.Exit(int(error.code))
+
+
+def report(error: CliError) -> None:
+    """Print ``error`` on stderr as one line, as ``fail`` does, and go on."""
+    click.echo(f"amber: {storable_text(str(error))}", err=True)
 
 
 _CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
@@ -145,12 +159,25 @@ _CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
 )
 
 
-def translate(exc: AmberError) -> CliError:
-    """The ``CliError`` (message and exit code) for an error from the core or the store."""
+def translate(exc: AmberError, db: str | None = None) -> CliError:
+    """The ``CliError`` (message and exit code) for an error from the core or the store;
+    the commands it suggests name ``db`` (the command's ``--db``) with ``--db``."""
+    message = name_store(f"{type(exc).__name__}: {exc}", db)
     for kind, code in _CODES:
         if isinstance(exc, kind):
-            return CliError(f"{type(exc).__name__}: {exc}", code)
-    return CliError(f"{type(exc).__name__}: {exc}", ExitCode.FAILED)
+            return CliError(message, code)
+    return CliError(message, ExitCode.FAILED)
+
+
+DB_KEY = "amber.db"
+"""The key of ``click.Context.meta`` (shared by a command's context and the group's) that
+holds the ``--db`` the command was given: ``AmberGroup`` names it in the commands that the
+store's errors suggest."""
+
+
+def _remember_db(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    ctx.meta[DB_KEY] = value
+    return value
 
 
 # --- options -----------------------------------------------------------------------------
@@ -166,6 +193,7 @@ def db_option(*, create: bool = False) -> Callable[[F], F]:
         envvar="AMBER_DB",
         show_default=True,
         metavar="PATH|URL",
+        callback=_remember_db,
         help=f"The Amber store: a SQLite file or a postgresql:// URL (schema $AMBER_PG_SCHEMA, "
         f"default amber); {what}. Also read from $AMBER_DB.",
     )
@@ -283,7 +311,7 @@ def open_any_store(db: str, *, create: bool = False) -> SqlStore:
             try:
                 return PostgresStore(db, schema=schema, create=create)
             except NotAStore as exc:
-                raise no_pg_store(db, schema) or translate(exc) from exc
+                raise no_pg_store(db, schema) or translate(exc, db) from exc
         problem = url_problem(db)
         if problem is not None:
             raise CliError(f"--db {problem}", ExitCode.USAGE)
@@ -292,7 +320,7 @@ def open_any_store(db: str, *, create: bool = False) -> SqlStore:
             _check_file(db, path)
         return SQLiteStore(path)
     except AmberError as exc:
-        raise translate(exc) from exc
+        raise translate(exc, db) from exc
 
 
 def no_pg_store(db: str, schema: str) -> CliError | None:
@@ -369,6 +397,34 @@ def require_session(store: Store, session_id: str, db: str) -> None:
     else:
         hint = "it holds no session yet; 'amber demo' makes one."
     raise CliError(f"No session {session_id!r} in {db!r}; {hint}", ExitCode.NOT_FOUND)
+
+
+def sound_sessions(store: Store) -> tuple[list[SessionInfo], list[CorruptRow]]:
+    """The sound sessions' summaries, most recently active first, and the damaged ones'
+    errors: one damaged session does not hide the others (``sessions``, ``recover``).
+
+    Raises:
+        CorruptRow: damage that is no one session's (the store as a whole).
+    """
+    try:
+        return store.list_sessions(), []
+    except CorruptRow as exc:
+        error = exc
+    report = store.check()  # a full scan, only once a listing found damage: every session id
+    ids = set(report.heads) | {p.session_id for p in report.problems if p.session_id is not None}
+    listed: list[SessionInfo] = []
+    damaged: list[CorruptRow] = []
+    for session_id in sorted(ids):
+        try:
+            listed.append(store.session(session_id))
+        except CorruptRow as exc:
+            damaged.append(exc)
+        except InvalidInput:
+            pass  # a summary row keyed by no valid id: the listing's error below says so
+    if not damaged:
+        raise error  # damage that is no one session's: the store as a whole (exit 4)
+    listed.sort(key=lambda info: (info.updated_at, info.session_id), reverse=True)
+    return listed, damaged
 
 
 def resolve_seq(seq: int, timeline: Timeline, *, option: str = "--at") -> int:

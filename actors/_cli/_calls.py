@@ -145,14 +145,17 @@ def print_call(line: Timeline, call: str, *, as_json: bool) -> None:
     console.print(Group(*parts))
 
 
-def call_note(head: SessionState, seq: int) -> Text:
-    """Which model call, if any, was sent the request of the state at ``seq``."""
+def call_note(head: SessionState, seq: int, db: str) -> Text:
+    """Which model call, if any, was sent the request of the state at ``seq`` (and the
+    command that prints it, naming the store ``db``)."""
     rows = views_of(head, seq)
     if rows:
         numbers = ", ".join(f"#{row.sequence}" for row in rows)
         return Text(
             f"Model call {numbers} was sent this state's view; "
-            + command_line("show", head.session_id, options=("--call", rows[0].sequence))
+            + command_line(
+                "show", head.session_id, options=("--call", rows[0].sequence, "--db", db)
+            )
             + " prints that exact request (with its system prompt, tools and parameters). "
             "Below: the view rebuilt with today's code, without them.",
             style="dim",

@@ -37,11 +37,15 @@ from ._app import (
     open_store,
     parse_seq,
     plain_stdout,
+    report,
     require_session,
     resolve_seq_between,
+    sound_sessions,
     stdout_console,
     text_console,
+    translate,
 )
+from ._hints import command_line
 from ._viewdata import PROVIDERS, VIEWS, view_data
 
 if TYPE_CHECKING:
@@ -93,29 +97,42 @@ def info_data(info: SessionInfo) -> dict[str, Any]:
 @click.command()
 @db_option()
 @json_option
-def sessions(db: str, as_json: bool) -> None:
+@click.pass_context
+def sessions(ctx: click.Context, db: str, as_json: bool) -> None:
     """List the stored sessions, most recently active first.
 
     One row per session: events, messages (by status), the turn running at
     its last event, when it was last active (UTC), and what its model calls
-    cost (as recorded in their audit rows).
+    cost (as recorded in their audit rows). A session whose summary or log
+    is damaged is marked, its error printed on stderr, and the command exits
+    4 once the sound ones are listed.
     """
-    from rich.table import Table
-    from rich.text import Text
-
-    from ._plain import print_table
-    from ._text import status_text
-
     with open_store(db) as store:
-        infos = store.list_sessions()
+        infos, damaged = sound_sessions(store)
         costs = {info.session_id: _session_cost(store, info.session_id) for info in infos}
     if as_json:
         emit_json(
             [{**info_data(info), "cost_usd": _cost_data(costs[info.session_id])} for info in infos]
         )
-        return
+    else:
+        _print_sessions(infos, costs, [error.session_id or "?" for error in damaged], db)
+    for error in damaged:
+        report(translate(error, db))
+    if damaged:
+        ctx.exit(ExitCode.BAD_STORE)
+
+
+def _print_sessions(
+    infos: list[SessionInfo], costs: dict[str, SessionCost | None], damaged: list[str], db: str
+) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from ._plain import print_table
+    from ._text import safe, status_text
+
     console = stdout_console()
-    if not infos:
+    if not infos and not damaged:
         console.print(f"No sessions in {db}; 'amber demo' stores one.")
         return
     # Piped: a session a line, however long (grep finds whole rows); on a terminal the
@@ -144,8 +161,15 @@ def sessions(db: str, as_json: bool) -> None:
             _cost_text(costs[info.session_id]),
             statuses,
         )
+    for session_id in damaged:  # its error follows on stderr
+        dash = Text("-", style="dim")
+        mark = Text("damaged: its rows cannot be read (the error is on stderr)", style="bold red")
+        table.add_row(Text(safe(session_id), style="bold red"), *[dash] * 5, mark)
     print_table(console, table)  # piped: plain lines, a session a line
-    console.print(Text(f"{len(infos)} session(s) in {db}", style="dim"))
+    count = f"{len(infos)} session(s) in {db}"
+    if damaged:
+        count = f"{len(infos)} sound and {len(damaged)} damaged session(s) in {db}"
+    console.print(Text(count, style="dim"))
 
 
 def _session_cost(store: Any, session_id: str) -> SessionCost | None:
@@ -261,7 +285,7 @@ def timeline(
                 ExitCode.USAGE,
             )
         if message_id is not None:
-            _require_message(store, session, last, message_id)
+            _require_message(store, session, last, message_id, db)
         # Streamed: each line is printed when its event is read, from the nearest stored state.
         # The walk is closed before the store is, also when the reader goes (a closed pipe,
         # Ctrl-C): else its transaction ends later, on a closed connection.
@@ -318,13 +342,14 @@ def timeline(
             console.print(Text("(no event matches)", style="dim"))
 
 
-def _require_message(store: SqlStore, session_id: str, last: int, message_id: str) -> None:
+def _require_message(store: SqlStore, session_id: str, last: int, message_id: str, db: str) -> None:
     """``NOT_FOUND`` if the session's head has no message ``message_id`` (a message, once
     added, stays in every later state: rolled back, it is only inactive)."""
     if store.load_span(session_id, last, last, lazy=True).head.get(message_id) is None:
         raise CliError(
             f"Session {session_id!r} has no message {message_id!r}. Pass --message with the id "
-            f"of one of its messages; 'amber show {session_id}' lists them.",
+            f"of one of its messages; '{command_line('show', session_id, options=('--db', db))}' "
+            "lists them.",
             ExitCode.NOT_FOUND,
         )
 
@@ -452,6 +477,7 @@ def show(
         full=full,
         head=head,
         window=window,
+        db=db,
     )
 
 

@@ -58,9 +58,11 @@ def print_view(
     full: bool = False,
     head: SessionState | None = None,
     window: frozenset[str] | None = None,
+    db: str,
 ) -> None:
     """Print ``view`` of ``state`` for people, under the state's header and event (and, for a
-    provider view, which model call of ``head`` was sent that state's request).
+    provider view, which model call of ``head`` was sent that state's request, and the
+    command that prints it, naming the store ``db``).
 
     ``window``: for the state view, show only the last ``WINDOW_LAST`` messages, turns and
     model calls of a list longer than ``WINDOW_OVER`` (and the messages with these ids, the
@@ -75,7 +77,7 @@ def print_view(
     if view in PROVIDERS and head is not None:
         from ._calls import call_note
 
-        console.print(call_note(head, state.seq))
+        console.print(call_note(head, state.seq, db))
     if view in PROVIDERS and not console.is_terminal:
         # Plain, unwrapped JSON that can be copied as it is.
         console.print(Text(f"{view} request view (no system prompt):", style="bold"))

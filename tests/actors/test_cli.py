@@ -379,7 +379,7 @@ class TestTimeline:
             assert result.stdout == ""
             assert result.stderr == (
                 "amber: Session 'demo' has no message 'msg_nope'. Pass --message with the id "
-                "of one of its messages; 'amber show demo' lists them.\n"
+                f"of one of its messages; 'amber show demo --db {recorded.db}' lists them.\n"
             )
 
     def test_message_with_no_event_in_range(self, recorded: Recorded) -> None:
