@@ -83,13 +83,19 @@ def print_view(
         console.print(Text(f"{view} request view (no system prompt):", style="bold"))
         click.echo(json_text(view_data(view, state)))
         return
-    print_parts(console, view_parts(view, state, full=full, window=window))
+    print_parts(console, view_parts(view, state, full=full, window=window), cut=not full)
 
 
-def print_parts(console: Console | PlainConsole, parts: list[RenderableType]) -> None:
+def print_parts(
+    console: Console | PlainConsole, parts: list[RenderableType], *, cut: bool = True
+) -> None:
     """Print renderables; one-line texts go out plain (and fast) when stdout is not a terminal,
-    and tables as plain lines the width of their rows (``print_table``)."""
-    from ._plain import print_table
+    and tables as plain lines the width of their rows (``print_table``).
+
+    Not on a terminal, a one-line text is whole unless ``cut`` and the user set a width
+    (``$COLUMNS``: ``set_width``); then it is cut to that width, ending in an ellipsis.
+    """
+    from ._plain import print_table, set_width
 
     if console.is_terminal:
         from rich.console import Group
@@ -97,11 +103,12 @@ def print_parts(console: Console | PlainConsole, parts: list[RenderableType]) ->
         console.print(Group(*parts))
         return
     out: list[str] = []
-    width = console.width  # once: each read asks the environment and the terminal again
+    width = set_width() if cut else None  # once, not for each line
     for part in parts:
         if isinstance(part, Text) and part.no_wrap:
-            part = part.copy()
-            part.truncate(width, overflow="ellipsis")
+            if width is not None:
+                part = part.copy()
+                part.truncate(width, overflow="ellipsis")
             out.append(part.plain + "\n")
         else:
             if out:
