@@ -24,6 +24,7 @@ from ._app import (
     json_option,
     open_store,
     parse_seq,
+    require_folder,
     require_session,
     resolve_seq,
     resolve_seq_between,
@@ -177,6 +178,8 @@ def export(session: str, output: Path | None, force: bool, db: str) -> None:
             f"{str(output)!r} exists already; pass --force to overwrite it, or another --output.",
             ExitCode.CONFLICT,
         )
+    if output is not None:
+        require_folder(output, f"the --output file {str(output)!r}")
     with open_store(db) as store:
         require_session(store, session, db)
         data = store.export_session(session)
@@ -184,7 +187,14 @@ def export(session: str, output: Path | None, force: bool, db: str) -> None:
     if output is None:
         click.echo(text)
         return
-    output.write_text(text + "\n", encoding="utf-8")
+    try:
+        output.write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise CliError(
+            f"Cannot write the --output file {str(output)!r}: {exc.strerror or exc}. Pass "
+            "--output a file you may write, or leave it out to print the export.",
+            ExitCode.FAILED,
+        ) from None
     stdout_console().print(f"Exported {session} ({data['seq']} events) to {output}.")
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import enum
 import gc
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -82,6 +83,7 @@ __all__ = [
     "parse_seq",
     "plain_stdout",
     "report",
+    "require_folder",
     "require_session",
     "require_sqlite_file",
     "resolve_seq",
@@ -267,8 +269,13 @@ def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     text = value.strip().lower()
     if text == "head":
         return -1
+    # ASCII digits only, as documented: int() would also take 1_0 (10), +5, other
+    # scripts' digits.
+    digits = text[1:] if text.startswith("-") else text
     try:
-        seq = int(text)
+        if not (digits.isascii() and digits.isdigit()):
+            raise ValueError(value)
+        seq = int(text)  # ValueError past 4,300 digits
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a seq: pass {SEQ_HELP}.") from None
     if seq == 0 and text.startswith("-"):
@@ -316,7 +323,9 @@ def open_any_store(db: str, *, create: bool = False) -> SqlStore:
         if problem is not None:
             raise CliError(f"--db {problem}", ExitCode.USAGE)
         path = Path(db)
-        if not create:
+        if create:
+            require_folder(path, f"a store at {db!r}")
+        else:
             _check_file(db, path)
         return SQLiteStore(path)
     except AmberError as exc:
@@ -363,6 +372,26 @@ def open_store(db: str, *, create: bool = False) -> Iterator[SqlStore]:
         yield store
     finally:
         store.close()
+
+
+def require_folder(path: Path, what: str) -> None:
+    """``NOT_FOUND`` if the directory ``path`` would be created in does not exist (``what``
+    names the file: ``a store at 'x.db'``), saying how to make it."""
+    folder = path.parent
+    if folder.is_dir():
+        return
+    if folder.exists():
+        raise CliError(
+            f"Cannot create {what}: {str(folder)!r} is a file, not a directory. Pass a path "
+            "in a directory.",
+            ExitCode.NOT_FOUND,
+        )
+    make = shlex.join(["mkdir", "-p", str(folder)])
+    raise CliError(
+        f"Cannot create {what}: the directory {str(folder)!r} does not exist. Create it first "
+        f"('{make}'), or pass a path in an existing directory.",
+        ExitCode.NOT_FOUND,
+    )
 
 
 def _check_file(db: str, path: Path) -> None:

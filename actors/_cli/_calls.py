@@ -41,7 +41,7 @@ __all__ = ["call_note", "print_call", "rebuilt_call"]
 
 def _key(call: str) -> int | str:
     text = call.strip().lstrip("#")
-    return int(text) if text.isdigit() else call
+    return int(text) if text.isascii() and text.isdigit() else call
 
 
 def rebuilt_call(line: Timeline, call: str) -> RebuiltRequest:

@@ -273,15 +273,18 @@ def timeline(
             if to_seq is not None
             else last
         )
-        if max(low, 1) > high:
-            start = (
-                "the first event"
-                if from_seq is None or low < 1
-                else f"--from {from_seq} (seq {low})"
-            )
+        if high < 1:  # --to 0 (or -N back to it): the state before the first event
             raise CliError(
-                f"--to {to_seq} is seq {high}, before {start}: no event lies between. Pass "
-                f"--from at or before --to (session {session!r} holds seq 1 to {last}).",
+                f"--to {to_seq} is seq 0, the empty state before the first event: no event "
+                f"lies up to it. Pass --to between 1 and {last} (session {session!r} holds "
+                f"seq 1 to {last}), or a negative number to count back from the head.",
+                ExitCode.USAGE,
+            )
+        if low > high:
+            raise CliError(
+                f"--to {to_seq} is seq {high}, before --from {from_seq} (seq {low}): no event "
+                f"lies between. Pass --from at or before --to (session {session!r} holds seq "
+                f"1 to {last}).",
                 ExitCode.USAGE,
             )
         if message_id is not None:
@@ -421,6 +424,8 @@ def show(
     any, was sent that state's request); history the phased session_history;
     clean the model's view (clean_history).
     """
+    if call is not None:
+        _call_alone("at_seq", "view", "message_id")
     with open_store(db) as store:
         if call is not None:
             from ._calls import print_call  # the request builders: only for --call
@@ -479,6 +484,25 @@ def show(
         window=window,
         db=db,
     )
+
+
+def _call_alone(*names: str) -> None:
+    """``USAGE`` if an option that ``--call`` does not read was given (even at its default):
+    the request a call sent is one, whatever the seq or view; the option would be ignored."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    for name in names:
+        if ctx.get_parameter_source(name) in (ParameterSource.DEFAULT, None):
+            continue
+        option = {"at_seq": "--at", "view": "--view", "message_id": "--message"}[name]
+        raise CliError(
+            f"--call N prints the request model call N sent and takes no {option} (got "
+            f"{option} with --call): that request is the one the call sent, built from the "
+            f"state it records. Pass --call without {option} (--json and --db apply), or "
+            f"leave --call out to use {option}.",
+            ExitCode.USAGE,
+        )
 
 
 def _show_message(head: SessionState, state: SessionState, message_id: str, as_json: bool) -> None:

@@ -265,8 +265,11 @@ class TestSessionAndSeqErrors:
         for before_any in (["--to", "0"], ["--from", "0", "--to", "0"]):
             empty = amber("timeline", "demo", *before_any, "--db", recorded.db)
             assert empty.exit_code == ExitCode.USAGE
-            assert "--to 0 is seq 0, before the first event: no event lies between" in (
-                empty.stderr
+            # User trial: the advice named --from, though --to is the problem.
+            assert empty.stderr == (
+                "amber: --to 0 is seq 0, the empty state before the first event: no event lies "
+                "up to it. Pass --to between 1 and 46 (session 'demo' holds seq 1 to 46), or a "
+                "negative number to count back from the head.\n"
             )
         same = amber("timeline", "demo", "--from", "5", "--to", "5", "--db", recorded.db)
         assert same.exit_code == ExitCode.OK
@@ -574,3 +577,75 @@ class TestInspectCommand:
         """A missing session is reported before any terminal check."""
         result = amber("inspect", "nope", "--db", recorded.db)
         assert result.exit_code == ExitCode.NOT_FOUND
+
+
+class TestTrialErrors:
+    """User trial: errors that gave no fix, advised the wrong option, or let a wrong
+    argument pass."""
+
+    def test_export_into_a_missing_directory(self, recorded: Recorded, tmp_path: Path) -> None:
+        """It printed 'amber: FileNotFoundError: [Errno 2] …' with exit 1."""
+        target = tmp_path / "no dir" / "x.json"
+        result = amber("export", "demo", "-o", target, "--db", recorded.db)
+        assert result.exit_code == ExitCode.NOT_FOUND
+        assert result.stderr == (
+            f"amber: Cannot create the --output file '{target}': the directory "
+            f"'{target.parent}' does not exist. Create it first ('mkdir -p '{target.parent}''), "
+            "or pass a path in an existing directory.\n"
+        )
+
+    def test_export_that_cannot_be_written(self, recorded: Recorded) -> None:
+        result = amber("export", "demo", "-o", "/dev/full", "--force", "--db", recorded.db)
+        assert result.exit_code == ExitCode.FAILED
+        assert result.stderr == (
+            "amber: Cannot write the --output file '/dev/full': No space left on device. Pass "
+            "--output a file you may write, or leave it out to print the export.\n"
+        )
+
+    @pytest.mark.parametrize("command", ["import", "demo"])
+    def test_a_store_in_a_missing_directory(
+        self, recorded: Recorded, tmp_path: Path, command: str
+    ) -> None:
+        """`import --db /missing/x.db` printed "StoreError: … unable to open database file"."""
+        export = tmp_path / "demo.json"
+        assert amber("export", "demo", "-o", export, "--db", recorded.db).exit_code == 0
+        db = tmp_path / "missing" / "x.db"
+        args = [export] if command == "import" else []
+        result = amber(command, *args, "--db", db)
+        assert result.exit_code == ExitCode.NOT_FOUND
+        assert result.stderr == (
+            f"amber: Cannot create a store at '{db}': the directory '{db.parent}' does not "
+            f"exist. Create it first ('mkdir -p {db.parent}'), or pass a path in an existing "
+            "directory.\n"
+        )
+        assert not db.parent.exists()
+
+    @pytest.mark.parametrize(
+        "extra",
+        [
+            ["--at", "5"],
+            ["--at", "head"],
+            ["--view", "openai"],
+            ["--view", "state"],
+            ["--message", "msg_5be1ef79_000001"],
+        ],
+        ids=["at", "at-head", "view", "view-state", "message"],
+    )
+    def test_call_with_other_options(self, recorded: Recorded, extra: list[str]) -> None:
+        """--call N ignored --at, --view and --message silently: now a usage error."""
+        result = amber("show", "demo", "--call", "1", *extra, "--db", recorded.db)
+        assert result.exit_code == ExitCode.USAGE, result.output
+        option = extra[0]
+        assert result.stderr.startswith(
+            f"amber: --call N prints the request model call N sent and takes no {option} (got "
+            f"{option} with --call): "
+        )
+
+    @pytest.mark.parametrize("seq", ["1_0", "+10", "\uff11\uff10", "0x1", "1.0", "- 1"])
+    def test_seq_is_digits_only(self, recorded: Recorded, seq: str) -> None:
+        """`--at 1_0` was read as seq 10 (Python's int() takes underscores, a sign,
+        other scripts' digits)."""
+        result = amber("show", "demo", "--at", seq, "--db", recorded.db)
+        assert result.exit_code == ExitCode.USAGE
+        assert f"{seq!r} is not a seq: pass a number" in result.stderr
+        assert result.stdout == ""
