@@ -14,9 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
-import orjson
 from rich.console import Group, RenderableType
-from rich.json import JSON
 from rich.text import Text
 
 from runtime import (
@@ -35,6 +33,7 @@ from runtime import (
 from ._app import CliError, ExitCode, emit_json, stdout_console
 from ._hints import command_line
 from ._text import money
+from ._views import json_text, json_view
 
 __all__ = ["call_note", "print_call", "rebuilt_call"]
 
@@ -139,9 +138,9 @@ def print_call(line: Timeline, call: str, *, as_json: bool) -> None:
         head.append(f"\n{data['method']} {data['path']}", style="dim")
     if not console.is_terminal:
         console.print(head)
-        click.echo(orjson.dumps(data["body"], option=orjson.OPT_INDENT_2).decode())
+        click.echo(json_text(data["body"]))
         return
-    parts: list[RenderableType] = [head, JSON.from_data(data["body"])]
+    parts: list[RenderableType] = [head, json_view(data["body"])]
     console.print(Group(*parts))
 
 

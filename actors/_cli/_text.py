@@ -14,7 +14,7 @@ from rich.text import Span, Text
 
 from runtime import INTERRUPTED_MARK, Category, Message, Status, category_of, thaw
 
-from .._terminal import safe
+from .._terminal import json_safe, safe
 
 __all__ = [
     "AUDIT_STYLES",
@@ -26,6 +26,7 @@ __all__ = [
     "duration_text",
     "excerpt",
     "join",
+    "json_safe",
     "label",
     "message_summary",
     "money",

@@ -20,11 +20,12 @@ from rich.text import Text
 
 from runtime import Event, Message, SessionState
 
-from ._text import excerpt
+from ._text import excerpt, json_safe
 from ._viewdata import PROVIDERS, VIEWS, view_data
 
 if typing.TYPE_CHECKING:
     from rich.console import Console, RenderableType
+    from rich.json import JSON
     from rich.table import Table
 
     from runtime import Turn, ViewMessage
@@ -38,6 +39,7 @@ __all__ = [
     "PROVIDERS",
     "VIEWS",
     "json_text",
+    "json_view",
     "print_parts",
     "print_view",
     "view_data",
@@ -178,11 +180,9 @@ def view_parts(
             clean.append(_left_out(left_out, len(model_view), "messages"))
         clean.append(_model_view_table(rows, full=full))
         return clean
-    from rich.json import JSON
-
     return [
         Text(f"{view} request view (no system prompt):", style="bold"),
-        JSON(json_text(view_data(view, state))),
+        json_view(view_data(view, state)),
     ]
 
 
@@ -259,8 +259,22 @@ def _messages(
 
 
 def json_text(data: object) -> str:
-    """``data`` as indented JSON (bytes shown by their size)."""
-    return orjson.dumps(data, option=orjson.OPT_INDENT_2, default=_bytes).decode()
+    """``data`` as indented JSON (bytes shown by their size), its direction controls and
+    C1 controls escaped (``json_safe``)."""
+    return json_safe(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=_bytes).decode())
+
+
+def json_view(data: object) -> JSON:
+    """``data`` as rich's highlighted JSON, written by ``json_text`` (rich's own ``JSON``
+    writes direction controls raw)."""
+    from rich.highlighter import JSONHighlighter
+    from rich.json import JSON
+
+    shown = JSON("null")
+    shown.text = JSONHighlighter()(json_text(data))
+    shown.text.no_wrap = True
+    shown.text.overflow = None
+    return shown
 
 
 def _bytes(value: object) -> str:

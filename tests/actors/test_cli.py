@@ -649,3 +649,50 @@ class TestTrialErrors:
         assert result.exit_code == ExitCode.USAGE
         assert f"{seq!r} is not a seq: pass a number" in result.stderr
         assert result.stdout == ""
+
+
+class TestDirectionControls:
+    """User trial: Unicode direction overrides (U+202E …) in stored text reached the
+    terminal raw in timeline, show and show --full, while control characters were
+    spelled out."""
+
+    def test_spelled_out_everywhere(self, tmp_path: Path) -> None:
+        from actors import Runtime, ScriptedModel, Settings, reply
+
+        db = tmp_path / "bidi.db"
+        model = ScriptedModel([reply("done \u202e evil \u2066x\u2069")], fallback=reply("ok"))
+        settings = Settings(passivate_after=None)
+        with Runtime(model=model, store=db, settings=settings) as rt:
+            rt.send("s1", "go \u200fleft\u200e", sender="Chii\u202d")
+            rt.wait_idle("s1", timeout=60)
+        bidi = {chr(c) for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F))} | {
+            chr(c) for c in range(0x2066, 0x206A)
+        }
+        with SQLiteStore(db) as store:
+            last = store.load_state("s1").messages[-1].id
+        runs = [["timeline"], ["show"], ["show", "--full"], ["show", "--view", "openai"]]
+        runs += [["show", "--message", last], ["show", "--view", "clean"], ["show", "--json"]]
+        for args in runs:
+            result = amber(*args[:1], "s1", *args[1:], "--db", db)
+            assert result.exit_code == 0, result.output
+            if args[-1] == "--json":  # data, not the terminal: the text as stored
+                assert "\u202e" in json.loads(result.stdout)["state"]["messages"][-1]["content"]
+                continue
+            assert not bidi & set(result.stdout), (args, result.stdout)
+            assert "done \\u202e evil \\u2066x\\u2069" in result.stdout
+
+    def test_json_on_a_terminal(self) -> None:
+        """A provider view or a call's body on a terminal is rich's JSON, which wrote
+        direction controls raw: the same JSON value, with them escaped."""
+        import io
+
+        from rich.console import Console
+        from rich.text import Text
+
+        from actors._cli._views import json_view
+
+        out = io.StringIO()
+        Console(file=out, force_terminal=True, width=80).print(json_view({"a": "x\u202ey\x9b"}))
+        assert "\u202e" not in out.getvalue()
+        assert "\x9b" not in out.getvalue()
+        assert '"x\\u202ey\\u009b"' in Text.from_ansi(out.getvalue()).plain
