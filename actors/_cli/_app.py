@@ -277,7 +277,9 @@ def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> 
             raise ValueError(value)
         seq = int(text)  # ValueError past 4,300 digits
     except ValueError:
-        raise click.BadParameter(f"{value!r} is not a seq: pass {SEQ_HELP}.") from None
+        meant = _python_int(text)
+        hint = "" if meant is None else f" A seq is ASCII digits only: did you mean {meant}?"
+        raise click.BadParameter(f"{value!r} is not a seq: pass {SEQ_HELP}.{hint}") from None
     if seq == 0 and text.startswith("-"):
         # Counting back from the head starts at -1: -0 would silently be the empty state.
         raise click.BadParameter(
@@ -285,6 +287,15 @@ def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> 
             "head; pass 0, -1 or 'head'."
         )
     return seq
+
+
+def _python_int(text: str) -> int | None:
+    """What Python's ``int`` reads ``text`` as (``1_0``, ``+5``, other scripts' digits),
+    or None."""
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 # --- the store ---------------------------------------------------------------------------

@@ -648,6 +648,8 @@ class TestTrialErrors:
         result = amber("show", "demo", "--at", seq, "--db", recorded.db)
         assert result.exit_code == ExitCode.USAGE
         assert f"{seq!r} is not a seq: pass a number" in result.stderr
+        if seq in ("1_0", "+10", "\uff11\uff10"):
+            assert "A seq is ASCII digits only: did you mean 10?" in result.stderr
         assert result.stdout == ""
 
 
