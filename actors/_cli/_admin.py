@@ -11,8 +11,8 @@ import click
 import orjson
 from rich.text import Text
 
-from runtime import EVENT_TYPES, SessionState, Timeline
-from runtime.store import RebuildReport, SqlStore, Store, recover_orphans
+from runtime import EVENT_TYPES, CorruptRow, InvalidInput, SessionState, Timeline
+from runtime.store import RebuildReport, SessionInfo, SqlStore, Store, recover_orphans
 
 from .._ids import utc_now
 from ._app import (
@@ -29,13 +29,20 @@ from ._app import (
     resolve_seq,
     resolve_seq_between,
     session_id_option,
-    sound_sessions,
     stdout_console,
 )
 from ._check import describe_problem
 from ._hints import command_line, name_store
 
-__all__ = ["events", "export", "fork", "fork_session", "import_command", "recover"]
+__all__ = [
+    "events",
+    "export",
+    "fork",
+    "fork_session",
+    "import_command",
+    "recover",
+    "sessions_and_damage",
+]
 
 
 def _free_id(store: Store, base: str) -> str:
@@ -357,7 +364,7 @@ def recover(
     with open_store(db) as store:
         if rebuild:
             rebuilt = _rebuild(store, db, dry_run=dry_run, as_json=as_json)
-        listed, damaged = sound_sessions(store)
+        listed, damaged = sessions_and_damage(store)
         if rebuilt is not None:
             # --rebuild listed what it left alone (or, with --dry-run, what it would mend).
             left = {p.session_id for p in rebuilt.skipped}
@@ -414,6 +421,35 @@ def recover(
         console.print(Text(f"Left alone: {name_store(str(error), db)}", style="bold red"))
     if damaged or (rebuilt is not None and rebuilt.skipped):
         ctx.exit(ExitCode.FAILED)
+
+
+def sessions_and_damage(store: Store) -> tuple[list[SessionInfo], list[CorruptRow]]:
+    """The sound sessions' summaries, most recently active first, and the damaged ones'
+    errors: one damaged session does not stop recovery of the others, nor hide them from
+    ``amber sessions`` and the web viewer's list.
+
+    Raises:
+        CorruptRow: damage that is no one session's (the store as a whole).
+    """
+    try:
+        return store.list_sessions(), []
+    except CorruptRow as exc:
+        error = exc
+    report = store.check()  # a full scan, only once a listing found damage: every session id
+    ids = set(report.heads) | {p.session_id for p in report.problems if p.session_id is not None}
+    listed: list[SessionInfo] = []
+    damaged: list[CorruptRow] = []
+    for session_id in sorted(ids):
+        try:
+            listed.append(store.session(session_id))
+        except CorruptRow as exc:
+            damaged.append(exc)
+        except InvalidInput:
+            pass  # a summary row keyed by no valid id: the listing's error below says so
+    if not damaged:
+        raise error  # damage that is no one session's: the store as a whole (exit 4)
+    listed.sort(key=lambda info: (info.updated_at, info.session_id), reverse=True)
+    return listed, damaged
 
 
 def _rebuild(store: Store, db: str, *, dry_run: bool, as_json: bool) -> RebuildReport:

@@ -52,14 +52,7 @@ from runtime import (
     storable_text,
     thaw,
 )
-from runtime.store import (
-    DEFAULT_SCHEMA,
-    SessionInfo,
-    SQLiteStore,
-    SqlStore,
-    Store,
-    is_postgres_url,
-)
+from runtime.store import DEFAULT_SCHEMA, SQLiteStore, SqlStore, Store, is_postgres_url
 from runtime.store._pg_names import url_problem
 
 from ._hints import command_line, name_store
@@ -88,7 +81,6 @@ __all__ = [
     "require_sqlite_file",
     "resolve_seq",
     "session_id_option",
-    "sound_sessions",
     "stdout_console",
     "text_console",
     "translate",
@@ -262,10 +254,13 @@ class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic only in new
             self.fail(str(exc), param, ctx)
 
 
-def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    """A click callback: a seq as an int; ``head`` is -1 (checked against the session later)."""
-    if value is None:
-        return None
+def read_seq(value: str) -> int:
+    """A seq as typed (the CLI's options, the web viewer's parameters): a number, negative
+    from the head, or ``head`` (-1); checked against the session later.
+
+    Raises:
+        InvalidArgument: not a seq, or ``-0`` (the sentence says what to pass).
+    """
     text = value.strip().lower()
     if text == "head":
         return -1
@@ -279,10 +274,10 @@ def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     except ValueError:
         meant = _python_int(text)
         hint = "" if meant is None else f" A seq is ASCII digits only: did you mean {meant}?"
-        raise click.BadParameter(f"{value!r} is not a seq: pass {SEQ_HELP}.{hint}") from None
+        raise InvalidArgument(f"{value!r} is not a seq: pass {SEQ_HELP}.{hint}") from None
     if seq == 0 and text.startswith("-"):
         # Counting back from the head starts at -1: -0 would silently be the empty state.
-        raise click.BadParameter(
+        raise InvalidArgument(
             f"{value!r} is not a seq: 0 is the empty state before the first event and -1 the "
             "head; pass 0, -1 or 'head'."
         )
@@ -296,6 +291,16 @@ def _python_int(text: str) -> int | None:
         return int(text)
     except ValueError:
         return None
+
+
+def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A click callback: a seq as an int (``read_seq``); ``head`` is -1."""
+    if value is None:
+        return None
+    try:
+        return read_seq(value)
+    except InvalidArgument as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 # --- the store ---------------------------------------------------------------------------
@@ -437,34 +442,6 @@ def require_session(store: Store, session_id: str, db: str) -> None:
     else:
         hint = "it holds no session yet; 'amber demo' makes one."
     raise CliError(f"No session {session_id!r} in {db!r}; {hint}", ExitCode.NOT_FOUND)
-
-
-def sound_sessions(store: Store) -> tuple[list[SessionInfo], list[CorruptRow]]:
-    """The sound sessions' summaries, most recently active first, and the damaged ones'
-    errors: one damaged session does not hide the others (``sessions``, ``recover``).
-
-    Raises:
-        CorruptRow: damage that is no one session's (the store as a whole).
-    """
-    try:
-        return store.list_sessions(), []
-    except CorruptRow as exc:
-        error = exc
-    report = store.check()  # a full scan, only once a listing found damage: every session id
-    ids = set(report.heads) | {p.session_id for p in report.problems if p.session_id is not None}
-    listed: list[SessionInfo] = []
-    damaged: list[CorruptRow] = []
-    for session_id in sorted(ids):
-        try:
-            listed.append(store.session(session_id))
-        except CorruptRow as exc:
-            damaged.append(exc)
-        except InvalidInput:
-            pass  # a summary row keyed by no valid id: the listing's error below says so
-    if not damaged:
-        raise error  # damage that is no one session's: the store as a whole (exit 4)
-    listed.sort(key=lambda info: (info.updated_at, info.session_id), reverse=True)
-    return listed, damaged
 
 
 def resolve_seq(seq: int, timeline: Timeline, *, option: str = "--at") -> int:

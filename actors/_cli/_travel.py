@@ -40,7 +40,6 @@ from ._app import (
     report,
     require_session,
     resolve_seq_between,
-    sound_sessions,
     stdout_console,
     text_console,
     translate,
@@ -107,8 +106,10 @@ def sessions(ctx: click.Context, db: str, as_json: bool) -> None:
     is damaged is marked, its error printed on stderr, and the command exits
     4 once the sound ones are listed.
     """
+    from ._admin import sessions_and_damage
+
     with open_store(db) as store:
-        infos, damaged = sound_sessions(store)
+        infos, damaged = sessions_and_damage(store)
         costs = {info.session_id: _session_cost(store, info.session_id) for info in infos}
     if as_json:
         emit_json(

@@ -37,11 +37,11 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from runtime import STATUS_ORDER, AmberError
+from runtime import STATUS_ORDER, AmberError, CorruptRow
 
 from .._cli._app import CliError
 from ._html import duration, money, number, utc_time
-from ._params import WebError, as_web_error
+from ._params import WebError, as_web_error, damaged
 from ._request import url
 from ._source import Source
 from ._views import ROUTES
@@ -164,6 +164,8 @@ def create_app(
                     )
                 except WebError as exc:
                     return error_page(request, exc)
+                except CorruptRow as exc:
+                    return error_page(request, damaged(exc, source.db))
                 except (CliError, AmberError) as exc:
                     return error_page(request, as_web_error(exc))
                 return response
@@ -176,6 +178,8 @@ def create_app(
                 response: Response = handler(request, source=source, page=page, token=secret)
             except WebError as exc:
                 return error_page(request, exc)
+            except CorruptRow as exc:
+                return error_page(request, damaged(exc, source.db))
             except (CliError, AmberError) as exc:
                 return error_page(request, as_web_error(exc))
             return response

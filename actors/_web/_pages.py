@@ -58,6 +58,7 @@ __all__ = [
     "jump",
     "message_rows",
     "pretty_json",
+    "span_of",
     "state_pane",
     "timeline_rows",
     "view_pane",
@@ -149,19 +150,43 @@ class KindIndex:
         return self
 
 
+_NEAR = 1_000
+"""A page's rows and state this many seqs apart or fewer are read in one span."""
+
+
+def span_of(seq: int, start: int | None, head: int) -> tuple[int, int]:
+    """The first and last seq of the states a page at ``seq`` reads for its rows, around
+    ``seq`` or from ``start`` (as ``timeline_rows`` picks them, unfiltered) in a session
+    whose last seq is ``head``: from the state before the first row to the last row, and
+    to ``seq`` and the state before it (for its diff) unless they are far from the rows
+    (``from=``: then the state is read alone)."""
+    if start is None:
+        low = max(0, min(max(seq, 1) - 1 - ROWS // 2, head - ROWS))
+    else:
+        low = min(max(start, 1) - 1, max(0, head - ROWS))
+    high = min(head, low + ROWS)
+    if low - _NEAR <= seq <= high + _NEAR:
+        return min(low, max(seq - 1, 0)), max(high, seq)
+    return low, high
+
+
 def timeline_rows(
     timeline: Timeline,
     seq: int,
     kinds: Sequence[str],
     start: int | None,
     index: KindIndex | None = None,
+    *,
+    head: int | None = None,
 ) -> Rows:
     """A page of rows: around ``seq``, or from ``start``; only ``kinds`` if given.
 
-    ``index``: the timeline's ``KindIndex``, if the caller keeps one.
+    ``index``: the timeline's ``KindIndex``, if the caller keeps one. ``head``: the
+    session's last seq when ``timeline`` is a span of it (no ``kinds``), holding the
+    states ``span_of`` names.
     """
-    first = timeline.first_seq + 1
-    last = timeline.last_seq
+    first = timeline.first_seq + 1 if head is None else 1
+    last = timeline.last_seq if head is None else head
     seqs: Sequence[int] = range(first, last + 1)
     if kinds:
         if index is None or index.base is not timeline.base or index.upto < last:
@@ -176,7 +201,7 @@ def timeline_rows(
         low = min(bisect.bisect_left(seqs, start), max(0, len(seqs) - ROWS))
     high = min(len(seqs), low + ROWS)
     shown = [seqs[i] for i in range(low, high)]
-    loading = first - 1 if timeline.first_seq > 0 else 0
+    loading = first - 1 if head is None and timeline.first_seq > 0 else 0
     earlier: int | None = None
     if low > 0:
         earlier = seqs[max(0, low - ROWS)]

@@ -12,20 +12,29 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from urllib.parse import parse_qs
 
-from runtime import EVENT_TYPES, AmberError
+from runtime import (
+    EVENT_TYPES,
+    AmberError,
+    CorruptRow,
+    InvalidArgument,
+    InvalidInput,
+    check_session_id,
+)
 
-from .._cli._app import SEQ_HELP, CliError, ExitCode, translate
+from .._cli._app import CliError, ExitCode, read_seq, translate
 
 __all__ = [
     "FORM_LIMIT",
     "VIEWS",
     "WebError",
     "as_web_error",
+    "damaged",
     "one",
     "parse_form",
     "parse_index",
     "parse_kinds",
     "parse_seq",
+    "parse_session_id",
     "parse_view",
     "resolve",
 ]
@@ -62,6 +71,18 @@ def as_web_error(exc: CliError | AmberError) -> WebError:
     return WebError(_STATUS.get(error.code, 500), str(error), code=error.code)
 
 
+def damaged(exc: CorruptRow, db: str) -> WebError:
+    """The ``WebError`` for a damaged row: 422 (the request is fine, the stored session is
+    not), the store's message and what to run about it."""
+    return WebError(
+        422,
+        f"CorruptRow: {exc} 'amber check --db {db}' lists every damaged row in the store; "
+        f"'amber recover --rebuild --db {db}' writes damaged summaries and snapshots again "
+        "from the events.",
+        code=ExitCode.BAD_STORE,
+    )
+
+
 def one(query: Mapping[str, Sequence[str]], name: str) -> str | None:
     """The single value of ``name`` (None if absent); a ``WebError`` if it is repeated."""
     values = query.get(name)
@@ -80,13 +101,18 @@ def parse_seq(value: str | None, *, name: str = "at", default: int = -1) -> int:
     """A seq as the CLI reads one: a number, negative from the head, or ``head`` (-1)."""
     if value is None or not value.strip():
         return default
-    text = value.strip().lower()
-    if text == "head":
-        return -1
     try:
-        return int(text, 10)
-    except ValueError:
-        raise WebError(400, f"{value!r} is not a seq: pass {SEQ_HELP}.") from None
+        return read_seq(value)
+    except InvalidArgument as exc:
+        raise WebError(400, str(exc)) from None
+
+
+def parse_session_id(value: str) -> str:
+    """A session id a new session can have (``amber fork --as``'s check), or a 400."""
+    try:
+        return check_session_id(value)
+    except InvalidInput as exc:
+        raise WebError(400, str(exc)) from None
 
 
 def resolve(seq: int, last_seq: int, session_id: str, *, name: str = "at") -> int:

@@ -5,21 +5,23 @@ The pages never touch a store: they ask a ``Source``. It opens the store of
 checks as every ``amber`` command: the file must exist and be an Amber
 store, nothing is ever created) and reports the CLI's errors (``CliError``
 with its exit code), so a bad request reads the same in a browser as on the
-command line. A PostgreSQL store (issue 17) and lazy time travel from
-snapshots (issue 16) slot in here and nowhere else.
+command line. A PostgreSQL store (issue 17) slots in here and nowhere else.
 
-Time travel needs every state of a session, and today the store rebuilds
-them by replaying the whole log (about 0.4-0.9 s for 10,000 events on two
-busy cores). So a ``Source`` keeps what it loaded, per process:
+A session page reads only the states it shows (``span``): from the nearest
+stored state at or before them (a snapshot or checkpoint), as ``amber show
+--at`` does, so its cost is the distance from there, not the session's
+length. What a ``Source`` keeps, per process:
 
-- a session's **timeline** is cached and brought up to date on every request
-  (the events stored since are read and applied: a live session stays live);
-- the **first request** for a session is answered from the latest snapshot
-  and the events after it when that covers what the page needs (the head and
-  the states just before it), and the whole log is replayed in a background
-  thread meanwhile; a request that needs an older state waits for it;
-- the cache holds at most ``budget`` events of complete timelines (least
-  recently used out first).
+- each session's **last span**, brought on with the events after it when the
+  next page needs later states (moving between seqs reads a few events);
+- the **timelines** of short sessions (up to ``_WHOLE`` events, loaded by
+  the first request), of sessions up to ``_BACKGROUND`` events (replayed in
+  a background thread once the first page is sent) and of the pages that
+  read every event (the kind filter, a message's history, the charts,
+  jumps), brought up to date on every request (the events stored since are
+  read and applied: a live session stays live); at most ``budget`` events
+  of complete timelines (least recently used out first). A request that
+  needs a state the partial timeline lacks waits for the replay.
 
 Reads never write: the viewer's only writes are ``fork`` (an ``append`` of
 the fork's first event, as ``amber fork`` does).
@@ -37,15 +39,24 @@ from datetime import datetime
 import attrs
 import orjson
 
-from runtime import BranchImported, Event, SessionState, Status, Timeline, added_seq
+from runtime import (
+    BranchImported,
+    CorruptRow,
+    Event,
+    SessionState,
+    Status,
+    Timeline,
+    added_seq,
+)
 from runtime.store import SessionInfo, Store
 
-from .._cli._admin import fork_session
+from .._cli._admin import fork_session, sessions_and_damage
 from .._cli._app import CliError, ExitCode, open_store, require_session
 from .._cli._replay import Check, verify_session
+from ._params import WebError
 from ._stats import SessionTotals, session_totals
 
-__all__ = ["Forked", "Loaded", "SessionRow", "Source"]
+__all__ = ["Damaged", "Forked", "Loaded", "SessionRow", "Source"]
 
 Opener = Callable[[str], AbstractContextManager[Store]]
 """Opens the store at a ``--db`` value for one operation (the CLI's ``open_store``)."""
@@ -54,6 +65,22 @@ _LOAD_TIMEOUT = 120.0
 """Seconds a request waits for a timeline being loaded by another thread."""
 _EXACT_FORK_CHECK = 2_000
 """Sessions up to this many events have their first event read to tell forks apart."""
+_WHOLE = 2_000
+"""Sessions up to this many events are loaded whole for a span and cached (moving between
+seqs then reads nothing; the filter counts each kind); longer ones are read by span."""
+
+_BACKGROUND = 20_000
+"""Sessions up to this many events are also replayed whole in a background thread once
+their first span is sent (moving between seqs then reads nothing); longer ones are read
+by span only (the whole log of 100,000 events takes 10-15 s and holds every state)."""
+_SPAN_LIMIT = 5_000
+"""The most states a session's kept span grows to before it is read anew."""
+_SPANS_KEPT = 8
+"""Sessions whose last span is kept."""
+
+Window = Callable[[int], tuple[int, int, int]]
+"""Given a session's last seq: the seq a page shows, and the first and last seq of the
+states it reads."""
 
 
 @attrs.frozen(kw_only=True)
@@ -66,11 +93,22 @@ class Loaded:
     """The fork's first event, if the session is a fork and the first event is loaded."""
     loading: bool
     """True while the whole log is still being replayed (``timeline`` is partial)."""
+    damage: CorruptRow | None = None
+    """The damaged row that ends ``timeline`` before the stored head, if one does (asked
+    for with ``sound_only``): the states before it are shown, none after."""
+    head_seq: int | None = None
+    """The session's last seq when ``timeline`` is a span (``Source.span``) that may end
+    before it; None when ``timeline`` reaches the head."""
 
     @property
     def complete(self) -> bool:
-        """True when the timeline holds every state from seq 0."""
-        return self.timeline.first_seq == 0
+        """True when the timeline holds every state from seq 0 to the head."""
+        return self.timeline.first_seq == 0 and self.head_seq is None
+
+    @property
+    def last_seq(self) -> int:
+        """The session's last seq (as far as it can be read, for a damaged log)."""
+        return self.timeline.last_seq if self.head_seq is None else self.head_seq
 
 
 @attrs.frozen(kw_only=True)
@@ -85,6 +123,15 @@ class SessionRow:
     """``(source session, source seq)`` when the session is a fork."""
     pending: int
     """Inputs waiting for a turn (``pending_agent``)."""
+
+
+@attrs.frozen(kw_only=True)
+class Damaged:
+    """A session the sessions list cannot read: its summary row or its log is damaged."""
+
+    session_id: str
+    error: CorruptRow
+    """The store's error (its message says where, and how to repair)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -147,6 +194,7 @@ class Source:
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._origins: dict[tuple[str, datetime], BranchImported | None] = {}
         self._rows: dict[str, SessionRow] = {}
+        self._spans: OrderedDict[str, tuple[datetime, Timeline]] = OrderedDict()
 
     @contextmanager
     def _store(self) -> Iterator[Store]:
@@ -160,21 +208,33 @@ class Source:
             CliError: no store at ``db``, or not an Amber store (the CLI's exit codes).
         """
         with self._store() as store:
-            return len(store.list_sessions())
+            listed, damaged = sessions_and_damage(store)
+            return len(listed) + len(damaged)
 
     # --- the sessions list ------------------------------------------------------------
 
-    def sessions(self) -> list[SessionRow]:
-        """Every session with its totals, most recently active first."""
+    def sessions(self) -> tuple[list[SessionRow], list[Damaged]]:
+        """Every sound session with its totals, most recently active first, and the
+        damaged ones (a summary row or a log that fails the store's checks) with their
+        errors: one damaged session does not hide the others (as ``amber recover``).
+
+        Raises:
+            CliError: the store as a whole cannot be read.
+        """
         with self._store() as store:
-            infos = store.list_sessions()
+            infos, errors = sessions_and_damage(store)
+            damaged = [Damaged(session_id=e.session_id or "?", error=e) for e in errors]
             rows = []
             for info in infos:
                 with self._lock:
                     row = self._rows.get(info.session_id)
                 if row is None or row.info != info:
-                    head = self._cached_head(info) or store.load_state(info.session_id)
-                    origin = self._origin(store, info, head)
+                    try:
+                        head = self._cached_head(info) or store.load_state(info.session_id)
+                        origin = self._origin(store, info, head)
+                    except CorruptRow as exc:
+                        damaged.append(Damaged(session_id=info.session_id, error=exc))
+                        continue
                     row = SessionRow(
                         info=info,
                         totals=session_totals(head),
@@ -186,7 +246,7 @@ class Source:
                     with self._lock:
                         self._rows[info.session_id] = row
                 rows.append(row)
-        return rows
+        return rows, sorted(damaged, key=lambda d: d.session_id)
 
     def _cached_head(self, info: SessionInfo) -> SessionState | None:
         with self._lock:
@@ -226,7 +286,7 @@ class Source:
 
     # --- one session ------------------------------------------------------------------
 
-    def timeline(self, session_id: str, *, need: int = 0) -> Loaded:
+    def timeline(self, session_id: str, *, need: int = 0, sound_only: bool = False) -> Loaded:
         """The session's timeline, up to date, holding at least the states from seq ``need``.
 
         ``need=0`` asks for every state (waits for the whole log); a negative
@@ -234,10 +294,114 @@ class Source:
         it). A ``need`` at or after the latest snapshot may be answered from
         it while the whole log loads in the background.
 
+        ``sound_only``: if the log is damaged after ``need``, the states before
+        the damaged row (as ``amber show --at`` reads them), with the error in
+        ``Loaded.damage``; not cached.
+
         Raises:
             CliError: no such session (``NOT_FOUND``, with the closest ids), or
                 the store cannot be read.
+            CorruptRow: a row the states from ``need`` on are read from is damaged.
         """
+        try:
+            return self._timeline(session_id, need)
+        except CorruptRow as exc:
+            if not sound_only or exc.session_id != session_id or not exc.seq:
+                raise
+            damage, last = exc, exc.seq - 1
+        with self._store() as store:
+            info = store.session(session_id)
+            if need < 0:
+                need = max(0, info.seq + 1 + need)
+            load_span = getattr(store, "load_span", None)  # SQLite, PostgreSQL
+            if need > last or load_span is None:
+                raise damage
+            try:
+                sound: Timeline = load_span(session_id, 0, last)
+            except CorruptRow:
+                raise damage from None
+            origin = self._origin_of(session_id, info, sound, store)
+        return Loaded(timeline=sound, origin=origin, loading=False, damage=damage)
+
+    def span(self, session_id: str, window: Window, *, whole: bool = False) -> Loaded:
+        """The states a page shows, read from the nearest stored state at or before the
+        first (a snapshot, a checkpoint or seq 0), as ``amber show`` reads them: the cost
+        is the distance from there, not the session's length.
+
+        ``window(last seq)`` gives ``(seq, first, last)``: the seq the page shows and the
+        states it reads. A cached complete timeline, or a session of up to ``_WHOLE``
+        events (loaded whole and cached), answers instead, and so does ``whole=True`` (a
+        page that reads every event) or a store that cannot read a span. If the log is
+        damaged within the window, the states before the damaged row are returned with
+        the error in ``Loaded.damage``; the error is raised instead when the page's seq is
+        at or after the damaged row, or counted back from the head.
+
+        Raises:
+            CliError: no such session, or the store cannot be read.
+            CorruptRow: a row the page's states are read from is damaged.
+            WebError: whatever ``window`` raises (a seq out of range).
+        """
+        with self._store() as store:
+            require_session(store, session_id, self.db)
+            info = store.session(session_id)
+            seq, first, last = window(info.seq)
+            load_span = getattr(store, "load_span", None)  # SQLite, PostgreSQL
+            entry = self._current(session_id, info)
+            cached = entry is not None and entry.done.is_set() and entry.timeline.first_seq == 0
+            if not (whole or cached or load_span is None or info.seq <= _WHOLE):
+                damage: CorruptRow | None = None
+                head = info.seq
+                try:
+                    line = self._span(store, session_id, info, first, last)
+                except CorruptRow as exc:
+                    if exc.session_id != session_id or not exc.seq:
+                        raise
+                    damage, head = exc, exc.seq - 1
+                    _, first, last = _within(window, seq, head, exc)
+                    line = load_span(session_id, first, last)
+                origin = self._origin_of(session_id, info, line, store)
+                if entry is None and damage is None and info.seq <= _BACKGROUND:
+                    self._start(session_id, info, line)
+                return Loaded(
+                    timeline=line, origin=origin, loading=False, damage=damage, head_seq=head
+                )
+        loaded = self.timeline(session_id, need=0, sound_only=True)
+        if loaded.damage is not None:
+            _within(window, seq, loaded.last_seq, loaded.damage)
+        return loaded
+
+    def _span(
+        self, store: Store, session_id: str, info: SessionInfo, first: int, last: int
+    ) -> Timeline:
+        """The states from ``first`` to ``last``: the session's last span brought on with
+        the events after it when it holds ``first`` and stays under ``_SPAN_LIMIT`` states
+        (moving between seqs reads a few events), else read anew (``load_span``)."""
+        with self._lock:
+            kept = self._spans.get(session_id)
+        line: Timeline | None = None
+        if (
+            kept is not None
+            and kept[0] == info.created_at
+            and kept[1].first_seq <= first
+            and kept[1].last_seq <= info.seq
+            and last - kept[1].first_seq <= _SPAN_LIMIT
+        ):
+            line = kept[1]
+            if line.last_seq < last:
+                after = store.events_between(  # type: ignore[attr-defined]
+                    session_id, line.last_seq + 1, last
+                )
+                line = line.extend(after)
+        if line is None:
+            line = store.load_span(session_id, first, last)  # type: ignore[attr-defined]
+        with self._lock:
+            self._spans[session_id] = (info.created_at, line)
+            self._spans.move_to_end(session_id)
+            while len(self._spans) > _SPANS_KEPT:
+                self._spans.popitem(last=False)
+        return line
+
+    def _timeline(self, session_id: str, need: int) -> Loaded:
         with self._store() as store:
             require_session(store, session_id, self.db)
             info = store.session(session_id)
@@ -358,7 +522,7 @@ class Source:
             if error is not None and self._entries.get(session_id) is entry:
                 del self._entries[session_id]  # the next request tries again
         if error is not None:
-            if isinstance(error, CliError):
+            if isinstance(error, CliError | CorruptRow):
                 raise error
             raise CliError(f"{type(error).__name__}: {error}", ExitCode.FAILED) from error
         return timeline
@@ -397,11 +561,8 @@ class Source:
             CliError: the CLI's errors (no such session or seq: ``NOT_FOUND``;
                 ``new_id`` taken: ``CONFLICT``; an event the store refuses).
         """
-        loaded = self.timeline(session_id)
-        with self._store() as store:
-            target, seq, head = fork_session(
-                store, session_id, at_seq, new_id, self.db, timeline=loaded.timeline
-            )
+        with self._store() as store:  # the state at the fork point, as amber fork reads it
+            target, seq, head = fork_session(store, session_id, at_seq, new_id, self.db)
         return Forked(session_id=target, source_session_id=session_id, source_seq=seq, head=head)
 
     def export(self, session_id: str) -> bytes:
@@ -416,6 +577,18 @@ class Source:
         with self._store() as store:
             require_session(store, session_id, self.db)
             return verify_session(store, session_id)
+
+
+def _within(window: Window, seq: int, head: int, damage: CorruptRow) -> tuple[int, int, int]:
+    """``window(head)`` for a log readable up to ``head``; ``damage`` if it shows another
+    seq than ``seq`` (asked for at or after the damage, or counted back from the head)."""
+    try:
+        shown = window(head)
+    except WebError:
+        raise damage from None
+    if shown[0] != seq:
+        raise damage
+    return shown
 
 
 def _first(events: list[Event]) -> Event | None:

@@ -37,7 +37,16 @@ from .._cli._render import touched_ids
 from .._cli._views import PROVIDERS
 from ._charts import Bar, Series, area_chart, bar_chart
 from ._html import duration, money, number
-from ._pages import KindIndex, jump, message_rows, pretty_json, state_pane, timeline_rows, view_pane
+from ._pages import (
+    KindIndex,
+    jump,
+    message_rows,
+    pretty_json,
+    span_of,
+    state_pane,
+    timeline_rows,
+    view_pane,
+)
 from ._params import (
     WebError,
     one,
@@ -45,6 +54,7 @@ from ._params import (
     parse_index,
     parse_kinds,
     parse_seq,
+    parse_session_id,
     parse_view,
     resolve,
 )
@@ -78,8 +88,10 @@ def sessions_page(request: Request, *, source: Source, page: Page, **_: Any) -> 
     order = one(q, "order") or ("asc" if sort == "session" else "desc")
     if order not in ("asc", "desc"):
         raise WebError(400, f"order must be 'asc' or 'desc' (got {order!r}).")
-    rows = sorted(source.sessions(), key=_SORTS[sort], reverse=order == "desc")
-    return page(request, "sessions.html", {"rows": rows, "sort": sort, "order": order})
+    listed, damaged = source.sessions()
+    rows = sorted(listed, key=_SORTS[sort], reverse=order == "desc")
+    context = {"rows": rows, "damaged": damaged, "sort": sort, "order": order}
+    return page(request, "sessions.html", context)
 
 
 def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> Response:
@@ -92,22 +104,19 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
     start = parse_index(one(q, "from"), name="from")
     offset = parse_index(one(q, "msgs"), name="msgs")
     show_all = one(q, "all") == "1"
-    # The states the page needs: from the one before the chosen seq (for the diff) on.
-    if kinds:
-        need = 0  # the filter reads every event
-    elif at >= 0:
-        need = max(0, at - 1)
-    else:
-        need = at - 1  # counted back from the head, as Source.timeline reads it
-    if start is not None:  # a page of earlier rows
-        need = max(0, min(need, start - 1)) if need >= 0 else 0
-    loaded = source.timeline(session_id, need=need)
+
+    def window(head: int) -> tuple[int, int, int]:
+        seq = resolve(at, head, session_id)
+        return (seq, *span_of(seq, start, head))
+
+    # Only the states the page shows (the filter reads every event).
+    loaded = source.span(session_id, window, whole=bool(kinds))
     timeline = loaded.timeline
-    seq = resolve(at, timeline.last_seq, session_id)
-    if seq - 1 < timeline.first_seq and seq > 0:  # a relative seq below what was loaded
-        loaded = source.timeline(session_id, need=seq - 1)
-        timeline = loaded.timeline
-    pane = state_pane(timeline, seq, offset)
+    seq = resolve(at, loaded.last_seq, session_id)
+    line = timeline  # the states of the state pane: seq and the one before it
+    if not timeline.first_seq <= max(seq - 1, 0) <= seq <= timeline.last_seq:
+        line = source.span(session_id, lambda _: (seq, max(seq - 1, 0), seq)).timeline
+    pane = state_pane(line, seq, offset)
     side = view_pane(view, pane.state, show_all=show_all)
     index = None
     counts: dict[str, int] = {}
@@ -119,12 +128,12 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
         "loaded": loaded,
         "timeline": timeline,
         "seq": seq,
-        "last": timeline.last_seq,
+        "last": loaded.last_seq,
         "view": view,
         "kinds": kinds,
         "all_kinds": list(EVENT_TYPES),
         "kind_counts": counts,
-        "rows": timeline_rows(timeline, seq, kinds, start, index),
+        "rows": timeline_rows(timeline, seq, kinds, start, index, head=loaded.head_seq),
         "pane": pane,
         "side": side,
         "show_all": show_all,
@@ -426,6 +435,8 @@ async def fork_action(request: Request, *, source: Source, token: str, **_: Any)
         raise WebError(400, "The fork form needs a seq (at): the seq to fork from.")
     at = parse_seq(form["at"])
     new_id = form.get("as", "").strip() or None
+    if new_id is not None:
+        new_id = parse_session_id(new_id)
     forked = await run_in_threadpool(source.fork, session_id, at, new_id)
     return RedirectResponse(url("/session", s=forked.session_id, note="forked"), status_code=303)
 

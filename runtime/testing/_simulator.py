@@ -153,7 +153,9 @@ class SimulationMachine(RuleBasedStateMachine):
     """Options of ``turn_plans`` (``errors``, ``empty``, ``invalid_calls``, ``pauses``,
     ``stalls``)."""
     interrupt_stuck: ClassVar[bool] = False
-    """At the end, interrupt turns stuck on a tool that never returns (a person giving up)."""
+    """At the end, interrupt turns stuck on a tool that never returns (a person giving up).
+    Off (the default), a stuck turn is a failure: a tool call that never returns fails the
+    step it starts in, and ``wait`` and ``settle`` check liveness, as the end does."""
     failures_dir: ClassVar[str | None] = None
     """Where failing examples' sessions are saved (default ``$AMBER_FAILURES_DIR`` or
     ``.amber-failures``)."""
@@ -264,15 +266,33 @@ class SimulationMachine(RuleBasedStateMachine):
 
     @rule(choices=st.lists(st.integers(0, 7), min_size=1, max_size=12))
     def run(self, choices: list[int]) -> None:
-        """Completions arrive, in the order ``choices`` picks (0: the earliest due)."""
+        """Completions arrive, in the order ``choices`` picks (0: the earliest due).
+
+        One completion per choice; a choice the simulation asks for on the way (whether a
+        cancelled run had already reported) takes the next one.
+        """
         self._choices = list(choices)
-        self.sim.run(range(len(choices)))
+        while self._choices and self.sim.run([self._choices.pop(0)]):
+            pass
         self._choices = []
+
+    @rule(session=_of("_session_names"))
+    def wait(self, session: str) -> None:
+        """A person waits for the answer: the session's work completes (the other sessions'
+        waits); then (unless ``interrupt_stuck``) every input it accepted is final."""
+        self.sim.wait(session)
+        if not self.interrupt_stuck:
+            self.sim.raise_problem()
+            self.sim.check_liveness(sessions=[session])
 
     @rule()
     def settle(self) -> None:
-        """Everything in flight completes, in the natural order."""
+        """Everything in flight completes, in the natural order; then liveness holds (unless
+        ``interrupt_stuck``: a person gives up on stuck turns only at the end)."""
         self.sim.settle()
+        if not self.interrupt_stuck:
+            self.sim.raise_problem()
+            self.sim.check_liveness()
 
     @precondition(lambda self: self.sim.steps > 0)
     @rule()
@@ -288,8 +308,12 @@ class SimulationMachine(RuleBasedStateMachine):
 
     @invariant()
     def amber_invariants(self) -> None:
-        """The checks of every step ran as it went (``Simulation``); raise what parts broke."""
+        """The checks of every step ran as it went (``Simulation``); raise what parts broke,
+        and (unless ``interrupt_stuck``) a tool call that never returns, at the step it
+        starts: cut short there, the example would fail liveness at its end."""
         self.sim.raise_problem()
+        if not self.interrupt_stuck:
+            self.sim.check_hangs()
 
     def teardown(self) -> None:
         """Settle, check liveness; save a failing example's sessions for ``amber inspect``."""

@@ -44,7 +44,7 @@ from .. import (
 from ._invariants import check_settled
 from ._plans import TurnPlan
 from ._simshell import EPOCH, SimShell, _Key
-from ._violation import InvariantViolation
+from ._violation import InvariantViolation, fail
 
 __all__ = ["EPOCH", "Simulation"]
 
@@ -221,6 +221,26 @@ class Simulation(SimShell):
             invariant=9, name="every accepted user message reaches a final status",
         )  # fmt: skip
 
+    def wait(self, session_id: str) -> None:
+        """Deliver the completions of one session (``choose`` picking among them) until none
+        is left: a person waits for the answer while the other sessions' work waits.
+
+        Raises:
+            InvariantViolation: a check failed, or it did not settle within
+                ``max_events`` completions (a livelock).
+        """
+        for _ in range(self.max_events):
+            mine = [c for c in self._candidates() if self._sources[c[2]].session_id == session_id]
+            if not mine:
+                return
+            self._deliver(mine[self.choose(len(mine)) % len(mine)][2])
+        raise InvariantViolation(
+            f"Invariant 9 (every accepted user message reaches a final status) broken: session "
+            f"{session_id!r} did not settle after {self.max_events} completions (a livelock)",
+            invariant=9, name="every accepted user message reaches a final status",
+            session_id=session_id,
+        )  # fmt: skip
+
     def _stuck(self) -> list[str]:
         """Sessions whose turn waits with nothing in flight (live, or stored and passivated)."""
         stuck = {s for s, m in self.machines.items() if m.run is not None}
@@ -229,13 +249,48 @@ class Simulation(SimShell):
                 stuck.add(session_id)
         return sorted(stuck)
 
-    def check_liveness(self) -> None:
-        """After ``settle``: every accepted input final, nothing running, outputs delivered.
+    def check_hangs(self) -> None:
+        """No turn waits on a tool call that never returns.
+
+        Such a turn can only end when someone interrupts it, so the example cut
+        short here would fail ``check_liveness``: the check holds at any step,
+        and finds a hang when it starts, whatever happens to the turn later.
+
+        Raises:
+            InvariantViolation: invariant 9, naming the call, its arguments, the
+                turn and its input.
+        """
+        for (session_id, call_id), (name, _) in sorted(self.running_tools.items()):
+            state = self.head(session_id)
+            turn = state.active_turn
+            if turn is None or call_id not in turn.open_calls:
+                continue
+            call = state.message(turn.open_calls[call_id]).tool_call
+            arguments = dict(call.arguments) if call is not None else {}
+            inputs = ", ".join(repr(i) for i in turn.input_ids) or "none"
+            raise fail(
+                9, "every accepted user message reaches a final status", state.seq,
+                f"tool {name!r} never returns (call {call_id!r} with {arguments!r}), so turn "
+                f"{turn.id!r} and its input {inputs} can only end when someone interrupts it",
+                session_id=session_id, message_id=turn.input_ids[0] if turn.input_ids else None,
+            )  # fmt: skip
+
+    def check_liveness(self, sessions: Iterable[str] | None = None) -> None:
+        """After ``settle`` (or ``wait`` for ``sessions``): every accepted input final, nothing
+        running, outputs delivered.
+
+        A turn waiting on a tool call that never returns is named first (``check_hangs``).
+
+        Args:
+            sessions: the sessions to check (default: every session that accepted input).
 
         Raises:
             InvariantViolation: naming what is left.
         """
-        for session_id in sorted(self.accepted):
+        self.check_hangs()
+        for session_id in sorted(self.accepted if sessions is None else set(sessions)):
+            if session_id not in self.accepted:
+                continue
             state = self.head(session_id)
             running = [
                 f"tool {name!r} running for {self.now - start:.1f} s (simulated)"

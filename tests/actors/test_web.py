@@ -20,6 +20,7 @@ import pytest
 from cli_support import Recorded, amber, recorded
 from web_support import TOKEN, Ids, Page, agent_session, snapshot, web
 
+import actors._web._pages
 import actors._web._source
 from actors._cli._views import view_data
 from runtime.store import SQLiteStore
@@ -222,6 +223,14 @@ class TestSession:
                 "event), a negative number to count back from the head (-1 is the head), or "
                 "'head'."
             )
+            minus_zero = error(client, "/session?s=demo&at=-0", 400)
+            assert minus_zero == (
+                "'-0' is not a seq: 0 is the empty state before the first event and -1 the "
+                "head; pass 0, -1 or 'head'."
+            )
+            assert cli_error("show", "demo", "--at=-0", "--db", recorded.db).endswith(
+                f"Invalid value for '--at': {minus_zero}"
+            )
             assert error(client, "/session?s=demo&at=1&at=2", 400) == (
                 "'at' is given 2 times ('1', '2'); pass it once."
             )
@@ -395,6 +404,18 @@ class TestFork:
             assert fork(400, at="x").startswith("'x' is not a seq")
             assert fork(400, at="") == "The fork form needs a seq (at): the seq to fork from."
             assert fork(404, at="3", s="nope").startswith("No session 'nope'")
+            assert fork(400, at="-0") == (
+                "'-0' is not a seq: 0 is the empty state before the first event and -1 the "
+                "head; pass 0, -1 or 'head'."
+            )
+            bad_name = fork(400, at="3", **{"as": "bad\nid"})
+            assert bad_name == (
+                "Session id 'bad\\nid' cannot be used: it holds the control character '\\n' at "
+                "index 3. A session id is 1 to 256 characters of valid Unicode without control "
+                "characters (like 'chat-42')."
+            )
+            shown = cli_error("fork", "demo", "--at", "3", "--as", "bad\nid", "--db", db)
+            assert shown.endswith(f"Invalid value for '--as': {bad_name}")
         assert snapshot(db) == before
 
     @pytest.mark.parametrize(
@@ -451,6 +472,70 @@ class TestFork:
         with web(recorded.db) as (client, _):
             assert error(client, "/fork?s=demo&at=3", 405) == "GET is not allowed on '/fork'."
             assert client.post("/session?s=demo").status_code == 405
+
+
+def _damage(db: Path, sql: str) -> Path:
+    """``db`` with rows changed behind the store's back (as the trial's repro does)."""
+    with contextlib.closing(sqlite3.connect(db)) as raw, raw:
+        raw.execute("DROP TRIGGER IF EXISTS events_no_update")
+        raw.execute(sql)
+    return db
+
+
+class TestDamagedSessions:
+    """One damaged session does not take the viewer down: the others read as before."""
+
+    @pytest.mark.parametrize("whole", [True, False], ids=["whole", "span"])
+    def test_a_damaged_log_is_listed_with_its_error(
+        self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, whole: bool
+    ) -> None:
+        """The index lists the sound sessions and names the damaged one with its error;
+        its pages are a 422 with the store's message and what to run; the states before the
+        damage read as ``amber show --at`` reads them (a session loaded whole, or by span)."""
+        if not whole:
+            monkeypatch.setattr(actors._web._source, "_WHOLE", 0)
+            monkeypatch.setattr(actors._web._source, "_BACKGROUND", 0)
+        db = _damage(
+            recorded.copy(tmp_path),
+            "UPDATE events SET body=replace(body,'Tokyo','Kyoto') "
+            "WHERE session_id='demo' AND seq=21",
+        )
+        with web(db) as (client, _):
+            index = page(client, "/")
+            assert index.has("sessions")
+            assert "broken" in index.text("sessions")
+            damaged = index.text("damaged")
+            assert damaged.startswith("demo: damaged, CorruptRow: Session 'demo' event seq 21 ")
+            assert f"amber check --db {db}" in damaged
+            message = error(client, "/session?s=demo", 422)
+            assert message.startswith("CorruptRow: Session 'demo' event seq 21 fails its checksum")
+            assert f"'amber check --db {db}' lists every damaged row" in message
+            assert error(client, "/session?s=demo&at=21", 422) == message
+            assert error(client, "/session?s=demo&at=-40", 422) == message
+            assert error(client, "/charts?s=demo", 422) == message
+            early = page(client, "/session?s=demo&at=5")
+            assert early.attrs["seq-5"]["class"] == "sel"
+            assert early.has("seq-20")
+            assert not early.has("seq-21")
+            assert early.text("damage").startswith("The log is damaged after seq 20")
+            assert amber("show", "demo", "--at", "5", "--db", db).exit_code == 0
+            assert not page(client, "/session?s=broken").has("damage")
+
+    def test_a_damaged_summary_row_is_listed_and_the_viewer_starts(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """A summary row that fails its digest: the store opens, the others are listed."""
+        db = _damage(
+            recorded.copy(tmp_path), "UPDATE sessions SET messages=99 WHERE session_id='broken'"
+        )
+        with web(db) as (client, source):
+            assert source.check() == 2
+            index = page(client, "/")
+            assert "demo" in index.text("sessions")
+            assert index.text("damaged").startswith(
+                "broken: damaged, CorruptRow: Session 'broken' seq "
+            )
+            assert "amber recover --rebuild" in error(client, "/session?s=broken", 422)
 
 
 class TestGuardsAndReads:
@@ -534,18 +619,114 @@ def long_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class TestLongSessions:
-    def test_the_first_screen_comes_from_the_snapshot(self, long_db: Path) -> None:
-        """The first request is answered from the snapshot on, and says the rest is loading."""
+    def test_a_page_reads_only_the_states_it_shows(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A session page of a long session reads its span from the nearest stored state
+        (as ``amber show``), never the whole log, and nothing loads behind it."""
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 100)
+
+        def whole(*args: object, **kwargs: object) -> None:
+            raise AssertionError("the whole log was read")
+
+        monkeypatch.setattr(SQLiteStore, "load_timeline", whole)
         with web(long_db) as (client, source):
-            first = page(client, "/session?s=long")
-            assert first.has("loading")
-            assert "earlier rows still loading" in first.text("timeline")
-            assert not first.has("seq-400")
-            assert source.wait_loaded(timeout=60)
-            later = page(client, "/session?s=long")
-            assert not later.has("loading")
+            head = page(client, "/session?s=long")
+            assert not head.has("loading")
+            assert head.attrs["seq-560"]["class"] == "sel"
+            assert head.has("seq-520")
+            assert not head.has("seq-519")
+            assert "560 events" in head.text("timeline")
             older = page(client, "/session?s=long&at=42")
             assert older.attrs["seq-42"]["class"] == "sel"
+            assert linked(older, "/session", s="long", at="42", **{"from": "63"})
+            assert not source._entries  # nothing cached, nothing loading
+
+    def test_moving_between_seqs_reads_the_events_after_the_last_span(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The next seqs are the last span and a few events: read once, brought on; each
+        page as a fresh viewer shows it."""
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 100)
+        spans: list[tuple[object, ...]] = []
+        load_span = SQLiteStore.load_span
+
+        def counted(self: SQLiteStore, *args: object, **kwargs: object) -> object:
+            spans.append(args)
+            return load_span(self, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(SQLiteStore, "load_span", counted)
+        paths = [f"/session?s=long&at={at}" for at in (300, 301, 302, 299, 330, 420)]
+        with web(long_db) as (client, _):
+            moved = [page(client, path).texts for path in paths]
+        assert len(spans) == 1
+        for path, texts in zip(paths, moved, strict=True):
+            with web(long_db) as (client, _):
+                assert page(client, path).texts == texts
+
+    def test_a_mid_sized_session_loads_whole_behind_its_first_span(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Up to ``_BACKGROUND`` events, the first page is a span and the whole log is
+        replayed once it is sent: the next pages read no span."""
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        spans: list[tuple[object, ...]] = []
+        load_span = SQLiteStore.load_span
+
+        def counted(self: SQLiteStore, *args: object, **kwargs: object) -> object:
+            spans.append(args)
+            return load_span(self, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(SQLiteStore, "load_span", counted)
+        with web(long_db) as (client, source):
+            first = page(client, "/session?s=long")
+            assert len(spans) == 1
+            assert source.wait_loaded(timeout=60)
+            assert page(client, "/session?s=long&at=42").attrs["seq-42"]["class"] == "sel"
+            again = page(client, "/session?s=long")
+            assert "message_added 186" in again.text("filter")  # counted, now that all is read
+            kept = set(first.texts) - {"timeline", "filter"}
+            assert {k: again.texts[k] for k in kept} == {k: first.texts[k] for k in kept}
+        assert len(spans) == 1
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            "",
+            "&at=0",
+            "&at=1",
+            "&at=42",
+            "&at=499",
+            "&at=500",
+            "&at=-3",
+            "&at=300&from=100",
+            "&at=300&from=540",
+            "&at=520&from=1",
+            "&at=300&msgs=40",
+            "&at=555&view=history",
+            "&at=120&view=clean&all=1",
+            "&at=510&view=anthropic",
+        ],
+    )
+    def test_a_span_reads_as_the_whole_log(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch, query: str
+    ) -> None:
+        """A page read from a span is the page read from the whole log (but for the
+        filter's counts of each kind, which need every event)."""
+        path = f"/session?s=long{query}"
+        with web(long_db) as (client, _):
+            want = page(client, path)
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 100)
+        monkeypatch.setattr(actors._web._pages, "_NEAR", 10)  # from= far off: two spans
+        with web(long_db) as (client, _):
+            got = page(client, path)
+        assert got.links == want.links
+        assert got.attrs == want.attrs
+        kept = set(want.texts) - {"timeline", "filter"}
+        assert {k: got.texts[k] for k in kept} == {k: want.texts[k] for k in kept}
 
     def test_pages_of_rows_and_messages(self, long_db: Path) -> None:
         """from= pages the timeline, msgs= the messages; each page has links to the next."""
