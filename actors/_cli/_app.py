@@ -268,13 +268,13 @@ def read_seq(value: str) -> int:
     # scripts' digits.
     digits = text[1:] if text.startswith("-") else text
     try:
-        if not (digits.isascii() and digits.isdigit()):
-            raise ValueError(value)
-        seq = int(text)  # ValueError past 4,300 digits
-    except ValueError:
+        seq = int(text) if digits.isascii() and digits.isdigit() else None
+    except ValueError:  # past 4,300 digits
+        seq = None
+    if seq is None:
         meant = _python_int(text)
         hint = "" if meant is None else f" A seq is ASCII digits only: did you mean {meant}?"
-        raise InvalidArgument(f"{value!r} is not a seq: pass {SEQ_HELP}.{hint}") from None
+        raise InvalidArgument(f"{value!r} is not a seq: pass {SEQ_HELP}.{hint}")
     if seq == 0 and text.startswith("-"):
         # Counting back from the head starts at -1: -0 would silently be the empty state.
         raise InvalidArgument(

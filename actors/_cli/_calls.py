@@ -32,8 +32,7 @@ from runtime import (
 
 from ._app import CliError, ExitCode, emit_json, stdout_console
 from ._hints import command_line
-from ._text import money
-from ._views import json_text, json_view
+from ._text import json_text, json_view, money
 
 __all__ = ["call_note", "print_call", "rebuilt_call"]
 

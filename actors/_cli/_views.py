@@ -15,17 +15,15 @@ import typing
 from collections.abc import Sequence
 
 import click
-import orjson
 from rich.text import Text
 
 from runtime import Event, Message, SessionState
 
-from ._text import excerpt, json_safe
+from ._text import excerpt, json_text, json_view
 from ._viewdata import PROVIDERS, VIEWS, view_data
 
 if typing.TYPE_CHECKING:
     from rich.console import Console, RenderableType
-    from rich.json import JSON
     from rich.table import Table
 
     from runtime import Turn, ViewMessage
@@ -256,31 +254,6 @@ def _messages(
     if full:
         return [message_table(messages, title=title, state=state)]
     return list(message_lines(messages, title=title, state=state))
-
-
-def json_text(data: object) -> str:
-    """``data`` as indented JSON (bytes shown by their size), its direction controls and
-    C1 controls escaped (``json_safe``)."""
-    return json_safe(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=_bytes).decode())
-
-
-def json_view(data: object) -> JSON:
-    """``data`` as rich's highlighted JSON, written by ``json_text`` (rich's own ``JSON``
-    writes direction controls raw)."""
-    from rich.highlighter import JSONHighlighter
-    from rich.json import JSON
-
-    shown = JSON("null")
-    shown.text = JSONHighlighter()(json_text(data))
-    shown.text.no_wrap = True
-    shown.text.overflow = None
-    return shown
-
-
-def _bytes(value: object) -> str:
-    if isinstance(value, bytes):
-        return f"<{len(value)} bytes>"
-    raise TypeError(f"Cannot print a {type(value).__name__} as JSON.")
 
 
 def _part_text(part: object, full: bool) -> Text:
