@@ -155,7 +155,14 @@ def find_call(state: SessionState, call: int | str) -> AuditRow:
 
     Raises:
         ProjectionError: no such call (the message lists what there is).
+        TypeError: ``call`` is neither an int nor a str (a bool is not a number here, as
+            in ``Timeline.at``: ``True == 1`` would pick call #1).
     """
+    if isinstance(call, bool) or not isinstance(call, int | str):
+        raise TypeError(
+            "call must be an int (its number), a str (its source key or operation id) or an "
+            f"AuditRow (got {call!r} that is a {type(call).__name__!r})."
+        )
     rows = state.model_calls()
     for row in rows:
         if call == row.sequence or call in (row.source_key, row.operation_id):
@@ -202,7 +209,8 @@ def rebuild_request(
     Args:
         states: a ``Timeline`` (or anything with ``head`` and ``at(seq)``)
             holding the state the call's view was built from.
-        call: the call's sequence number, source key, operation id, or row.
+        call: the call's sequence number, source key, operation id, or row (a bool
+            is refused: TypeError, as ``Timeline.at`` refuses it).
         artifacts: where current-turn images are read from, if the view had any.
         window: the ``Window`` the view was built with, needed only when it
             used a custom token counter.
@@ -216,6 +224,7 @@ def rebuild_request(
             ``states`` (a timeline loaded from a later snapshot), its system
             prompt or tools are not stored, or no builder knows its provider.
         MissingArtifact: a current-turn image cannot be loaded.
+        TypeError: ``call`` is not an int, a str or an ``AuditRow``.
     """
     head: SessionState = states.head
     row = call if isinstance(call, AuditRow) else find_call(head, call)

@@ -145,14 +145,14 @@ class AmberGroup(click.Group):
         """Run the command; map ``AmberError`` and ``KeyboardInterrupt`` to ``CliError``."""
         from runtime import AmberError
 
-        from ._app import CliError, ExitCode, fail, translate
+        from ._app import DB_KEY, CliError, ExitCode, fail, translate
 
         try:
             return super().invoke(ctx)
         except CliError as exc:
             fail(exc)
         except AmberError as exc:
-            fail(translate(exc))
+            fail(translate(exc, ctx.meta.get(DB_KEY)))
         except KeyboardInterrupt:
             fail(CliError("Interrupted.", ExitCode.INTERRUPTED))
         except OSError as exc:

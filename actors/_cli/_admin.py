@@ -24,6 +24,7 @@ from ._app import (
     json_option,
     open_store,
     parse_seq,
+    require_folder,
     require_session,
     resolve_seq,
     resolve_seq_between,
@@ -31,7 +32,7 @@ from ._app import (
     stdout_console,
 )
 from ._check import describe_problem
-from ._hints import command_line
+from ._hints import command_line, name_store
 
 __all__ = [
     "events",
@@ -184,6 +185,8 @@ def export(session: str, output: Path | None, force: bool, db: str) -> None:
             f"{str(output)!r} exists already; pass --force to overwrite it, or another --output.",
             ExitCode.CONFLICT,
         )
+    if output is not None:
+        require_folder(output, f"the --output file {str(output)!r}")
     with open_store(db) as store:
         require_session(store, session, db)
         data = store.export_session(session)
@@ -191,7 +194,14 @@ def export(session: str, output: Path | None, force: bool, db: str) -> None:
     if output is None:
         click.echo(text)
         return
-    output.write_text(text + "\n", encoding="utf-8")
+    try:
+        output.write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise CliError(
+            f"Cannot write the --output file {str(output)!r}: {exc.strerror or exc}. Pass "
+            "--output a file you may write, or leave it out to print the export.",
+            ExitCode.FAILED,
+        ) from None
     stdout_console().print(f"Exported {session} ({data['seq']} events) to {output}.")
 
 
@@ -353,7 +363,7 @@ def recover(
     rebuilt: RebuildReport | None = None
     with open_store(db) as store:
         if rebuild:
-            rebuilt = _rebuild(store, dry_run=dry_run, as_json=as_json)
+            rebuilt = _rebuild(store, db, dry_run=dry_run, as_json=as_json)
         listed, damaged = sessions_and_damage(store)
         if rebuilt is not None:
             # --rebuild listed what it left alone (or, with --dry-run, what it would mend).
@@ -408,14 +418,19 @@ def recover(
             )
         )
     for error in damaged:
-        console.print(Text(f"Left alone: {error}", style="bold red"))
+        console.print(Text(f"Left alone: {name_store(str(error), db)}", style="bold red"))
     if damaged or (rebuilt is not None and rebuilt.skipped):
         ctx.exit(ExitCode.FAILED)
 
 
 def sessions_and_damage(store: Store) -> tuple[list[SessionInfo], list[CorruptRow]]:
     """The sound sessions' summaries, most recently active first, and the damaged ones'
-    errors: one damaged session does not stop recovery of the others."""
+    errors: one damaged session does not stop recovery of the others, nor hide them from
+    ``amber sessions`` and the web viewer's list.
+
+    Raises:
+        CorruptRow: damage that is no one session's (the store as a whole).
+    """
     try:
         return store.list_sessions(), []
     except CorruptRow as exc:
@@ -437,7 +452,7 @@ def sessions_and_damage(store: Store) -> tuple[list[SessionInfo], list[CorruptRo
     return listed, damaged
 
 
-def _rebuild(store: Store, *, dry_run: bool, as_json: bool) -> RebuildReport:
+def _rebuild(store: Store, db: str, *, dry_run: bool, as_json: bool) -> RebuildReport:
     """Rebuild the derived rows (or, with ``dry_run``, list what a check finds in them)."""
     if dry_run:
         report = store.check()
@@ -450,7 +465,9 @@ def _rebuild(store: Store, *, dry_run: bool, as_json: bool) -> RebuildReport:
             if not derived:
                 console.print("Derived rows are sound: nothing to rebuild.")
             for problem in skipped:
-                console.print(Text(f"Would leave alone: {describe_problem(problem)}", style="red"))
+                console.print(
+                    Text(f"Would leave alone: {describe_problem(problem, db)}", style="red")
+                )
         ids = tuple(sorted({p.session_id for p in derived if p.session_id is not None}))
         return RebuildReport(rebuilt=ids, removed=(), skipped=skipped)
     report_ = store.rebuild()
@@ -465,7 +482,7 @@ def _rebuild(store: Store, *, dry_run: bool, as_json: bool) -> RebuildReport:
                 "Dropped derived rows of session(s) with no events: " + ", ".join(report_.removed)
             )
         for problem in report_.skipped:
-            console.print(Text(f"Left alone: {describe_problem(problem)}", style="bold red"))
+            console.print(Text(f"Left alone: {describe_problem(problem, db)}", style="bold red"))
     return report_
 
 

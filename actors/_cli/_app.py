@@ -24,6 +24,7 @@ from __future__ import annotations
 import enum
 import gc
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -54,7 +55,7 @@ from runtime import (
 from runtime.store import DEFAULT_SCHEMA, SQLiteStore, SqlStore, Store, is_postgres_url
 from runtime.store._pg_names import schema_problem, url_problem
 
-from ._hints import command_line
+from ._hints import command_line, name_store
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -75,6 +76,8 @@ __all__ = [
     "parse_seq",
     "pg_schema",
     "plain_stdout",
+    "report",
+    "require_folder",
     "require_session",
     "require_sqlite_file",
     "resolve_seq",
@@ -127,8 +130,13 @@ def fail(error: CliError) -> NoReturn:
     Text that cannot be printed (bytes of a damaged row kept as surrogate
     escapes) is spelled out instead of failing the print.
     """
-    click.echo(f"amber: {storable_text(str(error))}", err=True)
+    report(error)
     raise click.exceptions.Exit(int(error.code))
+
+
+def report(error: CliError) -> None:
+    """Print ``error`` on stderr as one line, as ``fail`` does, and go on."""
+    click.echo(f"amber: {storable_text(str(error))}", err=True)
 
 
 _CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
@@ -146,12 +154,25 @@ _CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
 )
 
 
-def translate(exc: AmberError) -> CliError:
-    """The ``CliError`` (message and exit code) for an error from the core or the store."""
+def translate(exc: AmberError, db: str | None = None) -> CliError:
+    """The ``CliError`` (message and exit code) for an error from the core or the store;
+    the commands it suggests name ``db`` (the command's ``--db``) with ``--db``."""
+    message = name_store(f"{type(exc).__name__}: {exc}", db)
     for kind, code in _CODES:
         if isinstance(exc, kind):
-            return CliError(f"{type(exc).__name__}: {exc}", code)
-    return CliError(f"{type(exc).__name__}: {exc}", ExitCode.FAILED)
+            return CliError(message, code)
+    return CliError(message, ExitCode.FAILED)
+
+
+DB_KEY = "amber.db"
+"""The key of ``click.Context.meta`` (shared by a command's context and the group's) that
+holds the ``--db`` the command was given: ``AmberGroup`` names it in the commands that the
+store's errors suggest."""
+
+
+def _remember_db(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    ctx.meta[DB_KEY] = value
+    return value
 
 
 # --- options -----------------------------------------------------------------------------
@@ -167,6 +188,7 @@ def db_option(*, create: bool = False) -> Callable[[F], F]:
         envvar="AMBER_DB",
         show_default=True,
         metavar="PATH|URL",
+        callback=_remember_db,
         help=f"The Amber store: a SQLite file or a postgresql:// URL (schema $AMBER_PG_SCHEMA, "
         f"default amber); {what}. Also read from $AMBER_DB.",
     )
@@ -243,10 +265,17 @@ def read_seq(value: str) -> int:
     text = value.strip().lower()
     if text == "head":
         return -1
+    # ASCII digits only, as documented: int() would also take 1_0 (10), +5, other
+    # scripts' digits.
+    digits = text[1:] if text.startswith("-") else text
     try:
-        seq = int(text, 10)
-    except ValueError:
-        raise InvalidArgument(f"{value!r} is not a seq: pass {SEQ_HELP}.") from None
+        seq = int(text) if digits.isascii() and digits.isdigit() else None
+    except ValueError:  # past 4,300 digits
+        seq = None
+    if seq is None:
+        meant = _python_int(text)
+        hint = "" if meant is None else f" A seq is ASCII digits only: did you mean {meant}?"
+        raise InvalidArgument(f"{value!r} is not a seq: pass {SEQ_HELP}.{hint}")
     if seq == 0 and text.startswith("-"):
         # Counting back from the head starts at -1: -0 would silently be the empty state.
         raise InvalidArgument(
@@ -254,6 +283,15 @@ def read_seq(value: str) -> int:
             "head; pass 0, -1 or 'head'."
         )
     return seq
+
+
+def _python_int(text: str) -> int | None:
+    """What Python's ``int`` reads ``text`` as (``1_0``, ``+5``, other scripts' digits),
+    or None."""
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -297,16 +335,18 @@ def open_any_store(db: str, *, create: bool = False) -> SqlStore:
             try:
                 return PostgresStore(db, schema=schema, create=create)
             except NotAStore as exc:
-                raise no_pg_store(db, schema) or translate(exc) from exc
+                raise no_pg_store(db, schema) or translate(exc, db) from exc
         problem = url_problem(db)
         if problem is not None:
             raise CliError(f"--db {problem}", ExitCode.USAGE)
         path = Path(db)
-        if not create:
+        if create:
+            require_folder(path, f"a store at {db!r}")
+        else:
             _check_file(db, path)
         return SQLiteStore(path)
     except AmberError as exc:
-        raise translate(exc) from exc
+        raise translate(exc, db) from exc
 
 
 def pg_schema() -> str:
@@ -361,6 +401,26 @@ def open_store(db: str, *, create: bool = False) -> Iterator[SqlStore]:
         yield store
     finally:
         store.close()
+
+
+def require_folder(path: Path, what: str) -> None:
+    """``NOT_FOUND`` if the directory ``path`` would be created in does not exist (``what``
+    names the file: ``a store at 'x.db'``), saying how to make it."""
+    folder = path.parent
+    if folder.is_dir():
+        return
+    if folder.exists():
+        raise CliError(
+            f"Cannot create {what}: {str(folder)!r} is a file, not a directory. Pass a path "
+            "in a directory.",
+            ExitCode.NOT_FOUND,
+        )
+    make = shlex.join(["mkdir", "-p", str(folder)])
+    raise CliError(
+        f"Cannot create {what}: the directory {str(folder)!r} does not exist. Create it first "
+        f"('{make}'), or pass a path in an existing directory.",
+        ExitCode.NOT_FOUND,
+    )
 
 
 def _check_file(db: str, path: Path) -> None:

@@ -14,9 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
-import orjson
 from rich.console import Group, RenderableType
-from rich.json import JSON
 from rich.text import Text
 
 from runtime import (
@@ -34,14 +32,14 @@ from runtime import (
 
 from ._app import CliError, ExitCode, emit_json, stdout_console
 from ._hints import command_line
-from ._text import money
+from ._text import json_text, json_view, money
 
 __all__ = ["call_note", "print_call", "rebuilt_call"]
 
 
 def _key(call: str) -> int | str:
     text = call.strip().lstrip("#")
-    return int(text) if text.isdigit() else call
+    return int(text) if text.isascii() and text.isdigit() else call
 
 
 def rebuilt_call(line: Timeline, call: str) -> RebuiltRequest:
@@ -139,20 +137,23 @@ def print_call(line: Timeline, call: str, *, as_json: bool) -> None:
         head.append(f"\n{data['method']} {data['path']}", style="dim")
     if not console.is_terminal:
         console.print(head)
-        click.echo(orjson.dumps(data["body"], option=orjson.OPT_INDENT_2).decode())
+        click.echo(json_text(data["body"]))
         return
-    parts: list[RenderableType] = [head, JSON.from_data(data["body"])]
+    parts: list[RenderableType] = [head, json_view(data["body"])]
     console.print(Group(*parts))
 
 
-def call_note(head: SessionState, seq: int) -> Text:
-    """Which model call, if any, was sent the request of the state at ``seq``."""
+def call_note(head: SessionState, seq: int, db: str) -> Text:
+    """Which model call, if any, was sent the request of the state at ``seq`` (and the
+    command that prints it, naming the store ``db``)."""
     rows = views_of(head, seq)
     if rows:
         numbers = ", ".join(f"#{row.sequence}" for row in rows)
         return Text(
             f"Model call {numbers} was sent this state's view; "
-            + command_line("show", head.session_id, options=("--call", rows[0].sequence))
+            + command_line(
+                "show", head.session_id, options=("--call", rows[0].sequence, "--db", db)
+            )
             + " prints that exact request (with its system prompt, tools and parameters). "
             "Below: the view rebuilt with today's code, without them.",
             style="dim",

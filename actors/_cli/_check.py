@@ -24,10 +24,10 @@ from ._hints import command_line
 __all__ = ["check_command", "describe_problem"]
 
 
-def describe_problem(problem: Problem) -> str:
-    """One line for a problem: where, what, and what mends it."""
+def describe_problem(problem: Problem, db: str) -> str:
+    """One line for a problem: where, what, and what mends it (a command naming ``db``)."""
     fix = (
-        "amber recover --rebuild mends it"
+        command_line("recover", options=("--rebuild", "--db", db)) + " mends it"
         if problem.derived
         else "the log itself is damaged: restore the file from a backup"
     )
@@ -83,7 +83,7 @@ def _print(report: CheckReport, db: str, elapsed: float) -> None:
     for session_id, head in sorted(report.heads.items()):
         console.print(Text.assemble(("  ✓ ", "green"), (session_id, "bold"), f"  chain {head}"))
     for problem in report.problems:
-        console.print(Text.assemble(("  ✗ ", "bold red"), describe_problem(problem)))
+        console.print(Text.assemble(("  ✗ ", "bold red"), describe_problem(problem, db)))
     # The counts again at the end: with many sessions the header has scrolled away.
     checked = f"{report.sessions} session(s) checked"
     if report.ok:

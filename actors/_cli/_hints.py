@@ -4,14 +4,19 @@ A hint is only worth printing if pasting it into a shell runs what it says: ever
 word is quoted for a POSIX shell (``shlex``), and when a positional argument (a
 session id, a negative seq) starts with ``-``, the options come first and the
 arguments after ``--``, so that click does not read the argument as an option.
+Commands that act on a store name it with ``--db``: pasted, a hint acts on the store the
+user passed, never on ``./amber.db`` or ``$AMBER_DB``. The store's own errors (the
+``runtime`` knows no CLI) suggest ``'amber recover --rebuild'``; ``name_store`` adds the
+``--db`` of the command that printed them.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 
-__all__ = ["command_line"]
+__all__ = ["command_line", "name_store"]
 
 
 def command_line(command: str, *arguments: object, options: Sequence[object] = ()) -> str:
@@ -37,3 +42,24 @@ def command_line(command: str, *arguments: object, options: Sequence[object] = (
     else:
         words += [*positional, *flags]
     return shlex.join(words)
+
+
+_STORE_HINT = re.compile(r"'amber (recover --rebuild)'")
+"""The command the store's errors suggest (``runtime.store``), quoted as they write it."""
+
+
+def name_store(message: str, db: str | None) -> str:
+    """``message`` (a store's error) with each command it suggests naming ``db`` with
+    ``--db``, quoted as ``command_line`` quotes it; as it is when ``db`` is None.
+
+    >>> name_store("Rebuild it with 'amber recover --rebuild'.", "other.db")
+    "Rebuild it with 'amber recover --rebuild --db other.db'."
+    """
+    if db is None:
+        return message
+
+    def named(match: re.Match[str]) -> str:
+        words = match.group(1).split()
+        return f"'{command_line(words[0], options=(*words[1:], '--db', db))}'"
+
+    return _STORE_HINT.sub(named, message)

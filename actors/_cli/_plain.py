@@ -9,8 +9,10 @@ tab (rich expands it to cells), or a console width of 0 (``COLUMNS=0``), goes th
 rich too. A table without a box (every table of the CLI) is written by ``plain_table``
 instead: rich would lay it out in the console's width, 80 columns in a pipe, cutting
 its cells over several lines.
-``plain_width`` is rich's width for a console that is not a terminal (``print_parts``
-cuts one-line texts to it). A property test pins both to rich's own output.
+``plain_width`` is rich's width for a console that is not a terminal. A property test
+pins both to rich's own output. ``print_parts`` cuts one-line texts only to a width
+the user set (``set_width``: ``$COLUMNS``): piped, a line is whole, so that grep finds
+it, as ``timeline``'s are; with ``--full`` it is never cut.
 """
 
 from __future__ import annotations
@@ -24,7 +26,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
-__all__ = ["PlainConsole", "plain_table", "plain_width", "plain_works", "print_table"]
+__all__ = [
+    "PlainConsole",
+    "plain_table",
+    "plain_width",
+    "plain_works",
+    "print_table",
+    "set_width",
+]
 
 
 def plain_works() -> bool:
@@ -49,6 +58,14 @@ def plain_width() -> int:
             continue
         break
     return width or 80
+
+
+def set_width() -> int | None:
+    """The width the user set for a stdout that is not a terminal: ``$COLUMNS`` if it is
+    a number (as ``plain_width`` reads it), else None (the size of a terminal on stdin or
+    stderr, or rich's 80, is no reason to cut what goes to a pipe or a file)."""
+    columns = os.environ.get("COLUMNS")
+    return int(columns) if columns is not None and columns.isdigit() else None
 
 
 class PlainConsole:

@@ -26,6 +26,7 @@ from ._app import (
     require_session,
     stdout_console,
 )
+from ._hints import command_line, name_store
 
 __all__ = ["Check", "replay_command", "verify_session"]
 
@@ -198,7 +199,7 @@ def replay_command(
     if as_json:
         emit_json({"ok": not failed, "sessions": results})
     else:
-        _print_replays(results, verify)
+        _print_replays(results, verify, db)
     if any(r["damaged"] for r in results):
         ctx.exit(ExitCode.BAD_STORE)
     if failed:
@@ -215,7 +216,7 @@ def _session_ids(store: Store) -> list[str]:
         return sorted(set(report.heads) | found)
 
 
-def _print_replays(results: list[dict[str, Any]], verify: bool) -> None:
+def _print_replays(results: list[dict[str, Any]], verify: bool, db: str) -> None:
     console = stdout_console()
     for result in results:
         what = (
@@ -226,7 +227,8 @@ def _print_replays(results: list[dict[str, Any]], verify: bool) -> None:
         console.print(Text.assemble("Replayed ", (result["session_id"], "bold"), what))
         for check in result["checks"]:
             mark = ("  ✓ ", "green") if check["ok"] else ("  ✗ ", "bold red")
-            console.print(Text.assemble(mark, (check["name"], "bold"), f": {check['detail']}"))
+            detail = name_store(check["detail"], db)
+            console.print(Text.assemble(mark, (check["name"], "bold"), f": {detail}"))
     damaged = [r["session_id"] for r in results if r["damaged"]]
     if verify:
         bad = sum(1 for r in results if not r["ok"] and not r["damaged"])
@@ -235,11 +237,12 @@ def _print_replays(results: list[dict[str, Any]], verify: bool) -> None:
         elif not damaged:
             console.print(Text(f"Verified: {len(results)} session(s).", style="green"))
     if damaged:
+        check = command_line("check", options=("--db", db))
         console.print(
             Text(
                 f"Damaged: the log of {len(damaged)} of {len(results)} session(s) "
                 f"({', '.join(damaged)}) does not replay; restore the file from a backup "
-                "('amber check' lists every damaged row).",
+                f"('{check}' lists every damaged row).",
                 style="bold red",
             )
         )

@@ -38,6 +38,7 @@ from ._text import (
     duration_text,
     excerpt,
     join,
+    json_safe,
     message_summary,
     money,
     safe,
@@ -239,7 +240,7 @@ def message_detail(message: Message, state: SessionState | None = None) -> Rende
 
 
 def _pretty(value: object) -> str:
-    return orjson.dumps(thaw(value), option=orjson.OPT_INDENT_2, default=str).decode()
+    return json_safe(orjson.dumps(thaw(value), option=orjson.OPT_INDENT_2, default=str).decode())
 
 
 def turn_lines(state: SessionState, turns: Iterable[Turn] | None = None) -> Sequence[Text]:

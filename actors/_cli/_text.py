@@ -7,6 +7,7 @@ never drives the terminal.
 
 from __future__ import annotations
 
+import typing
 from datetime import UTC, datetime
 
 import orjson
@@ -14,7 +15,10 @@ from rich.text import Span, Text
 
 from runtime import INTERRUPTED_MARK, Category, Message, Status, category_of, thaw
 
-from .._terminal import safe
+from .._terminal import json_safe, safe
+
+if typing.TYPE_CHECKING:
+    from rich.json import JSON
 
 __all__ = [
     "AUDIT_STYLES",
@@ -26,6 +30,9 @@ __all__ = [
     "duration_text",
     "excerpt",
     "join",
+    "json_safe",
+    "json_text",
+    "json_view",
     "label",
     "message_summary",
     "money",
@@ -159,3 +166,28 @@ def money(usd: float | None) -> str:
     if usd < 0.01:
         return f"${usd:.6f}".rstrip("0")
     return f"${usd:,.4f}".rstrip("0").rstrip(".")
+
+
+def json_text(data: object) -> str:
+    """``data`` as indented JSON (bytes shown by their size), its direction controls and
+    C1 controls escaped (``json_safe``)."""
+    return json_safe(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=_bytes).decode())
+
+
+def json_view(data: object) -> JSON:
+    """``data`` as rich's highlighted JSON, written by ``json_text`` (rich's own ``JSON``
+    writes direction controls raw)."""
+    from rich.highlighter import JSONHighlighter
+    from rich.json import JSON
+
+    shown = JSON("null")
+    shown.text = JSONHighlighter()(json_text(data))
+    shown.text.no_wrap = True
+    shown.text.overflow = None
+    return shown
+
+
+def _bytes(value: object) -> str:
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    raise TypeError(f"Cannot print a {type(value).__name__} as JSON.")

@@ -37,11 +37,14 @@ from ._app import (
     open_store,
     parse_seq,
     plain_stdout,
+    report,
     require_session,
     resolve_seq_between,
     stdout_console,
     text_console,
+    translate,
 )
+from ._hints import command_line
 from ._viewdata import PROVIDERS, VIEWS, view_data
 
 if TYPE_CHECKING:
@@ -93,29 +96,44 @@ def info_data(info: SessionInfo) -> dict[str, Any]:
 @click.command()
 @db_option()
 @json_option
-def sessions(db: str, as_json: bool) -> None:
+@click.pass_context
+def sessions(ctx: click.Context, db: str, as_json: bool) -> None:
     """List the stored sessions, most recently active first.
 
     One row per session: events, messages (by status), the turn running at
     its last event, when it was last active (UTC), and what its model calls
-    cost (as recorded in their audit rows).
+    cost (as recorded in their audit rows). A session whose summary or log
+    is damaged is marked, its error printed on stderr, and the command exits
+    4 once the sound ones are listed.
     """
-    from rich.table import Table
-    from rich.text import Text
-
-    from ._plain import print_table
-    from ._text import status_text
+    from ._admin import sessions_and_damage
 
     with open_store(db) as store:
-        infos = store.list_sessions()
+        infos, damaged = sessions_and_damage(store)
         costs = {info.session_id: _session_cost(store, info.session_id) for info in infos}
     if as_json:
         emit_json(
             [{**info_data(info), "cost_usd": _cost_data(costs[info.session_id])} for info in infos]
         )
-        return
+    else:
+        _print_sessions(infos, costs, [error.session_id or "?" for error in damaged], db)
+    for error in damaged:
+        report(translate(error, db))
+    if damaged:
+        ctx.exit(ExitCode.BAD_STORE)
+
+
+def _print_sessions(
+    infos: list[SessionInfo], costs: dict[str, SessionCost | None], damaged: list[str], db: str
+) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from ._plain import print_table
+    from ._text import safe, status_text
+
     console = stdout_console()
-    if not infos:
+    if not infos and not damaged:
         console.print(f"No sessions in {db}; 'amber demo' stores one.")
         return
     # Piped: a session a line, however long (grep finds whole rows); on a terminal the
@@ -144,8 +162,15 @@ def sessions(db: str, as_json: bool) -> None:
             _cost_text(costs[info.session_id]),
             statuses,
         )
+    for session_id in damaged:  # its error follows on stderr
+        dash = Text("-", style="dim")
+        mark = Text("damaged: its rows cannot be read (the error is on stderr)", style="bold red")
+        table.add_row(Text(safe(session_id), style="bold red"), *[dash] * 5, mark)
     print_table(console, table)  # piped: plain lines, a session a line
-    console.print(Text(f"{len(infos)} session(s) in {db}", style="dim"))
+    count = f"{len(infos)} session(s) in {db}"
+    if damaged:
+        count = f"{len(infos)} sound and {len(damaged)} damaged session(s) in {db}"
+    console.print(Text(count, style="dim"))
 
 
 def _session_cost(store: Any, session_id: str) -> SessionCost | None:
@@ -249,19 +274,22 @@ def timeline(
             if to_seq is not None
             else last
         )
-        if max(low, 1) > high:
-            start = (
-                "the first event"
-                if from_seq is None or low < 1
-                else f"--from {from_seq} (seq {low})"
-            )
+        if high < 1:  # --to 0 (or -N back to it): the state before the first event
             raise CliError(
-                f"--to {to_seq} is seq {high}, before {start}: no event lies between. Pass "
-                f"--from at or before --to (session {session!r} holds seq 1 to {last}).",
+                f"--to {to_seq} is seq 0, the empty state before the first event: no event "
+                f"lies up to it. Pass --to between 1 and {last} (session {session!r} holds "
+                f"seq 1 to {last}), or a negative number to count back from the head.",
+                ExitCode.USAGE,
+            )
+        if low > high:
+            raise CliError(
+                f"--to {to_seq} is seq {high}, before --from {from_seq} (seq {low}): no event "
+                f"lies between. Pass --from at or before --to (session {session!r} holds seq "
+                f"1 to {last}).",
                 ExitCode.USAGE,
             )
         if message_id is not None:
-            _require_message(store, session, last, message_id)
+            _require_message(store, session, last, message_id, db)
         # Streamed: each line is printed when its event is read, from the nearest stored state.
         # The walk is closed before the store is, also when the reader goes (a closed pipe,
         # Ctrl-C): else its transaction ends later, on a closed connection.
@@ -318,13 +346,14 @@ def timeline(
             console.print(Text("(no event matches)", style="dim"))
 
 
-def _require_message(store: SqlStore, session_id: str, last: int, message_id: str) -> None:
+def _require_message(store: SqlStore, session_id: str, last: int, message_id: str, db: str) -> None:
     """``NOT_FOUND`` if the session's head has no message ``message_id`` (a message, once
     added, stays in every later state: rolled back, it is only inactive)."""
     if store.load_span(session_id, last, last, lazy=True).head.get(message_id) is None:
         raise CliError(
             f"Session {session_id!r} has no message {message_id!r}. Pass --message with the id "
-            f"of one of its messages; 'amber show {session_id}' lists them.",
+            f"of one of its messages; '{command_line('show', session_id, options=('--db', db))}' "
+            "lists them.",
             ExitCode.NOT_FOUND,
         )
 
@@ -396,6 +425,8 @@ def show(
     any, was sent that state's request); history the phased session_history;
     clean the model's view (clean_history).
     """
+    if call is not None:
+        _call_alone("at_seq", "view", "message_id")
     with open_store(db) as store:
         if call is not None:
             from ._calls import print_call  # the request builders: only for --call
@@ -452,7 +483,27 @@ def show(
         full=full,
         head=head,
         window=window,
+        db=db,
     )
+
+
+def _call_alone(*names: str) -> None:
+    """``USAGE`` if an option that ``--call`` does not read was given (even at its default):
+    the request a call sent is one, whatever the seq or view; the option would be ignored."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    for name in names:
+        if ctx.get_parameter_source(name) in (ParameterSource.DEFAULT, None):
+            continue
+        option = {"at_seq": "--at", "view": "--view", "message_id": "--message"}[name]
+        raise CliError(
+            f"--call N prints the request model call N sent and takes no {option} (got "
+            f"{option} with --call): that request is the one the call sent, built from the "
+            f"state it records. Pass --call without {option} (--json and --db apply), or "
+            f"leave --call out to use {option}.",
+            ExitCode.USAGE,
+        )
 
 
 def _show_message(head: SessionState, state: SessionState, message_id: str, as_json: bool) -> None:

@@ -15,12 +15,11 @@ import typing
 from collections.abc import Sequence
 
 import click
-import orjson
 from rich.text import Text
 
 from runtime import Event, Message, SessionState
 
-from ._text import excerpt
+from ._text import excerpt, json_text, json_view
 from ._viewdata import PROVIDERS, VIEWS, view_data
 
 if typing.TYPE_CHECKING:
@@ -38,6 +37,7 @@ __all__ = [
     "PROVIDERS",
     "VIEWS",
     "json_text",
+    "json_view",
     "print_parts",
     "print_view",
     "view_data",
@@ -58,9 +58,11 @@ def print_view(
     full: bool = False,
     head: SessionState | None = None,
     window: frozenset[str] | None = None,
+    db: str,
 ) -> None:
     """Print ``view`` of ``state`` for people, under the state's header and event (and, for a
-    provider view, which model call of ``head`` was sent that state's request).
+    provider view, which model call of ``head`` was sent that state's request, and the
+    command that prints it, naming the store ``db``).
 
     ``window``: for the state view, show only the last ``WINDOW_LAST`` messages, turns and
     model calls of a list longer than ``WINDOW_OVER`` (and the messages with these ids, the
@@ -75,19 +77,25 @@ def print_view(
     if view in PROVIDERS and head is not None:
         from ._calls import call_note
 
-        console.print(call_note(head, state.seq))
+        console.print(call_note(head, state.seq, db))
     if view in PROVIDERS and not console.is_terminal:
         # Plain, unwrapped JSON that can be copied as it is.
         console.print(Text(f"{view} request view (no system prompt):", style="bold"))
         click.echo(json_text(view_data(view, state)))
         return
-    print_parts(console, view_parts(view, state, full=full, window=window))
+    print_parts(console, view_parts(view, state, full=full, window=window), cut=not full)
 
 
-def print_parts(console: Console | PlainConsole, parts: list[RenderableType]) -> None:
+def print_parts(
+    console: Console | PlainConsole, parts: list[RenderableType], *, cut: bool = True
+) -> None:
     """Print renderables; one-line texts go out plain (and fast) when stdout is not a terminal,
-    and tables as plain lines the width of their rows (``print_table``)."""
-    from ._plain import print_table
+    and tables as plain lines the width of their rows (``print_table``).
+
+    Not on a terminal, a one-line text is whole unless ``cut`` and the user set a width
+    (``$COLUMNS``: ``set_width``); then it is cut to that width, ending in an ellipsis.
+    """
+    from ._plain import print_table, set_width
 
     if console.is_terminal:
         from rich.console import Group
@@ -95,11 +103,12 @@ def print_parts(console: Console | PlainConsole, parts: list[RenderableType]) ->
         console.print(Group(*parts))
         return
     out: list[str] = []
-    width = console.width  # once: each read asks the environment and the terminal again
+    width = set_width() if cut else None  # once, not for each line
     for part in parts:
         if isinstance(part, Text) and part.no_wrap:
-            part = part.copy()
-            part.truncate(width, overflow="ellipsis")
+            if width is not None:
+                part = part.copy()
+                part.truncate(width, overflow="ellipsis")
             out.append(part.plain + "\n")
         else:
             if out:
@@ -169,11 +178,9 @@ def view_parts(
             clean.append(_left_out(left_out, len(model_view), "messages"))
         clean.append(_model_view_table(rows, full=full))
         return clean
-    from rich.json import JSON
-
     return [
         Text(f"{view} request view (no system prompt):", style="bold"),
-        JSON(json_text(view_data(view, state))),
+        json_view(view_data(view, state)),
     ]
 
 
@@ -247,17 +254,6 @@ def _messages(
     if full:
         return [message_table(messages, title=title, state=state)]
     return list(message_lines(messages, title=title, state=state))
-
-
-def json_text(data: object) -> str:
-    """``data`` as indented JSON (bytes shown by their size)."""
-    return orjson.dumps(data, option=orjson.OPT_INDENT_2, default=_bytes).decode()
-
-
-def _bytes(value: object) -> str:
-    if isinstance(value, bytes):
-        return f"<{len(value)} bytes>"
-    raise TypeError(f"Cannot print a {type(value).__name__} as JSON.")
 
 
 def _part_text(part: object, full: bool) -> Text:

@@ -265,8 +265,11 @@ class TestSessionAndSeqErrors:
         for before_any in (["--to", "0"], ["--from", "0", "--to", "0"]):
             empty = amber("timeline", "demo", *before_any, "--db", recorded.db)
             assert empty.exit_code == ExitCode.USAGE
-            assert "--to 0 is seq 0, before the first event: no event lies between" in (
-                empty.stderr
+            # User trial: the advice named --from, though --to is the problem.
+            assert empty.stderr == (
+                "amber: --to 0 is seq 0, the empty state before the first event: no event lies "
+                "up to it. Pass --to between 1 and 46 (session 'demo' holds seq 1 to 46), or a "
+                "negative number to count back from the head.\n"
             )
         same = amber("timeline", "demo", "--from", "5", "--to", "5", "--db", recorded.db)
         assert same.exit_code == ExitCode.OK
@@ -379,7 +382,7 @@ class TestTimeline:
             assert result.stdout == ""
             assert result.stderr == (
                 "amber: Session 'demo' has no message 'msg_nope'. Pass --message with the id "
-                "of one of its messages; 'amber show demo' lists them.\n"
+                f"of one of its messages; 'amber show demo --db {recorded.db}' lists them.\n"
             )
 
     def test_message_with_no_event_in_range(self, recorded: Recorded) -> None:
@@ -574,3 +577,124 @@ class TestInspectCommand:
         """A missing session is reported before any terminal check."""
         result = amber("inspect", "nope", "--db", recorded.db)
         assert result.exit_code == ExitCode.NOT_FOUND
+
+
+class TestTrialErrors:
+    """User trial: errors that gave no fix, advised the wrong option, or let a wrong
+    argument pass."""
+
+    def test_export_into_a_missing_directory(self, recorded: Recorded, tmp_path: Path) -> None:
+        """It printed 'amber: FileNotFoundError: [Errno 2] …' with exit 1."""
+        target = tmp_path / "no dir" / "x.json"
+        result = amber("export", "demo", "-o", target, "--db", recorded.db)
+        assert result.exit_code == ExitCode.NOT_FOUND
+        assert result.stderr == (
+            f"amber: Cannot create the --output file '{target}': the directory "
+            f"'{target.parent}' does not exist. Create it first ('mkdir -p '{target.parent}''), "
+            "or pass a path in an existing directory.\n"
+        )
+
+    def test_export_that_cannot_be_written(self, recorded: Recorded) -> None:
+        result = amber("export", "demo", "-o", "/dev/full", "--force", "--db", recorded.db)
+        assert result.exit_code == ExitCode.FAILED
+        assert result.stderr == (
+            "amber: Cannot write the --output file '/dev/full': No space left on device. Pass "
+            "--output a file you may write, or leave it out to print the export.\n"
+        )
+
+    @pytest.mark.parametrize("command", ["import", "demo"])
+    def test_a_store_in_a_missing_directory(
+        self, recorded: Recorded, tmp_path: Path, command: str
+    ) -> None:
+        """`import --db /missing/x.db` printed "StoreError: … unable to open database file"."""
+        export = tmp_path / "demo.json"
+        assert amber("export", "demo", "-o", export, "--db", recorded.db).exit_code == 0
+        db = tmp_path / "missing" / "x.db"
+        args = [export] if command == "import" else []
+        result = amber(command, *args, "--db", db)
+        assert result.exit_code == ExitCode.NOT_FOUND
+        assert result.stderr == (
+            f"amber: Cannot create a store at '{db}': the directory '{db.parent}' does not "
+            f"exist. Create it first ('mkdir -p {db.parent}'), or pass a path in an existing "
+            "directory.\n"
+        )
+        assert not db.parent.exists()
+
+    @pytest.mark.parametrize(
+        "extra",
+        [
+            ["--at", "5"],
+            ["--at", "head"],
+            ["--view", "openai"],
+            ["--view", "state"],
+            ["--message", "msg_5be1ef79_000001"],
+        ],
+        ids=["at", "at-head", "view", "view-state", "message"],
+    )
+    def test_call_with_other_options(self, recorded: Recorded, extra: list[str]) -> None:
+        """--call N ignored --at, --view and --message silently: now a usage error."""
+        result = amber("show", "demo", "--call", "1", *extra, "--db", recorded.db)
+        assert result.exit_code == ExitCode.USAGE, result.output
+        option = extra[0]
+        assert result.stderr.startswith(
+            f"amber: --call N prints the request model call N sent and takes no {option} (got "
+            f"{option} with --call): "
+        )
+
+    @pytest.mark.parametrize("seq", ["1_0", "+10", "\uff11\uff10", "0x1", "1.0", "- 1"])
+    def test_seq_is_digits_only(self, recorded: Recorded, seq: str) -> None:
+        """`--at 1_0` was read as seq 10 (Python's int() takes underscores, a sign,
+        other scripts' digits)."""
+        result = amber("show", "demo", "--at", seq, "--db", recorded.db)
+        assert result.exit_code == ExitCode.USAGE
+        assert f"{seq!r} is not a seq: pass a number" in result.stderr
+        if seq in ("1_0", "+10", "\uff11\uff10"):
+            assert "A seq is ASCII digits only: did you mean 10?" in result.stderr
+        assert result.stdout == ""
+
+
+class TestDirectionControls:
+    """User trial: Unicode direction overrides (U+202E …) in stored text reached the
+    terminal raw in timeline, show and show --full, while control characters were
+    spelled out."""
+
+    def test_spelled_out_everywhere(self, tmp_path: Path) -> None:
+        from actors import Runtime, ScriptedModel, Settings, reply
+
+        db = tmp_path / "bidi.db"
+        model = ScriptedModel([reply("done \u202e evil \u2066x\u2069")], fallback=reply("ok"))
+        settings = Settings(passivate_after=None)
+        with Runtime(model=model, store=db, settings=settings) as rt:
+            rt.send("s1", "go \u200fleft\u200e", sender="Chii\u202d")
+            rt.wait_idle("s1", timeout=60)
+        bidi = {chr(c) for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F))} | {
+            chr(c) for c in range(0x2066, 0x206A)
+        }
+        with SQLiteStore(db) as store:
+            last = store.load_state("s1").messages[-1].id
+        runs = [["timeline"], ["show"], ["show", "--full"], ["show", "--view", "openai"]]
+        runs += [["show", "--message", last], ["show", "--view", "clean"], ["show", "--json"]]
+        for args in runs:
+            result = amber(*args[:1], "s1", *args[1:], "--db", db)
+            assert result.exit_code == 0, result.output
+            if args[-1] == "--json":  # data, not the terminal: the text as stored
+                assert "\u202e" in json.loads(result.stdout)["state"]["messages"][-1]["content"]
+                continue
+            assert not bidi & set(result.stdout), (args, result.stdout)
+            assert "done \\u202e evil \\u2066x\\u2069" in result.stdout
+
+    def test_json_on_a_terminal(self) -> None:
+        """A provider view or a call's body on a terminal is rich's JSON, which wrote
+        direction controls raw: the same JSON value, with them escaped."""
+        import io
+
+        from rich.console import Console
+        from rich.text import Text
+
+        from actors._cli._views import json_view
+
+        out = io.StringIO()
+        Console(file=out, force_terminal=True, width=80).print(json_view({"a": "x\u202ey\x9b"}))
+        assert "\u202e" not in out.getvalue()
+        assert "\x9b" not in out.getvalue()
+        assert '"x\\u202ey\\u009b"' in Text.from_ansi(out.getvalue()).plain

@@ -309,14 +309,13 @@ class TestExportImport:
         assert amber("export", "broken", "-o", file, "--force", "--db", recorded.db).exit_code == 0
 
     def test_unwritable_output_is_one_line(self, recorded: Recorded, tmp_path: Path) -> None:
-        """An OS error (a missing folder) is a one-line error, exit 1, not a traceback."""
+        """A missing folder is a one-line error saying how to make it, exit 3, not a
+        traceback (``TestTrialErrors`` in test_cli.py pins the message)."""
         result = amber(
             "export", "demo", "-o", tmp_path / "no" / "such" / "dir.json", "--db", recorded.db
         )
-        assert result.exit_code == ExitCode.FAILED
-        assert result.stderr.startswith(
-            "amber: FileNotFoundError: [Errno 2] No such file or directory"
-        )
+        assert result.exit_code == ExitCode.NOT_FOUND
+        assert result.stderr.startswith("amber: Cannot create the --output file ")
         assert result.stderr.count("\n") == 1
 
     def test_import_conflict_then_as(self, recorded: Recorded, tmp_path: Path) -> None:

@@ -96,7 +96,7 @@ class TestSummaries:
         assert "✗ session 'demo' seq 46: its events are stored but its summary row is missing" in (
             checked.output
         )
-        assert "amber recover --rebuild mends it" in checked.output
+        assert f"amber recover --rebuild --db {db} mends it" in checked.output
         mended = amber("recover", "--rebuild", "--db", db)
         assert mended.exit_code == ExitCode.OK, mended.output
         assert "Rebuilt the summary rows and snapshots of 2 session(s)" in mended.output
@@ -236,7 +236,7 @@ class TestUserTrial:
             assert "✓ summary: the session row matches the replayed head" in result.stdout
         assert result.stdout.splitlines()[-1] == (
             "Damaged: the log of 1 of 2 session(s) (demo) does not replay; restore the file "
-            "from a backup ('amber check' lists every damaged row)."
+            f"from a backup ('amber check --db {db}' lists every damaged row)."
         )
         data = json.loads(amber("replay", "--all", *flags, "--json", "--db", db).stdout)
         assert data["ok"] is False
@@ -291,6 +291,54 @@ class TestUserTrial:
         data = json.loads(amber("recover", "--older-than", "0", "--json", "--db", cut).output)
         assert data["recovered"] == []
         assert [d["session_id"] for d in data["damaged"]] == ["demo"]
+
+
+class TestStoreHintsNameTheStore:
+    """User trial: a damaged summary's error ended with 'amber recover --rebuild' though
+    the user passed --db other.db: pasted, it acted on ./amber.db or $AMBER_DB. One
+    damaged summary row also made 'amber sessions' list nothing (exit 4)."""
+
+    @pytest.fixture
+    def edited(self, recorded: Recorded, tmp_path: Path) -> Path:
+        """A store in a folder with a space, whose 'broken' summary row was edited."""
+        folder = tmp_path / "my stores"
+        folder.mkdir()
+        db = recorded.copy(folder)
+        with raw(db) as conn:
+            conn.execute("UPDATE sessions SET messages = 99 WHERE session_id = 'broken'")
+        return db
+
+    def test_the_error_names_the_store(self, edited: Path) -> None:
+        result = amber("show", "broken", "--db", edited)
+        assert result.exit_code == ExitCode.BAD_STORE, result.output
+        assert result.stderr == (
+            "amber: CorruptRow: Session 'broken' seq 5: its summary row does not match its "
+            "digest: it was changed after it was written. Rebuild the summary with 'amber "
+            f"recover --rebuild --db '{edited}''.\n"
+        )
+
+    def test_recover_and_replay_name_the_store(self, edited: Path) -> None:
+        recovered = amber("recover", "--db", edited)
+        assert recovered.exit_code == ExitCode.FAILED, recovered.output
+        assert f"'amber recover --rebuild --db '{edited}''." in recovered.stdout
+        replayed = amber("replay", "--all", "--verify", "--db", edited)
+        assert f"'amber recover --rebuild --db '{edited}''" in replayed.stdout
+
+    def test_sessions_lists_the_sound_ones(self, edited: Path) -> None:
+        """The sound sessions are listed, the damaged one marked; its error is on stderr
+        and the command exits 4 once it has listed the others."""
+        result = amber("sessions", "--db", edited)
+        assert result.exit_code == ExitCode.BAD_STORE, result.output
+        lines = result.stdout.splitlines()
+        assert any(line.startswith("demo ") and "10 delivered" in line for line in lines)
+        (marked,) = [line for line in lines if line.startswith("broken ")]
+        assert marked.endswith("damaged: its rows cannot be read (the error is on stderr)")
+        assert lines[-1] == f"1 sound and 1 damaged session(s) in {edited}"
+        assert result.stderr.startswith("amber: CorruptRow: Session 'broken' seq 5: ")
+        assert result.stderr.count("\n") == 1
+        data = amber("sessions", "--json", "--db", edited)
+        assert data.exit_code == ExitCode.BAD_STORE
+        assert [s["session_id"] for s in json.loads(data.stdout)] == ["demo"]
 
 
 class TestMigrateDamaged:

@@ -198,3 +198,51 @@ class TestPipedTables:
         call = next(i for i, line in enumerate(rows) if "msg_5be1ef79_000006" in line)
         assert rows[call][content_at:] == "Calling tool `run_shell_command` with arguments:"
         assert rows[call + 1] == " " * content_at + "```json"
+
+
+class TestPipedShowLines:
+    """User trial: piped with no terminal anywhere and no $COLUMNS, ``amber show`` cut
+    its one-line texts at 80 columns, even with --full: model-call lines lost their tokens
+    and stop reason (``amber show demo --full | grep tool_use`` found 0 of 3)."""
+
+    @staticmethod
+    def _show(db: object, *args: str, columns: str | None = None) -> list[str]:
+        code = "import sys; from actors._cli import main; sys.exit(main())"
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "AMBER_DB")}
+        if columns is not None:
+            env["COLUMNS"] = columns
+        result = subprocess.run(
+            [sys.executable, "-c", code, "show", "demo", *args, "--db", str(db)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=120,
+            env={**env, "PYTHONIOENCODING": "utf-8"},
+            check=True,
+        )
+        return result.stdout.splitlines()
+
+    @staticmethod
+    def _calls(lines: list[str]) -> list[str]:
+        return [line for line in lines if line.startswith("#") and " run_" in line]
+
+    @pytest.mark.parametrize("columns", [None, "40"])
+    def test_full_never_cuts(self, recorded: Recorded, columns: str | None) -> None:
+        calls = self._calls(self._show(recorded.db, "--full", columns=columns))
+        assert sum(line.endswith("  tool_use") for line in calls) == 3
+        assert all(" tokens" in line and "…" not in line for line in calls)
+
+    def test_whole_lines_without_columns(self, recorded: Recorded) -> None:
+        """Without --full, piped lines are whole too (docs/cli.md: grep finds whole lines)."""
+        lines = self._show(recorded.db)
+        assert sum(line.endswith("  tool_use") for line in self._calls(lines)) == 3
+        assert not any(line.endswith("…") for line in lines)
+
+    def test_an_explicit_columns_is_honoured(self, recorded: Recorded) -> None:
+        """$COLUMNS set: one-line texts are cut to it (with …), as before."""
+        lines = self._show(recorded.db, columns="40")
+        calls = self._calls(lines)
+        assert calls
+        assert all(len(line) <= 40 for line in calls)
+        assert all(line.endswith("…") for line in calls)

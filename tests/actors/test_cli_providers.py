@@ -114,7 +114,8 @@ class TestViewNote:
         result = amber("show", "s", "--at", seq, "--view", "anthropic", "--db", db)
         assert result.exit_code == 0, result.output
         assert "Model call #2 was sent this state's view" in result.output
-        assert "--call 2" in result.output
+        # User trial: the command left --db out; pasted, it read ./amber.db.
+        assert f"amber show s --call 2 --db {db} prints that exact request" in result.output
         other = amber("show", "s", "--at", 1, "--view", "anthropic", "--db", db)
         assert "No model call was sent the view of seq 1" in other.output
 

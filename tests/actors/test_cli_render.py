@@ -175,6 +175,15 @@ class TestEscaping:
         assert safe("\x1b[31mred\x1b[0m\ttab\nline\x07") == "\\x1b[31mred\\x1b[0m\ttab\nline\\x07"
         assert excerpt("\x1b[2Jcleared\nscreen") == "\\x1b[2Jcleared screen"
 
+    def test_direction_controls_are_spelled_out(self) -> None:
+        """User trial: U+202E (right-to-left override) and the other bidi controls reached
+        the terminal raw, reordering what follows them on the line; they print as \\u202e."""
+        bidi = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+        for code in bidi:
+            assert safe(f"a{chr(code)}b") == f"a\\u{code:04x}b"
+        assert excerpt("done \u202e evil") == "done \\u202e evil"
+        assert safe("\u200d\u05d0") == "\u200d\u05d0"  # a joiner, Hebrew: text, not controls
+
     def test_in_event_lines(self, build: Builder) -> None:
         """Content with escapes is shown escaped in the timeline."""
         line = build.add(Category.USER_QUESTION, "q1", sender="x\x1b]0;", content="\x1b[2J")

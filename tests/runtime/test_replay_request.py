@@ -20,6 +20,7 @@ from runtime import (
     build_payload,
     clean_history,
     digest,
+    find_call,
     from_json,
     rebuild_request,
     request_record,
@@ -153,6 +154,20 @@ class TestErrors:
             rebuild_request(recorded.timeline, 7)
         assert rebuild_request(recorded.timeline, "op2").row.sequence == 2
         assert rebuild_request(recorded.timeline, "t1#0").row.sequence == 1
+
+    @pytest.mark.parametrize("wrong", [True, False, 1.0, None, b"op1"])
+    def test_a_call_of_another_type(self, recorded: Session, wrong: object) -> None:
+        """User trial: True was call #1 (``True == 1``) while ``Timeline.at(True)`` raises
+        TypeError; a bool, a float or None is refused the same way."""
+        kind = type(wrong).__name__
+        message = (
+            rf"^call must be an int \(its number\), a str \(its source key or operation id\) "
+            rf"or an AuditRow \(got {wrong!r} that is a {kind!r}\)\.$"
+        )
+        with pytest.raises(TypeError, match=message):
+            rebuild_request(recorded.timeline, wrong)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=message):
+            find_call(recorded.state, wrong)  # type: ignore[arg-type]
 
     def test_a_custom_counter_needs_its_window(self, session: Session) -> None:
         """A window with a custom token counter cannot be rebuilt without it."""
