@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyrsistent import pmap
 
 from ._category import Category
@@ -104,6 +106,20 @@ def _active_turn(
     return turn
 
 
+def _interrupt_calls(
+    state: SessionState, turn: Turn, messages: Any, counts: list[int], driver: Driver
+) -> None:
+    """Mark ``turn``'s open tool calls interrupted in ``messages`` (an evolver of the state's
+    messages) and ``counts``, as ``driver`` may."""
+    for message_id in turn.open_calls.values():
+        position = state.index[message_id]
+        message = state.messages[position]
+        check_transition(message, Status.INTERRUPTED, driver)
+        messages[position] = replace(message, status=Status.INTERRUPTED)
+        counts[status_index(message.status)] -= 1
+        counts[status_index(Status.INTERRUPTED)] += 1
+
+
 def turn_ended(state: SessionState, event: TurnEnded) -> SessionState:
     turn = _active_turn(state, event)
     if event.partial and event.outcome is TurnOutcome.PROCESSED:
@@ -130,13 +146,7 @@ def turn_ended(state: SessionState, event: TurnEnded) -> SessionState:
         counts[status_index(message.status)] -= 1
         counts[status_index(input_status)] += 1
     if event.outcome is TurnOutcome.INTERRUPTED:
-        for message_id in turn.open_calls.values():
-            position = state.index[message_id]
-            message = state.messages[position]
-            check_transition(message, Status.INTERRUPTED, Driver.TURN_ENDED)
-            messages[position] = replace(message, status=Status.INTERRUPTED)
-            counts[status_index(message.status)] -= 1
-            counts[status_index(Status.INTERRUPTED)] += 1
+        _interrupt_calls(state, turn, messages, counts, Driver.TURN_ENDED)
     index = state.index
     seen: set[str] = set()
     for partial in event.partial:
@@ -218,13 +228,7 @@ def orphan_recovered(state: SessionState, event: OrphanRecovered) -> SessionStat
     counts[status_index(Status.PENDING_AGENT)] += len(turn.input_ids)
     open_calls = turn.open_calls
     if event.calls_interrupted:  # logs from before the field leave the calls open
-        for message_id in open_calls.values():
-            position = state.index[message_id]
-            message = state.messages[position]
-            check_transition(message, Status.INTERRUPTED, Driver.ORPHAN_RECOVERED)
-            messages[position] = replace(message, status=Status.INTERRUPTED)
-            counts[status_index(message.status)] -= 1
-            counts[status_index(Status.INTERRUPTED)] += 1
+        _interrupt_calls(state, turn, messages, counts, Driver.ORPHAN_RECOVERED)
         open_calls = pmap()
     audit_changes = close_audit(state, event, "recovered")
     recovered = replace(
