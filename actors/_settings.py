@@ -116,21 +116,59 @@ def _finite_seconds(instance: object, attribute: attrs.Attribute[Any], value: ob
         )
 
 
+def _kind(expected: str, ok: Any, how: str) -> Any:
+    """A validator refusing a value ``ok(value)`` is false for, naming what was expected."""
+
+    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if not ok(value):
+            raise InvalidConfig(
+                f"Settings.{attribute.name} must be {expected} (got {value!r} that is a "
+                f"{type(value).__name__}); {how}"
+            )
+
+    return check
+
+
+_system_prompt = _kind(
+    "a str or None", lambda v: v is None or isinstance(v, str), "None sends no system prompt."
+)
+_agent_name = _kind(
+    "a str that is not blank",
+    lambda v: isinstance(v, str) and not v.isspace() and v != "",
+    f"it is the sender of the agent's messages, {AGENT_SENDER!r} by default.",
+)
+_window = _kind(
+    "a Window or None",
+    lambda v: v is None or isinstance(v, Window),
+    "e.g. Window(max_tokens=100_000); None keeps all history.",
+)
+_artifacts = _kind(
+    "an ArtifactStore or None",
+    lambda v: v is None or isinstance(v, ArtifactStore),
+    "an object with read(attachment) -> bytes (runtime.ArtifactStore).",
+)
+_input_limits = _kind(
+    "an InputLimits",
+    lambda v: isinstance(v, InputLimits),
+    "e.g. InputLimits(max_text_chars=50_000); leave it out for the defaults.",
+)
+
+
 @attrs.frozen(kw_only=True)
 class Settings:
     """How sessions run. Every field has a default that suits a chat bot."""
 
-    system_prompt: str | None = None
+    system_prompt: str | None = attrs.field(default=None, validator=_system_prompt)
     """The system prompt given to the model on every call."""
-    agent_name: str = AGENT_SENDER
+    agent_name: str = attrs.field(default=AGENT_SENDER, validator=_agent_name)
     """The ``sender`` of the agent's messages."""
-    window: Window | None = None
+    window: Window | None = attrs.field(default=None, validator=_window)
     """Token and message budget of the model's view (None: all history)."""
-    artifacts: ArtifactStore | None = None
+    artifacts: ArtifactStore | None = attrs.field(default=None, validator=_artifacts)
     """Where attachment bytes are read from (images for the model)."""
     max_result_chars: int | None = attrs.field(default=20_000, validator=_result_chars)
     """Tool results longer than this reach the model as head + tail excerpts."""
-    input_limits: InputLimits = attrs.field(factory=InputLimits)
+    input_limits: InputLimits = attrs.field(factory=InputLimits, validator=_input_limits)
     """Limits on user input (text size, attachments, browser elements)."""
     max_nudges: int = attrs.field(default=2, validator=_count)
     """Empty model responses nudged and retried in one turn before it fails."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -80,3 +81,45 @@ class TestCountsAndLimits:
             rf"{value!r}\)\.$",
         ):
             Settings(**{name: value})
+
+
+class TestValuesOfTheRightKind:
+    """The fields without a number were not checked: ``Settings(agent_name=5)`` or
+    ``window=5`` was taken, then every turn failed later, far from the mistake."""
+
+    @pytest.mark.parametrize(
+        ("field", "value", "expected"),
+        [
+            ("system_prompt", 5, "a str or None"),
+            ("system_prompt", b"be brief", "a str or None"),
+            ("agent_name", 5, "a str that is not blank"),
+            ("agent_name", "", "a str that is not blank"),
+            ("agent_name", "  ", "a str that is not blank"),
+            ("agent_name", None, "a str that is not blank"),
+            ("window", 5, "a Window or None"),
+            ("window", {"max_tokens": 100}, "a Window or None"),
+            ("artifacts", "/tmp/files", "an ArtifactStore or None"),
+            ("input_limits", None, "an InputLimits"),
+            ("input_limits", {"max_text_chars": 10}, "an InputLimits"),
+        ],
+    )
+    def test_a_value_of_another_kind_is_refused(
+        self, field: str, value: object, expected: str
+    ) -> None:
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^Settings\.{field} must be {expected} \(got {re.escape(repr(value))}",
+        ):
+            Settings(**{field: value})
+
+    def test_values_of_the_right_kind_are_taken(self) -> None:
+        from runtime import InputLimits, Window
+
+        settings = Settings(
+            system_prompt="Be brief.",
+            agent_name="Kesoku",
+            window=Window(max_tokens=1000),
+            input_limits=InputLimits(),
+        )
+        assert settings.agent_name == "Kesoku"
+        assert Settings(system_prompt=None, window=None, artifacts=None).window is None
