@@ -618,6 +618,19 @@ def long_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+def count_spans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, ...]]:
+    """The arguments of every ``SQLiteStore.load_span`` call from now on."""
+    spans: list[tuple[object, ...]] = []
+    load_span = SQLiteStore.load_span
+
+    def counted(self: SQLiteStore, *args: object, **kwargs: object) -> object:
+        spans.append(args)
+        return load_span(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SQLiteStore, "load_span", counted)
+    return spans
+
+
 class TestLongSessions:
     def test_a_page_reads_only_the_states_it_shows(
         self, long_db: Path, monkeypatch: pytest.MonkeyPatch
@@ -650,14 +663,7 @@ class TestLongSessions:
         page as a fresh viewer shows it."""
         monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
         monkeypatch.setattr(actors._web._source, "_BACKGROUND", 100)
-        spans: list[tuple[object, ...]] = []
-        load_span = SQLiteStore.load_span
-
-        def counted(self: SQLiteStore, *args: object, **kwargs: object) -> object:
-            spans.append(args)
-            return load_span(self, *args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(SQLiteStore, "load_span", counted)
+        spans = count_spans(monkeypatch)
         paths = [f"/session?s=long&at={at}" for at in (300, 301, 302, 299, 330, 420)]
         with web(long_db) as (client, _):
             moved = [page(client, path).texts for path in paths]
@@ -672,14 +678,7 @@ class TestLongSessions:
         """Up to ``_BACKGROUND`` events, the first page is a span and the whole log is
         replayed once it is sent: the next pages read no span."""
         monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
-        spans: list[tuple[object, ...]] = []
-        load_span = SQLiteStore.load_span
-
-        def counted(self: SQLiteStore, *args: object, **kwargs: object) -> object:
-            spans.append(args)
-            return load_span(self, *args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(SQLiteStore, "load_span", counted)
+        spans = count_spans(monkeypatch)
         with web(long_db) as (client, source):
             first = page(client, "/session?s=long")
             assert len(spans) == 1
