@@ -22,6 +22,7 @@ from runtime import (
 )
 
 from .._cli._app import CliError, ExitCode, read_seq, translate
+from .._cli._hints import command_line
 
 __all__ = [
     "FORM_LIMIT",
@@ -76,9 +77,9 @@ def damaged(exc: CorruptRow, db: str) -> WebError:
     not), the store's message and what to run about it."""
     return WebError(
         422,
-        f"CorruptRow: {exc} 'amber check --db {db}' lists every damaged row in the store; "
-        f"'amber recover --rebuild --db {db}' writes damaged summaries and snapshots again "
-        "from the events.",
+        f"CorruptRow: {exc} '{command_line('check', options=('--db', db))}' lists every "
+        f"damaged row in the store; '{command_line('recover --rebuild', options=('--db', db))}' "
+        "writes damaged summaries and snapshots again from the events.",
         code=ExitCode.BAD_STORE,
     )
 
