@@ -525,10 +525,12 @@ def _show_message(
     if message is None:
         later = head.get(message_id)
         added = None if later is None else added_seq(head, later)
+        at = () if state.seq == head.seq else ("--at", state.seq)
+        listed = command_line("show", state.session_id, options=(*at, "--db", db))
         hint = (
             f"it is added at seq {added}; pass --at {added} or later."
             if added is not None
-            else "'amber show' without --message lists the messages."
+            else f"'{listed}' lists the messages."
         )
         raise CliError(
             f"Session {state.session_id!r} has no message {message_id!r} at seq {state.seq}; "

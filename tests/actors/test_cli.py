@@ -832,3 +832,29 @@ class TestShowMessageView:
         )
         data = amber("show", "s", "--message", "n", "--view", "anthropic", "--json", "--db", db)
         assert json.loads(data.stdout) == {"messages": []}
+
+
+def test_show_unknown_message_names_the_command_that_lists_them(tmp_path: Path) -> None:
+    """The hint was "'amber show' without --message lists the messages": no session, no
+    store (pasted, it read ./amber.db), no seq."""
+    import shlex
+    from datetime import UTC, datetime
+
+    from actors._cli._hints import command_line
+    from runtime import Category, MessageAdded, new_message
+
+    db = tmp_path / "my store.db"
+    at = datetime(2026, 5, 27, 12, 0, tzinfo=UTC)
+    with SQLiteStore(db) as store:
+        for seq in (1, 2):
+            message = new_message(
+                Category.USER_QUESTION, id=f"q{seq}", session_id="-s", created_at=at,
+                sender="Chii", content="hello",
+            )  # fmt: skip
+            store.append([MessageAdded(session_id="-s", seq=seq, at=at, message=message)])
+    for extra, options in (((), ("--db", db)), (("--at", "1"), ("--at", 1, "--db", db))):
+        result = amber("show", "--message", "nope", *extra, "--db", db, "--", "-s")
+        assert result.exit_code == ExitCode.NOT_FOUND, result.output
+        hint = command_line("show", "-s", options=options)
+        assert result.stderr.endswith(f"'{hint}' lists the messages.\n"), result.stderr
+        assert amber(*shlex.split(hint)[1:]).exit_code == 0
