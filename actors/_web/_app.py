@@ -169,7 +169,7 @@ def create_app(
                 except CorruptRow as exc:
                     return error_page(request, damaged(exc, source.db))
                 except (CliError, AmberError) as exc:
-                    return error_page(request, as_web_error(exc))
+                    return error_page(request, as_web_error(exc, source.db))
                 return response
 
             action.__name__ = handler.__name__
@@ -183,7 +183,7 @@ def create_app(
             except CorruptRow as exc:
                 return error_page(request, damaged(exc, source.db))
             except (CliError, AmberError) as exc:
-                return error_page(request, as_web_error(exc))
+                return error_page(request, as_web_error(exc, source.db))
             return response
 
         endpoint.__name__ = handler.__name__
