@@ -186,6 +186,10 @@ class Assembly:
 
     def _piece(self, kind: int, chunk: TextDelta | ReasoningDelta) -> Assembly:
         reasoning = kind == _REASONING
+        text = chunk.text
+        if type(text) is not str:  # joined with the others when read: a TypeError then
+            name = "ReasoningDelta" if reasoning else "TextDelta"
+            raise StreamError(f"{name}.text must be a str (got {describe_chunk(text)}).")
         pieces = self.reasoning_pieces if reasoning else self.text_pieces
         parts = self.parts
         position = self.open
@@ -212,7 +216,6 @@ class Assembly:
             position = len(parts) - 1
         elif chunk.signature is not None:
             parts = parts.set(position, replace(current, signature=chunk.signature))
-        text = chunk.text
         if text:
             pieces = pieces.append(text)
         elif parts is self.parts:
@@ -225,6 +228,10 @@ class Assembly:
         index = chunk.index
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise StreamError(f"ToolCallDelta.index must be a non-negative int (got {index!r}).")
+        if type(chunk.arguments) is not str:  # joined when the call is read: a TypeError then
+            raise StreamError(
+                f"ToolCallDelta.arguments must be a str (got {describe_chunk(chunk.arguments)})."
+            )
         parts = self.parts
         call = self.calls.get(index)
         opened = self.open
@@ -236,6 +243,10 @@ class Assembly:
         for value, what in ((chunk.id, "id"), (chunk.name, "name")):
             if value is None or value == "":
                 continue
+            if type(value) is not str:
+                raise StreamError(
+                    f"ToolCallDelta.{what} must be a str or None (got {describe_chunk(value)})."
+                )
             held = getattr(call, what)
             if held is not None and held != value:
                 raise StreamError(

@@ -17,19 +17,24 @@ so one scenario runs the same way in both.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 import orjson
 
+from ._chunks import describe_chunk
+from ._errors import InvalidArgument
 from ._message import Usage
 from ._stream import (
     Chunk,
     MessageFinish,
     MessageStart,
     ModelRequest,
+    ModelRetry,
     ReasoningDelta,
+    RequestSent,
     TextDelta,
     ToolCallDelta,
 )
@@ -200,3 +205,111 @@ def _usage(written: str) -> Usage:
 
 Script = Sequence[Response] | Callable[[ModelRequest], Response]
 """A list of responses (one per call, in order) or a function of the request."""
+
+
+_NOT_A_RESPONSE = (
+    "must be a Response (built with reply(), call(), error() … or Response([step, …]))"
+)
+_KINDS = (
+    "a chunk (MessageStart, TextDelta, ReasoningDelta, ToolCallDelta, MessageFinish, "
+    "RequestSent, ModelRetry), a Delay, a Fail or a Hang"
+)
+_STR, _OPTIONAL_STR, _OPTIONAL_INT = "a str", "a str or None", "an int or None"
+_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
+    MessageStart: (("id", _OPTIONAL_STR), ("model", _OPTIONAL_STR), ("provider", _OPTIONAL_STR)),
+    TextDelta: (
+        ("text", _STR), ("part", _OPTIONAL_INT), ("signature", _OPTIONAL_STR),
+        ("item_id", _OPTIONAL_STR),
+    ),
+    ReasoningDelta: (
+        ("text", _STR), ("part", _OPTIONAL_INT), ("signature", _OPTIONAL_STR),
+        ("redacted", "a bool"), ("item_id", _OPTIONAL_STR),
+    ),
+    ToolCallDelta: (
+        ("index", "an int >= 0"), ("id", _OPTIONAL_STR), ("name", _OPTIONAL_STR),
+        ("arguments", _STR), ("signature", _OPTIONAL_STR), ("item_id", _OPTIONAL_STR),
+    ),
+    MessageFinish: (("usage", "a Usage or None"), ("stop_reason", _OPTIONAL_STR)),
+    Fail: (("message", _STR), ("error_type", _STR)),
+    RequestSent: (),
+    ModelRetry: (),
+    Hang: (),
+}  # fmt: skip
+"""The fields of each step a script may hold, and what each must be."""
+
+
+def _fits(value: object, expected: str) -> bool:
+    if expected == _STR:
+        return isinstance(value, str)
+    if expected == _OPTIONAL_STR:
+        return value is None or isinstance(value, str)
+    if expected == _OPTIONAL_INT:
+        return value is None or (isinstance(value, int) and not isinstance(value, bool))
+    if expected == "an int >= 0":
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if expected == "a bool":
+        return isinstance(value, bool)
+    return value is None or isinstance(value, Usage)  # "a Usage or None"
+
+
+def _delay_fits(seconds: object) -> bool:
+    return (
+        isinstance(seconds, int | float)
+        and not isinstance(seconds, bool)
+        and math.isfinite(seconds)
+        and seconds >= 0
+    )
+
+
+def _step_problem(step: object) -> str | None:
+    """What is wrong with one step of a scripted response (None: nothing)."""
+    if isinstance(step, Delay):
+        if _delay_fits(step.seconds):
+            return None
+        return f": Delay.seconds must be a finite number of seconds >= 0; got {step.seconds!r}."
+    fields = _FIELDS.get(type(step))
+    if fields is None:
+        return f" must be {_KINDS}; got {describe_chunk(step)}."
+    for name, expected in fields:
+        value = getattr(step, name)
+        if not _fits(value, expected):
+            field = f"{type(step).__name__}.{name}"
+            return f": {field} must be {expected}; got {describe_chunk(value)}."
+    return None
+
+
+def check_response(value: object, where: str, *, strict: bool = True) -> Response:
+    """``value`` if it is a response a script may hold; else ``InvalidArgument`` naming
+    ``where`` (``"ScriptModel script[2]"``), the step at fault, what it must be and what
+    it is.
+
+    ``strict``: check every step (its kind and its fields, and that none follows a ``Fail``
+    or a ``Hang``, where it would never be streamed); else only that ``value`` is a
+    ``Response`` and its ``Delay``s are finite seconds >= 0 (the chunks a model yields are
+    the runtime's to judge, as a real model's are).
+
+    What a real model may answer (a tool that does not exist, arguments that do not fit,
+    malformed JSON, an empty answer, a stream cut short) is a valid script: the runtime
+    answers it as it answers a real model.
+    """
+    if not isinstance(value, Response):
+        raise InvalidArgument(f"{where} {_NOT_A_RESPONSE}; got {describe_chunk(value)}.")
+    ended: int | None = None
+    for position, step in enumerate(value.steps):
+        if not strict:
+            if isinstance(step, Delay) and not _delay_fits(step.seconds):
+                raise InvalidArgument(f"{where}.steps[{position}]{_step_problem(step)}")
+            continue
+        if ended is not None:
+            stop = type(value.steps[ended]).__name__
+            raise InvalidArgument(
+                f"{where}.steps[{position}] comes after the {stop} at steps[{ended}] and is "
+                f"never streamed; end the response at that {stop}, or move the step before "
+                "it."
+            )
+        problem = _step_problem(step)
+        if problem is not None:
+            raise InvalidArgument(f"{where}.steps[{position}]{problem}")
+        if isinstance(step, Fail | Hang):
+            ended = position
+    return value

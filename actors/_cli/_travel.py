@@ -380,7 +380,8 @@ def head_seq(store: Store, session_id: str, db: str) -> int:
     type=click.Choice(VIEWS),
     default="state",
     show_default=True,
-    help="What to print: the state, or a projection of it as it was then.",
+    help="What to print: the state, or a projection of it as it was then (with --message: "
+    "what that projection holds of the message).",
 )
 @click.option(
     "--message", "message_id", metavar="ID", help="Print one message in full (every field)."
@@ -423,10 +424,19 @@ def show(
     --view openai|openai-responses|anthropic|gemini prints the provider view of
     the state at --at, rebuilt with today's code (and says which model call, if
     any, was sent that state's request); history the phased session_history;
-    clean the model's view (clean_history).
+    clean the model's view (clean_history). --message ID with --view clean or a
+    provider view prints what that view holds of the message.
     """
     if call is not None:
         _call_alone("at_seq", "view", "message_id")
+    if message_id is not None and view == "history":
+        raise CliError(
+            "--message ID takes no --view history (got both): the history view lists the "
+            "stored messages as they are, and --message prints that one in full. Pass "
+            "--message alone, or with --view clean or a provider view (openai, "
+            "openai-responses, anthropic, gemini) to print what the model's view holds of it.",
+            ExitCode.USAGE,
+        )
     with open_store(db) as store:
         if call is not None:
             from ._calls import print_call  # the request builders: only for --call
@@ -456,7 +466,7 @@ def show(
         keep_to_exit(head)
     if message_id is not None:
         assert head is not None
-        _show_message(head, state, message_id, as_json)
+        _show_message(head, state, message_id, as_json, view=view, db=db)
         return
     if as_json:
         with no_gc():
@@ -506,21 +516,38 @@ def _call_alone(*names: str) -> None:
         )
 
 
-def _show_message(head: SessionState, state: SessionState, message_id: str, as_json: bool) -> None:
+def _show_message(
+    head: SessionState, state: SessionState, message_id: str, as_json: bool, *, view: str, db: str
+) -> None:
+    """Message ``message_id`` of ``state`` in full, or (``view`` clean or a provider's) what
+    that view of ``state`` holds of it."""
     message = state.get(message_id)
     if message is None:
         later = head.get(message_id)
         added = None if later is None else added_seq(head, later)
+        at = () if state.seq == head.seq else ("--at", state.seq)
+        listed = command_line("show", state.session_id, options=(*at, "--db", db))
         hint = (
             f"it is added at seq {added}; pass --at {added} or later."
             if added is not None
-            else "'amber show' without --message lists the messages."
+            else f"'{listed}' lists the messages."
         )
         raise CliError(
             f"Session {state.session_id!r} has no message {message_id!r} at seq {state.seq}; "
             + hint,
             ExitCode.NOT_FOUND,
         )
+    if view != "state":
+        from ._viewdata import message_view, message_view_data
+
+        part = message_view(state, message_id)
+        if as_json:
+            emit_json(message_view_data(view, part))
+            return
+        from ._views import print_message_view
+
+        print_message_view(text_console(), view, part, message, head=head, db=db)
+        return
     if as_json:
         emit_json(to_data(message))
         return

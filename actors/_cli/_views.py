@@ -20,13 +20,13 @@ from rich.text import Text
 from runtime import Event, Message, SessionState
 
 from ._text import excerpt, json_text, json_view
-from ._viewdata import PROVIDERS, VIEWS, view_data
+from ._viewdata import PROVIDERS, VIEWS, message_view_data, view_data
 
 if typing.TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.table import Table
 
-    from runtime import Turn, ViewMessage
+    from runtime import ModelView, Turn, ViewMessage
 
     from ._plain import PlainConsole
 
@@ -38,6 +38,7 @@ __all__ = [
     "VIEWS",
     "json_text",
     "json_view",
+    "print_message_view",
     "print_parts",
     "print_view",
     "view_data",
@@ -84,6 +85,61 @@ def print_view(
         click.echo(json_text(view_data(view, state)))
         return
     print_parts(console, view_parts(view, state, full=full, window=window), cut=not full)
+
+
+def print_message_view(
+    console: Console | PlainConsole,
+    view: str,
+    part: ModelView,
+    message: Message,
+    *,
+    head: SessionState,
+    db: str,
+) -> None:
+    """Print what ``view`` (clean or a provider's) holds of ``message``: ``part``, the view
+    of its state that ``message_view`` made of it (for a provider view, under the note of
+    the model call sent that state's view, as ``print_view`` prints it)."""
+    from runtime import category_of
+
+    seq = part.seq
+    if not part.messages:
+        console.print(
+            Text(
+                f"Message {message.id!r} (a {category_of(message).label}, {message.status}) is "
+                f"not in the model's view at seq {seq}: clean_history leaves it out (--view "
+                "clean without --message lists what the view holds).",
+            )
+        )
+        return
+    sources = sorted(
+        {source for m in part.messages for source in (m.source_id, *m.source_ids) if source}
+        - {message.id}
+    )
+    if view in PROVIDERS:
+        from ._calls import call_note
+
+        console.print(call_note(head, seq, db))
+        title = (
+            f"{view} request view of message {message.id} at seq {seq} (no system prompt; "
+            "spelled alone, not merged with its neighbours):"
+        )
+    else:
+        title = f"clean_history of message {message.id} at seq {seq}:"
+    if sources:
+        console.print(
+            Text(
+                f"The view message holding it is also made from {', '.join(sources)} (the "
+                "same model response).",
+                style="dim",
+            )
+        )
+    console.print(Text(title, style="bold"))
+    if view not in PROVIDERS:
+        print_parts(console, [_model_view_table(part.messages, full=True)], cut=False)
+    elif console.is_terminal:
+        console.print(json_view(message_view_data(view, part)))
+    else:
+        click.echo(json_text(message_view_data(view, part)))  # plain JSON, copied as it is
 
 
 def print_parts(

@@ -40,6 +40,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from runtime import STATUS_ORDER, AmberError, CorruptRow
 
 from .._cli._app import CliError
+from .._cli._hints import command_line
 from ._html import duration, money, number, utc_time
 from ._params import WebError, as_web_error, damaged
 from ._request import url
@@ -113,7 +114,8 @@ def _templates() -> Jinja2Templates:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.globals.update(url=url, STATUS_ORDER=[str(s) for s in STATUS_ORDER])
+    # command(...): an ``amber`` command to paste, quoted for a shell (``command_line``).
+    env.globals.update(url=url, command=command_line, STATUS_ORDER=[str(s) for s in STATUS_ORDER])
     env.filters.update(duration=duration, money=money, number=number, utc=utc_time, ago=_ago)
     return Jinja2Templates(env=env)
 
@@ -167,7 +169,7 @@ def create_app(
                 except CorruptRow as exc:
                     return error_page(request, damaged(exc, source.db))
                 except (CliError, AmberError) as exc:
-                    return error_page(request, as_web_error(exc))
+                    return error_page(request, as_web_error(exc, source.db))
                 return response
 
             action.__name__ = handler.__name__
@@ -181,7 +183,7 @@ def create_app(
             except CorruptRow as exc:
                 return error_page(request, damaged(exc, source.db))
             except (CliError, AmberError) as exc:
-                return error_page(request, as_web_error(exc))
+                return error_page(request, as_web_error(exc, source.db))
             return response
 
         endpoint.__name__ = handler.__name__

@@ -22,6 +22,7 @@ from runtime import (
 )
 
 from .._cli._app import CliError, ExitCode, read_seq, translate
+from .._cli._hints import command_line, name_store
 
 __all__ = [
     "FORM_LIMIT",
@@ -65,9 +66,10 @@ class WebError(Exception):
         """The ``amber`` exit code the same error has on the command line, if any."""
 
 
-def as_web_error(exc: CliError | AmberError) -> WebError:
-    """The ``WebError`` for an error of the CLI's checks or of the core (same message)."""
-    error = exc if isinstance(exc, CliError) else translate(exc)
+def as_web_error(exc: CliError | AmberError, db: str | None = None) -> WebError:
+    """The ``WebError`` for an error of the CLI's checks or of the core (same message; the
+    commands a store's error suggests name ``db``, as on the command line)."""
+    error = exc if isinstance(exc, CliError) else translate(exc, db)
     return WebError(_STATUS.get(error.code, 500), str(error), code=error.code)
 
 
@@ -76,9 +78,10 @@ def damaged(exc: CorruptRow, db: str) -> WebError:
     not), the store's message and what to run about it."""
     return WebError(
         422,
-        f"CorruptRow: {exc} 'amber check --db {db}' lists every damaged row in the store; "
-        f"'amber recover --rebuild --db {db}' writes damaged summaries and snapshots again "
-        "from the events.",
+        f"CorruptRow: {name_store(str(exc), db)} "
+        f"'{command_line('check', options=('--db', db))}' lists every "
+        f"damaged row in the store; '{command_line('recover --rebuild', options=('--db', db))}' "
+        "writes damaged summaries and snapshots again from the events.",
         code=ExitCode.BAD_STORE,
     )
 

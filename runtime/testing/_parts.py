@@ -18,7 +18,7 @@ tests them too.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -137,6 +137,34 @@ class ScriptModel:
         *,
         fallback: Response | None = None,
     ) -> None:
+        """
+        Raises:
+            InvalidArgument: the script is not a list of responses or a function, or one
+                of its responses (or ``fallback``) is not one the simulator can stream; the
+                error names the response and step (``script[2].steps[1]``), what it must
+                be and what it is. A function's responses are checked as the simulator
+                takes them.
+        """
+        from .. import InvalidArgument
+        from .._script import check_response
+
+        if isinstance(script, Response):
+            raise InvalidArgument(
+                "ScriptModel takes a list of Responses (one per model call) or a function of "
+                "the request; got one Response. Pass [response], or fallback=response to "
+                "answer every call with it."
+            )
+        if not callable(script):
+            if isinstance(script, str | bytes) or not isinstance(script, Iterable):
+                raise InvalidArgument(
+                    "ScriptModel takes a list of Responses (one per model call) or a function "
+                    f"of the request; got {script!r} that is a {type(script).__name__!r}."
+                )
+            script = tuple(script)
+            for position, response in enumerate(script):
+                check_response(response, f"ScriptModel script[{position}]")
+        if fallback is not None:
+            check_response(fallback, "ScriptModel fallback")
         self._script = script
         self._fallback = fallback
         self._next = 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -84,5 +85,13 @@ def save_sessions(store: Store, sessions: Sequence[str], path: Path) -> list[str
 
 
 def inspect_commands(sessions: Sequence[str], path: Path) -> list[str]:
-    """The ``amber inspect`` command line for each saved session."""
-    return [f"amber inspect {session_id} --db {path}" for session_id in sessions]
+    """The ``amber inspect`` command line for each saved session, quoted for a POSIX shell
+    (an id that starts with ``-`` after ``--``, as the CLI's own hints put it)."""
+    out = []
+    for session_id in sessions:
+        if session_id.startswith("-"):
+            words = ["amber", "inspect", "--db", str(path), "--", session_id]
+        else:
+            words = ["amber", "inspect", session_id, "--db", str(path)]
+        out.append(shlex.join(words))
+    return out

@@ -33,12 +33,15 @@ from .. import (
     Hang,
     Input,
     InputArrived,
+    InvalidArgument,
     Loaded,
     Message,
     MessageAdded,
     ModelChunk,
     ModelEnded,
+    ModelRequest,
     Passivate,
+    Response,
     Resume,
     ResumeSoon,
     RunTool,
@@ -55,10 +58,12 @@ from .. import (
     step,
     to_json,
 )
+from .._chunks import describe_chunk
+from .._script import check_response
 from ..store import MemoryStore, Store
 from ._checker import TimelineChecker
 from ._ledger import DeliveryLedger, DeliveryReport
-from ._parts import SimAdapter, SimModel, SimTool
+from ._parts import ScriptModel, SimAdapter, SimModel, SimTool
 from ._plans import PLAN_KEY, TurnPlan
 from ._views import check_provider_views
 from ._violation import InvariantViolation
@@ -135,6 +140,7 @@ class SimShell:
         self._order = itertools.count()
         self._problem: InvariantViolation | None = None
         self._tool_calls: dict[str, int] = {}
+        self._model_calls: dict[str, int] = {}
 
     def head(self, session_id: str) -> SessionState:
         """The session's head (from its machine if live, else from the store)."""
@@ -266,11 +272,13 @@ class SimShell:
             )
         t = self.now
         items: list[tuple[float, Any]] = []
+        number = self._model_calls[session_id] = self._model_calls.get(session_id, 0) + 1
         try:
             response = self.model.respond(command.request)
         except Exception as exc:
             items.append((t, ("end", f"{type(exc).__name__}: {exc}")))
         else:
+            self._check_response(response, session_id, number, command.request)
             for part in response.steps:
                 if isinstance(part, Delay):
                     t += part.seconds
@@ -286,6 +294,38 @@ class SimShell:
             else:
                 items.append((t, ("end", None)))
         self._add(("model", session_id, command.run_id), session_id, items)
+
+    def _check_response(
+        self, response: object, session_id: str, number: int, request: ModelRequest
+    ) -> None:
+        """An ``InvariantViolation`` (raised at once) if the model answered call ``number`` of
+        the session with something the simulator cannot stream: not a ``Response``, or a
+        ``Delay`` that is not finite seconds >= 0; for a ``ScriptModel`` (a script a test
+        wrote) any step that is not a chunk, a ``Delay``, a ``Fail`` or a ``Hang`` with
+        fields of their types. Another model's chunks are the runtime's to judge, as a real
+        model's are (a malformed one fails the call)."""
+        model = type(self.model).__name__
+        if not isinstance(response, Response):
+            what = (
+                f"{describe_chunk(response)}; it must return a Response (built with reply(), "
+                "call(), error() … or Response([step, …]))"
+            )
+        else:
+            try:
+                check_response(response, "", strict=isinstance(self.model, ScriptModel))
+                return
+            except InvalidArgument as exc:
+                what = f"a Response whose {str(exc).removeprefix('.')}"
+        detail = (
+            f"{model}'s respond(request) returned {what.rstrip('.')} (turn {request.turn_id!r}, "
+            f"its call {request.call_index + 1})"
+        )
+        raise InvariantViolation(
+            f"Contract (a model answers every call with a Response) broken by call {number} "
+            f"of session {session_id!r}: {detail}.",
+            name="a model answers every call with a Response",
+            detail=detail, session_id=session_id,
+        )  # fmt: skip
 
     def _run_tool(self, session_id: str, command: RunTool) -> None:
         tool = self.tools[command.name]

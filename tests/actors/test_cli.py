@@ -698,3 +698,163 @@ class TestDirectionControls:
         assert "\u202e" not in out.getvalue()
         assert "\x9b" not in out.getvalue()
         assert '"x\\u202ey\\u009b"' in Text.from_ansi(out.getvalue()).plain
+
+
+def _demo_id(recorded: Recorded, text: str) -> str:
+    """The id of the demo's message whose content or tool call holds ``text``."""
+    (found,) = [
+        m.id
+        for m in recorded.demo.state.messages
+        if text in m.content or (m.tool_call is not None and text == m.tool_call.name)
+    ]
+    return found
+
+
+class TestShowMessageView:
+    """`show --message ID --view openai` ignored --view: it printed the message's fields,
+    not what the provider's request holds of it."""
+
+    def test_provider_json_is_the_entries_built_from_it(self, recorded: Recorded) -> None:
+        question = _demo_id(recorded, "What is 2**100?")
+        result = amber(
+            "show", "demo", "--message", question, "--view", "openai", "--json",
+            "--db", recorded.db,
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout) == [
+            {"role": "user", "content": "What is 2**100? Compute it, don't guess."}
+        ]
+        anthropic = amber(
+            "show", "demo", "--message", question, "--view", "anthropic", "--json",
+            "--db", recorded.db,
+        )  # fmt: skip
+        assert json.loads(anthropic.stdout) == {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "What is 2**100? Compute it, don't guess."}
+                    ],
+                }
+            ]
+        }
+
+    @pytest.mark.parametrize("view", ["openai", "openai-responses", "anthropic", "gemini"])
+    def test_an_interrupted_call_brings_its_synthesized_result(
+        self, recorded: Recorded, view: str
+    ) -> None:
+        """The result the view made up for a call cut short is built from that call."""
+        call = _demo_id(recorded, "write_report")
+        result = amber(
+            "show", "demo", "--message", call, "--view", view, "--json", "--db", recorded.db
+        )
+        assert result.exit_code == 0, result.output
+        text = result.stdout
+        json.loads(text)
+        assert "write_report" in text
+        assert "[Interrupted: the call to write_report ended before it returned a result.]" in text
+        assert "Write me a long report" not in text  # only what this message made
+
+    def test_text_names_the_message_view_and_call(self, recorded: Recorded) -> None:
+        question = _demo_id(recorded, "What is 2**100?")
+        result = amber(
+            "show", "demo", "--at", "2", "--message", question, "--view", "gemini",
+            "--db", recorded.db,
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        out = result.stdout
+        assert "No model call was sent the view of seq 2" in out  # the scripted model's
+        header = (
+            f"gemini request view of message {question} at seq 2 (no system prompt; spelled "
+            "alone, not merged with its neighbours):"
+        )
+        assert header in out
+        body = out.split(header + "\n", 1)[1]
+        assert json.loads(body) == {
+            "contents": [
+                {"role": "user", "parts": [{"text": "What is 2**100? Compute it, don't guess."}]}
+            ]
+        }
+
+    def test_clean_view_of_one_message(self, recorded: Recorded) -> None:
+        call = _demo_id(recorded, "write_report")
+        result = amber("show", "demo", "--message", call, "--view", "clean", "--db", recorded.db)
+        assert result.exit_code == 0, result.output
+        assert f"clean_history of message {call} at seq" in result.stdout
+        thought = _demo_id(recorded, "the report tool will take a while")
+        assert f"The view message holding it is also made from {thought} " in result.stdout
+        assert "write_report" in result.stdout
+        assert "(made by the view)" in result.stdout
+        data = json.loads(
+            amber(
+                "show", "demo", "--message", call, "--view", "clean", "--json",
+                "--db", recorded.db,
+            ).stdout
+        )  # fmt: skip
+        assert [m["role"] for m in data["messages"]] == ["assistant", "tool"]
+
+    def test_history_is_refused(self, recorded: Recorded) -> None:
+        """The history view holds the stored messages as they are: nothing to project."""
+        question = _demo_id(recorded, "What is 2**100?")
+        result = amber(
+            "show", "demo", "--message", question, "--view", "history", "--db", recorded.db
+        )
+        assert result.exit_code == ExitCode.USAGE, result.output
+        assert result.stderr.startswith("amber: --message ID takes no --view history")
+
+    def test_a_message_the_view_leaves_out(self, tmp_path: Path) -> None:
+        """A notification is for people: the model's view has nothing of it, and says so."""
+        from datetime import UTC, datetime
+
+        from runtime import Category, MessageAdded, new_message
+
+        at = datetime(2026, 5, 27, 12, 0, tzinfo=UTC)
+        db = tmp_path / "n.db"
+        question = new_message(
+            Category.USER_QUESTION, id="q", session_id="s", created_at=at, sender="Chii",
+            content="hello",
+        )  # fmt: skip
+        note = new_message(
+            Category.NOTIFICATION, id="n", session_id="s", created_at=at, content="fyi"
+        )
+        with SQLiteStore(db) as store:
+            store.append(
+                [
+                    MessageAdded(session_id="s", seq=1, at=at, message=question),
+                    MessageAdded(session_id="s", seq=2, at=at, message=note),
+                ]
+            )
+        result = amber("show", "s", "--message", "n", "--view", "openai", "--db", db)
+        assert result.exit_code == 0, result.output
+        assert (
+            "Message 'n' (a notification, pending) is not in the model's view at seq 2: "
+            "clean_history leaves it out" in result.stdout
+        )
+        data = amber("show", "s", "--message", "n", "--view", "anthropic", "--json", "--db", db)
+        assert json.loads(data.stdout) == {"messages": []}
+
+
+def test_show_unknown_message_names_the_command_that_lists_them(tmp_path: Path) -> None:
+    """The hint was "'amber show' without --message lists the messages": no session, no
+    store (pasted, it read ./amber.db), no seq."""
+    import shlex
+    from datetime import UTC, datetime
+
+    from actors._cli._hints import command_line
+    from runtime import Category, MessageAdded, new_message
+
+    db = tmp_path / "my store.db"
+    at = datetime(2026, 5, 27, 12, 0, tzinfo=UTC)
+    with SQLiteStore(db) as store:
+        for seq in (1, 2):
+            message = new_message(
+                Category.USER_QUESTION, id=f"q{seq}", session_id="-s", created_at=at,
+                sender="Chii", content="hello",
+            )  # fmt: skip
+            store.append([MessageAdded(session_id="-s", seq=seq, at=at, message=message)])
+    for extra, options in (((), ("--db", db)), (("--at", "1"), ("--at", 1, "--db", db))):
+        result = amber("show", "--message", "nope", *extra, "--db", db, "--", "-s")
+        assert result.exit_code == ExitCode.NOT_FOUND, result.output
+        hint = command_line("show", "-s", options=options)
+        assert result.stderr.endswith(f"'{hint}' lists the messages.\n"), result.stderr
+        assert amber(*shlex.split(hint)[1:]).exit_code == 0

@@ -377,6 +377,28 @@ class TestMigrateDamaged:
         assert f"{fix}, then migrate again ('amber check --db {db}' lists" in result.stderr
         assert result.stderr.count("\n") == 1
 
+    def test_the_commands_it_prints_run_as_printed(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """The commands in the error named the store unquoted: a path with a space or a
+        shell character (`$`) pasted into a shell named another file."""
+        import re
+        import shlex
+
+        db = recorded.copy(tmp_path).rename(tmp_path / "my $store's.db")
+        with raw(db) as conn:
+            conn.execute("DELETE FROM sessions WHERE session_id = 'demo'")
+        result = amber("migrate", "--from", db, "--to", tmp_path / "new.db")
+        assert result.exit_code == ExitCode.BAD_STORE, result.output
+        mend = re.search(r"Mend it with '(.*)', then migrate again", result.stderr)
+        check = re.search(r"\('(amber check .*)' lists every problem\)", result.stderr)
+        assert mend is not None, result.stderr
+        assert check is not None, result.stderr
+        assert shlex.split(mend.group(1)) == ["amber", "recover", "--rebuild", "--db", str(db)]
+        assert shlex.split(check.group(1)) == ["amber", "check", "--db", str(db)]
+        assert amber(*shlex.split(mend.group(1))[1:]).exit_code == 0
+        assert amber("migrate", "--from", db, "--to", tmp_path / "new.db").exit_code == 0
+
     def test_a_failed_copy_removes_the_target_it_created(
         self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -521,6 +521,35 @@ class TestDamagedSessions:
             assert amber("show", "demo", "--at", "5", "--db", db).exit_code == 0
             assert not page(client, "/session?s=broken").has("damage")
 
+    def test_the_commands_it_prints_run_as_printed(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """The commands on the index, the error page and the verify page named the store
+        unquoted (and verify not at all): pasted, a path with a space or `$` named another
+        file, and `amber replay` read ./amber.db."""
+        import shlex
+
+        db = _damage(
+            recorded.copy(tmp_path).rename(tmp_path / "my $store.db"),
+            "UPDATE events SET body=replace(body,'Tokyo','Kyoto') "
+            "WHERE session_id='demo' AND seq=21",
+        )
+        _damage(db, "UPDATE sessions SET messages = 99 WHERE session_id = 'broken'")
+        quoted = shlex.quote(str(db))
+        with web(db) as (client, _):
+            damaged = page(client, "/").text("damaged")
+            message = error(client, "/session?s=demo", 422)
+            verdict = page(client, "/verify?s=broken").text("verdict")
+            summary = error(client, "/session?s=broken", 422)
+        assert f"amber check --db {quoted} lists" in damaged
+        assert f"amber recover --rebuild --db {quoted} writes" in damaged
+        assert f"'amber check --db {quoted}' lists" in message
+        assert f"'amber recover --rebuild --db {quoted}' writes" in message
+        assert verdict.startswith("Diverged")
+        assert f"amber replay broken --verify --db {quoted} exits 1" in verdict
+        assert "'amber recover --rebuild'" not in summary  # the store's own hint, named too
+        assert f"'amber recover --rebuild --db {quoted}'" in summary
+
     def test_a_damaged_summary_row_is_listed_and_the_viewer_starts(
         self, recorded: Recorded, tmp_path: Path
     ) -> None:
