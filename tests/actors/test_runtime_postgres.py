@@ -36,6 +36,7 @@ from runtime import (
     Status,
     TurnSettings,
     call,
+    calls,
     category_of,
     hang,
     reply,
@@ -436,6 +437,49 @@ class TestWaitingForApproval:
         assert (decided.approved, decided.reason, decided.by) == (False, "not today", "admin")
         results = [m for m in worker.state("s").messages if m.tool_call_id == call_id]
         assert [m.error_type for m in results] == ["denied"]
+
+    @pytest.mark.parametrize("notified", [True, False], ids=["notified", "on-seq-conflict"])
+    def test_a_busy_owner_takes_a_decision_without_stopping_what_runs(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str, notified: bool
+    ) -> None:
+        """The model asked for two tools at once: one runs (slowly), the other waits for
+        approval. A decision stored from elsewhere meanwhile is adopted by the busy owner
+        (only metadata changed), when notified or when its next write meets it: the
+        running tool is not cancelled, the approved one runs, and one turn ends with both
+        results."""
+        gate, began = threading.Event(), threading.Event()
+
+        @tool
+        def fetch(what: str) -> str:
+            """Fetches something, slowly."""
+            began.set()
+            gate.wait(60)  # a hang guard: the test opens it
+            return f"fetched {what}"
+
+        model = ScriptedModel([calls([("fetch", {"what": "bill"}), ("pay", {"to": "ana"})]),
+                               reply("fetched and paid")])  # fmt: skip
+        worker = open_rt(model, tools=[fetch, counted_pay], resume="all")
+        front = open_rt(ScriptedModel([]))
+        try:
+            worker.send("s", "fetch the bill and pay ana", sender="Chii")
+            assert began.wait(60)  # a hang guard
+            wait_for(lambda: bool(worker.pending_approvals("s")), "pay waits for approval")
+            (asked,) = worker.pending_approvals("s")
+            assert asked.tool_call is not None
+            if not notified:
+                deaf(worker)
+            front.approve("s", asked.tool_call.id, by="admin")
+            if notified:
+                wait_for(lambda: PAID == ["ana"], "the owner runs the approved call")
+        finally:
+            gate.set()
+        wait_for(lambda: PAID == ["ana"], "the owner runs the approved call")
+        state = worker.wait_idle("s", timeout=60)
+        assert replies(postgres_dsn, schema, "s") == ["fetched and paid"]
+        assert [turn.status.value for turn in state.turns.values()] == ["processed"]
+        results = sorted(m.content for m in state.messages if m.tool_call_id is not None
+                         and category_of(m) is Category.TOOL_RESULT)  # fmt: skip
+        assert results == ["fetched bill", "paid ana"]
 
     def test_a_passivated_session_with_a_stored_decision_is_picked_up(
         self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
