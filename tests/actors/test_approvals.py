@@ -22,7 +22,9 @@ from actors import (
     reply,
     tool,
 )
-from runtime import Status, TurnOutcome
+from actors._ids import utc_now
+from actors._leasing import store_decision
+from runtime import ApprovalDecided, Status, TurnOutcome
 from runtime.store import SQLiteStore
 
 WAIT = 60.0
@@ -205,3 +207,54 @@ class TestStreaming:
             asker.join(WAIT)
         assert answers[0].text == "Done."
         assert ran == ["/tmp/x"]
+
+
+class TestDecisionsStoredInTheFile:
+    """A decision stored in a SQLite file by another process (``store_decision``, as a
+    process that does not run the session stores it): the runtime that runs the session
+    takes it, once."""
+
+    def test_the_next_runtime_takes_it(self, tmp_path: Path) -> None:
+        """Stored while no runtime ran the file: the next runtime (resuming the session)
+        runs the tool once and ends the turn; the call no longer waits."""
+        db = tmp_path / "amber.db"
+        rt, _ = make(db)
+        with rt:
+            rt.send("s1", "delete /tmp/x")
+            call_id = waiting_call(rt)
+        with SQLiteStore(db) as store:
+            store_decision(store, "s1", call_id, True, None, "admin", at=utc_now())
+            with pytest.raises(NotAwaitingApproval, match=r"was approved by 'admin' already"):
+                store_decision(store, "s1", call_id, False, "no", "bo", at=utc_now())
+        ran: list[str] = []
+        rt2 = Runtime(model=ScriptedModel([reply("Done.")]), store=db, tools=[deleter(ran)],
+                      settings=Settings(passivate_after=None), resume=["s1"])  # fmt: skip
+        with rt2:
+            final = rt2.wait_idle("s1", timeout=WAIT)
+            with pytest.raises(NotAwaitingApproval, match=r"^No tool call '.+' waits"):
+                rt2.approve("s1", call_id)
+        assert ran == ["/tmp/x"]
+        assert [m.content for m in final][-1] == "Done."
+        with SQLiteStore(db) as store:
+            (decided,) = [e for e in store.events("s1") if isinstance(e, ApprovalDecided)]
+        assert (decided.approved, decided.by) == (True, "admin")
+
+    def test_a_runtime_deciding_too_meets_it_and_the_tool_runs_once(self, tmp_path: Path) -> None:
+        """Stored while the runtime runs the session and waits: the runtime's own approve
+        meets it (its write conflicts, it adopts the stored decision and takes it), so
+        its own decision finds nothing waiting; the tool runs once."""
+        db = tmp_path / "amber.db"
+        rt, ran = make(db)
+        with rt:
+            rt.send("s1", "delete /tmp/x")
+            call_id = waiting_call(rt)
+            with SQLiteStore(db) as store:
+                store_decision(store, "s1", call_id, False, "not now", "bo", at=utc_now())
+            with pytest.raises(NotAwaitingApproval):
+                rt.approve("s1", call_id, by="Chii")
+            final = rt.wait_idle("s1", timeout=WAIT)
+        assert ran == []
+        result = next(m for m in final if m.tool_call_id == call_id)
+        assert result.error_type == "denied"
+        assert result.metadata["denied_by"] == "bo"
+        assert "not now" in result.content
