@@ -59,6 +59,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from runtime import (
+    ApprovalDecided,
     Draft,
     InputArrived,
     LeaseLost,
@@ -124,6 +125,7 @@ def store_decision(
     Raises:
         NotAwaitingApproval: no call of that id waits, or a decision on it is stored
             already (taken once, by the owner).
+        InvalidEvent: ``approved`` is not a bool, or ``reason`` or ``by`` not a str or None.
         SeqConflict: the session changed meanwhile (try again).
     """
     state = store.load_state(session_id) if session_id in store else None
@@ -135,6 +137,10 @@ def store_decision(
             "decided already, or its turn ended (Runtime.pending_approvals lists those that "
             "wait)."
         )
+    assert turn is not None
+    # Checked as the owner will check it (InvalidEvent: a reason or by that is not a str).
+    ApprovalDecided(session_id=session_id, seq=state.seq + 1, at=at, turn_id=turn.id,
+                    call_id=call_id, approved=approved, reason=reason, by=by)  # fmt: skip
     stored = stored_decision(state.message(message_id))
     if stored is not None:
         verdict = "approved" if stored[0] else "denied"

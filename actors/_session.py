@@ -232,8 +232,14 @@ class SessionActor(pykka.ThreadingActor):
         stored = self._svc.store.call(lambda s: s.session(sid).seq if sid in s else 0)
         if stored.result(self._svc.settings.store_timeout) <= self._machine.state.seq:
             return False
-        if not self._adopt():
-            self._step(Loaded(**self._svc.stamp()), reload=True)
+        for _ in range(_RELOADS):
+            try:
+                if self._adopt():
+                    return True
+                break
+            except SeqConflict:  # written again meanwhile: adopt that too, or reload
+                continue
+        self._step(Loaded(**self._svc.stamp()), reload=True)
         return True
 
     def close_if_idle(self, seq: int) -> bool:

@@ -24,7 +24,7 @@ from actors import (
 )
 from actors._ids import utc_now
 from actors._leasing import store_decision
-from runtime import ApprovalDecided, Status, TurnOutcome
+from runtime import ApprovalDecided, InvalidEvent, Status, TurnOutcome
 from runtime.store import SQLiteStore
 
 WAIT = 60.0
@@ -223,6 +223,8 @@ class TestDecisionsStoredInTheFile:
             rt.send("s1", "delete /tmp/x")
             call_id = waiting_call(rt)
         with SQLiteStore(db) as store:
+            with pytest.raises(InvalidEvent, match=r"ApprovalDecided.by must be a str or None"):
+                store_decision(store, "s1", call_id, True, None, 5, at=utc_now())  # type: ignore[arg-type]
             store_decision(store, "s1", call_id, True, None, "admin", at=utc_now())
             with pytest.raises(NotAwaitingApproval, match=r"was approved by 'admin' already"):
                 store_decision(store, "s1", call_id, False, "no", "bo", at=utc_now())
