@@ -11,6 +11,7 @@ import pytest
 
 from actors import (
     ApprovalNeeded,
+    InvalidConfig,
     NotAwaitingApproval,
     Reply,
     Runtime,
@@ -170,6 +171,25 @@ class TestWaitingSurvives:
         assert ran == ["/tmp/x"]
         assert [m.content for m in final][-1] == "Done."
         assert [t.status.value for t in final.turn_list()] == ["processed"]
+
+    def test_a_runtime_without_the_tool_refuses_to_approve_it(self, tmp_path: Path) -> None:
+        """On a store no other runtime could run (SQLite), a runtime that lacks the tool
+        refuses to approve its call, storing nothing, and may still deny it."""
+        db = tmp_path / "amber.db"
+        rt, _ = make(db)
+        with rt:
+            rt.send("s1", "delete /tmp/x")
+            call_id = waiting_call(rt)
+        rt2 = Runtime(model=ScriptedModel([reply("Not done.")]), store=db,
+                      settings=Settings(passivate_after=None))  # fmt: skip
+        with rt2:
+            seq = rt2.state("s1").seq
+            with pytest.raises(InvalidConfig, match=r"calls 'delete_file', a tool this runtime"):
+                rt2.approve("s1", call_id)
+            assert rt2.state("s1").seq == seq
+            rt2.deny("s1", call_id, "no tool here")
+            final = rt2.wait_idle("s1", timeout=WAIT)
+        assert [m.content for m in final][-1] == "Not done."
 
 
 class TestStreaming:
