@@ -64,8 +64,10 @@ class Approving:
         """Refuse a tool call that waits for approval: the model gets an error result saying
         it was denied (and ``reason``), and goes on.
 
-        On a shared store, if another worker runs the session, the denial is stored for
-        that worker, which answers the call and goes on with the turn.
+        On a shared store, if another worker runs the session, or this runtime does not
+        have the tool (it is no worker of the session: it would go on with the turn with
+        other tools), the denial is stored for the worker that runs the session, which
+        answers the call and goes on with the turn.
 
         Raises:
             NotAwaitingApproval: no call of that id waits, or a decision on it is stored
@@ -86,15 +88,13 @@ class Approving:
     ) -> None:
         session_id = session_id_of(session_id, stored=True)  # a call to decide is stored
         keeper = self._keeper
-        # Shared store: decide here only if this runtime may run the session and the tool;
-        # else the worker that runs it takes the decision stored for it.
+        # Shared store: decide here only if this runtime may run the session and has the
+        # tool (it would go on with the turn); else the worker that runs the session takes
+        # the decision stored for it.
         if (
             keeper is not None
             and self.router.live(session_id) is None
-            and (
-                (approved and not self._can_run(session_id, call_id))
-                or not keeper.ensure(session_id)
-            )
+            and (not self._can_run(session_id, call_id) or not keeper.ensure(session_id))
         ):
             keeper.store_decision(session_id, call_id, approved, reason, by)
             return

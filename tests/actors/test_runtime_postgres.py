@@ -481,18 +481,24 @@ class TestWaitingForApproval:
                          and category_of(m) is Category.TOOL_RESULT)  # fmt: skip
         assert results == ["fetched bill", "paid ana"]
 
+    @pytest.mark.parametrize("approved", [True, False], ids=["approve", "deny"])
     def test_a_passivated_session_with_a_stored_decision_is_picked_up(
-        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str, approved: bool
     ) -> None:
-        """A runtime without the tool approves a call of a session nobody runs: it does not
-        claim it (it could not run the tool) but stores the decision; a worker picks the
-        session up, as it does one with input, and runs the tool."""
+        """A runtime without the tool decides a call of a session nobody runs: it does not
+        claim it (it is no worker of the session) but stores the decision; a worker picks
+        the session up, as it does one with input, and takes it."""
         worker, call_id = self.waiting(open_rt)
         front = open_rt(ScriptedModel([]))
-        front.approve("s", call_id, by="admin")
+        if approved:
+            front.approve("s", call_id, by="admin")
+        else:
+            front.deny("s", call_id, "no", by="admin")
         assert front.live_sessions() == []
         wait_for(lambda: replies(postgres_dsn, schema, "s") == ["paid"], "a worker goes on")
-        assert PAID == ["ana"]
+        assert len(PAID) == (1 if approved else 0)
+        (decided,) = decisions(postgres_dsn, schema, "s")
+        assert (decided.approved, decided.by) == (approved, "admin")
         assert held_by(postgres_dsn, schema, "s") in (worker.runner, None)
 
     def test_a_second_decision_from_elsewhere_is_refused(
