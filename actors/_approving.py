@@ -7,18 +7,25 @@ session may be passivated and the runtime restarted meanwhile). ``approve``
 runs it; ``deny`` gives the model an error result saying it was denied and
 why; a new message interrupts the turn as usual; ``Settings.approval_timeout``
 denies a call no one answered.
+
+On a shared store (PostgreSQL workers), a runtime that does not run the session
+(another worker holds its lease, or this runtime lacks the tool to run) stores
+the decision for the session's owner instead (``LeaseKeeper.store_decision``):
+the owner, or the worker that picks the session up, takes it and goes on with
+the turn.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from runtime import Message, SessionState
+from runtime import Message, SessionState, UnknownSession
 
 from ._drafts import session_id_of
 from ._errors import NotAwaitingApproval, OwnedElsewhere
 
 if TYPE_CHECKING:
+    from ._leasing import LeaseKeeper
     from ._router import Router
     from ._settings import Settings
 
@@ -30,6 +37,8 @@ class Approving:
 
     router: Router
     settings: Settings
+    _keeper: LeaseKeeper | None
+    _tool_refs: dict[str, Any]
 
     def state(self, session_id: str) -> SessionState:
         raise NotImplementedError
@@ -37,11 +46,15 @@ class Approving:
     def approve(self, session_id: str, call_id: str, *, by: str | None = None) -> None:
         """Let a tool call that waits for approval run.
 
+        On a shared store, if another worker runs the session, or this runtime does not
+        have the tool, the decision is stored for the worker that runs the session, which
+        runs the tool and goes on with the turn.
+
         Raises:
             NotAwaitingApproval: no call of that id waits (it was decided, or its
-                turn ended).
-            OwnedElsewhere: another worker runs the session (PostgreSQL); decide there.
-            InvalidConfig: the call is of a tool this runtime does not have.
+                turn ended), or a decision on it is stored already for its worker.
+            InvalidConfig: the call is of a tool this runtime does not have, and the
+                store is not shared (no other runtime could run it).
         """
         self._decide(session_id, call_id, True, None, by)
 
@@ -51,9 +64,14 @@ class Approving:
         """Refuse a tool call that waits for approval: the model gets an error result saying
         it was denied (and ``reason``), and goes on.
 
+        On a shared store, if another worker runs the session, or this runtime does not
+        have the tool (it is no worker of the session: it would go on with the turn with
+        other tools), the denial is stored for the worker that runs the session, which
+        answers the call and goes on with the turn.
+
         Raises:
-            NotAwaitingApproval: no call of that id waits.
-            OwnedElsewhere: another worker runs the session (PostgreSQL); decide there.
+            NotAwaitingApproval: no call of that id waits, or a decision on it is stored
+                already for its worker.
         """
         self._decide(session_id, call_id, False, reason, by)
 
@@ -69,24 +87,44 @@ class Approving:
         self, session_id: str, call_id: str, approved: bool, reason: str | None, by: str | None
     ) -> None:
         session_id = session_id_of(session_id, stored=True)  # a call to decide is stored
+        keeper = self._keeper
+        # Shared store: decide here only if this runtime may run the session and has the
+        # tool (it would go on with the turn); else the worker that runs the session takes
+        # the decision stored for it.
+        if (
+            keeper is not None
+            and self.router.live(session_id) is None
+            and (not self._can_run(session_id, call_id) or not keeper.ensure(session_id))
+        ):
+            keeper.store_decision(session_id, call_id, approved, reason, by)
+            return
         try:
             decided: bool = self.router.call(
                 session_id, lambda p: p.decide(call_id, approved, reason, by),
                 timeout=self.settings.ask_timeout,
             )  # fmt: skip
         except OwnedElsewhere:
-            raise OwnedElsewhere(
-                f"Session {session_id!r} is run by another worker (it holds the session's "
-                f"lease), so tool call {call_id!r} cannot be decided here: a decision is "
-                "taken by the runtime that runs the session. Call approve/deny in that "
-                "process, or once the session passivates (Settings.passivate_after; a turn "
-                "waiting for approval lets it) and its lease is given back, from a runtime "
-                "with the same tools and model (it then runs the rest of the turn). `amber "
-                "worker` takes no decisions: see docs/scaling.md, 'Approvals with workers'."
-            ) from None
+            if keeper is None:
+                raise
+            # Taken over between the claim and the call: its new owner takes it.
+            keeper.store_decision(session_id, call_id, approved, reason, by)
+            return
         if not decided:
             raise NotAwaitingApproval(
                 f"No tool call {call_id!r} waits for approval in session {session_id!r}; it was "
                 "decided already, or its turn ended (Runtime.pending_approvals lists those that "
                 "wait)."
             )
+
+    def _can_run(self, session_id: str, call_id: str) -> bool:
+        """False if ``call_id`` waits in the session and calls a tool this runtime lacks."""
+        try:
+            state = self.state(session_id)
+        except UnknownSession:
+            return True  # nothing waits: the session says so when asked
+        turn = state.active_turn
+        message_id = turn.awaiting_approval.get(call_id) if turn is not None else None
+        if message_id is None:
+            return True  # nothing waits: the session says so when asked
+        called = state.message(message_id).tool_call
+        return called is None or called.name in self._tool_refs

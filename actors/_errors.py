@@ -76,8 +76,9 @@ class SessionGone(AmberError, RuntimeError):
 class OwnedElsewhere(AmberError, RuntimeError):
     """Another worker holds the session's lease (a shared store): this runtime cannot run it.
 
-    ``send`` and ``post`` still work (the input is stored for the owner); calls that
-    need the session's actor here (``ask``, ``interrupt``, approvals) do not.
+    ``send`` and ``post`` still work (the input is stored for the owner), and so do
+    ``approve`` and ``deny`` (the decision is stored for the owner); calls that need the
+    session's actor here (``ask``, ``interrupt``) do not.
     """
 
 

@@ -33,6 +33,14 @@ With a ``PostgresStore`` several runtimes (workers) share one store. A
 - **Input for another owner.** ``store_input`` stores an input for a session
   another worker owns, the way that owner's machine would (a ``MessageAdded``),
   and the ``NOTIFY`` of that append wakes the owner.
+- **Decisions for another owner.** ``store_decision`` stores the approval or
+  denial of a tool call that waits in a session another worker owns (or that
+  nobody runs): a ``MetadataUpdated`` of the call's message that asks for the
+  decision (``runtime._turn_ops.DECISION_KEY``). The owner, woken by its
+  ``NOTIFY``, reloads the session and takes it; a session nobody runs that has
+  one is picked up by a worker, as one with input is. The decision itself
+  (``ApprovalDecided``, the tool run) is the owner's: a call runs at most once,
+  where its session runs.
 
 Every store call goes through the runtime's store thread (the store is not
 thread-safe).
@@ -51,11 +59,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from runtime import (
+    ApprovalDecided,
     Draft,
     InputArrived,
     LeaseLost,
     Message,
     MessageAdded,
+    MetadataUpdated,
     SeqConflict,
     SessionMachine,
     SessionState,
@@ -65,18 +75,20 @@ from runtime import (
     awaits_delivery,
     step,
 )
+from runtime._turn_ops import decision_metadata, stored_decision
 
-from ._errors import RuntimeStopped
+from ._errors import NotAwaitingApproval, RuntimeStopped
 from ._ids import Clock
 from ._router import Router
 from ._storage import StoreThread
 
-__all__ = ["LeaseKeeper", "store_input", "waits_for_a_person"]
+__all__ = ["LeaseKeeper", "store_decision", "store_input", "waits_for_a_person"]
 
 log = logging.getLogger("amber.leases")
 
 _INPUT_TRIES = 50
-"""Tries to store an input for another owner before ``SeqConflict`` reaches the caller."""
+"""Tries to store an input (or a decision) for another owner before ``SeqConflict``
+reaches the caller."""
 
 
 def store_input(
@@ -97,15 +109,76 @@ def store_input(
     return message
 
 
+def store_decision(
+    store: Any,
+    session_id: str,
+    call_id: str,
+    approved: bool,
+    reason: str | None,
+    by: str | None,
+    *,
+    at: datetime,
+) -> None:
+    """Store the decision on a tool call that waits for approval for the session's owner
+    to take (a ``MetadataUpdated`` of the call's message), without running the session.
+
+    Raises:
+        NotAwaitingApproval: no call of that id waits, or a decision on it is stored
+            already (taken once, by the owner).
+        InvalidEvent: ``approved`` is not a bool, or ``reason`` or ``by`` not a str or None.
+        SeqConflict: the session changed meanwhile (try again).
+    """
+    state = store.load_state(session_id) if session_id in store else None
+    turn = state.active_turn if state is not None else None
+    message_id = turn.awaiting_approval.get(call_id) if turn is not None else None
+    if state is None or message_id is None:
+        raise NotAwaitingApproval(
+            f"No tool call {call_id!r} waits for approval in session {session_id!r}; it was "
+            "decided already, or its turn ended (Runtime.pending_approvals lists those that "
+            "wait)."
+        )
+    assert turn is not None
+    # Checked as the owner will check it (InvalidEvent: a reason or by that is not a str).
+    ApprovalDecided(session_id=session_id, seq=state.seq + 1, at=at, turn_id=turn.id,
+                    call_id=call_id, approved=approved, reason=reason, by=by)  # fmt: skip
+    stored = stored_decision(state.message(message_id))
+    if stored is not None:
+        verdict = "approved" if stored[0] else "denied"
+        who = f" by {stored[2]!r}" if stored[2] is not None else ""
+        raise NotAwaitingApproval(
+            f"Tool call {call_id!r} of session {session_id!r} was {verdict}{who} already, "
+            "from a process that does not run the session; the worker that runs it takes "
+            "that decision (a call is decided once). Runtime.pending_approvals lists it "
+            "until then."
+        )
+    metadata = decision_metadata(approved, reason, by)
+    event = MetadataUpdated(
+        session_id=session_id, seq=state.seq + 1, at=at, message_id=message_id, metadata=metadata
+    )
+    store.append([event])
+
+
+def decision_waits(state: SessionState) -> bool:
+    """True when a call of the active turn waits with a decision stored for the owner."""
+    turn = state.active_turn
+    return turn is not None and any(
+        stored_decision(state.message(message_id)) is not None
+        for message_id in turn.awaiting_approval.values()
+    )
+
+
 def waits_for_a_person(state: SessionState) -> bool:
     """True when the session's only work is a turn waiting for tool calls to be approved:
     nothing runs until a person decides (or an input comes), so a worker has nothing to do
-    for it (unless ``approval_timeout`` denies the calls in time)."""
+    for it (unless ``approval_timeout`` denies the calls in time). A decision stored for
+    the owner by another process is work: the session is picked up to take it."""
     turn = state.active_turn
     if turn is None or not turn.awaiting_approval or state.queued:
         return False
     if set(turn.open_calls) != set(turn.awaiting_approval):
         return False  # a call was running: the turn is an orphan to recover
+    if decision_waits(state):
+        return False
     asked = set(turn.awaiting_approval.values())
     return not any(m.active and awaits_delivery(m) and m.id not in asked for m in state)
 
@@ -208,19 +281,37 @@ class LeaseKeeper:
             SeqConflict: the session kept changing for ``_INPUT_TRIES`` tries.
         """
         settings, clock = self._turn_settings, self._clock
-        for tries in range(1, _INPUT_TRIES):
-            with contextlib.suppress(SeqConflict):
-                return self._store_once(session_id, draft, settings, clock)
-            time.sleep(random.uniform(0.0, 0.002 * min(tries, 25)))
-        return self._store_once(session_id, draft, settings, clock)
-
-    def _store_once(
-        self, session_id: str, draft: Draft, settings: TurnSettings, clock: Clock
-    ) -> Message:
-        message: Message = self._call(
+        message: Message = self._retried(
             lambda s: store_input(s, session_id, draft, settings=settings, at=clock())
         )
         return message
+
+    def store_decision(
+        self, session_id: str, call_id: str, approved: bool, reason: str | None, by: str | None
+    ) -> None:
+        """Store the decision on a waiting tool call for the session's owner to take (its
+        ``NOTIFY`` wakes the owner; a worker picks up a session nobody runs).
+
+        Tried again on a ``SeqConflict`` as ``store_input`` is: each try reads the head
+        again, so of two decisions racing on one call the second finds the first stored.
+
+        Raises:
+            NotAwaitingApproval: no call of that id waits, or a decision on it is stored.
+            SeqConflict: the session kept changing for ``_INPUT_TRIES`` tries.
+        """
+        clock = self._clock
+        self._retried(
+            lambda s: store_decision(s, session_id, call_id, approved, reason, by, at=clock())
+        )
+
+    def _retried(self, fn: Callable[[Any], Any]) -> Any:
+        """``fn(store)`` on the store thread, tried again on ``SeqConflict`` (the head moved)
+        after a short random pause, so that the tries do not keep meeting the owner's writes."""
+        for tries in range(1, _INPUT_TRIES):
+            with contextlib.suppress(SeqConflict):
+                return self._call(fn)
+            time.sleep(random.uniform(0.0, 0.002 * min(tries, 25)))
+        return self._call(fn)
 
     # -- the thread --------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from runtime import (
     Loaded,
     Message,
     MessageAdded,
+    MetadataUpdated,
     ModelChunk,
     ModelEnded,
     ModelRequest,
@@ -57,9 +58,11 @@ from runtime import (
     TimerFired,
     Update,
     Warn,
+    apply,
     awaits_delivery,
     step,
 )
+from runtime._turn_ops import stored_decision
 
 from ._answers import AskInput, CancelAsk, ReplyWaiter
 from ._asks import AskBook
@@ -222,13 +225,20 @@ class SessionActor(pykka.ThreadingActor):
         """Adopt what another process stored for the session (input for this owner): if
         the store is ahead of this actor, reload the session (a running turn is recovered
         and answered again with the new input, as a local input interrupts it). True if
-        it was reloaded."""
+        it was reloaded (or, when only metadata changed, adopted: see ``_adopt``)."""
         if self._closed:
             return False
         sid = self.session_id
         stored = self._svc.store.call(lambda s: s.session(sid).seq if sid in s else 0)
         if stored.result(self._svc.settings.store_timeout) <= self._machine.state.seq:
             return False
+        for _ in range(_RELOADS):
+            try:
+                if self._adopt():
+                    return True
+                break
+            except SeqConflict:  # written again meanwhile: adopt that too, or reload
+                continue
         self._step(Loaded(**self._svc.stamp()), reload=True)
         return True
 
@@ -316,12 +326,47 @@ class SessionActor(pykka.ThreadingActor):
         return self._reload_and_decide(input, reload=True)
 
     def _reload_and_decide(self, input: Input, *, reload: bool) -> Decision:
+        if reload and not (isinstance(input, Loaded | Stopping)) and self._adopt():
+            return self._decide(input)  # only metadata changed: what runs goes on
         if reload:
             # Stopping: only adopt the head (a turn is not started to be stopped).
             loaded = self._reload(resume=not isinstance(input, Stopping))
             if isinstance(input, Loaded) and loaded is not None:
                 return loaded  # the reload stepped it
         return self._decide(input)
+
+    def _adopt(self) -> bool:
+        """Adopt what another process stored without a reload, if it is only metadata (a
+        decision stored for this owner, ``store_decision``): a running turn goes on, and
+        the decisions are taken as if given here. False (nothing adopted) if anything
+        else was stored, or no turn runs here: the session is reloaded then."""
+        machine = self._machine
+        if machine.run is None:
+            return False
+        sid, seq = self.session_id, machine.state.seq
+        events = self._svc.store.call(lambda s: s.events(sid, after=seq))
+        new = events.result(self._svc.settings.store_timeout)
+        if not new or not all(type(event) is MetadataUpdated for event in new):
+            return False
+        state = machine.state
+        for event in new:
+            state = apply(state, event)
+        self._machine = attrs.evolve(machine, state=state)
+        log.info("session %s: adopted %d metadata change(s) from elsewhere", sid, len(new))
+        turn = state.active_turn
+        if turn is None:
+            return True
+        for call_id, message_id in sorted(
+            turn.awaiting_approval.items(), key=lambda item: state.index[item[1]]
+        ):
+            decided = stored_decision(state.message(message_id))
+            if decided is not None:
+                approved, reason, by = decided
+                given = ApprovalGiven(
+                    call_id=call_id, approved=approved, reason=reason, by=by, **self._svc.stamp()
+                )
+                self._decide(given)
+        return True
 
     def _reload(self, *, resume: bool = True) -> Decision | None:
         """Adopt the head the store holds, as a new actor would: what ran here is cancelled

@@ -7,6 +7,7 @@ commands, replaces the running turn's bookkeeping. Handlers of inputs
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
 from ._assembly import Assembly
@@ -39,6 +40,7 @@ from ._view_cache import cached_view
 
 __all__ = [
     "APPROVAL_TIMER",
+    "DECISION_KEY",
     "MODEL_CALL_KEY",
     "NOTICES",
     "ORPHAN_TIMER",
@@ -46,6 +48,7 @@ __all__ = [
     "cancel_runs",
     "continue_after_tools",
     "decide",
+    "decision_metadata",
     "end_turn",
     "fail",
     "maybe_start_turn",
@@ -55,6 +58,7 @@ __all__ = [
     "orphaned",
     "request_approval",
     "resume_waiting",
+    "stored_decision",
     "turn_metrics",
 ]
 
@@ -439,6 +443,55 @@ def decide(
     return True
 
 
+DECISION_KEY = "approval_decision"
+"""Metadata key of a tool-call message that carries a decision stored for the session's
+owner by a process that does not run it (``{"approved": bool, "reason"?: str, "by"?:
+str}``, set with a ``MetadataUpdated``). It only asks: the owner, when it (re)loads the
+session, takes the decision (``ApprovalDecided``, then the tool runs or the call is
+denied), so a call is decided, and run, by the one runner of the session."""
+
+
+def decision_metadata(approved: bool, reason: str | None, by: str | None) -> dict[str, Any]:
+    """The metadata that stores a decision for the session's owner (``DECISION_KEY``)."""
+    decision: dict[str, Any] = {"approved": approved}
+    if reason is not None:
+        decision["reason"] = reason
+    if by is not None:
+        decision["by"] = by
+    return {DECISION_KEY: decision}
+
+
+def stored_decision(message: Message) -> tuple[bool, str | None, str | None] | None:
+    """``(approved, reason, by)`` stored on a tool-call message for the owner, or None (no
+    decision, or a value under ``DECISION_KEY`` that is not one: it is ignored)."""
+    value = message.metadata.get(DECISION_KEY)
+    if not isinstance(value, Mapping):
+        return None
+    approved, reason, by = value.get("approved"), value.get("reason"), value.get("by")
+    if not isinstance(approved, bool):
+        return None
+    return (
+        approved,
+        reason if isinstance(reason, str) else None,
+        by if isinstance(by, str) else None,
+    )
+
+
+def take_stored_decisions(s: Step) -> None:
+    """Take the decisions another process stored for calls that wait (``DECISION_KEY``),
+    in the order of the calls: each is decided here as if it were given here."""
+    turn = s.state.active_turn
+    if turn is None or not turn.awaiting_approval:
+        return
+    index = s.state.index
+    for call_id, message_id in sorted(
+        turn.awaiting_approval.items(), key=lambda item: index[item[1]]
+    ):
+        stored = stored_decision(s.state.message(message_id))
+        if stored is not None:
+            decide(s, call_id, *stored)
+
+
 def continue_after_tools(s: Step) -> None:
     """The last result of a tool step is in (nothing runs, nothing waits): call the model."""
     run, turn = s.run, s.state.active_turn
@@ -450,7 +503,10 @@ def continue_after_tools(s: Step) -> None:
 def resume_waiting(s: Step) -> bool:
     """After a (re)load: a turn that only waited for approval goes on waiting, as if the
     runner had never left; False if the turn had work in flight, or input came meanwhile
-    (stored by another process, which interrupts it as input does): it is an orphan."""
+    (stored by another process, which interrupts it as input does): it is an orphan.
+
+    Decisions another process stored for its calls meanwhile are taken now (the
+    approved calls run, the denied ones are answered)."""
     turn = s.state.active_turn
     if (
         turn is None
@@ -473,6 +529,9 @@ def resume_waiting(s: Step) -> bool:
         tool_calls=sum(len(row.tool_calls) for row in rows),
         tokens=sum(r.usage.total_tokens for r in rows if r.usage is not None),
     )
+    take_stored_decisions(s)
+    turn = s.state.active_turn
+    assert turn is not None  # a decision runs a tool or calls the model: the turn goes on
     timeout = s.settings.approval_timeout
     if timeout is not None:
         for call_id, message_id in turn.awaiting_approval.items():

@@ -32,6 +32,7 @@ from runtime import (
     reports_error,
     thaw,
 )
+from runtime._turn_ops import DECISION_KEY, stored_decision
 
 from .._metrics import format_turn_metrics
 from ._text import (
@@ -114,6 +115,9 @@ def describe_event(event: Event, before: SessionState, after: SessionState) -> T
             status_text(event.status),
         )
     if isinstance(event, MetadataUpdated):
+        asked = _stored_decision(event, after)
+        if asked is not None:
+            return asked
         keys = ", ".join(f"{k}={compact(v)}" for k, v in event.metadata.items())
         return join((event.message_id, "bold"), f" metadata: {excerpt(keys, 60)}")
     if isinstance(event, TurnStarted):
@@ -177,6 +181,23 @@ def _finished_row(event: ModelCallFinished, after: SessionState) -> AuditRow | N
         ),
         None,
     )
+
+
+def _stored_decision(event: MetadataUpdated, after: SessionState) -> Text | None:
+    """The line of a decision stored for the session's owner by another process."""
+    if set(event.metadata) != {DECISION_KEY}:
+        return None
+    message = after.get(event.message_id)
+    call = message.tool_call if message is not None else None
+    decision = stored_decision(message) if message is not None else None
+    if call is None or decision is None:
+        return None
+    approved, reason, by = decision
+    verdict = ("approved", "green") if approved else ("denied", "red")
+    who = f" by {safe(by)}" if by else ""
+    why = f" ({excerpt(reason, 80)})" if reason else ""
+    return join(("⋯ ", verdict[1]), (safe(call.id), "bold"), f" {safe(call.name)}() ", verdict,
+                f"{who}{why}, stored for the session's owner to take")  # fmt: skip
 
 
 def _call_name(state: SessionState, call_id: str) -> str:

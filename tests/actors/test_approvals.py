@@ -11,6 +11,7 @@ import pytest
 
 from actors import (
     ApprovalNeeded,
+    InvalidConfig,
     NotAwaitingApproval,
     Reply,
     Runtime,
@@ -22,7 +23,9 @@ from actors import (
     reply,
     tool,
 )
-from runtime import Status, TurnOutcome
+from actors._ids import utc_now
+from actors._leasing import store_decision
+from runtime import ApprovalDecided, InvalidEvent, Status, TurnOutcome
 from runtime.store import SQLiteStore
 
 WAIT = 60.0
@@ -169,6 +172,25 @@ class TestWaitingSurvives:
         assert [m.content for m in final][-1] == "Done."
         assert [t.status.value for t in final.turn_list()] == ["processed"]
 
+    def test_a_runtime_without_the_tool_refuses_to_approve_it(self, tmp_path: Path) -> None:
+        """On a store no other runtime could run (SQLite), a runtime that lacks the tool
+        refuses to approve its call, storing nothing, and may still deny it."""
+        db = tmp_path / "amber.db"
+        rt, _ = make(db)
+        with rt:
+            rt.send("s1", "delete /tmp/x")
+            call_id = waiting_call(rt)
+        rt2 = Runtime(model=ScriptedModel([reply("Not done.")]), store=db,
+                      settings=Settings(passivate_after=None))  # fmt: skip
+        with rt2:
+            seq = rt2.state("s1").seq
+            with pytest.raises(InvalidConfig, match=r"calls 'delete_file', a tool this runtime"):
+                rt2.approve("s1", call_id)
+            assert rt2.state("s1").seq == seq
+            rt2.deny("s1", call_id, "no tool here")
+            final = rt2.wait_idle("s1", timeout=WAIT)
+        assert [m.content for m in final][-1] == "Not done."
+
 
 class TestStreaming:
     def test_the_stream_says_a_call_waits_and_the_caller_approves(self) -> None:
@@ -205,3 +227,56 @@ class TestStreaming:
             asker.join(WAIT)
         assert answers[0].text == "Done."
         assert ran == ["/tmp/x"]
+
+
+class TestDecisionsStoredInTheFile:
+    """A decision stored in a SQLite file by another process (``store_decision``, as a
+    process that does not run the session stores it): the runtime that runs the session
+    takes it, once."""
+
+    def test_the_next_runtime_takes_it(self, tmp_path: Path) -> None:
+        """Stored while no runtime ran the file: the next runtime (resuming the session)
+        runs the tool once and ends the turn; the call no longer waits."""
+        db = tmp_path / "amber.db"
+        rt, _ = make(db)
+        with rt:
+            rt.send("s1", "delete /tmp/x")
+            call_id = waiting_call(rt)
+        with SQLiteStore(db) as store:
+            with pytest.raises(InvalidEvent, match=r"ApprovalDecided.by must be a str or None"):
+                store_decision(store, "s1", call_id, True, None, 5, at=utc_now())  # type: ignore[arg-type]
+            store_decision(store, "s1", call_id, True, None, "admin", at=utc_now())
+            with pytest.raises(NotAwaitingApproval, match=r"was approved by 'admin' already"):
+                store_decision(store, "s1", call_id, False, "no", "bo", at=utc_now())
+        ran: list[str] = []
+        rt2 = Runtime(model=ScriptedModel([reply("Done.")]), store=db, tools=[deleter(ran)],
+                      settings=Settings(passivate_after=None), resume=["s1"])  # fmt: skip
+        with rt2:
+            final = rt2.wait_idle("s1", timeout=WAIT)
+            with pytest.raises(NotAwaitingApproval, match=r"^No tool call '.+' waits"):
+                rt2.approve("s1", call_id)
+        assert ran == ["/tmp/x"]
+        assert [m.content for m in final][-1] == "Done."
+        with SQLiteStore(db) as store:
+            (decided,) = [e for e in store.events("s1") if isinstance(e, ApprovalDecided)]
+        assert (decided.approved, decided.by) == (True, "admin")
+
+    def test_a_runtime_deciding_too_meets_it_and_the_tool_runs_once(self, tmp_path: Path) -> None:
+        """Stored while the runtime runs the session and waits: the runtime's own approve
+        meets it (its write conflicts, it adopts the stored decision and takes it), so
+        its own decision finds nothing waiting; the tool runs once."""
+        db = tmp_path / "amber.db"
+        rt, ran = make(db)
+        with rt:
+            rt.send("s1", "delete /tmp/x")
+            call_id = waiting_call(rt)
+            with SQLiteStore(db) as store:
+                store_decision(store, "s1", call_id, False, "not now", "bo", at=utc_now())
+            with pytest.raises(NotAwaitingApproval):
+                rt.approve("s1", call_id, by="Chii")
+            final = rt.wait_idle("s1", timeout=WAIT)
+        assert ran == []
+        result = next(m for m in final if m.tool_call_id == call_id)
+        assert result.error_type == "denied"
+        assert result.metadata["denied_by"] == "bo"
+        assert "not now" in result.content

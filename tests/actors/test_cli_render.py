@@ -110,6 +110,21 @@ class TestDescribeEvent:
             "⑂ forked from s at seq 3: 2 messages, 1 turns"
         )
 
+    def test_a_decision_stored_for_the_owner(self, build: Builder) -> None:
+        """The metadata that stores a decision for the session's owner reads as one."""
+        build.add(Category.USER_QUESTION, "q1", sender="Chii", content="go")
+        build(TurnStarted, turn_id="t1")
+        call = ToolCall(id="c1", name="sh", arguments={})
+        build.add(Category.TOOL_CALL, "m1", tool_call=call, turn_id="t1", parent_id="q1")
+        stored = {"approval_decision": {"approved": False, "reason": "no", "by": "ana"}}
+        assert build(MetadataUpdated, message_id="m1", metadata=stored) == (
+            "⋯ c1 sh() denied by ana (no), stored for the session's owner to take"
+        )
+        stored = {"approval_decision": {"approved": True}}
+        assert build(MetadataUpdated, message_id="m1", metadata=stored) == (
+            "⋯ c1 sh() approved, stored for the session's owner to take"
+        )
+
     def test_interrupt_names_calls_and_partial_output(self, build: Builder) -> None:
         """An interrupt says how many calls it cut and which partial output it kept."""
         build.add(Category.USER_QUESTION, "q1", sender="Chii", content="go")

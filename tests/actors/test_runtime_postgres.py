@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from actors import (
-    InvalidConfig,
+    NotAwaitingApproval,
     OwnedElsewhere,
     Runtime,
     RuntimeStopped,
@@ -29,12 +29,14 @@ from actors._drafts import user_draft
 from actors._ids import utc_now
 from actors._leasing import store_input
 from runtime import (
+    ApprovalDecided,
     Category,
     LeaseLost,
     ModelRequest,
     Status,
     TurnSettings,
     call,
+    calls,
     category_of,
     hang,
     reply,
@@ -311,21 +313,55 @@ def pay(to: str) -> str:
     return f"paid {to}"
 
 
+PAID: list[str] = []
+"""Whom ``counted_pay`` paid (cleared by the tests that count)."""
+
+
+@tool(approval=True, name="pay")
+def counted_pay(to: str) -> str:
+    """Pays someone."""
+    PAID.append(to)
+    return f"paid {to}"
+
+
 APPROVING = Settings(lease_ttl=30.0, lease_poll=3600.0, passivate_after=0.2)
+
+
+def decisions(dsn: str, schema: str, session_id: str) -> list[ApprovalDecided]:
+    with PostgresStore(dsn, schema=schema) as store:
+        return [e for e in store.events(session_id) if isinstance(e, ApprovalDecided)]
+
+
+def held_by(dsn: str, schema: str, session_id: str) -> str | None:
+    with PostgresStore(dsn, schema=schema) as store:
+        lease = store.lease(session_id)
+    return None if lease is None or lease.expires_at <= datetime.now(UTC) else lease.owner
 
 
 class TestWaitingForApproval:
     """A session whose turn waits for a person to approve a tool call, on workers."""
 
-    def waiting(self, open_rt: Callable[..., Runtime], **options: Any) -> tuple[Runtime, str]:
-        """A worker whose session ``s`` waits for approval and has passivated."""
+    @pytest.fixture(autouse=True)
+    def _paid(self) -> Iterator[None]:
+        PAID.clear()
+        yield
+        PAID.clear()
+
+    def waiting(
+        self, open_rt: Callable[..., Runtime], *, passivate: bool = True, **options: Any
+    ) -> tuple[Runtime, str]:
+        """A worker whose session ``s`` waits for approval and (``passivate``) has
+        passivated and given its lease back."""
+        settings = APPROVING if passivate else SETTINGS
         worker = open_rt(
             ScriptedModel([call("pay", {"to": "ana"}), reply("paid")]),
-            tools=[pay], resume="all", settings=APPROVING, **options,
+            tools=[counted_pay], resume="all", settings=settings, **options,
         )  # fmt: skip
         worker.send("s", "pay ana", sender="Chii")
         worker.wait_idle("s", timeout=60)
-        assert worker.wait_passivated("s", timeout=60)
+        if passivate:
+            assert worker.wait_passivated("s", timeout=60)
+            worker._keeper.poll_now()  # type: ignore[union-attr]  # gives the lease back
         (asked,) = worker.pending_approvals("s")
         assert asked.tool_call is not None
         return worker, asked.tool_call.id
@@ -352,35 +388,182 @@ class TestWaitingForApproval:
     ) -> None:
         """New input for a session waiting for approval is picked up by a worker: it
         interrupts the waiting turn and is answered."""
-        worker, _ = self.waiting(open_rt)
-        worker._keeper.poll_now()  # type: ignore[union-attr]
+        self.waiting(open_rt)
         foreign_input(postgres_dsn, schema, "s", "never mind")
         wait_for(lambda: replies(postgres_dsn, schema, "s") == ["paid"], "the worker answers")
+        assert PAID == []
 
     def test_a_decision_from_another_runtime_runs_it(
         self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
     ) -> None:
         """Once the session passivated and its lease was given back, a runtime with the
         same tools approves the call: the tool runs and the turn ends there."""
-        worker, call_id = self.waiting(open_rt)
-        worker._keeper.poll_now()  # type: ignore[union-attr]
-        front = open_rt(ScriptedModel([reply("paid by the front")]), tools=[pay])
+        _, call_id = self.waiting(open_rt)
+        front = open_rt(ScriptedModel([reply("paid by the front")]), tools=[counted_pay])
         front.approve("s", call_id, by="admin")
         front.wait_idle("s", timeout=60)
         assert replies(postgres_dsn, schema, "s") == ["paid by the front"]
+        assert PAID == ["ana"]
 
-    def test_a_decision_for_a_session_run_elsewhere_says_where(
+    def test_an_approval_for_a_session_run_elsewhere_is_taken_by_its_owner(
         self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
     ) -> None:
-        """Approving on a runtime that does not run the session says where to decide."""
-        worker = open_rt(ScriptedModel([call("pay", {"to": "ana"})]), tools=[pay], resume="all")
-        worker.send("s", "pay ana", sender="Chii")
-        worker.wait_idle("s", timeout=60)
-        (asked,) = worker.pending_approvals("s")
-        assert asked.tool_call is not None
-        front = open_rt(ScriptedModel([]), tools=[pay])
-        with pytest.raises(OwnedElsewhere, match=r"cannot be decided here.*Approvals with"):
+        """Approving on a runtime that does not run the session stores the decision; the
+        worker that runs it (woken by its NOTIFY) takes it, runs the tool once and ends
+        the turn. The front end claims nothing and runs nothing."""
+        worker, call_id = self.waiting(open_rt, passivate=False)
+        front = open_rt(ScriptedModel([]), tools=[counted_pay])
+        front.approve("s", call_id, by="admin")
+        wait_for(lambda: replies(postgres_dsn, schema, "s") == ["paid"], "the worker goes on")
+        assert PAID == ["ana"]
+        (decided,) = decisions(postgres_dsn, schema, "s")
+        assert (decided.call_id, decided.approved, decided.by) == (call_id, True, "admin")
+        assert front.live_sessions() == []
+        assert held_by(postgres_dsn, schema, "s") == worker.runner
+        with pytest.raises(NotAwaitingApproval, match="waits for approval"):
+            front.approve("s", call_id, by="admin")  # taken: nothing waits any more
+
+    def test_a_denial_for_a_session_run_elsewhere_is_taken_by_its_owner(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """A denial from a runtime that does not run the session: the worker answers the
+        call as denied (with the reason) and the model goes on; the tool never runs."""
+        worker, call_id = self.waiting(open_rt, passivate=False)
+        front = open_rt(ScriptedModel([]))
+        front.deny("s", call_id, "not today", by="admin")
+        wait_for(lambda: replies(postgres_dsn, schema, "s") == ["paid"], "the worker goes on")
+        assert PAID == []
+        (decided,) = decisions(postgres_dsn, schema, "s")
+        assert (decided.approved, decided.reason, decided.by) == (False, "not today", "admin")
+        results = [m for m in worker.state("s").messages if m.tool_call_id == call_id]
+        assert [m.error_type for m in results] == ["denied"]
+
+    @pytest.mark.parametrize("notified", [True, False], ids=["notified", "on-seq-conflict"])
+    def test_a_busy_owner_takes_a_decision_without_stopping_what_runs(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str, notified: bool
+    ) -> None:
+        """The model asked for two tools at once: one runs (slowly), the other waits for
+        approval. A decision stored from elsewhere meanwhile is adopted by the busy owner
+        (only metadata changed), when notified or when its next write meets it: the
+        running tool is not cancelled, the approved one runs, and one turn ends with both
+        results."""
+        gate, began = threading.Event(), threading.Event()
+
+        @tool
+        def fetch(what: str) -> str:
+            """Fetches something, slowly."""
+            began.set()
+            gate.wait(60)  # a hang guard: the test opens it
+            return f"fetched {what}"
+
+        model = ScriptedModel([calls([("fetch", {"what": "bill"}), ("pay", {"to": "ana"})]),
+                               reply("fetched and paid")])  # fmt: skip
+        worker = open_rt(model, tools=[fetch, counted_pay], resume="all")
+        front = open_rt(ScriptedModel([]))
+        try:
+            worker.send("s", "fetch the bill and pay ana", sender="Chii")
+            assert began.wait(60)  # a hang guard
+            wait_for(lambda: bool(worker.pending_approvals("s")), "pay waits for approval")
+            (asked,) = worker.pending_approvals("s")
+            assert asked.tool_call is not None
+            if not notified:
+                deaf(worker)
             front.approve("s", asked.tool_call.id, by="admin")
+            if notified:
+                wait_for(lambda: PAID == ["ana"], "the owner runs the approved call")
+        finally:
+            gate.set()
+        wait_for(lambda: PAID == ["ana"], "the owner runs the approved call")
+        state = worker.wait_idle("s", timeout=60)
+        assert replies(postgres_dsn, schema, "s") == ["fetched and paid"]
+        assert [turn.status.value for turn in state.turns.values()] == ["processed"]
+        results = sorted(m.content for m in state.messages if m.tool_call_id is not None
+                         and category_of(m) is Category.TOOL_RESULT)  # fmt: skip
+        assert results == ["fetched bill", "paid ana"]
+
+    @pytest.mark.parametrize("approved", [True, False], ids=["approve", "deny"])
+    def test_a_passivated_session_with_a_stored_decision_is_picked_up(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str, approved: bool
+    ) -> None:
+        """A runtime without the tool decides a call of a session nobody runs: it does not
+        claim it (it is no worker of the session) but stores the decision; a worker picks
+        the session up, as it does one with input, and takes it."""
+        worker, call_id = self.waiting(open_rt)
+        front = open_rt(ScriptedModel([]))
+        if approved:
+            front.approve("s", call_id, by="admin")
+        else:
+            front.deny("s", call_id, "no", by="admin")
+        assert front.live_sessions() == []
+        wait_for(lambda: replies(postgres_dsn, schema, "s") == ["paid"], "a worker goes on")
+        assert len(PAID) == (1 if approved else 0)
+        (decided,) = decisions(postgres_dsn, schema, "s")
+        assert (decided.approved, decided.by) == (approved, "admin")
+        assert held_by(postgres_dsn, schema, "s") in (worker.runner, None)
+
+    def test_a_second_decision_from_elsewhere_is_refused(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """A decision stored and not taken yet is not stored again, nor overridden: the
+        second approve (or deny) says it was decided, by whom."""
+        worker, call_id = self.waiting(open_rt, passivate=False)
+        deaf(worker)  # the owner does not take it yet
+        front = open_rt(ScriptedModel([]))
+        other = open_rt(ScriptedModel([]))
+        front.approve("s", call_id, by="ana")
+        seq = store_seq(postgres_dsn, schema, "s")
+        with pytest.raises(NotAwaitingApproval, match=r"was approved by 'ana' already"):
+            other.approve("s", call_id, by="bo")
+        with pytest.raises(NotAwaitingApproval, match=r"was approved by 'ana' already"):
+            other.deny("s", call_id, by="bo")
+        assert store_seq(postgres_dsn, schema, "s") == seq
+        worker.router.reload("s")  # it hears of it at last
+        wait_for(lambda: replies(postgres_dsn, schema, "s") == ["paid"], "the worker goes on")
+        assert PAID == ["ana"]
+
+    def test_racing_decisions_from_two_runtimes_run_the_tool_once(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """Two runtimes approve one call at once: one decision is stored, the other is
+        refused (each try reads the head again after a SeqConflict); the tool runs once."""
+        _, call_id = self.waiting(open_rt, passivate=False)
+        fronts = [open_rt(ScriptedModel([])) for _ in range(2)]
+        start = threading.Barrier(2)
+        outcomes: list[str] = []
+
+        def approve(rt: Runtime, by: str) -> None:
+            start.wait(60)
+            try:
+                rt.approve("s", call_id, by=by)
+                outcomes.append("stored")
+            except NotAwaitingApproval:
+                outcomes.append("refused")
+
+        threads = [threading.Thread(target=approve, args=(rt, f"p{n}"))
+                   for n, rt in enumerate(fronts)]  # fmt: skip
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert sorted(outcomes) == ["refused", "stored"]
+        wait_for(lambda: replies(postgres_dsn, schema, "s") == ["paid"], "the worker goes on")
+        assert PAID == ["ana"]
+        assert len(decisions(postgres_dsn, schema, "s")) == 1
+
+    def test_a_decision_after_the_turn_was_interrupted_is_refused(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """Once input ended the waiting turn, approving its call from elsewhere is refused
+        and stores nothing."""
+        _, call_id = self.waiting(open_rt, passivate=False)
+        foreign_input(postgres_dsn, schema, "s", "never mind")
+        wait_for(lambda: replies(postgres_dsn, schema, "s") == ["paid"], "the worker answers")
+        seq = store_seq(postgres_dsn, schema, "s")
+        front = open_rt(ScriptedModel([]))
+        with pytest.raises(NotAwaitingApproval, match="or its turn ended"):
+            front.approve("s", call_id, by="admin")
+        assert store_seq(postgres_dsn, schema, "s") == seq
+        assert PAID == []
 
     def test_a_worker_with_an_approval_timeout_picks_it_up(
         self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
@@ -392,19 +575,3 @@ class TestWaitingForApproval:
         timely = Settings(lease_ttl=30.0, lease_poll=3600.0, approval_timeout=0.1)
         open_rt(ScriptedModel([reply("not paid")]), tools=[pay], resume="all", settings=timely)
         wait_for(lambda: replies(postgres_dsn, schema, "s") == ["not paid"], "it is denied")
-
-    def test_approving_a_tool_this_runtime_lacks_is_refused(
-        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
-    ) -> None:
-        """A runtime without the tool that claims the session refuses to approve its call
-        (it could not run it), storing nothing; it may still deny it."""
-        worker, call_id = self.waiting(open_rt)
-        worker._keeper.poll_now()  # type: ignore[union-attr]
-        front = open_rt(ScriptedModel([reply("not paid")]))
-        seq = store_seq(postgres_dsn, schema, "s")
-        with pytest.raises(InvalidConfig, match=r"calls 'pay', a tool this runtime does not"):
-            front.approve("s", call_id, by="admin")
-        assert store_seq(postgres_dsn, schema, "s") == seq
-        front.deny("s", call_id, "no", by="admin")
-        front.wait_idle("s", timeout=60)
-        assert replies(postgres_dsn, schema, "s") == ["not paid"]

@@ -577,6 +577,162 @@ class TestApprovals:
         assert d.machine.is_waiting
         assert kinds(d(ApprovalGiven, call_id=call_id, approved=True)) == ["ApprovalDecided"]
 
+    def stored(self, d: Driver, call_id: str, approved: bool, **fields: Any) -> None:
+        """A decision another process stored for the owner (``store_decision``'s event)."""
+        from runtime import MetadataUpdated, apply
+        from runtime._turn_ops import decision_metadata
+
+        turn = d.machine.state.active_turn
+        assert turn is not None
+        state = d.machine.state
+        event = MetadataUpdated(
+            session_id=state.session_id, seq=state.seq + 1, at=EPOCH + timedelta(seconds=d.now),
+            message_id=turn.awaiting_approval[call_id],
+            metadata=decision_metadata(approved, fields.get("reason"), fields.get("by")),
+        )  # fmt: skip
+        d.machine = SessionMachine.load(apply(state, event))  # the owner reloads
+
+    def test_an_approval_stored_elsewhere_is_taken_on_load(self) -> None:
+        """A decision another process stored for the call (its message's metadata) is
+        taken by the runner that loads the session: ``ApprovalDecided`` (by whoever
+        decided), then the tool runs, once."""
+        d, call_id = self.waiting(TurnSettings(tools=(GUARDED,), runner="a"))
+        self.stored(d, call_id, True, by="admin")
+        d.settings = TurnSettings(tools=(GUARDED,), runner="b")
+        loaded = d(Loaded)
+        assert kinds(loaded) == ["ApprovalDecided"]
+        decided = loaded.events[0]
+        assert isinstance(decided, ApprovalDecided)
+        assert (decided.call_id, decided.approved, decided.by) == (call_id, True, "admin")
+        assert [c.call_id for c in commands(loaded, RunTool)] == [call_id]
+        assert not d.machine.is_waiting
+        # Loaded again (the tool's result never came: its runner died): not run again.
+        d.machine = SessionMachine.load(d.machine.state)
+        again = d(Loaded)
+        assert commands(again, RunTool) == []
+        assert kinds(again)[0] == "OrphanRecovered"
+
+    def test_a_denial_stored_elsewhere_is_taken_on_load(self) -> None:
+        """A stored denial answers the call with the denied result (its reason) and calls
+        the model again: the turn goes on."""
+        d, call_id = self.waiting(TurnSettings(tools=(GUARDED,), runner="a"))
+        self.stored(d, call_id, False, reason="too risky", by="admin")
+        loaded = d(Loaded)
+        assert kinds(loaded) == ["ApprovalDecided", "MessageAdded"]
+        result = loaded.events[1]
+        assert isinstance(result, MessageAdded)
+        assert result.message.error_type == "denied"
+        assert result.message.content.startswith("The user denied this tool call: too risky.")
+        assert result.message.metadata["denied_by"] == "admin"
+        assert commands(loaded, RunTool) == []
+        assert commands(loaded, CallModel)
+
+    def test_only_the_calls_with_a_stored_decision_are_taken(self) -> None:
+        """Of two calls that wait, the one decided elsewhere is taken; the other waits
+        on, with its approval timer (the decided one's is cleared)."""
+        settings = TurnSettings(tools=(GUARDED,), runner="a", approval_timeout=90.0)
+        d = Driver(settings)
+        call = d.started()
+        d.stream(call.run_id, MessageStart(), ToolCallDelta(index=0, id="c1", name="guarded"),
+                 ToolCallDelta(index=1, id="c2", name="guarded"), MessageFinish())  # fmt: skip
+        d(ModelEnded, run_id=call.run_id)
+        self.stored(d, "c2", True)
+        loaded = d(Loaded)
+        assert kinds(loaded) == ["ApprovalDecided"]
+        assert [c.call_id for c in commands(loaded, RunTool)] == ["c2"]
+        turn = d.machine.state.active_turn
+        assert turn is not None
+        assert list(turn.awaiting_approval) == ["c1"]
+        assert [t.name for t in commands(loaded, SetTimer)] == ["approval:c1"]
+
+    def test_a_malformed_stored_decision_is_ignored(self) -> None:
+        """Metadata under the key that is not a decision (no bool ``approved``) decides
+        nothing: the call waits on."""
+        from runtime import MetadataUpdated, apply
+        from runtime._turn_ops import DECISION_KEY
+
+        d, call_id = self.waiting(TurnSettings(tools=(GUARDED,), runner="a"))
+        state = d.machine.state
+        turn = state.active_turn
+        assert turn is not None
+        event = MetadataUpdated(session_id="s", seq=state.seq + 1, at=EPOCH,
+                                message_id=turn.awaiting_approval[call_id],
+                                metadata={DECISION_KEY: {"approved": "yes"}})  # fmt: skip
+        d.machine = SessionMachine.load(apply(state, event))
+        assert d(Loaded).events == ()
+        assert d.machine.is_waiting
+
+    @settings(max_examples=150, deadline=None)
+    @given(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["store", "decide", "done", "reload", "takeover"]),
+                st.sampled_from(["c1", "c2"]),
+                st.booleans(),
+            ),
+            max_size=14,
+        )
+    )
+    def test_a_call_is_decided_and_run_at_most_once(
+        self, actions: list[tuple[str, str, bool]]
+    ) -> None:
+        """Decisions stored by other processes, the owner's own, tool results, reloads and
+        takeovers, in any order: each call is decided at most once (``ApprovalDecided``)
+        and run at most once (``RunTool``), and a stored decision is taken as stored."""
+        from runtime import MetadataUpdated, apply
+        from runtime._turn_ops import decision_metadata, stored_decision
+
+        d = Driver(TurnSettings(tools=(GUARDED,), runner="a"))
+        call = d.started()
+        d.stream(call.run_id, MessageStart(), ToolCallDelta(index=0, id="c1", name="guarded"),
+                 ToolCallDelta(index=1, id="c2", name="guarded"), MessageFinish())  # fmt: skip
+        d(ModelEnded, run_id=call.run_id)
+        log = d.machine.state  # the stored head: the owner's, or ahead of it
+        runs: list[str] = []
+        decided: list[str] = []
+        stored: dict[str, tuple[bool, str | None, str | None]] = {}
+
+        def adopt(decision: Decision) -> None:
+            nonlocal log
+            log = decision.machine.state
+            runs.extend(c.call_id for c in commands(decision, RunTool))
+            for event in decision.events:
+                if isinstance(event, ApprovalDecided):
+                    decided.append(event.call_id)
+                    if event.call_id in stored:
+                        want = stored[event.call_id]
+                        assert (event.approved, event.reason, event.by) == want
+
+        def owner(kind: type, **fields: Any) -> None:
+            if d.machine.state is not log:  # its write would conflict: it reloads first
+                d.machine = SessionMachine.load(log)
+                adopt(d(Loaded))
+            adopt(d(kind, **fields))
+
+        for action, call_id, flag in actions:
+            turn = log.active_turn
+            waits = turn is not None and call_id in turn.awaiting_approval
+            if action == "store" and waits:
+                assert turn is not None
+                message_id = turn.awaiting_approval[call_id]
+                if stored_decision(log.message(message_id)) is None:  # else refused
+                    stored[call_id] = (flag, None if flag else "no", "other")
+                    log = apply(log, MetadataUpdated(
+                        session_id="s", seq=log.seq + 1, at=EPOCH, message_id=message_id,
+                        metadata=decision_metadata(*stored[call_id])))  # fmt: skip
+            elif action == "decide":
+                owner(ApprovalGiven, call_id=call_id, approved=flag)
+            elif action == "done" and d.machine.run is not None and call_id in d.machine.run.tools:
+                owner(ToolDone, call_id=call_id, outcome=ToolOutcome(content="ok"))
+            elif action in ("reload", "takeover"):
+                runner = "a" if action == "reload" else "b"
+                d.settings = TurnSettings(tools=(GUARDED,), runner=runner)
+                d.machine = SessionMachine.load(log)  # what ran is lost with the old actor
+                adopt(d(Loaded))
+        assert len(runs) == len(set(runs))
+        assert len(decided) == len(set(decided))
+        assert set(runs) <= set(decided)
+
     def test_input_stored_elsewhere_ends_a_waiting_turn_on_load(self) -> None:
         """Input another process stored while the turn waited (its ``MessageAdded`` only,
         as ``store_input`` stores it): on load the turn is recovered, not left waiting with
