@@ -163,6 +163,17 @@ class SessionActor(pykka.ThreadingActor):
         self._notify()
         return future
 
+    def forget_waiter(self, future: ThreadingFuture[SessionState]) -> bool:
+        """Drop a ``when_idle`` future its caller stopped waiting for (it timed out or was
+        interrupted); True if it was still waiting, False if it was answered already.
+
+        A waiter left behind would keep the session from passivating for good
+        (``close_if_idle`` refuses while any waits)."""
+        kept = [(settled, f) for settled, f in self._waiters if f is not future]
+        dropped = len(kept) < len(self._waiters)
+        self._waiters = kept
+        return dropped
+
     def waiting_for(self, settled: bool = False) -> dict[str, str]:
         """What keeps ``when_idle(settled)`` from answering, in words (for ``IdleTimeout``):
         ``turn`` (a turn runs or waits to be recovered), ``inputs`` (inputs wait for a turn),
@@ -257,10 +268,7 @@ class SessionActor(pykka.ThreadingActor):
             log.exception("session %s: could not record the stopped turn", self.session_id)
         self._close()
         self._stopping = True
-        for _, future in self._waiters:
-            stopped = RuntimeStopped("The runtime stopped before the session was idle.")
-            future.set_exception((RuntimeStopped, stopped, None))
-        self._waiters.clear()
+        self._fail_waiters(RuntimeStopped("The runtime stopped before the session was idle."))
         self._asks.fail_all(RuntimeStopped("The runtime stopped before the turn answered."))
 
     # -- told by effects, tools, adapters and timers ---------------------------------------
@@ -299,7 +307,9 @@ class SessionActor(pykka.ThreadingActor):
                 self._step(RunnerFailed(reason=f"{type(exc).__name__}: {exc}", **self._svc.stamp()))
             except Exception:
                 log.exception("session %s cannot go on; it stops and reloads", self.session_id)
-                self._asks.fail_all(SessionGone(f"Session {self.session_id!r} failed: {exc}."))
+                gone = SessionGone(f"Session {self.session_id!r} failed: {exc}.")
+                self._asks.fail_all(gone)
+                self._fail_waiters(gone)
                 self._close()
                 self._svc.forget(self.session_id, self.actor_ref)
                 self.stop()
@@ -496,6 +506,12 @@ class SessionActor(pykka.ThreadingActor):
         for _, handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
+
+    def _fail_waiters(self, error: Exception) -> None:
+        """Every ``when_idle`` caller gets ``error`` (the actor stops)."""
+        waiters, self._waiters = self._waiters, []
+        for _, future in waiters:
+            future.set_exception((type(error), error, None))
 
     def _notify(self) -> None:
         if not self._waiters or not self._machine.is_quiet:

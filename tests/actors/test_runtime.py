@@ -22,6 +22,7 @@ from actors import (
     LiveChannelAdapter,
     Runtime,
     ScriptedModel,
+    SessionGone,
     Settings,
     Update,
     call,
@@ -343,6 +344,39 @@ class TestIdleTimeoutSaysWhy:
         ):
             rt.wait_idle("s", timeout=0.2)
         assert rt.wait_idle("s", timeout=WAIT, settled=False).active_turn is None
+
+
+class TestTimedOutWaits:
+    """A wait that times out leaves nothing behind in the session actor: a health check
+    polling wait_idle(timeout=...) must not keep the session from passivating."""
+
+    def test_a_timed_out_wait_idle_leaves_no_waiter(self, make_runtime: RuntimeFactory) -> None:
+        rt = make_runtime(
+            model=ScriptedModel([reply("hi")]),
+            adapters=[_NeverSends.start(platform="test")],
+            settings=Settings(passivate_after=None),
+        )
+        rt.send("s", "go", chatbot_id="test")
+        seq = rt.wait_idle("s", timeout=WAIT, settled=False).seq
+        for _ in range(3):  # never settled: the adapter never reports the reply delivered
+            with pytest.raises(IdleTimeout):
+                rt.wait_idle("s", timeout=0.05)
+        proxy = rt.router.live("s")
+        assert proxy is not None
+        # The session agrees to passivate: no waiter of the timed-out calls is left.
+        assert proxy.close_if_idle(seq).get(timeout=WAIT) is True
+
+    def test_a_wait_that_ends_as_it_times_out_returns_the_state(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """A waiter resolved between the timeout and its removal is answered, not dropped."""
+        rt = make_runtime(model=ScriptedModel([reply("hi")]))
+        rt.send("s", "go")
+        seq = rt.wait_idle("s", timeout=WAIT).seq
+        proxy = rt.router.live("s")
+        future = proxy.when_idle(False).get(timeout=WAIT)  # resolved at once: it is idle
+        assert proxy.forget_waiter(future).get(timeout=WAIT) is False
+        assert future.get(timeout=0).seq == seq
 
 
 class TestFailures:
@@ -806,9 +840,13 @@ class FlakyStore(MemoryStore):
     """A memory store whose next append fails once ``fail_next`` is set."""
 
     fail_next = False
+    broken = False
+    """Every append fails."""
 
     def append(self, events: Any) -> Any:
         events = list(events)
+        if self.broken:
+            raise StoreError("disk gone (injected)")
         if self.fail_next and any(
             isinstance(e, MessageAdded) and e.message.type is MessageType.TOOL_RESULT
             for e in events
@@ -834,6 +872,31 @@ class TestStoreFailures:
         second = rt.send("s", "again")
         assert rt.wait_idle("s", timeout=WAIT).message(second.id).status is Status.PROCESSED
         check_invariants(rt.timeline("s"))
+
+    def test_a_session_that_cannot_go_on_fails_its_idle_waiters(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """When even failing the turn cannot be stored, the actor stops: a wait_idle caller
+        gets SessionGone at once instead of waiting out its timeout (or for ever)."""
+        store = FlakyStore()
+        started, release = Signal(), threading.Event()
+
+        @tool
+        def slow() -> str:
+            """Waits for the test."""
+            started.set()
+            release.wait(WAIT)
+            return "done"
+
+        rt = make_runtime(model=ScriptedModel([call("slow", {})]), tools=[slow], store=store)
+        rt.send("s", "go")
+        started.wait()
+        proxy = rt.router.live("s")
+        future = proxy.when_idle(False).get(timeout=WAIT)
+        store.broken = True  # the result cannot be stored, nor the turn's failure
+        release.set()
+        with pytest.raises(SessionGone, match=r"^Session 's' failed: "):
+            future.get(timeout=WAIT)
 
 
 class TestIdsAcrossProcesses:
