@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from datetime import UTC, datetime
@@ -24,6 +25,7 @@ from actors import (
     ScriptedModel,
     SessionGone,
     Settings,
+    SilentChannelAdapter,
     Update,
     call,
     calls,
@@ -354,7 +356,7 @@ class TestTimedOutWaits:
         rt = make_runtime(
             model=ScriptedModel([reply("hi")]),
             adapters=[_NeverSends.start(platform="test")],
-            settings=Settings(passivate_after=None),
+            settings=Settings(passivate_after=None, delivery_retries=0),
         )
         rt.send("s", "go", chatbot_id="test")
         seq = rt.wait_idle("s", timeout=WAIT, settled=False).seq
@@ -824,6 +826,99 @@ class TestDelivery:
         rt.send("s", "go", chatbot_id="y")
         state = rt.wait_idle("s", timeout=WAIT)
         assert list(state)[-1].status is Status.PENDING
+
+
+class TestDeliveryRetries:
+    """A send the platform refuses is tried again while the session runs, with backoff; the
+    waits are event-driven (wait_idle settles once the reply is reported delivered)."""
+
+    @staticmethod
+    def wechat_runtime(
+        make_runtime: RuntimeFactory, platform: FakePlatform, **settings: Any
+    ) -> Runtime:
+        return make_runtime(
+            model=ScriptedModel([reply("answer one")]),
+            adapters=[SilentChannelAdapter.start(client=platform)],
+            settings=Settings(passivate_after=None, **settings),
+        )
+
+    def test_a_failed_send_is_retried_while_the_session_runs(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """The trial's WeChat case: two refused sends, then the reply arrives once, without
+        another message from the user or a reload."""
+        wechat = FakePlatform("wechat")
+        rt = self.wechat_runtime(make_runtime, wechat, delivery_backoff=0.01)
+        wechat.fail_next(2)
+        rt.send("w", "q1", chatbot_id="wechat", channel_id="c")
+        state = rt.wait_idle("w", timeout=WAIT)
+        assert wechat.transcript("c") == ["answer one"]
+        answer = list(state)[-1]
+        assert answer.status is Status.DELIVERED
+        delivered = [
+            e for e in rt.timeline("w").events() if getattr(e, "status", None) is Status.DELIVERED
+        ]
+        assert [e.message_id for e in delivered] == [answer.id]
+
+    def test_a_send_that_keeps_failing_is_given_up(
+        self, make_runtime: RuntimeFactory, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """After delivery_retries retries the reply stays pending (until the session is next
+        loaded), nothing more is tried, the log says so, and the session may passivate."""
+        tries = 0
+        third = Signal()
+
+        def down(*_: object) -> bool:
+            nonlocal tries
+            tries += 1
+            if tries == 3:
+                third.set()
+            return True
+
+        wechat = FakePlatform("wechat", fail_when=down)
+        rt = self.wechat_runtime(make_runtime, wechat, delivery_backoff=0.01, delivery_retries=2)
+        with caplog.at_level(logging.INFO, logger="amber.session"):
+            rt.send("w", "q1", chatbot_id="wechat", channel_id="c")
+            seq = rt.wait_idle("w", timeout=WAIT, settled=False).seq
+            third.wait()
+            rt.gateway.drain(WAIT)  # the adapter has reported the third failure
+            proxy = rt.router.live("w")
+            assert proxy.retrying().get(timeout=WAIT) == []
+        assert tries == 3
+        answer = list(rt.state("w"))[-1]
+        assert answer.status is Status.PENDING
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert any(
+            f"message {answer.id} could not be sent (PlatformError: wechat refused to send on "
+            "channel 'c' (injected failure).); tried 3 times, it is not tried again until the "
+            "session is next loaded" in w
+            for w in warnings
+        ), warnings
+        assert proxy.close_if_idle(seq).get(timeout=WAIT) is True
+
+    def test_a_session_with_a_retry_waiting_does_not_passivate(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """Passivating would cancel the retry: the session stays live until it is done."""
+        wechat = FakePlatform("wechat")
+        rt = self.wechat_runtime(make_runtime, wechat, delivery_backoff=3600)
+        wechat.fail_next(1)
+        rt.send("w", "q1", chatbot_id="wechat", channel_id="c")
+        seq = rt.wait_idle("w", timeout=WAIT, settled=False).seq
+        rt.gateway.drain(WAIT)
+        proxy = rt.router.live("w")
+        assert proxy.retrying().get(timeout=WAIT) == [list(rt.state("w"))[-1].id]
+        assert proxy.close_if_idle(seq).get(timeout=WAIT) is False
+        assert wechat.transcript("c") == []
+
+    def test_no_retries_when_turned_off(self, make_runtime: RuntimeFactory) -> None:
+        wechat = FakePlatform("wechat")
+        rt = self.wechat_runtime(make_runtime, wechat, delivery_retries=0)
+        wechat.fail_next(1)
+        rt.send("w", "q1", chatbot_id="wechat", channel_id="c")
+        rt.wait_idle("w", timeout=WAIT, settled=False)
+        rt.gateway.drain(WAIT)
+        assert rt.router.live("w").retrying().get(timeout=WAIT) == []
 
 
 def test_model_view_is_clean_history(make_runtime: RuntimeFactory) -> None:
