@@ -283,11 +283,14 @@ class SessionActor(pykka.ThreadingActor):
 
     def close_if_idle(self, seq: int) -> bool:
         """Agree to passivate if nothing happened since ``seq`` and nothing is pending (no
-        ``when_idle`` caller, no failed send waiting to be tried again)."""
+        ``when_idle`` caller, no ``ask`` caller waiting for a turn that waits for approval,
+        no failed send waiting to be tried again)."""
+        self._asks.drop_abandoned()
         if (
             self._machine.is_quiet
             and self._machine.state.seq == seq
             and not self._waiters
+            and not self._asks
             and not self._retrying()
         ):
             self._close()
