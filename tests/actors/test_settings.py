@@ -6,6 +6,8 @@ import math
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from actors import InvalidConfig, Settings
 
@@ -159,3 +161,13 @@ class TestDeliveryRetries:
         assert delays == sorted(delays)
         assert Settings(delivery_backoff=1000).delivery_delay(3) == 1000  # above the cap: kept
         assert Settings().delivery_delay(10_000) == 300.0  # no overflow
+
+    @given(st.floats(min_value=1e-6, max_value=1e6), st.integers(1, 10_000))
+    def test_the_delay_is_positive_growing_and_bounded(self, backoff: float, failures: int) -> None:
+        """Every delay is finite, at least the first, at most the cap (or the first when that
+        is larger), and never shorter than the one before."""
+        settings = Settings(delivery_backoff=backoff)
+        delay = settings.delivery_delay(failures)
+        assert backoff <= delay <= max(backoff, 300.0)
+        assert math.isfinite(delay)
+        assert settings.delivery_delay(failures + 1) >= delay
