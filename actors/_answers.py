@@ -122,6 +122,8 @@ class ReplyWaiter:
         """The input as stored, once it is."""
         self.cancelled = False
         """True once the caller stopped waiting (its turn is interrupted)."""
+        self.abandoned = False
+        """True once the caller's wait timed out (the turn goes on, nobody waits for it)."""
 
     @property
     def done(self) -> bool:

@@ -412,8 +412,28 @@ class Runtime(Asking, Approving):
         try:
             state: SessionState = future.get(timeout=timeout)
         except pykka.Timeout:
-            raise IdleTimeout(self._not_idle(session_id, timeout, settled)) from None
+            self._forget_waiter(session_id, future, wait=True)
+            try:
+                state = future.get(timeout=0)  # answered just as the wait timed out
+            except pykka.Timeout:
+                raise IdleTimeout(self._not_idle(session_id, timeout, settled)) from None
+        except BaseException:  # KeyboardInterrupt, say: the caller no longer waits either
+            self._forget_waiter(session_id, future, wait=False)
+            raise
         return state
+
+    def _forget_waiter(self, session_id: str, future: Any, *, wait: bool) -> None:
+        """Drop a ``when_idle`` future nobody waits for from the session's actor (a waiter
+        left there would keep the session from ever passivating)."""
+        proxy = self.router.live(session_id)
+        if proxy is None:
+            return  # the actor stopped: its waiters went with it
+        try:
+            dropped = proxy.forget_waiter(future)
+            if wait:
+                dropped.get(timeout=self.settings.ask_timeout)
+        except Exception:  # gone or busy: a stopped actor holds no waiter
+            log.debug("session %s: a timed-out wait was not dropped", session_id, exc_info=True)
 
     def _not_idle(self, session_id: str, timeout: float | None, settled: bool) -> str:
         """IdleTimeout's message: what the session still waits for, asked of its actor."""

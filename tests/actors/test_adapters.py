@@ -705,6 +705,84 @@ class TestSilentChannelAdapter:
         assert wechat.transcript("c1") == ["reply r2"]
 
 
+class TestIdempotencyKeys:
+    """Each platform message is posted with a key derived from the Amber message id, the same
+    each time it is posted again, so a platform client can drop at-least-once duplicates."""
+
+    def test_each_post_carries_its_message_id(self, live: Harness, discord: FakePlatform) -> None:
+        turn = [
+            make(Category.THOUGHT, "t"),
+            make(Category.TOOL_CALL, "c"),
+            make(Category.TOOL_RESULT, "c"),
+            make(Category.REPLY, "r"),
+        ]
+        live.feed(*(new(m, seq) for seq, m in enumerate(turn, 1)))
+        assert [(a.kind, a.idempotency_key) for a in discord.actions] == [
+            (PlatformActionKind.SEND, "t"),
+            (PlatformActionKind.SEND, "c"),
+            (PlatformActionKind.EDIT, None),
+            (PlatformActionKind.SEND, "r"),
+        ]
+
+    def test_chunks_of_a_split_text_are_numbered(self, wechat: FakePlatform) -> None:
+        harness = Harness(SilentChannelAdapter, client=wechat, max_chars=12)
+        harness.feed(
+            new(make(Category.REPLY, "r", platform="wechat", content="one\n\ntwo two two"))
+        )
+        assert [(m.text, m.idempotency_key) for m in wechat.sent] == [
+            ("one", "r/1"),
+            ("two two two", "r/2"),
+        ]
+
+    def test_a_platform_that_dedupes_drops_the_second_send(self) -> None:
+        """The same reply told twice (a restart after a crash before its delivery was
+        recorded) is posted once; both are reported delivered."""
+        wechat = FakePlatform("wechat", dedupe=True)
+        harness = Harness(SilentChannelAdapter, client=wechat, max_chars=12)
+        reply = new(make(Category.REPLY, "r", platform="wechat", content="one\n\ntwo two two"))
+        harness.feed(reply, reply)
+        assert wechat.transcript("c1") == ["one", "two two two"]
+        assert harness.sink.ids == ["r", "r"]
+
+    def test_a_retry_after_a_partial_send_posts_only_the_rest(self) -> None:
+        fails = [False, True]  # the second chunk fails once
+
+        def second_chunk_once(kind: PlatformActionKind, channel_id: str, text: str) -> bool:
+            return text == "two two two" and fails.pop() if fails else False
+
+        wechat = FakePlatform("wechat", dedupe=True, fail_when=second_chunk_once)
+        harness = Harness(SilentChannelAdapter, client=wechat, max_chars=12)
+        reply = new(make(Category.REPLY, "r", platform="wechat", content="one\n\ntwo two two"))
+        harness.feed(reply, reply)
+        assert wechat.transcript("c1") == ["one", "two two two"]
+        assert harness.sink.ids == ["r"]
+
+    def test_a_client_without_the_keyword_is_called_without_it(self) -> None:
+        calls: list[tuple[object, ...]] = []
+
+        class Plain:
+            def send(self, channel_id: str, text: str) -> str:
+                calls.append((channel_id, text))
+                return "p1"
+
+        harness = Harness(SilentChannelAdapter, client=Plain())
+        harness.feed(new(make(Category.REPLY, "r", platform="wechat")))
+        assert calls == [("c1", "reply r")]
+        assert harness.sink.ids == ["r"]
+
+    def test_a_client_taking_kwargs_gets_the_key(self) -> None:
+        calls: list[dict[str, object]] = []
+
+        class Loose:
+            def send(self, channel_id: str, text: str, **options: object) -> str:
+                calls.append(options)
+                return "p1"
+
+        harness = Harness(SilentChannelAdapter, client=Loose())
+        harness.feed(new(make(Category.REPLY, "r", platform="wechat")))
+        assert calls == [{"idempotency_key": "r"}]
+
+
 class TestSplitText:
     def test_fits(self) -> None:
         """Text within the limit is one chunk, without surrounding blank lines or trailing space."""

@@ -11,6 +11,7 @@ import pytest
 
 from actors import (
     ApprovalNeeded,
+    AskTimeout,
     InvalidConfig,
     NotAwaitingApproval,
     Reply,
@@ -145,6 +146,42 @@ class TestWaitingSurvives:
                      settings=Settings(passivate_after=0.05))  # fmt: skip
         with rt:
             rt.send("s1", "delete /tmp/x")
+            call_id = waiting_call(rt)
+            assert rt.wait_passivated("s1", timeout=WAIT)
+            rt.approve("s1", call_id)
+            final = rt.wait_idle("s1", timeout=WAIT)
+        assert ran == ["/tmp/x"]
+        assert final.active_turn is None
+
+    def test_an_ask_waiting_for_its_answer_keeps_the_session_live(self) -> None:
+        """An ask whose turn waits for approval: passivating would drop its waiter (the
+        caller never got the answer, or waited for ever from ask_async), so the session
+        refuses to passivate until the answer is in."""
+        rt, ran = make()
+        with rt:
+            answer: dict[str, Any] = {}
+            asking = threading.Thread(
+                target=lambda: answer.update(reply=rt.ask("s1", "delete /tmp/x", timeout=WAIT))
+            )
+            asking.start()
+            call_id = waiting_call(rt)
+            seq = rt.state("s1").seq
+            proxy = rt.router.live("s1")
+            assert proxy.close_if_idle(seq).get(timeout=WAIT) is False
+            rt.approve("s1", call_id)
+            asking.join(WAIT)
+        assert answer["reply"].text == "Done."
+        assert ran == ["/tmp/x"]
+
+    def test_an_ask_that_timed_out_does_not_keep_the_session_live(self) -> None:
+        """Nobody waits for the answer of an ask that timed out: the session may passivate
+        while the call waits (approving later reloads it, as for a send)."""
+        ran: list[str] = []
+        rt = Runtime(model=model(), store=":memory:", tools=[deleter(ran)],
+                     settings=Settings(passivate_after=0.05))  # fmt: skip
+        with rt:
+            with pytest.raises(AskTimeout):
+                rt.ask("s1", "delete /tmp/x", timeout=0.2)  # the call waits for a person
             call_id = waiting_call(rt)
             assert rt.wait_passivated("s1", timeout=WAIT)
             rt.approve("s1", call_id)
