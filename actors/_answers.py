@@ -314,7 +314,8 @@ class ReplyStream:
         return self
 
     def __iter__(self) -> NoReturn:
-        raise TypeError(
+        # InvalidConfig is a TypeError, what iterating a non-iterable raises.
+        raise InvalidConfig(
             "rt.stream() is async: iterate it with `async for event in rt.stream(...)` "
             "(or `async with rt.stream(...) as events: async for event in events`) in an "
             "asyncio or trio task; nothing was sent. From sync code call rt.ask(...) for the "
