@@ -108,8 +108,11 @@ class Asking:
         ``async for event in rt.stream("s1", "hi"):`` yields ``TextPiece`` and
         ``ReasoningPiece`` as the model streams, ``ToolCallStarted``,
         ``ApprovalNeeded`` and ``ToolResult`` as tools are called, and the
-        ``Reply`` last. Works from asyncio and trio; leaving the loop early
-        interrupts the turn.
+        ``Reply`` last. Works from asyncio and trio. To stop early and
+        interrupt the turn deterministically, iterate inside
+        ``async with rt.stream(...) as events:`` or call ``await events.aclose()``;
+        a bare ``break`` interrupts only once the stream is garbage collected
+        (at once when nothing else holds it, in CPython).
 
         Raises:
             InvalidInput: the input breaks a rule (when iteration starts); nothing was stored.

@@ -8,7 +8,8 @@ is interrupted first), then the reply with a header of turn metrics.
 ``SilentChannelAdapter`` is the WeChat-like channel: no in-place edits, so
 thoughts and tool traffic are absorbed (reported delivered, never sent), and
 only replies, notifications and crash notices are posted, split into chunks
-the platform accepts.
+the platform accepts. A reply an interrupt cut short is absorbed too (a sent
+message cannot be recalled; the turn that follows answers every input).
 
 Both send through a ``ChatPlatform`` (``FakePlatform`` in tests), keyed by
 each message's ``channel_id``. Which messages reach ``render`` is the
@@ -321,13 +322,20 @@ class SilentChannelAdapter(_ChatAdapter):
     """A WeChat-like channel: only replies, notifications and crash notices are posted.
 
     Thoughts, tool calls and tool results never reach ``render``: the channel
-    rule absorbs them, so the base class reports them delivered unsent.
+    rule absorbs them, so the base class reports them delivered unsent. A reply
+    an interrupt cut short (``metadata["interrupted"]``) is reported delivered
+    unsent as well, unless ``send_interrupted``: the platform cannot edit or
+    recall it, and the turn that interrupted it answers all the inputs.
 
     Args:
         client: the chat platform it posts to (a ``FakePlatform`` in tests).
         platform: the ``chatbot_id`` it serves (default ``wechat``).
         max_chars: the platform's message size; longer text is split on
             paragraph boundaries.
+        send_interrupted: post a cut-short reply too, ending in an
+            ``(interrupted)`` line (default False). Worth it when turns are
+            stopped with ``Runtime.interrupt()`` and no new turn follows, so
+            the person sees what the agent had said.
     """
 
     kind = ChannelKind.SILENT
@@ -338,15 +346,27 @@ class SilentChannelAdapter(_ChatAdapter):
         *,
         platform: str = "wechat",
         max_chars: int = 2000,
+        send_interrupted: bool = False,
         sessions: Iterable[str] | None = None,
         channels: Iterable[str] | None = None,
     ) -> None:
         super().__init__(
             client, platform=platform, max_chars=max_chars, sessions=sessions, channels=channels
         )
+        if not isinstance(send_interrupted, bool):
+            raise InvalidConfig(
+                f"SilentChannelAdapter's send_interrupted must be True or False (got "
+                f"{send_interrupted!r}); True posts a reply an interrupt cut short, marked "
+                "(interrupted)."
+            )
+        self.send_interrupted = send_interrupted
 
     def render(self, update: Update, presentation: Presentation) -> None:
-        """Post outbound text in chunks; inputs are not echoed."""
+        """Post outbound text in chunks; inputs are not echoed, nor (by default) a reply
+        an interrupt cut short."""
         message = update.message
-        if self.category(message) in _TEXT_OUT:
-            self.send_text(message, _outbound_text(message))
+        if self.category(message) not in _TEXT_OUT:
+            return
+        if _interrupted(message) and not self.send_interrupted:
+            return  # delivered unsent, like a thought: the next turn answers
+        self.send_text(message, _outbound_text(message))

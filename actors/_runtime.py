@@ -60,7 +60,7 @@ from ._router import Router
 from ._services import Monotonic, Services
 from ._settings import Settings
 from ._storage import StoreThread
-from ._stores import is_shared, open_store
+from ._stores import check_store, is_shared, open_store
 from ._tool_actor import ToolActor, ToolStats
 from ._toolbox import Toolbox
 from ._tools import Tool
@@ -121,6 +121,7 @@ class Runtime(Asking, Approving):
         self._adapter_refs = _adapter_list(adapters)
         try:
             _check_adapters(self._adapter_refs)
+            check_store(store)
             self._configure(model, tools, settings, resume, runner)
         except BaseException:
             # The adapters were handed over with this call: nothing else will stop them.
@@ -160,7 +161,7 @@ class Runtime(Asking, Approving):
             raise InvalidConfig(f"settings must be a Settings (got {settings!r}).")
         self.settings = settings or Settings()
         self.model = model
-        self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
+        self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(_tool_list(tools))
         self.resume = resume_policy(resume)
         """Which stored sessions ``start`` resumes (``"all"``, ``"none"`` or ids)."""
         if runner is not None and (not isinstance(runner, str) or not runner):
@@ -473,7 +474,10 @@ class Runtime(Asking, Approving):
                 return state
             except pykka.ActorDeadError:
                 pass
-        return self._call_store(lambda s: s.load_state(session_id))
+        try:
+            return self._call_store(lambda s: s.load_state(session_id))
+        except UnknownSession:
+            raise _unknown(session_id) from None
 
     def model_calls(self, session_id: str, turn_id: str | None = None) -> tuple[AuditRow, ...]:
         """The session's model calls (audit rows) in sequence order, running ones included.
@@ -489,7 +493,10 @@ class Runtime(Asking, Approving):
         Raises:
             UnknownSession: the store has no such session.
         """
-        return self._call_store(lambda s: s.load_timeline(session_id))
+        try:
+            return self._call_store(lambda s: s.load_timeline(session_id))
+        except UnknownSession:
+            raise _unknown(session_id) from None
 
     def sessions(self) -> list[SessionInfo]:
         """Every stored session, most recently active first."""
@@ -552,6 +559,26 @@ class Runtime(Asking, Approving):
             session_id, lambda p: p.add_input(draft), timeout=self.settings.ask_timeout
         )
         return added
+
+
+def _unknown(session_id: str) -> UnknownSession:
+    """The store's UnknownSession, with the hint a Runtime's caller can follow."""
+    return UnknownSession(
+        f"No session {session_id!r} is stored: nothing was ever accepted for it (an input "
+        "refused with InvalidInput stores nothing). Runtime.sessions() lists the stored "
+        "sessions."
+    )
+
+
+def _tool_list(tools: object) -> list[Any]:
+    if callable(tools) or isinstance(tools, str | bytes) or not hasattr(tools, "__iter__"):
+        name = getattr(tools, "__name__", None) or getattr(tools, "name", None)
+        example = f"[{name}]" if callable(tools) and isinstance(name, str) else "[my_tool]"
+        raise InvalidConfig(
+            f"tools takes a list of tools (functions, or Tools made with tool(...)); got "
+            f"{tools!r} that is a {type(tools).__name__!r}. Write tools={example}."
+        )
+    return list(tools)
 
 
 def _adapter_list(adapters: object) -> list[Any]:

@@ -693,6 +693,38 @@ class TestSilentChannelAdapter:
         ]
         assert harness.sink.ids == ["r"]
 
+    def test_interrupted_partial_reply_is_not_sent(
+        self, silent: Harness, wechat: FakePlatform
+    ) -> None:
+        """A reply cut short by the next input is delivered unsent: a channel that cannot
+        edit or recall would show a cut-off text; the next turn answers both inputs."""
+        mark = {INTERRUPTED_MARK: True}
+        silent.feed(
+            new(
+                make(Category.REPLY, "r1", platform="wechat", content="This is a lo", metadata=mark)
+            ),
+            new(make(Category.REPLY, "r2", platform="wechat", content="", metadata=mark)),
+            new(make(Category.REPLY, "r3", platform="wechat", content="Short final answer.")),
+        )
+        assert wechat.transcript("c1") == ["Short final answer."]
+        assert silent.sink.ids == ["r1", "r2", "r3"]
+
+    def test_send_interrupted_posts_the_partial_reply_marked(self, wechat: FakePlatform) -> None:
+        """send_interrupted=True posts a cut-short reply with an (interrupted) line."""
+        harness = Harness(SilentChannelAdapter, client=wechat, send_interrupted=True)
+        mark = {INTERRUPTED_MARK: True}
+        harness.feed(
+            new(make(Category.REPLY, "r1", platform="wechat", content="Half an ans", metadata=mark))
+        )
+        assert wechat.transcript("c1") == ["Half an ans\n(interrupted)"]
+        assert harness.sink.ids == ["r1"]
+
+    def test_send_interrupted_must_be_a_bool(self, wechat: FakePlatform) -> None:
+        with pytest.raises(
+            InvalidConfig, match=r"send_interrupted must be True or False \(got 'yes'\)"
+        ):
+            SilentChannelAdapter(wechat, send_interrupted="yes")  # type: ignore[arg-type]
+
     def test_failed_send_then_recovery(self, silent: Harness, wechat: FakePlatform) -> None:
         """A refused send leaves the reply pending; the adapter keeps serving."""
         wechat.fail_next()

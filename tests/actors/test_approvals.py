@@ -26,7 +26,7 @@ from actors import (
 )
 from actors._ids import utc_now
 from actors._leasing import store_decision
-from runtime import ApprovalDecided, InvalidEvent, Status, TurnOutcome
+from runtime import ApprovalDecided, InvalidEvent, InvalidInput, Status, TurnOutcome
 from runtime.store import SQLiteStore
 
 WAIT = 60.0
@@ -109,6 +109,29 @@ class TestApproval:
                 rt.deny("s1", call_id)
             with pytest.raises(NotAwaitingApproval):
                 rt.approve("s1", "call_nope")
+
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [((None,), r"^deny\(\) takes the tool call's id as a str \(got None that is a 'NoneType'\)"),
+         ((5,), r"^deny\(\) takes the tool call's id as a str \(got 5 that is a 'int'\)"),
+         (("",), r"^deny\(\) takes the tool call's id as a str \(got ''"),
+         (("call_x", 5), r"^deny\(\) takes a reason that is a str or None \(got 5 that is a 'int'\)")],
+    )  # fmt: skip
+    def test_a_decision_of_the_wrong_type_is_invalid_input(
+        self, args: tuple[Any, ...], message: str
+    ) -> None:
+        """deny('s1', None) said 'No tool call None waits for approval'."""
+        rt, _ = make()
+        with rt:
+            rt.send("s1", "delete /tmp/x")
+            waiting_call(rt)
+            with pytest.raises(InvalidInput, match=message):
+                rt.deny("s1", *args)
+            with pytest.raises(InvalidInput, match=r"^approve\(\) takes the tool call's id"):
+                rt.approve("s1", None)  # type: ignore[arg-type]
+            with pytest.raises(InvalidInput, match=r"^approve\(\) takes by= as a str or None"):
+                rt.approve("s1", "call_x", by=7)  # type: ignore[arg-type]
+            assert len(rt.pending_approvals("s1")) == 1
 
     def test_a_new_message_interrupts_a_waiting_turn(self) -> None:
         """A person writes instead of answering: the turn ends interrupted, the call too."""

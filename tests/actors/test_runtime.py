@@ -750,6 +750,49 @@ class TestStoreArgument:
             Runtime(model=ScriptedModel([]), store="postgresql://nobody@127.0.0.1:1/none").start()
 
 
+class TestMisusedArguments:
+    """Arguments of the wrong kind are refused when the Runtime is made, saying what it takes."""
+
+    def test_a_store_of_the_wrong_type(self) -> None:
+        """store=5 was taken, and refused only by start()."""
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^store must be a Store, a path to a SQLite file, a postgresql:// URL, or "
+            r"':memory:' \(got 5 that is a 'int'\)\.$",
+        ):
+            Runtime(model=ScriptedModel([]), store=5)  # type: ignore[arg-type]
+
+    def test_a_mistyped_postgres_url_when_made(self) -> None:
+        with pytest.raises(InvalidConfig, match=r"did you mean 'postgresql://host/db'\?$"):
+            Runtime(model=ScriptedModel([]), store="postgresql:/host/db")
+
+    @pytest.mark.parametrize(
+        ("tools", "got"),
+        [(print, r"<built-in function print> that is a 'builtin_function_or_method'"),
+         ("run_shell_command", r"'run_shell_command' that is a 'str'"),
+         (5, r"5 that is a 'int'")],
+    )  # fmt: skip
+    def test_tools_not_in_a_list(self, tools: Any, got: str) -> None:
+        """tools=print raised a bare TypeError ('... object is not iterable')."""
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^tools takes a list of tools \(functions, or Tools made with tool\(\.\.\.\)\); "
+            rf"got {got}\. Write tools=\[.+\]\.$",
+        ):
+            Runtime(model=ScriptedModel([]), store=":memory:", tools=tools)
+
+    def test_an_unknown_session_names_the_runtime_method(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """The error hinted the store's list_sessions(), which a Runtime does not have."""
+        rt = make_runtime(model=ScriptedModel([]))
+        for read in (rt.state, rt.timeline, rt.model_calls):
+            with pytest.raises(UnknownSession) as caught:
+                read("nope")
+            assert "Runtime.sessions()" in str(caught.value)
+            assert "list_sessions" not in str(caught.value)
+
+
 class TestAdapterArgument:
     """An adapter that is not a started Adapter actor is refused when the Runtime is made."""
 
