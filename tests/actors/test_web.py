@@ -12,6 +12,7 @@ import html
 import json
 import re
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
@@ -23,6 +24,7 @@ from web_support import TOKEN, Ids, Page, agent_session, snapshot, web
 import actors._web._pages
 import actors._web._source
 from actors._cli._views import view_data
+from runtime import Event, SessionState
 from runtime.store import SQLiteStore
 
 __all__ = ["recorded"]
@@ -472,6 +474,37 @@ class TestFork:
         with web(recorded.db) as (client, _):
             assert error(client, "/fork?s=demo&at=3", 405) == "GET is not allowed on '/fork'."
             assert client.post("/session?s=demo").status_code == 405
+
+    def test_a_name_taken_between_the_check_and_the_write(
+        self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Simultaneous forks to one id: the loser is the 409 of a taken id (not a 500 for
+        SeqConflict); without a name, the fork takes the next free -N."""
+        db = recorded.copy(tmp_path)
+        real = SQLiteStore.append
+        taken: list[str] = []
+
+        def racing(self: SQLiteStore, events: Iterable[Event]) -> dict[str, SessionState]:
+            batch = list(events)
+            if batch[0].session_id not in taken and len(taken) < 2:
+                taken.append(batch[0].session_id)
+                real(self, batch)  # another writer's fork, stored first under that id
+            return real(self, batch)
+
+        monkeypatch.setattr(SQLiteStore, "append", racing)
+        with web(db) as (client, _):
+            named = client.post(
+                "/fork", data={"s": "demo", "at": "5", "as": "racef", "token": TOKEN}
+            )
+            assert named.status_code == 409, named.text
+            assert Page.of(named.text).text("error") == (
+                f"The store '{db}' already has a session 'racef'; pass another --as, or leave "
+                "--as out to get a free id."
+            )
+            default = client.post("/fork", data={"s": "demo", "at": "5", "token": TOKEN})
+            assert default.status_code == 303, default.text
+            assert default.headers["location"] == "/session?s=demo-fork-5-2&note=forked"
+        assert taken == ["racef", "demo-fork-5"]
 
 
 def _damage(db: Path, sql: str) -> Path:
