@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -227,3 +230,42 @@ class TestMessageLines:
             "~   1  q1  user question  processing  Chii: hello",
             "+   3  r1  reply          pending     Hi!",
         ]
+
+
+_RENDER_ARGUMENTS = """
+import io, sys
+from actors._cli._app import emit_json
+from actors._cli._tables import _pretty
+from actors._cli._text import compact
+from actors._web._pages import pretty_json
+from runtime import freeze
+keys = "zebra apple mango kiwi banana cherry date fig".split()
+arguments = freeze({k: {"y": i, "b": [{"q": 1, "c": 2}]} for i, k in enumerate(keys)})
+print(compact(arguments))
+print(_pretty(arguments))
+print(pretty_json(arguments))
+sys.stdout.flush()
+emit_json(arguments)
+emit_json({"arguments": arguments, "list": [arguments]})
+"""
+
+
+class TestArgumentsOrder:
+    def test_the_same_in_every_process(self) -> None:
+        """A frozen map iterates in its keys' hash order, which changes with the process's
+        hash seed: every rendering of arguments or metadata (the timeline's and tables'
+        one-line ``pay({...})``, ``show --message``'s fields, the web pages' JSON,
+        ``--json``) sorts the keys, as the provider views do."""
+        outputs = set()
+        for seed in ("1", "2", "3", "4"):
+            done = subprocess.run(
+                [sys.executable, "-c", _RENDER_ARGUMENTS],
+                env={**os.environ, "PYTHONHASHSEED": seed},
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            outputs.add(done.stdout)
+        assert len(outputs) == 1, "\n---\n".join(outputs)
+        first = outputs.pop().splitlines()[0]
+        assert first.startswith('{"apple":{"b":[{"c":2,"q":1}],"y":1},"banana":')
