@@ -47,6 +47,7 @@ __all__ = [
     "export",
     "fork",
     "fork_session",
+    "free_id",
     "import_command",
     "recover",
     "sessions_and_damage",
@@ -58,7 +59,8 @@ FORK_TRIES = 10
 take each one between the check and the write, before it gives up."""
 
 
-def _free_id(store: Store, base: str) -> str:
+def free_id(store: Store, base: str) -> str:
+    """``base``, or ``base-2``, ``base-3`` … : the first id ``store`` has no session of."""
     candidate, number = base, 1
     while candidate in store:
         number += 1
@@ -101,7 +103,7 @@ def fork_session(
     base = f"{session}-fork-{seq}"
     tried: list[str] = []
     while True:
-        target = new_id if new_id is not None else _free_id(store, base)
+        target = new_id if new_id is not None else free_id(store, base)
         forked = line.fork(seq, target, at=utc_now())
         try:
             head = store.append(forked.events())[target]

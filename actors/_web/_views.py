@@ -139,6 +139,7 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
         "show_all": show_all,
         "providers": PROVIDERS,
         "note": one(q, "note"),
+        "fork_id": source.fork_id(session_id, seq),
     }
     return page(request, "session.html", context)
 
@@ -434,9 +435,9 @@ async def fork_action(request: Request, *, source: Source, token: str, **_: Any)
     if "at" not in form or not form["at"].strip():
         raise WebError(400, "The fork form needs a seq (at): the seq to fork from.")
     at = parse_seq(form["at"])
-    new_id = form.get("as", "").strip() or None
-    if new_id is not None:
-        new_id = parse_session_id(new_id)
+    # As ``amber fork --as`` takes it: an empty field is no name (the free default id);
+    # anything else is checked as typed (spaces kept; a newline or only spaces refused).
+    new_id = parse_session_id(form["as"]) if form.get("as") else None
     forked = await run_in_threadpool(source.fork, session_id, at, new_id)
     return RedirectResponse(url("/session", s=forked.session_id, note="forked"), status_code=303)
 

@@ -475,6 +475,38 @@ class TestFork:
             assert error(client, "/fork?s=demo&at=3", 405) == "GET is not allowed on '/fork'."
             assert client.post("/session?s=demo").status_code == 405
 
+    def test_names_are_checked_as_fork_as_checks_them(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """The form's name is ``amber fork --as``'s: kept as typed (spaces included), refused
+        with the CLI's sentence when it cannot be an id (a newline, only white space); an
+        empty or absent name is the default id, which the form suggests free."""
+        db = recorded.copy(tmp_path)
+        with web(db) as (client, _):
+
+            def fork(status: int, **fields: str) -> str:
+                response = client.post(
+                    "/fork", data={"s": "demo", "at": "5", "token": TOKEN, **fields}
+                )
+                assert response.status_code == status, response.text
+                if status == 303:
+                    return response.headers["location"]
+                return Page.of(response.text).text("error")
+
+            for name in ("\n", "   "):
+                refused = fork(400, **{"as": name})
+                shown = cli_error("fork", "demo", "--at", "5", "--as", name, "--db", db)
+                assert " ".join(shown.split()).endswith(f"Invalid value for '--as': {refused}")
+            assert fork(303, **{"as": " sp "}) == "/session?s=+sp+&note=forked"
+            assert fork(303, **{"as": ""}) == "/session?s=demo-fork-5&note=forked"
+            assert fork(303) == "/session?s=demo-fork-5-2&note=forked"
+            shown = client.get("/session?s=demo&at=5").text
+            assert 'placeholder="demo-fork-5-3"' in shown
+            assert 'placeholder="demo-fork-6"' in client.get("/session?s=demo&at=6").text
+        with SQLiteStore(db) as store:
+            assert " sp " in store
+            assert "sp" not in store
+
     def test_a_name_taken_between_the_check_and_the_write(
         self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
