@@ -178,7 +178,7 @@ class TestSession:
         with SQLiteStore(recorded.db) as store:
             state = store.load_timeline("demo").at(seq)
         with web(recorded.db) as (client, _):
-            for view in ("openai", "anthropic", "gemini"):
+            for view in ("openai", "openai-responses", "anthropic", "gemini"):
                 shown = page(client, f"/session?s=demo&at={seq}&view={view}")
                 data = json.loads(html.unescape(shown.raw("request")))
                 assert data == json.loads(orjson.dumps(view_data(view, state)))
@@ -233,6 +233,13 @@ class TestSession:
             assert cli_error("show", "demo", "--at=-0", "--db", recorded.db).endswith(
                 f"Invalid value for '--at': {minus_zero}"
             )
+            # Blank is not a seq either (as --at ' '); only an empty at= is the head.
+            blank = error(client, "/session?s=demo&at=%20", 400)
+            assert blank.startswith("' ' is not a seq: pass a number")
+            assert cli_error("show", "demo", "--at", " ", "--db", recorded.db).endswith(
+                f"Invalid value for '--at': {blank}"
+            )
+            assert page(client, "/session?s=demo&at=").text("seq") == str(last)
             assert error(client, "/session?s=demo&at=1&at=2", 400) == (
                 "'at' is given 2 times ('1', '2'); pass it once."
             )
@@ -317,8 +324,17 @@ class TestMessageAndCall:
             request = json.loads(html.unescape(shown.raw("request")))
             expected = view_data("anthropic", line.at(row.started_seq - 1))
             assert request == json.loads(orjson.dumps(expected))
-            assert error(client, "/call?s=demo&id=run_9", 404).startswith(
-                f"Session 'demo' has no model call 'run_9'; it has 6 ({ids.call(1)} … {ids.call(6)})"
+            assert error(client, "/call?s=demo&id=run_9", 404) == (
+                f"Session 'demo' has no model call 'run_9'; it has 6 (#1 {ids.call(1)} … #6 "
+                f"{ids.call(6)}); pass id= its number, source key or operation id (the session "
+                "page lists them)."
+            )
+            # Its number, as amber show --call takes it (1, #1): the same page.
+            fifth = page(client, f"/call?s=demo&id={ids.call(5)}").raw("request")
+            assert page(client, "/call?s=demo&id=5").raw("request") == fifth
+            assert page(client, "/call?s=demo&id=%235").raw("request") == fifth
+            assert error(client, "/call?s=demo&id=7", 404).startswith(
+                "Session 'demo' has no model call '7'; it has 6 (#1"
             )
             assert error(client, f"/call?s=demo&id={ids.call(5)}&provider=x", 400).startswith(
                 "Unknown provider 'x'"
@@ -575,6 +591,17 @@ class TestDamagedSessions:
             message = error(client, "/session?s=demo", 422)
             assert message.startswith("CorruptRow: Session 'demo' event seq 21 fails its checksum")
             assert f"'amber check --db {db}' lists every damaged row" in message
+            # The log itself is damaged: what amber check says of it, not recover --rebuild
+            # (which writes derived rows again and cannot mend an event); and a link to the
+            # states before the damage.
+            assert "recover --rebuild" not in message
+            assert message.endswith(
+                "The log itself is damaged: restore the file from a backup; the states before "
+                "seq 21 still open."
+            )
+            failed = page(client, "/session?s=demo", 422)
+            assert failed.attrs["last-good"]["href"] == "/session?s=demo&at=20"
+            assert page(client, "/session?s=demo&at=20").text("seq") == "20"
             assert error(client, "/session?s=demo&at=21", 422) == message
             assert error(client, "/session?s=demo&at=-40", 422) == message
             assert error(client, "/charts?s=demo", 422) == message
@@ -609,7 +636,7 @@ class TestDamagedSessions:
         assert f"amber check --db {quoted} lists" in damaged
         assert f"amber recover --rebuild --db {quoted} writes" in damaged
         assert f"'amber check --db {quoted}' lists" in message
-        assert f"'amber recover --rebuild --db {quoted}' writes" in message
+        assert "recover --rebuild" not in message  # the log itself: rebuilding cannot mend it
         assert verdict.startswith("Diverged")
         assert f"amber replay broken --verify --db {quoted} exits 1" in verdict
         assert "'amber recover --rebuild'" not in summary  # the store's own hint, named too
@@ -629,7 +656,29 @@ class TestDamagedSessions:
             assert index.text("damaged").startswith(
                 "broken: damaged, CorruptRow: Session 'broken' seq "
             )
-            assert "amber recover --rebuild" in error(client, "/session?s=broken", 422)
+            summary = page(client, "/session?s=broken", 422)
+            assert "amber recover --rebuild" in summary.text("error")
+            assert not summary.has("last-good")  # a summary row: no state opens before it
+
+    def test_a_log_cut_short_links_no_state(self, recorded: Recorded, tmp_path: Path) -> None:
+        """A log whose last event is gone under an intact summary opens no state (as on the
+        command line): the page says to restore a backup, with no link that fails again."""
+        db = recorded.copy(tmp_path)
+        with contextlib.closing(sqlite3.connect(db)) as raw, raw:
+            raw.execute("DROP TRIGGER IF EXISTS events_no_delete")
+            raw.execute(
+                "DELETE FROM events WHERE session_id='demo' AND seq=(SELECT max(seq) FROM "
+                "events WHERE session_id='demo')"
+            )
+        last = recorded.demo.events
+        with web(db) as (client, _):
+            failed = page(client, "/session?s=demo", 422)
+            assert not failed.has("last-good")
+            assert failed.text("error").endswith(
+                "The log itself is damaged: restore the file from a backup."
+            )
+            assert "recover --rebuild" not in failed.text("error")
+            error(client, f"/session?s=demo&at={last - 1}", 422)
 
 
 class TestGuardsAndReads:
