@@ -454,12 +454,13 @@ def recover(
         console.print(f"No orphaned turns: none idle for more than {older_than:g} s.")
     if young:
         names = ", ".join(i.session_id for i in young)
-        console.print(
-            Text(
-                f"Left alone (active less than {older_than:g} s ago, maybe still running): {names}",
-                style="dim",
-            )
+        # At 0 s only a session written to after ``now`` was read is young.
+        why = (
+            f"active less than {older_than:g} s ago"
+            if older_than > 0
+            else "written to after recover started"
         )
+        console.print(Text(f"Left alone ({why}, maybe still running): {names}", style="dim"))
     for error in damaged:
         console.print(Text(f"Left alone: {name_store(str(error), db)}", style="bold red"))
     if damaged or (rebuilt is not None and rebuilt.skipped):

@@ -11,6 +11,7 @@ import json
 import sqlite3
 import zlib
 from collections.abc import Iterable
+from datetime import timedelta
 from pathlib import Path
 
 import orjson
@@ -19,6 +20,7 @@ from cli_support import Recorded, amber, recorded
 
 from actors._cli import ExitCode
 from actors._cli._admin import FORK_TRIES
+from actors._ids import utc_now
 from runtime import Event, SessionState, Status, TurnStatus
 from runtime.store import SQLiteStore
 from runtime.store._summaries import summary_digest
@@ -77,6 +79,7 @@ class TestFork:
         amber("fork", "demo", "--at", seq, "--as", "f", "--db", db)
         same = amber("diff", "demo", seq, "1", "--other", "f", "--db", db)
         assert same.exit_code == 0
+        assert f"From demo seq {seq} to f seq 1:" in same.output  # names the other session
         assert "no change to messages, turns or model calls" in same.output
         later = amber("diff", "demo", "--other", "f", "--json", "--db", db, "--", "-1", "-1")
         data = json.loads(later.output)
@@ -444,6 +447,23 @@ class TestRecover:
         assert "No orphaned turns: none idle for more than 300 s." in result.output
         assert (
             "Left alone (active less than 300 s ago, maybe still running): orphan" in result.output
+        )
+
+    def test_a_turn_written_after_recover_started(
+        self, orphan: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With --older-than 0 only a session written to after recover read the clock is
+        left alone: said so, not 'active less than 0 s ago'."""
+        import actors._cli._admin
+
+        earlier = utc_now() - timedelta(hours=1)  # the session looks written after "now"
+        monkeypatch.setattr(actors._cli._admin, "utc_now", lambda: earlier)
+        result = amber("recover", "--older-than", "0", "--db", orphan)
+        assert result.exit_code == 0, result.output
+        assert "less than 0 s" not in result.output
+        assert (
+            "Left alone (written to after recover started, maybe still running): orphan"
+            in result.output
         )
 
     def test_dry_run_then_recover(self, orphan: Path) -> None:

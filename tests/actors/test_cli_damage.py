@@ -151,7 +151,6 @@ class TestCheck:
         assert rebuilt.exit_code == ExitCode.FAILED
         assert "Left alone: session 'demo' seq 1" in rebuilt.output
 
-
     def test_a_damaged_logs_events_are_counted_up_to_the_damage(
         self, recorded: Recorded, tmp_path: Path
     ) -> None:

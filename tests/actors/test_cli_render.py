@@ -14,6 +14,8 @@ from actors._cli._render import describe_event, touched_ids
 from actors._cli._tables import message_lines
 from actors._cli._text import excerpt, safe
 from runtime import (
+    ApprovalDecided,
+    ApprovalRequested,
     BranchImported,
     Category,
     Event,
@@ -98,9 +100,11 @@ class TestDescribeEvent:
                 turn_id="t2",
                 outcome="error",
                 reason="model down",
-                metrics={"turn_time": 1.5},
+                metrics={"turn_time": 1.5, "session_turns": 4, "turn_tool_calls": 2},
             )
-            == "■ t2 ends error (model down); 1 input → error · 1.5 s"
+            # "4 turns" read as the turn's own count: it is the session's fourth turn.
+            == "■ t2 ends error (model down); 1 input → error · turn 4 of the session · "
+            "2 tool calls · 1.5 s"
         )
         assert build.add(Category.NOTIFICATION, "n1", content="hi") == "+ n1 notification: hi"
         assert build(RolledBack, to_seq=9, reason="undo") == (
@@ -113,6 +117,21 @@ class TestDescribeEvent:
             "⑂ forked from s at seq 3: 2 messages, 1 turns"
         )
 
+    def test_approval_lines_show_the_calls_arguments(self, build: Builder) -> None:
+        """A call that waits for approval, and its decision, read with its arguments (as the
+        call's own line does): 'pay()' did not say what was to be paid."""
+        build.add(Category.USER_QUESTION, "q1", sender="Chii", content="go")
+        build(TurnStarted, turn_id="t1")
+        call = ToolCall(id="c1", name="pay", arguments={"to": "Ana", "amount": 20})
+        added = build.add(Category.TOOL_CALL, "m1", tool_call=call, turn_id="t1", parent_id="q1")
+        assert added.endswith('pay({"amount":20,"to":"Ana"})')
+        assert build(ApprovalRequested, turn_id="t1", call_id="c1") == (
+            '⏸ c1 pay({"amount":20,"to":"Ana"}) waits for approval'
+        )
+        assert build(ApprovalDecided, turn_id="t1", call_id="c1", approved=False, by="ana") == (
+            '✘ c1 pay({"amount":20,"to":"Ana"}) denied by ana'
+        )
+
     def test_a_decision_stored_for_the_owner(self, build: Builder) -> None:
         """The metadata that stores a decision for the session's owner reads as one."""
         build.add(Category.USER_QUESTION, "q1", sender="Chii", content="go")
@@ -121,11 +140,11 @@ class TestDescribeEvent:
         build.add(Category.TOOL_CALL, "m1", tool_call=call, turn_id="t1", parent_id="q1")
         stored = {"approval_decision": {"approved": False, "reason": "no", "by": "ana"}}
         assert build(MetadataUpdated, message_id="m1", metadata=stored) == (
-            "⋯ c1 sh() denied by ana (no), stored for the session's owner to take"
+            "⋯ c1 sh({}) denied by ana (no), stored for the session's owner to take"
         )
         stored = {"approval_decision": {"approved": True}}
         assert build(MetadataUpdated, message_id="m1", metadata=stored) == (
-            "⋯ c1 sh() approved, stored for the session's owner to take"
+            "⋯ c1 sh({}) approved, stored for the session's owner to take"
         )
 
     def test_interrupt_names_calls_and_partial_output(self, build: Builder) -> None:
