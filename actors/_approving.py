@@ -52,6 +52,7 @@ class Approving:
 
         Raises:
             InvalidInput: ``call_id`` is not a non-empty str, or ``by`` not a str or None.
+            UnknownSession: the store has no such session.
             NotAwaitingApproval: no call of that id waits (it was decided, or its
                 turn ended), or a decision on it is stored already for its worker.
             InvalidConfig: the call is of a tool this runtime does not have, and the
@@ -74,6 +75,7 @@ class Approving:
         Raises:
             InvalidInput: ``call_id`` is not a non-empty str, or ``reason`` or ``by``
                 not a str or None.
+            UnknownSession: the store has no such session.
             NotAwaitingApproval: no call of that id waits, or a decision on it is stored
                 already for its worker.
         """
@@ -92,6 +94,8 @@ class Approving:
         self, session_id: str, call_id: str, approved: bool, reason: str | None, by: str | None
     ) -> None:
         session_id = session_id_of(session_id, stored=True)  # a call to decide is stored
+        if self.router.live(session_id) is None:
+            self.state(session_id)  # UnknownSession, before an actor is made for it
         keeper = self._keeper
         # Shared store: decide here only if this runtime may run the session and has the
         # tool (it would go on with the turn); else the worker that runs the session takes

@@ -26,7 +26,14 @@ from actors import (
 )
 from actors._ids import utc_now
 from actors._leasing import store_decision
-from runtime import ApprovalDecided, InvalidEvent, InvalidInput, Status, TurnOutcome
+from runtime import (
+    ApprovalDecided,
+    InvalidEvent,
+    InvalidInput,
+    Status,
+    TurnOutcome,
+    UnknownSession,
+)
 from runtime.store import SQLiteStore
 
 WAIT = 60.0
@@ -132,6 +139,21 @@ class TestApproval:
             with pytest.raises(InvalidInput, match=r"^approve\(\) takes by= as a str or None"):
                 rt.approve("s1", "call_x", by=7)  # type: ignore[arg-type]
             assert len(rt.pending_approvals("s1")) == 1
+
+    def test_a_decision_for_an_unknown_session_is_unknown_session(self) -> None:
+        """approve('nope', …) said no call waits, and left a live empty session 'nope'
+        behind: rt.state('nope') and pending_approvals('nope') then answered for it."""
+        rt, ran = make()
+        with rt:
+            for decide in (lambda: rt.approve("nope", "call_x"), lambda: rt.deny("nope", "c")):
+                with pytest.raises(UnknownSession, match="'nope'"):
+                    decide()
+            with pytest.raises(UnknownSession):
+                rt.state("nope")
+            with pytest.raises(UnknownSession):
+                rt.pending_approvals("nope")
+            assert "nope" not in rt.sessions()
+        assert ran == []
 
     def test_a_new_message_interrupts_a_waiting_turn(self) -> None:
         """A person writes instead of answering: the turn ends interrupted, the call too."""
