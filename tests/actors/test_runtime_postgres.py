@@ -195,6 +195,67 @@ def test_a_stopping_worker_claims_no_session(
         keeper.ensure("s2")
 
 
+class TestHandover:
+    """A runtime that stops gives its sessions to the workers at once: giving a lease back
+    is announced (NOTIFY), so a worker that could not take it a moment before, while the
+    stopping runtime still held it, takes it now. The workers' poll is an hour here: only
+    the notification can explain a prompt takeover."""
+
+    @pytest.mark.parametrize("resume", ["none", "all"], ids=["front end", "worker"])
+    def test_a_stopping_runtime_hands_its_turn_to_a_worker(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str, resume: str
+    ) -> None:
+        """A front end (or a worker, as on SIGTERM) stops while its turn runs: the turn
+        gives its input back, and the worker that was woken by that write but could not
+        take the lease yet takes it once it is given back, and answers."""
+        stopping = open_rt(ScriptedModel([hang()]), resume=resume)
+        stopping.send("s", "question", sender="Chii")
+        wait_for(lambda: stopping.state("s").active_turn is not None, "the turn starts")
+        worker = open_rt(ScriptedModel([reply("answered by the worker")]), resume="all")
+        keeper, stopping_keeper = worker._keeper, stopping._keeper
+        assert keeper is not None
+        assert stopping_keeper is not None
+        refused = threading.Event()
+        ensure, give_back = keeper.ensure, stopping_keeper.stop
+
+        def ensure_noting_refusals(session_id: str) -> bool:
+            taken = ensure(session_id)
+            if not taken:
+                refused.set()
+            return taken
+
+        def give_back_once_refused() -> None:
+            # The worker tried while the lease was held (the turn's last write woke it).
+            assert refused.wait(60), "the worker was not woken by the stopping turn's write"
+            give_back()
+
+        keeper.ensure = ensure_noting_refusals  # type: ignore[method-assign]
+        stopping_keeper.stop = give_back_once_refused  # type: ignore[method-assign]
+        stopping.stop()
+        wait_for(
+            lambda: replies(postgres_dsn, schema, "s") == ["answered by the worker"],
+            "the worker takes the session over",
+        )
+        assert held_by(postgres_dsn, schema, "s") == worker.runner
+
+    def test_giving_a_lease_back_is_announced(self, postgres_dsn: str, schema: str) -> None:
+        """``release`` notifies the channel with the session (another store hears it)."""
+        with (
+            PostgresStore(postgres_dsn, schema=schema) as owner,
+            PostgresStore(postgres_dsn, schema=schema) as other,
+        ):
+            listener = other.listener()
+            try:
+                lease = owner.acquire(
+                    "s", owner="a", now=datetime.now(UTC), ttl=timedelta(seconds=30)
+                )
+                assert lease is not None
+                assert owner.release(lease)
+                assert listener.wait(60) == {"s"}  # 60 s: a hang guard
+            finally:
+                listener.close()
+
+
 class GatedModel:
     """A model whose first call waits at a gate the test opens, then answers ``first``; the
     calls after it answer ``then`` at once. ``called`` is set when the first call waits."""
