@@ -78,7 +78,8 @@ class Runtime(Asking, Approving):
     """Amber's actor runtime: sessions, tools, adapters, a model and a store.
 
     Args:
-        model: the model every session calls (a ``ScriptedModel``, a provider).
+        model: the model every session calls (a ``ScriptedModel``, a provider);
+            required unless ``run_sessions=False``.
         store: a ``Store``, a SQLite file path (default ``amber.db``), or
             ``":memory:"`` for an in-memory store (tests).
         tools: ``Tool`` values (or plain callables, wrapped with ``tool``).
@@ -460,7 +461,12 @@ class Runtime(Asking, Approving):
     def _wait_idle_stored(self, session_id: str, timeout: float | None) -> SessionState:
         """``wait_idle`` on a front end: woken by the store's notifications."""
         assert self._watch is not None
-        self._call_store(lambda s: s.session(session_id))  # UnknownSession if never stored
+        if not self._call_store(lambda s: session_id in s):
+            raise UnknownSession(
+                f"Session {session_id!r} has no stored input to wait for: nothing was ever "
+                "accepted for it. Send it a message first, or list the stored sessions with "
+                "Runtime.sessions()."
+            )
         wait = StateWait(is_idle)
         if not self._watch.wait_state(session_id, wait, timeout):
             raise IdleTimeout(

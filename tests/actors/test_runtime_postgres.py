@@ -38,6 +38,7 @@ from runtime import (
     ModelRequest,
     Status,
     TurnSettings,
+    UnknownSession,
     call,
     calls,
     category_of,
@@ -304,6 +305,8 @@ class TestFrontEnd:
             front.post("s", Category.NOTIFICATION, "note")
         with pytest.raises(IdleTimeout, match="the workers have not answered"):
             front.wait_idle("s", timeout=0.1)  # no worker runs: the input waits
+        with pytest.raises(UnknownSession, match="has no stored input to wait for"):
+            front.wait_idle("never", timeout=60)
 
     def test_a_front_end_is_checked_when_made(self, tmp_path: Path) -> None:
         with pytest.raises(InvalidConfig, match="Runtime needs a model to run sessions"):
