@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from runtime import Message, SessionState, UnknownSession
+from runtime import InvalidInput, Message, SessionState, UnknownSession
 
 from ._drafts import session_id_of
 from ._errors import NotAwaitingApproval, OwnedElsewhere
@@ -51,11 +51,13 @@ class Approving:
         runs the tool and goes on with the turn.
 
         Raises:
+            InvalidInput: ``call_id`` is not a non-empty str, or ``by`` not a str or None.
             NotAwaitingApproval: no call of that id waits (it was decided, or its
                 turn ended), or a decision on it is stored already for its worker.
             InvalidConfig: the call is of a tool this runtime does not have, and the
                 store is not shared (no other runtime could run it).
         """
+        _check_decision("approve", call_id, None, by)
         self._decide(session_id, call_id, True, None, by)
 
     def deny(
@@ -70,9 +72,12 @@ class Approving:
         answers the call and goes on with the turn.
 
         Raises:
+            InvalidInput: ``call_id`` is not a non-empty str, or ``reason`` or ``by``
+                not a str or None.
             NotAwaitingApproval: no call of that id waits, or a decision on it is stored
                 already for its worker.
         """
+        _check_decision("deny", call_id, reason, by)
         self._decide(session_id, call_id, False, reason, by)
 
     def pending_approvals(self, session_id: str) -> list[Message]:
@@ -132,3 +137,23 @@ class Approving:
             return True  # nothing waits: the session says so when asked
         called = state.message(message_id).tool_call
         return called is None or called.name in self._tool_refs
+
+
+def _check_decision(verb: str, call_id: object, reason: object, by: object) -> None:
+    """Refuse a decision's arguments of the wrong type before the session is asked."""
+    if not isinstance(call_id, str) or not call_id:
+        raise InvalidInput(
+            f"{verb}() takes the tool call's id as a str (got {call_id!r} that is a "
+            f"{type(call_id).__name__!r}): the id of a call that waits, like "
+            "rt.pending_approvals(session)[0].tool_call.id, or ApprovalNeeded.call_id."
+        )
+    if reason is not None and not isinstance(reason, str):
+        raise InvalidInput(
+            f"{verb}() takes a reason that is a str or None (got {reason!r} that is a "
+            f"{type(reason).__name__!r}); the model reads it in the denial."
+        )
+    if by is not None and not isinstance(by, str):
+        raise InvalidInput(
+            f"{verb}() takes by= as a str or None (got {by!r} that is a {type(by).__name__!r}); "
+            "it names who decided, for the record."
+        )

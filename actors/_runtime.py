@@ -62,7 +62,7 @@ from ._router import Router
 from ._services import Monotonic, Services
 from ._settings import Settings
 from ._storage import StoreThread
-from ._stores import is_shared, open_store
+from ._stores import check_store, is_shared, open_store
 from ._tool_actor import ToolActor, ToolStats
 from ._toolbox import Toolbox
 from ._tools import Tool
@@ -131,6 +131,7 @@ class Runtime(Asking, Approving):
         self._adapter_refs = _adapter_list(adapters)
         try:
             _check_adapters(self._adapter_refs)
+            check_store(store)
             model = _front_end_model(model, run_sessions, resume)
             self._configure(model, tools, settings, resume, runner)
         except BaseException:
@@ -174,7 +175,7 @@ class Runtime(Asking, Approving):
             raise InvalidConfig(f"settings must be a Settings (got {settings!r}).")
         self.settings = settings or Settings()
         self.model = model
-        self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
+        self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(_tool_list(tools))
         self.resume = resume_policy(resume)
         """Which stored sessions ``start`` resumes (``"all"``, ``"none"`` or ids)."""
         if runner is not None and (not isinstance(runner, str) or not runner):
@@ -455,7 +456,14 @@ class Runtime(Asking, Approving):
         try:
             state: SessionState = future.get(timeout=timeout)
         except pykka.Timeout:
-            raise IdleTimeout(self._not_idle(session_id, timeout, settled)) from None
+            self._forget_waiter(session_id, future, wait=True)
+            try:
+                state = future.get(timeout=0)  # answered just as the wait timed out
+            except pykka.Timeout:
+                raise IdleTimeout(self._not_idle(session_id, timeout, settled)) from None
+        except BaseException:  # KeyboardInterrupt, say: the caller no longer waits either
+            self._forget_waiter(session_id, future, wait=False)
+            raise
         return state
 
     def _wait_idle_stored(self, session_id: str, timeout: float | None) -> SessionState:
@@ -504,6 +512,19 @@ class Runtime(Asking, Approving):
         waiter.cancelled = True  # the turn runs on a worker: it goes on
         self._watch.forget(session_id, waiter)
 
+    def _forget_waiter(self, session_id: str, future: Any, *, wait: bool) -> None:
+        """Drop a ``when_idle`` future nobody waits for from the session's actor (a waiter
+        left there would keep the session from ever passivating)."""
+        proxy = self.router.live(session_id)
+        if proxy is None:
+            return  # the actor stopped: its waiters went with it
+        try:
+            dropped = proxy.forget_waiter(future)
+            if wait:
+                dropped.get(timeout=self.settings.ask_timeout)
+        except Exception:  # gone or busy: a stopped actor holds no waiter
+            log.debug("session %s: a timed-out wait was not dropped", session_id, exc_info=True)
+
     def _not_idle(self, session_id: str, timeout: float | None, settled: bool) -> str:
         """IdleTimeout's message: what the session still waits for, asked of its actor."""
         head = f"Session {session_id!r} was not idle within {timeout} s"
@@ -542,7 +563,10 @@ class Runtime(Asking, Approving):
                 return state
             except pykka.ActorDeadError:
                 pass
-        return self._call_store(lambda s: s.load_state(session_id))
+        try:
+            return self._call_store(lambda s: s.load_state(session_id))
+        except UnknownSession:
+            raise _unknown(session_id) from None
 
     def model_calls(self, session_id: str, turn_id: str | None = None) -> tuple[AuditRow, ...]:
         """The session's model calls (audit rows) in sequence order, running ones included.
@@ -558,7 +582,10 @@ class Runtime(Asking, Approving):
         Raises:
             UnknownSession: the store has no such session.
         """
-        return self._call_store(lambda s: s.load_timeline(session_id))
+        try:
+            return self._call_store(lambda s: s.load_timeline(session_id))
+        except UnknownSession:
+            raise _unknown(session_id) from None
 
     def sessions(self) -> list[SessionInfo]:
         """Every stored session, most recently active first."""
@@ -667,6 +694,26 @@ def _runs_no_sessions(session_id: str, what: str = "this") -> bool:
         "approve, deny and wait_idle work here; call the rest on a runtime that runs "
         "sessions (with a model)."
     )
+
+
+def _unknown(session_id: str) -> UnknownSession:
+    """The store's UnknownSession, with the hint a Runtime's caller can follow."""
+    return UnknownSession(
+        f"No session {session_id!r} is stored: nothing was ever accepted for it (an input "
+        "refused with InvalidInput stores nothing). Runtime.sessions() lists the stored "
+        "sessions."
+    )
+
+
+def _tool_list(tools: object) -> list[Any]:
+    if callable(tools) or isinstance(tools, str | bytes) or not hasattr(tools, "__iter__"):
+        name = getattr(tools, "__name__", None) or getattr(tools, "name", None)
+        example = f"[{name}]" if callable(tools) and isinstance(name, str) else "[my_tool]"
+        raise InvalidConfig(
+            f"tools takes a list of tools (functions, or Tools made with tool(...)); got "
+            f"{tools!r} that is a {type(tools).__name__!r}. Write tools={example}."
+        )
+    return list(tools)
 
 
 def _adapter_list(adapters: object) -> list[Any]:

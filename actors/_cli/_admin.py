@@ -11,7 +11,14 @@ import click
 import orjson
 from rich.text import Text
 
-from runtime import EVENT_TYPES, CorruptRow, InvalidInput, SessionState, Timeline
+from runtime import (
+    EVENT_TYPES,
+    CorruptRow,
+    InvalidInput,
+    SeqConflict,
+    SessionState,
+    Timeline,
+)
 from runtime.store import RebuildReport, SessionInfo, SqlStore, Store, recover_orphans
 
 from .._ids import utc_now
@@ -36,17 +43,25 @@ from ._check import describe_problem
 from ._hints import command_line, name_store
 
 __all__ = [
+    "FORK_TRIES",
     "events",
     "export",
     "fork",
     "fork_session",
+    "free_id",
     "import_command",
     "recover",
     "sessions_and_damage",
 ]
 
 
-def _free_id(store: Store, base: str) -> str:
+FORK_TRIES = 10
+"""How many free ids ``fork_session`` tries for a fork without ``--as`` when other writers
+take each one between the check and the write, before it gives up."""
+
+
+def free_id(store: Store, base: str) -> str:
+    """``base``, or ``base-2``, ``base-3`` … : the first id ``store`` has no session of."""
     candidate, number = base, 1
     while candidate in store:
         number += 1
@@ -68,6 +83,10 @@ def fork_session(
     The checks and errors of ``amber fork`` (and of ``amber web``'s fork):
     the session must exist, the seq must be in it, ``new_id`` must be free.
     ``timeline``: the session's timeline if the caller has it loaded already.
+
+    Another writer may store a session under the id after the check: for ``new_id``
+    that is the same ``CONFLICT`` as an id taken before; without ``new_id`` the fork
+    takes the next free ``-N`` (up to ``FORK_TRIES`` ids, then ``CONFLICT``).
     """
     require_session(store, session, db)
     if timeline is not None:
@@ -81,15 +100,39 @@ def fork_session(
         line = store.load_timeline(session)
         seq = resolve_seq(at_seq, line)
     if new_id is not None and new_id in store:
-        raise CliError(
-            f"The store {db!r} already has a session {new_id!r}; pass another --as, or leave "
-            "--as out to get a free id.",
-            ExitCode.CONFLICT,
-        )
-    target = new_id if new_id is not None else _free_id(store, f"{session}-fork-{seq}")
-    forked = line.fork(seq, target, at=utc_now())
-    head = store.append(forked.events())[target]
-    return target, seq, head
+        raise _taken(new_id, db)
+    base = f"{session}-fork-{seq}"
+    tried: list[str] = []
+    while True:
+        target = new_id if new_id is not None else free_id(store, base)
+        forked = line.fork(seq, target, at=utc_now())
+        try:
+            head = store.append(forked.events())[target]
+        except SeqConflict:
+            # Another writer stored a session under this id after the check above (the
+            # write refused the fork's seq 1 because that session holds it already).
+            if target not in store:
+                raise
+            if new_id is not None:
+                raise _taken(new_id, db) from None
+            tried.append(target)
+            if len(tried) >= FORK_TRIES:
+                raise CliError(
+                    f"Another writer took each of the {len(tried)} free ids tried for the fork "
+                    f"({tried[0]} to {tried[-1]}) as it was stored; run amber fork again, or "
+                    "pass --as NEW.",
+                    ExitCode.CONFLICT,
+                ) from None
+            continue
+        return target, seq, head
+
+
+def _taken(new_id: str, db: str) -> CliError:
+    return CliError(
+        f"The store {db!r} already has a session {new_id!r}; pass another --as, or leave "
+        "--as out to get a free id.",
+        ExitCode.CONFLICT,
+    )
 
 
 @click.command()
@@ -422,12 +465,13 @@ def recover(
         console.print(f"No orphaned turns: none idle for more than {older_than:g} s.")
     if young:
         names = ", ".join(i.session_id for i in young)
-        console.print(
-            Text(
-                f"Left alone (active less than {older_than:g} s ago, maybe still running): {names}",
-                style="dim",
-            )
+        # At 0 s only a session written to after ``now`` was read is young.
+        why = (
+            f"active less than {older_than:g} s ago"
+            if older_than > 0
+            else "written to after recover started"
         )
+        console.print(Text(f"Left alone ({why}, maybe still running): {names}", style="dim"))
     by_runner: dict[str, list[str]] = {}
     for session, by in running.items():
         by_runner.setdefault(by, []).append(session)

@@ -35,10 +35,10 @@ from runtime import (
     TurnEnded,
     TurnStarted,
     added_seq,
+    canonical,
     clean_history,
     diff,
     session_history,
-    thaw,
 )
 
 from .._cli._render import describe_event, diff_view, is_error_event
@@ -459,9 +459,10 @@ def _parts(parts: Sequence[object]) -> Markup:
 
 
 def pretty_json(data: object) -> str:
-    """``data`` as indented JSON (bytes as their length, pyrsistent values thawed)."""
+    """``data`` as indented JSON (bytes as their length, pyrsistent values thawed, a frozen
+    map's keys sorted: its own order changes from process to process)."""
     return orjson.dumps(
-        thaw(data), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=_bytes
+        canonical(data), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=_bytes
     ).decode()
 
 

@@ -50,7 +50,7 @@ from runtime import (
 )
 from runtime.store import SessionInfo, Store
 
-from .._cli._admin import fork_session, sessions_and_damage
+from .._cli._admin import fork_session, free_id, sessions_and_damage
 from .._cli._app import CliError, ExitCode, open_store, require_session
 from .._cli._replay import Check, verify_session
 from ._params import WebError
@@ -564,6 +564,12 @@ class Source:
         with self._store() as store:  # the state at the fork point, as amber fork reads it
             target, seq, head = fork_session(store, session_id, at_seq, new_id, self.db)
         return Forked(session_id=target, source_session_id=session_id, source_seq=seq, head=head)
+
+    def fork_id(self, session_id: str, at_seq: int) -> str:
+        """The id a fork of ``session_id`` at ``at_seq`` without a name gets now (the fork
+        form's suggestion): ``SESSION-fork-SEQ``, or its first free ``-N``."""
+        with self._store() as store:
+            return free_id(store, f"{session_id}-fork-{at_seq}")
 
     def export(self, session_id: str) -> bytes:
         """The session as ``amber export`` prints it (the same JSON, with a final newline)."""

@@ -139,6 +139,7 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
         "show_all": show_all,
         "providers": PROVIDERS,
         "note": one(q, "note"),
+        "fork_id": source.fork_id(session_id, seq),
     }
     return page(request, "session.html", context)
 
@@ -243,20 +244,27 @@ def _provider_for(model: str | None) -> str:
 
 
 def call_page(request: Request, *, source: Source, page: Page, **_: Any) -> Response:
-    """``/call?s=ID&id=OPERATION``: one model call, its request as rebuilt, its response."""
+    """``/call?s=ID&id=CALL``: one model call, its request as rebuilt, its response.
+
+    ``CALL`` as ``amber show --call`` takes it: its number (``3`` or ``#3``), source key
+    or operation id."""
     q = query(request)
     session_id = require(request)
     operation_id = require(request, "id")
     loaded = source.timeline(session_id, need=-1)
     head = loaded.timeline.head
-    row = head.audit.get(operation_id) or next(  # a source key, or an operation id
-        (r for r in head.model_calls() if r.operation_id == operation_id), None
+    from .._cli._calls import call_number
+
+    number = call_number(operation_id)
+    row = head.audit.get(operation_id) or next(  # a number, source key or operation id
+        (r for r in head.model_calls() if number in (r.operation_id, r.sequence)), None
     )
     if row is None:
         calls = loaded.timeline.head.model_calls()
         hint = (
-            f"it has {len(calls)} ({calls[0].operation_id} … {calls[-1].operation_id}); the "
-            "session page lists them."
+            f"it has {len(calls)} (#1 {calls[0].operation_id} … #{len(calls)} "
+            f"{calls[-1].operation_id}); pass id= its number, source key or operation id (the "
+            "session page lists them)."
             if calls
             else "it has none."
         )
@@ -434,9 +442,9 @@ async def fork_action(request: Request, *, source: Source, token: str, **_: Any)
     if "at" not in form or not form["at"].strip():
         raise WebError(400, "The fork form needs a seq (at): the seq to fork from.")
     at = parse_seq(form["at"])
-    new_id = form.get("as", "").strip() or None
-    if new_id is not None:
-        new_id = parse_session_id(new_id)
+    # As ``amber fork --as`` takes it: an empty field is no name (the free default id);
+    # anything else is checked as typed (spaces kept; a newline or only spaces refused).
+    new_id = parse_session_id(form["as"]) if form.get("as") else None
     forked = await run_in_threadpool(source.fork, session_id, at, new_id)
     return RedirectResponse(url("/session", s=forked.session_id, note="forked"), status_code=303)
 

@@ -12,6 +12,7 @@ import html
 import json
 import re
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
@@ -23,6 +24,7 @@ from web_support import TOKEN, Ids, Page, agent_session, snapshot, web
 import actors._web._pages
 import actors._web._source
 from actors._cli._views import view_data
+from runtime import Event, SessionState
 from runtime.store import SQLiteStore
 
 __all__ = ["recorded"]
@@ -176,7 +178,7 @@ class TestSession:
         with SQLiteStore(recorded.db) as store:
             state = store.load_timeline("demo").at(seq)
         with web(recorded.db) as (client, _):
-            for view in ("openai", "anthropic", "gemini"):
+            for view in ("openai", "openai-responses", "anthropic", "gemini"):
                 shown = page(client, f"/session?s=demo&at={seq}&view={view}")
                 data = json.loads(html.unescape(shown.raw("request")))
                 assert data == json.loads(orjson.dumps(view_data(view, state)))
@@ -231,6 +233,13 @@ class TestSession:
             assert cli_error("show", "demo", "--at=-0", "--db", recorded.db).endswith(
                 f"Invalid value for '--at': {minus_zero}"
             )
+            # Blank is not a seq either (as --at ' '); only an empty at= is the head.
+            blank = error(client, "/session?s=demo&at=%20", 400)
+            assert blank.startswith("' ' is not a seq: pass a number")
+            assert cli_error("show", "demo", "--at", " ", "--db", recorded.db).endswith(
+                f"Invalid value for '--at': {blank}"
+            )
+            assert page(client, "/session?s=demo&at=").text("seq") == str(last)
             assert error(client, "/session?s=demo&at=1&at=2", 400) == (
                 "'at' is given 2 times ('1', '2'); pass it once."
             )
@@ -315,8 +324,17 @@ class TestMessageAndCall:
             request = json.loads(html.unescape(shown.raw("request")))
             expected = view_data("anthropic", line.at(row.started_seq - 1))
             assert request == json.loads(orjson.dumps(expected))
-            assert error(client, "/call?s=demo&id=run_9", 404).startswith(
-                f"Session 'demo' has no model call 'run_9'; it has 6 ({ids.call(1)} … {ids.call(6)})"
+            assert error(client, "/call?s=demo&id=run_9", 404) == (
+                f"Session 'demo' has no model call 'run_9'; it has 6 (#1 {ids.call(1)} … #6 "
+                f"{ids.call(6)}); pass id= its number, source key or operation id (the session "
+                "page lists them)."
+            )
+            # Its number, as amber show --call takes it (1, #1): the same page.
+            fifth = page(client, f"/call?s=demo&id={ids.call(5)}").raw("request")
+            assert page(client, "/call?s=demo&id=5").raw("request") == fifth
+            assert page(client, "/call?s=demo&id=%235").raw("request") == fifth
+            assert error(client, "/call?s=demo&id=7", 404).startswith(
+                "Session 'demo' has no model call '7'; it has 6 (#1"
             )
             assert error(client, f"/call?s=demo&id={ids.call(5)}&provider=x", 400).startswith(
                 "Unknown provider 'x'"
@@ -473,6 +491,69 @@ class TestFork:
             assert error(client, "/fork?s=demo&at=3", 405) == "GET is not allowed on '/fork'."
             assert client.post("/session?s=demo").status_code == 405
 
+    def test_names_are_checked_as_fork_as_checks_them(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """The form's name is ``amber fork --as``'s: kept as typed (spaces included), refused
+        with the CLI's sentence when it cannot be an id (a newline, only white space); an
+        empty or absent name is the default id, which the form suggests free."""
+        db = recorded.copy(tmp_path)
+        with web(db) as (client, _):
+
+            def fork(status: int, **fields: str) -> str:
+                response = client.post(
+                    "/fork", data={"s": "demo", "at": "5", "token": TOKEN, **fields}
+                )
+                assert response.status_code == status, response.text
+                if status == 303:
+                    return response.headers["location"]
+                return Page.of(response.text).text("error")
+
+            for name in ("\n", "   "):
+                refused = fork(400, **{"as": name})
+                shown = cli_error("fork", "demo", "--at", "5", "--as", name, "--db", db)
+                assert " ".join(shown.split()).endswith(f"Invalid value for '--as': {refused}")
+            assert fork(303, **{"as": " sp "}) == "/session?s=+sp+&note=forked"
+            assert fork(303, **{"as": ""}) == "/session?s=demo-fork-5&note=forked"
+            assert fork(303) == "/session?s=demo-fork-5-2&note=forked"
+            shown = client.get("/session?s=demo&at=5").text
+            assert 'placeholder="demo-fork-5-3"' in shown
+            assert 'placeholder="demo-fork-6"' in client.get("/session?s=demo&at=6").text
+        with SQLiteStore(db) as store:
+            assert " sp " in store
+            assert "sp" not in store
+
+    def test_a_name_taken_between_the_check_and_the_write(
+        self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Simultaneous forks to one id: the loser is the 409 of a taken id (not a 500 for
+        SeqConflict); without a name, the fork takes the next free -N."""
+        db = recorded.copy(tmp_path)
+        real = SQLiteStore.append
+        taken: list[str] = []
+
+        def racing(self: SQLiteStore, events: Iterable[Event]) -> dict[str, SessionState]:
+            batch = list(events)
+            if batch[0].session_id not in taken and len(taken) < 2:
+                taken.append(batch[0].session_id)
+                real(self, batch)  # another writer's fork, stored first under that id
+            return real(self, batch)
+
+        monkeypatch.setattr(SQLiteStore, "append", racing)
+        with web(db) as (client, _):
+            named = client.post(
+                "/fork", data={"s": "demo", "at": "5", "as": "racef", "token": TOKEN}
+            )
+            assert named.status_code == 409, named.text
+            assert Page.of(named.text).text("error") == (
+                f"The store '{db}' already has a session 'racef'; pass another --as, or leave "
+                "--as out to get a free id."
+            )
+            default = client.post("/fork", data={"s": "demo", "at": "5", "token": TOKEN})
+            assert default.status_code == 303, default.text
+            assert default.headers["location"] == "/session?s=demo-fork-5-2&note=forked"
+        assert taken == ["racef", "demo-fork-5"]
+
 
 def _damage(db: Path, sql: str) -> Path:
     """``db`` with rows changed behind the store's back (as the trial's repro does)."""
@@ -510,6 +591,17 @@ class TestDamagedSessions:
             message = error(client, "/session?s=demo", 422)
             assert message.startswith("CorruptRow: Session 'demo' event seq 21 fails its checksum")
             assert f"'amber check --db {db}' lists every damaged row" in message
+            # The log itself is damaged: what amber check says of it, not recover --rebuild
+            # (which writes derived rows again and cannot mend an event); and a link to the
+            # states before the damage.
+            assert "recover --rebuild" not in message
+            assert message.endswith(
+                "The log itself is damaged: restore the file from a backup; the states before "
+                "seq 21 still open."
+            )
+            failed = page(client, "/session?s=demo", 422)
+            assert failed.attrs["last-good"]["href"] == "/session?s=demo&at=20"
+            assert page(client, "/session?s=demo&at=20").text("seq") == "20"
             assert error(client, "/session?s=demo&at=21", 422) == message
             assert error(client, "/session?s=demo&at=-40", 422) == message
             assert error(client, "/charts?s=demo", 422) == message
@@ -544,7 +636,7 @@ class TestDamagedSessions:
         assert f"amber check --db {quoted} lists" in damaged
         assert f"amber recover --rebuild --db {quoted} writes" in damaged
         assert f"'amber check --db {quoted}' lists" in message
-        assert f"'amber recover --rebuild --db {quoted}' writes" in message
+        assert "recover --rebuild" not in message  # the log itself: rebuilding cannot mend it
         assert verdict.startswith("Diverged")
         assert f"amber replay broken --verify --db {quoted} exits 1" in verdict
         assert "'amber recover --rebuild'" not in summary  # the store's own hint, named too
@@ -564,7 +656,29 @@ class TestDamagedSessions:
             assert index.text("damaged").startswith(
                 "broken: damaged, CorruptRow: Session 'broken' seq "
             )
-            assert "amber recover --rebuild" in error(client, "/session?s=broken", 422)
+            summary = page(client, "/session?s=broken", 422)
+            assert "amber recover --rebuild" in summary.text("error")
+            assert not summary.has("last-good")  # a summary row: no state opens before it
+
+    def test_a_log_cut_short_links_no_state(self, recorded: Recorded, tmp_path: Path) -> None:
+        """A log whose last event is gone under an intact summary opens no state (as on the
+        command line): the page says to restore a backup, with no link that fails again."""
+        db = recorded.copy(tmp_path)
+        with contextlib.closing(sqlite3.connect(db)) as raw, raw:
+            raw.execute("DROP TRIGGER IF EXISTS events_no_delete")
+            raw.execute(
+                "DELETE FROM events WHERE session_id='demo' AND seq=(SELECT max(seq) FROM "
+                "events WHERE session_id='demo')"
+            )
+        last = recorded.demo.events
+        with web(db) as (client, _):
+            failed = page(client, "/session?s=demo", 422)
+            assert not failed.has("last-good")
+            assert failed.text("error").endswith(
+                "The log itself is damaged: restore the file from a backup."
+            )
+            assert "recover --rebuild" not in failed.text("error")
+            error(client, f"/session?s=demo&at={last - 1}", 422)
 
 
 class TestGuardsAndReads:
