@@ -22,6 +22,7 @@ from runtime import (
 from runtime.store import RebuildReport, SessionInfo, SqlStore, Store, recover_orphans
 
 from .._ids import utc_now
+from .._ownership import running_turns
 from ._app import (
     CliError,
     ExitCode,
@@ -397,6 +398,11 @@ def recover(
     pending_agent, and the next runtime on this store answers them. A
     session whose rows are damaged is left alone and listed (exit 1).
 
+    A turn a live runtime runs is left alone and listed, however long it
+    has been idle: on SQLite one started by the runtime that holds the
+    store's runner lock, on PostgreSQL one whose session's lease is held
+    and unexpired.
+
     With --rebuild, the derived rows (summaries, snapshots) are first
     written again from the events, which are the truth; a session whose
     events are damaged is left as it is and listed (exit 1).
@@ -413,8 +419,11 @@ def recover(
             left = {p.session_id for p in rebuilt.skipped}
             damaged = [] if dry_run else [e for e in damaged if e.session_id not in left]
         active = [info for info in listed if info.active_turn_id is not None]
-        stale = [info for info in active if info.updated_at <= cutoff]
         young = [info for info in active if info.updated_at > cutoff]
+        # A turn a live runtime runs is not an orphan, however long it has been quiet.
+        running = running_turns(store, [i for i in active if i.updated_at <= cutoff], now=now)
+        listed = [info for info in listed if info.session_id not in running]
+        stale = [info for info in active if info.updated_at <= cutoff and info in listed]
         if dry_run:
             recovered = [(i.session_id, i.active_turn_id, i.seq + 1) for i in stale]
         else:
@@ -428,6 +437,8 @@ def recover(
             "recovered": [{"session_id": s, "turn_id": t, "seq": q} for s, t, q in recovered],
             "left_alone": [i.session_id for i in young],
         }
+        if running:
+            data["running"] = [{"session_id": s, "by": by} for s, by in running.items()]
         if rebuilt is not None:
             data["rebuilt"] = list(rebuilt.rebuilt)
             data["removed"] = list(rebuilt.removed)
@@ -461,6 +472,20 @@ def recover(
             else "written to after recover started"
         )
         console.print(Text(f"Left alone ({why}, maybe still running): {names}", style="dim"))
+    by_runner: dict[str, list[str]] = {}
+    for session, by in running.items():
+        by_runner.setdefault(by, []).append(session)
+    for by, sessions in by_runner.items():
+        console.print(Text(f"Left alone, running in {by}: {', '.join(sessions)}.", style="dim"))
+    if running:
+        console.print(
+            Text(
+                "A running turn is no orphan: it ends on its own, and a runtime that stops "
+                "gives its turns' inputs back (a worker that died loses its leases after "
+                "their ttl; recover then takes its turns).",
+                style="dim",
+            )
+        )
     for error in damaged:
         console.print(Text(f"Left alone: {name_store(str(error), db)}", style="bold red"))
     if damaged or (rebuilt is not None and rebuilt.skipped):

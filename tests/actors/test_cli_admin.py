@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import sqlite3
+import time
 import zlib
 from collections.abc import Iterable
 from datetime import timedelta
@@ -18,10 +20,11 @@ import orjson
 import pytest
 from cli_support import Recorded, amber, recorded
 
+from actors import Runtime, ScriptedModel
 from actors._cli import ExitCode
 from actors._cli._admin import FORK_TRIES
 from actors._ids import utc_now
-from runtime import Event, SessionState, Status, TurnStatus
+from runtime import Event, SessionState, Status, TurnStatus, hang
 from runtime.store import SQLiteStore
 from runtime.store._summaries import summary_digest
 
@@ -488,6 +491,39 @@ class TestRecover:
             assert state.turn("turn_5be1ef79_000032").status is TurnStatus.RECOVERED  # type: ignore[union-attr]
         shown = amber("timeline", "orphan", "--kind", "orphan_recovered", "--db", orphan)
         assert "↺ turn_5be1ef79_000032 recovered" in shown.output
+
+    def test_a_live_runtime_s_turn_is_left_alone(self, orphan: Path) -> None:
+        """While a runtime runs the store (it holds the runner lock), its active turn is
+        running, not orphaned: recover leaves it alone, saying why, and still recovers the
+        turn of a runner that is gone."""
+        with Runtime(model=ScriptedModel([hang()]), store=orphan) as rt:
+            rt.send("live", "hello", sender="u")
+            deadline = time.monotonic() + 60  # a hang guard
+            while rt.state("live").active_turn is None:
+                assert time.monotonic() < deadline, "the live turn did not start"
+                time.sleep(0.02)
+            dry = amber("recover", "--older-than", "0", "--dry-run", "--db", orphan)
+            assert "Would recover orphan:" in dry.output
+            assert "live" not in dry.output.split("Left alone", 1)[0]
+            done = amber("recover", "--older-than", "0", "--json", "--db", orphan)
+            data = json.loads(done.output)
+            assert data["recovered"] == [
+                {"session_id": "orphan", "turn_id": "turn_5be1ef79_000032", "seq": 2}
+            ]
+            (running,) = data["running"]
+            assert running["session_id"] == "live"
+            assert f"pid {os.getpid()}, {rt.runner}" in running["by"]
+            text = amber("recover", "--older-than", "0", "--db", orphan)
+            assert "No orphaned turns" in text.output
+            assert (
+                "Left alone, running in the runtime that runs this store (pid "
+                f"{os.getpid()}, {rt.runner}, since" in " ".join(text.output.split())
+            )
+            assert rt.state("live").active_turn is not None
+            with SQLiteStore(orphan) as store:
+                assert store.load_state("live").active_turn is not None
+        with SQLiteStore(orphan) as store:
+            assert store.load_state("orphan").active_turn is None
 
     def test_negative_age_is_a_usage_error(self, orphan: Path) -> None:
         """--older-than must not be negative."""
