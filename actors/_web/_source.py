@@ -21,7 +21,13 @@ length. What a ``Source`` keeps, per process:
   jumps), brought up to date on every request (the events stored since are
   read and applied: a live session stays live); at most ``budget`` events
   of complete timelines (least recently used out first). A request that
-  needs a state the partial timeline lacks waits for the replay.
+  needs a state the partial timeline lacks waits for the replay;
+- each session's count of events of each kind (``kinds``), read from the
+  log's kind column once and brought on with the rows stored since.
+
+The kind filter of a long session reads the seqs it shows from the log's
+kind column around the page's seq (``kind_seqs``: a few rows through the
+primary key), and only the states around them (``lines``).
 
 Reads never write: the viewer's only writes are ``fork`` (an ``append`` of
 the fork's first event, as ``amber fork`` does).
@@ -32,7 +38,7 @@ from __future__ import annotations
 import gc
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 
@@ -56,7 +62,7 @@ from .._cli._replay import Check, verify_session
 from ._params import WebError
 from ._stats import SessionTotals, session_totals
 
-__all__ = ["Damaged", "Forked", "Loaded", "SessionRow", "Source"]
+__all__ = ["Damaged", "Forked", "KindSeqs", "Loaded", "SessionRow", "Source"]
 
 Opener = Callable[[str], AbstractContextManager[Store]]
 """Opens the store at a ``--db`` value for one operation (the CLI's ``open_store``)."""
@@ -76,7 +82,10 @@ by span only (the whole log of 100,000 events takes 10-15 s and holds every stat
 _SPAN_LIMIT = 5_000
 """The most states a session's kept span grows to before it is read anew."""
 _SPANS_KEPT = 8
-"""Sessions whose last span is kept."""
+"""Sessions whose last span (and count of each kind) is kept."""
+_GAP = 1_000
+"""Filtered rows this many seqs apart or more are read in separate spans (the distance
+between stored states: each span reads at most that far from one)."""
 
 Window = Callable[[int], tuple[int, int, int]]
 """Given a session's last seq: the seq a page shows, and the first and last seq of the
@@ -148,6 +157,18 @@ class Forked:
     """The new session's state."""
 
 
+@attrs.frozen(kw_only=True)
+class KindSeqs:
+    """The seqs of some kinds of events around a page's seq (``Source.kinds``)."""
+
+    before: list[int]
+    """The last matching seqs before the pivot, ascending."""
+    after: list[int]
+    """The first matching seqs from the pivot on, ascending."""
+    counts: dict[str, int]
+    """Events of each kind up to the page's last seq."""
+
+
 @attrs.define(eq=False)
 class _Entry:
     """What the cache holds for one session (changed under ``Source._lock`` only)."""
@@ -195,6 +216,7 @@ class Source:
         self._origins: dict[tuple[str, datetime], BranchImported | None] = {}
         self._rows: dict[str, SessionRow] = {}
         self._spans: OrderedDict[str, tuple[datetime, Timeline]] = OrderedDict()
+        self._counts: OrderedDict[str, tuple[datetime, int, dict[str, int]]] = OrderedDict()
 
     @contextmanager
     def _store(self) -> Iterator[Store]:
@@ -400,6 +422,76 @@ class Source:
             while len(self._spans) > _SPANS_KEPT:
                 self._spans.popitem(last=False)
         return line
+
+    def kinds(
+        self,
+        session_id: str,
+        kinds: Sequence[str],
+        pivot: int,
+        last: int,
+        *,
+        before: int,
+        after: int,
+    ) -> KindSeqs | None:
+        """The seqs of the events of ``kinds`` up to ``last`` nearest ``pivot`` (``before``
+        of them before it, ``after`` from it on) and the count of each kind up to ``last``,
+        from the log's kind column (``kind_seqs``, ``kind_counts``): the counts are read
+        once per session and brought on with the rows stored since. None for a store that
+        cannot read them (the page then reads every event).
+
+        Raises:
+            CliError: no such session, or the store cannot be read.
+        """
+        with self._store() as store:
+            require_session(store, session_id, self.db)
+            if not hasattr(store, "kind_seqs") or not hasattr(store, "kind_counts"):
+                return None
+            info = store.session(session_id)
+            seqs = store.kind_seqs(session_id, kinds, pivot, before=before, after=after, last=last)
+            with self._lock:
+                kept = self._counts.get(session_id)
+            if kept is None or kept[0] != info.created_at or kept[1] > last:
+                kept = (info.created_at, 0, {})
+            created_at, upto, counts = kept
+            if upto < last:
+                counts = dict(counts)
+                for kind, n in store.kind_counts(session_id, upto + 1, last).items():
+                    counts[kind] = counts.get(kind, 0) + n
+            if last == info.seq:  # not a damaged log's readable part: keep
+                with self._lock:
+                    self._counts[session_id] = (created_at, last, counts)
+                    self._counts.move_to_end(session_id)
+                    while len(self._counts) > _SPANS_KEPT:
+                        self._counts.popitem(last=False)
+        return KindSeqs(before=seqs[0], after=seqs[1], counts=counts)
+
+    def lines(self, session_id: str, seqs: Sequence[int], have: Timeline) -> list[Timeline]:
+        """Timelines that hold each of ``seqs`` and the state before it: ``have`` where it
+        does, else spans read from the nearest stored state (``load_span``, lazily: rows
+        show a few messages), one per run of seqs less than ``_GAP`` apart.
+
+        Raises:
+            CliError: no such session, or the store cannot be read.
+            CorruptRow: a row the states are read from is damaged.
+        """
+        runs: list[list[int]] = []
+        for seq in sorted(seqs):
+            if have.first_seq <= seq - 1 and seq <= have.last_seq:
+                continue
+            if runs and seq - runs[-1][-1] < _GAP:
+                runs[-1].append(seq)
+            else:
+                runs.append([seq])
+        lines = [have]
+        if runs:
+            with self._store() as store:
+                for run in runs:
+                    lines.append(
+                        store.load_span(  # type: ignore[attr-defined]
+                            session_id, run[0] - 1, run[-1], lazy=True
+                        )
+                    )
+        return lines
 
     def _timeline(self, session_id: str, need: int) -> Loaded:
         with self._store() as store:

@@ -38,9 +38,12 @@ from .._cli._views import PROVIDERS
 from ._charts import Bar, Series, area_chart, bar_chart
 from ._html import duration, money, number
 from ._pages import (
+    ROWS,
     KindIndex,
+    filtered_rows,
     jump,
     message_rows,
+    paged,
     pretty_json,
     span_of,
     state_pane,
@@ -107,12 +110,23 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
 
     def window(head: int) -> tuple[int, int, int]:
         seq = resolve(at, head, session_id)
+        if kinds:  # the filtered rows are read apart (below)
+            return seq, max(seq - 1, 0), seq
         return (seq, *span_of(seq, start, head))
 
-    # Only the states the page shows (the filter reads every event).
-    loaded = source.span(session_id, window, whole=bool(kinds))
+    # Only the states the page shows.
+    loaded = source.span(session_id, window)
     timeline = loaded.timeline
     seq = resolve(at, loaded.last_seq, session_id)
+    found = None
+    if kinds and not loaded.complete:
+        pivot = max(seq, 1) if start is None else start
+        found = source.kinds(
+            session_id, kinds, pivot, loaded.last_seq, before=2 * ROWS, after=ROWS + 1
+        )
+        if found is None:  # a store that cannot read the kind column: read every event
+            loaded = source.span(session_id, window, whole=True)
+            timeline = loaded.timeline
     line = timeline  # the states of the state pane: seq and the one before it
     if not timeline.first_seq <= max(seq - 1, 0) <= seq <= timeline.last_seq:
         line = source.span(session_id, lambda _: (seq, max(seq - 1, 0), seq)).timeline
@@ -120,9 +134,21 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
     side = view_pane(view, pane.state, show_all=show_all)
     index = None
     counts: dict[str, int] = {}
-    if loaded.complete:
-        index = _kind_index(session_id, timeline)
-        counts = {kind: len(seqs) for kind, seqs in index.seqs.items()}
+    if found is not None:
+        shown, earlier, later = paged(found.before, found.after, centred=start is None)
+        rows = filtered_rows(
+            source.lines(session_id, shown, timeline),
+            shown,
+            earlier,
+            later,
+            matching=sum(found.counts.get(kind, 0) for kind in kinds),
+        )
+        counts = found.counts
+    else:
+        if loaded.complete:
+            index = _kind_index(session_id, timeline)
+            counts = {kind: len(seqs) for kind, seqs in index.seqs.items()}
+        rows = timeline_rows(timeline, seq, kinds, start, index, head=loaded.head_seq)
     context = {
         "sid": session_id,
         "loaded": loaded,
@@ -133,7 +159,7 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
         "kinds": kinds,
         "all_kinds": list(EVENT_TYPES),
         "kind_counts": counts,
-        "rows": timeline_rows(timeline, seq, kinds, start, index, head=loaded.head_seq),
+        "rows": rows,
         "pane": pane,
         "side": side,
         "show_all": show_all,

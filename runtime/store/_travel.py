@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import TypeVar
 
 from .._errors import CorruptRow, EventRejected, InvalidArgument
@@ -155,7 +155,7 @@ def walk(
 
 class TimeTravel:
     """The SQL stores' time-travel reads (``load_span``, ``walk``, ``event``,
-    ``events_between``)."""
+    ``events_between``, ``kind_seqs``, ``kind_counts``)."""
 
     _chunk_size: int
 
@@ -262,6 +262,73 @@ class TimeTravel:
                 raise _gap(session_id, first - 1 + len(rows), last)
             return rows
 
+    def kind_seqs(
+        self,
+        session_id: str,
+        kinds: Sequence[str],
+        pivot: int,
+        *,
+        before: int,
+        after: int,
+        last: int | None = None,
+    ) -> tuple[list[int], list[int]]:
+        """The seqs of the events of ``kinds`` nearest ``pivot``: the last ``before`` of those
+        before it and the first ``after`` from it on (up to ``last``, the head by default),
+        each list ascending. Read from the log's kind column through its primary key, from
+        ``pivot`` outwards until enough are found: it costs the distance to them, not the
+        session's length. The rows are not decoded (nor checked against the hash chain):
+        a page that shows them reads them with ``load_span``, which does.
+
+        Raises:
+            UnknownSession: the store has no such session.
+            InvalidArgument: ``kinds`` is not a list of strings, a limit is negative, or
+                ``last`` is not a seq from 0 to the head.
+        """
+        names = _kinds(kinds)
+        for name, value in (("pivot", pivot), ("before", before), ("after", after)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidArgument(f"{name} must be an int >= 0 (got {value!r}).")
+        if not names:
+            return [], []
+        marks = ", ".join("?" * len(names))
+        with self._read() as db:
+            head = self._head_seq(db, session_id)
+            _, upto = check_span(0, head if last is None else last, head)
+            earlier = db.execute(
+                "SELECT seq FROM events WHERE session_id = ? AND seq < ? AND seq <= ? "
+                f"AND kind IN ({marks}) ORDER BY seq DESC LIMIT ?",
+                (session_id, pivot, upto, *names, before),
+            ).fetchall()
+            later = db.execute(
+                "SELECT seq FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? "
+                f"AND kind IN ({marks}) ORDER BY seq LIMIT ?",
+                (session_id, pivot, upto, *names, after),
+            ).fetchall()
+        return [int(row[0]) for row in reversed(earlier)], [int(row[0]) for row in later]
+
+    def kind_counts(
+        self, session_id: str, first: int = 1, last: int | None = None
+    ) -> dict[str, int]:
+        """How many events of each kind seqs ``first`` to ``last`` (the head by default) hold,
+        from the log's kind column (one pass over those rows in SQL, none decoded).
+
+        Raises:
+            UnknownSession: the store has no such session.
+            InvalidArgument: not ``1 <= first`` and ``first - 1 <= last <= head``.
+        """
+        with self._read() as db:
+            head = self._head_seq(db, session_id)
+            upto = head if last is None else last
+            if isinstance(first, bool) or not isinstance(first, int) or first < 1:
+                raise InvalidArgument(f"first must be an int seq >= 1 (got {first!r}).")
+            _, upto = check_span(first - 1, upto, head)
+            rows = db.execute(
+                "SELECT kind, count(*) FROM events WHERE session_id = ? AND seq >= ? "
+                "AND seq <= ? GROUP BY kind",
+                (session_id, first, upto),
+            ).fetchall()
+        return {str(kind): int(count) for kind, count in rows}
+
     def walk(
         self, session_id: str, first: int = 1, last: int | None = None
     ) -> Generator[tuple[Event, SessionState, SessionState], None, None]:
@@ -275,3 +342,16 @@ class TimeTravel:
             head = self._head_seq(db, session_id)
             first, last = check_span(first, head if last is None else last, head)
             yield from walk(db, session_id, self._chunk_size, max(first, 1), last)
+
+
+def _kinds(kinds: object) -> list[str]:
+    """``kinds`` as a list of strings; ``InvalidArgument`` if it is not one."""
+    if isinstance(kinds, str) or not isinstance(kinds, Sequence | set | frozenset):
+        raise InvalidArgument(
+            f"kinds must be a list of event kinds such as ['turn_ended'] (got {kinds!r})."
+        )
+    names = list(kinds)
+    bad = [name for name in names if not isinstance(name, str)]
+    if bad:
+        raise InvalidArgument(f"kinds must be strings such as 'turn_ended' (got {bad[0]!r}).")
+    return names

@@ -18,12 +18,17 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 import pytest
 from cli_support import Recorded, amber, recorded
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from web_support import TOKEN, Ids, Page, agent_session, snapshot, web
 
 import actors._web._pages
 import actors._web._source
+import actors._web._views
 from actors._cli._views import view_data
+from runtime import EVENT_TYPES, Event
 from runtime.store import SQLiteStore
+from runtime.testing import session_events
 
 __all__ = ["recorded"]
 
@@ -739,3 +744,108 @@ class TestLongSessions:
             assert "41\u201380 of 100" in messages.text("state")
             assert linked(messages, "/session", s="long", at="300", msgs="0")
             assert linked(messages, "/session", s="long", at="300", msgs="80")
+
+
+class TestKindFilter:
+    """The kind filter of a long session reads the seqs it shows from the kind column
+    around the page's seq, and only the states around them."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        seqs=st.lists(st.integers(1, 300), unique=True).map(sorted),
+        pivot=st.integers(0, 310),
+        centred=st.booleans(),
+    )
+    def test_a_page_from_the_seqs_around_it_is_the_page_from_every_seq(
+        self, seqs: list[int], pivot: int, centred: bool
+    ) -> None:
+        """``paged`` (the last ``2 * ROWS`` matches before the pivot, the first ``ROWS + 1``
+        from it) picks the rows and pager links ``page_of`` picks from every match."""
+        rows = actors._web._pages.ROWS
+        before = [s for s in seqs if s < pivot][-2 * rows :]
+        after = [s for s in seqs if s >= pivot][: rows + 1]
+        assert actors._web._pages.paged(before, after, centred=centred) == (
+            actors._web._pages.page_of(seqs, pivot, centred=centred)
+        )
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            "&kind=turn_ended",
+            "&at=300&kind=turn_ended",
+            "&at=0&kind=turn_started",
+            "&at=1&kind=message_added",
+            "&at=-3&kind=status_changed&kind=turn_started",
+            "&at=300&kind=turn_ended&from=1",
+            "&at=300&kind=message_added&from=200",
+            "&at=300&kind=message_added&from=559",
+            "&at=300&kind=model_call_finished",
+            "&at=300&kind=rolled_back",
+            "&at=520&kind=turn_ended&view=history",
+        ],
+    )
+    def test_a_filtered_page_reads_as_the_whole_log(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch, query: str
+    ) -> None:
+        """The same page, counts of each kind included, as from the whole log, without
+        reading it: spans of the rows it shows."""
+        path = f"/session?s=long{query}"
+        with web(long_db) as (client, _):
+            want = page(client, path)
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 100)
+
+        def whole(*args: object, **kwargs: object) -> None:
+            raise AssertionError("the whole log was read")
+
+        monkeypatch.setattr(SQLiteStore, "load_timeline", whole)
+        spans = count_spans(monkeypatch)
+        with web(long_db) as (client, _):
+            got = page(client, path)
+        assert got.texts == want.texts
+        assert got.links == want.links
+        assert got.attrs == want.attrs
+        assert spans  # the rows' states, read by spans
+        assert all(args[0] == "long" for args in spans)
+
+    @settings(
+        max_examples=15,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(
+        log=session_events(max_steps=60),
+        kinds=st.lists(st.sampled_from(sorted(EVENT_TYPES)), min_size=1, max_size=3),
+        at=st.integers(0, 10**6),
+        start=st.none() | st.integers(0, 10**6),
+    )
+    def test_random_sessions_filter_as_from_the_whole_log(
+        self,
+        tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch,
+        log: list[Event],
+        kinds: list[str],
+        at: int,
+        start: int | None,
+    ) -> None:
+        """For random sessions, kinds, seqs and ``from=`` (pages of 5 rows): the paged
+        filter shows the rows, links and counts of the filter over every event."""
+        db = tmp_path_factory.mktemp("kinds") / "k.db"
+        with SQLiteStore(db, snapshot_every=7) as store:
+            store.append(log)
+        query = f"/session?s=s&at={at % (len(log) + 1)}" + "".join(f"&kind={k}" for k in kinds)
+        if start is not None:
+            query += f"&from={start % (len(log) + 2)}"
+        with monkeypatch.context() as patch:
+            patch.setattr(actors._web._pages, "ROWS", 5)
+            patch.setattr(actors._web._views, "ROWS", 5)
+            with web(db) as (client, _):
+                want = page(client, query)
+            patch.setattr(actors._web._source, "_WHOLE", 0)
+            patch.setattr(actors._web._source, "_BACKGROUND", 0)
+            patch.setattr(actors._web._source, "_GAP", 3)
+            with web(db) as (client, source):
+                got = page(client, query)
+                assert not source._entries  # read by spans
+        assert got.texts == want.texts
+        assert got.links == want.links

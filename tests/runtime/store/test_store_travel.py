@@ -6,6 +6,7 @@ import contextlib
 import gc
 import itertools
 import sqlite3
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +16,15 @@ from hypothesis import strategies as st
 
 import runtime.store._checkpoints as checkpoints
 import runtime.store._travel as travel
-from runtime import CorruptRow, Event, InvalidArgument, UnknownSession, replay, reports_error
+from runtime import (
+    EVENT_TYPES,
+    CorruptRow,
+    Event,
+    InvalidArgument,
+    UnknownSession,
+    replay,
+    reports_error,
+)
 from runtime.store import SQLiteStore
 from runtime.store._travel import bulk
 from runtime.testing import session_events
@@ -241,6 +250,77 @@ class TestSpans:
         store.append(log)
         assert store.events_between("s", 3, 9) == log[2:9]
         assert store.error_flags("s", 3, 9) == flags(log[2:9])
+
+    @settings(
+        max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        log=session_events(max_steps=40),
+        kinds=st.lists(st.sampled_from(sorted(EVENT_TYPES)), max_size=4),
+        pivot=st.integers(0, 200),
+        limits=st.tuples(st.integers(0, 12), st.integers(0, 12)),
+        ends=st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)),
+    )
+    def test_kind_seqs_and_counts_are_the_log_s(
+        self,
+        tmp_path_factory: Any,
+        log: list[Event],
+        kinds: list[str],
+        pivot: int,
+        limits: tuple[int, int],
+        ends: tuple[int, int],
+    ) -> None:
+        """``kind_seqs`` are the seqs of those kinds nearest the pivot, ``kind_counts`` the
+        count of each kind in a range: as filtering the log says."""
+        path = tmp_path_factory.mktemp("kinds") / "s.db"
+        first, last = sorted(1 + end % len(log) for end in ends)
+        before, after = limits
+        with SQLiteStore(path, snapshot_every=5) as store:
+            store.append(log)
+            matching = [e.seq for e in log[:last] if e.kind in kinds]
+            want = (
+                [s for s in matching if s < pivot][-before:] if before else [],
+                [s for s in matching if s >= pivot][:after],
+            )
+            got = store.kind_seqs("s", kinds, pivot, before=before, after=after, last=last)
+            assert got == want
+            if last == len(log):
+                assert store.kind_seqs("s", kinds, pivot, before=before, after=after) == want
+            assert store.kind_counts("s", first, last) == Counter(
+                e.kind for e in log[first - 1 : last]
+            )
+            assert store.kind_counts("s") == Counter(e.kind for e in log)
+            assert store.kind_counts("s", last + 1, last) == {}
+
+    def test_kind_seqs_refuse_bad_arguments(self, open_store: OpenStore) -> None:
+        """Kinds that are not a list of strings, negative limits, seqs past the head."""
+        store = open_store(snapshot_every=5)
+        store.append(conversation("s", 6))
+        for kinds, match in (("turn_ended", "list of event kinds"), ([1], "strings")):
+            with pytest.raises(InvalidArgument, match=match):
+                store.kind_seqs("s", kinds, 1, before=1, after=1)
+        with pytest.raises(InvalidArgument, match="before must be an int >= 0"):
+            store.kind_seqs("s", ["turn_ended"], 1, before=-1, after=1)
+        with pytest.raises(InvalidArgument, match="<= 6"):
+            store.kind_seqs("s", ["turn_ended"], 1, before=1, after=1, last=7)
+        with pytest.raises(InvalidArgument, match="first must be an int seq >= 1"):
+            store.kind_counts("s", 0)
+        with pytest.raises(UnknownSession):
+            store.kind_counts("nope")
+        assert store.kind_seqs("s", [], 1, before=5, after=5) == ([], [])
+
+    def test_kind_seqs_on_postgres(self, open_pg: Any) -> None:
+        """PostgreSQL reads the kind column through the same code: the same seqs and counts."""
+        store = open_pg(snapshot_every=5)
+        log = conversation("s", 12)
+        store.append(log)
+        kinds = ["turn_started", "turn_ended"]
+        matching = [e.seq for e in log if e.kind in kinds]
+        assert store.kind_seqs("s", kinds, 6, before=2, after=3) == (
+            [s for s in matching if s < 6][-2:],
+            [s for s in matching if s >= 6][:3],
+        )
+        assert store.kind_counts("s", 2, 9) == Counter(e.kind for e in log[1:9])
 
     def test_a_walk_is_lazy(self, open_store: OpenStore) -> None:
         """The first step comes before the rest is read: a walk can be stopped early."""
