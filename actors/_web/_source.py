@@ -60,7 +60,13 @@ from .._cli._admin import fork_session, sessions_and_damage
 from .._cli._app import CliError, ExitCode, open_store, require_session
 from .._cli._replay import Check, verify_session
 from ._params import WebError
-from ._stats import SessionTotals, session_totals
+from ._stats import (
+    SessionTotals,
+    StatusSeries,
+    session_totals,
+    status_series,
+    stored_series,
+)
 
 __all__ = ["Damaged", "Forked", "KindSeqs", "Loaded", "SessionRow", "Source"]
 
@@ -464,6 +470,29 @@ class Source:
                     while len(self._counts) > _SPANS_KEPT:
                         self._counts.popitem(last=False)
         return KindSeqs(before=seqs[0], after=seqs[1], counts=counts)
+
+    def charted(self, session_id: str) -> tuple[SessionState, StatusSeries]:
+        """The head and the statuses over seqs the charts draw. A session of up to
+        ``_BACKGROUND`` events (or a store that keeps no stored states) is read whole and
+        sampled evenly (``status_series``); a longer one is read at its head alone
+        (``span``) and sampled at its stored states (``stored_counts``: checkpoints every
+        1,000 events and the latest snapshot, read without replaying).
+
+        Raises:
+            CliError: no such session, or the store cannot be read.
+            CorruptRow: a row the head or a stored state is read from is damaged.
+        """
+        with self._store() as store:
+            require_session(store, session_id, self.db)
+            length = store.session(session_id).seq
+            stored = hasattr(store, "stored_counts")
+        if length <= _BACKGROUND or not stored:
+            timeline = self.timeline(session_id).timeline
+            return timeline.head, status_series(timeline)
+        head = self.span(session_id, lambda last: (last, last, last)).timeline.head
+        with self._store() as store:
+            counts = store.stored_counts(session_id, head.seq)  # type: ignore[attr-defined]
+        return head, stored_series(counts, head)
 
     def lines(self, session_id: str, seqs: Sequence[int], have: Timeline) -> list[Timeline]:
         """Timelines that hold each of ``seqs`` and the state before it: ``have`` where it

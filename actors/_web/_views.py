@@ -63,7 +63,7 @@ from ._params import (
 )
 from ._request import check_origin, query, read_body, require, url
 from ._source import Source
-from ._stats import call_cost, status_series, turn_stats
+from ._stats import call_cost, turn_stats
 
 __all__ = ["ROUTES"]
 
@@ -357,8 +357,8 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
     q = query(request)
     session_id = require(request)
     start = parse_index(one(q, "turns"), name="turns")
-    timeline = source.timeline(session_id).timeline
-    stats = turn_stats(timeline.head)
+    head, series = source.charted(session_id)
+    stats = turn_stats(head)
     total = len(stats)
     if start is None:
         start = max(0, total - _TURNS_PER_CHART)
@@ -373,7 +373,7 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
             Bar(
                 label=t.turn_id,
                 values=values(t),
-                href=href(t.started_seq if t.started_seq <= timeline.last_seq else 0),
+                href=href(t.started_seq if t.started_seq <= head.seq else 0),
                 note=f"{t.status} · seq {t.started_seq}→{t.ended_seq or '…'}",
             )
             for t in shown
@@ -399,7 +399,6 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
         if has_cost
         else None
     )
-    series = status_series(timeline)
     statuses = area_chart(
         series.seqs,
         [(Series(name=str(s), css=f"st-{s}"), v) for s, v in series.counts.items()],
@@ -412,7 +411,7 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
     )
     context = {
         "sid": session_id,
-        "last": timeline.last_seq,
+        "last": head.seq,
         "stats": shown,
         "start": start,
         "total": total,
@@ -422,6 +421,7 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
         "cost": cost,
         "statuses": statuses,
         "status_names": [str(s) for s in series.counts],
+        "stored": series.stored,
         "series": _SERIES,
     }
     return page(request, "charts.html", context)

@@ -23,15 +23,18 @@ import gc
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import TypeVar
 
+import orjson
+
 from .._errors import CorruptRow, EventRejected, InvalidArgument
 from .._events import Event
 from .._reducer import apply
-from .._state import SessionState
+from .._state import STATUS_ORDER, SessionState
 from .._timeline import Timeline
-from ._chain import ChainCheck
+from ._chain import ChainCheck, digest
 from ._checkpoints import nearest, read_checkpoint
 from ._db import Db
 from ._rows import chain_at, read_error_flags, read_events, read_snapshot
+from ._summaries import shown
 
 __all__ = ["FREEZE_AFTER", "TimeTravel", "bulk", "check_span", "load_span", "walk"]
 
@@ -155,7 +158,7 @@ def walk(
 
 class TimeTravel:
     """The SQL stores' time-travel reads (``load_span``, ``walk``, ``event``,
-    ``events_between``, ``kind_seqs``, ``kind_counts``)."""
+    ``events_between``, ``kind_seqs``, ``kind_counts``, ``stored_counts``)."""
 
     _chunk_size: int
 
@@ -329,6 +332,37 @@ class TimeTravel:
             ).fetchall()
         return {str(kind): int(count) for kind, count in rows}
 
+    def stored_counts(
+        self, session_id: str, last: int | None = None
+    ) -> list[tuple[int, tuple[int, ...]]]:
+        """The count of messages of each status (in ``STATUS_ORDER``, as
+        ``SessionState.counts``) at each stored state up to ``last`` (the head by default):
+        the session's checkpoints and its latest snapshot, ``(seq, counts)`` in seq order.
+        Read from their records alone (no chunk, no event decoded), each checked against
+        its digest and the hash chain at its seq. What a chart of a long session samples.
+
+        Raises:
+            UnknownSession: the store has no such session.
+            InvalidArgument: ``last`` is not a seq from 0 to the head.
+            CorruptRow: a record does not match its digest, does not decode, or was built
+                from another log.
+        """
+        with self._read() as db:
+            head = self._head_seq(db, session_id)
+            _, upto = check_span(0, head if last is None else last, head)
+            rows = db.execute(
+                "SELECT seq, CAST(record AS BLOB), digest FROM snapshot_history "
+                "WHERE session_id = ? AND seq <= ? "
+                "UNION SELECT seq, CAST(record AS BLOB), digest FROM snapshots "
+                "WHERE session_id = ? AND seq <= ? ORDER BY 1",
+                (session_id, upto, session_id, upto),
+            ).fetchall()
+            found = {  # the latest snapshot may be kept as a checkpoint too: one each
+                seq: _record_counts(session_id, seq, record, stored, db)
+                for seq, record, stored in rows
+            }
+        return sorted(found.items())
+
     def walk(
         self, session_id: str, first: int = 1, last: int | None = None
     ) -> Generator[tuple[Event, SessionState, SessionState], None, None]:
@@ -355,3 +389,37 @@ def _kinds(kinds: object) -> list[str]:
     if bad:
         raise InvalidArgument(f"kinds must be strings such as 'turn_ended' (got {bad[0]!r}).")
     return names
+
+
+def _record_counts(
+    session_id: str, seq: object, record: object, stored: object, db: Db
+) -> tuple[int, ...]:
+    """The status counts a snapshot or checkpoint record holds, checked (``stored_counts``)."""
+    where = f"Session {session_id!r} stored state at seq {seq!r}"
+
+    def corrupt(problem: str) -> CorruptRow:
+        return CorruptRow(
+            f"{where} is corrupt: {problem}. Snapshots and checkpoints are rebuilt from the "
+            "event log by 'amber recover --rebuild' (store.rebuild()).",
+            session_id=session_id,
+            seq=seq if type(seq) is int else None,
+        )
+
+    if not isinstance(record, bytes) or digest(record) != stored:
+        raise corrupt("its record does not match its digest: it was changed after it was written")
+    try:
+        data = orjson.loads(record)
+    except orjson.JSONDecodeError as exc:
+        raise corrupt(f"its record is not JSON ({exc})") from None
+    counts = data.get("counts") if type(data) is dict else None
+    if (
+        type(counts) is not list
+        or len(counts) != len(STATUS_ORDER)
+        or any(type(n) is not int or n < 0 for n in counts)
+    ):
+        raise corrupt(f"its counts are {shown(counts)}, not {len(STATUS_ORDER)} counts")
+    if type(seq) is not int or data.get("seq") != seq:
+        raise corrupt(f"its record says seq {shown(data.get('seq'))}")
+    if data.get("chain") != chain_at(db, session_id, seq):
+        raise corrupt(f"it was built from another log than the one stored (at seq {seq})")
+    return tuple(counts)

@@ -849,3 +849,36 @@ class TestKindFilter:
                 assert not source._entries  # read by spans
         assert got.texts == want.texts
         assert got.links == want.links
+
+
+class TestLongCharts:
+    def test_charts_read_the_head_and_the_stored_states(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Past ``_BACKGROUND`` events the charts read the head alone and sample statuses
+        at the stored states (seq 0, the snapshot at 500, which is also a checkpoint, the head),
+        with their counts; the turn charts and table are the whole log's."""
+        with web(long_db) as (client, _):
+            want = page(client, "/charts?s=long")
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 100)
+
+        def whole(*args: object, **kwargs: object) -> None:
+            raise AssertionError("the whole log was read")
+
+        monkeypatch.setattr(SQLiteStore, "load_timeline", whole)
+        with web(long_db) as (client, _):
+            got = page(client, "/charts?s=long")
+        for part in ("chart-latency", "chart-tokens", "chart-cost", "turns"):
+            assert got.texts[part] == want.texts[part]
+        assert "the stored states" in got.text("chart-statuses")
+        assert "the stored states" not in want.text("chart-statuses")
+        columns = re.findall(r'<a href="/session\?s=long&amp;at=(\d+)"><rect class="hit"', got.html)
+        assert columns == ["0", "500", "560"]
+        with SQLiteStore(long_db) as store:
+            line = store.load_span("long", 0)
+        tips = re.findall(r"<title>(seq \d+: [^<]*)</title>", got.html)
+        assert tips == [
+            f"seq {seq}: " + ", ".join(f"{n} {s}" for s, n in line.at(seq).status_counts().items())
+            for seq in (0, 500, 560)
+        ]

@@ -433,6 +433,73 @@ class TestCheckpoints:
             assert store.load_span("s", last).head == full.head
 
 
+class TestStoredCounts:
+    @settings(
+        max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        log=session_events(max_steps=60),
+        every=st.integers(min_value=1, max_value=6),
+        checkpoint_every=st.integers(min_value=1, max_value=20),
+        batch=st.integers(min_value=1, max_value=7),
+        end=st.integers(0, 10**6),
+    )
+    def test_are_the_replay_s_counts_at_each_stored_state(
+        self,
+        tmp_path_factory: Any,
+        log: list[Event],
+        every: int,
+        checkpoint_every: int,
+        batch: int,
+        end: int,
+    ) -> None:
+        """``stored_counts`` lists every checkpoint and the latest snapshot up to ``last``,
+        each with the replayed state's status counts."""
+        path = tmp_path_factory.mktemp("counts") / "s.db"
+        full = replay(log)
+        last = end % (len(log) + 1)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(checkpoints, "CHECKPOINT_EVERY", checkpoint_every)
+            with SQLiteStore(path, snapshot_every=every) as store:
+                for start in range(0, len(log), batch):
+                    store.append(log[start : start + batch])
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            kept = sorted(
+                row[0]
+                for row in db.execute(
+                    "SELECT seq FROM snapshot_history UNION SELECT seq FROM snapshots"
+                )
+            )
+        with SQLiteStore(path) as store:
+            assert store.stored_counts("s", last) == [
+                (seq, full.at(seq).counts) for seq in kept if seq <= last
+            ]
+            assert [seq for seq, _ in store.stored_counts("s")] == kept
+
+    def test_a_changed_record_is_named(self, open_store: OpenStore, db_path: Any) -> None:
+        """A record edited after it was written fails its digest: the error names it."""
+        store = open_store(snapshot_every=5)
+        store.append(conversation("s", 12))
+        seq = store.session("s").snapshot_seq
+        with raw(db_path) as db:
+            db.execute(
+                "UPDATE snapshots SET record = replace(record, '\"counts\":[', "
+                "'\"counts\":[7,') WHERE session_id = 's'"
+            )
+        with pytest.raises(CorruptRow, match=f"seq {seq} is corrupt: its record does not match"):
+            store.stored_counts("s")
+
+    def test_on_postgres(self, open_pg: Any) -> None:
+        """PostgreSQL reads the records through the same code: the same counts."""
+        store = open_pg(snapshot_every=5)
+        log = conversation("s", 12)
+        store.append(log)
+        full = replay(log)
+        counts = store.stored_counts("s")
+        assert counts
+        assert all(full.at(seq).counts == found for seq, found in counts)
+
+
 class TestPostgres:
     """The same time travel on PostgreSQL: spans, walks and checkpoints (bytea chunks)."""
 
