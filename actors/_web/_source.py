@@ -36,28 +36,42 @@ the fork's first event, as ``amber fork`` does).
 from __future__ import annotations
 
 import gc
+import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
+from typing import Any
 
 import attrs
 import orjson
 
 from runtime import (
+    ApprovalDecided,
+    ApprovalRequested,
     BranchImported,
     CorruptRow,
     Event,
+    Message,
+    MessageAdded,
+    MetadataUpdated,
+    OrphanRecovered,
+    RolledBack,
     SessionState,
     Status,
+    StatusChanged,
     Timeline,
+    Turn,
+    TurnEnded,
+    TurnStarted,
     added_seq,
 )
 from runtime.store import SessionInfo, Store
 
 from .._cli._admin import fork_session, sessions_and_damage
 from .._cli._app import CliError, ExitCode, open_store, require_session
+from .._cli._render import touched_ids
 from .._cli._replay import Check, verify_session
 from ._params import WebError
 from ._stats import (
@@ -68,7 +82,7 @@ from ._stats import (
     stored_series,
 )
 
-__all__ = ["Damaged", "Forked", "KindSeqs", "Loaded", "SessionRow", "Source"]
+__all__ = ["Damaged", "Forked", "KindSeqs", "Loaded", "MessageHistory", "SessionRow", "Source"]
 
 Opener = Callable[[str], AbstractContextManager[Store]]
 """Opens the store at a ``--db`` value for one operation (the CLI's ``open_store``)."""
@@ -161,6 +175,18 @@ class Forked:
     """The seq it was forked at."""
     head: SessionState
     """The new session's state."""
+
+
+@attrs.frozen(kw_only=True)
+class MessageHistory:
+    """One message's page of a long session (``Source.message_history``)."""
+
+    state: SessionState
+    """The state the page shows."""
+    head: SessionState
+    """The session's head (where the message is, if it exists)."""
+    events: list[tuple[int, str]]
+    """``(seq, kind)`` of every event that touched the message (none if it does not exist)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -471,6 +497,88 @@ class Source:
                         self._counts.popitem(last=False)
         return KindSeqs(before=seqs[0], after=seqs[1], counts=counts)
 
+    def message_history(
+        self, session_id: str, message_id: str, at: Callable[[int], int]
+    ) -> MessageHistory | None:
+        """The state at ``at(last seq)``, the head, and the events that touched the message
+        (as ``touched_ids`` finds them over every event), for a session past ``_WHOLE``
+        events: from the head's turns and the events that may name the message
+        (``mentions``, ``kind_seqs``), each decoded alone; only the few whose effect
+        depends on the states around them (the end of the turn that made a tool call, an
+        approval of it, a rollback) are read with those states. None when the store cannot
+        (the page then reads every event), the session is short, or the message's id (or
+        its call's) is not plain enough to be searched for as stored (``_PLAIN``).
+
+        Raises:
+            CliError: no such session, or the store cannot be read.
+            CorruptRow: a row the states or events are read from is damaged.
+            WebError: whatever ``at`` raises (a seq out of range).
+        """
+        with self._store() as store:
+            require_session(store, session_id, self.db)
+            info = store.session(session_id)
+            if info.seq <= _WHOLE or not all(
+                hasattr(store, name) for name in ("load_span", "mentions", "kind_seqs", "event")
+            ):
+                return None
+            if not _PLAIN.fullmatch(message_id):
+                return None
+            seq = at(info.seq)
+            read: Any = store
+            head = read.load_span(session_id, info.seq, lazy=True).head
+            state = (
+                head if seq == head.seq else read.load_span(session_id, seq, seq, lazy=True).head
+            )
+            message = head.get(message_id)
+            if message is None:
+                return MessageHistory(state=state, head=head, events=[])
+            call = message.tool_call.id if message.tool_call is not None else None
+            turns = head.turn_list()
+            if (call is not None and not _PLAIN.fullmatch(call)) or len(
+                {t.id for t in turns}
+            ) != len(turns):
+                return None
+            added = added_seq(head, message) or 1
+            candidates = {added}
+            candidates.update(
+                read.mentions(
+                    session_id, ["status_changed", "metadata_updated"], f'"{message_id}"', added
+                )
+            )
+            for turn in turns:
+                made_in = turn.started_seq < added and (
+                    turn.ended_seq is None or added <= turn.ended_seq
+                )
+                if message_id in turn.input_ids or (call is not None and made_in):
+                    candidates.update(s for s in (turn.started_seq, turn.ended_seq) if s)
+            if call is not None:
+                candidates.update(
+                    read.mentions(
+                        session_id, ["approval_requested", "approval_decided"], f'"{call}"', added
+                    )
+                )
+            candidates.update(
+                read.kind_seqs(session_id, ["rolled_back"], added + 1, before=0, after=info.seq)[1]
+            )
+            by_turn = {t.id: t for t in turns}
+            found: list[tuple[int, str]] = []
+            unsure: list[Event] = []
+            for s in sorted(c for c in candidates if 1 <= c <= info.seq):
+                event = read.event(session_id, s)
+                touched = _touches(event, message, head, by_turn)
+                if touched is None:
+                    unsure.append(event)
+                elif touched:
+                    found.append((s, event.kind))
+        if unsure:
+            lines = self.lines(session_id, [e.seq for e in unsure], Timeline.from_state(head))
+            for event in unsure:
+                line = next(t for t in lines if t.first_seq < event.seq <= t.last_seq)
+                before, after = line.at(event.seq - 1), line.at(event.seq)
+                if message_id in touched_ids(event, before, after):
+                    found.append((event.seq, event.kind))
+        return MessageHistory(state=state, head=head, events=sorted(found))
+
     def charted(self, session_id: str) -> tuple[SessionState, StatusSeries]:
         """The head and the statuses over seqs the charts draw. A session of up to
         ``_BACKGROUND`` events (or a store that keeps no stored states) is read whole and
@@ -710,6 +818,58 @@ def _within(window: Window, seq: int, head: int, damage: CorruptRow) -> tuple[in
     if shown[0] != seq:
         raise damage
     return shown
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.:@+-]{1,256}")
+"""Ids a stored body holds as they are (JSON escapes none of these characters)."""
+
+
+def _touches(
+    event: Event, message: Message, head: SessionState, turns: Mapping[str, Turn]
+) -> bool | None:
+    """Whether ``event`` touched ``message`` (``touched_ids``), decided from the event and
+    the ``head`` (its ``turns`` by id); None when that depends on the states around it."""
+    empty = SessionState.empty(event.session_id)  # what these kinds touch is in the event
+    if isinstance(event, MessageAdded | StatusChanged | MetadataUpdated | BranchImported):
+        return message.id in touched_ids(event, empty, empty)
+    if isinstance(event, TurnStarted | TurnEnded | OrphanRecovered):
+        if isinstance(event, TurnEnded) and (
+            any(m.id == message.id for m in event.partial)
+            or (event.notice is not None and event.notice.id == message.id)
+        ):
+            return True
+        turn = turns.get(event.turn_id)
+        starts = isinstance(event, TurnStarted)
+        if turn is None or (turn.started_seq if starts else turn.ended_seq) != event.seq:
+            return None  # not the head's record of this turn
+        if message.id in turn.input_ids:
+            return True
+        if starts or message.tool_call is None:
+            return False  # a turn's open calls are its tool calls
+        return _open_at(head, message, event.seq)
+    if isinstance(event, ApprovalRequested | ApprovalDecided):
+        return None if message.tool_call is not None else False
+    if isinstance(event, RolledBack):
+        return None
+    return message.id in touched_ids(event, empty, empty)
+
+
+def _open_at(head: SessionState, call: Message, seq: int) -> bool | None:
+    """Whether the tool call ``call``, made in the turn that ends at ``seq``, was still open
+    (no result) just before: from the head's maps of calls and results, when they name it
+    (a call id used once); None otherwise."""
+    assert call.tool_call is not None
+    call_id = call.tool_call.id
+    if head.tool_calls.get(call_id) != call.id:
+        return None
+    result_id = head.tool_results.get(call_id)
+    if result_id is None:
+        return True
+    result = head.get(result_id)
+    if result is None or result.turn_id != call.turn_id:
+        return None
+    added = added_seq(head, result)
+    return None if added is None else added > seq
 
 
 def _first(events: list[Event]) -> Event | None:

@@ -216,13 +216,21 @@ def message_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
     q = query(request)
     session_id = require(request)
     message_id = require(request, "id")
-    timeline = source.timeline(session_id).timeline
-    seq = resolve(parse_seq(one(q, "at")), timeline.last_seq, session_id)
-    state = timeline.at(seq)
+    at = parse_seq(one(q, "at"))
+    found = source.message_history(
+        session_id, message_id, lambda last: resolve(at, last, session_id)
+    )
+    if found is None:  # a short session (or a store that cannot search): every event
+        timeline = source.timeline(session_id).timeline
+        state = timeline.at(resolve(at, timeline.last_seq, session_id))
+        head = timeline.head
+    else:
+        state, head = found.state, found.head
+    seq = state.seq
     message = state.get(message_id)
     if message is None:
-        later = timeline.head.get(message_id)
-        added = None if later is None else added_seq(timeline.head, later)
+        later = head.get(message_id)
+        added = None if later is None else added_seq(head, later)
         hint = (
             f"it is added at seq {added}; pass at={added} or later."
             if added is not None
@@ -233,15 +241,18 @@ def message_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
             f"Session {session_id!r} has no message {message_id!r} at seq {seq}; {hint}",
             code=ExitCode.NOT_FOUND,
         )
-    events = [
-        (event.seq, event.kind)
-        for event, before, after in _entries(timeline)
-        if message_id in touched_ids(event, before, after)
-    ]
+    if found is None:
+        events = [
+            (event.seq, event.kind)
+            for event, before, after in _entries(timeline)
+            if message_id in touched_ids(event, before, after)
+        ]
+    else:
+        events = found.events
     context = {
         "sid": session_id,
         "seq": seq,
-        "last": timeline.last_seq,
+        "last": head.seq,
         "message": message,
         "row": message_rows([message], state)[0],
         "inherited": inherited(state, message),

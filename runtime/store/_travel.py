@@ -158,7 +158,7 @@ def walk(
 
 class TimeTravel:
     """The SQL stores' time-travel reads (``load_span``, ``walk``, ``event``,
-    ``events_between``, ``kind_seqs``, ``kind_counts``, ``stored_counts``)."""
+    ``events_between``, ``kind_seqs``, ``kind_counts``, ``mentions``, ``stored_counts``)."""
 
     _chunk_size: int
 
@@ -331,6 +331,38 @@ class TimeTravel:
                 (session_id, first, upto),
             ).fetchall()
         return {str(kind): int(count) for kind, count in rows}
+
+    def mentions(
+        self, session_id: str, kinds: Sequence[str], text: str, first: int = 1
+    ) -> list[int]:
+        """The seqs from ``first`` on of the events of ``kinds`` whose stored body holds
+        ``text`` (in SQLite, in any ASCII case): candidates for what names an id, found
+        in SQL without decoding a row (one pass over those rows). A body holds a string
+        as JSON writes it: search for an id that JSON writes as it is. The rows are not
+        checked: decode the events to be sure (``event``, ``events_between``).
+
+        Raises:
+            UnknownSession: the store has no such session.
+            InvalidArgument: ``kinds`` is not a list of strings, ``text`` is not a
+                non-empty string, or ``first`` is not a seq >= 1.
+        """
+        names = _kinds(kinds)
+        if not isinstance(text, str) or not text:
+            raise InvalidArgument(f"text must be a non-empty string (got {text!r}).")
+        if isinstance(first, bool) or not isinstance(first, int) or first < 1:
+            raise InvalidArgument(f"first must be an int seq >= 1 (got {first!r}).")
+        if not names:
+            return []
+        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        with self._read() as db:
+            self._head_seq(db, session_id)
+            rows = db.execute(
+                "SELECT seq FROM events WHERE session_id = ? AND seq >= ? "
+                f"AND kind IN ({', '.join('?' * len(names))}) AND body LIKE ? ESCAPE '\\' "
+                "ORDER BY seq",
+                (session_id, first, *names, pattern),
+            ).fetchall()
+        return [int(row[0]) for row in rows]
 
     def stored_counts(
         self, session_id: str, last: int | None = None

@@ -12,7 +12,9 @@ import html
 import json
 import re
 import sqlite3
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import orjson
@@ -26,7 +28,22 @@ import actors._web._pages
 import actors._web._source
 import actors._web._views
 from actors._cli._views import view_data
-from runtime import EVENT_TYPES, Event
+from runtime import (
+    EVENT_TYPES,
+    ApprovalDecided,
+    ApprovalRequested,
+    Category,
+    Event,
+    MessageAdded,
+    RolledBack,
+    ToolCall,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+    apply,
+    new_message,
+    replay,
+)
 from runtime.store import SQLiteStore
 from runtime.testing import session_events
 
@@ -882,3 +899,121 @@ class TestLongCharts:
             f"seq {seq}: " + ", ".join(f"{n} {s}" for s, n in line.at(seq).status_counts().items())
             for seq in (0, 500, 560)
         ]
+
+
+class TestLongMessages:
+    """A message's page of a long session finds the events that touched it from the head's
+    turns and the events that may name it, not by reading every event."""
+
+    def test_a_message_page_reads_as_the_whole_log(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Inputs, tool calls, results and replies, at the head and before: the same page
+        as from the whole log; a message not there yet is the same 404."""
+        with SQLiteStore(long_db) as store:
+            head = store.load_state("long")
+        ids = [m.id for m in head.messages[::9]] + ["tc000013", "tc000026", "q000013b"]
+        ids += [head.messages[-1].id]
+        paths = [f"/message?s=long&id={i}" for i in ids]
+        paths += [f"/message?s=long&id={ids[3]}&at=300", f"/message?s=long&id={ids[-1]}&at=-2"]
+        with web(long_db) as (client, _):
+            want = [client.get(path) for path in paths]
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 100)
+
+        def whole(*args: object, **kwargs: object) -> None:
+            raise AssertionError("the whole log was read")
+
+        monkeypatch.setattr(SQLiteStore, "load_timeline", whole)
+        with web(long_db) as (client, source):
+            for path, expected in zip(paths, want, strict=True):
+                got = client.get(path)
+                assert (got.status_code, got.text) == (expected.status_code, expected.text), path
+            assert not source._entries
+
+    def test_approvals_rollbacks_and_open_calls_read_as_the_whole_log(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A tool call asked for approval, a turn ended in error with a call still open,
+        a turn interrupted with one open, a rollback: every message's page as from the
+        whole log (these are read with the states around them)."""
+        events = agent_session(120, "ap")
+        state = replay(events).head
+        clock = [events[-1].at]
+
+        def emit(make: Any) -> None:
+            nonlocal state
+            clock[0] += timedelta(seconds=1)
+            event = make(session_id="ap", seq=state.seq + 1, at=clock[0])
+            state = apply(state, event)
+            events.append(event)
+
+        def add(category: Category, mid: str, **fields: Any) -> None:
+            message = new_message(category, id=mid, session_id="ap", created_at=clock[0], **fields)
+            emit(lambda **kw: MessageAdded(message=message, **kw))
+
+        for n, outcome in ((1, TurnOutcome.ERROR), (2, TurnOutcome.INTERRUPTED)):
+            turn, call = f"t_ap{n}", ToolCall(id=f"call_ap{n}", name="rm", arguments={})
+            add(Category.USER_QUESTION, f"q_ap{n}", sender="Chii", content="Clean up.")
+            emit(lambda turn=turn, **kw: TurnStarted(turn_id=turn, **kw))
+            add(Category.TOOL_CALL, f"tc_ap{n}", turn_id=turn, parent_id=f"q_ap{n}", tool_call=call)
+            emit(
+                lambda turn=turn, c=call.id, **kw: ApprovalRequested(turn_id=turn, call_id=c, **kw)
+            )
+            emit(
+                lambda turn=turn, c=call.id, **kw: ApprovalDecided(
+                    turn_id=turn, call_id=c, approved=True, by="Chii", **kw
+                )
+            )
+            emit(lambda turn=turn, o=outcome, **kw: TurnEnded(turn_id=turn, outcome=o, **kw))
+        emit(lambda **kw: RolledBack(to_seq=len(events) - 8, reason="undo", **kw))
+        add(Category.USER_QUESTION, "q_after", sender="Chii", content="Again.")
+        db = tmp_path / "ap.db"
+        with SQLiteStore(db, snapshot_every=20) as store:
+            store.append(events)
+        paths = [f"/message?s=ap&id={m.id}" for m in state.messages[-30:]]
+        paths += [f"/message?s=ap&id=tc_ap1&at={len(events) - 9}"]
+        with web(db) as (client, _):
+            want = [client.get(path) for path in paths]
+        assert "approval_decided" in want[paths.index("/message?s=ap&id=tc_ap1")].text
+        assert "rolled_back" in want[paths.index("/message?s=ap&id=tc_ap2")].text
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 10)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 10)
+        with web(db) as (client, source):
+            for path, expected in zip(paths, want, strict=True):
+                got = client.get(path)
+                assert (got.status_code, got.text) == (expected.status_code, expected.text), path
+            assert not source._entries
+
+    @settings(
+        max_examples=12,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(log=session_events(max_steps=50, rich=True), at=st.integers(0, 10**6))
+    def test_random_sessions_list_the_events_the_whole_log_does(
+        self,
+        tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch,
+        log: list[Event],
+        at: int,
+    ) -> None:
+        """For every message of random sessions (rollbacks, approvals, recovered and
+        interrupted turns): the page as from the whole log."""
+        db = tmp_path_factory.mktemp("messages") / "m.db"
+        with SQLiteStore(db, snapshot_every=7) as store:
+            store.append(log)
+            head = store.load_state("s")
+        seq = at % (len(log) + 1)
+        paths = [f"/message?s=s&id={m.id}&at={seq}" for m in head.messages]
+        with web(db) as (client, _):
+            want = [client.get(path) for path in paths]
+        with monkeypatch.context() as patch:
+            patch.setattr(actors._web._source, "_WHOLE", 0)
+            patch.setattr(actors._web._source, "_BACKGROUND", 0)
+            patch.setattr(actors._web._source, "_GAP", 3)
+            with web(db) as (client, source):
+                for path, expected in zip(paths, want, strict=True):
+                    got = client.get(path)
+                    assert (got.status_code, got.text) == (expected.status_code, expected.text)
+                assert not source._entries

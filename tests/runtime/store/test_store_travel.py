@@ -21,6 +21,7 @@ from runtime import (
     CorruptRow,
     Event,
     InvalidArgument,
+    MessageAdded,
     UnknownSession,
     replay,
     reports_error,
@@ -291,6 +292,45 @@ class TestSpans:
             )
             assert store.kind_counts("s") == Counter(e.kind for e in log)
             assert store.kind_counts("s", last + 1, last) == {}
+
+    @settings(
+        max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(log=session_events(max_steps=40), first=st.integers(1, 200))
+    def test_mentions_find_every_event_naming_a_message(
+        self, tmp_path_factory: Any, log: list[Event], first: int
+    ) -> None:
+        """``mentions`` lists every status change and metadata update of a message from
+        ``first`` on (and may list more: candidates), in seq order."""
+        path = tmp_path_factory.mktemp("mentions") / "s.db"
+        kinds = ["status_changed", "metadata_updated"]
+        with SQLiteStore(path, snapshot_every=5) as store:
+            store.append(log)
+            for message_id in {e.message.id for e in log if isinstance(e, MessageAdded)}:
+                found = store.mentions("s", kinds, f'"{message_id}"', first)
+                named = [
+                    e.seq
+                    for e in log[first - 1 :]
+                    if e.kind in kinds and getattr(e, "message_id", None) == message_id
+                ]
+                assert found == sorted(found)
+                assert set(named) <= set(found)
+                assert all(log[seq - 1].kind in kinds and seq >= first for seq in found)
+            assert store.mentions("s", kinds, "100%_\\") == []
+            with pytest.raises(InvalidArgument, match="non-empty string"):
+                store.mentions("s", kinds, "")
+
+    def test_mentions_on_postgres(self, open_pg: Any) -> None:
+        """PostgreSQL searches the bodies through the same code."""
+        store = open_pg(snapshot_every=5)
+        log = conversation("s", 12)
+        store.append(log)
+        changed = [e for e in log if e.kind == "status_changed"]
+        assert changed
+        target = changed[0].message_id  # type: ignore[attr-defined]
+        found = store.mentions("s", ["status_changed"], f'"{target}"')
+        assert changed[0].seq in found
+        assert store.mentions("s", ["status_changed"], "100%_\\") == []
 
     def test_kind_seqs_refuse_bad_arguments(self, open_store: OpenStore) -> None:
         """Kinds that are not a list of strings, negative limits, seqs past the head."""
