@@ -603,32 +603,32 @@ class Source:
         return head, stored_series(counts, head)
 
     def lines(self, session_id: str, seqs: Sequence[int], have: Timeline) -> list[Timeline]:
-        """Timelines that hold each of ``seqs`` and the state before it: ``have`` where it
-        does, else spans read from the nearest stored state (``load_span``, lazily: rows
-        show a few messages), one per run of seqs less than ``_GAP`` apart.
+        """Timelines that hold each of ``seqs`` and the state before it: ``have``, brought on
+        with the events after it when the seqs past it are less than ``_GAP`` further (the
+        rows after a page's seq), and spans read from the nearest stored state
+        (``load_span``, lazily: rows show a few messages), one per run of the other seqs
+        less than ``_GAP`` apart.
 
         Raises:
             CliError: no such session, or the store cannot be read.
             CorruptRow: a row the states are read from is damaged.
         """
-        runs: list[list[int]] = []
-        for seq in sorted(seqs):
-            if have.first_seq <= seq - 1 and seq <= have.last_seq:
-                continue
-            if runs and seq - runs[-1][-1] < _GAP:
-                runs[-1].append(seq)
-            else:
-                runs.append([seq])
-        lines = [have]
-        if runs:
-            with self._store() as store:
-                for run in runs:
-                    lines.append(
-                        store.load_span(  # type: ignore[attr-defined]
-                            session_id, run[0] - 1, run[-1], lazy=True
-                        )
-                    )
-        return lines
+        with self._store() as store:
+            read: Any = store
+            after = [s for s in seqs if s > have.last_seq and s - 1 >= have.first_seq]
+            if after and max(after) - have.last_seq < _GAP:
+                have = have.extend(read.events_between(session_id, have.last_seq + 1, max(after)))
+            runs: list[list[int]] = []
+            for seq in sorted(seqs):
+                if have.first_seq <= seq - 1 and seq <= have.last_seq:
+                    continue
+                if runs and seq - runs[-1][-1] < _GAP:
+                    runs[-1].append(seq)
+                else:
+                    runs.append([seq])
+            return [have] + [
+                read.load_span(session_id, run[0] - 1, run[-1], lazy=True) for run in runs
+            ]
 
     def _timeline(self, session_id: str, need: int) -> Loaded:
         with self._store() as store:
