@@ -447,7 +447,9 @@ class Source:
                 )
                 line = line.extend(after)
         if line is None:
-            line = store.load_span(session_id, first, last)  # type: ignore[attr-defined]
+            line = store.load_span(  # type: ignore[attr-defined]
+                session_id, first, last, lazy=True
+            )
         with self._lock:
             self._spans[session_id] = (info.created_at, line)
             self._spans.move_to_end(session_id)
@@ -504,10 +506,11 @@ class Source:
         (as ``touched_ids`` finds them over every event), for a session past ``_WHOLE``
         events: from the head's turns and the events that may name the message
         (``mentions``, ``kind_seqs``), each decoded alone; only the few whose effect
-        depends on the states around them (the end of the turn that made a tool call, an
-        approval of it, a rollback) are read with those states. None when the store cannot
-        (the page then reads every event), the session is short, or the message's id (or
-        its call's) is not plain enough to be searched for as stored (``_PLAIN``).
+        depends on the states around them (an approval of a tool call, a rollback, the end
+        of the turn of a call the head cannot tell open or not) are read with them. None
+        when the store cannot (the page then reads every event), the session is short or
+        its every state is cached, or the message's id (or its call's) is not plain enough
+        to be searched for as stored (``_PLAIN``).
 
         Raises:
             CliError: no such session, or the store cannot be read.
@@ -521,6 +524,9 @@ class Source:
                 hasattr(store, name) for name in ("load_span", "mentions", "kind_seqs", "event")
             ):
                 return None
+            entry = self._current(session_id, info)
+            if entry is not None and entry.done.is_set() and entry.timeline.first_seq == 0:
+                return None  # every state is cached: reading them is cheaper
             if not _PLAIN.fullmatch(message_id):
                 return None
             seq = at(info.seq)

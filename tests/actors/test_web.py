@@ -931,6 +931,22 @@ class TestLongMessages:
                 assert (got.status_code, got.text) == (expected.status_code, expected.text), path
             assert not source._entries
 
+    def test_a_cached_timeline_answers_without_searching(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Once every state is cached (a mid-sized session, loaded behind its first page),
+        a message's page reads them rather than search the store."""
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        with web(long_db) as (client, source):
+            page(client, "/session?s=long")
+            assert source.wait_loaded(timeout=60)
+
+            def searched(*args: object, **kwargs: object) -> None:
+                raise AssertionError("the store was searched")
+
+            monkeypatch.setattr(SQLiteStore, "mentions", searched)
+            assert "message_added" in page(client, "/message?s=long&id=q000001").text("touched")
+
     def test_approvals_rollbacks_and_open_calls_read_as_the_whole_log(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
