@@ -491,12 +491,11 @@ class Source:
                 counts = dict(counts)
                 for kind, n in store.kind_counts(session_id, upto + 1, last).items():
                     counts[kind] = counts.get(kind, 0) + n
-            if last == info.seq:  # not a damaged log's readable part: keep
-                with self._lock:
-                    self._counts[session_id] = (created_at, last, counts)
-                    self._counts.move_to_end(session_id)
-                    while len(self._counts) > _SPANS_KEPT:
-                        self._counts.popitem(last=False)
+            with self._lock:
+                self._counts[session_id] = (created_at, last, counts)
+                self._counts.move_to_end(session_id)
+                while len(self._counts) > _SPANS_KEPT:
+                    self._counts.popitem(last=False)
         return KindSeqs(before=seqs[0], after=seqs[1], counts=counts)
 
     def message_history(

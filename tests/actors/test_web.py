@@ -825,6 +825,35 @@ class TestKindFilter:
         assert spans  # the rows' states, read by spans
         assert all(args[0] == "long" for args in spans)
 
+    def test_the_counts_follow_a_live_session(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The count of each kind is read once, then only for the events stored since: the
+        page after an append is a fresh viewer's."""
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 100)
+        counted: list[tuple[object, ...]] = []
+        kind_counts = SQLiteStore.kind_counts
+
+        def counting(self: SQLiteStore, *args: object) -> dict[str, int]:
+            counted.append(args)
+            return kind_counts(self, *args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(SQLiteStore, "kind_counts", counting)
+        db = tmp_path / "live.db"
+        events = agent_session(600, "live")
+        path = "/session?s=live&kind=turn_ended&kind=message_added"
+        with SQLiteStore(db) as store:
+            store.append(events[:400])
+        with web(db) as (client, _):
+            page(client, path)
+            with SQLiteStore(db) as store:
+                store.append(events[400:])
+            got = page(client, path)
+        assert counted == [("live", 1, 400), ("live", 401, len(events))]
+        with web(db) as (client, _):
+            assert page(client, path).texts == got.texts
+
     @settings(
         max_examples=15,
         deadline=None,
