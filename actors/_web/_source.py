@@ -447,9 +447,7 @@ class Source:
                 )
                 line = line.extend(after)
         if line is None:
-            line = store.load_span(  # type: ignore[attr-defined]
-                session_id, first, last, lazy=True
-            )
+            line = store.load_span(session_id, first, last)  # type: ignore[attr-defined]
         with self._lock:
             self._spans[session_id] = (info.created_at, line)
             self._spans.move_to_end(session_id)
