@@ -976,6 +976,29 @@ class TestLongMessages:
             monkeypatch.setattr(SQLiteStore, "mentions", searched)
             assert "message_added" in page(client, "/message?s=long&id=q000001").text("touched")
 
+    def test_a_fork_s_inherited_messages_read_as_the_whole_log(
+        self, long_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A fork's messages were added by its first event (seq 1) and carry the source's
+        turns: the same pages as from the whole log."""
+        db = tmp_path / "fork.db"
+        db.write_bytes(long_db.read_bytes())
+        source = actors._web._source.Source(str(db))
+        source.fork("long", 300, "branch")
+        with SQLiteStore(db) as store:
+            head = store.load_state("branch")
+        paths = [f"/message?s=branch&id={m.id}" for m in head.messages[::7]]
+        with web(db) as (client, _):
+            want = [client.get(path) for path in paths]
+        assert "branch_imported" in want[0].text
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 0)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 0)
+        with web(db) as (client, source):
+            for path, expected in zip(paths, want, strict=True):
+                got = client.get(path)
+                assert (got.status_code, got.text) == (expected.status_code, expected.text), path
+            assert not source._entries
+
     def test_approvals_rollbacks_and_open_calls_read_as_the_whole_log(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
