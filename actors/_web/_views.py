@@ -38,9 +38,12 @@ from .._cli._views import PROVIDERS
 from ._charts import Bar, Series, area_chart, bar_chart
 from ._html import duration, money, number
 from ._pages import (
+    ROWS,
     KindIndex,
+    filtered_rows,
     jump,
     message_rows,
+    paged,
     pretty_json,
     span_of,
     state_pane,
@@ -60,7 +63,7 @@ from ._params import (
 )
 from ._request import check_origin, query, read_body, require, url
 from ._source import Source
-from ._stats import call_cost, status_series, turn_stats
+from ._stats import call_cost, turn_stats
 
 __all__ = ["ROUTES"]
 
@@ -107,12 +110,23 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
 
     def window(head: int) -> tuple[int, int, int]:
         seq = resolve(at, head, session_id)
+        if kinds:  # the filtered rows are read apart (below)
+            return seq, max(seq - 1, 0), seq
         return (seq, *span_of(seq, start, head))
 
-    # Only the states the page shows (the filter reads every event).
-    loaded = source.span(session_id, window, whole=bool(kinds))
+    # Only the states the page shows.
+    loaded = source.span(session_id, window)
     timeline = loaded.timeline
     seq = resolve(at, loaded.last_seq, session_id)
+    found = None
+    if kinds and not loaded.complete:
+        pivot = max(seq, 1) if start is None else start
+        found = source.kinds(
+            session_id, kinds, pivot, loaded.last_seq, before=2 * ROWS, after=ROWS + 1
+        )
+        if found is None:  # a store that cannot read the kind column: read every event
+            loaded = source.span(session_id, window, whole=True)
+            timeline = loaded.timeline
     line = timeline  # the states of the state pane: seq and the one before it
     if not timeline.first_seq <= max(seq - 1, 0) <= seq <= timeline.last_seq:
         line = source.span(session_id, lambda _: (seq, max(seq - 1, 0), seq)).timeline
@@ -120,9 +134,21 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
     side = view_pane(view, pane.state, show_all=show_all)
     index = None
     counts: dict[str, int] = {}
-    if loaded.complete:
-        index = _kind_index(session_id, timeline)
-        counts = {kind: len(seqs) for kind, seqs in index.seqs.items()}
+    if found is not None:
+        shown, earlier, later = paged(found.before, found.after, centred=start is None)
+        rows = filtered_rows(
+            source.lines(session_id, shown, timeline),
+            shown,
+            earlier,
+            later,
+            matching=sum(found.counts.get(kind, 0) for kind in kinds),
+        )
+        counts = found.counts
+    else:
+        if loaded.complete:
+            index = _kind_index(session_id, timeline)
+            counts = {kind: len(seqs) for kind, seqs in index.seqs.items()}
+        rows = timeline_rows(timeline, seq, kinds, start, index, head=loaded.head_seq)
     context = {
         "sid": session_id,
         "loaded": loaded,
@@ -133,7 +159,7 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
         "kinds": kinds,
         "all_kinds": list(EVENT_TYPES),
         "kind_counts": counts,
-        "rows": timeline_rows(timeline, seq, kinds, start, index, head=loaded.head_seq),
+        "rows": rows,
         "pane": pane,
         "side": side,
         "show_all": show_all,
@@ -191,13 +217,21 @@ def message_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
     q = query(request)
     session_id = require(request)
     message_id = require(request, "id")
-    timeline = source.timeline(session_id).timeline
-    seq = resolve(parse_seq(one(q, "at")), timeline.last_seq, session_id)
-    state = timeline.at(seq)
+    at = parse_seq(one(q, "at"))
+    found = source.message_history(
+        session_id, message_id, lambda last: resolve(at, last, session_id)
+    )
+    if found is None:  # a short session (or a store that cannot search): every event
+        timeline = source.timeline(session_id).timeline
+        state = timeline.at(resolve(at, timeline.last_seq, session_id))
+        head = timeline.head
+    else:
+        state, head = found.state, found.head
+    seq = state.seq
     message = state.get(message_id)
     if message is None:
-        later = timeline.head.get(message_id)
-        added = None if later is None else added_seq(timeline.head, later)
+        later = head.get(message_id)
+        added = None if later is None else added_seq(head, later)
         hint = (
             f"it is added at seq {added}; pass at={added} or later."
             if added is not None
@@ -208,15 +242,18 @@ def message_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
             f"Session {session_id!r} has no message {message_id!r} at seq {seq}; {hint}",
             code=ExitCode.NOT_FOUND,
         )
-    events = [
-        (event.seq, event.kind)
-        for event, before, after in _entries(timeline)
-        if message_id in touched_ids(event, before, after)
-    ]
+    if found is None:
+        events = [
+            (event.seq, event.kind)
+            for event, before, after in _entries(timeline)
+            if message_id in touched_ids(event, before, after)
+        ]
+    else:
+        events = found.events
     context = {
         "sid": session_id,
         "seq": seq,
-        "last": timeline.last_seq,
+        "last": head.seq,
         "message": message,
         "row": message_rows([message], state)[0],
         "inherited": inherited(state, message),
@@ -339,8 +376,8 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
     q = query(request)
     session_id = require(request)
     start = parse_index(one(q, "turns"), name="turns")
-    timeline = source.timeline(session_id).timeline
-    stats = turn_stats(timeline.head)
+    head, series = source.charted(session_id)
+    stats = turn_stats(head)
     total = len(stats)
     if start is None:
         start = max(0, total - _TURNS_PER_CHART)
@@ -355,7 +392,7 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
             Bar(
                 label=t.turn_id,
                 values=values(t),
-                href=href(t.started_seq if t.started_seq <= timeline.last_seq else 0),
+                href=href(t.started_seq if t.started_seq <= head.seq else 0),
                 note=f"{t.status} · seq {t.started_seq}→{t.ended_seq or '…'}",
             )
             for t in shown
@@ -381,7 +418,6 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
         if has_cost
         else None
     )
-    series = status_series(timeline)
     statuses = area_chart(
         series.seqs,
         [(Series(name=str(s), css=f"st-{s}"), v) for s, v in series.counts.items()],
@@ -394,7 +430,7 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
     )
     context = {
         "sid": session_id,
-        "last": timeline.last_seq,
+        "last": head.seq,
         "stats": shown,
         "start": start,
         "total": total,
@@ -404,6 +440,7 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
         "cost": cost,
         "statuses": statuses,
         "status_names": [str(s) for s in series.counts],
+        "stored": series.stored,
         "series": _SERIES,
     }
     return page(request, "charts.html", context)
