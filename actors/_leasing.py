@@ -75,7 +75,7 @@ from runtime import (
     awaits_delivery,
     step,
 )
-from runtime._turn_ops import decision_metadata, stored_decision
+from runtime._decisions import decision_metadata, stored_decision
 
 from ._errors import NotAwaitingApproval, RuntimeStopped
 from ._ids import Clock

@@ -62,8 +62,8 @@ from runtime import (
     awaits_delivery,
     step,
 )
+from runtime._decisions import stored_decision
 from runtime._state import as_own
-from runtime._turn_ops import stored_decision
 
 from ._answers import AskInput, CancelAsk, ReplyWaiter
 from ._asks import AskBook

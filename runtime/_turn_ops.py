@@ -7,7 +7,6 @@ commands, replaces the running turn's bookkeeping. Handlers of inputs
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, cast
 
 from ._assembly import Assembly
@@ -15,6 +14,7 @@ from ._audit import AuditStatus, operation_key
 from ._category import Category
 from ._chunks import ModelRetry, RequestSent
 from ._commands import CallModel, CancelRun, ClearTimer, ResumeSoon, RunTool, SetTimer, Warn
+from ._decisions import stored_decision
 from ._errors import AmberError, AuditConflict
 from ._events import (
     ApprovalDecided,
@@ -40,7 +40,6 @@ from ._view_cache import cached_view
 
 __all__ = [
     "APPROVAL_TIMER",
-    "DECISION_KEY",
     "MODEL_CALL_KEY",
     "NOTICES",
     "ORPHAN_TIMER",
@@ -48,7 +47,6 @@ __all__ = [
     "cancel_runs",
     "continue_after_tools",
     "decide",
-    "decision_metadata",
     "end_turn",
     "fail",
     "maybe_start_turn",
@@ -59,7 +57,6 @@ __all__ = [
     "orphaned",
     "request_approval",
     "resume_waiting",
-    "stored_decision",
     "turn_metrics",
 ]
 
@@ -477,40 +474,6 @@ def decide(
     s.emit(MessageAdded, message=result)
     continue_after_tools(s)
     return True
-
-
-DECISION_KEY = "approval_decision"
-"""Metadata key of a tool-call message that carries a decision stored for the session's
-owner by a process that does not run it (``{"approved": bool, "reason"?: str, "by"?:
-str}``, set with a ``MetadataUpdated``). It only asks: the owner, when it (re)loads the
-session, takes the decision (``ApprovalDecided``, then the tool runs or the call is
-denied), so a call is decided, and run, by the one runner of the session."""
-
-
-def decision_metadata(approved: bool, reason: str | None, by: str | None) -> dict[str, Any]:
-    """The metadata that stores a decision for the session's owner (``DECISION_KEY``)."""
-    decision: dict[str, Any] = {"approved": approved}
-    if reason is not None:
-        decision["reason"] = reason
-    if by is not None:
-        decision["by"] = by
-    return {DECISION_KEY: decision}
-
-
-def stored_decision(message: Message) -> tuple[bool, str | None, str | None] | None:
-    """``(approved, reason, by)`` stored on a tool-call message for the owner, or None (no
-    decision, or a value under ``DECISION_KEY`` that is not one: it is ignored)."""
-    value = message.metadata.get(DECISION_KEY)
-    if not isinstance(value, Mapping):
-        return None
-    approved, reason, by = value.get("approved"), value.get("reason"), value.get("by")
-    if not isinstance(approved, bool):
-        return None
-    return (
-        approved,
-        reason if isinstance(reason, str) else None,
-        by if isinstance(by, str) else None,
-    )
 
 
 def take_stored_decisions(s: Step) -> None:

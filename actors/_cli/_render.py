@@ -32,7 +32,7 @@ from runtime import (
     reports_error,
     thaw,
 )
-from runtime._turn_ops import DECISION_KEY, stored_decision
+from runtime._decisions import DECISION_KEY, stored_decision
 
 from .._metrics import format_turn_metrics
 from ._text import (

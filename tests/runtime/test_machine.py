@@ -639,7 +639,7 @@ class TestApprovals:
     def stored(self, d: Driver, call_id: str, approved: bool, **fields: Any) -> None:
         """A decision another process stored for the owner (``store_decision``'s event)."""
         from runtime import MetadataUpdated, apply
-        from runtime._turn_ops import decision_metadata
+        from runtime._decisions import decision_metadata
 
         turn = d.machine.state.active_turn
         assert turn is not None
@@ -708,7 +708,7 @@ class TestApprovals:
         """Metadata under the key that is not a decision (no bool ``approved``) decides
         nothing: the call waits on."""
         from runtime import MetadataUpdated, apply
-        from runtime._turn_ops import DECISION_KEY
+        from runtime._decisions import DECISION_KEY
 
         d, call_id = self.waiting(TurnSettings(tools=(GUARDED,), runner="a"))
         state = d.machine.state
@@ -739,7 +739,7 @@ class TestApprovals:
         takeovers, in any order: each call is decided at most once (``ApprovalDecided``)
         and run at most once (``RunTool``), and a stored decision is taken as stored."""
         from runtime import MetadataUpdated, apply
-        from runtime._turn_ops import decision_metadata, stored_decision
+        from runtime._decisions import decision_metadata, stored_decision
 
         d = Driver(TurnSettings(tools=(GUARDED,), runner="a"))
         call = d.started()
