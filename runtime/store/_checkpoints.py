@@ -142,14 +142,19 @@ def read_checkpoint(
         wanted = {part: list(data[part]) for part in PARTS}
     except (orjson.JSONDecodeError, KeyError, TypeError):
         wanted = {}  # decode_snapshot names the problem
-    current = {
-        (part, number): (version, body, chunk_digest)
-        for part, number, version, body, chunk_digest in db.execute(
-            "SELECT part, chunk, seq, CAST(body AS BLOB), digest FROM snapshot_chunks "
-            "WHERE session_id = ?",
-            (session_id,),
-        )
-    }
+    # The head's chunks that the checkpoint may use: those below each part's count (an
+    # early checkpoint of a long session needs a few of its thousand).
+    current: dict[tuple[str, int], tuple[int, object, object]] = {}
+    for part in PARTS:
+        count = len(wanted.get(part, ()))
+        if not count:
+            continue
+        for number, version, body, chunk_digest in db.execute(
+            "SELECT chunk, seq, CAST(body AS BLOB), digest FROM snapshot_chunks "
+            "WHERE session_id = ? AND part = ? AND chunk < ?",
+            (session_id, part, count),
+        ):
+            current[(part, number)] = (version, body, chunk_digest)
 
     def read_chunk(part: str, number: int) -> tuple[int, object, object] | None:
         versions = wanted.get(part, [])
