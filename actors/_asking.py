@@ -73,7 +73,7 @@ class Asking:
         _check_timeout(timeout)
         waiter = self._start_ask(session_id, text, fields, None)
         if not waiter.wait(timeout):
-            raise _timeout(session_id, timeout)
+            raise _timeout(session_id, waiter, timeout)
         return waiter.result()
 
     async def ask_async(
@@ -99,7 +99,7 @@ class Asking:
                 self._cancel_ask(session_id, waiter)
             raise
         if not resolved:
-            raise _timeout(session_id, timeout)
+            raise _timeout(session_id, waiter, timeout)
         return waiter.result()
 
     def stream(self, session_id: str, text: UserInput | str, **fields: Any) -> ReplyStream:
@@ -143,7 +143,13 @@ class Asking:
             return
 
 
-def _timeout(session_id: str, timeout: float | None) -> AskTimeout:
+def _timeout(session_id: str, waiter: ReplyWaiter, timeout: float | None) -> AskTimeout:
+    if waiter.message is None:  # the session is still loading, or the store is slow
+        return AskTimeout(
+            f"Session {session_id!r} did not store the input within {timeout} s (it is still "
+            "loading, or the store is slow); the input is stored and answered once the session "
+            "gets to it (raise the timeout)."
+        )
     return AskTimeout(
         f"Session {session_id!r} did not answer within {timeout} s; its turn goes on (raise the "
         "timeout, or stop the turn with Runtime.interrupt)."

@@ -1,0 +1,129 @@
+"""A session whose load fails (the store cannot write what the load decides): every caller
+is told the store's error, nothing acknowledged is lost, and the next call loads it again."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from harness import WAIT, RuntimeFactory, make_runtime
+
+from actors import AskTimeout, ScriptedModel, reply
+from runtime import Category, MessageAdded, Status, StoreError, new_message
+from runtime.store import MemoryStore
+from runtime.testing import check_invariants
+
+__all__ = ["make_runtime"]
+
+
+class WriteFailingStore(MemoryStore):
+    """A memory store that refuses every write while ``failing`` is set (a full disk)."""
+
+    failing = False
+
+    def append(self, events: Any) -> Any:
+        if self.failing:
+            raise StoreError("Cannot write: database or disk is full (injected).")
+        return super().append(events)
+
+
+def _with_pending_input() -> WriteFailingStore:
+    """A store holding session ``s`` with one input waiting: loading it starts a turn (a
+    write)."""
+    store = WriteFailingStore()
+    at = datetime.now(UTC)
+    message = new_message(
+        Category.USER_QUESTION, id="u1", session_id="s", created_at=at, sender="Chii",
+        content="one",
+    )  # fmt: skip
+    store.append([MessageAdded(session_id="s", seq=1, at=at, message=message)])
+    return store
+
+
+def _contents(store: MemoryStore) -> list[str]:
+    return [m.content for m in store.load_state("s")]
+
+
+class TestALoadThatCannotWrite:
+    def test_every_caller_gets_the_store_error_and_the_next_call_loads_again(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """ask (no timeout), send, stream and wait_idle on a session whose load cannot write
+        raise the StoreError at once (ask once hung for ever, send said the session "kept
+        stopping"); none of their inputs is stored; once the store writes again the session
+        loads and answers, the waiting input too."""
+        store = _with_pending_input()
+        store.failing = True
+        rt = make_runtime(model=ScriptedModel(lambda request: reply("ok")), store=store)
+        with pytest.raises(StoreError, match="disk is full"):
+            rt.ask("s", "two", timeout=WAIT)
+        with pytest.raises(StoreError, match="disk is full"):
+            rt.send("s", "three")
+        with pytest.raises(StoreError, match="disk is full"):
+            rt.wait_idle("s", timeout=WAIT)
+
+        async def streamed() -> list[Any]:
+            return [event async for event in rt.stream("s", "four")]
+
+        with pytest.raises(StoreError, match="disk is full"):
+            asyncio.run(asyncio.wait_for(streamed(), WAIT))
+        assert _contents(store) == ["one"]
+        assert rt.live_sessions() == []
+
+        store.failing = False
+        answer = rt.ask("s", "five", timeout=WAIT)
+        assert answer.text == "ok"
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert [m.content for m in state if m.role.value == "user"] == ["one", "five"]
+        assert all(m.status is not Status.PENDING_AGENT for m in state)
+        check_invariants(rt.timeline("s"))
+
+    def test_asks_waiting_while_the_load_fails_are_all_told(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """Asks queued at an actor that is still loading are failed with the load's error,
+        not left waiting (several callers at once, as in a chat with a full disk)."""
+        store = _with_pending_input()
+        store.failing = True
+        rt = make_runtime(model=ScriptedModel(lambda request: reply("ok")), store=store)
+        waiters = [rt._start_ask("s", f"q{i}", {}, None) for i in range(5)]
+        for waiter in waiters:
+            assert waiter.wait(WAIT), "an ask was left waiting after its session's load failed"
+            with pytest.raises(StoreError):
+                waiter.result()
+        assert _contents(store) == ["one"]
+
+
+class GatedStore(MemoryStore):
+    """A memory store whose reads wait for ``gate`` (a session that loads slowly)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def __contains__(self, session_id: object) -> bool:
+        assert self.gate.wait(WAIT), "the test never opened the gate"
+        return super().__contains__(session_id)
+
+
+class TestAnAskThatTimesOutBeforeItsInputIsStored:
+    def test_the_timeout_says_the_input_is_not_stored_yet(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """An ask that times out while its session still loads says so (it once said "its
+        turn goes on" of an input not even stored); the input is stored once it loads."""
+        store = GatedStore()
+        rt = make_runtime(model=ScriptedModel(lambda request: reply("ok")), store=store)
+        with pytest.raises(
+            AskTimeout,
+            match=r"^Session 's' did not store the input within 0\.05 s \(it is still loading, "
+            r"or the store is slow\); the input is stored and answered once the session gets to "
+            r"it \(raise the timeout\)\.$",
+        ):
+            rt.ask("s", "slow", timeout=0.05)
+        store.gate.set()
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert next((m.content, m.status) for m in state) == ("slow", Status.PROCESSED)
