@@ -4,16 +4,18 @@ is told the store's error, nothing acknowledged is lost, and the next call loads
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from harness import WAIT, RuntimeFactory, make_runtime
 
-from actors import AskTimeout, ScriptedModel, reply
+from actors import AskTimeout, Runtime, ScriptedModel, reply
 from runtime import Category, MessageAdded, Status, StoreError, new_message
-from runtime.store import MemoryStore
+from runtime.store import MemoryStore, SQLiteStore
 from runtime.testing import check_invariants
 
 __all__ = ["make_runtime"]
@@ -127,3 +129,39 @@ class TestAnAskThatTimesOutBeforeItsInputIsStored:
         store.gate.set()
         state = rt.wait_idle("s", timeout=WAIT)
         assert next((m.content, m.status) for m in state) == ("slow", Status.PROCESSED)
+
+
+class TestARuntimeOnAStoreThatCannotBeWritten:
+    def test_it_does_not_start_and_says_why(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A runtime on a SQLite store it cannot write (a read-only file, folder or file
+        system) refuses to start, saying so and how to fix it (it once started, then every
+        session failed on its first write, or a read-only folder raised PermissionError
+        for the runner lock); the store is left as it was."""
+        db = tmp_path / "amber.db"
+        with SQLiteStore(db) as store:
+            store.append(_with_pending_input().events("s"))
+        connect = sqlite3.connect
+
+        def read_only(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+            if not kwargs.get("uri"):  # as SQLite opens a file it cannot write
+                database, kwargs["uri"] = f"{Path(database).resolve().as_uri()}?mode=ro", True
+            return connect(database, *args, **kwargs)
+
+        monkeypatch.setattr(sqlite3, "connect", read_only)
+        rt = Runtime(model=ScriptedModel(lambda request: reply("ok")), store=db)
+        with pytest.raises(
+            StoreError,
+            match=r"^Cannot run a runtime on '.*amber\.db': a runtime writes its store, and its "
+            r"file or its folder cannot be written \(attempt to write a readonly database: permissions, "
+            r"an immutable file, or a read-only file system\)\. Make the file and its folder "
+            r"writable, or copy the store \(with its -wal file, if any\) to a writable folder; "
+            r"the amber commands that read a store work on it\.$",
+        ):
+            rt.start()
+        rt.stop()
+        assert not (tmp_path / "amber.db.runner").exists()
+        monkeypatch.undo()
+        with SQLiteStore(db) as store:
+            assert store.load_state("s").seq == 1
