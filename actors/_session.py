@@ -338,7 +338,8 @@ class SessionActor(pykka.ThreadingActor):
                 self._step(RunnerFailed(reason=f"{type(exc).__name__}: {exc}", **self._svc.stamp()))
             except Exception:
                 log.exception("session %s cannot go on; it stops and reloads", self.session_id)
-                self._asks.fail_all(SessionGone(f"Session {self.session_id!r} failed: {exc}."))
+                failed = f"Session {self.session_id!r} failed: {str(exc).rstrip('.')}."
+                self._asks.fail_all(SessionGone(failed))
                 self._close()
                 self._svc.forget(self.session_id, self.actor_ref)
                 self.stop()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from harness import WAIT, RuntimeFactory, make_runtime
 
-from actors import AskTimeout, Runtime, ScriptedModel, reply
+from actors import AskTimeout, Runtime, ScriptedModel, SessionGone, reply
 from runtime import Category, MessageAdded, Status, StoreError, new_message
 from runtime.store import MemoryStore, SQLiteStore
 from runtime.testing import check_invariants
@@ -165,3 +165,28 @@ class TestARuntimeOnAStoreThatCannotBeWritten:
         monkeypatch.undo()
         with SQLiteStore(db) as store:
             assert store.load_state("s").seq == 1
+
+
+class TestASessionThatCannotGoOn:
+    def test_its_asks_fail_with_one_sentence(self, make_runtime: RuntimeFactory) -> None:
+        """A session whose store stops taking writes mid-turn (the turn cannot even be
+        failed) fails its asks with SessionGone quoting the store's error once, without a
+        doubled full stop (it ended "... was stored.."); the session loads again later."""
+        store = WriteFailingStore()
+        calls: list[Any] = []
+
+        def fill_the_disk(request: Any) -> Any:
+            calls.append(request)
+            if len(calls) == 1:
+                store.failing = True  # before the model's first chunk is stored
+            return reply("stored")
+
+        rt = make_runtime(model=ScriptedModel(fill_the_disk), store=store)
+        with pytest.raises(SessionGone) as raised:
+            rt.ask("s", "hello", timeout=WAIT)
+        assert str(raised.value) == (
+            "Session 's' failed: Cannot write: database or disk is full (injected)."
+        )
+        store.failing = False
+        rt.wait_passivated("s", timeout=WAIT)
+        assert rt.ask("s", "again", timeout=WAIT).text == "stored"
