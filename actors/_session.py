@@ -197,6 +197,10 @@ class SessionActor(pykka.ThreadingActor):
         With ``settled=True`` it also waits until every message an adapter
         delivers has been reported delivered.
         """
+        if self._stopping:
+            raise RuntimeStopped("The runtime stopped before the session was idle.")
+        if self._closed:  # it stops: the router asks the session's next actor
+            raise pykka.ActorDeadError(f"Session actor {self.session_id!r} is closing.")
         future: ThreadingFuture[SessionState] = ThreadingFuture()
         self._waiters.append((settled, future))
         self._notify()
@@ -338,12 +342,27 @@ class SessionActor(pykka.ThreadingActor):
                 self._step(RunnerFailed(reason=f"{type(exc).__name__}: {exc}", **self._svc.stamp()))
             except Exception:
                 log.exception("session %s cannot go on; it stops and reloads", self.session_id)
-                failed = f"Session {self.session_id!r} failed: {str(exc).rstrip('.')}."
-                self._asks.fail_all(SessionGone(failed))
-                self._close()
-                self._svc.forget(self.session_id, self.actor_ref)
-                self.stop()
+                self._give_up(exc)
+                return None
+            machine = self._machine
+            if machine.run is None and machine.state.active_turn is None and machine.state.queued:
+                # A turn could not start (its write failed) and nothing runs to fail: no
+                # step would start it again, and the input would wait for ever.
+                log.warning("session %s cannot start a turn; it stops and reloads", self.session_id)
+                self._give_up(exc)
         return None
+
+    def _give_up(self, exc: Exception) -> None:
+        """Stop after a failure the session cannot go on from: whoever waits on it is told,
+        and its next call loads it again from the store."""
+        gone = SessionGone(f"Session {self.session_id!r} failed: {str(exc).rstrip('.')}.")
+        self._asks.fail_all(gone)
+        for _, future in self._waiters:
+            future.set_exception((SessionGone, gone, None))
+        self._waiters.clear()
+        self._close()
+        self._svc.forget(self.session_id, self.actor_ref)
+        self.stop()
 
     # -- the shell ---------------------------------------------------------------------------
 

@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 from harness import WAIT, RuntimeFactory, make_runtime
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from actors import AskTimeout, Runtime, ScriptedModel, SessionGone, reply
-from runtime import Category, MessageAdded, Status, StoreError, new_message
+from actors import AskTimeout, Runtime, ScriptedModel, SessionGone, Settings, hang, reply
+from runtime import Category, MessageAdded, Status, StoreError, TurnStarted, new_message
 from runtime.store import MemoryStore, SQLiteStore
 from runtime.testing import check_invariants
 
@@ -190,3 +192,96 @@ class TestASessionThatCannotGoOn:
         store.failing = False
         rt.wait_passivated("s", timeout=WAIT)
         assert rt.ask("s", "again", timeout=WAIT).text == "stored"
+
+
+_OPS = st.lists(
+    st.sampled_from(["fail", "heal", "send", "ask", "drop", "wait"]), min_size=1, max_size=12
+)
+
+
+class TestWhateverFails:
+    @settings(max_examples=25, deadline=None)
+    @given(ops=_OPS)
+    def test_no_call_hangs_and_the_store_holds_what_was_acknowledged(
+        self, ops: list[str]
+    ) -> None:
+        """Sends, asks, waits and reloads of a session while its store refuses writes at
+        any moment: no call hangs; an input whose call returned (or answered) is stored; one
+        whose call raised StoreError is not (a session that stopped, SessionGone, may hold
+        it); once the store writes again, every stored input is answered."""
+        store = _with_pending_input()
+        with Runtime(
+            model=ScriptedModel(lambda request: reply("ok")),
+            store=store,
+            settings=Settings(passivate_after=None),
+        ) as rt:
+            kept, refused = {"one"}, set()
+            for n, op in enumerate(ops):
+                text = f"{op} {n}"
+                try:
+                    if op == "fail":
+                        store.failing = True
+                    elif op == "heal":
+                        store.failing = False
+                    elif op == "send":
+                        rt.send("s", text)
+                        kept.add(text)
+                    elif op == "ask":
+                        answer = rt.ask("s", text, timeout=WAIT)
+                        kept.add(text)
+                        assert answer.input.content == text
+                    elif op == "drop":
+                        rt.router.drop("s")
+                    else:
+                        rt.wait_idle("s", timeout=WAIT)
+                except StoreError:
+                    refused.add(text)
+                except SessionGone:
+                    pass
+            store.failing = False
+            state = rt.wait_idle("s", timeout=WAIT)
+        inputs = {m.content for m in state if m.role.value == "user"}
+        assert kept <= inputs
+        assert not refused & inputs
+        assert all(m.status is not Status.PENDING_AGENT for m in state)
+
+
+class TurnStartFailingStore(MemoryStore):
+    """A memory store that refuses, while ``failing`` is set, the writes that start a turn."""
+
+    failing = False
+
+    def append(self, events: Any) -> Any:
+        events = list(events)
+        if self.failing and any(isinstance(e, TurnStarted) for e in events):
+            raise StoreError("Cannot write: database or disk is full (injected).")
+        return super().append(events)
+
+
+class TestATurnThatCannotStart:
+    def test_the_session_reloads_instead_of_leaving_its_input_waiting(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """An input that interrupts a turn is stored, but the write that starts its turn
+        fails: the session once stayed live with the input waiting and nothing to start it
+        (wait_idle never returned). It stops (its waiters are told) and the next call loads
+        it again, which answers the input."""
+        store = TurnStartFailingStore()
+        called = threading.Event()
+
+        def model(request: Any) -> Any:
+            if not called.is_set():
+                called.set()
+                return hang()
+            return reply("ok")
+
+        rt = make_runtime(model=ScriptedModel(model), store=store)
+        rt.send("s", "first")
+        assert called.wait(WAIT)
+        store.failing = True
+        second = rt.send("s", "second")  # stored; the turn it starts cannot be
+        assert rt.wait_passivated("s", timeout=WAIT), "the session stayed live, stuck"
+        store.failing = False
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert state.message(second.id).status is Status.PROCESSED
+        check_invariants(rt.timeline("s"))
