@@ -202,9 +202,7 @@ _OPS = st.lists(
 class TestWhateverFails:
     @settings(max_examples=25, deadline=None)
     @given(ops=_OPS)
-    def test_no_call_hangs_and_the_store_holds_what_was_acknowledged(
-        self, ops: list[str]
-    ) -> None:
+    def test_no_call_hangs_and_the_store_holds_what_was_acknowledged(self, ops: list[str]) -> None:
         """Sends, asks, waits and reloads of a session while its store refuses writes at
         any moment: no call hangs; an input whose call returned (or answered) is stored; one
         whose call raised StoreError is not (a session that stopped, SessionGone, may hold
