@@ -67,7 +67,13 @@ def serves(
 
 
 class DeliverySink(Protocol):
-    """Where adapters report what they delivered (the gateway)."""
+    """Where adapters report what they delivered (the gateway).
+
+    A sink may also have ``failed(session_id, message_id, adapter, error)``: an adapter
+    could not send ``message_id`` (its ``render`` raised), and ``adapter`` (its actor ref)
+    may be told the message again later (the runtime's router retries it, see
+    ``Settings.delivery_retries``). A sink without it is not told of failures.
+    """
 
     def delivered(self, session_id: str, message_id: str, expected: Status) -> None:
         """``message_id`` of ``session_id`` was sent or absorbed; it had status ``expected``."""
@@ -157,7 +163,7 @@ class Adapter(pykka.ThreadingActor):
         if rule.visibility is Visibility.SHOWN:
             try:
                 self.render(update, rule.presentation)
-            except Exception:
+            except Exception as exc:
                 # The contract: a message that fails to render stays undelivered, and
                 # the adapter goes on with the next update.
                 _log.exception(
@@ -167,6 +173,8 @@ class Adapter(pykka.ThreadingActor):
                     update.session_id,
                     message.status,
                 )
+                if awaits_delivery(message):
+                    self._failed(message, exc)
                 return
         if awaits_delivery(message):
             # Inputs (pending_agent) are shown but never delivered: the person posted them.
@@ -197,6 +205,18 @@ class Adapter(pykka.ThreadingActor):
                 "runtime (Runtime(adapters=[...])) before it delivers."
             )
         self._sink.delivered(message.session_id, message.id, message.status)
+
+    def _failed(self, message: Message, error: Exception) -> None:
+        """Tell the sink (if it takes failures) that ``message`` was not sent: it may be
+        told to this adapter again later."""
+        failed = getattr(self._sink, "failed", None)
+        if failed is None:
+            return
+        try:
+            reason = f"{type(error).__name__}: {error}"
+            failed(message.session_id, message.id, self.actor_ref, reason)
+        except Exception:
+            _log.exception("%s could not report a failed send", type(self).__name__)
 
     @staticmethod
     def category(message: Message) -> Category:

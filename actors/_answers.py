@@ -17,7 +17,7 @@ import contextlib
 import math
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 import trio
@@ -122,6 +122,8 @@ class ReplyWaiter:
         """The input as stored, once it is."""
         self.cancelled = False
         """True once the caller stopped waiting (its turn is interrupted)."""
+        self.abandoned = False
+        """True once the caller's wait timed out (the turn goes on, nobody waits for it)."""
 
     @property
     def done(self) -> bool:
@@ -289,9 +291,14 @@ class ReplyStream:
     """The live events of one ask, then its ``Reply`` (what ``Runtime.stream`` returns).
 
     An async iterator (``async for event in rt.stream(...)``) and an async
-    context manager. The ask starts with the first ``__anext__``. Leaving
-    early — ``break``, an exception, ``aclose()``, the ``async with`` block —
-    interrupts the turn that answers the input.
+    context manager. The ask starts with the first ``__anext__``. Leaving the
+    ``async with`` block, ``aclose()``, or an exception (or cancellation) out
+    of ``__anext__`` interrupts the turn that answers the input, if it has not
+    answered yet. A plain ``break`` does not call the stream: the turn is
+    interrupted only when the stream is garbage collected, at once for
+    ``async for event in rt.stream(...)`` in CPython, but not while a variable
+    still holds it. For a deterministic end write ``async with rt.stream(...)
+    as events: async for event in events: ...``.
     """
 
     def __init__(
@@ -307,6 +314,15 @@ class ReplyStream:
 
     def __aiter__(self) -> ReplyStream:
         return self
+
+    def __iter__(self) -> NoReturn:
+        # InvalidConfig is a TypeError, what iterating a non-iterable raises.
+        raise InvalidConfig(
+            "rt.stream() is async: iterate it with `async for event in rt.stream(...)` "
+            "(or `async with rt.stream(...) as events: async for event in events`) in an "
+            "asyncio or trio task; nothing was sent. From sync code call rt.ask(...) for the "
+            "reply, with rt.subscribe(on_delta=...) for the pieces as they stream."
+        )
 
     async def __anext__(self) -> StreamEvent | Reply:
         if self._finished:
@@ -343,5 +359,6 @@ class ReplyStream:
             self._cancel(waiter)
 
     def __del__(self) -> None:
-        # ``break`` out of ``async for`` drops the last reference: stop the turn then.
+        # ``break`` out of ``async for rt.stream(...)`` drops the last reference: stop the
+        # turn then (a stream held in a variable waits for ``aclose`` or ``async with``).
         self._stop()

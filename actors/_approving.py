@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from runtime import Message, SessionState, UnknownSession
+from runtime import InvalidInput, Message, SessionState, UnknownSession
 
 from ._drafts import session_id_of
 from ._errors import NotAwaitingApproval, OwnedElsewhere
@@ -51,11 +51,14 @@ class Approving:
         runs the tool and goes on with the turn.
 
         Raises:
+            InvalidInput: ``call_id`` is not a non-empty str, or ``by`` not a str or None.
+            UnknownSession: the store has no such session.
             NotAwaitingApproval: no call of that id waits (it was decided, or its
                 turn ended), or a decision on it is stored already for its worker.
             InvalidConfig: the call is of a tool this runtime does not have, and the
                 store is not shared (no other runtime could run it).
         """
+        _check_decision("approve", call_id, None, by)
         self._decide(session_id, call_id, True, None, by)
 
     def deny(
@@ -70,9 +73,13 @@ class Approving:
         answers the call and goes on with the turn.
 
         Raises:
+            InvalidInput: ``call_id`` is not a non-empty str, or ``reason`` or ``by``
+                not a str or None.
+            UnknownSession: the store has no such session.
             NotAwaitingApproval: no call of that id waits, or a decision on it is stored
                 already for its worker.
         """
+        _check_decision("deny", call_id, reason, by)
         self._decide(session_id, call_id, False, reason, by)
 
     def pending_approvals(self, session_id: str) -> list[Message]:
@@ -87,6 +94,8 @@ class Approving:
         self, session_id: str, call_id: str, approved: bool, reason: str | None, by: str | None
     ) -> None:
         session_id = session_id_of(session_id, stored=True)  # a call to decide is stored
+        if self.router.live(session_id) is None:
+            self.state(session_id)  # UnknownSession, before an actor is made for it
         keeper = self._keeper
         # Shared store: decide here only if this runtime may run the session and has the
         # tool (it would go on with the turn); else the worker that runs the session takes
@@ -94,7 +103,11 @@ class Approving:
         if (
             keeper is not None
             and self.router.live(session_id) is None
-            and (not self._can_run(session_id, call_id) or not keeper.ensure(session_id))
+            and (
+                not getattr(self, "run_sessions", True)  # a front end: the workers decide
+                or not self._can_run(session_id, call_id)
+                or not keeper.ensure(session_id)
+            )
         ):
             keeper.store_decision(session_id, call_id, approved, reason, by)
             return
@@ -128,3 +141,23 @@ class Approving:
             return True  # nothing waits: the session says so when asked
         called = state.message(message_id).tool_call
         return called is None or called.name in self._tool_refs
+
+
+def _check_decision(verb: str, call_id: object, reason: object, by: object) -> None:
+    """Refuse a decision's arguments of the wrong type before the session is asked."""
+    if not isinstance(call_id, str) or not call_id:
+        raise InvalidInput(
+            f"{verb}() takes the tool call's id as a str (got {call_id!r} that is a "
+            f"{type(call_id).__name__!r}): the id of a call that waits, like "
+            "rt.pending_approvals(session)[0].tool_call.id, or ApprovalNeeded.call_id."
+        )
+    if reason is not None and not isinstance(reason, str):
+        raise InvalidInput(
+            f"{verb}() takes a reason that is a str or None (got {reason!r} that is a "
+            f"{type(reason).__name__!r}); the model reads it in the denial."
+        )
+    if by is not None and not isinstance(by, str):
+        raise InvalidInput(
+            f"{verb}() takes by= as a str or None (got {by!r} that is a {type(by).__name__!r}); "
+            "it names who decided, for the record."
+        )

@@ -73,7 +73,7 @@ class Asking:
         _check_timeout(timeout)
         waiter = self._start_ask(session_id, text, fields, None)
         if not waiter.wait(timeout):
-            raise _timeout(session_id, waiter, timeout)
+            _abandon(waiter, session_id, timeout)
         return waiter.result()
 
     async def ask_async(
@@ -99,7 +99,7 @@ class Asking:
                 self._cancel_ask(session_id, waiter)
             raise
         if not resolved:
-            raise _timeout(session_id, waiter, timeout)
+            _abandon(waiter, session_id, timeout)
         return waiter.result()
 
     def stream(self, session_id: str, text: UserInput | str, **fields: Any) -> ReplyStream:
@@ -108,8 +108,11 @@ class Asking:
         ``async for event in rt.stream("s1", "hi"):`` yields ``TextPiece`` and
         ``ReasoningPiece`` as the model streams, ``ToolCallStarted``,
         ``ApprovalNeeded`` and ``ToolResult`` as tools are called, and the
-        ``Reply`` last. Works from asyncio and trio; leaving the loop early
-        interrupts the turn.
+        ``Reply`` last. Works from asyncio and trio. To stop early and
+        interrupt the turn deterministically, iterate inside
+        ``async with rt.stream(...) as events:`` or call ``await events.aclose()``;
+        a bare ``break`` interrupts only once the stream is garbage collected
+        (at once when nothing else holds it, in CPython).
 
         Raises:
             InvalidInput: the input breaks a rule (when iteration starts); nothing was stored.
@@ -141,6 +144,18 @@ class Asking:
             self.router.tell(session_id, CancelAsk(waiter))
         except Exception:  # the runtime is stopping: the turn ends with it
             return
+
+
+def _abandon(waiter: ReplyWaiter, session_id: str, timeout: float | None) -> None:
+    """The caller's wait timed out: its session no longer keeps the ask (an ask nobody
+    waits for would keep the session from passivating while its turn waits for approval).
+
+    Raises:
+        AskTimeout: unless the answer came just as the wait timed out.
+    """
+    waiter.abandoned = True
+    if not waiter.done:
+        raise _timeout(session_id, waiter, timeout)
 
 
 def _timeout(session_id: str, waiter: ReplyWaiter, timeout: float | None) -> AskTimeout:

@@ -49,6 +49,12 @@ class AskBook:
         """An asked input was stored."""
         self._asks[message_id] = (waiter, [None])
 
+    def drop_abandoned(self) -> None:
+        """Forget the asks whose callers' waits timed out (nobody waits for their reply)."""
+        for message_id, (waiter, _) in list(self._asks.items()):
+            if waiter.abandoned:
+                del self._asks[message_id]
+
     def fail_all(self, error: BaseException) -> None:
         """The session stopped: every caller gets ``error``."""
         asks, self._asks = self._asks, {}

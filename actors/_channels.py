@@ -8,7 +8,8 @@ is interrupted first), then the reply with a header of turn metrics.
 ``SilentChannelAdapter`` is the WeChat-like channel: no in-place edits, so
 thoughts and tool traffic are absorbed (reported delivered, never sent), and
 only replies, notifications and crash notices are posted, split into chunks
-the platform accepts.
+the platform accepts. A reply an interrupt cut short is absorbed too (a sent
+message cannot be recalled; the turn that follows answers every input).
 
 Both send through a ``ChatPlatform`` (``FakePlatform`` in tests), keyed by
 each message's ``channel_id``. Which messages reach ``render`` is the
@@ -17,9 +18,11 @@ each message's ``channel_id``. Which messages reach ``render`` is the
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from runtime import (
     INTERRUPTED_MARK,
@@ -159,6 +162,29 @@ def _check_client(adapter: type[_ChatAdapter], client: object) -> ChatPlatform:
     return client  # type: ignore[return-value]
 
 
+def _takes_key(send: object) -> bool:
+    """True when ``send`` accepts the keyword ``idempotency_key`` (by name, or ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(send).parameters.values()  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # a builtin without a signature: call it plainly
+        return False
+    for parameter in parameters:
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            return True
+        if parameter.name == "idempotency_key" and parameter.kind in (
+            inspect.Parameter.KEYWORD_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        ):
+            return True
+    return False
+
+
+def _chunk_key(message_id: str, index: int, count: int) -> str:
+    """The idempotency key of chunk ``index`` (from 0) of ``count`` posted for a message:
+    its id when it is posted whole, else ``id/1``, ``id/2`` …"""
+    return message_id if count == 1 else f"{message_id}/{index + 1}"
+
+
 class _ChatAdapter(Adapter):
     """What both reference chat adapters share: a platform client and chunked sends."""
 
@@ -174,19 +200,30 @@ class _ChatAdapter(Adapter):
         super().__init__(platform=platform, sessions=sessions, channels=channels)
         self.client = _check_client(type(self), client)
         self.max_chars = _check_limit(max_chars)
+        self._keyed = _takes_key(self.client.send)
 
     needs: tuple[str, ...] = ("send",)
     """The client methods it calls (checked when it is made)."""
+
+    def post(self, channel_id: str, text: str, key: str) -> str:
+        """Post ``text`` on ``channel_id`` with idempotency key ``key`` (if the client's
+        ``send`` takes one); return the platform's message id."""
+        if self._keyed:
+            send: Any = self.client.send
+            return str(send(channel_id, text, idempotency_key=key))
+        return self.client.send(channel_id, text)
 
     def send_text(self, message: Message, text: str) -> list[str]:
         """Post ``text`` on ``message``'s channel in chunks; return their platform ids.
 
         A failure part-way leaves the chunks already posted; the message stays
-        undelivered, so a retry posts the whole text again.
+        undelivered, so a retry posts the whole text again (with the same keys: see
+        ``_chunk_key``).
         """
+        chunks = split_text(text, self.max_chars)
         return [
-            self.client.send(message.channel_id, chunk)
-            for chunk in split_text(text, self.max_chars)
+            self.post(message.channel_id, chunk, _chunk_key(message.id, index, len(chunks)))
+            for index, chunk in enumerate(chunks)
         ]
 
 
@@ -227,12 +264,14 @@ class LiveChannelAdapter(_ChatAdapter):
         category = self.category(message)
         if category is Category.THOUGHT:
             line = f"💭 {clip(_first_line(message.content), self.label_chars)}"
-            self.client.send(
-                message.channel_id, line + (" (interrupted)" if _interrupted(message) else "")
+            self.post(
+                message.channel_id,
+                line + (" (interrupted)" if _interrupted(message) else ""),
+                message.id,
             )
         elif category is Category.TOOL_CALL:
             label = _tool_label(message, self.label_chars)
-            line_id = self.client.send(message.channel_id, f"⏳ {label}")
+            line_id = self.post(message.channel_id, f"⏳ {label}", message.id)
             self._remember(update.session_id, message, line_id, label)
         elif category is Category.TOOL_RESULT:
             self._settle(update.session_id, message)
@@ -254,7 +293,7 @@ class LiveChannelAdapter(_ChatAdapter):
             # The call was drawn before this adapter started (a runner that stopped or died,
             # its turn recovered here): post the outcome instead, as a result does.
             label = _tool_label(message, self.label_chars)
-            self.client.send(message.channel_id, f"⏹ {label} (interrupted)")
+            self.post(message.channel_id, f"⏹ {label} (interrupted)", f"{message.id}/interrupted")
         else:
             line_id, label = line
             self.client.edit(line_id, f"⏹ {label} (interrupted)")
@@ -273,7 +312,7 @@ class LiveChannelAdapter(_ChatAdapter):
         text = f"❌ {label} ({result.error_type or 'error'})" if result.is_error else f"✅ {label}"
         if line is None:
             # The call was drawn before this adapter started: post the outcome instead.
-            self.client.send(result.channel_id, text)
+            self.post(result.channel_id, text, result.id)
         else:
             self.client.edit(line[0], text)
             del self._lines[key]
@@ -283,13 +322,20 @@ class SilentChannelAdapter(_ChatAdapter):
     """A WeChat-like channel: only replies, notifications and crash notices are posted.
 
     Thoughts, tool calls and tool results never reach ``render``: the channel
-    rule absorbs them, so the base class reports them delivered unsent.
+    rule absorbs them, so the base class reports them delivered unsent. A reply
+    an interrupt cut short (``metadata["interrupted"]``) is reported delivered
+    unsent as well, unless ``send_interrupted``: the platform cannot edit or
+    recall it, and the turn that interrupted it answers all the inputs.
 
     Args:
         client: the chat platform it posts to (a ``FakePlatform`` in tests).
         platform: the ``chatbot_id`` it serves (default ``wechat``).
         max_chars: the platform's message size; longer text is split on
             paragraph boundaries.
+        send_interrupted: post a cut-short reply too, ending in an
+            ``(interrupted)`` line (default False). Worth it when turns are
+            stopped with ``Runtime.interrupt()`` and no new turn follows, so
+            the person sees what the agent had said.
     """
 
     kind = ChannelKind.SILENT
@@ -300,15 +346,27 @@ class SilentChannelAdapter(_ChatAdapter):
         *,
         platform: str = "wechat",
         max_chars: int = 2000,
+        send_interrupted: bool = False,
         sessions: Iterable[str] | None = None,
         channels: Iterable[str] | None = None,
     ) -> None:
         super().__init__(
             client, platform=platform, max_chars=max_chars, sessions=sessions, channels=channels
         )
+        if not isinstance(send_interrupted, bool):
+            raise InvalidConfig(
+                f"SilentChannelAdapter's send_interrupted must be True or False (got "
+                f"{send_interrupted!r}); True posts a reply an interrupt cut short, marked "
+                "(interrupted)."
+            )
+        self.send_interrupted = send_interrupted
 
     def render(self, update: Update, presentation: Presentation) -> None:
-        """Post outbound text in chunks; inputs are not echoed."""
+        """Post outbound text in chunks; inputs are not echoed, nor (by default) a reply
+        an interrupt cut short."""
         message = update.message
-        if self.category(message) in _TEXT_OUT:
-            self.send_text(message, _outbound_text(message))
+        if self.category(message) not in _TEXT_OUT:
+            return
+        if _interrupted(message) and not self.send_interrupted:
+            return  # delivered unsent, like a thought: the next turn answers
+        self.send_text(message, _outbound_text(message))

@@ -13,19 +13,25 @@ runner that is gone, and it is recovered at once instead of after
 a crash held back), ``"none"`` (the default: a program or a debugging
 command touches only the sessions it sends to), or the ids of the sessions
 to continue.
+
+``running_turns`` tells ``amber recover`` which active turns are running rather than
+orphaned: on SQLite, those of the runner that holds the lock; on PostgreSQL, those of
+sessions whose lease is held and unexpired.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Any, Literal
 
 from runtime import StoreError
+from runtime.store import SessionInfo, SQLiteStore
 
 from ._errors import InvalidConfig
 
@@ -34,7 +40,15 @@ try:  # POSIX; elsewhere the lock is not taken (and every store counts as shared
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["Resume", "RunnerLock", "StoreBusy", "new_runner_id", "resume_policy"]
+__all__ = [
+    "Resume",
+    "RunnerLock",
+    "StoreBusy",
+    "new_runner_id",
+    "resume_policy",
+    "runner_lock_holder",
+    "running_turns",
+]
 
 Resume = Literal["all", "none"] | Iterable[str]
 """Which stored sessions a starting runtime resumes: ``"all"``, ``"none"`` or their ids."""
@@ -125,3 +139,67 @@ class RunnerLock:
             with contextlib.suppress(OSError):
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
         handle.close()
+
+
+_HOLDER = re.compile(r"^pid (\d+), (.+), since (\S+)$")
+"""What ``RunnerLock.acquire`` writes into the lock: its pid, runner id and start time."""
+
+
+def runner_lock_holder(db: str | os.PathLike[str]) -> str | None:
+    """What the runtime that runs the SQLite store ``db`` wrote into its runner lock
+    (``"pid 123, runner_…, since …"``, or ``"an unknown process"``); None when no runtime
+    runs it.
+
+    The lock is tested by taking it shared for a moment (a runtime that starts in that
+    moment is refused with ``StoreBusy``, as while any runtime runs the store); a lock
+    file that does not exist was never taken.
+    """
+    if fcntl is None:  # pragma: no cover - Windows
+        return None
+    path = Path(f"{os.path.realpath(os.fspath(db))}.runner")
+    try:
+        handle = path.open("r", encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle.read().strip() or "an unknown process"
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return None
+
+
+def running_turns(store: Any, sessions: Iterable[SessionInfo], *, now: datetime) -> dict[str, str]:
+    """The sessions among ``sessions`` whose active turn a live runtime is running, each
+    with who runs it: orphan recovery must leave them alone (a model call would be made
+    again, a tool might run twice).
+
+    - A SQLite store whose runner lock is held: the turns that lock's runner started (when
+      the lock does not say which runner holds it, every active turn).
+    - A PostgreSQL store: the turns of sessions whose lease is held and unexpired at
+      ``now`` (a worker that died stops renewing, and its leases expire after their ttl).
+    """
+    active = [info for info in sessions if info.active_turn_id is not None]
+    running: dict[str, str] = {}
+    if not active:
+        return running
+    if isinstance(store, SQLiteStore):
+        holder = runner_lock_holder(store.path)
+        if holder is None:
+            return running
+        match = _HOLDER.match(holder)
+        runner = match.group(2) if match else None
+        for info in active:
+            turn = store.load_state(info.session_id).active_turn if runner else None
+            if runner is None or (turn is not None and turn.runner == runner):
+                running[info.session_id] = f"the runtime that runs this store ({holder})"
+    elif callable(getattr(store, "lease", None)):
+        for info in active:
+            lease = store.lease(info.session_id)
+            if lease is not None and lease.expires_at > now:
+                until = lease.expires_at.isoformat(timespec="seconds")
+                running[info.session_id] = (
+                    f"the worker that holds its lease ({lease.owner}, until {until})"
+                )
+    return running

@@ -35,7 +35,14 @@ class PlatformError(AmberError, ConnectionError):
 
 
 class ChatPlatform(Protocol):
-    """What a channel adapter needs from a chat platform."""
+    """What a channel adapter needs from a chat platform.
+
+    ``send`` may also take a keyword ``idempotency_key`` (or ``**kwargs``): the chat
+    adapters then pass one key per platform message they post, the same key each time
+    they post it again (delivery is at-least-once: a reply sent just before a crash, or
+    a send retried after a failure part-way, is sent again), so the platform client can
+    drop the duplicate. A ``send(channel_id, text)`` without it is called without it.
+    """
 
     def send(self, channel_id: str, text: str) -> str:
         """Post ``text`` on ``channel_id``; return the platform's id for the new message.
@@ -66,6 +73,8 @@ class PlatformMessage:
     """The text it was posted with."""
     edits: tuple[str, ...] = ()
     """The texts it was edited to, oldest first."""
+    idempotency_key: str | None = None
+    """The key the adapter sent it with (None: none)."""
 
     @property
     def current(self) -> str:
@@ -94,6 +103,8 @@ class PlatformAction:
     """Its channel."""
     text: str
     """The text sent, or the text after the edit."""
+    idempotency_key: str | None = None
+    """The key a send was made with (None: none, or an edit)."""
 
 
 FailWhen = Callable[[PlatformActionKind, str, str], bool]
@@ -107,13 +118,20 @@ class FakePlatform:
         name: a label for error messages (``discord``, ``wechat``).
         fail_when: optional predicate ``(kind, channel_id, text)``; a call it
             returns True for raises ``PlatformError`` and records nothing.
+        dedupe: a send with an ``idempotency_key`` it has posted a message with
+            posts nothing and returns that message's id (as a platform client that
+            removes duplicates would).
 
     ``fail_next(n)`` makes the next ``n`` sends fail, for tests of what an
     adapter does when its platform is down.
     """
 
-    def __init__(self, name: str = "fake", *, fail_when: FailWhen | None = None) -> None:
+    def __init__(
+        self, name: str = "fake", *, fail_when: FailWhen | None = None, dedupe: bool = False
+    ) -> None:
         self.name = name
+        self.dedupe = dedupe
+        self._keys: dict[str, str] = {}  # idempotency key -> the message posted with it
         # Re-entrant, so a fail_when predicate may read the platform back.
         self._lock = threading.RLock()
         self._messages: dict[str, PlatformMessage] = {}
@@ -121,8 +139,11 @@ class FakePlatform:
         self._fail_sends = 0
         self._fail_when = fail_when
 
-    def send(self, channel_id: str, text: str) -> str:
+    def send(self, channel_id: str, text: str, *, idempotency_key: str | None = None) -> str:
         """Post ``text`` on ``channel_id`` and return the new message's id.
+
+        With ``dedupe``, a send with a key already posted returns that message's id
+        and posts nothing.
 
         Raises:
             PlatformError: a failure was injected for this call.
@@ -134,11 +155,15 @@ class FakePlatform:
                     f"{self.name} refused to send to channel {channel_id!r} (injected failure)."
                 )
             self._check(PlatformActionKind.SEND, channel_id, text)
+            if self.dedupe and idempotency_key in self._keys:
+                return self._keys[idempotency_key]
             message_id = f"m{len(self._messages) + 1}"
             self._messages[message_id] = PlatformMessage(
-                id=message_id, channel_id=channel_id, text=text
+                id=message_id, channel_id=channel_id, text=text, idempotency_key=idempotency_key
             )
-            self._record(PlatformActionKind.SEND, message_id, channel_id, text)
+            if idempotency_key is not None:
+                self._keys.setdefault(idempotency_key, message_id)
+            self._record(PlatformActionKind.SEND, message_id, channel_id, text, idempotency_key)
             return message_id
 
     def edit(self, message_id: str, text: str) -> None:
@@ -195,8 +220,19 @@ class FakePlatform:
             )
 
     def _record(
-        self, kind: PlatformActionKind, message_id: str, channel_id: str, text: str
+        self,
+        kind: PlatformActionKind,
+        message_id: str,
+        channel_id: str,
+        text: str,
+        idempotency_key: str | None = None,
     ) -> None:
         self._actions.append(
-            PlatformAction(kind=kind, message_id=message_id, channel_id=channel_id, text=text)
+            PlatformAction(
+                kind=kind,
+                message_id=message_id,
+                channel_id=channel_id,
+                text=text,
+                idempotency_key=idempotency_key,
+            )
         )

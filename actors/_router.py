@@ -24,7 +24,7 @@ from runtime import Delivered, Status
 
 from ._errors import OwnedElsewhere, RuntimeStopped, SessionGone
 from ._services import Services
-from ._session import SessionActor
+from ._session import SendFailed, SessionActor
 
 __all__ = ["Router"]
 
@@ -243,6 +243,19 @@ class Router:
                 return
             except pykka.ActorDeadError:
                 self.forget(session_id, entry.ref)
+
+    def failed(
+        self, session_id: str, message_id: str, adapter: pykka.ActorRef[Any], error: str
+    ) -> None:
+        """An adapter could not send ``message_id``: its live session tries again later
+        (``Settings.delivery_retries``). A session not live is not loaded for it: loading
+        it announces its undelivered output again anyway."""
+        with self._lock:
+            entry = self._live.get(session_id)
+        if entry is None:
+            return
+        with contextlib.suppress(pykka.ActorDeadError):
+            entry.ref.tell(SendFailed(message_id=message_id, adapter=adapter, error=error))
 
     # -- passivation ---------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from runtime import (
 from runtime.store import SessionInfo, SQLiteStore, Store
 
 from ._adapter import Adapter
+from ._answers import ReplyWaiter, StreamEvent
 from ._approving import Approving
 from ._asking import Asking
 from ._drafts import post_draft, session_id_of, user_draft
@@ -52,6 +53,7 @@ from ._errors import (
     OwnedElsewhere,
     RuntimeStopped,
 )
+from ._frontend import AnswerWatch, StateWait, is_idle
 from ._gateway import Gateway, Subscription
 from ._ids import Clock, utc_now
 from ._leasing import LeaseKeeper
@@ -61,7 +63,7 @@ from ._router import Router
 from ._services import Monotonic, Services
 from ._settings import Settings
 from ._storage import StoreThread
-from ._stores import is_shared, open_store
+from ._stores import check_store, is_shared, open_store
 from ._tool_actor import ToolActor, ToolStats
 from ._toolbox import Toolbox
 from ._tools import Tool
@@ -77,7 +79,8 @@ class Runtime(Asking, Approving):
     """Amber's actor runtime: sessions, tools, adapters, a model and a store.
 
     Args:
-        model: the model every session calls (a ``ScriptedModel``, a provider).
+        model: the model every session calls (a ``ScriptedModel``, a provider);
+            required unless ``run_sessions=False``.
         store: a ``Store``, a SQLite file path (default ``amber.db``), or
             ``":memory:"`` for an in-memory store (tests).
         tools: ``Tool`` values (or plain callables, wrapped with ``tool``).
@@ -93,6 +96,12 @@ class Runtime(Asking, Approving):
         monotonic: monotonic seconds for durations (``time.monotonic`` by default).
         runner: this runtime's incarnation id, recorded with each turn it starts
             (default: a new random one; give one only to make runs reproducible).
+        run_sessions: False makes a front end on a shared (PostgreSQL) store: it
+            never runs a session nor takes a lease, and needs no ``model``. ``send``
+            and ``post`` store input for the workers (their ``NOTIFY`` wakes one),
+            ``approve`` and ``deny`` store decisions, and ``ask``, ``stream`` and
+            ``wait_idle`` read the answer from the store when a worker has stored it
+            (docs/scaling.md).
 
     Ids are derived from the session and its seq by the turn machine
     (``msg_3fa1c2b9_000017`` is the message added at seq 17), so every
@@ -109,7 +118,7 @@ class Runtime(Asking, Approving):
     def __init__(
         self,
         *,
-        model: Model,
+        model: Model | None = None,
         store: Store | str | os.PathLike[str] = "amber.db",
         tools: Iterable[Tool | Callable[..., Any]] = (),
         adapters: Iterable[pykka.ActorRef[Any]] = (),
@@ -118,10 +127,13 @@ class Runtime(Asking, Approving):
         clock: Clock = utc_now,
         monotonic: Monotonic = time.monotonic,
         runner: str | None = None,
+        run_sessions: bool = True,
     ) -> None:
         self._adapter_refs = _adapter_list(adapters)
         try:
             _check_adapters(self._adapter_refs)
+            check_store(store)
+            model = _front_end_model(model, run_sessions, resume)
             self._configure(model, tools, settings, resume, runner)
         except BaseException:
             # The adapters were handed over with this call: nothing else will stop them.
@@ -137,6 +149,9 @@ class Runtime(Asking, Approving):
         self._state = "new"
         self._store: StoreThread | None = None
         self._keeper: LeaseKeeper | None = None
+        self.run_sessions: bool = run_sessions
+        """False: a front end that stores input and reads answers (runs no session)."""
+        self._watch: AnswerWatch | None = None
         self._effects: Effects | None = None
         self._tool_refs: dict[str, pykka.ActorRef[Any]] = {}
         self.router = Router()
@@ -161,7 +176,7 @@ class Runtime(Asking, Approving):
             raise InvalidConfig(f"settings must be a Settings (got {settings!r}).")
         self.settings = settings or Settings()
         self.model = model
-        self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
+        self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(_tool_list(tools))
         self.resume = resume_policy(resume)
         """Which stored sessions ``start`` resumes (``"all"``, ``"none"`` or ids)."""
         if runner is not None and (not isinstance(runner, str) or not runner):
@@ -196,6 +211,16 @@ class Runtime(Asking, Approving):
             with self._lock:
                 self._state = "new"  # nothing started: ``stop`` stops the adapters handed over
             raise
+        if not self.run_sessions and not is_shared(opened):
+            opened.close()
+            with self._lock:
+                self._state = "new"
+            raise InvalidConfig(
+                f"run_sessions=False makes a front end for workers that share a PostgreSQL "
+                f"store, but {opened!r} is not shared (one runtime runs a SQLite file, and it "
+                "hears no other process). Pass store='postgresql://…', or run the sessions "
+                "here (run_sessions=True, with a model)."
+            )
         path = getattr(opened, "path", None) if isinstance(opened, SQLiteStore) else None
         if isinstance(opened, SQLiteStore) and opened.why_read_only is not None:
             why = opened.why_read_only
@@ -263,7 +288,12 @@ class Runtime(Asking, Approving):
                     turn_settings=services.turn_settings, ttl=settings.lease_ttl,
                     poll=settings.lease_poll, wake=resume == "all",
                 )  # fmt: skip
-                self._keeper.start()  # the router claims each session's lease from now on
+                if self.run_sessions:
+                    self._keeper.start()  # the router claims each session's lease from now on
+                else:
+                    self.router.claim = _runs_no_sessions  # no session is loaded here
+                    self._watch = AnswerWatch(store, poll=settings.lease_poll)
+                    self._watch.start()
             if resume != "none" and (not shared or resume != "all"):
                 for info in self._call_store(lambda s: s.list_sessions()):
                     if info.needs_runner and (resume == "all" or info.session_id in resume):
@@ -291,6 +321,8 @@ class Runtime(Asking, Approving):
             self._state = "stopping"
         if self._keeper is not None:
             self._keeper.close_intake()  # no session is claimed while the others shut down
+        if self._watch is not None:
+            self._watch.stop(_not_running("stopped"))
         # The drain: a reply an adapter is sending now is recorded delivered before the
         # sessions stop, so that a restart does not send it again.
         self.router.close(_not_running("stopped"), timeout=timeout, drain=self.gateway.drain)
@@ -385,7 +417,13 @@ class Runtime(Asking, Approving):
         return self._route_input(session_id, draft)
 
     def interrupt(self, session_id: str, reason: str = "interrupted by the user") -> bool:
-        """Interrupt the session's running turn; True if there was one."""
+        """Interrupt the session's running turn; True if there was one.
+
+        Raises:
+            OwnedElsewhere: this runtime runs no sessions (``run_sessions=False``).
+        """
+        if not self.run_sessions:
+            _runs_no_sessions(session_id, "interrupt")
         proxy = self.router.live(session_id)
         if proxy is None:
             return False
@@ -404,10 +442,16 @@ class Runtime(Asking, Approving):
         With ``settled`` (the default) it also waits until adapters have
         reported every message they deliver as delivered.
 
+        On a front end (``run_sessions=False``) it waits, from the store, until the
+        workers have answered every input and no turn runs (``settled`` is not
+        waited for: delivery is the workers' adapters' business).
+
         Raises:
             IdleTimeout: not idle within ``timeout`` seconds.
             UnknownSession: the store has no such session.
         """
+        if self._watch is not None:
+            return self._wait_idle_stored(session_id, timeout)
         if self.router.live(session_id) is None:
             info = self._call_store(lambda s: s.session(session_id) if session_id in s else None)
             if info is None:
@@ -424,8 +468,74 @@ class Runtime(Asking, Approving):
         try:
             state: SessionState = future.get(timeout=timeout)
         except pykka.Timeout:
-            raise IdleTimeout(self._not_idle(session_id, timeout, settled)) from None
+            self._forget_waiter(session_id, future, wait=True)
+            try:
+                state = future.get(timeout=0)  # answered just as the wait timed out
+            except pykka.Timeout:
+                raise IdleTimeout(self._not_idle(session_id, timeout, settled)) from None
+        except BaseException:  # KeyboardInterrupt, say: the caller no longer waits either
+            self._forget_waiter(session_id, future, wait=False)
+            raise
         return state
+
+    def _wait_idle_stored(self, session_id: str, timeout: float | None) -> SessionState:
+        """``wait_idle`` on a front end: woken by the store's notifications."""
+        assert self._watch is not None
+        if not self._call_store(lambda s: session_id in s):
+            raise UnknownSession(
+                f"Session {session_id!r} has no stored input to wait for: nothing was ever "
+                "accepted for it. Send it a message first, or list the stored sessions with "
+                "Runtime.sessions()."
+            )
+        wait = StateWait(is_idle)
+        if not self._watch.wait_state(session_id, wait, timeout):
+            raise IdleTimeout(
+                f"Session {session_id!r} was not idle within {timeout} s: the workers have not "
+                "answered every input yet (is a worker running? 'amber sessions' shows what "
+                "waits). Raise the timeout."
+            )
+        assert wait.state is not None
+        return wait.state
+
+    def _start_ask(
+        self,
+        session_id: str,
+        text: UserInput | str,
+        fields: dict[str, Any],
+        sink: Callable[[StreamEvent], None] | None,
+    ) -> ReplyWaiter:
+        if self._watch is None:
+            return super()._start_ask(session_id, text, fields, sink)
+        # A front end: store the input for the workers, then watch the store for its answer.
+        session_id = session_id_of(session_id)
+        draft = user_draft(
+            "ask", session_id, text, fields, self.clock, self._limits(), artifacts=self._artifacts()
+        )
+        message = self._route_input(session_id, draft)
+        waiter = ReplyWaiter(sink)
+        waiter.stored(message)
+        self._watch.watch_answer(session_id, message.id, waiter)
+        return waiter
+
+    def _cancel_ask(self, session_id: str, waiter: ReplyWaiter) -> None:
+        if self._watch is None:
+            super()._cancel_ask(session_id, waiter)
+            return
+        waiter.cancelled = True  # the turn runs on a worker: it goes on
+        self._watch.forget(session_id, waiter)
+
+    def _forget_waiter(self, session_id: str, future: Any, *, wait: bool) -> None:
+        """Drop a ``when_idle`` future nobody waits for from the session's actor (a waiter
+        left there would keep the session from ever passivating)."""
+        proxy = self.router.live(session_id)
+        if proxy is None:
+            return  # the actor stopped: its waiters went with it
+        try:
+            dropped = proxy.forget_waiter(future)
+            if wait:
+                dropped.get(timeout=self.settings.ask_timeout)
+        except Exception:  # gone or busy: a stopped actor holds no waiter
+            log.debug("session %s: a timed-out wait was not dropped", session_id, exc_info=True)
 
     def _not_idle(self, session_id: str, timeout: float | None, settled: bool) -> str:
         """IdleTimeout's message: what the session still waits for, asked of its actor."""
@@ -465,7 +575,10 @@ class Runtime(Asking, Approving):
                 return state
             except pykka.ActorDeadError:
                 pass
-        return self._call_store(lambda s: s.load_state(session_id))
+        try:
+            return self._call_store(lambda s: s.load_state(session_id))
+        except UnknownSession:
+            raise _unknown(session_id) from None
 
     def model_calls(self, session_id: str, turn_id: str | None = None) -> tuple[AuditRow, ...]:
         """The session's model calls (audit rows) in sequence order, running ones included.
@@ -481,7 +594,10 @@ class Runtime(Asking, Approving):
         Raises:
             UnknownSession: the store has no such session.
         """
-        return self._call_store(lambda s: s.load_timeline(session_id))
+        try:
+            return self._call_store(lambda s: s.load_timeline(session_id))
+        except UnknownSession:
+            raise _unknown(session_id) from None
 
     def sessions(self) -> list[SessionInfo]:
         """Every stored session, most recently active first."""
@@ -538,12 +654,78 @@ class Runtime(Asking, Approving):
         if self._state != "running":
             raise RuntimeStopped(_not_running(self._state))
         keeper = self._keeper
+        if keeper and not self.run_sessions:
+            return keeper.store_input(session_id, draft)  # a worker, woken, answers it
         if keeper and not self.router.live(session_id) and not keeper.ensure(session_id):
             return keeper.store_input(session_id, draft)  # its owner, elsewhere, is woken
         added: Message = self.router.call(
             session_id, lambda p: p.add_input(draft), timeout=self.settings.ask_timeout
         )
         return added
+
+
+def _front_end_model(model: Model | None, run_sessions: object, resume: object) -> Model:
+    """The model a runtime runs sessions with; a front end (``run_sessions=False``) that
+    runs none may have none."""
+    if not isinstance(run_sessions, bool):
+        raise InvalidConfig(
+            f"run_sessions must be True or False (got {run_sessions!r}); False makes a front "
+            "end that stores input for PostgreSQL workers and runs no session."
+        )
+    if run_sessions:
+        if model is None:
+            raise InvalidConfig(
+                "Runtime needs a model to run sessions: pass model=… (a ScriptedModel or a "
+                "provider model), or run_sessions=False for a front end that stores input "
+                "for the workers of a PostgreSQL store and runs no session."
+            )
+        return model
+    if resume != "none":
+        raise InvalidConfig(
+            f"A front end (run_sessions=False) resumes no sessions (got resume={resume!r}); "
+            "leave resume at 'none': the workers (resume='all') run them."
+        )
+    return model if model is not None else _NoModel()
+
+
+class _NoModel:
+    """A front end's model: never called (a front end loads no session)."""
+
+    name = "none"
+
+    async def stream(self, request: Any) -> Any:  # pragma: no cover - never loaded
+        raise InvalidConfig("This runtime runs no sessions (run_sessions=False).")
+        yield
+
+
+def _runs_no_sessions(session_id: str, what: str = "this") -> bool:
+    """The router's claim on a front end: every session is run by the workers."""
+    raise OwnedElsewhere(
+        f"Session {session_id!r} is run by the workers, not by this runtime (it was made with "
+        f"run_sessions=False): {what} needs the session's actor. send, post, ask, stream, "
+        "approve, deny and wait_idle work here; call the rest on a runtime that runs "
+        "sessions (with a model)."
+    )
+
+
+def _unknown(session_id: str) -> UnknownSession:
+    """The store's UnknownSession, with the hint a Runtime's caller can follow."""
+    return UnknownSession(
+        f"No session {session_id!r} is stored: nothing was ever accepted for it (an input "
+        "refused with InvalidInput stores nothing). Runtime.sessions() lists the stored "
+        "sessions."
+    )
+
+
+def _tool_list(tools: object) -> list[Any]:
+    if callable(tools) or isinstance(tools, str | bytes) or not hasattr(tools, "__iter__"):
+        name = getattr(tools, "__name__", None) or getattr(tools, "name", None)
+        example = f"[{name}]" if callable(tools) and isinstance(name, str) else "[my_tool]"
+        raise InvalidConfig(
+            f"tools takes a list of tools (functions, or Tools made with tool(...)); got "
+            f"{tools!r} that is a {type(tools).__name__!r}. Write tools={example}."
+        )
+    return list(tools)
 
 
 def _adapter_list(adapters: object) -> list[Any]:

@@ -63,6 +63,7 @@ from runtime import (
     awaits_delivery,
     step,
 )
+from runtime._state import as_own
 from runtime._turn_ops import stored_decision
 
 from ._answers import AskInput, CancelAsk, ReplyWaiter
@@ -72,7 +73,7 @@ from ._errors import InvalidConfig, RuntimeStopped, SessionGone
 from ._services import Services
 from ._tool_actor import ToolRequest
 
-__all__ = ["SessionActor"]
+__all__ = ["SendFailed", "SessionActor"]
 
 log = logging.getLogger("amber.session")
 
@@ -89,6 +90,32 @@ class _Wake:
     """The timer's name."""
     token: int
     """Which setting of that timer fired; an older one is stale and ignored."""
+
+
+@attrs.frozen
+class SendFailed:
+    """An adapter could not send one of this session's messages (told by the router)."""
+
+    message_id: str
+    """The message it failed to send."""
+    adapter: pykka.ActorRef[Any]
+    """The adapter: told the message again when it is retried."""
+    error: str
+    """What went wrong, for the log."""
+
+
+@attrs.define
+class _Redelivery:
+    """A message one adapter failed to send, and how often it has failed."""
+
+    message_id: str
+    adapter: pykka.ActorRef[Any]
+    failures: int
+
+
+_REDELIVER = "redeliver "
+"""The name prefix of the timers that try a failed send again (shell timers: the turn
+machine never sees them)."""
 
 
 class SessionActor(pykka.ThreadingActor):
@@ -110,6 +137,7 @@ class SessionActor(pykka.ThreadingActor):
         self._waiters: list[tuple[bool, ThreadingFuture[SessionState]]] = []
         self._awaiting: set[str] = set()  # messages an adapter will report delivered
         self._asks = AskBook()  # the inputs sent with ask, by id
+        self._redeliveries: dict[str, _Redelivery] = {}  # retry timer name -> failed send
         self._closed = False
         self._stopping = False  # shut down for a runtime stop: adapters' reports still apply
 
@@ -206,6 +234,17 @@ class SessionActor(pykka.ThreadingActor):
         self._notify()
         return future
 
+    def forget_waiter(self, future: ThreadingFuture[SessionState]) -> bool:
+        """Drop a ``when_idle`` future its caller stopped waiting for (it timed out or was
+        interrupted); True if it was still waiting, False if it was answered already.
+
+        A waiter left behind would keep the session from passivating for good
+        (``close_if_idle`` refuses while any waits)."""
+        kept = [(settled, f) for settled, f in self._waiters if f is not future]
+        dropped = len(kept) < len(self._waiters)
+        self._waiters = kept
+        return dropped
+
     def waiting_for(self, settled: bool = False) -> dict[str, str]:
         """What keeps ``when_idle(settled)`` from answering, in words (for ``IdleTimeout``):
         ``turn`` (a turn runs or waits to be recovered), ``inputs`` (inputs wait for a turn),
@@ -286,11 +325,27 @@ class SessionActor(pykka.ThreadingActor):
         return True
 
     def close_if_idle(self, seq: int) -> bool:
-        """Agree to passivate if nothing happened since ``seq`` and nothing is pending."""
-        if self._machine.is_quiet and self._machine.state.seq == seq and not self._waiters:
+        """Agree to passivate if nothing happened since ``seq`` and nothing is pending (no
+        ``when_idle`` caller, no ``ask`` caller waiting for a turn that waits for approval,
+        no failed send waiting to be tried again)."""
+        self._asks.drop_abandoned()
+        if (
+            self._machine.is_quiet
+            and self._machine.state.seq == seq
+            and not self._waiters
+            and not self._asks
+            and not self._retrying()
+        ):
             self._close()
             return True
         return False
+
+    def retrying(self) -> list[str]:
+        """Ids of the messages a failed send of which waits to be tried again, sorted."""
+        return sorted({self._redeliveries[name].message_id for name in self._retrying()})
+
+    def _retrying(self) -> list[str]:
+        return [name for name in self._timers if name.startswith(_REDELIVER)]
 
     def shutdown(self) -> None:
         """Stop for a runtime shutdown: a running turn gives its input back to pending."""
@@ -300,10 +355,7 @@ class SessionActor(pykka.ThreadingActor):
             log.exception("session %s: could not record the stopped turn", self.session_id)
         self._close()
         self._stopping = True
-        for _, future in self._waiters:
-            stopped = RuntimeStopped("The runtime stopped before the session was idle.")
-            future.set_exception((RuntimeStopped, stopped, None))
-        self._waiters.clear()
+        self._fail_waiters(RuntimeStopped("The runtime stopped before the session was idle."))
         self._asks.fail_all(RuntimeStopped("The runtime stopped before the turn answered."))
 
     # -- told by effects, tools, adapters and timers ---------------------------------------
@@ -325,11 +377,15 @@ class SessionActor(pykka.ThreadingActor):
             return self._ask(message)
         if isinstance(message, CancelAsk):
             return self._cancel_ask(message.waiter)
+        if isinstance(message, SendFailed):
+            return self._send_failed(message)
         if isinstance(message, _Wake):
             entry = self._timers.get(message.name)
             if entry is None or entry[0] != message.token:
                 return None  # replaced or cleared before it fired
             del self._timers[message.name]
+            if message.name.startswith(_REDELIVER):
+                return self._redeliver(message.name)
             message = TimerFired(name=message.name, **self._svc.stamp())
         if not isinstance(message, Input):
             log.warning("session %s ignores an unknown message %r", self.session_id, message)
@@ -357,9 +413,7 @@ class SessionActor(pykka.ThreadingActor):
         and its next call loads it again from the store."""
         gone = SessionGone(f"Session {self.session_id!r} failed: {str(exc).rstrip('.')}.")
         self._asks.fail_all(gone)
-        for _, future in self._waiters:
-            future.set_exception((SessionGone, gone, None))
-        self._waiters.clear()
+        self._fail_waiters(gone)
         self._close()
         self._svc.forget(self.session_id, self.actor_ref)
         self.stop()
@@ -437,6 +491,7 @@ class SessionActor(pykka.ThreadingActor):
         for _, handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
+        self._redeliveries.clear()  # a resumed load announces undelivered output again
         sid = self.session_id
         state = self._svc.store.call(lambda s: s.load_state(sid))
         self._machine = SessionMachine.load(state.result(self._svc.settings.store_timeout))
@@ -478,6 +533,48 @@ class SessionActor(pykka.ThreadingActor):
             return
         reason = "interrupted: the caller stopped waiting for the answer"
         self._step(Interrupt(reason=reason, input_id=message.id, **self._svc.stamp()))
+
+    def _send_failed(self, failed: SendFailed) -> None:
+        """An adapter could not send a message: tell it the message again after a backoff
+        (``Settings.delivery_retries`` times), then leave it undelivered until the session
+        is next loaded, which announces it again."""
+        state = self._machine.state
+        if failed.message_id not in state or not awaits_delivery(state.message(failed.message_id)):
+            return  # delivered meanwhile (by another adapter, say)
+        name = f"{_REDELIVER}{failed.message_id} {failed.adapter.actor_urn}"
+        entry = self._redeliveries.get(name)
+        failures = 1 if entry is None else entry.failures + 1
+        settings = self._svc.settings
+        if failures > settings.delivery_retries:
+            self._redeliveries.pop(name, None)
+            log.warning(
+                "session %s: message %s could not be sent (%s); tried %d times, it is not "
+                "tried again until the session is next loaded (its next input, or a restart)",
+                self.session_id, failed.message_id, failed.error, failures,
+            )  # fmt: skip
+            return
+        self._redeliveries[name] = _Redelivery(failed.message_id, failed.adapter, failures)
+        delay = settings.delivery_delay(failures)
+        log.info(
+            "session %s: message %s could not be sent (%s); retry %d of %d in %g s",
+            self.session_id, failed.message_id, failed.error, failures,
+            settings.delivery_retries, delay,
+        )  # fmt: skip
+        self._set_timer(name, delay)
+
+    def _redeliver(self, name: str) -> None:
+        """A retry timer fired: tell the adapter that failed the message again, if it still
+        waits to be delivered."""
+        entry = self._redeliveries.get(name)
+        state = self._machine.state
+        if entry is None or entry.message_id not in state:
+            return
+        message = state.message(entry.message_id)
+        if not awaits_delivery(message):
+            del self._redeliveries[name]
+            return
+        update = Update(session_id=self.session_id, seq=state.seq, message=as_own(state, message))
+        _tell(entry.adapter, update)
 
     def _added(self, decision: Decision) -> Message:
         event = decision.events[0]
@@ -531,6 +628,8 @@ class SessionActor(pykka.ThreadingActor):
         message = update.message
         if not awaits_delivery(message):
             self._awaiting.discard(message.id)
+            if self._redeliveries:
+                self._drop_redeliveries(message.id)
         elif update.is_new and self._svc.publisher.expects_delivery(message):
             self._awaiting.add(message.id)
         self._svc.publisher.publish(update)
@@ -550,11 +649,27 @@ class SessionActor(pykka.ThreadingActor):
         handle = self._svc.effects.submit(sleep_then_tell, name=f"timer {name} {self.session_id}")
         self._timers[name] = (self._token, handle)
 
+    def _drop_redeliveries(self, message_id: str) -> None:
+        """``message_id`` was delivered: no retry of it is left."""
+        for name, entry in list(self._redeliveries.items()):
+            if entry.message_id == message_id:
+                del self._redeliveries[name]
+                timer = self._timers.pop(name, None)
+                if timer is not None:
+                    timer[1].cancel()
+
     def _close(self) -> None:
         self._closed = True
         for _, handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
+        self._redeliveries.clear()
+
+    def _fail_waiters(self, error: Exception) -> None:
+        """Every ``when_idle`` caller gets ``error`` (the actor stops)."""
+        waiters, self._waiters = self._waiters, []
+        for _, future in waiters:
+            future.set_exception((type(error), error, None))
 
     def _notify(self) -> None:
         if not self._waiters or not self._machine.is_quiet:

@@ -20,7 +20,7 @@ from runtime import (
 
 from ._errors import InvalidConfig
 
-__all__ = ["MAX_LEASE_TTL", "Settings"]
+__all__ = ["MAX_DELIVERY_BACKOFF", "MAX_LEASE_TTL", "Settings"]
 
 
 def _positive_or_none(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -116,6 +116,29 @@ def _finite_seconds(instance: object, attribute: attrs.Attribute[Any], value: ob
         )
 
 
+MAX_DELIVERY_BACKOFF = 300.0
+"""The longest wait between two tries of a failed send (the doubling stops there)."""
+
+
+def _delivery_retries(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidConfig(
+            f"Settings.delivery_retries must be an int of 0 or more (got {value!r}); it is how "
+            "many times a send an adapter failed is tried again while the session is live "
+            "(0: never, until the session is next loaded), 5 is the default."
+        )
+
+
+def _delivery_backoff(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    seconds = _seconds(value)
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise InvalidConfig(
+            f"Settings.delivery_backoff must be a positive, finite number of seconds (got "
+            f"{value!r}); it is the wait before the first retry of a failed send (each next "
+            f"waits twice as long, up to {MAX_DELIVERY_BACKOFF:g} s), 1.0 is the default."
+        )
+
+
 def _kind(expected: str, ok: Any, how: str) -> Any:
     """A validator refusing a value ``ok(value)`` is false for, naming what was expected."""
 
@@ -186,6 +209,13 @@ class Settings:
     """Seconds to wait for the store to commit or load before giving up."""
     ask_timeout: float = attrs.field(default=30.0, validator=_finite_seconds)
     """Seconds the runtime waits for a session actor to answer."""
+    delivery_retries: int = attrs.field(default=5, validator=_delivery_retries)
+    """Times a send an adapter failed (its platform refused or was unreachable) is tried
+    again while the session is live; then it stays undelivered until the session is next
+    loaded (0: no retries)."""
+    delivery_backoff: float = attrs.field(default=1.0, validator=_delivery_backoff)
+    """Seconds before the first retry of a failed send; each next retry waits twice as long
+    (at most ``MAX_DELIVERY_BACKOFF``, 300 s)."""
     lease_ttl: float = attrs.field(default=30.0, validator=_lease_ttl)
     """With a shared (PostgreSQL) store: seconds a session's lease lasts unrenewed (it is
     renewed every third of it); another worker takes the session over after it."""
@@ -195,6 +225,11 @@ class Settings:
     prices: PriceTable | None = attrs.field(factory=_default_prices, validator=_prices, repr=False)
     """Prices that put a cost on each model call (audit row, turn metrics, sessions): Amber's
     shipped table, with the file ``AMBER_PRICES`` names layered over it; None: no costs."""
+
+    def delivery_delay(self, failures: int) -> float:
+        """Seconds to wait before trying again a send that has failed ``failures`` times."""
+        doubled = self.delivery_backoff * 2.0 ** min(failures - 1, 64)
+        return min(doubled, max(self.delivery_backoff, MAX_DELIVERY_BACKOFF))
 
     def turn_settings(
         self, *, tools: Sequence[ToolSpec], model_name: str | None, runner: str, exclusive: bool

@@ -10,12 +10,36 @@ from runtime.store._pg_names import DEFAULT_SCHEMA, schema_problem, url_problem
 
 from ._errors import InvalidConfig
 
-__all__ = ["is_shared", "open_store", "pg_schema"]
+__all__ = ["check_store", "is_shared", "open_store", "pg_schema"]
+
+
+def check_store(store: object) -> None:
+    """Refuse what ``Runtime(store=...)`` cannot open, without opening it.
+
+    Raises:
+        InvalidConfig: ``store`` is not a ``Store``, a path, or a URL Amber opens.
+    """
+    if isinstance(store, str) and (store == ":memory:" or is_postgres_url(store)):
+        return
+    problem = url_problem(store)
+    if problem is not None:
+        raise InvalidConfig(f"store={problem}")
+    if isinstance(store, str | os.PathLike | Store):
+        return
+    raise InvalidConfig(
+        f"store must be a Store, a path to a SQLite file, a postgresql:// URL, or ':memory:' "
+        f"(got {store!r} that is a {type(store).__name__!r})."
+    )
 
 
 def open_store(store: Store | str | os.PathLike[str]) -> Store:
     """The store: ``":memory:"``, a ``postgresql://`` URL (schema ``$AMBER_PG_SCHEMA`` or
-    ``amber``), a SQLite file path, or a ``Store`` as it is."""
+    ``amber``), a SQLite file path, or a ``Store`` as it is.
+
+    Raises:
+        InvalidConfig: as ``check_store``.
+    """
+    check_store(store)
     if isinstance(store, str) and store == ":memory:":
         return MemoryStore()
     if is_postgres_url(store):
@@ -23,17 +47,10 @@ def open_store(store: Store | str | os.PathLike[str]) -> Store:
 
         assert isinstance(store, str)
         return PostgresStore(store, schema=pg_schema())
-    problem = url_problem(store)
-    if problem is not None:
-        raise InvalidConfig(f"store={problem}")
     if isinstance(store, str | os.PathLike):
         return SQLiteStore(Path(store))
-    if isinstance(store, Store):
-        return store
-    raise InvalidConfig(
-        f"store must be a Store, a path to a SQLite file, a postgresql:// URL, or ':memory:' "
-        f"(got {store!r} that is a {type(store).__name__!r})."
-    )
+    assert isinstance(store, Store)
+    return store
 
 
 def pg_schema() -> str:

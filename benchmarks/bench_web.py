@@ -6,6 +6,7 @@ Run from the repository root (needs the web extra and httpx: ``pip install -e '.
     python benchmarks/bench_web.py --quick    # smoke run (~7 s)
     python benchmarks/bench_web.py --check    # exit 1 if a limit of issue 18 is not met
     python benchmarks/bench_web.py --json out.json
+    python benchmarks/bench_web.py --long STORE.db --session ID   # pages of a long stored session
 
 The session is ``web_session.agent_session(10_000)`` (turns with two model
 calls, a tool call and result, deliveries; every seventh tool fails, every
@@ -129,12 +130,65 @@ def run(events: int, repeats: int, moves: int) -> dict[str, Any]:
     }
 
 
+LONG_PAGES = {
+    "first screen": "/session?s={sid}",
+    "kind filter": "/session?s={sid}&at={mid}&kind=turn_ended",
+    "message": "/message?s={sid}&id={message}",
+    "charts": "/charts?s={sid}",
+}
+"""The pages ``--long`` times (``mid``: the middle seq; ``message``: the middle message)."""
+
+
+def run_long(db: Path, session_id: str, repeats: int) -> dict[str, Any]:
+    """The pages of ``LONG_PAGES`` on a stored session, each with an empty cache (a new
+    application per request), interleaved: ``repeats`` rounds of every page; medians."""
+    from runtime.store import SQLiteStore
+
+    with SQLiteStore(db) as store:
+        head = store.load_state(session_id)
+    message = head.messages[len(head.messages) // 2].id
+    paths = {
+        name: path.format(sid=session_id, mid=head.seq // 2, message=message)
+        for name, path in LONG_PAGES.items()
+    }
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    for _ in range(repeats):
+        for name, path in paths.items():
+            _, client = _client(db)
+            times[name].append(_get(client, path))
+            client.close()
+    return {
+        "events": head.seq,
+        "paths": paths,
+        "medians_ms": {name: statistics.median(ms) for name, ms in times.items()},
+        "times_ms": times,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats and moves")
     parser.add_argument("--check", action="store_true", help="exit 1 if a limit is not met")
     parser.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    parser.add_argument("--long", metavar="DB", help="time pages of a session stored in DB")
+    parser.add_argument("--session", help="the session of --long")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of --long (3)")
     args = parser.parse_args()
+    if args.long:
+        if not args.session:
+            parser.error("--long needs --session ID (amber sessions --db DB lists them)")
+        found = run_long(Path(args.long), args.session, args.repeats)
+        print(
+            f"amber web, session {args.session!r} of {args.long} ({found['events']:,} events); "
+            f"{os.cpu_count()} CPUs, CPython {platform.python_version()}; empty cache per "
+            f"request, medians of {args.repeats} interleaved rounds"
+        )
+        for name, ms in found["medians_ms"].items():
+            runs = ", ".join(f"{t:.0f}" for t in found["times_ms"][name])
+            print(f"  {name:<14} {ms:9.1f} ms   ({runs})   {found['paths'][name]}")
+        if args.json:
+            Path(args.json).write_text(json.dumps(found, indent=2) + "\n")
+        return 0
     repeats, moves = (3, 20) if args.quick else (9, 100)
     result = run(10_000, repeats, moves)
     result.update(

@@ -59,13 +59,15 @@ async def handle_request(rt: Runtime, user: str, text: str) -> str:
 async def handle_stream(rt: Runtime, user: str, text: str) -> list[str]:
     """A streaming handler (server-sent events, an edited chat message): pieces as they come."""
     sent: list[str] = []
-    async for event in rt.stream(f"web:{user}", text, sender=user):
-        if isinstance(event, ToolCallStarted):
-            sent.append(f"[looking up {event.arguments['item']}]")
-        elif isinstance(event, ToolResult):
-            sent.append(f"[{event.content}]")
-        elif isinstance(event, TextPiece):
-            sent.append(event.text)
+    # ``async with``: a handler that leaves early (the client hung up) interrupts the turn.
+    async with rt.stream(f"web:{user}", text, sender=user) as events:
+        async for event in events:
+            if isinstance(event, ToolCallStarted):
+                sent.append(f"[looking up {event.arguments['item']}]")
+            elif isinstance(event, ToolResult):
+                sent.append(f"[{event.content}]")
+            elif isinstance(event, TextPiece):
+                sent.append(event.text)
     return sent
 
 

@@ -55,6 +55,7 @@ __all__ = [
     "model_failed",
     "model_timer",
     "open_call",
+    "open_cut_call",
     "orphaned",
     "request_approval",
     "resume_waiting",
@@ -169,6 +170,16 @@ def open_call(s: Step, operation_id: str, sent: RequestSent | None = None) -> bo
     way to the call's source key. A start that contradicts the call's row
     fails the turn; returns False then.
     """
+    try:
+        _start_call(s, operation_id, sent)
+    except AuditConflict as exc:
+        fail(s, f"the model-call audit refused the call's start: {exc}")
+        return False
+    return True
+
+
+def _start_call(s: Step, operation_id: str, sent: RequestSent | None) -> None:
+    """``open_call``'s event (``AuditConflict`` if the audit refuses it)."""
     run = s.run
     assert run is not None
     state = s.state
@@ -179,21 +190,45 @@ def open_call(s: Step, operation_id: str, sent: RequestSent | None = None) -> bo
         sequence = len(state.audit) + 1
         if operation_key(run.turn_id, "assistant", operation_id) in state.audit_ops:
             operation_id = run.source_key
-    try:
-        s.emit(
-            ModelCallStarted,
-            operation_id=operation_id,
-            source_key=run.source_key,
-            turn_id=run.turn_id,
-            sequence=sequence,
-            model=s.settings.model_name,
-            request=None if row is not None else _record(s, sent),
-        )
-    except AuditConflict as exc:
-        fail(s, f"the model-call audit refused the call's start: {exc}")
-        return False
+    s.emit(
+        ModelCallStarted,
+        operation_id=operation_id,
+        source_key=run.source_key,
+        turn_id=run.turn_id,
+        sequence=sequence,
+        model=s.settings.model_name,
+        request=None if row is not None else _record(s, sent),
+    )
     s.run = replace(run, operation_id=run.operation_id or operation_id)
-    return True
+
+
+def open_cut_call(s: Step) -> None:
+    """Open the audit row of a model call its turn's end cuts off before its stream started.
+
+    A row opens at the stream's first chunk; a call the model reported sent
+    (``RequestSent``), or refused and retried (``ModelRetry``), and then cut
+    off by an interrupt, a failure or a stop before that chunk was still
+    made (and may be billed), so it gets its row here, under the run's id,
+    for the event that ends the turn to close (``interrupted``, ``failed``,
+    ``abandoned``). The attempts refused before it are not kept: only a
+    finished call records them. A call the model never reported sending
+    leaves no row, as before.
+    """
+    run = s.run
+    if run is None or run.model_run is None or run.operation_id is not None:
+        return
+    assembly = run.assembly
+    if assembly is None or (assembly.request is None and not assembly.retries):
+        return
+    try:
+        _start_call(s, run.stream_id, assembly.request)
+    except AuditConflict as exc:  # the turn ends anyway: say why the call has no row
+        s.command(
+            Warn(
+                text=f"session {s.session_id}: no audit row for the cut-off model call: {exc}",
+                turn_id=run.turn_id,
+            )
+        )
 
 
 def _record(s: Step, sent: RequestSent | None) -> RequestRecord | None:
@@ -268,6 +303,7 @@ def end_turn(
     Partial output keeps the provider data of what streamed (``model_parts``);
     when the model failed, ``model_error`` says why on it.
     """
+    open_cut_call(s)
     run = s.run
     assert run is not None
     cancel_runs(s, run)

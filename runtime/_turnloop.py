@@ -54,6 +54,7 @@ from ._turn_ops import (
     fail,
     maybe_start_turn,
     model_failed,
+    open_cut_call,
     orphaned,
     resume_soon,
 )
@@ -221,6 +222,7 @@ def _stopping(s: Step, input: Stopping) -> None:
     if _quiet(s):  # it only waits for a person: it waits on, for the next runner
         s.run = None
         return
+    open_cut_call(s)
     cancel_runs(s, run)
     s.emit(
         OrphanRecovered,

@@ -6,7 +6,7 @@ assistant's output with the tool results that answer it, so a tool call is
 never kept without its result (or the reverse). The current turn (the active
 one, or else the latest) and everything after it are always kept, even when
 they alone exceed the budget. What is left out is older history, never a hole
-in the middle.
+in the middle; the note that says so counts in the budget.
 """
 
 from __future__ import annotations
@@ -181,33 +181,58 @@ def assemble(
 
     Without a window every block is kept; with one, whole units are kept from
     the newest back while they fit (the current turn always), and a note says
-    what was left out. ``blocks`` is read lazily: a window stops early.
+    what was left out. The note is counted in the budget: when it would not fit,
+    the oldest units kept go too (never the current turn's). ``blocks`` is read
+    lazily: a window stops early.
     """
-    kept: list[list[ViewMessage] | tuple[ViewMessage, ...]] = []  # newest first
+    if window is None:
+        chunks = [messages for _, messages in blocks]
+        chunks.reverse()
+        everything = [m for messages in chunks for m in messages]
+        return _view(state, everything, _lead(state, everything, False), False, None)
+    kept: list[tuple[list[ViewMessage], int, bool]] = []  # (unit, tokens, protected), newest first
     current = CurrentTurn(state)
     truncated = False
     tokens = count = 0
     for block, messages in blocks:
-        if window is None:
-            kept.append(messages)
-            continue
         protected = current.protects(block)
         for unit in reversed(units(list(messages))):
             unit_tokens = sum(cost(window, m) for m in unit)
-            if not protected and (
-                (window.max_tokens is not None and tokens + unit_tokens > window.max_tokens)
-                or (window.max_messages is not None and count + len(unit) > window.max_messages)
-            ):
+            if not protected and not _fits(window, tokens + unit_tokens, count + len(unit)):
                 truncated = True
                 break
             tokens += unit_tokens
             count += len(unit)
-            kept.append(unit)
+            kept.append((unit, unit_tokens, protected))
         if truncated:
             break
-    kept.reverse()
-    out = [m for unit in kept for m in unit]
-    note = None
+    kept.reverse()  # oldest first
+    first = 0
+    while True:
+        out = [m for unit, _, _ in kept[first:] for m in unit]
+        lead = _lead(state, out, truncated)
+        if lead is None:
+            return _view(state, out, None, truncated, tokens)
+        lead_tokens = cost(window, lead)
+        if _fits(window, tokens + lead_tokens, count + 1) or first == len(kept) or kept[first][2]:
+            return _view(state, out, lead, truncated, tokens + lead_tokens)
+        # The note would overflow the budget: the oldest unit kept makes room for it.
+        unit, unit_tokens, _ = kept[first]
+        first += 1
+        tokens -= unit_tokens
+        count -= len(unit)
+        truncated = True
+
+
+def _fits(window: Window, tokens: int, count: int) -> bool:
+    return (window.max_tokens is None or tokens <= window.max_tokens) and (
+        window.max_messages is None or count <= window.max_messages
+    )
+
+
+def _lead(state: SessionState, out: list[ViewMessage], truncated: bool) -> ViewMessage | None:
+    """The user note that goes first: what was left out, or that the view starts with the
+    assistant; None when neither."""
     if truncated:
         first = next((m for m in out if m.event_seq is not None), None)
         source = None if first is None or first.source_id is None else state.get(first.source_id)
@@ -222,15 +247,22 @@ def assemble(
         note = _OMITTED_NOTE.format(seq=first_seq)
     elif out and out[0].role is not ViewRole.USER:
         note = START_NOTE
-    if note is not None:
-        lead = ViewMessage(role=ViewRole.USER, parts=(TextPart(text=note),))
-        out.insert(0, lead)
-        if window is not None:
-            tokens += cost(window, lead)
+    else:
+        return None
+    return ViewMessage(role=ViewRole.USER, parts=(TextPart(text=note),))
+
+
+def _view(
+    state: SessionState,
+    out: list[ViewMessage],
+    lead: ViewMessage | None,
+    truncated: bool,
+    tokens: int | None,
+) -> ModelView:
     return ModelView(
         session_id=state.session_id,
         seq=state.seq,
-        messages=tuple(out),
+        messages=tuple(out) if lead is None else (lead, *out),
         truncated=truncated,
-        tokens=tokens if window is not None else None,
+        tokens=tokens,
     )

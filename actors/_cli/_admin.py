@@ -11,10 +11,18 @@ import click
 import orjson
 from rich.text import Text
 
-from runtime import EVENT_TYPES, CorruptRow, InvalidInput, SessionState, Timeline
+from runtime import (
+    EVENT_TYPES,
+    CorruptRow,
+    InvalidInput,
+    SeqConflict,
+    SessionState,
+    Timeline,
+)
 from runtime.store import RebuildReport, SessionInfo, SqlStore, Store, recover_orphans
 
 from .._ids import utc_now
+from .._ownership import running_turns
 from ._app import (
     CliError,
     ExitCode,
@@ -35,17 +43,25 @@ from ._check import describe_problem
 from ._hints import command_line, name_store
 
 __all__ = [
+    "FORK_TRIES",
     "events",
     "export",
     "fork",
     "fork_session",
+    "free_id",
     "import_command",
     "recover",
     "sessions_and_damage",
 ]
 
 
-def _free_id(store: Store, base: str) -> str:
+FORK_TRIES = 10
+"""How many free ids ``fork_session`` tries for a fork without ``--as`` when other writers
+take each one between the check and the write, before it gives up."""
+
+
+def free_id(store: Store, base: str) -> str:
+    """``base``, or ``base-2``, ``base-3`` … : the first id ``store`` has no session of."""
     candidate, number = base, 1
     while candidate in store:
         number += 1
@@ -67,6 +83,10 @@ def fork_session(
     The checks and errors of ``amber fork`` (and of ``amber web``'s fork):
     the session must exist, the seq must be in it, ``new_id`` must be free.
     ``timeline``: the session's timeline if the caller has it loaded already.
+
+    Another writer may store a session under the id after the check: for ``new_id``
+    that is the same ``CONFLICT`` as an id taken before; without ``new_id`` the fork
+    takes the next free ``-N`` (up to ``FORK_TRIES`` ids, then ``CONFLICT``).
     """
     require_session(store, session, db)
     if timeline is not None:
@@ -80,15 +100,39 @@ def fork_session(
         line = store.load_timeline(session)
         seq = resolve_seq(at_seq, line)
     if new_id is not None and new_id in store:
-        raise CliError(
-            f"The store {db!r} already has a session {new_id!r}; pass another --as, or leave "
-            "--as out to get a free id.",
-            ExitCode.CONFLICT,
-        )
-    target = new_id if new_id is not None else _free_id(store, f"{session}-fork-{seq}")
-    forked = line.fork(seq, target, at=utc_now())
-    head = store.append(forked.events())[target]
-    return target, seq, head
+        raise _taken(new_id, db)
+    base = f"{session}-fork-{seq}"
+    tried: list[str] = []
+    while True:
+        target = new_id if new_id is not None else free_id(store, base)
+        forked = line.fork(seq, target, at=utc_now())
+        try:
+            head = store.append(forked.events())[target]
+        except SeqConflict:
+            # Another writer stored a session under this id after the check above (the
+            # write refused the fork's seq 1 because that session holds it already).
+            if target not in store:
+                raise
+            if new_id is not None:
+                raise _taken(new_id, db) from None
+            tried.append(target)
+            if len(tried) >= FORK_TRIES:
+                raise CliError(
+                    f"Another writer took each of the {len(tried)} free ids tried for the fork "
+                    f"({tried[0]} to {tried[-1]}) as it was stored; run amber fork again, or "
+                    "pass --as NEW.",
+                    ExitCode.CONFLICT,
+                ) from None
+            continue
+        return target, seq, head
+
+
+def _taken(new_id: str, db: str) -> CliError:
+    return CliError(
+        f"The store {db!r} already has a session {new_id!r}; pass another --as, or leave "
+        "--as out to get a free id.",
+        ExitCode.CONFLICT,
+    )
 
 
 @click.command()
@@ -354,6 +398,11 @@ def recover(
     pending_agent, and the next runtime on this store answers them. A
     session whose rows are damaged is left alone and listed (exit 1).
 
+    A turn a live runtime runs is left alone and listed, however long it
+    has been idle: on SQLite one started by the runtime that holds the
+    store's runner lock, on PostgreSQL one whose session's lease is held
+    and unexpired.
+
     With --rebuild, the derived rows (summaries, snapshots) are first
     written again from the events, which are the truth; a session whose
     events are damaged is left as it is and listed (exit 1).
@@ -370,8 +419,11 @@ def recover(
             left = {p.session_id for p in rebuilt.skipped}
             damaged = [] if dry_run else [e for e in damaged if e.session_id not in left]
         active = [info for info in listed if info.active_turn_id is not None]
-        stale = [info for info in active if info.updated_at <= cutoff]
         young = [info for info in active if info.updated_at > cutoff]
+        # A turn a live runtime runs is not an orphan, however long it has been quiet.
+        running = running_turns(store, [i for i in active if i.updated_at <= cutoff], now=now)
+        listed = [info for info in listed if info.session_id not in running]
+        stale = [info for info in active if info.updated_at <= cutoff and info in listed]
         if dry_run:
             recovered = [(i.session_id, i.active_turn_id, i.seq + 1) for i in stale]
         else:
@@ -385,6 +437,8 @@ def recover(
             "recovered": [{"session_id": s, "turn_id": t, "seq": q} for s, t, q in recovered],
             "left_alone": [i.session_id for i in young],
         }
+        if running:
+            data["running"] = [{"session_id": s, "by": by} for s, by in running.items()]
         if rebuilt is not None:
             data["rebuilt"] = list(rebuilt.rebuilt)
             data["removed"] = list(rebuilt.removed)
@@ -411,9 +465,24 @@ def recover(
         console.print(f"No orphaned turns: none idle for more than {older_than:g} s.")
     if young:
         names = ", ".join(i.session_id for i in young)
+        # At 0 s only a session written to after ``now`` was read is young.
+        why = (
+            f"active less than {older_than:g} s ago"
+            if older_than > 0
+            else "written to after recover started"
+        )
+        console.print(Text(f"Left alone ({why}, maybe still running): {names}", style="dim"))
+    by_runner: dict[str, list[str]] = {}
+    for session, by in running.items():
+        by_runner.setdefault(by, []).append(session)
+    for by, sessions in by_runner.items():
+        console.print(Text(f"Left alone, running in {by}: {', '.join(sessions)}.", style="dim"))
+    if running:
         console.print(
             Text(
-                f"Left alone (active less than {older_than:g} s ago, maybe still running): {names}",
+                "A running turn is no orphan: it ends on its own, and a runtime that stops "
+                "gives its turns' inputs back (a worker that died loses its leases after "
+                "their ttl; recover then takes its turns).",
                 style="dim",
             )
         )

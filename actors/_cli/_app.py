@@ -48,9 +48,9 @@ from runtime import (
     Timeline,
     UnknownMessage,
     UnknownSession,
+    canonical,
     check_session_id,
     storable_text,
-    thaw,
 )
 from runtime.store import DEFAULT_SCHEMA, SQLiteStore, SqlStore, Store, is_postgres_url
 from runtime.store._pg_names import schema_problem, url_problem
@@ -521,21 +521,22 @@ def _default(value: Any) -> Any:
         return value.value
     if isinstance(value, frozenset | set):
         return sorted(value, key=str)
-    if isinstance(value, Mapping):
-        return {str(k): v for k, v in value.items()}
+    if isinstance(value, Mapping):  # not a dict: a frozen map (in its keys' hash order)
+        return {str(k): canonical(value[k]) for k in sorted(value, key=str)}
     if isinstance(value, Sequence) and not isinstance(value, str):
         return list(value)
     raise TypeError(f"Cannot print a {type(value).__name__} as JSON.")
 
 
 def emit_json(data: object) -> None:
-    """Print ``data`` as indented JSON on stdout (bytes as base64, pyrsistent thawed).
+    """Print ``data`` as indented JSON on stdout (bytes as base64, pyrsistent thawed, a
+    frozen map's keys sorted: its own order changes from process to process).
 
     The UTF-8 text orjson makes is written to stdout's bytes as it is (tens of megabytes
     for a long session's state: decoding it to ``str`` and encoding it back cost ~40 ms).
     """
     text = orjson.dumps(
-        thaw(data), default=_default, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+        canonical(data), default=_default, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
     )
     stream = sys.stdout
     binary = getattr(stream, "buffer", None)

@@ -34,10 +34,12 @@ from ._app import CliError, ExitCode, emit_json, stdout_console
 from ._hints import command_line
 from ._text import json_text, json_view, money
 
-__all__ = ["call_note", "print_call", "rebuilt_call"]
+__all__ = ["call_note", "call_number", "print_call", "rebuilt_call"]
 
 
-def _key(call: str) -> int | str:
+def call_number(call: str) -> int | str:
+    """``--call``'s value as ``find_call`` takes it: a number (``3``, ``#3``) as an int,
+    anything else (a source key, an operation id) as it is."""
     text = call.strip().lstrip("#")
     return int(text) if text.isascii() and text.isdigit() else call
 
@@ -49,7 +51,7 @@ def rebuilt_call(line: Timeline, call: str) -> RebuiltRequest:
         CliError: no such call (``NOT_FOUND``), or it cannot be rebuilt (``FAILED``).
     """
     try:
-        row = find_call(line.head, _key(call))
+        row = find_call(line.head, call_number(call))
     except ProjectionError as exc:
         raise CliError(str(exc), ExitCode.NOT_FOUND) from None
     try:

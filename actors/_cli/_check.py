@@ -77,8 +77,10 @@ def check_command(ctx: click.Context, db: str, as_json: bool) -> None:
 
 def _print(report: CheckReport, db: str, elapsed: float) -> None:
     console = stdout_console()
+    cut = any(p.session_id is not None and not p.derived for p in report.problems)
     console.print(
-        f"Checked {db}: {report.sessions} session(s), {report.events} event(s) in {elapsed:.1f} s."
+        f"Checked {db}: {report.sessions} session(s), {report.events} event(s) in {elapsed:.1f} s"
+        + (" (of a damaged log, the events before the damaged row)." if cut else ".")
     )
     for session_id, head in sorted(report.heads.items()):
         console.print(Text.assemble(("  ✓ ", "green"), (session_id, "bold"), f"  chain {head}"))

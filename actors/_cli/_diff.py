@@ -102,7 +102,8 @@ def diff_command(session: str, a: int, b: int, other: str | None, db: str, as_js
     console = stdout_console()
     title = f"{session} seq {seq_a} → " + (f"{other} seq {seq_b}" if other else f"seq {seq_b}")
     console.print(Text(title, style="bold"))
-    console.print(diff_view(delta), soft_wrap=True)
+    pair = (session, other) if other is not None else None
+    console.print(diff_view(delta, sessions=pair), soft_wrap=True)
     if other is None and seq_a < seq_b:
         _events_between(console, line, seq_a, seq_b, db)
 

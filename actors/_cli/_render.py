@@ -52,7 +52,7 @@ from ._text import (
 if typing.TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from runtime import StateDiff, Turn
+    from runtime import StateDiff, ToolCall, Turn
 
 __all__ = ["describe_event", "diff_view", "is_error_event", "touched_ids"]
 
@@ -118,7 +118,7 @@ def describe_event(event: Event, before: SessionState, after: SessionState) -> T
         asked = _stored_decision(event, after)
         if asked is not None:
             return asked
-        keys = ", ".join(f"{k}={compact(v)}" for k, v in event.metadata.items())
+        keys = ", ".join(f"{k}={compact(v)}" for k, v in sorted(event.metadata.items()))
         return join((event.message_id, "bold"), f" metadata: {excerpt(keys, 60)}")
     if isinstance(event, TurnStarted):
         turn = after.active_turn
@@ -196,14 +196,19 @@ def _stored_decision(event: MetadataUpdated, after: SessionState) -> Text | None
     verdict = ("approved", "green") if approved else ("denied", "red")
     who = f" by {safe(by)}" if by else ""
     why = f" ({excerpt(reason, 80)})" if reason else ""
-    return join(("⋯ ", verdict[1]), (safe(call.id), "bold"), f" {safe(call.name)}() ", verdict,
+    return join(("⋯ ", verdict[1]), (safe(call.id), "bold"), f" {_call_text(call)} ", verdict,
                 f"{who}{why}, stored for the session's owner to take")  # fmt: skip
 
 
 def _call_name(state: SessionState, call_id: str) -> str:
     message = state.get(state.tool_calls.get(call_id, ""))
     call = message.tool_call if message is not None else None
-    return f"{safe(call.name)}()" if call is not None else "tool call"
+    return _call_text(call) if call is not None else "tool call"
+
+
+def _call_text(call: ToolCall) -> str:
+    """``name(arguments)``, as the call's own line shows it (an excerpt)."""
+    return excerpt(f"{call.name}({compact(call.arguments)})")
 
 
 def _describe_call_end(event: ModelCallFinished, after: SessionState) -> Text:
@@ -261,7 +266,13 @@ def _describe_turn_end(event: TurnEnded, before: SessionState, after: SessionSta
     if event.notice is not None:
         rest += f", crash notice {event.notice.id}"
     rest += _closed_calls(before, after)
-    metrics = format_turn_metrics(thaw(event.metrics))
+    data = thaw(event.metrics)
+    assert isinstance(data, dict)
+    # "4 turns" beside a turn reads as the turn's own count: it is the session's fourth.
+    number = data.pop("session_turns", None)
+    metrics = format_turn_metrics(data)
+    if isinstance(number, int) and not isinstance(number, bool):
+        metrics = " · ".join(part for part in (f"turn {number} of the session", metrics) if part)
     return join(
         ("■ ", style),
         (event.turn_id, "bold"),
@@ -272,11 +283,16 @@ def _describe_turn_end(event: TurnEnded, before: SessionState, after: SessionSta
     )
 
 
-def diff_view(delta: StateDiff) -> RenderableType:
-    """A ``StateDiff`` as lines: added and removed messages, field changes, turns."""
-    lines: list[Text] = [
-        Text(f"From seq {delta.before_seq} to seq {delta.after_seq}:", style="bold")
-    ]
+def diff_view(delta: StateDiff, *, sessions: tuple[str, str] | None = None) -> RenderableType:
+    """A ``StateDiff`` as lines: added and removed messages, field changes, turns.
+
+    ``sessions``: the two sessions' ids when they differ (``diff --other``), to name them.
+    """
+    if sessions is None:
+        title = f"From seq {delta.before_seq} to seq {delta.after_seq}:"
+    else:
+        title = f"From {sessions[0]} seq {delta.before_seq} to {sessions[1]} seq {delta.after_seq}:"
+    lines: list[Text] = [Text(title, style="bold")]
     if not delta:
         lines.append(Text("  no change to messages, turns or model calls", style="dim"))
     for message in delta.added:

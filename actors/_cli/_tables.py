@@ -17,8 +17,8 @@ from runtime import (
     Message,
     SessionState,
     added_seq,
+    canonical,
     inherited,
-    thaw,
 )
 
 if TYPE_CHECKING:
@@ -240,7 +240,11 @@ def message_detail(message: Message, state: SessionState | None = None) -> Rende
 
 
 def _pretty(value: object) -> str:
-    return json_safe(orjson.dumps(thaw(value), option=orjson.OPT_INDENT_2, default=str).decode())
+    # canonical: a frozen map's keys sorted (its own order is its keys' hash order, which
+    # changes from process to process).
+    return json_safe(
+        orjson.dumps(canonical(value), option=orjson.OPT_INDENT_2, default=str).decode()
+    )
 
 
 def turn_lines(state: SessionState, turns: Iterable[Turn] | None = None) -> Sequence[Text]:

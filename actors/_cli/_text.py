@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import orjson
 from rich.text import Span, Text
 
-from runtime import INTERRUPTED_MARK, Category, Message, Status, category_of, thaw
+from runtime import INTERRUPTED_MARK, Category, Message, Status, canonical, category_of
 
 from .._terminal import json_safe, safe
 
@@ -129,7 +129,9 @@ def join(*parts: Part) -> Text:
 
 
 def compact(value: object) -> str:
-    return orjson.dumps(thaw(value), default=str).decode()
+    """``value`` as compact JSON, a frozen map's keys sorted (as the provider views send
+    them: its own order is its keys' hash order, which changes from process to process)."""
+    return orjson.dumps(canonical(value), default=str).decode()
 
 
 def message_summary(message: Message, limit: int = _EXCERPT) -> Text:

@@ -152,9 +152,21 @@ def create_app(
         return page(
             request,
             "error.html",
-            {"status": error.status, "message": str(error), "code": error.code},
+            {"status": error.status, "message": str(error), "code": error.code, "link": error.link},
             status=error.status,
         )
+
+    def damage_page(request: Request, exc: CorruptRow) -> Response:
+        """The 422 of a damaged row, with a link to the state before it if that opens."""
+        opens = False
+        if exc.session_id is not None and exc.seq:
+            last = exc.seq - 1
+            try:
+                source.span(exc.session_id, lambda head: (last, last, last))
+                opens = True
+            except (CorruptRow, CliError, AmberError, WebError):
+                pass  # no state opens (a log cut short under its summary row, say)
+        return error_page(request, damaged(exc, source.db, opens_before=opens))
 
     def wrap(handler: Callable[..., Any]) -> Callable[[Request], Any]:
         if inspect.iscoroutinefunction(handler):
@@ -167,7 +179,7 @@ def create_app(
                 except WebError as exc:
                     return error_page(request, exc)
                 except CorruptRow as exc:
-                    return error_page(request, damaged(exc, source.db))
+                    return damage_page(request, exc)
                 except (CliError, AmberError) as exc:
                     return error_page(request, as_web_error(exc, source.db))
                 return response
@@ -181,7 +193,7 @@ def create_app(
             except WebError as exc:
                 return error_page(request, exc)
             except CorruptRow as exc:
-                return error_page(request, damaged(exc, source.db))
+                return damage_page(request, exc)
             except (CliError, AmberError) as exc:
                 return error_page(request, as_web_error(exc, source.db))
             return response

@@ -35,10 +35,10 @@ from runtime import (
     TurnEnded,
     TurnStarted,
     added_seq,
+    canonical,
     clean_history,
     diff,
     session_history,
-    thaw,
 )
 
 from .._cli._render import describe_event, diff_view, is_error_event
@@ -55,8 +55,11 @@ __all__ = [
     "Row",
     "Rows",
     "StatePane",
+    "filtered_rows",
     "jump",
     "message_rows",
+    "page_of",
+    "paged",
     "pretty_json",
     "span_of",
     "state_pane",
@@ -194,25 +197,72 @@ def timeline_rows(
         # Another request may have extended the index past this timeline: cut at its end.
         lists = [index.seqs.get(kind, []) for kind in kinds]
         seqs = list(heapq.merge(*(seq[: bisect.bisect_right(seq, last)] for seq in lists)))
-    if start is None:
-        middle = bisect.bisect_left(seqs, max(seq, first))
-        low = max(0, min(middle - ROWS // 2, len(seqs) - ROWS))
-    else:
-        low = min(bisect.bisect_left(seqs, start), max(0, len(seqs) - ROWS))
-    high = min(len(seqs), low + ROWS)
-    shown = [seqs[i] for i in range(low, high)]
+    shown, earlier, later = page_of(
+        seqs, max(seq, first) if start is None else start, centred=start is None
+    )
     loading = first - 1 if head is None and timeline.first_seq > 0 else 0
-    earlier: int | None = None
-    if low > 0:
-        earlier = seqs[max(0, low - ROWS)]
-    elif loading:
+    if earlier is None and loading:
         earlier = max(1, first - ROWS)
     return Rows(
         rows=tuple(_row(timeline, s) for s in shown),
         earlier=earlier,
-        later=seqs[high] if high < len(seqs) else None,
+        later=later,
         matching=len(seqs) + (loading if not kinds else 0),
         loading_before=loading,
+    )
+
+
+def page_of(
+    seqs: Sequence[int], pivot: int, *, centred: bool
+) -> tuple[list[int], int | None, int | None]:
+    """The seqs a page of rows shows out of ``seqs`` (ascending) and the ``from`` of the
+    pages before and after it: around ``pivot`` (``centred``: the page's seq in the
+    middle) or from it (a ``from``), ``ROWS`` of them while there are."""
+    middle = bisect.bisect_left(seqs, pivot)
+    low = max(0, min(middle - (ROWS // 2 if centred else 0), len(seqs) - ROWS))
+    high = min(len(seqs), low + ROWS)
+    earlier = seqs[max(0, low - ROWS)] if low > 0 else None
+    later = seqs[high] if high < len(seqs) else None
+    return [seqs[i] for i in range(low, high)], earlier, later
+
+
+def paged(
+    before: Sequence[int], after: Sequence[int], *, centred: bool
+) -> tuple[list[int], int | None, int | None]:
+    """The seqs a page of filtered rows shows and the ``from`` of the pages before and after
+    it, from the matching seqs nearest its pivot (the page's seq, or its ``from``):
+    ``before``, the last up to ``2 * ROWS`` of them before the pivot, and ``after``, the
+    first up to ``ROWS + 1`` from it on, both ascending. ``centred``: the page is around
+    its seq (no ``from``). The same as ``page_of`` over every matching seq."""
+    window = [*before, *after]
+    back = max(ROWS // 2 if centred else 0, ROWS - len(after))
+    low = max(0, len(before) - back)
+    high = min(len(window), low + ROWS)
+    earlier = window[max(0, low - ROWS)] if low > 0 else None
+    later = window[high] if high < len(window) else None
+    return window[low:high], earlier, later
+
+
+def filtered_rows(
+    lines: Sequence[Timeline],
+    shown: Sequence[int],
+    earlier: int | None,
+    later: int | None,
+    *,
+    matching: int,
+) -> Rows:
+    """The filtered rows ``paged`` picked, each read from the first of ``lines`` that holds
+    its seq and the state before it; ``matching``: how many events match in the session."""
+
+    def line(seq: int) -> Timeline:
+        return next(t for t in lines if t.first_seq <= seq - 1 and seq <= t.last_seq)
+
+    return Rows(
+        rows=tuple(_row(line(s), s) for s in shown),
+        earlier=earlier,
+        later=later,
+        matching=matching,
+        loading_before=0,
     )
 
 
@@ -459,9 +509,10 @@ def _parts(parts: Sequence[object]) -> Markup:
 
 
 def pretty_json(data: object) -> str:
-    """``data`` as indented JSON (bytes as their length, pyrsistent values thawed)."""
+    """``data`` as indented JSON (bytes as their length, pyrsistent values thawed, a frozen
+    map's keys sorted: its own order changes from process to process)."""
     return orjson.dumps(
-        thaw(data), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=_bytes
+        canonical(data), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=_bytes
     ).decode()
 
 

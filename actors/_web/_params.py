@@ -10,7 +10,7 @@ fail with the same sentence). Errors from the CLI's own checks
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 from runtime import (
     EVENT_TYPES,
@@ -40,7 +40,7 @@ __all__ = [
     "resolve",
 ]
 
-VIEWS = ("calls", "history", "clean", "openai", "anthropic", "gemini")
+VIEWS = ("calls", "history", "clean", "openai", "openai-responses", "anthropic", "gemini")
 """What the pane beside the state can show (``?view=``)."""
 FORM_LIMIT = 8_192
 """The largest form body accepted, in bytes."""
@@ -58,12 +58,21 @@ _STATUS = {
 class WebError(Exception):
     """A request the viewer cannot answer: an HTTP status and a one-line message."""
 
-    def __init__(self, status: int, message: str, *, code: ExitCode | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: ExitCode | None = None,
+        link: tuple[str, str] | None = None,
+    ) -> None:
         super().__init__(" ".join(message.split()))
         self.status = status
         """The HTTP status of the error page."""
         self.code = code
         """The ``amber`` exit code the same error has on the command line, if any."""
+        self.link = link
+        """A page to go on with, if there is one: ``(href, text)``."""
 
 
 def as_web_error(exc: CliError | AmberError, db: str | None = None) -> WebError:
@@ -73,17 +82,31 @@ def as_web_error(exc: CliError | AmberError, db: str | None = None) -> WebError:
     return WebError(_STATUS.get(error.code, 500), str(error), code=error.code)
 
 
-def damaged(exc: CorruptRow, db: str) -> WebError:
+def damaged(exc: CorruptRow, db: str, *, opens_before: bool = False) -> WebError:
     """The ``WebError`` for a damaged row: 422 (the request is fine, the stored session is
-    not), the store's message and what to run about it."""
-    return WebError(
-        422,
-        f"CorruptRow: {name_store(str(exc), db)} "
-        f"'{command_line('check', options=('--db', db))}' lists every "
-        f"damaged row in the store; '{command_line('recover --rebuild', options=('--db', db))}' "
-        "writes damaged summaries and snapshots again from the events.",
-        code=ExitCode.BAD_STORE,
-    )
+    not), the store's message and what to do about it, as ``amber check`` says it.
+
+    A damaged summary or snapshot names ``amber recover --rebuild`` in its own message
+    (that mends it). Anything else is the event log itself, which rebuilding cannot mend:
+    the page says so, with a link to the last state before the damaged row when
+    ``opens_before`` (the caller has read it: a log cut short under its summary opens no
+    state at all).
+    """
+    message = name_store(str(exc), db)
+    check = command_line("check", options=("--db", db))
+    text = f"CorruptRow: {message} '{check}' lists every damaged row in the store."
+    link = None
+    if "recover --rebuild" not in message:  # not a derived row's: the log itself
+        text += " The log itself is damaged: restore the file from a backup"
+        if opens_before and exc.session_id is not None and exc.seq:
+            text += f"; the states before seq {exc.seq} still open."
+            link = (
+                "/session?" + urlencode({"s": exc.session_id, "at": exc.seq - 1}),
+                f"Open {exc.session_id} at seq {exc.seq - 1}, the last state before the damage",
+            )
+        else:
+            text += "."
+    return WebError(422, text, code=ExitCode.BAD_STORE, link=link)
 
 
 def one(query: Mapping[str, Sequence[str]], name: str) -> str | None:
@@ -101,8 +124,11 @@ def one(query: Mapping[str, Sequence[str]], name: str) -> str | None:
 
 
 def parse_seq(value: str | None, *, name: str = "at", default: int = -1) -> int:
-    """A seq as the CLI reads one: a number, negative from the head, or ``head`` (-1)."""
-    if value is None or not value.strip():
+    """A seq as the CLI reads one: a number, negative from the head, or ``head`` (-1).
+
+    Absent or empty (a form's empty field): ``default``; blank is not a seq (as ``--at ' '``).
+    """
+    if not value:
         return default
     try:
         return read_seq(value)

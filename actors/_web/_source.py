@@ -21,7 +21,13 @@ length. What a ``Source`` keeps, per process:
   jumps), brought up to date on every request (the events stored since are
   read and applied: a live session stays live); at most ``budget`` events
   of complete timelines (least recently used out first). A request that
-  needs a state the partial timeline lacks waits for the replay.
+  needs a state the partial timeline lacks waits for the replay;
+- each session's count of events of each kind (``kinds``), read from the
+  log's kind column once and brought on with the rows stored since.
+
+The kind filter of a long session reads the seqs it shows from the log's
+kind column around the page's seq (``kind_seqs``: a few rows through the
+primary key), and only the states around them (``lines``).
 
 Reads never write: the viewer's only writes are ``fork`` (an ``append`` of
 the fork's first event, as ``amber fork`` does).
@@ -30,33 +36,53 @@ the fork's first event, as ``amber fork`` does).
 from __future__ import annotations
 
 import gc
+import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
+from typing import Any
 
 import attrs
 import orjson
 
 from runtime import (
+    ApprovalDecided,
+    ApprovalRequested,
     BranchImported,
     CorruptRow,
     Event,
+    Message,
+    MessageAdded,
+    MetadataUpdated,
+    OrphanRecovered,
+    RolledBack,
     SessionState,
     Status,
+    StatusChanged,
     Timeline,
+    Turn,
+    TurnEnded,
+    TurnStarted,
     added_seq,
 )
 from runtime.store import SessionInfo, Store
 
-from .._cli._admin import fork_session, sessions_and_damage
+from .._cli._admin import fork_session, free_id, sessions_and_damage
 from .._cli._app import CliError, ExitCode, open_store, require_session
+from .._cli._render import touched_ids
 from .._cli._replay import Check, verify_session
 from ._params import WebError
-from ._stats import SessionTotals, session_totals
+from ._stats import (
+    SessionTotals,
+    StatusSeries,
+    session_totals,
+    status_series,
+    stored_series,
+)
 
-__all__ = ["Damaged", "Forked", "Loaded", "SessionRow", "Source"]
+__all__ = ["Damaged", "Forked", "KindSeqs", "Loaded", "MessageHistory", "SessionRow", "Source"]
 
 Opener = Callable[[str], AbstractContextManager[Store]]
 """Opens the store at a ``--db`` value for one operation (the CLI's ``open_store``)."""
@@ -76,7 +102,10 @@ by span only (the whole log of 100,000 events takes 10-15 s and holds every stat
 _SPAN_LIMIT = 5_000
 """The most states a session's kept span grows to before it is read anew."""
 _SPANS_KEPT = 8
-"""Sessions whose last span is kept."""
+"""Sessions whose last span (and count of each kind) is kept."""
+_GAP = 1_000
+"""Filtered rows this many seqs apart or more are read in separate spans (the distance
+between stored states: each span reads at most that far from one)."""
 
 Window = Callable[[int], tuple[int, int, int]]
 """Given a session's last seq: the seq a page shows, and the first and last seq of the
@@ -148,6 +177,30 @@ class Forked:
     """The new session's state."""
 
 
+@attrs.frozen(kw_only=True)
+class MessageHistory:
+    """One message's page of a long session (``Source.message_history``)."""
+
+    state: SessionState
+    """The state the page shows."""
+    head: SessionState
+    """The session's head (where the message is, if it exists)."""
+    events: list[tuple[int, str]]
+    """``(seq, kind)`` of every event that touched the message (none if it does not exist)."""
+
+
+@attrs.frozen(kw_only=True)
+class KindSeqs:
+    """The seqs of some kinds of events around a page's seq (``Source.kinds``)."""
+
+    before: list[int]
+    """The last matching seqs before the pivot, ascending."""
+    after: list[int]
+    """The first matching seqs from the pivot on, ascending."""
+    counts: dict[str, int]
+    """Events of each kind up to the page's last seq."""
+
+
 @attrs.define(eq=False)
 class _Entry:
     """What the cache holds for one session (changed under ``Source._lock`` only)."""
@@ -195,6 +248,7 @@ class Source:
         self._origins: dict[tuple[str, datetime], BranchImported | None] = {}
         self._rows: dict[str, SessionRow] = {}
         self._spans: OrderedDict[str, tuple[datetime, Timeline]] = OrderedDict()
+        self._counts: OrderedDict[str, tuple[datetime, int, dict[str, int]]] = OrderedDict()
 
     @contextmanager
     def _store(self) -> Iterator[Store]:
@@ -401,6 +455,184 @@ class Source:
                 self._spans.popitem(last=False)
         return line
 
+    def kinds(
+        self,
+        session_id: str,
+        kinds: Sequence[str],
+        pivot: int,
+        last: int,
+        *,
+        before: int,
+        after: int,
+    ) -> KindSeqs | None:
+        """The seqs of the events of ``kinds`` up to ``last`` nearest ``pivot`` (``before``
+        of them before it, ``after`` from it on) and the count of each kind up to ``last``,
+        from the log's kind column (``kind_seqs``, ``kind_counts``): the counts are read
+        once per session and brought on with the rows stored since. None for a store that
+        cannot read them (the page then reads every event).
+
+        Raises:
+            CliError: no such session, or the store cannot be read.
+        """
+        with self._store() as store:
+            require_session(store, session_id, self.db)
+            if not hasattr(store, "kind_seqs") or not hasattr(store, "kind_counts"):
+                return None
+            info = store.session(session_id)
+            seqs = store.kind_seqs(session_id, kinds, pivot, before=before, after=after, last=last)
+            with self._lock:
+                kept = self._counts.get(session_id)
+            if kept is None or kept[0] != info.created_at or kept[1] > last:
+                kept = (info.created_at, 0, {})
+            created_at, upto, counts = kept
+            if upto < last:
+                counts = dict(counts)
+                for kind, n in store.kind_counts(session_id, upto + 1, last).items():
+                    counts[kind] = counts.get(kind, 0) + n
+            with self._lock:
+                self._counts[session_id] = (created_at, last, counts)
+                self._counts.move_to_end(session_id)
+                while len(self._counts) > _SPANS_KEPT:
+                    self._counts.popitem(last=False)
+        return KindSeqs(before=seqs[0], after=seqs[1], counts=counts)
+
+    def message_history(
+        self, session_id: str, message_id: str, at: Callable[[int], int]
+    ) -> MessageHistory | None:
+        """The state at ``at(last seq)``, the head, and the events that touched the message
+        (as ``touched_ids`` finds them over every event), for a session past ``_WHOLE``
+        events: from the head's turns and the events that may name the message
+        (``mentions``, ``kind_seqs``), each decoded alone; only the few whose effect
+        depends on the states around them (an approval of a tool call, a rollback, the end
+        of the turn of a call the head cannot tell open or not) are read with them. None
+        when the store cannot (the page then reads every event), the session is short or
+        its every state is cached, or the message's id (or its call's) is not plain enough
+        to be searched for as stored (``_PLAIN``).
+
+        Raises:
+            CliError: no such session, or the store cannot be read.
+            CorruptRow: a row the states or events are read from is damaged.
+            WebError: whatever ``at`` raises (a seq out of range).
+        """
+        with self._store() as store:
+            require_session(store, session_id, self.db)
+            info = store.session(session_id)
+            if info.seq <= _WHOLE or not all(
+                hasattr(store, name) for name in ("load_span", "mentions", "kind_seqs", "event")
+            ):
+                return None
+            entry = self._current(session_id, info)
+            if entry is not None and entry.done.is_set() and entry.timeline.first_seq == 0:
+                return None  # every state is cached: reading them is cheaper
+            if not _PLAIN.fullmatch(message_id):
+                return None
+            seq = at(info.seq)
+            read: Any = store
+            head = read.load_span(session_id, info.seq, lazy=True).head
+            state = (
+                head if seq == head.seq else read.load_span(session_id, seq, seq, lazy=True).head
+            )
+            message = head.get(message_id)
+            if message is None:
+                return MessageHistory(state=state, head=head, events=[])
+            call = message.tool_call.id if message.tool_call is not None else None
+            turns = head.turn_list()
+            if (call is not None and not _PLAIN.fullmatch(call)) or len(
+                {t.id for t in turns}
+            ) != len(turns):
+                return None
+            added = added_seq(head, message) or 1
+            candidates = {added}
+            candidates.update(
+                read.mentions(
+                    session_id, ["status_changed", "metadata_updated"], f'"{message_id}"', added
+                )
+            )
+            for turn in turns:
+                made_in = turn.started_seq < added and (
+                    turn.ended_seq is None or added <= turn.ended_seq
+                )
+                if message_id in turn.input_ids or (call is not None and made_in):
+                    candidates.update(s for s in (turn.started_seq, turn.ended_seq) if s)
+            if call is not None:
+                candidates.update(
+                    read.mentions(
+                        session_id, ["approval_requested", "approval_decided"], f'"{call}"', added
+                    )
+                )
+            candidates.update(
+                read.kind_seqs(session_id, ["rolled_back"], added + 1, before=0, after=info.seq)[1]
+            )
+            by_turn = {t.id: t for t in turns}
+            found: list[tuple[int, str]] = []
+            unsure: list[Event] = []
+            for s in sorted(c for c in candidates if 1 <= c <= info.seq):
+                event = read.event(session_id, s)
+                touched = _touches(event, message, head, by_turn)
+                if touched is None:
+                    unsure.append(event)
+                elif touched:
+                    found.append((s, event.kind))
+        if unsure:
+            lines = self.lines(session_id, [e.seq for e in unsure], Timeline.from_state(head))
+            for event in unsure:
+                line = next(t for t in lines if t.first_seq < event.seq <= t.last_seq)
+                before, after = line.at(event.seq - 1), line.at(event.seq)
+                if message_id in touched_ids(event, before, after):
+                    found.append((event.seq, event.kind))
+        return MessageHistory(state=state, head=head, events=sorted(found))
+
+    def charted(self, session_id: str) -> tuple[SessionState, StatusSeries]:
+        """The head and the statuses over seqs the charts draw. A session of up to
+        ``_BACKGROUND`` events (or a store that keeps no stored states) is read whole and
+        sampled evenly (``status_series``); a longer one is read at its head alone
+        (``span``) and sampled at its stored states (``stored_counts``: checkpoints every
+        1,000 events and the latest snapshot, read without replaying).
+
+        Raises:
+            CliError: no such session, or the store cannot be read.
+            CorruptRow: a row the head or a stored state is read from is damaged.
+        """
+        with self._store() as store:
+            require_session(store, session_id, self.db)
+            length = store.session(session_id).seq
+            stored = hasattr(store, "stored_counts")
+        if length <= _BACKGROUND or not stored:
+            timeline = self.timeline(session_id).timeline
+            return timeline.head, status_series(timeline)
+        head = self.span(session_id, lambda last: (last, last, last)).timeline.head
+        with self._store() as store:
+            counts = store.stored_counts(session_id, head.seq)  # type: ignore[attr-defined]
+        return head, stored_series(counts, head)
+
+    def lines(self, session_id: str, seqs: Sequence[int], have: Timeline) -> list[Timeline]:
+        """Timelines that hold each of ``seqs`` and the state before it: ``have``, brought on
+        with the events after it when the seqs past it are less than ``_GAP`` further (the
+        rows after a page's seq), and spans read from the nearest stored state
+        (``load_span``, lazily: rows show a few messages), one per run of the other seqs
+        less than ``_GAP`` apart.
+
+        Raises:
+            CliError: no such session, or the store cannot be read.
+            CorruptRow: a row the states are read from is damaged.
+        """
+        with self._store() as store:
+            read: Any = store
+            after = [s for s in seqs if s > have.last_seq and s - 1 >= have.first_seq]
+            if after and max(after) - have.last_seq < _GAP:
+                have = have.extend(read.events_between(session_id, have.last_seq + 1, max(after)))
+            runs: list[list[int]] = []
+            for seq in sorted(seqs):
+                if have.first_seq <= seq - 1 and seq <= have.last_seq:
+                    continue
+                if runs and seq - runs[-1][-1] < _GAP:
+                    runs[-1].append(seq)
+                else:
+                    runs.append([seq])
+            return [have] + [
+                read.load_span(session_id, run[0] - 1, run[-1], lazy=True) for run in runs
+            ]
+
     def _timeline(self, session_id: str, need: int) -> Loaded:
         with self._store() as store:
             require_session(store, session_id, self.db)
@@ -565,6 +797,12 @@ class Source:
             target, seq, head = fork_session(store, session_id, at_seq, new_id, self.db)
         return Forked(session_id=target, source_session_id=session_id, source_seq=seq, head=head)
 
+    def fork_id(self, session_id: str, at_seq: int) -> str:
+        """The id a fork of ``session_id`` at ``at_seq`` without a name gets now (the fork
+        form's suggestion): ``SESSION-fork-SEQ``, or its first free ``-N``."""
+        with self._store() as store:
+            return free_id(store, f"{session_id}-fork-{at_seq}")
+
     def export(self, session_id: str) -> bytes:
         """The session as ``amber export`` prints it (the same JSON, with a final newline)."""
         with self._store() as store:
@@ -589,6 +827,58 @@ def _within(window: Window, seq: int, head: int, damage: CorruptRow) -> tuple[in
     if shown[0] != seq:
         raise damage
     return shown
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.:@+-]{1,256}")
+"""Ids a stored body holds as they are (JSON escapes none of these characters)."""
+
+
+def _touches(
+    event: Event, message: Message, head: SessionState, turns: Mapping[str, Turn]
+) -> bool | None:
+    """Whether ``event`` touched ``message`` (``touched_ids``), decided from the event and
+    the ``head`` (its ``turns`` by id); None when that depends on the states around it."""
+    empty = SessionState.empty(event.session_id)  # what these kinds touch is in the event
+    if isinstance(event, MessageAdded | StatusChanged | MetadataUpdated | BranchImported):
+        return message.id in touched_ids(event, empty, empty)
+    if isinstance(event, TurnStarted | TurnEnded | OrphanRecovered):
+        if isinstance(event, TurnEnded) and (
+            any(m.id == message.id for m in event.partial)
+            or (event.notice is not None and event.notice.id == message.id)
+        ):
+            return True
+        turn = turns.get(event.turn_id)
+        starts = isinstance(event, TurnStarted)
+        if turn is None or (turn.started_seq if starts else turn.ended_seq) != event.seq:
+            return None  # not the head's record of this turn
+        if message.id in turn.input_ids:
+            return True
+        if starts or message.tool_call is None:
+            return False  # a turn's open calls are its tool calls
+        return _open_at(head, message, event.seq)
+    if isinstance(event, ApprovalRequested | ApprovalDecided):
+        return None if message.tool_call is not None else False
+    if isinstance(event, RolledBack):
+        return None
+    return message.id in touched_ids(event, empty, empty)
+
+
+def _open_at(head: SessionState, call: Message, seq: int) -> bool | None:
+    """Whether the tool call ``call``, made in the turn that ends at ``seq``, was still open
+    (no result) just before: from the head's maps of calls and results, when they name it
+    (a call id used once); None otherwise."""
+    assert call.tool_call is not None
+    call_id = call.tool_call.id
+    if head.tool_calls.get(call_id) != call.id:
+        return None
+    result_id = head.tool_results.get(call_id)
+    if result_id is None:
+        return True
+    result = head.get(result_id)
+    if result is None or result.turn_id != call.turn_id:
+        return None
+    added = added_seq(head, result)
+    return None if added is None else added > seq
 
 
 def _first(events: list[Event]) -> Event | None:

@@ -28,6 +28,7 @@ __all__ = [
     "call_cost",
     "session_totals",
     "status_series",
+    "stored_series",
     "turn_stats",
 ]
 
@@ -173,6 +174,8 @@ class StatusSeries:
     """The sampled seqs, ascending (the first and the last always among them)."""
     counts: dict[Status, tuple[int, ...]]
     """For each status some message had: its count at each sampled seq."""
+    stored: bool = False
+    """True when sampled at the session's stored states (``stored_series``), not evenly."""
 
 
 def status_series(timeline: Timeline, *, points: int = 240) -> StatusSeries:
@@ -183,11 +186,33 @@ def status_series(timeline: Timeline, *, points: int = 240) -> StatusSeries:
         seqs = list(range(first, last + 1))
     else:
         seqs = sorted({first + round(i * span / (points - 1)) for i in range(points)})
-    samples = [timeline.at(seq).status_counts() for seq in seqs]
-    seen = {status for sample in samples for status in sample}
-    counts = {
-        status: tuple(sample.get(status, 0) for sample in samples)
-        for status in STATUS_ORDER
-        if status in seen
-    }
-    return StatusSeries(seqs=tuple(seqs), counts=counts)
+    return _series(seqs, [timeline.at(seq).counts for seq in seqs], stored=False)
+
+
+def stored_series(
+    stored: Sequence[tuple[int, tuple[int, ...]]], head: SessionState, *, points: int = 240
+) -> StatusSeries:
+    """How many messages had each status at seq 0, at the stored states ``stored`` (``(seq,
+    counts in STATUS_ORDER)``: a store's ``stored_counts``, read without replaying) and at
+    ``head``; at most ``points`` of them, evenly picked, the first and the last kept."""
+    samples = {0: (0,) * len(STATUS_ORDER)}
+    samples.update((seq, counts) for seq, counts in stored if seq < head.seq)
+    samples[head.seq] = head.counts
+    seqs = sorted(samples)
+    if len(seqs) > points:
+        seqs = [seqs[round(i * (len(seqs) - 1) / (points - 1))] for i in range(points)]
+    return _series(seqs, [samples[seq] for seq in seqs], stored=True)
+
+
+def _series(seqs: Sequence[int], counts: Sequence[Sequence[int]], *, stored: bool) -> StatusSeries:
+    """The series of ``counts`` (each in ``STATUS_ORDER``) at ``seqs``: the statuses some
+    sample has, in that order."""
+    return StatusSeries(
+        seqs=tuple(seqs),
+        counts={
+            status: tuple(sample[i] for sample in counts)
+            for i, status in enumerate(STATUS_ORDER)
+            if any(sample[i] for sample in counts)
+        },
+        stored=stored,
+    )

@@ -38,9 +38,12 @@ from .._cli._views import PROVIDERS
 from ._charts import Bar, Series, area_chart, bar_chart
 from ._html import duration, money, number
 from ._pages import (
+    ROWS,
     KindIndex,
+    filtered_rows,
     jump,
     message_rows,
+    paged,
     pretty_json,
     span_of,
     state_pane,
@@ -60,7 +63,7 @@ from ._params import (
 )
 from ._request import check_origin, query, read_body, require, url
 from ._source import Source
-from ._stats import call_cost, status_series, turn_stats
+from ._stats import call_cost, turn_stats
 
 __all__ = ["ROUTES"]
 
@@ -107,12 +110,23 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
 
     def window(head: int) -> tuple[int, int, int]:
         seq = resolve(at, head, session_id)
+        if kinds:  # the filtered rows are read apart (below)
+            return seq, max(seq - 1, 0), seq
         return (seq, *span_of(seq, start, head))
 
-    # Only the states the page shows (the filter reads every event).
-    loaded = source.span(session_id, window, whole=bool(kinds))
+    # Only the states the page shows.
+    loaded = source.span(session_id, window)
     timeline = loaded.timeline
     seq = resolve(at, loaded.last_seq, session_id)
+    found = None
+    if kinds and not loaded.complete:
+        pivot = max(seq, 1) if start is None else start
+        found = source.kinds(
+            session_id, kinds, pivot, loaded.last_seq, before=2 * ROWS, after=ROWS + 1
+        )
+        if found is None:  # a store that cannot read the kind column: read every event
+            loaded = source.span(session_id, window, whole=True)
+            timeline = loaded.timeline
     line = timeline  # the states of the state pane: seq and the one before it
     if not timeline.first_seq <= max(seq - 1, 0) <= seq <= timeline.last_seq:
         line = source.span(session_id, lambda _: (seq, max(seq - 1, 0), seq)).timeline
@@ -120,9 +134,21 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
     side = view_pane(view, pane.state, show_all=show_all)
     index = None
     counts: dict[str, int] = {}
-    if loaded.complete:
-        index = _kind_index(session_id, timeline)
-        counts = {kind: len(seqs) for kind, seqs in index.seqs.items()}
+    if found is not None:
+        shown, earlier, later = paged(found.before, found.after, centred=start is None)
+        rows = filtered_rows(
+            source.lines(session_id, shown, timeline),
+            shown,
+            earlier,
+            later,
+            matching=sum(found.counts.get(kind, 0) for kind in kinds),
+        )
+        counts = found.counts
+    else:
+        if loaded.complete:
+            index = _kind_index(session_id, timeline)
+            counts = {kind: len(seqs) for kind, seqs in index.seqs.items()}
+        rows = timeline_rows(timeline, seq, kinds, start, index, head=loaded.head_seq)
     context = {
         "sid": session_id,
         "loaded": loaded,
@@ -133,12 +159,13 @@ def session_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
         "kinds": kinds,
         "all_kinds": list(EVENT_TYPES),
         "kind_counts": counts,
-        "rows": timeline_rows(timeline, seq, kinds, start, index, head=loaded.head_seq),
+        "rows": rows,
         "pane": pane,
         "side": side,
         "show_all": show_all,
         "providers": PROVIDERS,
         "note": one(q, "note"),
+        "fork_id": source.fork_id(session_id, seq),
     }
     return page(request, "session.html", context)
 
@@ -190,13 +217,21 @@ def message_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
     q = query(request)
     session_id = require(request)
     message_id = require(request, "id")
-    timeline = source.timeline(session_id).timeline
-    seq = resolve(parse_seq(one(q, "at")), timeline.last_seq, session_id)
-    state = timeline.at(seq)
+    at = parse_seq(one(q, "at"))
+    found = source.message_history(
+        session_id, message_id, lambda last: resolve(at, last, session_id)
+    )
+    if found is None:  # a short session (or a store that cannot search): every event
+        timeline = source.timeline(session_id).timeline
+        state = timeline.at(resolve(at, timeline.last_seq, session_id))
+        head = timeline.head
+    else:
+        state, head = found.state, found.head
+    seq = state.seq
     message = state.get(message_id)
     if message is None:
-        later = timeline.head.get(message_id)
-        added = None if later is None else added_seq(timeline.head, later)
+        later = head.get(message_id)
+        added = None if later is None else added_seq(head, later)
         hint = (
             f"it is added at seq {added}; pass at={added} or later."
             if added is not None
@@ -207,15 +242,18 @@ def message_page(request: Request, *, source: Source, page: Page, **_: Any) -> R
             f"Session {session_id!r} has no message {message_id!r} at seq {seq}; {hint}",
             code=ExitCode.NOT_FOUND,
         )
-    events = [
-        (event.seq, event.kind)
-        for event, before, after in _entries(timeline)
-        if message_id in touched_ids(event, before, after)
-    ]
+    if found is None:
+        events = [
+            (event.seq, event.kind)
+            for event, before, after in _entries(timeline)
+            if message_id in touched_ids(event, before, after)
+        ]
+    else:
+        events = found.events
     context = {
         "sid": session_id,
         "seq": seq,
-        "last": timeline.last_seq,
+        "last": head.seq,
         "message": message,
         "row": message_rows([message], state)[0],
         "inherited": inherited(state, message),
@@ -243,20 +281,27 @@ def _provider_for(model: str | None) -> str:
 
 
 def call_page(request: Request, *, source: Source, page: Page, **_: Any) -> Response:
-    """``/call?s=ID&id=OPERATION``: one model call, its request as rebuilt, its response."""
+    """``/call?s=ID&id=CALL``: one model call, its request as rebuilt, its response.
+
+    ``CALL`` as ``amber show --call`` takes it: its number (``3`` or ``#3``), source key
+    or operation id."""
     q = query(request)
     session_id = require(request)
     operation_id = require(request, "id")
     loaded = source.timeline(session_id, need=-1)
     head = loaded.timeline.head
-    row = head.audit.get(operation_id) or next(  # a source key, or an operation id
-        (r for r in head.model_calls() if r.operation_id == operation_id), None
+    from .._cli._calls import call_number
+
+    number = call_number(operation_id)
+    row = head.audit.get(operation_id) or next(  # a number, source key or operation id
+        (r for r in head.model_calls() if number in (r.operation_id, r.sequence)), None
     )
     if row is None:
         calls = loaded.timeline.head.model_calls()
         hint = (
-            f"it has {len(calls)} ({calls[0].operation_id} … {calls[-1].operation_id}); the "
-            "session page lists them."
+            f"it has {len(calls)} (#1 {calls[0].operation_id} … #{len(calls)} "
+            f"{calls[-1].operation_id}); pass id= its number, source key or operation id (the "
+            "session page lists them)."
             if calls
             else "it has none."
         )
@@ -331,8 +376,8 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
     q = query(request)
     session_id = require(request)
     start = parse_index(one(q, "turns"), name="turns")
-    timeline = source.timeline(session_id).timeline
-    stats = turn_stats(timeline.head)
+    head, series = source.charted(session_id)
+    stats = turn_stats(head)
     total = len(stats)
     if start is None:
         start = max(0, total - _TURNS_PER_CHART)
@@ -347,7 +392,7 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
             Bar(
                 label=t.turn_id,
                 values=values(t),
-                href=href(t.started_seq if t.started_seq <= timeline.last_seq else 0),
+                href=href(t.started_seq if t.started_seq <= head.seq else 0),
                 note=f"{t.status} · seq {t.started_seq}→{t.ended_seq or '…'}",
             )
             for t in shown
@@ -373,7 +418,6 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
         if has_cost
         else None
     )
-    series = status_series(timeline)
     statuses = area_chart(
         series.seqs,
         [(Series(name=str(s), css=f"st-{s}"), v) for s, v in series.counts.items()],
@@ -386,7 +430,7 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
     )
     context = {
         "sid": session_id,
-        "last": timeline.last_seq,
+        "last": head.seq,
         "stats": shown,
         "start": start,
         "total": total,
@@ -396,6 +440,7 @@ def charts_page(request: Request, *, source: Source, page: Page, **_: Any) -> Re
         "cost": cost,
         "statuses": statuses,
         "status_names": [str(s) for s in series.counts],
+        "stored": series.stored,
         "series": _SERIES,
     }
     return page(request, "charts.html", context)
@@ -434,9 +479,9 @@ async def fork_action(request: Request, *, source: Source, token: str, **_: Any)
     if "at" not in form or not form["at"].strip():
         raise WebError(400, "The fork form needs a seq (at): the seq to fork from.")
     at = parse_seq(form["at"])
-    new_id = form.get("as", "").strip() or None
-    if new_id is not None:
-        new_id = parse_session_id(new_id)
+    # As ``amber fork --as`` takes it: an empty field is no name (the free default id);
+    # anything else is checked as typed (spaces kept; a newline or only spaces refused).
+    new_id = parse_session_id(form["as"]) if form.get("as") else None
     forked = await run_in_threadpool(source.fork, session_id, at, new_id)
     return RedirectResponse(url("/session", s=forked.session_id, note="forked"), status_code=303)
 

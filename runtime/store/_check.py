@@ -67,7 +67,8 @@ class CheckReport:
     sessions: int
     """How many sessions were checked (every one with events)."""
     events: int
-    """How many events were read, decoded, chained and replayed."""
+    """How many events were read, decoded, chained and replayed (of a damaged log, the
+    ones before the damaged row)."""
     problems: tuple[Problem, ...]
     """Everything found wrong, in session order."""
     heads: Map[str, str] = attrs.field(factory=Map)

@@ -17,7 +17,9 @@ Leases (``_leases``) say which worker owns a session; a store that holds a
 session's lease checks its fencing token in every write to it. After each
 write that stores events the store sends a notification on the schema's
 channel (``NOTIFY``, delivered at commit) with the session ids, which
-``listen()`` waits for: an owner wakes when another process stores input.
+``listen()`` waits for: an owner wakes when another process stores input. A
+lease given back is announced the same way, so a worker woken by the last writes
+of a stopping owner, which could not take the session then, takes it at once.
 """
 
 from __future__ import annotations
@@ -286,10 +288,18 @@ class PostgresStore(SqlStore):
         return renewed
 
     def release(self, lease: Lease) -> bool:
-        """Give the lease up (it expires at once). False when it was lost already."""
+        """Give the lease up (it expires at once). False when it was lost already.
+
+        A lease given back is announced on the channel (in the same transaction), so a
+        worker that could not take the session a moment before, while this store held it,
+        takes it now instead of at its next poll.
+        """
         self._held.pop(lease.session_id, None)
         with self._write(()) as db:
-            return release(db, lease)
+            released = release(db, lease)
+            if released:
+                self._notify.add(lease.session_id)
+            return released
 
     def lease(self, session_id: str) -> Lease | None:
         """The session's lease as stored (whoever holds it), or None if it never had one."""

@@ -172,6 +172,8 @@ def check_rows(db: Db, chunk_size: int, problems: list[Problem]) -> CheckReport:
             timeline, head = replay_rows(db, SessionState.empty(session_id), upto=upto)
         except CorruptRow as exc:
             problems.append(Problem.of(exc, derived=False))
+            if exc.session_id == session_id and exc.seq:
+                events += exc.seq - 1  # read, chained and replayed before the damaged row
             continue
         events += timeline.last_seq
         lost = _lost_events(db, session_id, upto)

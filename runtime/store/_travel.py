@@ -20,18 +20,21 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import TypeVar
+
+import orjson
 
 from .._errors import CorruptRow, EventRejected, InvalidArgument
 from .._events import Event
 from .._reducer import apply
-from .._state import SessionState
+from .._state import STATUS_ORDER, SessionState
 from .._timeline import Timeline
-from ._chain import ChainCheck
+from ._chain import ChainCheck, digest
 from ._checkpoints import nearest, read_checkpoint
 from ._db import Db
 from ._rows import chain_at, read_error_flags, read_events, read_snapshot
+from ._summaries import shown
 
 __all__ = ["FREEZE_AFTER", "TimeTravel", "bulk", "check_span", "load_span", "walk"]
 
@@ -155,7 +158,7 @@ def walk(
 
 class TimeTravel:
     """The SQL stores' time-travel reads (``load_span``, ``walk``, ``event``,
-    ``events_between``)."""
+    ``events_between``, ``kind_seqs``, ``kind_counts``, ``mentions``, ``stored_counts``)."""
 
     _chunk_size: int
 
@@ -262,6 +265,136 @@ class TimeTravel:
                 raise _gap(session_id, first - 1 + len(rows), last)
             return rows
 
+    def kind_seqs(
+        self,
+        session_id: str,
+        kinds: Sequence[str],
+        pivot: int,
+        *,
+        before: int,
+        after: int,
+        last: int | None = None,
+    ) -> tuple[list[int], list[int]]:
+        """The seqs of the events of ``kinds`` nearest ``pivot``: the last ``before`` of those
+        before it and the first ``after`` from it on (up to ``last``, the head by default),
+        each list ascending. Read from the log's kind column through its primary key, from
+        ``pivot`` outwards until enough are found: it costs the distance to them, not the
+        session's length. The rows are not decoded (nor checked against the hash chain):
+        a page that shows them reads them with ``load_span``, which does.
+
+        Raises:
+            UnknownSession: the store has no such session.
+            InvalidArgument: ``kinds`` is not a list of strings, a limit is negative, or
+                ``last`` is not a seq from 0 to the head.
+        """
+        names = _kinds(kinds)
+        for name, value in (("pivot", pivot), ("before", before), ("after", after)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidArgument(f"{name} must be an int >= 0 (got {value!r}).")
+        if not names:
+            return [], []
+        marks = ", ".join("?" * len(names))
+        with self._read() as db:
+            head = self._head_seq(db, session_id)
+            _, upto = check_span(0, head if last is None else last, head)
+            earlier = db.execute(
+                "SELECT seq FROM events WHERE session_id = ? AND seq < ? AND seq <= ? "
+                f"AND kind IN ({marks}) ORDER BY seq DESC LIMIT ?",
+                (session_id, pivot, upto, *names, before),
+            ).fetchall()
+            later = db.execute(
+                "SELECT seq FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? "
+                f"AND kind IN ({marks}) ORDER BY seq LIMIT ?",
+                (session_id, pivot, upto, *names, after),
+            ).fetchall()
+        return [int(row[0]) for row in reversed(earlier)], [int(row[0]) for row in later]
+
+    def kind_counts(
+        self, session_id: str, first: int = 1, last: int | None = None
+    ) -> dict[str, int]:
+        """How many events of each kind seqs ``first`` to ``last`` (the head by default) hold,
+        from the log's kind column (one pass over those rows in SQL, none decoded).
+
+        Raises:
+            UnknownSession: the store has no such session.
+            InvalidArgument: not ``1 <= first`` and ``first - 1 <= last <= head``.
+        """
+        with self._read() as db:
+            head = self._head_seq(db, session_id)
+            upto = head if last is None else last
+            if isinstance(first, bool) or not isinstance(first, int) or first < 1:
+                raise InvalidArgument(f"first must be an int seq >= 1 (got {first!r}).")
+            _, upto = check_span(first - 1, upto, head)
+            rows = db.execute(
+                "SELECT kind, count(*) FROM events WHERE session_id = ? AND seq >= ? "
+                "AND seq <= ? GROUP BY kind",
+                (session_id, first, upto),
+            ).fetchall()
+        return {str(kind): int(count) for kind, count in rows}
+
+    def mentions(
+        self, session_id: str, kinds: Sequence[str], text: str, first: int = 1
+    ) -> list[int]:
+        """The seqs from ``first`` on of the events of ``kinds`` whose stored body holds
+        ``text`` (in SQLite, in any ASCII case): candidates for what names an id, found
+        in SQL without decoding a row (one pass over those rows). A body holds a string
+        as JSON writes it: search for an id that JSON writes as it is. The rows are not
+        checked: decode the events to be sure (``event``, ``events_between``).
+
+        Raises:
+            UnknownSession: the store has no such session.
+            InvalidArgument: ``kinds`` is not a list of strings, ``text`` is not a
+                non-empty string, or ``first`` is not a seq >= 1.
+        """
+        names = _kinds(kinds)
+        if not isinstance(text, str) or not text:
+            raise InvalidArgument(f"text must be a non-empty string (got {text!r}).")
+        if isinstance(first, bool) or not isinstance(first, int) or first < 1:
+            raise InvalidArgument(f"first must be an int seq >= 1 (got {first!r}).")
+        if not names:
+            return []
+        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        with self._read() as db:
+            self._head_seq(db, session_id)
+            rows = db.execute(
+                "SELECT seq FROM events WHERE session_id = ? AND seq >= ? "
+                f"AND kind IN ({', '.join('?' * len(names))}) AND body LIKE ? ESCAPE '\\' "
+                "ORDER BY seq",
+                (session_id, first, *names, pattern),
+            ).fetchall()
+        return [int(row[0]) for row in rows]
+
+    def stored_counts(
+        self, session_id: str, last: int | None = None
+    ) -> list[tuple[int, tuple[int, ...]]]:
+        """The count of messages of each status (in ``STATUS_ORDER``, as
+        ``SessionState.counts``) at each stored state up to ``last`` (the head by default):
+        the session's checkpoints and its latest snapshot, ``(seq, counts)`` in seq order.
+        Read from their records alone (no chunk, no event decoded), each checked against
+        its digest and the hash chain at its seq. What a chart of a long session samples.
+
+        Raises:
+            UnknownSession: the store has no such session.
+            InvalidArgument: ``last`` is not a seq from 0 to the head.
+            CorruptRow: a record does not match its digest, does not decode, or was built
+                from another log.
+        """
+        with self._read() as db:
+            head = self._head_seq(db, session_id)
+            _, upto = check_span(0, head if last is None else last, head)
+            rows = db.execute(
+                "SELECT seq, CAST(record AS BLOB), digest FROM snapshot_history "
+                "WHERE session_id = ? AND seq <= ? "
+                "UNION SELECT seq, CAST(record AS BLOB), digest FROM snapshots "
+                "WHERE session_id = ? AND seq <= ? ORDER BY 1",
+                (session_id, upto, session_id, upto),
+            ).fetchall()
+            found = {  # the latest snapshot may be kept as a checkpoint too: one each
+                seq: _record_counts(session_id, seq, record, stored, db)
+                for seq, record, stored in rows
+            }
+        return sorted(found.items())
+
     def walk(
         self, session_id: str, first: int = 1, last: int | None = None
     ) -> Generator[tuple[Event, SessionState, SessionState], None, None]:
@@ -275,3 +408,50 @@ class TimeTravel:
             head = self._head_seq(db, session_id)
             first, last = check_span(first, head if last is None else last, head)
             yield from walk(db, session_id, self._chunk_size, max(first, 1), last)
+
+
+def _kinds(kinds: object) -> list[str]:
+    """``kinds`` as a list of strings; ``InvalidArgument`` if it is not one."""
+    if isinstance(kinds, str) or not isinstance(kinds, Sequence | set | frozenset):
+        raise InvalidArgument(
+            f"kinds must be a list of event kinds such as ['turn_ended'] (got {kinds!r})."
+        )
+    names = list(kinds)
+    bad = [name for name in names if not isinstance(name, str)]
+    if bad:
+        raise InvalidArgument(f"kinds must be strings such as 'turn_ended' (got {bad[0]!r}).")
+    return names
+
+
+def _record_counts(
+    session_id: str, seq: object, record: object, stored: object, db: Db
+) -> tuple[int, ...]:
+    """The status counts a snapshot or checkpoint record holds, checked (``stored_counts``)."""
+    where = f"Session {session_id!r} stored state at seq {seq!r}"
+
+    def corrupt(problem: str) -> CorruptRow:
+        return CorruptRow(
+            f"{where} is corrupt: {problem}. Snapshots and checkpoints are rebuilt from the "
+            "event log by 'amber recover --rebuild' (store.rebuild()).",
+            session_id=session_id,
+            seq=seq if type(seq) is int else None,
+        )
+
+    if not isinstance(record, bytes) or digest(record) != stored:
+        raise corrupt("its record does not match its digest: it was changed after it was written")
+    try:
+        data = orjson.loads(record)
+    except orjson.JSONDecodeError as exc:
+        raise corrupt(f"its record is not JSON ({exc})") from None
+    counts = data.get("counts") if type(data) is dict else None
+    if (
+        type(counts) is not list
+        or len(counts) != len(STATUS_ORDER)
+        or any(type(n) is not int or n < 0 for n in counts)
+    ):
+        raise corrupt(f"its counts are {shown(counts)}, not {len(STATUS_ORDER)} counts")
+    if type(seq) is not int or data.get("seq") != seq:
+        raise corrupt(f"its record says seq {shown(data.get('seq'))}")
+    if data.get("chain") != chain_at(db, session_id, seq):
+        raise corrupt(f"it was built from another log than the one stored (at seq {seq})")
+    return tuple(counts)

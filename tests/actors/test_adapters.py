@@ -693,6 +693,38 @@ class TestSilentChannelAdapter:
         ]
         assert harness.sink.ids == ["r"]
 
+    def test_interrupted_partial_reply_is_not_sent(
+        self, silent: Harness, wechat: FakePlatform
+    ) -> None:
+        """A reply cut short by the next input is delivered unsent: a channel that cannot
+        edit or recall would show a cut-off text; the next turn answers both inputs."""
+        mark = {INTERRUPTED_MARK: True}
+        silent.feed(
+            new(
+                make(Category.REPLY, "r1", platform="wechat", content="This is a lo", metadata=mark)
+            ),
+            new(make(Category.REPLY, "r2", platform="wechat", content="", metadata=mark)),
+            new(make(Category.REPLY, "r3", platform="wechat", content="Short final answer.")),
+        )
+        assert wechat.transcript("c1") == ["Short final answer."]
+        assert silent.sink.ids == ["r1", "r2", "r3"]
+
+    def test_send_interrupted_posts_the_partial_reply_marked(self, wechat: FakePlatform) -> None:
+        """send_interrupted=True posts a cut-short reply with an (interrupted) line."""
+        harness = Harness(SilentChannelAdapter, client=wechat, send_interrupted=True)
+        mark = {INTERRUPTED_MARK: True}
+        harness.feed(
+            new(make(Category.REPLY, "r1", platform="wechat", content="Half an ans", metadata=mark))
+        )
+        assert wechat.transcript("c1") == ["Half an ans\n(interrupted)"]
+        assert harness.sink.ids == ["r1"]
+
+    def test_send_interrupted_must_be_a_bool(self, wechat: FakePlatform) -> None:
+        with pytest.raises(
+            InvalidConfig, match=r"send_interrupted must be True or False \(got 'yes'\)"
+        ):
+            SilentChannelAdapter(wechat, send_interrupted="yes")  # type: ignore[arg-type]
+
     def test_failed_send_then_recovery(self, silent: Harness, wechat: FakePlatform) -> None:
         """A refused send leaves the reply pending; the adapter keeps serving."""
         wechat.fail_next()
@@ -703,6 +735,84 @@ class TestSilentChannelAdapter:
         )
         assert silent.sink.ids == ["t", "r2"]
         assert wechat.transcript("c1") == ["reply r2"]
+
+
+class TestIdempotencyKeys:
+    """Each platform message is posted with a key derived from the Amber message id, the same
+    each time it is posted again, so a platform client can drop at-least-once duplicates."""
+
+    def test_each_post_carries_its_message_id(self, live: Harness, discord: FakePlatform) -> None:
+        turn = [
+            make(Category.THOUGHT, "t"),
+            make(Category.TOOL_CALL, "c"),
+            make(Category.TOOL_RESULT, "c"),
+            make(Category.REPLY, "r"),
+        ]
+        live.feed(*(new(m, seq) for seq, m in enumerate(turn, 1)))
+        assert [(a.kind, a.idempotency_key) for a in discord.actions] == [
+            (PlatformActionKind.SEND, "t"),
+            (PlatformActionKind.SEND, "c"),
+            (PlatformActionKind.EDIT, None),
+            (PlatformActionKind.SEND, "r"),
+        ]
+
+    def test_chunks_of_a_split_text_are_numbered(self, wechat: FakePlatform) -> None:
+        harness = Harness(SilentChannelAdapter, client=wechat, max_chars=12)
+        harness.feed(
+            new(make(Category.REPLY, "r", platform="wechat", content="one\n\ntwo two two"))
+        )
+        assert [(m.text, m.idempotency_key) for m in wechat.sent] == [
+            ("one", "r/1"),
+            ("two two two", "r/2"),
+        ]
+
+    def test_a_platform_that_dedupes_drops_the_second_send(self) -> None:
+        """The same reply told twice (a restart after a crash before its delivery was
+        recorded) is posted once; both are reported delivered."""
+        wechat = FakePlatform("wechat", dedupe=True)
+        harness = Harness(SilentChannelAdapter, client=wechat, max_chars=12)
+        reply = new(make(Category.REPLY, "r", platform="wechat", content="one\n\ntwo two two"))
+        harness.feed(reply, reply)
+        assert wechat.transcript("c1") == ["one", "two two two"]
+        assert harness.sink.ids == ["r", "r"]
+
+    def test_a_retry_after_a_partial_send_posts_only_the_rest(self) -> None:
+        fails = [False, True]  # the second chunk fails once
+
+        def second_chunk_once(kind: PlatformActionKind, channel_id: str, text: str) -> bool:
+            return text == "two two two" and fails.pop() if fails else False
+
+        wechat = FakePlatform("wechat", dedupe=True, fail_when=second_chunk_once)
+        harness = Harness(SilentChannelAdapter, client=wechat, max_chars=12)
+        reply = new(make(Category.REPLY, "r", platform="wechat", content="one\n\ntwo two two"))
+        harness.feed(reply, reply)
+        assert wechat.transcript("c1") == ["one", "two two two"]
+        assert harness.sink.ids == ["r"]
+
+    def test_a_client_without_the_keyword_is_called_without_it(self) -> None:
+        calls: list[tuple[object, ...]] = []
+
+        class Plain:
+            def send(self, channel_id: str, text: str) -> str:
+                calls.append((channel_id, text))
+                return "p1"
+
+        harness = Harness(SilentChannelAdapter, client=Plain())
+        harness.feed(new(make(Category.REPLY, "r", platform="wechat")))
+        assert calls == [("c1", "reply r")]
+        assert harness.sink.ids == ["r"]
+
+    def test_a_client_taking_kwargs_gets_the_key(self) -> None:
+        calls: list[dict[str, object]] = []
+
+        class Loose:
+            def send(self, channel_id: str, text: str, **options: object) -> str:
+                calls.append(options)
+                return "p1"
+
+        harness = Harness(SilentChannelAdapter, client=Loose())
+        harness.feed(new(make(Category.REPLY, "r", platform="wechat")))
+        assert calls == [{"idempotency_key": "r"}]
 
 
 class TestSplitText:

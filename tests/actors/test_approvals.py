@@ -11,6 +11,7 @@ import pytest
 
 from actors import (
     ApprovalNeeded,
+    AskTimeout,
     InvalidConfig,
     NotAwaitingApproval,
     Reply,
@@ -25,7 +26,14 @@ from actors import (
 )
 from actors._ids import utc_now
 from actors._leasing import store_decision
-from runtime import ApprovalDecided, InvalidEvent, Status, TurnOutcome
+from runtime import (
+    ApprovalDecided,
+    InvalidEvent,
+    InvalidInput,
+    Status,
+    TurnOutcome,
+    UnknownSession,
+)
 from runtime.store import SQLiteStore
 
 WAIT = 60.0
@@ -109,6 +117,44 @@ class TestApproval:
             with pytest.raises(NotAwaitingApproval):
                 rt.approve("s1", "call_nope")
 
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [((None,), r"^deny\(\) takes the tool call's id as a str \(got None that is a 'NoneType'\)"),
+         ((5,), r"^deny\(\) takes the tool call's id as a str \(got 5 that is a 'int'\)"),
+         (("",), r"^deny\(\) takes the tool call's id as a str \(got ''"),
+         (("call_x", 5), r"^deny\(\) takes a reason that is a str or None \(got 5 that is a 'int'\)")],
+    )  # fmt: skip
+    def test_a_decision_of_the_wrong_type_is_invalid_input(
+        self, args: tuple[Any, ...], message: str
+    ) -> None:
+        """deny('s1', None) said 'No tool call None waits for approval'."""
+        rt, _ = make()
+        with rt:
+            rt.send("s1", "delete /tmp/x")
+            waiting_call(rt)
+            with pytest.raises(InvalidInput, match=message):
+                rt.deny("s1", *args)
+            with pytest.raises(InvalidInput, match=r"^approve\(\) takes the tool call's id"):
+                rt.approve("s1", None)  # type: ignore[arg-type]
+            with pytest.raises(InvalidInput, match=r"^approve\(\) takes by= as a str or None"):
+                rt.approve("s1", "call_x", by=7)  # type: ignore[arg-type]
+            assert len(rt.pending_approvals("s1")) == 1
+
+    def test_a_decision_for_an_unknown_session_is_unknown_session(self) -> None:
+        """approve('nope', …) said no call waits, and left a live empty session 'nope'
+        behind: rt.state('nope') and pending_approvals('nope') then answered for it."""
+        rt, ran = make()
+        with rt:
+            for decide in (lambda: rt.approve("nope", "call_x"), lambda: rt.deny("nope", "c")):
+                with pytest.raises(UnknownSession, match="'nope'"):
+                    decide()
+            with pytest.raises(UnknownSession):
+                rt.state("nope")
+            with pytest.raises(UnknownSession):
+                rt.pending_approvals("nope")
+            assert "nope" not in rt.sessions()
+        assert ran == []
+
     def test_a_new_message_interrupts_a_waiting_turn(self) -> None:
         """A person writes instead of answering: the turn ends interrupted, the call too."""
         rt, ran = make()
@@ -145,6 +191,42 @@ class TestWaitingSurvives:
                      settings=Settings(passivate_after=0.05))  # fmt: skip
         with rt:
             rt.send("s1", "delete /tmp/x")
+            call_id = waiting_call(rt)
+            assert rt.wait_passivated("s1", timeout=WAIT)
+            rt.approve("s1", call_id)
+            final = rt.wait_idle("s1", timeout=WAIT)
+        assert ran == ["/tmp/x"]
+        assert final.active_turn is None
+
+    def test_an_ask_waiting_for_its_answer_keeps_the_session_live(self) -> None:
+        """An ask whose turn waits for approval: passivating would drop its waiter (the
+        caller never got the answer, or waited for ever from ask_async), so the session
+        refuses to passivate until the answer is in."""
+        rt, ran = make()
+        with rt:
+            answer: dict[str, Any] = {}
+            asking = threading.Thread(
+                target=lambda: answer.update(reply=rt.ask("s1", "delete /tmp/x", timeout=WAIT))
+            )
+            asking.start()
+            call_id = waiting_call(rt)
+            seq = rt.state("s1").seq
+            proxy = rt.router.live("s1")
+            assert proxy.close_if_idle(seq).get(timeout=WAIT) is False
+            rt.approve("s1", call_id)
+            asking.join(WAIT)
+        assert answer["reply"].text == "Done."
+        assert ran == ["/tmp/x"]
+
+    def test_an_ask_that_timed_out_does_not_keep_the_session_live(self) -> None:
+        """Nobody waits for the answer of an ask that timed out: the session may passivate
+        while the call waits (approving later reloads it, as for a send)."""
+        ran: list[str] = []
+        rt = Runtime(model=model(), store=":memory:", tools=[deleter(ran)],
+                     settings=Settings(passivate_after=0.05))  # fmt: skip
+        with rt:
+            with pytest.raises(AskTimeout):
+                rt.ask("s1", "delete /tmp/x", timeout=0.2)  # the call waits for a person
             call_id = waiting_call(rt)
             assert rt.wait_passivated("s1", timeout=WAIT)
             rt.approve("s1", call_id)

@@ -228,6 +228,42 @@ class TestTrio:
             state = rt.wait_idle("s1", timeout=WAIT)
         assert state.turn_list()[0].status.value == "interrupted"
 
+    @pytest.mark.parametrize("close", ["async with", "aclose"])
+    def test_a_held_stream_closed_early_interrupts_the_turn(self, close: str) -> None:
+        """A stream kept in a variable is stopped by its ``async with`` block or by
+        ``aclose()``, at once: ``break`` alone ends the turn only when the stream is
+        dropped (never while the variable holds it)."""
+        held: list[Any] = []
+        with runtime(reply("word " * 400, piece=2, delay=0.05)) as rt:
+
+            async def main() -> None:
+                stream = rt.stream("s1", "hi")
+                held.append(stream)
+                if close == "async with":
+                    async with stream as events:
+                        async for event in events:
+                            if isinstance(event, TextPiece):
+                                break
+                else:
+                    async for event in stream:
+                        if isinstance(event, TextPiece):
+                            break
+                    await stream.aclose()
+
+            trio.run(main)
+            state = rt.wait_idle("s1", timeout=WAIT)
+        assert held
+        assert state.turn_list()[0].status.value == "interrupted"
+
+    def test_a_sync_for_over_a_stream_says_what_to_use(self) -> None:
+        """``list(rt.stream(...))`` in sync code: a TypeError naming ``async for`` and the
+        sync alternatives (it said only "'ReplyStream' object is not iterable"); no ask
+        is made."""
+        with runtime() as rt:
+            with pytest.raises(TypeError, match=r"async for event in rt\.stream.*rt\.ask\("):
+                list(rt.stream("s1", "hi"))
+            assert rt.sessions() == []
+
     def test_outside_a_loop_says_what_to_use(self) -> None:
         """Awaited with no asyncio or trio loop: a clear error."""
         with runtime() as rt:

@@ -8,16 +8,23 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import sqlite3
+import time
 import zlib
+from collections.abc import Iterable
+from datetime import timedelta
 from pathlib import Path
 
 import orjson
 import pytest
 from cli_support import Recorded, amber, recorded
 
+from actors import Runtime, ScriptedModel
 from actors._cli import ExitCode
-from runtime import Status, TurnStatus
+from actors._cli._admin import FORK_TRIES
+from actors._ids import utc_now
+from runtime import Event, SessionState, Status, TurnStatus, hang
 from runtime.store import SQLiteStore
 from runtime.store._summaries import summary_digest
 
@@ -75,6 +82,7 @@ class TestFork:
         amber("fork", "demo", "--at", seq, "--as", "f", "--db", db)
         same = amber("diff", "demo", seq, "1", "--other", "f", "--db", db)
         assert same.exit_code == 0
+        assert f"From demo seq {seq} to f seq 1:" in same.output  # names the other session
         assert "no change to messages, turns or model calls" in same.output
         later = amber("diff", "demo", "--other", "f", "--json", "--db", db, "--", "-1", "-1")
         data = json.loads(later.output)
@@ -117,6 +125,50 @@ class TestFork:
         assert taken.stderr == (
             f"amber: The store '{db}' already has a session 'broken'; pass another --as, or leave "
             "--as out to get a free id.\n"
+        )
+
+    def test_a_name_taken_between_the_check_and_the_write(
+        self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Another writer creates the fork's id after fork checked it was free: --as NAME
+        exits 5 as for a taken id (not SeqConflict, exit 1); the default id moves on to
+        the next free -N; a store that takes every id tried gives up after a bounded
+        number of tries, with exit 5 and what to do."""
+        db = recorded.copy(tmp_path)
+        real = SQLiteStore.append
+        taken: list[str] = []
+        limit = 1  # how many ids the other writer takes
+
+        def racing(self: SQLiteStore, events: Iterable[Event]) -> dict[str, SessionState]:
+            batch = list(events)
+            target = batch[0].session_id
+            if target not in taken and len(taken) < limit:
+                taken.append(target)
+                real(self, batch)  # the other writer's fork, stored first under that id
+            return real(self, batch)
+
+        monkeypatch.setattr(SQLiteStore, "append", racing)
+        named = amber("fork", "demo", "--at", "5", "--as", "racef", "--db", db)
+        assert named.exit_code == ExitCode.CONFLICT, named.output
+        assert named.stderr == (
+            f"amber: The store '{db}' already has a session 'racef'; pass another --as, or leave "
+            "--as out to get a free id.\n"
+        )
+        taken.clear()
+        limit = 2
+        default = amber("fork", "demo", "--at", "5", "--json", "--db", db)
+        assert default.exit_code == 0, default.output
+        assert json.loads(default.output)["session_id"] == "demo-fork-5-3"
+        assert taken == ["demo-fork-5", "demo-fork-5-2"]
+        taken.clear()
+        limit = 1_000
+        endless = amber("fork", "demo", "--at", "6", "--db", db)
+        assert endless.exit_code == ExitCode.CONFLICT, endless.output
+        assert len(taken) == FORK_TRIES
+        assert endless.stderr == (
+            f"amber: Another writer took each of the {FORK_TRIES} free ids tried for the fork "
+            f"(demo-fork-6 to demo-fork-6-{FORK_TRIES}) as it was stored; run amber fork "
+            "again, or pass --as NEW.\n"
         )
 
     def test_json_and_head(self, recorded: Recorded, tmp_path: Path) -> None:
@@ -400,6 +452,23 @@ class TestRecover:
             "Left alone (active less than 300 s ago, maybe still running): orphan" in result.output
         )
 
+    def test_a_turn_written_after_recover_started(
+        self, orphan: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With --older-than 0 only a session written to after recover read the clock is
+        left alone: said so, not 'active less than 0 s ago'."""
+        import actors._cli._admin
+
+        earlier = utc_now() - timedelta(hours=1)  # the session looks written after "now"
+        monkeypatch.setattr(actors._cli._admin, "utc_now", lambda: earlier)
+        result = amber("recover", "--older-than", "0", "--db", orphan)
+        assert result.exit_code == 0, result.output
+        assert "less than 0 s" not in result.output
+        assert (
+            "Left alone (written to after recover started, maybe still running): orphan"
+            in result.output
+        )
+
     def test_dry_run_then_recover(self, orphan: Path) -> None:
         """--dry-run lists without writing; then the inputs go back to pending_agent."""
         dry = amber("recover", "--older-than", "0", "--dry-run", "--db", orphan)
@@ -422,6 +491,39 @@ class TestRecover:
             assert state.turn("turn_5be1ef79_000032").status is TurnStatus.RECOVERED  # type: ignore[union-attr]
         shown = amber("timeline", "orphan", "--kind", "orphan_recovered", "--db", orphan)
         assert "↺ turn_5be1ef79_000032 recovered" in shown.output
+
+    def test_a_live_runtime_s_turn_is_left_alone(self, orphan: Path) -> None:
+        """While a runtime runs the store (it holds the runner lock), its active turn is
+        running, not orphaned: recover leaves it alone, saying why, and still recovers the
+        turn of a runner that is gone."""
+        with Runtime(model=ScriptedModel([hang()]), store=orphan) as rt:
+            rt.send("live", "hello", sender="u")
+            deadline = time.monotonic() + 60  # a hang guard
+            while rt.state("live").active_turn is None:
+                assert time.monotonic() < deadline, "the live turn did not start"
+                time.sleep(0.02)
+            dry = amber("recover", "--older-than", "0", "--dry-run", "--db", orphan)
+            assert "Would recover orphan:" in dry.output
+            assert "live" not in dry.output.split("Left alone", 1)[0]
+            done = amber("recover", "--older-than", "0", "--json", "--db", orphan)
+            data = json.loads(done.output)
+            assert data["recovered"] == [
+                {"session_id": "orphan", "turn_id": "turn_5be1ef79_000032", "seq": 2}
+            ]
+            (running,) = data["running"]
+            assert running["session_id"] == "live"
+            assert f"pid {os.getpid()}, {rt.runner}" in running["by"]
+            text = amber("recover", "--older-than", "0", "--db", orphan)
+            assert "No orphaned turns" in text.output
+            assert (
+                "Left alone, running in the runtime that runs this store (pid "
+                f"{os.getpid()}, {rt.runner}, since" in " ".join(text.output.split())
+            )
+            assert rt.state("live").active_turn is not None
+            with SQLiteStore(orphan) as store:
+                assert store.load_state("live").active_turn is not None
+        with SQLiteStore(orphan) as store:
+            assert store.load_state("orphan").active_turn is None
 
     def test_negative_age_is_a_usage_error(self, orphan: Path) -> None:
         """--older-than must not be negative."""

@@ -151,6 +151,23 @@ class TestCheck:
         assert rebuilt.exit_code == ExitCode.FAILED
         assert "Left alone: session 'demo' seq 1" in rebuilt.output
 
+    def test_a_damaged_logs_events_are_counted_up_to_the_damage(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """The count of events includes a damaged log's events before the damaged row (it
+        counted only the sound sessions'), and says so."""
+        db = recorded.copy(tmp_path)
+        with raw(db) as conn:
+            conn.execute(
+                "UPDATE events SET body = replace(body, 'Tokyo', 'Kyoto') "
+                "WHERE session_id = 'demo' AND seq = 21"
+            )
+        checked = json.loads(amber("check", "--json", "--db", db).output)
+        assert checked["events"] == 51 - recorded.demo.events + 20
+        header = amber("check", "--db", db).output.splitlines()[0]
+        assert header.startswith(f"Checked {db}: 2 session(s), {checked['events']} event(s) in ")
+        assert header.endswith(" s (of a damaged log, the events before the damaged row).")
+
 
 class TestArguments:
     """Finding 7: 'amber recover --older-than inf' (nan, 1e400) raised OverflowError."""

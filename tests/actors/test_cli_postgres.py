@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
 import pytest
 from cli_support import Recorded, amber, recorded  # noqa: F401  (recorded is a fixture)
 
+from actors import Runtime, ScriptedModel, Settings
+from runtime import TurnStatus, hang
 from runtime.store import PostgresStore, SQLiteStore
 
 
@@ -207,3 +211,44 @@ def test_a_schema_without_a_store_says_how_to_fill_it(
     with psycopg.connect(pg, autocommit=True) as conn:
         tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,))
         assert tables.fetchone() == (0,)
+
+
+def test_recover_leaves_turns_whose_lease_is_held_alone(pg: str) -> None:
+    """A turn whose session's lease a live runtime holds (unexpired) is running, not
+    orphaned: recover leaves it alone, saying who holds it; a turn whose lease expired
+    (its worker stopped renewing, as a dead one does) is recovered."""
+    schema = os.environ["AMBER_PG_SCHEMA"]
+    past = lambda: datetime.now(UTC) - timedelta(hours=1)  # noqa: E731
+    settings = Settings(lease_ttl=30.0, lease_poll=3600.0, passivate_after=None)
+    live = Runtime(
+        model=ScriptedModel([hang()]), store=PostgresStore(pg, schema=schema), settings=settings
+    )
+    stale = Runtime(
+        model=ScriptedModel([hang()]),
+        store=PostgresStore(pg, schema=schema),
+        settings=settings,
+        clock=past,  # its lease expired long ago by the real clock
+    )
+    with live, stale:
+        live.send("held", "hello", sender="u")
+        stale.send("lapsed", "hello", sender="u")
+        deadline = time.monotonic() + 60  # a hang guard
+        while live.state("held").active_turn is None or stale.state("lapsed").active_turn is None:
+            assert time.monotonic() < deadline, "the turns did not start"
+            time.sleep(0.02)
+        dry = amber("recover", "--older-than", "0", "--dry-run", "--db", pg)
+        assert "Would recover lapsed:" in dry.output
+        assert "Would recover held" not in dry.output
+        assert "Left alone, running in the worker that holds its lease" in dry.output
+        result = amber("recover", "--older-than", "0", "--json", "--db", pg)
+        data = orjson.loads(result.output)
+        assert [r["session_id"] for r in data["recovered"]] == ["lapsed"]
+        (running,) = data["running"]
+        assert running["session_id"] == "held"
+        assert f"the worker that holds its lease ({live.runner}, until" in running["by"]
+        with PostgresStore(pg, schema=schema) as store:
+            assert store.load_state("held").active_turn is not None
+            (recovered,) = data["recovered"]
+            turn = store.load_state("lapsed").turn(recovered["turn_id"])
+            assert turn is not None
+            assert turn.status is TurnStatus.RECOVERED

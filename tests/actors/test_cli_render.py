@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,6 +14,8 @@ from actors._cli._render import describe_event, touched_ids
 from actors._cli._tables import message_lines
 from actors._cli._text import excerpt, safe
 from runtime import (
+    ApprovalDecided,
+    ApprovalRequested,
     BranchImported,
     Category,
     Event,
@@ -95,9 +100,11 @@ class TestDescribeEvent:
                 turn_id="t2",
                 outcome="error",
                 reason="model down",
-                metrics={"turn_time": 1.5},
+                metrics={"turn_time": 1.5, "session_turns": 4, "turn_tool_calls": 2},
             )
-            == "■ t2 ends error (model down); 1 input → error · 1.5 s"
+            # "4 turns" read as the turn's own count: it is the session's fourth turn.
+            == "■ t2 ends error (model down); 1 input → error · turn 4 of the session · "
+            "2 tool calls · 1.5 s"
         )
         assert build.add(Category.NOTIFICATION, "n1", content="hi") == "+ n1 notification: hi"
         assert build(RolledBack, to_seq=9, reason="undo") == (
@@ -110,6 +117,21 @@ class TestDescribeEvent:
             "⑂ forked from s at seq 3: 2 messages, 1 turns"
         )
 
+    def test_approval_lines_show_the_calls_arguments(self, build: Builder) -> None:
+        """A call that waits for approval, and its decision, read with its arguments (as the
+        call's own line does): 'pay()' did not say what was to be paid."""
+        build.add(Category.USER_QUESTION, "q1", sender="Chii", content="go")
+        build(TurnStarted, turn_id="t1")
+        call = ToolCall(id="c1", name="pay", arguments={"to": "Ana", "amount": 20})
+        added = build.add(Category.TOOL_CALL, "m1", tool_call=call, turn_id="t1", parent_id="q1")
+        assert added.endswith('pay({"amount":20,"to":"Ana"})')
+        assert build(ApprovalRequested, turn_id="t1", call_id="c1") == (
+            '⏸ c1 pay({"amount":20,"to":"Ana"}) waits for approval'
+        )
+        assert build(ApprovalDecided, turn_id="t1", call_id="c1", approved=False, by="ana") == (
+            '✘ c1 pay({"amount":20,"to":"Ana"}) denied by ana'
+        )
+
     def test_a_decision_stored_for_the_owner(self, build: Builder) -> None:
         """The metadata that stores a decision for the session's owner reads as one."""
         build.add(Category.USER_QUESTION, "q1", sender="Chii", content="go")
@@ -118,11 +140,11 @@ class TestDescribeEvent:
         build.add(Category.TOOL_CALL, "m1", tool_call=call, turn_id="t1", parent_id="q1")
         stored = {"approval_decision": {"approved": False, "reason": "no", "by": "ana"}}
         assert build(MetadataUpdated, message_id="m1", metadata=stored) == (
-            "⋯ c1 sh() denied by ana (no), stored for the session's owner to take"
+            "⋯ c1 sh({}) denied by ana (no), stored for the session's owner to take"
         )
         stored = {"approval_decision": {"approved": True}}
         assert build(MetadataUpdated, message_id="m1", metadata=stored) == (
-            "⋯ c1 sh() approved, stored for the session's owner to take"
+            "⋯ c1 sh({}) approved, stored for the session's owner to take"
         )
 
     def test_interrupt_names_calls_and_partial_output(self, build: Builder) -> None:
@@ -227,3 +249,42 @@ class TestMessageLines:
             "~   1  q1  user question  processing  Chii: hello",
             "+   3  r1  reply          pending     Hi!",
         ]
+
+
+_RENDER_ARGUMENTS = """
+import io, sys
+from actors._cli._app import emit_json
+from actors._cli._tables import _pretty
+from actors._cli._text import compact
+from actors._web._pages import pretty_json
+from runtime import freeze
+keys = "zebra apple mango kiwi banana cherry date fig".split()
+arguments = freeze({k: {"y": i, "b": [{"q": 1, "c": 2}]} for i, k in enumerate(keys)})
+print(compact(arguments))
+print(_pretty(arguments))
+print(pretty_json(arguments))
+sys.stdout.flush()
+emit_json(arguments)
+emit_json({"arguments": arguments, "list": [arguments]})
+"""
+
+
+class TestArgumentsOrder:
+    def test_the_same_in_every_process(self) -> None:
+        """A frozen map iterates in its keys' hash order, which changes with the process's
+        hash seed: every rendering of arguments or metadata (the timeline's and tables'
+        one-line ``pay({...})``, ``show --message``'s fields, the web pages' JSON,
+        ``--json``) sorts the keys, as the provider views do."""
+        outputs = set()
+        for seed in ("1", "2", "3", "4"):
+            done = subprocess.run(
+                [sys.executable, "-c", _RENDER_ARGUMENTS],
+                env={**os.environ, "PYTHONHASHSEED": seed},
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            outputs.add(done.stdout)
+        assert len(outputs) == 1, "\n---\n".join(outputs)
+        first = outputs.pop().splitlines()[0]
+        assert first.startswith('{"apple":{"b":[{"c":2,"q":1}],"y":1},"banana":')

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from datetime import UTC, datetime
@@ -22,7 +23,9 @@ from actors import (
     LiveChannelAdapter,
     Runtime,
     ScriptedModel,
+    SessionGone,
     Settings,
+    SilentChannelAdapter,
     Update,
     call,
     calls,
@@ -343,6 +346,39 @@ class TestIdleTimeoutSaysWhy:
         ):
             rt.wait_idle("s", timeout=0.2)
         assert rt.wait_idle("s", timeout=WAIT, settled=False).active_turn is None
+
+
+class TestTimedOutWaits:
+    """A wait that times out leaves nothing behind in the session actor: a health check
+    polling wait_idle(timeout=...) must not keep the session from passivating."""
+
+    def test_a_timed_out_wait_idle_leaves_no_waiter(self, make_runtime: RuntimeFactory) -> None:
+        rt = make_runtime(
+            model=ScriptedModel([reply("hi")]),
+            adapters=[_NeverSends.start(platform="test")],
+            settings=Settings(passivate_after=None, delivery_retries=0),
+        )
+        rt.send("s", "go", chatbot_id="test")
+        seq = rt.wait_idle("s", timeout=WAIT, settled=False).seq
+        for _ in range(3):  # never settled: the adapter never reports the reply delivered
+            with pytest.raises(IdleTimeout):
+                rt.wait_idle("s", timeout=0.05)
+        proxy = rt.router.live("s")
+        assert proxy is not None
+        # The session agrees to passivate: no waiter of the timed-out calls is left.
+        assert proxy.close_if_idle(seq).get(timeout=WAIT) is True
+
+    def test_a_wait_that_ends_as_it_times_out_returns_the_state(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """A waiter resolved between the timeout and its removal is answered, not dropped."""
+        rt = make_runtime(model=ScriptedModel([reply("hi")]))
+        rt.send("s", "go")
+        seq = rt.wait_idle("s", timeout=WAIT).seq
+        proxy = rt.router.live("s")
+        future = proxy.when_idle(False).get(timeout=WAIT)  # resolved at once: it is idle
+        assert proxy.forget_waiter(future).get(timeout=WAIT) is False
+        assert future.get(timeout=0).seq == seq
 
 
 class TestFailures:
@@ -714,6 +750,49 @@ class TestStoreArgument:
             Runtime(model=ScriptedModel([]), store="postgresql://nobody@127.0.0.1:1/none").start()
 
 
+class TestMisusedArguments:
+    """Arguments of the wrong kind are refused when the Runtime is made, saying what it takes."""
+
+    def test_a_store_of_the_wrong_type(self) -> None:
+        """store=5 was taken, and refused only by start()."""
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^store must be a Store, a path to a SQLite file, a postgresql:// URL, or "
+            r"':memory:' \(got 5 that is a 'int'\)\.$",
+        ):
+            Runtime(model=ScriptedModel([]), store=5)  # type: ignore[arg-type]
+
+    def test_a_mistyped_postgres_url_when_made(self) -> None:
+        with pytest.raises(InvalidConfig, match=r"did you mean 'postgresql://host/db'\?$"):
+            Runtime(model=ScriptedModel([]), store="postgresql:/host/db")
+
+    @pytest.mark.parametrize(
+        ("tools", "got"),
+        [(print, r"<built-in function print> that is a 'builtin_function_or_method'"),
+         ("run_shell_command", r"'run_shell_command' that is a 'str'"),
+         (5, r"5 that is a 'int'")],
+    )  # fmt: skip
+    def test_tools_not_in_a_list(self, tools: Any, got: str) -> None:
+        """tools=print raised a bare TypeError ('... object is not iterable')."""
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^tools takes a list of tools \(functions, or Tools made with tool\(\.\.\.\)\); "
+            rf"got {got}\. Write tools=\[.+\]\.$",
+        ):
+            Runtime(model=ScriptedModel([]), store=":memory:", tools=tools)
+
+    def test_an_unknown_session_names_the_runtime_method(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """The error hinted the store's list_sessions(), which a Runtime does not have."""
+        rt = make_runtime(model=ScriptedModel([]))
+        for read in (rt.state, rt.timeline, rt.model_calls):
+            with pytest.raises(UnknownSession) as caught:
+                read("nope")
+            assert "Runtime.sessions()" in str(caught.value)
+            assert "list_sessions" not in str(caught.value)
+
+
 class TestAdapterArgument:
     """An adapter that is not a started Adapter actor is refused when the Runtime is made."""
 
@@ -792,6 +871,99 @@ class TestDelivery:
         assert list(state)[-1].status is Status.PENDING
 
 
+class TestDeliveryRetries:
+    """A send the platform refuses is tried again while the session runs, with backoff; the
+    waits are event-driven (wait_idle settles once the reply is reported delivered)."""
+
+    @staticmethod
+    def wechat_runtime(
+        make_runtime: RuntimeFactory, platform: FakePlatform, **settings: Any
+    ) -> Runtime:
+        return make_runtime(
+            model=ScriptedModel([reply("answer one")]),
+            adapters=[SilentChannelAdapter.start(client=platform)],
+            settings=Settings(passivate_after=None, **settings),
+        )
+
+    def test_a_failed_send_is_retried_while_the_session_runs(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """The trial's WeChat case: two refused sends, then the reply arrives once, without
+        another message from the user or a reload."""
+        wechat = FakePlatform("wechat")
+        rt = self.wechat_runtime(make_runtime, wechat, delivery_backoff=0.01)
+        wechat.fail_next(2)
+        rt.send("w", "q1", chatbot_id="wechat", channel_id="c")
+        state = rt.wait_idle("w", timeout=WAIT)
+        assert wechat.transcript("c") == ["answer one"]
+        answer = list(state)[-1]
+        assert answer.status is Status.DELIVERED
+        delivered = [
+            e for e in rt.timeline("w").events() if getattr(e, "status", None) is Status.DELIVERED
+        ]
+        assert [e.message_id for e in delivered] == [answer.id]
+
+    def test_a_send_that_keeps_failing_is_given_up(
+        self, make_runtime: RuntimeFactory, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """After delivery_retries retries the reply stays pending (until the session is next
+        loaded), nothing more is tried, the log says so, and the session may passivate."""
+        tries = 0
+        third = Signal()
+
+        def down(*_: object) -> bool:
+            nonlocal tries
+            tries += 1
+            if tries == 3:
+                third.set()
+            return True
+
+        wechat = FakePlatform("wechat", fail_when=down)
+        rt = self.wechat_runtime(make_runtime, wechat, delivery_backoff=0.01, delivery_retries=2)
+        with caplog.at_level(logging.INFO, logger="amber.session"):
+            rt.send("w", "q1", chatbot_id="wechat", channel_id="c")
+            seq = rt.wait_idle("w", timeout=WAIT, settled=False).seq
+            third.wait()
+            rt.gateway.drain(WAIT)  # the adapter has reported the third failure
+            proxy = rt.router.live("w")
+            assert proxy.retrying().get(timeout=WAIT) == []
+        assert tries == 3
+        answer = list(rt.state("w"))[-1]
+        assert answer.status is Status.PENDING
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert any(
+            f"message {answer.id} could not be sent (PlatformError: wechat refused to send on "
+            "channel 'c' (injected failure).); tried 3 times, it is not tried again until the "
+            "session is next loaded" in w
+            for w in warnings
+        ), warnings
+        assert proxy.close_if_idle(seq).get(timeout=WAIT) is True
+
+    def test_a_session_with_a_retry_waiting_does_not_passivate(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """Passivating would cancel the retry: the session stays live until it is done."""
+        wechat = FakePlatform("wechat")
+        rt = self.wechat_runtime(make_runtime, wechat, delivery_backoff=3600)
+        wechat.fail_next(1)
+        rt.send("w", "q1", chatbot_id="wechat", channel_id="c")
+        seq = rt.wait_idle("w", timeout=WAIT, settled=False).seq
+        rt.gateway.drain(WAIT)
+        proxy = rt.router.live("w")
+        assert proxy.retrying().get(timeout=WAIT) == [list(rt.state("w"))[-1].id]
+        assert proxy.close_if_idle(seq).get(timeout=WAIT) is False
+        assert wechat.transcript("c") == []
+
+    def test_no_retries_when_turned_off(self, make_runtime: RuntimeFactory) -> None:
+        wechat = FakePlatform("wechat")
+        rt = self.wechat_runtime(make_runtime, wechat, delivery_retries=0)
+        wechat.fail_next(1)
+        rt.send("w", "q1", chatbot_id="wechat", channel_id="c")
+        rt.wait_idle("w", timeout=WAIT, settled=False)
+        rt.gateway.drain(WAIT)
+        assert rt.router.live("w").retrying().get(timeout=WAIT) == []
+
+
 def test_model_view_is_clean_history(make_runtime: RuntimeFactory) -> None:
     """The model is called with clean_history of the state it was given."""
     model = ScriptedModel([reply("hi")])
@@ -806,9 +978,13 @@ class FlakyStore(MemoryStore):
     """A memory store whose next append fails once ``fail_next`` is set."""
 
     fail_next = False
+    broken = False
+    """Every append fails."""
 
     def append(self, events: Any) -> Any:
         events = list(events)
+        if self.broken:
+            raise StoreError("disk gone (injected)")
         if self.fail_next and any(
             isinstance(e, MessageAdded) and e.message.type is MessageType.TOOL_RESULT
             for e in events
@@ -834,6 +1010,31 @@ class TestStoreFailures:
         second = rt.send("s", "again")
         assert rt.wait_idle("s", timeout=WAIT).message(second.id).status is Status.PROCESSED
         check_invariants(rt.timeline("s"))
+
+    def test_a_session_that_cannot_go_on_fails_its_idle_waiters(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """When even failing the turn cannot be stored, the actor stops: a wait_idle caller
+        gets SessionGone at once instead of waiting out its timeout (or for ever)."""
+        store = FlakyStore()
+        started, release = Signal(), threading.Event()
+
+        @tool
+        def slow() -> str:
+            """Waits for the test."""
+            started.set()
+            release.wait(WAIT)
+            return "done"
+
+        rt = make_runtime(model=ScriptedModel([call("slow", {})]), tools=[slow], store=store)
+        rt.send("s", "go")
+        started.wait()
+        proxy = rt.router.live("s")
+        future = proxy.when_idle(False).get(timeout=WAIT)
+        store.broken = True  # the result cannot be stored, nor the turn's failure
+        release.set()
+        with pytest.raises(SessionGone, match=r"^Session 's' failed: "):
+            future.get(timeout=WAIT)
 
 
 class TestIdsAcrossProcesses:

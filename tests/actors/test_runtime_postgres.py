@@ -11,12 +11,15 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
 from actors import (
+    IdleTimeout,
+    InvalidConfig,
     NotAwaitingApproval,
     OwnedElsewhere,
     Runtime,
@@ -35,6 +38,7 @@ from runtime import (
     ModelRequest,
     Status,
     TurnSettings,
+    UnknownSession,
     call,
     calls,
     category_of,
@@ -55,7 +59,7 @@ def schema(postgres_dsn: str, pg_schema: Callable[[], str]) -> str:
 def open_rt(postgres_dsn: str, schema: str) -> Iterator[Callable[..., Runtime]]:
     made: list[Runtime] = []
 
-    def make(model: ScriptedModel, **options: object) -> Runtime:
+    def make(model: ScriptedModel | None, **options: object) -> Runtime:
         options.setdefault("settings", SETTINGS)
         rt = Runtime(model=model, store=PostgresStore(postgres_dsn, schema=schema), **options)  # type: ignore[arg-type]
         made.append(rt)
@@ -193,6 +197,129 @@ def test_a_stopping_worker_claims_no_session(
     assert seen == [None]
     with pytest.raises(RuntimeStopped, match=r"^The runtime is stopping"):
         keeper.ensure("s2")
+
+
+class TestHandover:
+    """A runtime that stops gives its sessions to the workers at once: giving a lease back
+    is announced (NOTIFY), so a worker that could not take it a moment before, while the
+    stopping runtime still held it, takes it now. The workers' poll is an hour here: only
+    the notification can explain a prompt takeover."""
+
+    @pytest.mark.parametrize("resume", ["none", "all"], ids=["front end", "worker"])
+    def test_a_stopping_runtime_hands_its_turn_to_a_worker(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str, resume: str
+    ) -> None:
+        """A front end (or a worker, as on SIGTERM) stops while its turn runs: the turn
+        gives its input back, and the worker that was woken by that write but could not
+        take the lease yet takes it once it is given back, and answers."""
+        stopping = open_rt(ScriptedModel([hang()]), resume=resume)
+        stopping.send("s", "question", sender="Chii")
+        wait_for(lambda: stopping.state("s").active_turn is not None, "the turn starts")
+        worker = open_rt(ScriptedModel([reply("answered by the worker")]), resume="all")
+        keeper, stopping_keeper = worker._keeper, stopping._keeper
+        assert keeper is not None
+        assert stopping_keeper is not None
+        refused = threading.Event()
+        ensure, give_back = keeper.ensure, stopping_keeper.stop
+
+        def ensure_noting_refusals(session_id: str) -> bool:
+            taken = ensure(session_id)
+            if not taken:
+                refused.set()
+            return taken
+
+        def give_back_once_refused() -> None:
+            # The worker tried while the lease was held (the turn's last write woke it).
+            assert refused.wait(60), "the worker was not woken by the stopping turn's write"
+            give_back()
+
+        keeper.ensure = ensure_noting_refusals  # type: ignore[method-assign]
+        stopping_keeper.stop = give_back_once_refused  # type: ignore[method-assign]
+        stopping.stop()
+        wait_for(
+            lambda: replies(postgres_dsn, schema, "s") == ["answered by the worker"],
+            "the worker takes the session over",
+        )
+        assert held_by(postgres_dsn, schema, "s") == worker.runner
+
+    def test_giving_a_lease_back_is_announced(self, postgres_dsn: str, schema: str) -> None:
+        """``release`` notifies the channel with the session (another store hears it)."""
+        with (
+            PostgresStore(postgres_dsn, schema=schema) as owner,
+            PostgresStore(postgres_dsn, schema=schema) as other,
+        ):
+            listener = other.listener()
+            try:
+                lease = owner.acquire(
+                    "s", owner="a", now=datetime.now(UTC), ttl=timedelta(seconds=30)
+                )
+                assert lease is not None
+                assert owner.release(lease)
+                assert listener.wait(60) == {"s"}  # 60 s: a hang guard
+            finally:
+                listener.close()
+
+
+class TestFrontEnd:
+    """``Runtime(store=URL, run_sessions=False)``: stores input for the workers and reads
+    their answers from the store; it needs no model, takes no lease and runs nothing."""
+
+    def test_send_stores_input_for_the_workers(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        worker = open_rt(ScriptedModel([reply("one"), reply("two")]), resume="all")
+        front = open_rt(None, run_sessions=False)
+        first = front.send("s", "hi", sender="Chii")
+        assert first.status is Status.PENDING_AGENT
+        state = front.wait_idle("s", timeout=60)  # read from the store, woken by NOTIFY
+        assert [m.content for m in state.messages if category_of(m) is Category.REPLY] == ["one"]
+        front.send("s", "again", sender="Chii")  # the worker holds the session now
+        front.wait_idle("s", timeout=60)
+        assert replies(postgres_dsn, schema, "s") == ["one", "two"]
+        assert front.live_sessions() == []
+        assert held_by(postgres_dsn, schema, "s") == worker.runner
+
+    def test_ask_and_stream_read_the_answer_from_the_store(
+        self, open_rt: Callable[..., Runtime]
+    ) -> None:
+        open_rt(ScriptedModel([reply("hello"), reply("streamed")]), resume="all")
+        front = open_rt(None, run_sessions=False)
+        answer = front.ask("s", "hi", sender="Chii", timeout=60)
+        assert (answer.text, answer.input.content) == ("hello", "hi")
+
+        async def stream() -> list[object]:
+            return [item async for item in front.stream("s", "more", sender="Chii")]
+
+        (only,) = trio.run(stream)  # the live pieces are the worker's: only the Reply
+        assert only.text == "streamed"  # type: ignore[attr-defined]
+        assert front.live_sessions() == []
+
+    def test_calls_that_need_the_session_s_actor_say_so(
+        self, open_rt: Callable[..., Runtime]
+    ) -> None:
+        front = open_rt(None, run_sessions=False)
+        front.send("s", "hi", sender="Chii")
+        with pytest.raises(OwnedElsewhere, match=r"run_sessions=False\): interrupt needs"):
+            front.interrupt("s")
+        with pytest.raises(OwnedElsewhere, match="is run by the workers"):
+            front.post("s", Category.NOTIFICATION, "note")
+        with pytest.raises(IdleTimeout, match="the workers have not answered"):
+            front.wait_idle("s", timeout=0.1)  # no worker runs: the input waits
+        with pytest.raises(UnknownSession, match="has no stored input to wait for"):
+            front.wait_idle("never", timeout=60)
+
+    def test_a_front_end_is_checked_when_made(self, tmp_path: Path) -> None:
+        with pytest.raises(InvalidConfig, match="Runtime needs a model to run sessions"):
+            Runtime(store=":memory:")
+        with pytest.raises(InvalidConfig, match="resumes no sessions"):
+            Runtime(store=":memory:", run_sessions=False, resume="all")
+        with pytest.raises(InvalidConfig, match="run_sessions must be True or False"):
+            Runtime(store=":memory:", run_sessions="no")  # type: ignore[arg-type]
+        front = Runtime(store=str(tmp_path / "a.db"), run_sessions=False)
+        with pytest.raises(InvalidConfig, match="is not shared"):
+            front.start()
+        assert not (tmp_path / "a.db.runner").exists()
+        front.stop()
 
 
 class GatedModel:
@@ -422,6 +549,20 @@ class TestWaitingForApproval:
         assert held_by(postgres_dsn, schema, "s") == worker.runner
         with pytest.raises(NotAwaitingApproval, match="waits for approval"):
             front.approve("s", call_id, by="admin")  # taken: nothing waits any more
+
+    def test_a_front_end_stores_the_decision_for_the_workers(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """A front end (run_sessions=False) with no model and no tool approves a call of a
+        passivated session: it stores the decision, and a worker picks it up and runs it."""
+        _, call_id = self.waiting(open_rt)
+        front = open_rt(None, run_sessions=False)
+        front.approve("s", call_id, by="admin")
+        state = front.wait_idle("s", timeout=60)
+        assert state.active_turn is None
+        assert replies(postgres_dsn, schema, "s") == ["paid"]
+        assert PAID == ["ana"]
+        assert front.live_sessions() == []
 
     def test_a_denial_for_a_session_run_elsewhere_is_taken_by_its_owner(
         self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str

@@ -6,6 +6,8 @@ import math
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from actors import InvalidConfig, Settings
 
@@ -123,3 +125,49 @@ class TestValuesOfTheRightKind:
         )
         assert settings.agent_name == "Kesoku"
         assert Settings(system_prompt=None, window=None, artifacts=None).window is None
+
+
+class TestDeliveryRetries:
+    @pytest.mark.parametrize("value", [0, 1, 5, 100])
+    def test_a_count_of_0_or_more_is_taken(self, value: int) -> None:
+        assert Settings(delivery_retries=value).delivery_retries == value
+
+    @pytest.mark.parametrize("value", [-1, True, 2.0, "5", None])
+    def test_any_other_delivery_retries_is_refused(self, value: object) -> None:
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^Settings\.delivery_retries must be an int of 0 or more \(got "
+            rf"{re.escape(repr(value))}\); it is how many times a send an adapter failed is "
+            r"tried again while the session is live \(0: never, until the session is next "
+            r"loaded\), 5 is the default\.$",
+        ):
+            Settings(delivery_retries=value)  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize("value", [None, 0, -1, math.inf, math.nan, False, "1"])
+    def test_any_other_delivery_backoff_is_refused(self, value: object) -> None:
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^Settings\.delivery_backoff must be a positive, finite number of seconds "
+            rf"\(got {re.escape(repr(value))}\); it is the wait before the first retry of a "
+            r"failed send \(each next waits twice as long, up to 300 s\), 1\.0 is the default\.$",
+        ):
+            Settings(delivery_backoff=value)  # type: ignore[arg-type]
+
+    def test_the_delay_doubles_up_to_its_cap(self) -> None:
+        settings = Settings(delivery_backoff=1.5)
+        delays = [settings.delivery_delay(n) for n in range(1, 12)]
+        assert delays[:5] == [1.5, 3.0, 6.0, 12.0, 24.0]
+        assert delays[-1] == 300.0
+        assert delays == sorted(delays)
+        assert Settings(delivery_backoff=1000).delivery_delay(3) == 1000  # above the cap: kept
+        assert Settings().delivery_delay(10_000) == 300.0  # no overflow
+
+    @given(st.floats(min_value=1e-6, max_value=1e6), st.integers(1, 10_000))
+    def test_the_delay_is_positive_growing_and_bounded(self, backoff: float, failures: int) -> None:
+        """Every delay is finite, at least the first, at most the cap (or the first when that
+        is larger), and never shorter than the one before."""
+        settings = Settings(delivery_backoff=backoff)
+        delay = settings.delivery_delay(failures)
+        assert backoff <= delay <= max(backoff, 300.0)
+        assert math.isfinite(delay)
+        assert settings.delivery_delay(failures + 1) >= delay

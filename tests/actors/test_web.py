@@ -12,18 +12,42 @@ import html
 import json
 import re
 import sqlite3
+from collections.abc import Iterable
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 import pytest
 from cli_support import Recorded, amber, recorded
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from web_support import TOKEN, Ids, Page, agent_session, snapshot, web
 
 import actors._web._pages
 import actors._web._source
+import actors._web._views
 from actors._cli._views import view_data
+from runtime import (
+    EVENT_TYPES,
+    ApprovalDecided,
+    ApprovalRequested,
+    Category,
+    Event,
+    MessageAdded,
+    RolledBack,
+    SessionState,
+    ToolCall,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+    apply,
+    new_message,
+    replay,
+)
 from runtime.store import SQLiteStore
+from runtime.testing import session_events
 
 __all__ = ["recorded"]
 
@@ -176,7 +200,7 @@ class TestSession:
         with SQLiteStore(recorded.db) as store:
             state = store.load_timeline("demo").at(seq)
         with web(recorded.db) as (client, _):
-            for view in ("openai", "anthropic", "gemini"):
+            for view in ("openai", "openai-responses", "anthropic", "gemini"):
                 shown = page(client, f"/session?s=demo&at={seq}&view={view}")
                 data = json.loads(html.unescape(shown.raw("request")))
                 assert data == json.loads(orjson.dumps(view_data(view, state)))
@@ -231,6 +255,13 @@ class TestSession:
             assert cli_error("show", "demo", "--at=-0", "--db", recorded.db).endswith(
                 f"Invalid value for '--at': {minus_zero}"
             )
+            # Blank is not a seq either (as --at ' '); only an empty at= is the head.
+            blank = error(client, "/session?s=demo&at=%20", 400)
+            assert blank.startswith("' ' is not a seq: pass a number")
+            assert cli_error("show", "demo", "--at", " ", "--db", recorded.db).endswith(
+                f"Invalid value for '--at': {blank}"
+            )
+            assert page(client, "/session?s=demo&at=").text("seq") == str(last)
             assert error(client, "/session?s=demo&at=1&at=2", 400) == (
                 "'at' is given 2 times ('1', '2'); pass it once."
             )
@@ -315,8 +346,17 @@ class TestMessageAndCall:
             request = json.loads(html.unescape(shown.raw("request")))
             expected = view_data("anthropic", line.at(row.started_seq - 1))
             assert request == json.loads(orjson.dumps(expected))
-            assert error(client, "/call?s=demo&id=run_9", 404).startswith(
-                f"Session 'demo' has no model call 'run_9'; it has 6 ({ids.call(1)} … {ids.call(6)})"
+            assert error(client, "/call?s=demo&id=run_9", 404) == (
+                f"Session 'demo' has no model call 'run_9'; it has 6 (#1 {ids.call(1)} … #6 "
+                f"{ids.call(6)}); pass id= its number, source key or operation id (the session "
+                "page lists them)."
+            )
+            # Its number, as amber show --call takes it (1, #1): the same page.
+            fifth = page(client, f"/call?s=demo&id={ids.call(5)}").raw("request")
+            assert page(client, "/call?s=demo&id=5").raw("request") == fifth
+            assert page(client, "/call?s=demo&id=%235").raw("request") == fifth
+            assert error(client, "/call?s=demo&id=7", 404).startswith(
+                "Session 'demo' has no model call '7'; it has 6 (#1"
             )
             assert error(client, f"/call?s=demo&id={ids.call(5)}&provider=x", 400).startswith(
                 "Unknown provider 'x'"
@@ -473,6 +513,69 @@ class TestFork:
             assert error(client, "/fork?s=demo&at=3", 405) == "GET is not allowed on '/fork'."
             assert client.post("/session?s=demo").status_code == 405
 
+    def test_names_are_checked_as_fork_as_checks_them(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """The form's name is ``amber fork --as``'s: kept as typed (spaces included), refused
+        with the CLI's sentence when it cannot be an id (a newline, only white space); an
+        empty or absent name is the default id, which the form suggests free."""
+        db = recorded.copy(tmp_path)
+        with web(db) as (client, _):
+
+            def fork(status: int, **fields: str) -> str:
+                response = client.post(
+                    "/fork", data={"s": "demo", "at": "5", "token": TOKEN, **fields}
+                )
+                assert response.status_code == status, response.text
+                if status == 303:
+                    return response.headers["location"]
+                return Page.of(response.text).text("error")
+
+            for name in ("\n", "   "):
+                refused = fork(400, **{"as": name})
+                shown = cli_error("fork", "demo", "--at", "5", "--as", name, "--db", db)
+                assert " ".join(shown.split()).endswith(f"Invalid value for '--as': {refused}")
+            assert fork(303, **{"as": " sp "}) == "/session?s=+sp+&note=forked"
+            assert fork(303, **{"as": ""}) == "/session?s=demo-fork-5&note=forked"
+            assert fork(303) == "/session?s=demo-fork-5-2&note=forked"
+            shown = client.get("/session?s=demo&at=5").text
+            assert 'placeholder="demo-fork-5-3"' in shown
+            assert 'placeholder="demo-fork-6"' in client.get("/session?s=demo&at=6").text
+        with SQLiteStore(db) as store:
+            assert " sp " in store
+            assert "sp" not in store
+
+    def test_a_name_taken_between_the_check_and_the_write(
+        self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Simultaneous forks to one id: the loser is the 409 of a taken id (not a 500 for
+        SeqConflict); without a name, the fork takes the next free -N."""
+        db = recorded.copy(tmp_path)
+        real = SQLiteStore.append
+        taken: list[str] = []
+
+        def racing(self: SQLiteStore, events: Iterable[Event]) -> dict[str, SessionState]:
+            batch = list(events)
+            if batch[0].session_id not in taken and len(taken) < 2:
+                taken.append(batch[0].session_id)
+                real(self, batch)  # another writer's fork, stored first under that id
+            return real(self, batch)
+
+        monkeypatch.setattr(SQLiteStore, "append", racing)
+        with web(db) as (client, _):
+            named = client.post(
+                "/fork", data={"s": "demo", "at": "5", "as": "racef", "token": TOKEN}
+            )
+            assert named.status_code == 409, named.text
+            assert Page.of(named.text).text("error") == (
+                f"The store '{db}' already has a session 'racef'; pass another --as, or leave "
+                "--as out to get a free id."
+            )
+            default = client.post("/fork", data={"s": "demo", "at": "5", "token": TOKEN})
+            assert default.status_code == 303, default.text
+            assert default.headers["location"] == "/session?s=demo-fork-5-2&note=forked"
+        assert taken == ["racef", "demo-fork-5"]
+
 
 def _damage(db: Path, sql: str) -> Path:
     """``db`` with rows changed behind the store's back (as the trial's repro does)."""
@@ -510,6 +613,17 @@ class TestDamagedSessions:
             message = error(client, "/session?s=demo", 422)
             assert message.startswith("CorruptRow: Session 'demo' event seq 21 fails its checksum")
             assert f"'amber check --db {db}' lists every damaged row" in message
+            # The log itself is damaged: what amber check says of it, not recover --rebuild
+            # (which writes derived rows again and cannot mend an event); and a link to the
+            # states before the damage.
+            assert "recover --rebuild" not in message
+            assert message.endswith(
+                "The log itself is damaged: restore the file from a backup; the states before "
+                "seq 21 still open."
+            )
+            failed = page(client, "/session?s=demo", 422)
+            assert failed.attrs["last-good"]["href"] == "/session?s=demo&at=20"
+            assert page(client, "/session?s=demo&at=20").text("seq") == "20"
             assert error(client, "/session?s=demo&at=21", 422) == message
             assert error(client, "/session?s=demo&at=-40", 422) == message
             assert error(client, "/charts?s=demo", 422) == message
@@ -544,7 +658,7 @@ class TestDamagedSessions:
         assert f"amber check --db {quoted} lists" in damaged
         assert f"amber recover --rebuild --db {quoted} writes" in damaged
         assert f"'amber check --db {quoted}' lists" in message
-        assert f"'amber recover --rebuild --db {quoted}' writes" in message
+        assert "recover --rebuild" not in message  # the log itself: rebuilding cannot mend it
         assert verdict.startswith("Diverged")
         assert f"amber replay broken --verify --db {quoted} exits 1" in verdict
         assert "'amber recover --rebuild'" not in summary  # the store's own hint, named too
@@ -564,7 +678,29 @@ class TestDamagedSessions:
             assert index.text("damaged").startswith(
                 "broken: damaged, CorruptRow: Session 'broken' seq "
             )
-            assert "amber recover --rebuild" in error(client, "/session?s=broken", 422)
+            summary = page(client, "/session?s=broken", 422)
+            assert "amber recover --rebuild" in summary.text("error")
+            assert not summary.has("last-good")  # a summary row: no state opens before it
+
+    def test_a_log_cut_short_links_no_state(self, recorded: Recorded, tmp_path: Path) -> None:
+        """A log whose last event is gone under an intact summary opens no state (as on the
+        command line): the page says to restore a backup, with no link that fails again."""
+        db = recorded.copy(tmp_path)
+        with contextlib.closing(sqlite3.connect(db)) as raw, raw:
+            raw.execute("DROP TRIGGER IF EXISTS events_no_delete")
+            raw.execute(
+                "DELETE FROM events WHERE session_id='demo' AND seq=(SELECT max(seq) FROM "
+                "events WHERE session_id='demo')"
+            )
+        last = recorded.demo.events
+        with web(db) as (client, _):
+            failed = page(client, "/session?s=demo", 422)
+            assert not failed.has("last-good")
+            assert failed.text("error").endswith(
+                "The log itself is damaged: restore the file from a backup."
+            )
+            assert "recover --rebuild" not in failed.text("error")
+            error(client, f"/session?s=demo&at={last - 1}", 422)
 
 
 class TestGuardsAndReads:
@@ -768,3 +904,327 @@ class TestLongSessions:
             assert "41\u201380 of 100" in messages.text("state")
             assert linked(messages, "/session", s="long", at="300", msgs="0")
             assert linked(messages, "/session", s="long", at="300", msgs="80")
+
+
+class TestKindFilter:
+    """The kind filter of a long session reads the seqs it shows from the kind column
+    around the page's seq, and only the states around them."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        seqs=st.lists(st.integers(1, 300), unique=True).map(sorted),
+        pivot=st.integers(0, 310),
+        centred=st.booleans(),
+    )
+    def test_a_page_from_the_seqs_around_it_is_the_page_from_every_seq(
+        self, seqs: list[int], pivot: int, centred: bool
+    ) -> None:
+        """``paged`` (the last ``2 * ROWS`` matches before the pivot, the first ``ROWS + 1``
+        from it) picks the rows and pager links ``page_of`` picks from every match."""
+        rows = actors._web._pages.ROWS
+        before = [s for s in seqs if s < pivot][-2 * rows :]
+        after = [s for s in seqs if s >= pivot][: rows + 1]
+        assert actors._web._pages.paged(before, after, centred=centred) == (
+            actors._web._pages.page_of(seqs, pivot, centred=centred)
+        )
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            "&kind=turn_ended",
+            "&at=300&kind=turn_ended",
+            "&at=0&kind=turn_started",
+            "&at=1&kind=message_added",
+            "&at=-3&kind=status_changed&kind=turn_started",
+            "&at=300&kind=turn_ended&from=1",
+            "&at=300&kind=message_added&from=200",
+            "&at=300&kind=message_added&from=559",
+            "&at=300&kind=model_call_finished",
+            "&at=300&kind=rolled_back",
+            "&at=520&kind=turn_ended&view=history",
+        ],
+    )
+    def test_a_filtered_page_reads_as_the_whole_log(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch, query: str
+    ) -> None:
+        """The same page, counts of each kind included, as from the whole log, without
+        reading it: spans of the rows it shows."""
+        path = f"/session?s=long{query}"
+        with web(long_db) as (client, _):
+            want = page(client, path)
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 100)
+
+        def whole(*args: object, **kwargs: object) -> None:
+            raise AssertionError("the whole log was read")
+
+        monkeypatch.setattr(SQLiteStore, "load_timeline", whole)
+        spans = count_spans(monkeypatch)
+        with web(long_db) as (client, _):
+            got = page(client, path)
+        assert got.texts == want.texts
+        assert got.links == want.links
+        assert got.attrs == want.attrs
+        assert spans  # the rows' states, read by spans
+        assert all(args[0] == "long" for args in spans)
+
+    def test_the_counts_follow_a_live_session(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The count of each kind is read once, then only for the events stored since: the
+        page after an append is a fresh viewer's."""
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 100)
+        counted: list[tuple[object, ...]] = []
+        kind_counts = SQLiteStore.kind_counts
+
+        def counting(self: SQLiteStore, *args: object) -> dict[str, int]:
+            counted.append(args)
+            return kind_counts(self, *args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(SQLiteStore, "kind_counts", counting)
+        db = tmp_path / "live.db"
+        events = agent_session(600, "live")
+        path = "/session?s=live&kind=turn_ended&kind=message_added"
+        with SQLiteStore(db) as store:
+            store.append(events[:400])
+        with web(db) as (client, _):
+            page(client, path)
+            with SQLiteStore(db) as store:
+                store.append(events[400:])
+            got = page(client, path)
+        assert counted == [("live", 1, 400), ("live", 401, len(events))]
+        with web(db) as (client, _):
+            assert page(client, path).texts == got.texts
+
+    @settings(
+        max_examples=15,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(
+        log=session_events(max_steps=60),
+        kinds=st.lists(st.sampled_from(sorted(EVENT_TYPES)), min_size=1, max_size=3),
+        at=st.integers(0, 10**6),
+        start=st.none() | st.integers(0, 10**6),
+    )
+    def test_random_sessions_filter_as_from_the_whole_log(
+        self,
+        tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch,
+        log: list[Event],
+        kinds: list[str],
+        at: int,
+        start: int | None,
+    ) -> None:
+        """For random sessions, kinds, seqs and ``from=`` (pages of 5 rows): the paged
+        filter shows the rows, links and counts of the filter over every event."""
+        db = tmp_path_factory.mktemp("kinds") / "k.db"
+        with SQLiteStore(db, snapshot_every=7) as store:
+            store.append(log)
+        query = f"/session?s=s&at={at % (len(log) + 1)}" + "".join(f"&kind={k}" for k in kinds)
+        if start is not None:
+            query += f"&from={start % (len(log) + 2)}"
+        with monkeypatch.context() as patch:
+            patch.setattr(actors._web._pages, "ROWS", 5)
+            patch.setattr(actors._web._views, "ROWS", 5)
+            with web(db) as (client, _):
+                want = page(client, query)
+            patch.setattr(actors._web._source, "_WHOLE", 0)
+            patch.setattr(actors._web._source, "_BACKGROUND", 0)
+            patch.setattr(actors._web._source, "_GAP", 3)
+            with web(db) as (client, source):
+                got = page(client, query)
+                assert not source._entries  # read by spans
+        assert got.texts == want.texts
+        assert got.links == want.links
+
+
+class TestLongCharts:
+    def test_charts_read_the_head_and_the_stored_states(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Past ``_BACKGROUND`` events the charts read the head alone and sample statuses
+        at the stored states (seq 0, the snapshot at 500, which is also a checkpoint, the head),
+        with their counts; the turn charts and table are the whole log's."""
+        with web(long_db) as (client, _):
+            want = page(client, "/charts?s=long")
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 100)
+
+        def whole(*args: object, **kwargs: object) -> None:
+            raise AssertionError("the whole log was read")
+
+        monkeypatch.setattr(SQLiteStore, "load_timeline", whole)
+        with web(long_db) as (client, _):
+            got = page(client, "/charts?s=long")
+        for part in ("chart-latency", "chart-tokens", "chart-cost", "turns"):
+            assert got.texts[part] == want.texts[part]
+        assert "the stored states" in got.text("chart-statuses")
+        assert "the stored states" not in want.text("chart-statuses")
+        columns = re.findall(r'<a href="/session\?s=long&amp;at=(\d+)"><rect class="hit"', got.html)
+        assert columns == ["0", "500", "560"]
+        with SQLiteStore(long_db) as store:
+            line = store.load_span("long", 0)
+        tips = re.findall(r"<title>(seq \d+: [^<]*)</title>", got.html)
+        assert tips == [
+            f"seq {seq}: " + ", ".join(f"{n} {s}" for s, n in line.at(seq).status_counts().items())
+            for seq in (0, 500, 560)
+        ]
+
+
+class TestLongMessages:
+    """A message's page of a long session finds the events that touched it from the head's
+    turns and the events that may name it, not by reading every event."""
+
+    def test_a_message_page_reads_as_the_whole_log(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Inputs, tool calls, results and replies, at the head and before: the same page
+        as from the whole log; a message not there yet is the same 404."""
+        with SQLiteStore(long_db) as store:
+            head = store.load_state("long")
+        ids = [m.id for m in head.messages[::9]] + ["tc000013", "tc000026", "q000013b"]
+        ids += [head.messages[-1].id]
+        paths = [f"/message?s=long&id={i}" for i in ids]
+        paths += [f"/message?s=long&id={ids[3]}&at=300", f"/message?s=long&id={ids[-1]}&at=-2"]
+        with web(long_db) as (client, _):
+            want = [client.get(path) for path in paths]
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 100)
+
+        def whole(*args: object, **kwargs: object) -> None:
+            raise AssertionError("the whole log was read")
+
+        monkeypatch.setattr(SQLiteStore, "load_timeline", whole)
+        with web(long_db) as (client, source):
+            for path, expected in zip(paths, want, strict=True):
+                got = client.get(path)
+                assert (got.status_code, got.text) == (expected.status_code, expected.text), path
+            assert not source._entries
+
+    def test_a_cached_timeline_answers_without_searching(
+        self, long_db: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Once every state is cached (a mid-sized session, loaded behind its first page),
+        a message's page reads them rather than search the store."""
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 100)
+        with web(long_db) as (client, source):
+            page(client, "/session?s=long")
+            assert source.wait_loaded(timeout=60)
+
+            def searched(*args: object, **kwargs: object) -> None:
+                raise AssertionError("the store was searched")
+
+            monkeypatch.setattr(SQLiteStore, "mentions", searched)
+            assert "message_added" in page(client, "/message?s=long&id=q000001").text("touched")
+
+    def test_a_fork_s_inherited_messages_read_as_the_whole_log(
+        self, long_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A fork's messages were added by its first event (seq 1) and carry the source's
+        turns: the same pages as from the whole log."""
+        db = tmp_path / "fork.db"
+        db.write_bytes(long_db.read_bytes())
+        source = actors._web._source.Source(str(db))
+        source.fork("long", 300, "branch")
+        with SQLiteStore(db) as store:
+            head = store.load_state("branch")
+        paths = [f"/message?s=branch&id={m.id}" for m in head.messages[::7]]
+        with web(db) as (client, _):
+            want = [client.get(path) for path in paths]
+        assert "branch_imported" in want[0].text
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 0)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 0)
+        with web(db) as (client, source):
+            for path, expected in zip(paths, want, strict=True):
+                got = client.get(path)
+                assert (got.status_code, got.text) == (expected.status_code, expected.text), path
+            assert not source._entries
+
+    def test_approvals_rollbacks_and_open_calls_read_as_the_whole_log(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A tool call asked for approval, a turn ended in error with a call still open,
+        a turn interrupted with one open, a rollback: every message's page as from the
+        whole log (these are read with the states around them)."""
+        events = agent_session(120, "ap")
+        state = replay(events).head
+        clock = [events[-1].at]
+
+        def emit(make: Any) -> None:
+            nonlocal state
+            clock[0] += timedelta(seconds=1)
+            event = make(session_id="ap", seq=state.seq + 1, at=clock[0])
+            state = apply(state, event)
+            events.append(event)
+
+        def add(category: Category, mid: str, **fields: Any) -> None:
+            message = new_message(category, id=mid, session_id="ap", created_at=clock[0], **fields)
+            emit(lambda **kw: MessageAdded(message=message, **kw))
+
+        for n, outcome in ((1, TurnOutcome.ERROR), (2, TurnOutcome.INTERRUPTED)):
+            turn, call = f"t_ap{n}", ToolCall(id=f"call_ap{n}", name="rm", arguments={})
+            add(Category.USER_QUESTION, f"q_ap{n}", sender="Chii", content="Clean up.")
+            emit(lambda turn=turn, **kw: TurnStarted(turn_id=turn, **kw))
+            add(Category.TOOL_CALL, f"tc_ap{n}", turn_id=turn, parent_id=f"q_ap{n}", tool_call=call)
+            emit(
+                lambda turn=turn, c=call.id, **kw: ApprovalRequested(turn_id=turn, call_id=c, **kw)
+            )
+            emit(
+                lambda turn=turn, c=call.id, **kw: ApprovalDecided(
+                    turn_id=turn, call_id=c, approved=True, by="Chii", **kw
+                )
+            )
+            emit(lambda turn=turn, o=outcome, **kw: TurnEnded(turn_id=turn, outcome=o, **kw))
+        emit(lambda **kw: RolledBack(to_seq=len(events) - 8, reason="undo", **kw))
+        add(Category.USER_QUESTION, "q_after", sender="Chii", content="Again.")
+        db = tmp_path / "ap.db"
+        with SQLiteStore(db, snapshot_every=20) as store:
+            store.append(events)
+        paths = [f"/message?s=ap&id={m.id}" for m in state.messages[-30:]]
+        paths += [f"/message?s=ap&id=tc_ap1&at={len(events) - 9}"]
+        with web(db) as (client, _):
+            want = [client.get(path) for path in paths]
+        assert "approval_decided" in want[paths.index("/message?s=ap&id=tc_ap1")].text
+        assert "rolled_back" in want[paths.index("/message?s=ap&id=tc_ap2")].text
+        monkeypatch.setattr(actors._web._source, "_WHOLE", 10)
+        monkeypatch.setattr(actors._web._source, "_BACKGROUND", 10)
+        with web(db) as (client, source):
+            for path, expected in zip(paths, want, strict=True):
+                got = client.get(path)
+                assert (got.status_code, got.text) == (expected.status_code, expected.text), path
+            assert not source._entries
+
+    @settings(
+        max_examples=12,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(log=session_events(max_steps=50, rich=True), at=st.integers(0, 10**6))
+    def test_random_sessions_list_the_events_the_whole_log_does(
+        self,
+        tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch,
+        log: list[Event],
+        at: int,
+    ) -> None:
+        """For every message of random sessions (rollbacks, approvals, recovered and
+        interrupted turns): the page as from the whole log."""
+        db = tmp_path_factory.mktemp("messages") / "m.db"
+        with SQLiteStore(db, snapshot_every=7) as store:
+            store.append(log)
+            head = store.load_state("s")
+        seq = at % (len(log) + 1)
+        paths = [f"/message?s=s&id={m.id}&at={seq}" for m in head.messages]
+        with web(db) as (client, _):
+            want = [client.get(path) for path in paths]
+        with monkeypatch.context() as patch:
+            patch.setattr(actors._web._source, "_WHOLE", 0)
+            patch.setattr(actors._web._source, "_BACKGROUND", 0)
+            patch.setattr(actors._web._source, "_GAP", 3)
+            with web(db) as (client, source):
+                for path, expected in zip(paths, want, strict=True):
+                    got = client.get(path)
+                    assert (got.status_code, got.text) == (expected.status_code, expected.text)
+                assert not source._entries

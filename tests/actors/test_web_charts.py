@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from web_support import agent_session  # (skips without the web extra)
 
 from actors._web._charts import Bar, Series, area_chart, bar_chart, nice_ticks
-from actors._web._stats import call_cost, session_totals, status_series, turn_stats
+from actors._web._stats import (
+    call_cost,
+    session_totals,
+    status_series,
+    stored_series,
+    turn_stats,
+)
 from runtime import MessageAdded, ModelCallFinished, ModelCallStarted, replay
 
 
@@ -63,6 +69,35 @@ class TestStats:
         for i, seq in enumerate(series.seqs):
             counts = long_timeline.at(seq).status_counts()
             assert {s: v[i] for s, v in series.counts.items() if v[i]} == counts
+
+    @given(every=st.integers(1, 60), points=st.integers(2, 30))
+    def test_statuses_at_stored_states_are_their_counts(
+        self, long_timeline: Any, every: int, points: int
+    ) -> None:
+        """Sampled at stored states: seq 0, each stored state before the head (at most
+        ``points`` in all, evenly picked) and the head, with their counts."""
+        head = long_timeline.head
+        stored = [(seq, long_timeline.at(seq).counts) for seq in range(every, head.seq + 1, every)]
+        series = stored_series(stored, head, points=points)
+        assert series.stored
+        assert series.seqs[0] == 0
+        assert series.seqs[-1] == head.seq
+        assert len(series.seqs) <= points
+        assert set(series.seqs) <= {0, head.seq, *(seq for seq, _ in stored)}
+        for i, seq in enumerate(series.seqs):
+            counts = long_timeline.at(seq).status_counts()
+            assert {s: v[i] for s, v in series.counts.items() if v[i]} == counts
+
+    def test_statuses_at_every_seq_are_the_even_series(self, long_timeline: Any) -> None:
+        """With every seq stored, the series is the one sampled from the whole timeline."""
+        head = long_timeline.head
+        stored = [(seq, long_timeline.at(seq).counts) for seq in range(1, head.seq)]
+        for points in (2, 7, 240, head.seq + 1):
+            even = status_series(long_timeline, points=points)
+            at_stored = stored_series(stored, head, points=points)
+            assert len(at_stored.seqs) == min(points, head.seq + 1)
+            if points > head.seq:
+                assert (at_stored.seqs, at_stored.counts) == (even.seqs, even.counts)
 
     def test_cost_only_when_a_row_records_one(self) -> None:
         """A row without a cost has none; one with a finite number has it."""

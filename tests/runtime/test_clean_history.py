@@ -32,6 +32,7 @@ from runtime import (
     clean_history,
     to_json,
 )
+from runtime._window import cost
 from runtime.testing import timelines
 
 PNG = Attachment(id="att_png", name="photo.png", kind="image", media_type="image/png", size=4)
@@ -390,17 +391,42 @@ class TestWindow:
             session.end(f"t{n}")
 
     def test_keeps_the_newest_history_that_fits(self, session: Session) -> None:
-        """Older turns go first; a note at the top says where the view starts."""
+        """Older turns go first; a note at the top says where the view starts, and it
+        counts in the budget (max_messages=9 gave 10 messages: a3 and the note)."""
         self.long_session(session)
         view = clean_history(session.state, window=Window(max_messages=9))
         assert view.truncated
         ids = [m.source_id for m in view.messages]
-        assert ids == [None, "a3", "u4", "c4", "r4", "a4", "u5", "c5", "r5", "a5"]
-        seq = session.state.message("a3").event_seq
+        assert ids == [None, "u4", "c4", "r4", "a4", "u5", "c5", "r5", "a5"]
+        seq = session.state.message("u4").event_seq
         assert view.messages[0].text == (
             "[Earlier conversation omitted from this view; the messages below start at event "
             f"seq {seq}.]"
         )
+
+    def test_the_note_counts_in_the_token_budget(self, session: Session) -> None:
+        """A token budget the kept units fill exactly leaves no room for the note: the
+        oldest unit makes room (the view held budget + the note's tokens)."""
+        self.long_session(session)
+        everything = clean_history(session.state, window=Window(max_tokens=None))
+        units_cost = [4 + (len(m.text) + 3) // 4 for m in everything.messages]
+        budget = sum(units_cost[-8:])  # turns 4 and 5, exactly
+        view = clean_history(session.state, window=Window(max_tokens=budget))
+        assert view.truncated
+        assert view.tokens is not None
+        assert view.tokens <= budget
+        assert view.tokens == sum(4 + (len(m.text) + 3) // 4 for m in view.messages)
+        assert [m.source_id for m in view.messages] == [None, "a4", "u5", "c5", "r5", "a5"]
+
+    def test_the_start_note_counts_in_the_budget(self, session: Session) -> None:
+        """A history that fits only without its start note loses its oldest unit for
+        the omitted-history note."""
+        session.add(Category.REPLY, "hello", content="Hi, I am Amber.")
+        finished_turn(session)
+        assert len(clean_history(session.state)) == 4  # start note, hello, u1, a_t1
+        view = clean_history(session.state, window=Window(max_messages=3))
+        assert [m.source_id for m in view.messages] == [None, "u1", "a_t1"]
+        assert view.truncated
 
     def test_never_separates_a_call_from_its_result(self, session: Session) -> None:
         """A budget that would cut between a call and its result drops both."""
@@ -609,3 +635,28 @@ class TestProperties:
                 assert set(state.active_turn.input_ids) <= kept
             assert windowed.truncated or len(windowed) <= len(full) + 1
             assert (state, hash(state), to_json(state)) == before
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        timelines(rich=True),
+        st.one_of(st.none(), st.integers(min_value=0, max_value=30)),
+        st.one_of(st.none(), st.integers(min_value=0, max_value=400)),
+    )
+    def test_a_window_never_exceeds_its_budget_when_a_view_can_fit(
+        self, timeline: Timeline, max_messages: int | None, max_tokens: int | None
+    ) -> None:
+        """The view, its note included, keeps within both budgets, unless the least it may
+        hold (the current turn, with its note) is over them already; tokens are reported
+        as counted."""
+        window = Window(max_messages=max_messages, max_tokens=max_tokens)
+        least = Window(max_messages=0)
+        for state in timeline.states():
+            view = clean_history(state, artifacts=AnyBytes(), window=window)
+            check_view(state, view)
+            assert view.tokens == sum(cost(window, m) for m in view.messages)
+            fits = (max_messages is None or len(view) <= max_messages) and (
+                max_tokens is None or view.tokens <= max_tokens
+            )
+            if not fits:
+                minimal = clean_history(state, artifacts=AnyBytes(), window=least)
+                assert view.messages == minimal.messages

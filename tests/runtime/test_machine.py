@@ -14,6 +14,7 @@ from runtime import (
     Announce,
     ApprovalDecided,
     ApprovalGiven,
+    AuditStatus,
     CallModel,
     CancelRun,
     Category,
@@ -28,10 +29,13 @@ from runtime import (
     MessageFinish,
     MessageStart,
     ModelCallFinished,
+    ModelCallStarted,
     ModelChunk,
     ModelEnded,
+    ModelRetry,
     OrphanRecovered,
     Passivate,
+    RequestSent,
     Resume,
     ResumeSoon,
     RunnerFailed,
@@ -148,6 +152,61 @@ class TestInputs:
         """Anything but a machine input is a TypeError naming what it takes."""
         with pytest.raises(TypeError, match=r"^step\(\) takes one of the machine's inputs"):
             step(SessionMachine.load(SessionState.empty("s")), SETTINGS, "hi")  # type: ignore[arg-type]
+
+
+class TestCutOffCalls:
+    """A model call its turn's end cuts off before the stream's first chunk, once the model
+    reported it sent (a trial: interrupted calls left no audit row though they may be billed)."""
+
+    SENT = RequestSent(provider="openai", model="gpt-x", payload_digest="0" * 64)
+
+    def test_an_interrupt_before_the_first_chunk_records_the_call(self) -> None:
+        d = Driver()
+        call = d.started()
+        d.stream(call.run_id, self.SENT)
+        decision = d.send("stop")
+        assert kinds(decision) == ["MessageAdded", "ModelCallStarted", "TurnEnded"]
+        started = decision.events[1]
+        assert isinstance(started, ModelCallStarted)
+        assert started.operation_id == call.run_id  # no provider id yet: the run's own
+        (row,) = d.machine.state.model_calls()
+        assert row.status is AuditStatus.INTERRUPTED
+        assert row.request is not None  # what it was built from, for rebuild_request
+        assert row.ended_seq == decision.events[2].seq
+
+    def test_a_call_cut_off_while_its_retry_waits_records_the_call(self) -> None:
+        d = Driver()
+        call = d.started()
+        d.stream(call.run_id, ModelRetry(attempt=1, status=429, error="slow down", delay=3.0))
+        decision = d.send("stop")
+        assert kinds(decision) == ["MessageAdded", "ModelCallStarted", "TurnEnded"]
+        (row,) = d.machine.state.model_calls()
+        assert row.status is AuditStatus.INTERRUPTED
+
+    def test_a_stop_before_the_first_chunk_records_the_call_as_abandoned(self) -> None:
+        d = Driver()
+        call = d.started()
+        d.stream(call.run_id, self.SENT)
+        decision = d(Stopping)
+        assert kinds(decision) == ["ModelCallStarted", "OrphanRecovered"]
+        (row,) = d.machine.state.model_calls()
+        assert row.status is AuditStatus.ABANDONED
+
+    def test_a_call_never_reported_sent_leaves_no_row(self) -> None:
+        d = Driver()
+        d.started()
+        decision = d.send("stop")
+        assert kinds(decision) == ["MessageAdded", "TurnEnded"]
+        assert d.machine.state.model_calls() == ()
+
+    def test_a_streaming_call_is_not_opened_twice(self) -> None:
+        d = Driver()
+        call = d.started()
+        d.stream(call.run_id, self.SENT, MessageStart(id="msg_p1"), TextDelta(text="par"))
+        decision = d.send("stop")
+        assert kinds(decision) == ["MessageAdded", "TurnEnded"]
+        (row,) = d.machine.state.model_calls()
+        assert (row.operation_id, row.status) == ("msg_p1", AuditStatus.INTERRUPTED)
 
 
 class TestModelCalls:

@@ -6,6 +6,7 @@ import contextlib
 import gc
 import itertools
 import sqlite3
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +16,16 @@ from hypothesis import strategies as st
 
 import runtime.store._checkpoints as checkpoints
 import runtime.store._travel as travel
-from runtime import CorruptRow, Event, InvalidArgument, UnknownSession, replay, reports_error
+from runtime import (
+    EVENT_TYPES,
+    CorruptRow,
+    Event,
+    InvalidArgument,
+    MessageAdded,
+    UnknownSession,
+    replay,
+    reports_error,
+)
 from runtime.store import SQLiteStore
 from runtime.store._travel import bulk
 from runtime.testing import session_events
@@ -242,6 +252,116 @@ class TestSpans:
         assert store.events_between("s", 3, 9) == log[2:9]
         assert store.error_flags("s", 3, 9) == flags(log[2:9])
 
+    @settings(
+        max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        log=session_events(max_steps=40),
+        kinds=st.lists(st.sampled_from(sorted(EVENT_TYPES)), max_size=4),
+        pivot=st.integers(0, 200),
+        limits=st.tuples(st.integers(0, 12), st.integers(0, 12)),
+        ends=st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)),
+    )
+    def test_kind_seqs_and_counts_are_the_log_s(
+        self,
+        tmp_path_factory: Any,
+        log: list[Event],
+        kinds: list[str],
+        pivot: int,
+        limits: tuple[int, int],
+        ends: tuple[int, int],
+    ) -> None:
+        """``kind_seqs`` are the seqs of those kinds nearest the pivot, ``kind_counts`` the
+        count of each kind in a range: as filtering the log says."""
+        path = tmp_path_factory.mktemp("kinds") / "s.db"
+        first, last = sorted(1 + end % len(log) for end in ends)
+        before, after = limits
+        with SQLiteStore(path, snapshot_every=5) as store:
+            store.append(log)
+            matching = [e.seq for e in log[:last] if e.kind in kinds]
+            want = (
+                [s for s in matching if s < pivot][-before:] if before else [],
+                [s for s in matching if s >= pivot][:after],
+            )
+            got = store.kind_seqs("s", kinds, pivot, before=before, after=after, last=last)
+            assert got == want
+            if last == len(log):
+                assert store.kind_seqs("s", kinds, pivot, before=before, after=after) == want
+            assert store.kind_counts("s", first, last) == Counter(
+                e.kind for e in log[first - 1 : last]
+            )
+            assert store.kind_counts("s") == Counter(e.kind for e in log)
+            assert store.kind_counts("s", last + 1, last) == {}
+
+    @settings(
+        max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(log=session_events(max_steps=40), first=st.integers(1, 200))
+    def test_mentions_find_every_event_naming_a_message(
+        self, tmp_path_factory: Any, log: list[Event], first: int
+    ) -> None:
+        """``mentions`` lists every status change and metadata update of a message from
+        ``first`` on (and may list more: candidates), in seq order."""
+        path = tmp_path_factory.mktemp("mentions") / "s.db"
+        kinds = ["status_changed", "metadata_updated"]
+        with SQLiteStore(path, snapshot_every=5) as store:
+            store.append(log)
+            for message_id in {e.message.id for e in log if isinstance(e, MessageAdded)}:
+                found = store.mentions("s", kinds, f'"{message_id}"', first)
+                named = [
+                    e.seq
+                    for e in log[first - 1 :]
+                    if e.kind in kinds and getattr(e, "message_id", None) == message_id
+                ]
+                assert found == sorted(found)
+                assert set(named) <= set(found)
+                assert all(log[seq - 1].kind in kinds and seq >= first for seq in found)
+            assert store.mentions("s", kinds, "100%_\\") == []
+            with pytest.raises(InvalidArgument, match="non-empty string"):
+                store.mentions("s", kinds, "")
+
+    def test_mentions_on_postgres(self, open_pg: Any) -> None:
+        """PostgreSQL searches the bodies through the same code."""
+        store = open_pg(snapshot_every=5)
+        log = conversation("s", 12)
+        store.append(log)
+        changed = [e for e in log if e.kind == "status_changed"]
+        assert changed
+        target = changed[0].message_id  # type: ignore[attr-defined]
+        found = store.mentions("s", ["status_changed"], f'"{target}"')
+        assert changed[0].seq in found
+        assert store.mentions("s", ["status_changed"], "100%_\\") == []
+
+    def test_kind_seqs_refuse_bad_arguments(self, open_store: OpenStore) -> None:
+        """Kinds that are not a list of strings, negative limits, seqs past the head."""
+        store = open_store(snapshot_every=5)
+        store.append(conversation("s", 6))
+        for kinds, match in (("turn_ended", "list of event kinds"), ([1], "strings")):
+            with pytest.raises(InvalidArgument, match=match):
+                store.kind_seqs("s", kinds, 1, before=1, after=1)
+        with pytest.raises(InvalidArgument, match="before must be an int >= 0"):
+            store.kind_seqs("s", ["turn_ended"], 1, before=-1, after=1)
+        with pytest.raises(InvalidArgument, match="<= 6"):
+            store.kind_seqs("s", ["turn_ended"], 1, before=1, after=1, last=7)
+        with pytest.raises(InvalidArgument, match="first must be an int seq >= 1"):
+            store.kind_counts("s", 0)
+        with pytest.raises(UnknownSession):
+            store.kind_counts("nope")
+        assert store.kind_seqs("s", [], 1, before=5, after=5) == ([], [])
+
+    def test_kind_seqs_on_postgres(self, open_pg: Any) -> None:
+        """PostgreSQL reads the kind column through the same code: the same seqs and counts."""
+        store = open_pg(snapshot_every=5)
+        log = conversation("s", 12)
+        store.append(log)
+        kinds = ["turn_started", "turn_ended"]
+        matching = [e.seq for e in log if e.kind in kinds]
+        assert store.kind_seqs("s", kinds, 6, before=2, after=3) == (
+            [s for s in matching if s < 6][-2:],
+            [s for s in matching if s >= 6][:3],
+        )
+        assert store.kind_counts("s", 2, 9) == Counter(e.kind for e in log[1:9])
+
     def test_a_walk_is_lazy(self, open_store: OpenStore) -> None:
         """The first step comes before the rest is read: a walk can be stopped early."""
         store = open_store(snapshot_every=1000)
@@ -351,6 +471,73 @@ class TestCheckpoints:
                 assert store.load_span("s", seq, seq).at(seq) == full.at(seq)
             store.rebuild()
             assert store.load_span("s", last).head == full.head
+
+
+class TestStoredCounts:
+    @settings(
+        max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        log=session_events(max_steps=60),
+        every=st.integers(min_value=1, max_value=6),
+        checkpoint_every=st.integers(min_value=1, max_value=20),
+        batch=st.integers(min_value=1, max_value=7),
+        end=st.integers(0, 10**6),
+    )
+    def test_are_the_replay_s_counts_at_each_stored_state(
+        self,
+        tmp_path_factory: Any,
+        log: list[Event],
+        every: int,
+        checkpoint_every: int,
+        batch: int,
+        end: int,
+    ) -> None:
+        """``stored_counts`` lists every checkpoint and the latest snapshot up to ``last``,
+        each with the replayed state's status counts."""
+        path = tmp_path_factory.mktemp("counts") / "s.db"
+        full = replay(log)
+        last = end % (len(log) + 1)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(checkpoints, "CHECKPOINT_EVERY", checkpoint_every)
+            with SQLiteStore(path, snapshot_every=every) as store:
+                for start in range(0, len(log), batch):
+                    store.append(log[start : start + batch])
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            kept = sorted(
+                row[0]
+                for row in db.execute(
+                    "SELECT seq FROM snapshot_history UNION SELECT seq FROM snapshots"
+                )
+            )
+        with SQLiteStore(path) as store:
+            assert store.stored_counts("s", last) == [
+                (seq, full.at(seq).counts) for seq in kept if seq <= last
+            ]
+            assert [seq for seq, _ in store.stored_counts("s")] == kept
+
+    def test_a_changed_record_is_named(self, open_store: OpenStore, db_path: Any) -> None:
+        """A record edited after it was written fails its digest: the error names it."""
+        store = open_store(snapshot_every=5)
+        store.append(conversation("s", 12))
+        seq = store.session("s").snapshot_seq
+        with raw(db_path) as db:
+            db.execute(
+                "UPDATE snapshots SET record = replace(record, '\"counts\":[', "
+                "'\"counts\":[7,') WHERE session_id = 's'"
+            )
+        with pytest.raises(CorruptRow, match=f"seq {seq} is corrupt: its record does not match"):
+            store.stored_counts("s")
+
+    def test_on_postgres(self, open_pg: Any) -> None:
+        """PostgreSQL reads the records through the same code: the same counts."""
+        store = open_pg(snapshot_every=5)
+        log = conversation("s", 12)
+        store.append(log)
+        full = replay(log)
+        counts = store.stored_counts("s")
+        assert counts
+        assert all(full.at(seq).counts == found for seq, found in counts)
 
 
 class TestPostgres:
