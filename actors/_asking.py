@@ -155,10 +155,16 @@ def _abandon(waiter: ReplyWaiter, session_id: str, timeout: float | None) -> Non
     """
     waiter.abandoned = True
     if not waiter.done:
-        raise _timeout(session_id, timeout)
+        raise _timeout(session_id, waiter, timeout)
 
 
-def _timeout(session_id: str, timeout: float | None) -> AskTimeout:
+def _timeout(session_id: str, waiter: ReplyWaiter, timeout: float | None) -> AskTimeout:
+    if waiter.message is None:  # the session is still loading, or the store is slow
+        return AskTimeout(
+            f"Session {session_id!r} did not store the input within {timeout} s (it is still "
+            "loading, or the store is slow); the input is stored and answered once the session "
+            "gets to it (raise the timeout)."
+        )
     return AskTimeout(
         f"Session {session_id!r} did not answer within {timeout} s; its turn goes on (raise the "
         "timeout, or stop the turn with Runtime.interrupt)."

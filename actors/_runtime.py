@@ -31,6 +31,7 @@ from runtime import (
     Message,
     SessionState,
     Status,
+    StoreError,
     Timeline,
     UnknownSession,
     Update,
@@ -195,7 +196,7 @@ class Runtime(Asking, Approving):
         Raises:
             AlreadyStarted: the runtime was started before.
             StoreBusy: another runtime runs this SQLite store.
-            StoreError: the store cannot be opened.
+            StoreError: the store cannot be opened, or (a SQLite file) cannot be written.
         """
         with self._lock:
             if self._state != "new":
@@ -221,6 +222,17 @@ class Runtime(Asking, Approving):
                 "here (run_sessions=True, with a model)."
             )
         path = getattr(opened, "path", None) if isinstance(opened, SQLiteStore) else None
+        if isinstance(opened, SQLiteStore) and opened.why_read_only is not None:
+            why = opened.why_read_only
+            opened.close()
+            with self._lock:
+                self._state = "new"
+            raise StoreError(
+                f"Cannot run a runtime on {str(opened.path)!r}: a runtime writes its store, and "
+                f"{why}. "
+                f"Make the file and its folder writable, or copy the store (with its -wal file, "
+                "if any) to a writable folder; the amber commands that read a store work on it."
+            )
         if path is not None:
             lock = RunnerLock(path, self.runner)
             try:

@@ -20,6 +20,7 @@ import attrs
 import pykka
 import trio
 from pykka import ThreadingFuture
+from pykka.messages import ProxyCall, ProxyGetAttr
 
 from runtime import (
     Announce,
@@ -143,13 +144,51 @@ class SessionActor(pykka.ThreadingActor):
     # -- lifecycle -------------------------------------------------------------------------
 
     def on_start(self) -> None:
-        """Load the head from the store, then recover what a dead runner left."""
+        """Load the head from the store, then recover what a dead runner left.
+
+        If that fails (the store cannot be read, or cannot write what the load
+        decides: a full disk), the actor stops at once and every call and ask
+        already routed to it gets the error; the session's next call loads it again.
+        """
         sid = self.session_id
         timeout = self._svc.settings.store_timeout
-        if self._svc.store.call(lambda s: sid in s).result(timeout):
-            state = self._svc.store.call(lambda s: s.load_state(sid)).result(timeout)
-            self._machine = SessionMachine.load(state)
-        self._step(Loaded(**self._svc.stamp()))
+        try:
+            if self._svc.store.call(lambda s: sid in s).result(timeout):
+                state = self._svc.store.call(lambda s: s.load_state(sid)).result(timeout)
+                self._machine = SessionMachine.load(state)
+            self._step(Loaded(**self._svc.stamp()))
+        except Exception as exc:
+            log.warning("session %s could not be loaded: %s", sid, exc)
+            log.debug("session %s: the load's failure", sid, exc_info=True)
+            self._fail_load(exc)
+
+    def _fail_load(self, exc: Exception) -> None:
+        """Stop without taking a message (pykka would drop the told ones, leaving an
+        ``ask`` waiting for ever): what waits in the inbox is failed with ``exc``."""
+        self._close()
+        # First out of the router's table (the next call loads the session again): that
+        # waits for the router to have made this actor's proxy, which a stopped actor
+        # refuses.
+        self._svc.forget(self.session_id, self.actor_ref)
+        pykka.ActorRegistry.unregister(self.actor_ref)
+        self.actor_stopped.set()  # from now on a tell or call raises ActorDeadError
+        while not self.actor_inbox.empty():  # only this thread takes from it
+            envelope = self.actor_inbox.get()
+            message, reply_to = envelope.message, envelope.reply_to
+            if isinstance(message, AskInput):
+                message.waiter.fail(exc)
+            elif isinstance(message, Delivered):
+                log.warning(
+                    "session %s: the delivery of %s could not be recorded (%s)",
+                    self.session_id, message.message_id, exc,
+                )  # fmt: skip
+            if reply_to is None:
+                continue
+            if isinstance(message, ProxyCall | ProxyGetAttr):
+                reply_to.set_exception((type(exc), exc, exc.__traceback__))
+            else:  # a stop: answered as pykka answers it for a stopped actor
+                dead = pykka.ActorDeadError(f"Session actor {self.session_id!r} stopped.")
+                reply_to.set_exception((pykka.ActorDeadError, dead, None))
 
     def on_failure(self, *args: Any) -> None:  # pragma: no cover - logged by pykka too
         """Log an unexpected crash of the actor."""
@@ -186,6 +225,10 @@ class SessionActor(pykka.ThreadingActor):
         With ``settled=True`` it also waits until every message an adapter
         delivers has been reported delivered.
         """
+        if self._stopping:
+            raise RuntimeStopped("The runtime stopped before the session was idle.")
+        if self._closed:  # it stops: the router asks the session's next actor
+            raise pykka.ActorDeadError(f"Session actor {self.session_id!r} is closing.")
         future: ThreadingFuture[SessionState] = ThreadingFuture()
         self._waiters.append((settled, future))
         self._notify()
@@ -355,13 +398,25 @@ class SessionActor(pykka.ThreadingActor):
                 self._step(RunnerFailed(reason=f"{type(exc).__name__}: {exc}", **self._svc.stamp()))
             except Exception:
                 log.exception("session %s cannot go on; it stops and reloads", self.session_id)
-                gone = SessionGone(f"Session {self.session_id!r} failed: {exc}.")
-                self._asks.fail_all(gone)
-                self._fail_waiters(gone)
-                self._close()
-                self._svc.forget(self.session_id, self.actor_ref)
-                self.stop()
+                self._give_up(exc)
+                return None
+            machine = self._machine
+            if machine.run is None and machine.state.active_turn is None and machine.state.queued:
+                # A turn could not start (its write failed) and nothing runs to fail: no
+                # step would start it again, and the input would wait for ever.
+                log.warning("session %s cannot start a turn; it stops and reloads", self.session_id)
+                self._give_up(exc)
         return None
+
+    def _give_up(self, exc: Exception) -> None:
+        """Stop after a failure the session cannot go on from: whoever waits on it is told,
+        and its next call loads it again from the store."""
+        gone = SessionGone(f"Session {self.session_id!r} failed: {str(exc).rstrip('.')}.")
+        self._asks.fail_all(gone)
+        self._fail_waiters(gone)
+        self._close()
+        self._svc.forget(self.session_id, self.actor_ref)
+        self.stop()
 
     # -- the shell ---------------------------------------------------------------------------
 

@@ -201,7 +201,8 @@ def worker(
     empty = no_pg_store(db, schema)
     try:
         store = open_any_store(db, create=True)
-        if empty is not None:
+        # Workers started together all found no store; only the one that made it says so.
+        if empty is not None and getattr(store, "made", False):
             click.echo(
                 f"amber worker: warning: {empty} The worker made an empty store in {schema!r} "
                 "and runs the input posted to it.",

@@ -250,7 +250,9 @@ def schema_version(conn: psycopg.Connection[Any], schema: str, name: str) -> int
 
 
 def migrate(conn: psycopg.Connection[Any], schema: str, name: str, *, create: bool = True) -> int:
-    """Bring the schema up to ``PG_SCHEMA_VERSION`` in one transaction; returns the version.
+    """Bring the schema up to ``PG_SCHEMA_VERSION`` in one transaction; returns the version
+    it found (0: this call made the store; of several processes opening a new schema at
+    once, one gets 0).
 
     ``conn`` is in autocommit mode. Running it again on a store that is up to date
     changes nothing.
@@ -291,4 +293,4 @@ def migrate(conn: psycopg.Connection[Any], schema: str, name: str, *, create: bo
                     ).format(sql.Identifier(schema)),
                     (str(target),),
                 )
-    return PG_SCHEMA_VERSION
+    return version

@@ -125,9 +125,12 @@ class PostgresStore(SqlStore):
             with psycopg.Connection.connect(
                 dsn, autocommit=True, connect_timeout=max(1, int(connect_timeout))
             ) as conn:
-                migrate(conn, schema, self._where, create=create)
+                found = migrate(conn, schema, self._where, create=create)
         except psycopg.Error as exc:
             raise StoreError(f"Cannot open the store {self._where!r}: {exc}.") from exc
+        self.made = found == 0
+        """True if opening made the store (the schema held none); of several processes
+        opening a new schema at once, one made it."""
         self._pool: ConnectionPool[Any] | None = ConnectionPool(
             dsn,
             min_size=1,

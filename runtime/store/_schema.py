@@ -246,13 +246,18 @@ def _describe(db: sqlite3.Connection) -> tuple[int, list[str]]:
     return application_id, tables
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path) -> tuple[sqlite3.Connection, str | None]:
     """Open (or create) the store at ``path``, migrated to ``SCHEMA_VERSION``.
+
+    A store whose file or folder cannot be written (permissions, an immutable file, a
+    read-only file system) is opened read-only: reads work, and the second value says why
+    it cannot be written (None when it can).
 
     Raises:
         NotAStore: the file is not SQLite, or is another application's database.
         SchemaVersionError: the store is newer than this Amber, or its version is unknown.
-        StoreError: the file cannot be opened or switched to WAL.
+        StoreError: the file cannot be opened or switched to WAL, or it needs writing (a
+            new store, a migration) and cannot be written.
     """
     if path.is_dir():
         raise NotAStore(f"{str(path)!r} is a directory; pass the path of a store file.")
@@ -273,7 +278,9 @@ def connect(path: Path) -> sqlite3.Connection:
         # a runtime opens it, then hands it to its store thread.
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:
-        raise StoreError(f"Cannot open {str(path)!r}: {exc}.") from exc
+        if header and cannot_write(exc):
+            return _read_only(path, exc)
+        raise StoreError(f"Cannot open {str(path)!r}: {exc}.{_hint(path, exc)}") from exc
     db.text_factory = _text
     try:
         _check_identity(db, path)
@@ -288,18 +295,137 @@ def connect(path: Path) -> sqlite3.Connection:
         db.execute("PRAGMA synchronous = FULL")
         db.execute("PRAGMA busy_timeout = 10000")
         migrate(db, path)
+        refused = _write_refused(db)
+    except sqlite3.OperationalError as exc:
+        # Not damage: the file cannot be opened (its folder is read-only, say), or written.
+        db.close()
+        if header and cannot_write(exc):
+            return _read_only(path, exc)
+        raise StoreError(f"Cannot open {str(path)!r}: {exc}.{_hint(path, exc)}") from exc
     except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
         # UnicodeDecodeError: SQLite's own message quotes bytes that are not UTF-8
         # (a damaged schema), and the driver fails to decode the message.
         db.close()
-        raise NotAStore(
-            f"{str(path)!r} cannot be read as an SQLite database ({storable_text(str(exc))}); it "
-            "is not an Amber store, or it is damaged."
-        ) from exc
+        raise _not_readable(path, exc) from exc
     except BaseException:
         db.close()
         raise
-    return db
+    # SQLite opened a file it cannot write for reading only (an immutable file, say).
+    return db, None if refused is None else _why_read_only(refused)
+
+
+def cannot_write(exc: BaseException) -> bool:
+    """True if ``exc`` says SQLite cannot write the file, or make the files it needs beside
+    it (-wal, -shm): permissions, an immutable file, a read-only file system."""
+    name = str(getattr(exc, "sqlite_errorname", "") or "")
+    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM")):
+        return True
+    text = str(exc).lower()
+    return "unable to open database file" in text or "readonly database" in text
+
+
+def _hint(path: Path, exc: BaseException) -> str:
+    if not cannot_write(exc) or not path.parent.is_dir():
+        return ""
+    return (
+        " Check that the file and its folder can be written (permissions, a read-only file "
+        "system), or pass another path."
+    )
+
+
+def _why_read_only(cause: BaseException) -> str:
+    return (
+        f"its file or its folder cannot be written ({cause}: permissions, an immutable file, or "
+        "a read-only file system)"
+    )
+
+
+WRITABLE = (
+    "make the file and its folder writable, or copy the store (with its -wal file, if any) "
+    "to a writable folder"
+)
+"""How to make a store that cannot be written writable (the end of a sentence)."""
+
+
+def _write_refused(db: sqlite3.Connection) -> sqlite3.OperationalError | None:
+    """Why SQLite refuses to write ``db`` (opened read-only), or None if it writes: a write
+    made and rolled back (nothing reaches the file)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    except sqlite3.OperationalError as exc:
+        if not cannot_write(exc):
+            raise
+        return exc
+    finally:
+        db.execute("ROLLBACK")
+    return None
+
+
+def _read_only(path: Path, cause: BaseException) -> tuple[sqlite3.Connection, str]:
+    """``path`` opened for reading only (SQLite could not open it to write: ``cause``), and
+    why it cannot be written.
+
+    Where the -shm file cannot be made either (a read-only folder), only an immutable
+    open reads it: SQLite then reads no -wal file, so that is done only when there is
+    none (no writer can be at work: it would have made one).
+    """
+    why = _why_read_only(cause)
+    uri = path.resolve().as_uri()
+    wal = path.with_name(f"{path.name}-wal")
+    tries = ["mode=ro"] + ([] if wal.exists() and wal.stat().st_size else ["mode=ro&immutable=1"])
+    last: BaseException = cause
+    for params in tries:
+        try:
+            db = sqlite3.connect(
+                f"{uri}?{params}", uri=True, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            last = exc
+            continue
+        db.text_factory = _text
+        try:
+            _check_identity(db, path)
+            version = schema_version(db, path)
+        except sqlite3.OperationalError as exc:
+            db.close()
+            last = exc
+            continue
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            db.close()
+            raise _not_readable(path, exc) from exc
+        except BaseException:
+            db.close()
+            raise
+        if version == SCHEMA_VERSION:
+            db.execute("PRAGMA query_only = ON")
+            return db, why
+        db.close()
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{str(path)!r} has schema version {version}, newer than this Amber reads "
+                f"(up to {SCHEMA_VERSION}); upgrade amber to open it."
+            )
+        if version == 0:
+            raise StoreError(
+                f"{str(path)!r} holds no Amber store yet (an empty SQLite database), and {why}; "
+                f"to make one there, {WRITABLE}."
+            )
+        raise StoreError(
+            f"{str(path)!r} has schema version {version}: this Amber reads it once migrated to "
+            f"version {SCHEMA_VERSION}, which writes it, but {why}. To migrate it, {WRITABLE}."
+        )
+    raise StoreError(
+        f"Cannot open {str(path)!r} ({last}): {why}, and it cannot be read without writing "
+        f"beside it (its -wal file). To read it, {WRITABLE}."
+    ) from last
+
+
+def _not_readable(path: Path, exc: BaseException) -> NotAStore:
+    return NotAStore(
+        f"{str(path)!r} cannot be read as an SQLite database ({storable_text(str(exc))}); it "
+        "is not an Amber store, or it is damaged."
+    )
 
 
 def _check_identity(db: sqlite3.Connection, path: Path) -> None:

@@ -20,10 +20,10 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._errors import InvalidArgument, StoreClosed
+from .._errors import InvalidArgument, StoreClosed, StoreError
 from ._db import Db
 from ._pg_names import url_problem
-from ._schema import connect, recreate_guards
+from ._schema import WRITABLE, connect, recreate_guards
 from ._sql import SqlStore
 from ._transaction import Transaction
 
@@ -48,7 +48,9 @@ class SQLiteStore(SqlStore):
         InvalidArgument: ``path`` is a URL (a mistyped ``postgresql://``, ``sqlite:///``).
         NotAStore: ``path`` is not an Amber store (another SQLite database, or not SQLite).
         SchemaVersionError: the store was written by a newer Amber, or its version is unknown.
-        StoreError: the file cannot be opened.
+        StoreError: the file cannot be opened, or it needs writing (a new store, a
+            migration) and cannot be written. A store that only cannot be written opens
+            read-only (``read_only``): reads work, a write raises ``StoreError``.
 
     A store is not thread-safe: use it from one thread at a time (a ``Runtime``
     hands it to its store thread) and close it when done, or use it as a
@@ -70,12 +72,26 @@ class SQLiteStore(SqlStore):
         if problem is not None:
             raise InvalidArgument(f"SQLiteStore(path): {problem}")
         self._path = Path(path)
-        self._db: sqlite3.Connection | None = connect(self._path)
+        self._db: sqlite3.Connection | None
+        self._db, self._read_only = connect(self._path)
 
     @property
     def path(self) -> Path:
         """The store file."""
         return self._path
+
+    @property
+    def read_only(self) -> bool:
+        """True if the store was opened for reading only: its file or folder cannot be
+        written (permissions, an immutable file, a read-only file system); a write raises
+        ``StoreError`` saying so."""
+        return self._read_only is not None
+
+    @property
+    def why_read_only(self) -> str | None:
+        """Why the store cannot be written (``its file or its folder cannot be written
+        (…)``), or None if it can."""
+        return self._read_only
 
     @property
     def _name(self) -> str:
@@ -97,8 +113,14 @@ class SQLiteStore(SqlStore):
         return Transaction(self._conn(), "BEGIN", self._path)
 
     def _write(self, sessions: Collection[str] | None) -> Transaction:
+        db = self._conn()
+        if self._read_only is not None:
+            raise StoreError(
+                f"Cannot write {str(self._path)!r}: {self._read_only}; it was opened for "
+                f"reading only. To write it, {WRITABLE}. Nothing was stored."
+            )
         # BEGIN IMMEDIATE takes the file's write lock: one writer at a time.
-        return Transaction(self._conn(), "BEGIN IMMEDIATE", self._path)
+        return Transaction(db, "BEGIN IMMEDIATE", self._path)
 
     def _store_problems(self, db: Db) -> list[Problem]:
         from ._scan import sqlite_problems  # the checker: only for check()

@@ -104,7 +104,8 @@ class TestSchema:
             open_pg(store.schema)
 
     def test_concurrent_openers_migrate_once(self, postgres_dsn: str, pg_schema: Any) -> None:
-        """Several stores opening a new schema at once all succeed (the migration is locked)."""
+        """Several stores opening a new schema at once all succeed (the migration is locked),
+        and one of them says it made the store (workers started together each said so)."""
         name = pg_schema()
         errors: list[BaseException] = []
         stores: list[PostgresStore] = []
@@ -123,7 +124,9 @@ class TestSchema:
         for store in stores:
             store.close()
         assert errors == []
-        assert len(stores) == 4
+        assert sorted(store.made for store in stores) == [False, False, False, True]
+        with PostgresStore(postgres_dsn, schema=name) as again:
+            assert not again.made
 
     def test_bad_arguments(self, postgres_dsn: str) -> None:
         """A bad schema name or DSN says what is expected."""

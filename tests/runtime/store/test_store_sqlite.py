@@ -665,3 +665,93 @@ class TestNotAStore:
             store.append(conversation("s", 1))
         with SQLiteStore(path) as store:
             assert store.load_state("s").seq == 1
+
+
+class ReadOnlyFile:
+    """``sqlite3.connect`` as SQLite opens a store it cannot write (deterministic as root,
+    whom file modes do not stop): ``folder=False`` is a file that cannot be written in a
+    folder that can (SQLite falls back to reading it); ``folder=True`` a read-only folder
+    (or file system) too, where the -shm file cannot be made: only an immutable open reads
+    it (``unable to open database file`` otherwise)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *, folder: bool) -> None:
+        self.folder = folder
+        self._connect = sqlite3.connect
+        monkeypatch.setattr(sqlite3, "connect", self)
+
+    def __call__(self, database: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.folder and "immutable=1" not in str(database):
+            return _Unopenable()  # SQLite fails at the first statement, as here
+        if not kwargs.get("uri"):
+            database = f"{pathlib.Path(database).resolve().as_uri()}?mode=ro"
+            kwargs["uri"] = True
+        return self._connect(database, *args, **kwargs)
+
+
+class _Unopenable:
+    """A connection to a WAL store whose -shm file cannot be made."""
+
+    text_factory: Any = None
+
+    def execute(self, *args: Any) -> Any:
+        raise sqlite3.OperationalError("unable to open database file")
+
+    def close(self) -> None:
+        pass
+
+
+class TestAStoreThatCannotBeWritten:
+    @pytest.mark.parametrize("folder", [False, True], ids=["file", "folder"])
+    def test_it_is_read_and_a_write_says_why_it_cannot(
+        self,
+        open_store: OpenStore,
+        db_path: pathlib.Path,
+        monkeypatch: pytest.MonkeyPatch,
+        folder: bool,
+    ) -> None:
+        """A sound store whose file or folder cannot be written (permissions, an immutable
+        file, a read-only file system) opens read-only: every read works (it was once
+        NotAStore, "not an Amber store, or damaged"); a write raises StoreError saying the
+        store cannot be written, and why, and stores nothing."""
+        events = conversation("s", 11)
+        with SQLiteStore(db_path) as store:
+            store.append(events)
+            before = store.load_state("s")
+        ReadOnlyFile(monkeypatch, folder=folder)
+        store = open_store()
+        assert store.read_only
+        assert store.load_state("s") == before
+        assert [info.session_id for info in store.list_sessions()] == ["s"]
+        assert store.check().problems == ()
+        more, _ = continue_session(before, 1)
+        with pytest.raises(StoreError, match=r"cannot be written") as raised:
+            store.append(more)
+        assert "read-only" in str(raised.value)
+        assert store.load_state("s") == before
+
+    def test_one_that_needs_migrating_says_it_cannot_be(
+        self, db_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A store of an older schema that cannot be written: migrating it would write it,
+        so opening it says that (not NotAStore)."""
+        with SQLiteStore(db_path) as store:
+            store.append(conversation("s", 3))
+        db = raw(db_path)
+        db.execute("UPDATE amber_meta SET value = '2' WHERE key = 'schema_version'")
+        ReadOnlyFile(monkeypatch, folder=False)
+        with pytest.raises(StoreError, match=r"schema version 2.*cannot be written") as raised:
+            SQLiteStore(db_path)
+        assert not isinstance(raised.value, NotAStore)
+
+    def test_a_file_that_cannot_be_opened_at_all_is_not_called_damaged(
+        self, db_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """When even a read-only open fails (a -wal file that cannot be read in a read-only
+        folder), the error says the file cannot be opened, not that it is not a store."""
+        with SQLiteStore(db_path) as store:
+            store.append(conversation("s", 3))
+        (db_path.parent / f"{db_path.name}-wal").write_bytes(b"x" * 100)
+        ReadOnlyFile(monkeypatch, folder=True)
+        with pytest.raises(StoreError, match=r"cannot be written") as raised:
+            SQLiteStore(db_path)
+        assert not isinstance(raised.value, NotAStore)
