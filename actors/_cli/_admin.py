@@ -12,7 +12,14 @@ import orjson
 from rich.text import Text
 
 from runtime import EVENT_TYPES, CorruptRow, InvalidInput, SessionState, Timeline
-from runtime.store import RebuildReport, SessionInfo, SqlStore, Store, recover_orphans
+from runtime.store import (
+    RebuildReport,
+    SessionInfo,
+    SqlStore,
+    Store,
+    recover_orphans,
+    waits_for_approval,
+)
 
 from .._ids import utc_now
 from ._app import (
@@ -351,8 +358,10 @@ def recover(
 
     A session whose active turn has been idle for more than --older-than
     seconds gets an orphan_recovered event: its inputs go back to
-    pending_agent, and the next runtime on this store answers them. A
-    session whose rows are damaged is left alone and listed (exit 1).
+    pending_agent, and the next runtime on this store answers them. A turn
+    that only waits for a person to approve tool calls is no orphan: it is
+    left alone and listed. A session whose rows are damaged is left alone
+    and listed (exit 1).
 
     With --rebuild, the derived rows (summaries, snapshots) are first
     written again from the events, which are the truth; a session whose
@@ -372,11 +381,18 @@ def recover(
         active = [info for info in listed if info.active_turn_id is not None]
         stale = [info for info in active if info.updated_at <= cutoff]
         young = [info for info in active if info.updated_at > cutoff]
+        # A turn that only waits for a person logs nothing while it waits: no orphan.
+        waiting = [info for info in stale if waits_for_approval(store, info)]
         if dry_run:
-            recovered = [(i.session_id, i.active_turn_id, i.seq + 1) for i in stale]
+            recovered = [(i.session_id, i.active_turn_id, i.seq + 1) for i in stale
+                         if i not in waiting]  # fmt: skip
         else:
             events = recover_orphans(
-                store, now=now, older_than=timedelta(seconds=older_than), sessions=listed
+                store,
+                now=now,
+                older_than=timedelta(seconds=older_than),
+                sessions=listed,
+                by="amber recover",
             )
             recovered = [(e.session_id, e.turn_id, e.seq) for e in events]
     if as_json:
@@ -384,6 +400,7 @@ def recover(
             "dry_run": dry_run,
             "recovered": [{"session_id": s, "turn_id": t, "seq": q} for s, t, q in recovered],
             "left_alone": [i.session_id for i in young],
+            "waiting_for_approval": [i.session_id for i in waiting],
         }
         if rebuilt is not None:
             data["rebuilt"] = list(rebuilt.rebuilt)
@@ -408,12 +425,23 @@ def recover(
             )
         )
     if not recovered:
-        console.print(f"No orphaned turns: none idle for more than {older_than:g} s.")
+        if waiting:  # idle, but only for a person
+            console.print("No orphaned turns.")
+        else:
+            console.print(f"No orphaned turns: none idle for more than {older_than:g} s.")
     if young:
         names = ", ".join(i.session_id for i in young)
         console.print(
             Text(
                 f"Left alone (active less than {older_than:g} s ago, maybe still running): {names}",
+                style="dim",
+            )
+        )
+    if waiting:
+        names = ", ".join(i.session_id for i in waiting)
+        console.print(
+            Text(
+                f"Left alone (waits for a person to approve tool calls, not a runner): {names}",
                 style="dim",
             )
         )
