@@ -108,7 +108,22 @@ def _applied(session_id: str, state: SessionState, event: Event) -> SessionState
         ) from None
 
 
-def _gap(session_id: str, reached: int, last: int) -> CorruptRow:
+def _gap(db: Db, session_id: str, reached: int, last: int) -> CorruptRow:
+    """The error of a read that stopped at seq ``reached``, short of ``last``: seq
+    ``reached + 1`` is missing, and the log either goes on after it (a gap, as ``_rows``
+    says of one it meets) or ends there."""
+    row = db.execute(
+        "SELECT min(seq) FROM events WHERE session_id = ? AND seq > ?", (session_id, reached)
+    ).fetchone()
+    after = row[0] if row is not None and type(row[0]) is int else None
+    if after is not None:
+        return CorruptRow(
+            f"Session {session_id!r} event seq {reached + 1} is missing: the next stored "
+            f"event has seq {after}. The log has a gap and cannot be replayed past seq "
+            f"{reached}; restore the file from a backup.",
+            session_id=session_id,
+            seq=reached + 1,
+        )
     return CorruptRow(
         f"Session {session_id!r} event seq {reached + 1} is missing: the log ends at seq "
         f"{reached}, before seq {last}. Restore the file from a backup.",
@@ -133,7 +148,7 @@ def load_span(
         events.append(event)
         states.append(state)
     if state.seq != last:
-        raise _gap(session_id, state.seq, last)
+        raise _gap(db, session_id, state.seq, last)
     return Timeline._assemble(base, events, states)
 
 
@@ -150,7 +165,7 @@ def walk(
         if event.seq >= first:
             yield event, before, state
     if state.seq != last:
-        raise _gap(session_id, state.seq, last)
+        raise _gap(db, session_id, state.seq, last)
 
 
 class TimeTravel:
@@ -210,7 +225,7 @@ class TimeTravel:
             check = ChainCheck(session_id, chain_at(db, session_id, seq - 1))
             for event in read_events(db, check, seq - 1, seq):
                 return event
-            raise _gap(session_id, seq - 1, seq)
+            raise _gap(db, session_id, seq - 1, seq)
 
     def events_between(self, session_id: str, first: int, last: int) -> list[Event]:
         """The events from seq ``first`` to ``last``, read alone (``events`` reads every
@@ -259,7 +274,7 @@ class TimeTravel:
             check = ChainCheck(session_id, chain_at(db, session_id, first - 1))
             rows = list(read(db, check, first - 1, last))
             if len(rows) != last - first + 1:
-                raise _gap(session_id, first - 1 + len(rows), last)
+                raise _gap(db, session_id, first - 1 + len(rows), last)
             return rows
 
     def walk(
