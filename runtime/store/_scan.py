@@ -16,11 +16,14 @@ from immutables import Map
 from .._errors import CorruptRow
 from .._state import SessionState
 from .._storable import text_problem
+from .._timeline import Timeline
 from ._chain import digest
 from ._check import CheckReport, Problem, RebuildReport, snapshot_problem, summary_problem
+from ._checkpoints import kept, read_checkpoint
 from ._db import Db
 from ._protocol import SessionInfo
 from ._rows import (
+    chain_at,
     delete_snapshot,
     last_seq,
     read_snapshot,
@@ -31,7 +34,18 @@ from ._schema import TRIGGERS
 from ._snapshot import plan_snapshot
 from ._summaries import read_summaries, summary_digest, write_summary
 
-__all__ = ["check_rows", "missing_guards", "rebuild_rows", "sqlite_problems"]
+__all__ = [
+    "CHECKPOINT_BUDGET",
+    "check_rows",
+    "missing_guards",
+    "rebuild_rows",
+    "sqlite_problems",
+]
+
+CHECKPOINT_BUDGET = 200_000
+"""How many events' worth of checkpoints ``check`` decodes in full and compares with the
+replayed state, per session (their seqs summed, oldest first); the later ones of a very
+long session are checked as a lazy read checks them (digests, chain hash, key columns)."""
 
 
 def _event_ids(db: Db) -> list[str]:
@@ -52,7 +66,8 @@ def _derived_ids(db: Db) -> set[str]:
         row[0]
         for row in db.execute(
             "SELECT session_id FROM sessions UNION SELECT session_id FROM snapshots "
-            "UNION SELECT session_id FROM snapshot_chunks"
+            "UNION SELECT session_id FROM snapshot_chunks "
+            "UNION SELECT session_id FROM snapshot_history"
         )
     }
 
@@ -82,6 +97,43 @@ def _snapshot(db: Db, session_id: str, chunk_size: int) -> SessionState | Corrup
         return read_snapshot(db, session_id, chunk_size)[0]
     except CorruptRow as exc:
         return exc
+
+
+def _checkpoint_problems(
+    db: Db, timeline: Timeline, session_id: str, *, skip: int | None
+) -> list[Problem]:
+    """What is wrong with the session's checkpoints (older snapshots kept for time travel):
+    each is read with every check a snapshot gets, and, within ``CHECKPOINT_BUDGET``,
+    compared with the state replayed from the log at its seq. ``skip``: the seq of a damaged
+    snapshot, whose damage a checkpoint there shares."""
+    problems: list[Problem] = []
+    budget = CHECKPOINT_BUDGET
+    for at in reversed(kept(db, session_id)):
+        if at == skip:
+            continue
+        if at > timeline.last_seq:
+            problems.append(
+                Problem(
+                    session_id=session_id,
+                    seq=at,
+                    what=f"its checkpoint is at seq {at}, past the log's end ({timeline.last_seq})",
+                    derived=True,
+                )
+            )
+            continue
+        full = at <= budget
+        budget -= at if full else 0
+        try:
+            state, _ = read_checkpoint(
+                db, session_id, at, chain_at(db, session_id, at), lazy=not full
+            )
+        except CorruptRow as exc:
+            problems.append(Problem.of(exc, derived=True))
+            continue
+        found = snapshot_problem(timeline, state, kind="checkpoint") if full else None
+        if found is not None:
+            problems.append(found)
+    return problems
 
 
 def _lost_events(db: Db, session_id: str, upto: int) -> Problem | None:
@@ -179,12 +231,13 @@ def check_rows(db: Db, chunk_size: int, problems: list[Problem]) -> CheckReport:
             problems.append(lost)
             continue
         heads[session_id] = head
-        for found in (
-            summary_problem(timeline, _summary(db, session_id)),
-            snapshot_problem(timeline, _snapshot(db, session_id, chunk_size)),
-        ):
+        snapshot = snapshot_problem(timeline, _snapshot(db, session_id, chunk_size))
+        for found in (summary_problem(timeline, _summary(db, session_id)), snapshot):
             if found is not None:
                 problems.append(found)
+        # A checkpoint at the snapshot's seq is the snapshot's own rows: said once.
+        same = snapshot.seq if snapshot is not None else None
+        problems += _checkpoint_problems(db, timeline, session_id, skip=same)
     for session_id in sorted(_derived_ids(db) - set(ids), key=repr):
         problems.append(
             _bad_id(session_id)

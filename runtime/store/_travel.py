@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 from collections.abc import Callable, Generator, Iterator
 from typing import TypeVar
 
@@ -29,13 +30,15 @@ from .._reducer import apply
 from .._state import SessionState
 from .._timeline import Timeline
 from ._chain import ChainCheck
-from ._checkpoints import nearest, read_checkpoint
+from ._checkpoints import kept, nearest, read_checkpoint
 from ._db import Db
 from ._rows import chain_at, read_error_flags, read_events, read_snapshot
 
 __all__ = ["FREEZE_AFTER", "TimeTravel", "bulk", "check_span", "load_span", "walk"]
 
 _Row = TypeVar("_Row")
+
+log = logging.getLogger("amber.store")
 
 
 FREEZE_AFTER = 50_000
@@ -83,17 +86,52 @@ def _base(
     db: Db, session_id: str, chunk_size: int, seq: int, *, lazy: bool = False
 ) -> tuple[SessionState, str]:
     """The nearest stored state at or before ``seq`` (the latest snapshot, a checkpoint, or
-    the session's start) and the chain's hash there."""
+    the session's start) and the chain's hash there.
+
+    A stored state that is damaged is derived data: the next older one is read instead
+    (at worst the session's start, replaying the log, which is the truth), with a warning
+    on the ``amber.store`` logger that says how to mend it.
+    """
     row = db.execute("SELECT seq FROM snapshots WHERE session_id = ?", (session_id,)).fetchone()
     latest = row[0] if row is not None and type(row[0]) is int and 0 < row[0] <= seq else 0
-    kept = nearest(db, session_id, seq) or 0
-    if latest and latest >= kept:
-        state, _, chain = read_snapshot(db, session_id, chunk_size, lazy=lazy)
-        if chain is not None and state.seq <= seq:
-            return state, chain
-    if kept:
-        return read_checkpoint(db, session_id, kept, chain_at(db, session_id, kept), lazy=lazy)
+    checkpoint = nearest(db, session_id, seq) or 0
+    damaged: CorruptRow | None = None
+    if latest and latest >= checkpoint:
+        try:
+            state, _, chain = read_snapshot(db, session_id, chunk_size, lazy=lazy)
+        except CorruptRow as exc:
+            damaged = exc
+        else:
+            if chain is not None and state.seq <= seq:
+                return state, chain
+    # The nearest checkpoint; once a stored state failed, every older one in turn.
+    seqs = [checkpoint] if checkpoint and damaged is None else kept(db, session_id, checkpoint)
+    index = 0
+    while index < len(seqs):
+        at = seqs[index]
+        try:
+            state, chain = read_checkpoint(
+                db, session_id, at, chain_at(db, session_id, at), lazy=lazy
+            )
+        except CorruptRow as exc:
+            if damaged is None:
+                damaged = exc
+                seqs = kept(db, session_id, at)
+            index += 1
+            continue
+        _warn(damaged, state.seq)
+        return state, chain
+    _warn(damaged, 0)
     return SessionState.empty(session_id), chain_at(db, session_id, 0)
+
+
+def _warn(damaged: CorruptRow | None, seq: int) -> None:
+    """Say (one line) that a damaged stored state was passed over for the one at ``seq``."""
+    if damaged is None:
+        return
+    instead = f"the checkpoint at seq {seq}" if seq else "the session's start"
+    text = " ".join(str(damaged).split())
+    log.warning("%s Read from %s instead: the event log is the truth.", text, instead)
 
 
 def _applied(session_id: str, state: SessionState, event: Event) -> SessionState:
