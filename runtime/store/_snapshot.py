@@ -314,11 +314,11 @@ def decode_snapshot(
         CorruptRow: naming the session, the seq and what is wrong.
     """
     where = f"Session {session_id!r} {kind} at seq {seq}"
-    what = "Snapshots" if kind == "snapshot" else f"Snapshots and {kind}s"
+    rebuilt = "Snapshots" if kind == "snapshot" else f"Snapshots and {kind}s"
 
     def corrupt(problem: str) -> CorruptRow:
         return CorruptRow(
-            f"{where} is corrupt: {problem}. {what} are rebuilt from the event log by "
+            f"{where} is corrupt: {problem}. {rebuilt} are rebuilt from the event log by "
             "'amber recover --rebuild' (store.rebuild()).",
             session_id=session_id,
             seq=seq,

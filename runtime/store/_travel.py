@@ -126,12 +126,18 @@ def _base(
 
 
 def _warn(damaged: CorruptRow | None, seq: int) -> None:
-    """Say (one line) that a damaged stored state was passed over for the one at ``seq``."""
+    """Say (one line) that a damaged stored state was passed over for the one at ``seq``;
+    the record's ``amber_damage`` is its ``CorruptRow``."""
     if damaged is None:
         return
     instead = f"the checkpoint at seq {seq}" if seq else "the session's start"
     text = " ".join(str(damaged).split())
-    log.warning("%s Read from %s instead: the event log is the truth.", text, instead)
+    log.warning(
+        "%s Read from %s instead: the event log is the truth.",
+        text,
+        instead,
+        extra={"amber_damage": damaged},
+    )
 
 
 def _applied(session_id: str, state: SessionState, event: Event) -> SessionState:
