@@ -7,7 +7,8 @@ plus the events after it, so reaching any seq reads and applies at most a
 checkpoint's span of events, not the whole log (``load_span``); ``walk`` streams a
 stretch one event at a time, so the first line of a listing does not wait for
 the last. Every row read is checked against the hash chain from that stored
-state on.
+state on. A stored state that is damaged is passed over for an older one (at
+worst the session's start: the log is the truth), with a warning.
 
 Loading many states at once builds many long-lived objects: ``bulk`` keeps
 the cyclic GC from walking them again and again while they are built (each
