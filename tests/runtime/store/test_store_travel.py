@@ -426,9 +426,40 @@ class TestDamagedCheckpoints:
         (problem,) = report.problems
         assert problem.derived
         assert problem.session_id == "s"
-        assert "checkpoint at seq" in str(problem)
+        assert "a checkpoint's messages chunk 0" in str(problem)
+        assert "does not match its digest" in str(problem)
         store.rebuild()
         assert store.check().ok
+
+    def test_check_compares_them_with_the_log(
+        self, open_store: OpenStore, db_path: Any, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An edit that keeps the digests right (software that knows them) is found by
+        comparing the checkpoint with the replayed state."""
+        import zlib
+
+        from runtime.store._chain import digest
+
+        monkeypatch.setattr(checkpoints, "CHECKPOINT_EVERY", 10)
+        store = open_store(snapshot_every=3, chunk_size=2)
+        for event in conversation("s", 40):
+            store.append([event])
+        with raw(db_path) as db:
+            part, chunk, seq, body = db.execute(
+                "SELECT part, chunk, seq, body FROM chunk_versions WHERE part = 'messages' "
+                "ORDER BY seq LIMIT 1"
+            ).fetchone()
+            text = zlib.decompress(body)
+            edited = zlib.compress(text.replace(b"question 1", b"question Z"))
+            assert edited != body
+            db.execute(
+                "UPDATE chunk_versions SET body = ?, digest = ? WHERE session_id = 's' "
+                "AND part = ? AND chunk = ? AND seq = ?",
+                (edited, digest(edited), part, chunk, seq),
+            )
+        problems = open_store(snapshot_every=3, chunk_size=2).check().problems
+        assert problems
+        assert all(p.derived and "checkpoint" in str(p) for p in problems)
 
     def test_verify_finds_it(self, damaged: Any, open_store: OpenStore) -> None:
         """``verify`` (``amber replay --verify``) checks the checkpoints too."""
