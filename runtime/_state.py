@@ -200,6 +200,20 @@ class SessionState:
         """The running turn's id, or None."""
         return None if self.active_turn is None else self.active_turn.id
 
+    @property
+    def waits_for_approval(self) -> bool:
+        """True when the active turn only waits for a person: every tool call it left open
+        waits for approval (none was approved and runs), and no input waits. Such a turn
+        logs nothing while it waits, however long: it is no orphan (recovery leaves it
+        alone, and a runner that loads it waits on)."""
+        turn = self.active_turn
+        return (
+            turn is not None
+            and bool(turn.awaiting_approval)
+            and set(turn.open_calls) == set(turn.awaiting_approval)
+            and not self.queued
+        )
+
     def turn(self, turn_id: str) -> Turn | None:
         """The turn with ``turn_id``, active or ended, or None."""
         active = self.active_turn

@@ -379,16 +379,20 @@ def fail(s: Step, reason: str, *, cause: str = "runtime", model_error: str | Non
 def orphaned(s: Step, *, runner_gone: bool = False) -> None:
     """A turn left active by a runner that is gone (or may be): give its input back now or later.
 
-    The runner is known to be gone when this runner alone runs the store
-    (``exclusive``), when the turn is this runner's own (its run was lost with
-    the session's actor), or when the shell says so; then the turn is
-    recovered at once. Otherwise (a shared store) it waits ``recover_after``
-    from its last activity.
+    A turn that only waits for a person (its open calls all wait for approval,
+    no input came meanwhile) is no orphan, however long it has waited: it
+    waits on, with this runner, at once. Otherwise the runner is known to be
+    gone when this runner alone runs the store (``exclusive``), when the turn
+    is this runner's own (its run was lost with the session's actor), or when
+    the shell says so; then the turn is recovered at once. Otherwise (a shared
+    store) it waits ``recover_after`` from its last activity.
     """
     state = s.state
     turn = state.active_turn
     assert turn is not None
     assert state.updated_at is not None
+    if resume_waiting(s):
+        return  # it only waits for a person (who may be slow): it waits on, with this runner
     settings = s.settings
     own = turn.runner is not None and turn.runner == settings.runner
     gone = runner_gone or settings.exclusive or own
@@ -397,8 +401,6 @@ def orphaned(s: Step, *, runner_gone: bool = False) -> None:
     if not gone and wait > 0:
         s.command(SetTimer(name=ORPHAN_TIMER, seconds=wait))
         return
-    if gone and resume_waiting(s):
-        return  # it only waited for a person: it waits on, with this runner
     if gone:
         who = f"its runner ({turn.runner})" if turn.runner else "its runner"
         reason = f"{who} is gone: the turn was left active; recovered at once"
@@ -507,12 +509,7 @@ def resume_waiting(s: Step) -> bool:
     Decisions another process stored for its calls meanwhile are taken now (the
     approved calls run, the denied ones are answered)."""
     turn = s.state.active_turn
-    if (
-        turn is None
-        or not turn.awaiting_approval
-        or set(turn.open_calls) != set(turn.awaiting_approval)
-        or s.state.queued
-    ):
+    if turn is None or not s.state.waits_for_approval:
         return False
     state = s.state
     last = state.message(turn.input_ids[-1])

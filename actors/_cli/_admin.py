@@ -19,7 +19,14 @@ from runtime import (
     SessionState,
     Timeline,
 )
-from runtime.store import RebuildReport, SessionInfo, SqlStore, Store, recover_orphans
+from runtime.store import (
+    RebuildReport,
+    SessionInfo,
+    SqlStore,
+    Store,
+    recover_orphans,
+    waits_for_approval,
+)
 
 from .._ids import utc_now
 from .._ownership import running_turns
@@ -395,8 +402,10 @@ def recover(
 
     A session whose active turn has been idle for more than --older-than
     seconds gets an orphan_recovered event: its inputs go back to
-    pending_agent, and the next runtime on this store answers them. A
-    session whose rows are damaged is left alone and listed (exit 1).
+    pending_agent, and the next runtime on this store answers them. A turn
+    that only waits for a person to approve tool calls is no orphan: it is
+    left alone and listed. A session whose rows are damaged is left alone
+    and listed (exit 1).
 
     A turn a live runtime runs is left alone and listed, however long it
     has been idle: on SQLite one started by the runtime that holds the
@@ -424,11 +433,18 @@ def recover(
         running = running_turns(store, [i for i in active if i.updated_at <= cutoff], now=now)
         listed = [info for info in listed if info.session_id not in running]
         stale = [info for info in active if info.updated_at <= cutoff and info in listed]
+        # A turn that only waits for a person logs nothing while it waits: no orphan.
+        waiting = [info for info in stale if waits_for_approval(store, info)]
         if dry_run:
-            recovered = [(i.session_id, i.active_turn_id, i.seq + 1) for i in stale]
+            recovered = [(i.session_id, i.active_turn_id, i.seq + 1) for i in stale
+                         if i not in waiting]  # fmt: skip
         else:
             events = recover_orphans(
-                store, now=now, older_than=timedelta(seconds=older_than), sessions=listed
+                store,
+                now=now,
+                older_than=timedelta(seconds=older_than),
+                sessions=listed,
+                by="amber recover",
             )
             recovered = [(e.session_id, e.turn_id, e.seq) for e in events]
     if as_json:
@@ -436,6 +452,7 @@ def recover(
             "dry_run": dry_run,
             "recovered": [{"session_id": s, "turn_id": t, "seq": q} for s, t, q in recovered],
             "left_alone": [i.session_id for i in young],
+            "waiting_for_approval": [i.session_id for i in waiting],
         }
         if running:
             data["running"] = [{"session_id": s, "by": by} for s, by in running.items()]
@@ -462,7 +479,10 @@ def recover(
             )
         )
     if not recovered:
-        console.print(f"No orphaned turns: none idle for more than {older_than:g} s.")
+        if waiting:  # idle, but only for a person
+            console.print("No orphaned turns.")
+        else:
+            console.print(f"No orphaned turns: none idle for more than {older_than:g} s.")
     if young:
         names = ", ".join(i.session_id for i in young)
         # At 0 s only a session written to after ``now`` was read is young.
@@ -483,6 +503,14 @@ def recover(
                 "A running turn is no orphan: it ends on its own, and a runtime that stops "
                 "gives its turns' inputs back (a worker that died loses its leases after "
                 "their ttl; recover then takes its turns).",
+                style="dim",
+            )
+        )
+    if waiting:
+        names = ", ".join(i.session_id for i in waiting)
+        console.print(
+            Text(
+                f"Left alone (waits for a person to approve tool calls, not a runner): {names}",
                 style="dim",
             )
         )

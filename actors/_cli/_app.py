@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 import gc
+import logging
 import os
 import shlex
 import sys
@@ -395,12 +396,40 @@ def no_pg_store(db: str, schema: str) -> CliError | None:
 
 @contextmanager
 def open_store(db: str, *, create: bool = False) -> Iterator[SqlStore]:
-    """``open_any_store`` as a ``with`` block (closed at its end)."""
+    """``open_any_store`` as a ``with`` block (closed at its end).
+
+    While it is open, the store's warnings (``amber.store``: a damaged snapshot or
+    checkpoint passed over for an older stored state) are printed on stderr, each once, as
+    one ``amber: warning:`` line naming this store in the command that mends it.
+    """
     store = open_any_store(db, create=create)
+    logger = logging.getLogger("amber.store")
+    handler = _StoreWarnings(db)
+    logger.addHandler(handler)
     try:
         yield store
     finally:
+        logger.removeHandler(handler)
         store.close()
+
+
+class _StoreWarnings(logging.Handler):
+    """Print the store's warnings on stderr, each once (``open_store``)."""
+
+    def __init__(self, db: str) -> None:
+        super().__init__(logging.WARNING)
+        self._db = db
+        self._said: set[str] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = name_store(record.getMessage(), self._db)
+        except Exception:  # a broken log call must not break the command
+            self.handleError(record)
+            return
+        if text not in self._said:
+            self._said.add(text)
+            click.echo(f"amber: warning: {storable_text(text)}", err=True)
 
 
 def require_folder(path: Path, what: str) -> None:

@@ -110,13 +110,22 @@ def sessions(ctx: click.Context, db: str, as_json: bool) -> None:
 
     with open_store(db) as store:
         infos, damaged = sessions_and_damage(store)
-        costs = {info.session_id: _session_cost(store, info.session_id) for info in infos}
+        heads = {info.session_id: _session_head(store, info.session_id) for info in infos}
+    costs = {session: cost for session, (cost, _) in heads.items()}
+    waiting = {session for session, (_, waits) in heads.items() if waits}
     if as_json:
         emit_json(
-            [{**info_data(info), "cost_usd": _cost_data(costs[info.session_id])} for info in infos]
+            [
+                {
+                    **info_data(info),
+                    "cost_usd": _cost_data(costs[info.session_id]),
+                    "waits_for_approval": info.session_id in waiting,
+                }
+                for info in infos
+            ]
         )
     else:
-        _print_sessions(infos, costs, [error.session_id or "?" for error in damaged], db)
+        _print_sessions(infos, costs, waiting, [error.session_id or "?" for error in damaged], db)
     for error in damaged:
         report(translate(error, db))
     if damaged:
@@ -124,7 +133,11 @@ def sessions(ctx: click.Context, db: str, as_json: bool) -> None:
 
 
 def _print_sessions(
-    infos: list[SessionInfo], costs: dict[str, SessionCost | None], damaged: list[str], db: str
+    infos: list[SessionInfo],
+    costs: dict[str, SessionCost | None],
+    waiting: set[str],
+    damaged: list[str],
+    db: str,
 ) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -157,7 +170,7 @@ def _print_sessions(
             info.session_id,
             str(info.seq),
             str(info.messages),
-            Text(info.active_turn_id or "-", style="bold yellow" if info.active_turn_id else "dim"),
+            _turn_text(info, info.session_id in waiting),
             _ago(info.updated_at, now),
             _cost_text(costs[info.session_id]),
             statuses,
@@ -173,14 +186,29 @@ def _print_sessions(
     console.print(Text(count, style="dim"))
 
 
-def _session_cost(store: Any, session_id: str) -> SessionCost | None:
-    """The session's cost from its audit rows (its head is loaded from the snapshot)."""
+def _turn_text(info: SessionInfo, waits: bool) -> Text:
+    """The active turn column: the turn, and whether it only waits for a person (no
+    orphan: ``amber recover`` leaves it alone)."""
+    from rich.text import Text
+
+    if info.active_turn_id is None:
+        return Text("-", style="dim")
+    text = Text(info.active_turn_id, style="bold yellow")
+    if waits:
+        text.append(" (waits for approval)", style="yellow")
+    return text
+
+
+def _session_head(store: Any, session_id: str) -> tuple[SessionCost | None, bool]:
+    """The session's cost from its audit rows, and whether its active turn only waits for
+    a person to approve tool calls (its head is loaded from the snapshot)."""
     from runtime import session_cost  # the price tables (not for show or timeline)
 
     try:
-        return session_cost(store.load_state(session_id).model_calls())
+        head = store.load_state(session_id)
     except AmberError:
-        return None  # a damaged session is reported by the commands that read it
+        return None, False  # a damaged session is reported by the commands that read it
+    return session_cost(head.model_calls()), head.waits_for_approval
 
 
 def _cost_data(cost: SessionCost | None) -> float | None:

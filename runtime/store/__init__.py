@@ -39,6 +39,7 @@ if _typing.TYPE_CHECKING:
     from ._protocol import Store as Store
     from ._recovery import DEFAULT_ORPHAN_AGE as DEFAULT_ORPHAN_AGE
     from ._recovery import recover_orphans as recover_orphans
+    from ._recovery import waits_for_approval as waits_for_approval
     from ._schema import SCHEMA_VERSION as SCHEMA_VERSION
     from ._sql import SqlStore as SqlStore
     from ._sqlite import SQLiteStore as SQLiteStore
@@ -73,6 +74,7 @@ __all__ = [
     "UnknownSession",
     "is_postgres_url",
     "recover_orphans",
+    "waits_for_approval",
 ]
 
 _SOURCES: dict[str, str] = {
@@ -96,6 +98,7 @@ _SOURCES: dict[str, str] = {
     "Store": "._protocol",
     "DEFAULT_ORPHAN_AGE": "._recovery",
     "recover_orphans": "._recovery",
+    "waits_for_approval": "._recovery",
     "SCHEMA_VERSION": "._schema",
     "SqlStore": "._sql",
     "SQLiteStore": "._sqlite",

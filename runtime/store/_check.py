@@ -131,9 +131,10 @@ def summary_problem(timeline: Timeline, info: SessionInfo | CorruptRow | None) -
 
 
 def snapshot_problem(
-    timeline: Timeline, snapshot: SessionState | CorruptRow | None
+    timeline: Timeline, snapshot: SessionState | CorruptRow | None, *, kind: str = "snapshot"
 ) -> Problem | None:
-    """What is wrong with a session's snapshot, given the replay of its whole log."""
+    """What is wrong with a session's snapshot (or ``kind``: a checkpoint, an older snapshot
+    kept), given the replay of its whole log."""
     if snapshot is None or (isinstance(snapshot, SessionState) and snapshot.seq == 0):
         return None
     if isinstance(snapshot, CorruptRow):
@@ -143,7 +144,7 @@ def snapshot_problem(
         return Problem(
             session_id=session_id,
             seq=snapshot.seq,
-            what=f"its snapshot is at seq {snapshot.seq}, past the log's end ({timeline.last_seq})",
+            what=f"its {kind} is at seq {snapshot.seq}, past the log's end ({timeline.last_seq})",
             derived=True,
         )
     replayed = timeline.at(snapshot.seq)
@@ -157,7 +158,7 @@ def snapshot_problem(
     return Problem(
         session_id=session_id,
         seq=snapshot.seq,
-        what=f"its snapshot differs from the replayed state at seq {snapshot.seq} "
+        what=f"its {kind} differs from the replayed state at seq {snapshot.seq} "
         f"({', '.join(details)})",
         derived=True,
     )

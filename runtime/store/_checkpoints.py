@@ -23,6 +23,7 @@ import orjson
 
 from .._errors import CorruptRow
 from .._state import SessionState
+from .._storable import MAX_SEQ
 from ._chain import digest
 from ._db import Db
 from ._snapshot import PARTS, SnapshotPlan, decode_snapshot
@@ -33,6 +34,7 @@ __all__ = [
     "checkpoint",
     "forget",
     "keep",
+    "kept",
     "nearest",
     "read_checkpoint",
 ]
@@ -117,6 +119,15 @@ def nearest(db: Db, session_id: str, seq: int) -> int | None:
     return row[0] if row is not None and type(row[0]) is int else None
 
 
+def kept(db: Db, session_id: str, upto: int | None = None) -> list[int]:
+    """The seqs of the session's checkpoints (up to ``upto``), latest first."""
+    rows = db.execute(
+        "SELECT seq FROM snapshot_history WHERE session_id = ? AND seq <= ? ORDER BY seq DESC",
+        (session_id, MAX_SEQ if upto is None else upto),
+    )
+    return [row[0] for row in rows if type(row[0]) is int]
+
+
 def read_checkpoint(
     db: Db, session_id: str, seq: int, event_hash: str | None, *, lazy: bool = False
 ) -> tuple[SessionState, str]:
@@ -170,6 +181,13 @@ def read_checkpoint(
         return None if old is None else (old[0], old[1], old[2])
 
     state, _, _, chain = decode_snapshot(
-        session_id, seq, record, read_chunk, digest=record_digest, event_hash=event_hash, lazy=lazy
+        session_id,
+        seq,
+        record,
+        read_chunk,
+        digest=record_digest,
+        event_hash=event_hash,
+        lazy=lazy,
+        kind="checkpoint",
     )
     return state, chain

@@ -9,6 +9,10 @@ process running it dies, the turn stays active in the log and its inputs stay
 
 Tool calls left without a result are not given an invented stored result:
 the model's view synthesises an interrupted result for them (projections).
+
+A turn that only waits for a person to approve its tool calls logs nothing
+while it waits, however long the person takes: it is no orphan, and is left
+alone (``waits_for_approval``); a runner that loads it waits on.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from .._errors import InvalidArgument
 from .._events import OrphanRecovered
 from ._protocol import SessionInfo, Store
 
-__all__ = ["DEFAULT_ORPHAN_AGE", "recover_orphans"]
+__all__ = ["DEFAULT_ORPHAN_AGE", "recover_orphans", "waits_for_approval"]
 
 DEFAULT_ORPHAN_AGE = timedelta(seconds=300)
 """How long an active turn must have been idle before recovery takes it back."""
@@ -30,20 +34,34 @@ def _seconds(delta: timedelta) -> str:
     return f"{delta.total_seconds():g} s"
 
 
+def waits_for_approval(store: Store, info: SessionInfo) -> bool:
+    """True when the session's active turn only waits for a person to approve tool calls
+    (``SessionState.waits_for_approval``): no orphan, however long it has been idle.
+
+    Loads the session's head (from its latest snapshot); False when no turn is active.
+    """
+    if info.active_turn_id is None:
+        return False
+    return store.load_state(info.session_id).waits_for_approval
+
+
 def recover_orphans(
     store: Store,
     *,
     now: datetime,
     older_than: timedelta = DEFAULT_ORPHAN_AGE,
     sessions: Iterable[SessionInfo] | None = None,
+    by: str = "recover_orphans()",
 ) -> list[OrphanRecovered]:
     """Give back the inputs of every turn left active by a runner that died.
 
-    Call it when a runtime starts, before it runs turns. A session's active
-    turn is taken to be orphaned when the session's last event (the turn's
-    start, or any output since) is older than ``older_than``: a turn that
-    is still making progress in another process is left alone. All
-    recoveries are stored in one batch.
+    Call it before runners start on the store (``amber recover`` does). A
+    session's active turn is taken to be orphaned when the session's last
+    event (the turn's start, or any output since) is older than
+    ``older_than``: a turn that is still making progress in another process
+    is left alone, and so is a turn that only waits for a person to approve
+    its tool calls (``waits_for_approval``), which logs nothing while it
+    waits. All recoveries are stored in one batch.
 
     Args:
         store: the store to recover.
@@ -52,6 +70,7 @@ def recover_orphans(
         sessions: the summaries to look at (default: ``store.list_sessions()``, which
             raises ``CorruptRow`` if any summary is damaged); ``amber recover`` passes
             the sound ones so that one damaged session does not stop the others.
+        by: who recovers, named in each event's reason (``amber recover``).
 
     Returns:
         The ``OrphanRecovered`` events appended (one per recovered session).
@@ -79,6 +98,8 @@ def recover_orphans(
     for info in store.list_sessions() if sessions is None else sessions:
         if info.active_turn_id is None or info.updated_at > cutoff:
             continue
+        if waits_for_approval(store, info):
+            continue  # a person is slow, no runner died
         idle = now - info.updated_at
         recovered.append(
             OrphanRecovered(
@@ -88,7 +109,7 @@ def recover_orphans(
                 turn_id=info.active_turn_id,
                 reason=(
                     f"no activity for {_seconds(idle)} (more than {_seconds(older_than)}) when "
-                    "the runtime started; its runner is presumed dead"
+                    f"{by} ran; its runner is presumed dead"
                 ),
                 calls_interrupted=True,
             )

@@ -16,11 +16,14 @@ from immutables import Map
 from .._errors import CorruptRow
 from .._state import SessionState
 from .._storable import text_problem
+from .._timeline import Timeline
 from ._chain import digest
 from ._check import CheckReport, Problem, RebuildReport, snapshot_problem, summary_problem
+from ._checkpoints import kept, read_checkpoint
 from ._db import Db
 from ._protocol import SessionInfo
 from ._rows import (
+    chain_at,
     delete_snapshot,
     last_seq,
     read_snapshot,
@@ -31,7 +34,18 @@ from ._schema import TRIGGERS
 from ._snapshot import plan_snapshot
 from ._summaries import read_summaries, summary_digest, write_summary
 
-__all__ = ["check_rows", "missing_guards", "rebuild_rows", "sqlite_problems"]
+__all__ = [
+    "CHECKPOINT_BUDGET",
+    "check_rows",
+    "missing_guards",
+    "rebuild_rows",
+    "sqlite_problems",
+]
+
+CHECKPOINT_BUDGET = 50_000
+"""How many events' worth of checkpoints ``check`` decodes in full and compares with the
+replayed state, per session (their seqs summed, oldest first); the later ones of a very
+long session only have their rows' digests checked (as every checkpoint's are)."""
 
 
 def _event_ids(db: Db) -> list[str]:
@@ -52,7 +66,8 @@ def _derived_ids(db: Db) -> set[str]:
         row[0]
         for row in db.execute(
             "SELECT session_id FROM sessions UNION SELECT session_id FROM snapshots "
-            "UNION SELECT session_id FROM snapshot_chunks"
+            "UNION SELECT session_id FROM snapshot_chunks "
+            "UNION SELECT session_id FROM snapshot_history"
         )
     }
 
@@ -82,6 +97,72 @@ def _snapshot(db: Db, session_id: str, chunk_size: int) -> SessionState | Corrup
         return read_snapshot(db, session_id, chunk_size)[0]
     except CorruptRow as exc:
         return exc
+
+
+def _kept_digests(db: Db, session_id: str) -> list[Problem]:
+    """The session's checkpoint rows (records, kept chunk versions) whose bytes do not match
+    their digests: every one, at the cost of hashing them."""
+    problems: list[Problem] = []
+    changed = "does not match its digest: it was changed after it was written"
+    for seq, record, stored in db.execute(
+        "SELECT seq, CAST(record AS BLOB), digest FROM snapshot_history WHERE session_id = ? "
+        "ORDER BY seq",
+        (session_id,),
+    ):
+        if not isinstance(record, bytes) or digest(record) != stored:
+            what = f"its checkpoint at seq {seq} is corrupt: the record {changed}"
+            problems.append(Problem(session_id=session_id, seq=seq, what=what, derived=True))
+    for part, number, seq, body, stored in db.execute(
+        "SELECT part, chunk, seq, CAST(body AS BLOB), digest FROM chunk_versions "
+        "WHERE session_id = ? ORDER BY seq, part, chunk",
+        (session_id,),
+    ):
+        if not isinstance(body, bytes) or digest(body) != stored:
+            what = (
+                f"a checkpoint's {part} chunk {number} (the version of seq {seq}) is corrupt: "
+                f"it {changed}"
+            )
+            problems.append(Problem(session_id=session_id, seq=seq, what=what, derived=True))
+    return problems
+
+
+def _checkpoint_problems(
+    db: Db, timeline: Timeline, session_id: str, *, skip: int | None
+) -> list[Problem]:
+    """What is wrong with the session's checkpoints (older snapshots kept for time travel):
+    every row's digest; then, if those are sound, the oldest checkpoints (within
+    ``CHECKPOINT_BUDGET``) read with every check a snapshot gets and compared with the
+    state replayed from the log at their seq. ``skip``: the seq of a damaged snapshot, whose
+    damage a checkpoint there shares."""
+    seqs = [at for at in reversed(kept(db, session_id)) if at != skip]
+    last = timeline.last_seq
+    problems = [
+        Problem(
+            session_id=session_id,
+            seq=at,
+            what=f"its checkpoint is at seq {at}, past the log's end ({last})",
+            derived=True,
+        )
+        for at in seqs
+        if at > last
+    ]
+    problems += _kept_digests(db, session_id)
+    if problems:
+        return problems
+    budget = CHECKPOINT_BUDGET
+    for at in seqs:
+        if at > budget:
+            break
+        budget -= at
+        try:
+            state, _ = read_checkpoint(db, session_id, at, chain_at(db, session_id, at))
+        except CorruptRow as exc:
+            problems.append(Problem.of(exc, derived=True))
+            continue
+        found = snapshot_problem(timeline, state, kind="checkpoint")
+        if found is not None:
+            problems.append(found)
+    return problems
 
 
 def _lost_events(db: Db, session_id: str, upto: int) -> Problem | None:
@@ -181,12 +262,13 @@ def check_rows(db: Db, chunk_size: int, problems: list[Problem]) -> CheckReport:
             problems.append(lost)
             continue
         heads[session_id] = head
-        for found in (
-            summary_problem(timeline, _summary(db, session_id)),
-            snapshot_problem(timeline, _snapshot(db, session_id, chunk_size)),
-        ):
+        snapshot = snapshot_problem(timeline, _snapshot(db, session_id, chunk_size))
+        for found in (summary_problem(timeline, _summary(db, session_id)), snapshot):
             if found is not None:
                 problems.append(found)
+        # A checkpoint at the snapshot's seq is the snapshot's own rows: said once.
+        same = snapshot.seq if snapshot is not None else None
+        problems += _checkpoint_problems(db, timeline, session_id, skip=same)
     for session_id in sorted(_derived_ids(db) - set(ids), key=repr):
         problems.append(
             _bad_id(session_id)

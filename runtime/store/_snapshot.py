@@ -290,6 +290,7 @@ def decode_snapshot(
     digest: object,
     event_hash: str | None,
     lazy: bool = False,
+    kind: str = "snapshot",
 ) -> tuple[SessionState, Refs, int, str]:
     """Rebuild the state a snapshot holds.
 
@@ -303,6 +304,7 @@ def decode_snapshot(
             log does not reach ``seq``).
         lazy: leave each message undecoded until it is read (``_lazy``); a row
             that does not decode then raises its ``CorruptRow`` when read.
+        kind: what the errors call it (``"checkpoint"``: an older snapshot kept).
 
     Returns:
         The state at ``seq``, the snapshot's chunk versions, its chunk size and
@@ -311,11 +313,12 @@ def decode_snapshot(
     Raises:
         CorruptRow: naming the session, the seq and what is wrong.
     """
-    where = f"Session {session_id!r} snapshot at seq {seq}"
+    where = f"Session {session_id!r} {kind} at seq {seq}"
+    rebuilt = "Snapshots" if kind == "snapshot" else f"Snapshots and {kind}s"
 
     def corrupt(problem: str) -> CorruptRow:
         return CorruptRow(
-            f"{where} is corrupt: {problem}. Snapshots are rebuilt from the event log by "
+            f"{where} is corrupt: {problem}. {rebuilt} are rebuilt from the event log by "
             "'amber recover --rebuild' (store.rebuild()).",
             session_id=session_id,
             seq=seq,
@@ -399,7 +402,13 @@ def decode_snapshot(
                     continue
                 # Other fields (an older Amber's), or a key column in doubt: eagerly.
                 return decode_snapshot(
-                    session_id, seq, record, read_chunk, digest=digest, event_hash=event_hash
+                    session_id,
+                    seq,
+                    record,
+                    read_chunk,
+                    digest=digest,
+                    event_hash=event_hash,
+                    kind=kind,
                 )
             decoded = _ROWS[part](fields, rows)
             if decoded is None:  # some row needs a closer look: one by one
@@ -430,7 +439,7 @@ def decode_snapshot(
         )
         if state is None and facts.lazy:  # a key column in doubt: the eager read names it
             return decode_snapshot(
-                session_id, seq, record, read_chunk, digest=digest, event_hash=event_hash
+                session_id, seq, record, read_chunk, digest=digest, event_hash=event_hash, kind=kind
             )
     if state is not None and facts is not None:
         problems = facts.problems(state)

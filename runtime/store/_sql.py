@@ -38,6 +38,7 @@ from .._timeline import Timeline
 from .._timeline import verify as verify_log
 from ._batch import check_batch, check_session_id, encode_batch, sessions_of
 from ._chain import ChainCheck, genesis
+from ._checkpoints import kept, read_checkpoint
 from ._db import Db
 from ._entry import Entry as _Entry
 from ._entry import load_entry
@@ -411,10 +412,15 @@ class SqlStore(TimeTravel, ABC):
             timeline = replay_rows(db, SessionState.empty(session_id), upto=last)[0]
             try:
                 snapshot = read_snapshot(db, session_id, self._chunk_size)[0]
+                # The checkpoints too (older snapshots kept for time travel).
+                checkpoints = [
+                    read_checkpoint(db, session_id, at, chain_at(db, session_id, at))[0]
+                    for at in kept(db, session_id, last)
+                ]
             except CorruptRow as exc:
                 # The log is sound (just replayed): it is the snapshot that disagrees.
                 raise ReplayMismatch(str(exc)) from None
-        recorded = [snapshot] if snapshot.seq else []
+        recorded = ([snapshot] if snapshot.seq else []) + checkpoints
         return verify_log(timeline.events(), recorded, base=SessionState.empty(session_id))
 
     def check(self) -> CheckReport:

@@ -7,7 +7,8 @@ plus the events after it, so reaching any seq reads and applies at most a
 checkpoint's span of events, not the whole log (``load_span``); ``walk`` streams a
 stretch one event at a time, so the first line of a listing does not wait for
 the last. Every row read is checked against the hash chain from that stored
-state on.
+state on. A stored state that is damaged is passed over for an older one (at
+worst the session's start: the log is the truth), with a warning.
 
 Loading many states at once builds many long-lived objects: ``bulk`` keeps
 the cyclic GC from walking them again and again while they are built (each
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import TypeVar
 
@@ -31,7 +33,7 @@ from .._reducer import apply
 from .._state import STATUS_ORDER, SessionState
 from .._timeline import Timeline
 from ._chain import ChainCheck, digest
-from ._checkpoints import nearest, read_checkpoint
+from ._checkpoints import kept, nearest, read_checkpoint
 from ._db import Db
 from ._rows import chain_at, read_error_flags, read_events, read_snapshot
 from ._summaries import shown
@@ -39,6 +41,8 @@ from ._summaries import shown
 __all__ = ["FREEZE_AFTER", "TimeTravel", "bulk", "check_span", "load_span", "walk"]
 
 _Row = TypeVar("_Row")
+
+log = logging.getLogger("amber.store")
 
 
 FREEZE_AFTER = 50_000
@@ -86,17 +90,58 @@ def _base(
     db: Db, session_id: str, chunk_size: int, seq: int, *, lazy: bool = False
 ) -> tuple[SessionState, str]:
     """The nearest stored state at or before ``seq`` (the latest snapshot, a checkpoint, or
-    the session's start) and the chain's hash there."""
+    the session's start) and the chain's hash there.
+
+    A stored state that is damaged is derived data: the next older one is read instead
+    (at worst the session's start, replaying the log, which is the truth), with a warning
+    on the ``amber.store`` logger that says how to mend it.
+    """
     row = db.execute("SELECT seq FROM snapshots WHERE session_id = ?", (session_id,)).fetchone()
     latest = row[0] if row is not None and type(row[0]) is int and 0 < row[0] <= seq else 0
-    kept = nearest(db, session_id, seq) or 0
-    if latest and latest >= kept:
-        state, _, chain = read_snapshot(db, session_id, chunk_size, lazy=lazy)
-        if chain is not None and state.seq <= seq:
-            return state, chain
-    if kept:
-        return read_checkpoint(db, session_id, kept, chain_at(db, session_id, kept), lazy=lazy)
+    checkpoint = nearest(db, session_id, seq) or 0
+    damaged: CorruptRow | None = None
+    if latest and latest >= checkpoint:
+        try:
+            state, _, chain = read_snapshot(db, session_id, chunk_size, lazy=lazy)
+        except CorruptRow as exc:
+            damaged = exc
+        else:
+            if chain is not None and state.seq <= seq:
+                return state, chain
+    # The nearest checkpoint; once a stored state failed, every older one in turn.
+    seqs = [checkpoint] if checkpoint and damaged is None else kept(db, session_id, checkpoint)
+    index = 0
+    while index < len(seqs):
+        at = seqs[index]
+        try:
+            state, chain = read_checkpoint(
+                db, session_id, at, chain_at(db, session_id, at), lazy=lazy
+            )
+        except CorruptRow as exc:
+            if damaged is None:
+                damaged = exc
+                seqs = kept(db, session_id, at)
+            index += 1
+            continue
+        _warn(damaged, state.seq)
+        return state, chain
+    _warn(damaged, 0)
     return SessionState.empty(session_id), chain_at(db, session_id, 0)
+
+
+def _warn(damaged: CorruptRow | None, seq: int) -> None:
+    """Say (one line) that a damaged stored state was passed over for the one at ``seq``;
+    the record's ``amber_damage`` is its ``CorruptRow``."""
+    if damaged is None:
+        return
+    instead = f"the checkpoint at seq {seq}" if seq else "the session's start"
+    text = " ".join(str(damaged).split())
+    log.warning(
+        "%s Read from %s instead: the event log is the truth.",
+        text,
+        instead,
+        extra={"amber_damage": damaged},
+    )
 
 
 def _applied(session_id: str, state: SessionState, event: Event) -> SessionState:
@@ -111,7 +156,22 @@ def _applied(session_id: str, state: SessionState, event: Event) -> SessionState
         ) from None
 
 
-def _gap(session_id: str, reached: int, last: int) -> CorruptRow:
+def _gap(db: Db, session_id: str, reached: int, last: int) -> CorruptRow:
+    """The error of a read that stopped at seq ``reached``, short of ``last``: seq
+    ``reached + 1`` is missing, and the log either goes on after it (a gap, as ``_rows``
+    says of one it meets) or ends there."""
+    row = db.execute(
+        "SELECT min(seq) FROM events WHERE session_id = ? AND seq > ?", (session_id, reached)
+    ).fetchone()
+    after = row[0] if row is not None and type(row[0]) is int else None
+    if after is not None:
+        return CorruptRow(
+            f"Session {session_id!r} event seq {reached + 1} is missing: the next stored "
+            f"event has seq {after}. The log has a gap and cannot be replayed past seq "
+            f"{reached}; restore the file from a backup.",
+            session_id=session_id,
+            seq=reached + 1,
+        )
     return CorruptRow(
         f"Session {session_id!r} event seq {reached + 1} is missing: the log ends at seq "
         f"{reached}, before seq {last}. Restore the file from a backup.",
@@ -136,7 +196,7 @@ def load_span(
         events.append(event)
         states.append(state)
     if state.seq != last:
-        raise _gap(session_id, state.seq, last)
+        raise _gap(db, session_id, state.seq, last)
     return Timeline._assemble(base, events, states)
 
 
@@ -153,7 +213,7 @@ def walk(
         if event.seq >= first:
             yield event, before, state
     if state.seq != last:
-        raise _gap(session_id, state.seq, last)
+        raise _gap(db, session_id, state.seq, last)
 
 
 class TimeTravel:
@@ -213,7 +273,7 @@ class TimeTravel:
             check = ChainCheck(session_id, chain_at(db, session_id, seq - 1))
             for event in read_events(db, check, seq - 1, seq):
                 return event
-            raise _gap(session_id, seq - 1, seq)
+            raise _gap(db, session_id, seq - 1, seq)
 
     def events_between(self, session_id: str, first: int, last: int) -> list[Event]:
         """The events from seq ``first`` to ``last``, read alone (``events`` reads every
@@ -262,7 +322,7 @@ class TimeTravel:
             check = ChainCheck(session_id, chain_at(db, session_id, first - 1))
             rows = list(read(db, check, first - 1, last))
             if len(rows) != last - first + 1:
-                raise _gap(session_id, first - 1 + len(rows), last)
+                raise _gap(db, session_id, first - 1 + len(rows), last)
             return rows
 
     def kind_seqs(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -252,6 +253,43 @@ class TestWaitingSurvives:
             final = rt2.wait_idle("s1", timeout=WAIT)
         assert ran == ["/tmp/x"]
         assert [m.content for m in final][-1] == "Done."
+        assert [t.status.value for t in final.turn_list()] == ["processed"]
+
+    def test_amber_recover_leaves_it_waiting(self, tmp_path: Path) -> None:
+        """A call waiting for a person, however long, is no orphan: ``amber recover`` (with
+        --rebuild too) leaves it waiting and says so, ``amber sessions`` says it waits for
+        approval, and the next runtime still takes the approval (before the fix recover
+        interrupted the call and put the input back to pending: the approval was lost)."""
+        from cli_support import amber
+
+        db = tmp_path / "amber.db"
+        rt, _ = make(db)
+        with rt:
+            rt.send("s1", "delete /tmp/x")
+            call_id = waiting_call(rt)
+        dry = amber("recover", "--older-than", "0", "--dry-run", "--db", db)
+        assert dry.exit_code == 0, dry.output
+        assert "Would recover" not in dry.output
+        assert "No orphaned turns" in dry.output
+        assert "Left alone (waits for a person to approve tool calls, not a runner): s1" in (
+            dry.output
+        )
+        for options in ((), ("--rebuild",)):
+            done = amber("recover", "--older-than", "0", *options, "--json", "--db", db)
+            data = json.loads(done.output)
+            assert (data["recovered"], data["waiting_for_approval"]) == ([], ["s1"])
+        listed = amber("sessions", "--db", db)
+        assert "waits for approval" in listed.output
+        (row,) = json.loads(amber("sessions", "--json", "--db", db).output)
+        assert row["waits_for_approval"] is True
+        ran: list[str] = []
+        rt2 = Runtime(model=ScriptedModel([reply("Done.")]), store=db, tools=[deleter(ran)],
+                      settings=Settings(passivate_after=None))  # fmt: skip
+        with rt2:
+            assert [m.tool_call.id for m in rt2.pending_approvals("s1")] == [call_id]  # type: ignore[union-attr]
+            rt2.approve("s1", call_id)
+            final = rt2.wait_idle("s1", timeout=WAIT)
+        assert ran == ["/tmp/x"]
         assert [t.status.value for t in final.turn_list()] == ["processed"]
 
     def test_a_runtime_without_the_tool_refuses_to_approve_it(self, tmp_path: Path) -> None:

@@ -483,6 +483,7 @@ class TestRecover:
             "dry_run": False,
             "recovered": [{"session_id": "orphan", "turn_id": "turn_5be1ef79_000032", "seq": 2}],
             "left_alone": [],
+            "waiting_for_approval": [],
         }
         with SQLiteStore(orphan) as store:
             state = store.load_state("orphan")

@@ -80,6 +80,41 @@ class TestDamagedRows:
         no_traceback(result.output)
 
 
+class TestDamagedSnapshot:
+    """A damaged snapshot is derived data: reads go on from the log with one warning line
+    naming the mend (before the fix ``show`` and ``timeline`` exited 4 on it)."""
+
+    def test_reads_warn_once_and_go_on(self, recorded: Recorded, tmp_path: Path) -> None:
+        from runtime.store import SQLiteStore
+
+        db = recorded.copy(tmp_path)
+        with SQLiteStore(db, snapshot_every=5) as store:
+            store.rebuild("demo")  # a snapshot (and checkpoint) at its head
+        with raw(db) as conn:
+            (seq,) = conn.execute("SELECT seq FROM snapshots WHERE session_id = 'demo'").fetchone()
+            conn.execute(
+                "UPDATE snapshot_chunks SET body = X'7B7D' "
+                "WHERE session_id = 'demo' AND part = 'messages'"
+            )
+        for command in (
+            ["show", "demo"],
+            ["show", "demo", "--at", seq],
+            ["timeline", "demo", "--from", "-3"],
+        ):
+            result = amber(*command, "--db", db)
+            assert result.exit_code == 0, result.stderr
+            assert result.stdout == amber(*command, "--db", recorded.db).stdout
+            if command[0] == "timeline":  # it reads from before the snapshot: no warning
+                assert result.stderr == ""
+                continue
+            assert result.stderr.startswith("amber: warning: Session 'demo' snapshot at seq ")
+            assert f"'amber recover --rebuild --db {db}'" in result.stderr
+            assert result.stderr.count("\n") == 1, result.stderr
+        checked = amber("check", "--db", db)
+        assert checked.exit_code == ExitCode.FAILED
+        assert "amber recover --rebuild" in checked.stdout
+
+
 class TestSummaries:
     """Findings 6 and 7: a missing summary row hid the session; a naive timestamp crashed
     'amber sessions' with a traceback."""

@@ -425,6 +425,35 @@ class TestFork:
         with SQLiteStore(db) as store:
             assert store.load_state(f"demo-fork-{seq}").active_turn_id == turn
 
+    def test_a_fork_waiting_for_approval_says_resume_not_recover(self, tmp_path: Path) -> None:
+        """A fork taken while a call waits for approval waits for it too: the note says so
+        and how to answer it, not that amber recover gives its input back (it is no orphan;
+        before the fix it pointed at amber recover, which then cancelled the approval)."""
+        from actors import Runtime, ScriptedModel, Settings, call, tool
+
+        @tool(approval=True)
+        def pay(to: str) -> str:
+            """Pay.
+
+            Args:
+                to: Whom.
+            """
+            return "paid"
+
+        db = tmp_path / "a.db"
+        with Runtime(model=ScriptedModel([call("pay", {"to": "Ana"})]), store=db, tools=[pay],
+                     settings=Settings(passivate_after=None)) as rt:  # fmt: skip
+            rt.send("w", "pay Ana", sender="Chii")
+            rt.wait_idle("w", timeout=60)
+            seq = rt.state("w").seq
+        with web(db) as (client, _):
+            posted = client.post("/fork", data={"s": "w", "at": str(seq), "as": "", "token": TOKEN})
+            shown = page(client, posted.headers["location"])
+        note = shown.text("note")
+        assert "waited for approval of 1 tool call(s)" in note
+        assert f"amber resume w-fork-{seq} --db {db}" in note
+        assert "amber recover" not in note
+
     def test_fork_conflicts_and_bad_seqs_write_nothing(
         self, recorded: Recorded, tmp_path: Path
     ) -> None:

@@ -636,6 +636,22 @@ class TestApprovals:
         assert d.machine.is_waiting
         assert kinds(d(ApprovalGiven, call_id=call_id, approved=True)) == ["ApprovalDecided"]
 
+    @pytest.mark.parametrize("age", [10.0, 400.0])
+    def test_a_waiting_turn_of_another_runner_is_no_orphan(self, age: float) -> None:
+        """On a shared store, a turn another runner left waiting only for a person is
+        not recovered, however old (before the fix, after ``recover_after`` its call was
+        interrupted and the approval lost): it waits on, with this runner, at once."""
+        shared = TurnSettings(tools=(GUARDED,), runner="b", exclusive=False)
+        d, call_id = self.waiting(attrs.evolve(shared, runner="a"))
+        d.machine = SessionMachine.load(d.machine.state)
+        d.settings = shared
+        d.now += age
+        loaded = d(Loaded)
+        assert loaded.events == ()
+        assert [c for c in commands(loaded, SetTimer) if c.name == "orphan"] == []
+        assert d.machine.is_waiting
+        assert kinds(d(ApprovalGiven, call_id=call_id, approved=True)) == ["ApprovalDecided"]
+
     def stored(self, d: Driver, call_id: str, approved: bool, **fields: Any) -> None:
         """A decision another process stored for the owner (``store_decision``'s event)."""
         from runtime import MetadataUpdated, apply

@@ -2,14 +2,39 @@
 
 from __future__ import annotations
 
+import logging
 import pathlib
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
+from runtime import CorruptRow
 from runtime.store import MemoryStore, SQLiteStore, Store
 
 OpenStore = Callable[..., SQLiteStore]
+
+
+def passed_over(read: Callable[[], Any]) -> CorruptRow:
+    """The damage of the stored state (snapshot, checkpoint) that ``read`` met and passed
+    over for an older one or the log (its ``amber.store`` warning); fails if none."""
+    found: list[CorruptRow] = []
+
+    class Catch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            damage = getattr(record, "amber_damage", None)
+            if isinstance(damage, CorruptRow):
+                found.append(damage)
+
+    logger = logging.getLogger("amber.store")
+    handler = Catch(logging.WARNING)
+    logger.addHandler(handler)
+    try:
+        read()
+    finally:
+        logger.removeHandler(handler)
+    assert found, "the read met no damaged stored state"
+    return found[0]
 
 
 @pytest.fixture

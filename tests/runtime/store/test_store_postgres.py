@@ -312,3 +312,42 @@ class TestNotify:
             assert heard == {"theirs"}
         finally:
             listener.close()
+
+
+class TestDamagedCheckpoints:
+    def test_check_finds_it_and_reads_go_on(
+        self,
+        open_pg: OpenPg,
+        postgres_dsn: str,
+        monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture,
+    ) -> None:
+        """A checkpoint's chunk version edited (its digest kept): ``check`` and ``verify``
+        find it, reads go on from an older stored state with a warning, ``rebuild`` mends
+        it (as on SQLite)."""
+        import runtime.store._checkpoints as checkpoints
+        from runtime import ReplayMismatch, replay
+
+        monkeypatch.setattr(checkpoints, "CHECKPOINT_EVERY", 10)
+        log = conversation("s", 40)
+        store = open_pg(snapshot_every=3, chunk_size=2)
+        for event in log:
+            store.append([event])
+        with raw(postgres_dsn, store.schema) as conn:
+            updated = conn.execute(
+                "UPDATE chunk_versions SET body = %s WHERE session_id = 's' AND part = 'messages'",
+                (b'{"fields": [], "rows": []}',),
+            ).rowcount
+        assert updated
+        problems = store.check().problems
+        assert problems
+        assert all(p.derived and "checkpoint" in str(p) for p in problems)
+        with pytest.raises(ReplayMismatch, match="checkpoint at seq"):
+            store.verify("s")
+        full = replay(log)
+        with caplog.at_level("WARNING", logger="amber.store"):
+            for seq in range(1, len(log) + 1):
+                assert store.load_span("s", seq, seq).at(seq) == full.at(seq)
+        assert any("amber recover --rebuild" in r.getMessage() for r in caplog.records)
+        store.rebuild()
+        assert store.check().ok

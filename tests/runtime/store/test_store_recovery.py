@@ -9,8 +9,22 @@ from datetime import datetime, timedelta
 import attrs
 import pytest
 
-from runtime import MessageType, OrphanRecovered, SessionState, Status, TurnStatus
-from runtime.store import DEFAULT_ORPHAN_AGE, SQLiteStore, Store, recover_orphans
+from runtime import (
+    ApprovalDecided,
+    ApprovalRequested,
+    MessageType,
+    OrphanRecovered,
+    SessionState,
+    Status,
+    TurnStatus,
+)
+from runtime.store import (
+    DEFAULT_ORPHAN_AGE,
+    SQLiteStore,
+    Store,
+    recover_orphans,
+    waits_for_approval,
+)
 
 from .scenario import T0, continue_session, conversation
 
@@ -23,6 +37,57 @@ def mid_tool_call(store: Store, session_id: str = "s") -> SessionState:
     return store.append(events)[session_id]
 
 
+def waiting_for_approval(store: Store, session_id: str = "s") -> SessionState:
+    """Store a session whose turn waits for a person to approve its one tool call."""
+    head = mid_tool_call(store, session_id)
+    turn = head.active_turn
+    assert turn is not None
+    (call_id,) = turn.open_calls
+    asked = ApprovalRequested(
+        session_id=session_id, seq=head.seq + 1, at=head.updated_at, turn_id=turn.id,
+        call_id=call_id,
+    )  # fmt: skip
+    return store.append([asked])[session_id]
+
+
+class TestApprovalIsNoOrphan:
+    """A turn that waits only for a person logs nothing while it waits: however long
+    that is, it is no orphan (before the fix recovery interrupted its call, put its input
+    back to pending and lost the approval)."""
+
+    def test_a_turn_waiting_for_approval_is_left_alone(self, store: Store) -> None:
+        head = waiting_for_approval(store)
+        now = head.updated_at + timedelta(days=2)
+        assert waits_for_approval(store, store.session("s"))
+        assert recover_orphans(store, now=now, older_than=timedelta(0)) == []
+        state = store.load_state("s")
+        assert state == head
+        assert state.active_turn is not None
+        assert list(state.active_turn.awaiting_approval)
+
+    def test_an_approved_call_without_result_is_an_orphan(self, store: Store) -> None:
+        """Once approved, the call runs: a turn whose runner died then is an orphan."""
+        head = waiting_for_approval(store)
+        turn = head.active_turn
+        assert turn is not None
+        (call_id,) = turn.awaiting_approval
+        decided = ApprovalDecided(
+            session_id="s", seq=head.seq + 1, at=head.updated_at, turn_id=turn.id,
+            call_id=call_id, approved=True,
+        )  # fmt: skip
+        store.append([decided])
+        assert not waits_for_approval(store, store.session("s"))
+        (event,) = recover_orphans(store, now=head.updated_at + timedelta(hours=1))
+        assert event.turn_id == turn.id
+
+    def test_others_are_recovered_beside_it(self, store: Store) -> None:
+        waiting_for_approval(store, "w")
+        mid_tool_call(store, "a")
+        recovered = recover_orphans(store, now=T0 + timedelta(days=1))
+        assert [e.session_id for e in recovered] == ["a"]
+        assert not waits_for_approval(store, store.session("a"))
+
+
 class TestRecoverOrphans:
     def test_idle_turn_gives_its_inputs_back(self, store: Store) -> None:
         """An active turn idle for longer than the threshold is recovered: inputs go back to pending_agent."""
@@ -31,7 +96,7 @@ class TestRecoverOrphans:
         (event,) = recover_orphans(store, now=now)
         assert event == OrphanRecovered(
             session_id="s", seq=5, at=now, turn_id="t2",
-            reason="no activity for 301 s (more than 300 s) when the runtime started; its runner is presumed dead",
+            reason="no activity for 301 s (more than 300 s) when recover_orphans() ran; its runner is presumed dead",
             calls_interrupted=True,
         )  # fmt: skip
         state = store.load_state("s")
@@ -41,6 +106,16 @@ class TestRecoverOrphans:
         assert state.turns["t2"].status is TurnStatus.RECOVERED
         assert state.active_turn_id is None
         assert store.events("s")[-1] == event
+
+    def test_the_reason_names_who_recovered(self, store: Store) -> None:
+        """``by``: who ran the recovery (``amber recover``), not "the runtime"."""
+        head = mid_tool_call(store)
+        now = head.updated_at + timedelta(seconds=301)
+        (event,) = recover_orphans(store, now=now, by="amber recover")
+        assert event.reason == (
+            "no activity for 301 s (more than 300 s) when amber recover ran; its runner is "
+            "presumed dead"
+        )
 
     def test_no_invented_tool_results(self, store: Store) -> None:
         """A tool call left without a result gets no stored result; it becomes interrupted,

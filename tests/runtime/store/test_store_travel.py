@@ -573,3 +573,124 @@ class TestPostgres:
             )
         store.rebuild()
         assert store.load_span("s", last).head == full.head
+
+
+class TestDamagedCheckpoints:
+    """A checkpoint (an older snapshot kept in ``snapshot_history``/``chunk_versions``) is
+    derived data, like the snapshot: ``check`` finds its damage, ``rebuild`` mends it, and
+    reads that meet it fall back to an older stored state or the log, with a warning (before
+    the fix ``check`` said "Sound" while ``load_span`` raised ``CorruptRow``)."""
+
+    @pytest.fixture
+    def damaged(self, open_store: OpenStore, monkeypatch: pytest.MonkeyPatch) -> Any:
+        """A session of 40 events with checkpoints, one of whose kept chunk versions was
+        edited (its digest kept), and its replay."""
+        monkeypatch.setattr(checkpoints, "CHECKPOINT_EVERY", 10)
+        log = conversation("s", 40)
+        store = open_store(snapshot_every=3, chunk_size=2)
+        for event in log:
+            store.append([event])
+        store.close()
+        with raw(store.path) as db:
+            rows = db.execute(
+                "SELECT part, chunk, seq FROM chunk_versions WHERE part = 'messages' "
+                "ORDER BY seq LIMIT 1"
+            ).fetchall()
+            assert rows, "the fixture must keep a chunk version"
+            (part, chunk, seq) = rows[0]
+            db.execute(
+                "UPDATE chunk_versions SET body = ? WHERE session_id = 's' AND part = ? "
+                "AND chunk = ? AND seq = ?",
+                (b'{"fields": [], "rows": []}', part, chunk, seq),
+            )
+        return store.path, replay(log)
+
+    def test_check_finds_it_and_rebuild_mends_it(self, damaged: Any, open_store: OpenStore) -> None:
+        path, _ = damaged
+        store = open_store(path, snapshot_every=3, chunk_size=2)
+        report = store.check()
+        assert not report.ok
+        (problem,) = report.problems
+        assert problem.derived
+        assert problem.session_id == "s"
+        assert "a checkpoint's messages chunk 0" in str(problem)
+        assert "does not match its digest" in str(problem)
+        store.rebuild()
+        assert store.check().ok
+
+    def test_check_compares_them_with_the_log(
+        self, open_store: OpenStore, db_path: Any, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An edit that keeps the digests right (software that knows them) is found by
+        comparing the checkpoint with the replayed state."""
+        import zlib
+
+        from runtime.store._chain import digest
+
+        monkeypatch.setattr(checkpoints, "CHECKPOINT_EVERY", 10)
+        store = open_store(snapshot_every=3, chunk_size=2)
+        for event in conversation("s", 40):
+            store.append([event])
+        with raw(db_path) as db:
+            part, chunk, seq, body = db.execute(
+                "SELECT part, chunk, seq, body FROM chunk_versions WHERE part = 'messages' "
+                "ORDER BY seq LIMIT 1"
+            ).fetchone()
+            text = zlib.decompress(body)
+            edited = zlib.compress(text.replace(b"question 1", b"question Z"))
+            assert edited != body
+            db.execute(
+                "UPDATE chunk_versions SET body = ?, digest = ? WHERE session_id = 's' "
+                "AND part = ? AND chunk = ? AND seq = ?",
+                (edited, digest(edited), part, chunk, seq),
+            )
+        problems = open_store(snapshot_every=3, chunk_size=2).check().problems
+        assert problems
+        assert all(p.derived and "checkpoint" in str(p) for p in problems)
+
+    def test_verify_finds_it(self, damaged: Any, open_store: OpenStore) -> None:
+        """``verify`` (``amber replay --verify``) checks the checkpoints too."""
+        from runtime import ReplayMismatch
+
+        path, _ = damaged
+        store = open_store(path, snapshot_every=3, chunk_size=2)
+        with pytest.raises(ReplayMismatch, match=r"checkpoint at seq \d+ is corrupt"):
+            store.verify("s")
+        store.rebuild()
+        store.verify("s")
+
+    def test_reads_fall_back_to_the_log(
+        self, damaged: Any, open_store: OpenStore, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        path, full = damaged
+        store = open_store(path, snapshot_every=3, chunk_size=2)
+        with raw(path) as db:
+            (kept,) = db.execute("SELECT min(seq) FROM chunk_versions").fetchone()
+            seqs = [row[0] for row in db.execute("SELECT seq FROM snapshot_history ORDER BY seq")]
+        at = max(seq for seq in seqs if seq <= max(seqs))  # some checkpoint that names it
+        with caplog.at_level("WARNING", logger="amber.store"):
+            for seq in range(kept, full.last_seq + 1):
+                assert store.load_span("s", seq, seq).at(seq) == full.at(seq)
+            for event, _, after in store.walk("s", kept, full.last_seq):
+                assert after == full.at(event.seq)
+        assert at >= kept
+        warned = [r.getMessage() for r in caplog.records if r.name == "amber.store"]
+        assert warned
+        assert all("amber recover --rebuild" in text for text in warned)
+        assert all("\n" not in text for text in warned)
+
+    def test_with_the_head_snapshot_damaged_too(
+        self, damaged: Any, open_store: OpenStore, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        path, full = damaged
+        with raw(path) as db:
+            db.execute("UPDATE snapshot_chunks SET body = ? WHERE part = 'messages'", (b"{}",))
+        store = open_store(path, snapshot_every=3, chunk_size=2)
+        with caplog.at_level("WARNING", logger="amber.store"):
+            head = full.last_seq
+            assert store.load_span("s", head).head == full.head
+            assert store.load_span("s", head - 3).head == full.head
+            assert [after for _, _, after in store.walk("s", head - 3)] == [
+                full.at(seq) for seq in range(head - 3, head + 1)
+            ]
+        assert any("snapshot at seq" in r.getMessage() for r in caplog.records)
