@@ -65,6 +65,7 @@ from runtime import (
 )
 from runtime._decisions import stored_decision
 from runtime._state import as_own
+from runtime._turn_ops import takes_decision
 
 from ._answers import AskInput, CancelAsk, ReplyWaiter
 from ._asks import AskBook
@@ -158,7 +159,7 @@ class SessionActor(pykka.ThreadingActor):
                 self._machine = SessionMachine.load(state)
             self._step(Loaded(**self._svc.stamp()))
         except Exception as exc:
-            log.warning("session %s could not be loaded: %s", sid, exc)
+            log.warning("session %s could not be loaded: %r", sid, exc)
             log.debug("session %s: the load's failure", sid, exc_info=True)
             self._fail_load(exc)
 
@@ -472,8 +473,11 @@ class SessionActor(pykka.ThreadingActor):
         for call_id, message_id in sorted(
             turn.awaiting_approval.items(), key=lambda item: state.index[item[1]]
         ):
-            decided = stored_decision(state.message(message_id))
-            if decided is not None:
+            message = state.message(message_id)
+            decided = stored_decision(message)
+            if decided is not None and takes_decision(
+                self._svc.turn_settings, message, approved=decided[0]
+            ):
                 approved, reason, by = decided
                 given = ApprovalGiven(
                     call_id=call_id, approved=approved, reason=reason, by=by, **self._svc.stamp()

@@ -28,7 +28,7 @@ from ._events import (
     TurnStarted,
 )
 from ._json import thaw
-from ._machine import TurnRun
+from ._machine import TurnRun, TurnSettings
 from ._message import Message
 from ._parts import response_metadata
 from ._replace import replace
@@ -57,6 +57,7 @@ __all__ = [
     "orphaned",
     "request_approval",
     "resume_waiting",
+    "takes_decision",
     "turn_metrics",
 ]
 
@@ -488,9 +489,20 @@ def take_stored_decisions(s: Step) -> None:
     for call_id, message_id in sorted(
         turn.awaiting_approval.items(), key=lambda item: index[item[1]]
     ):
-        stored = stored_decision(s.state.message(message_id))
-        if stored is not None:
+        message = s.state.message(message_id)
+        stored = stored_decision(message)
+        if stored is not None and takes_decision(s.settings, message, approved=stored[0]):
             decide(s, call_id, *stored)
+
+
+def takes_decision(settings: TurnSettings, message: Message, *, approved: bool) -> bool:
+    """Whether a runner with ``settings`` takes a decision stored for the call ``message``:
+    a denial runs nothing, so any runner does; an approval runs the tool, so only a runner
+    that has it (the others leave it stored, for a worker that has the tool)."""
+    call = message.tool_call
+    if not approved or call is None:
+        return True
+    return any(spec.name == call.name for spec in settings.tools)
 
 
 def continue_after_tools(s: Step) -> None:
@@ -527,7 +539,8 @@ def resume_waiting(s: Step) -> bool:
     )
     take_stored_decisions(s)
     turn = s.state.active_turn
-    assert turn is not None  # a decision runs a tool or calls the model: the turn goes on
+    if turn is None or s.run is None:
+        return True  # a denial taken, and the turn could not go on (max_model_calls): ended
     timeout = s.settings.approval_timeout
     if timeout is not None:
         for call_id, message_id in turn.awaiting_approval.items():

@@ -687,6 +687,45 @@ class TestApprovals:
         assert commands(again, RunTool) == []
         assert kinds(again)[0] == "OrphanRecovered"
 
+    def test_a_stored_denial_that_ends_the_turn_on_load(self) -> None:
+        """A stored denial taken on load when the turn may call the model no more: the
+        turn ends (as error, with its notice) and the session loads. Before, an assert
+        failed in every load, so the session could never be loaded again (review)."""
+        d, call_id = self.waiting(TurnSettings(tools=(GUARDED,), runner="a", max_model_calls=1))
+        self.stored(d, call_id, False, reason="no", by="admin")
+        d.settings = TurnSettings(tools=(GUARDED,), runner="b", max_model_calls=1)
+        loaded = d(Loaded)
+        assert kinds(loaded)[:2] == ["ApprovalDecided", "MessageAdded"]
+        assert kinds(loaded)[-1] == "TurnEnded"
+        assert d.machine.state.active_turn is None
+        assert d.machine.run is None
+
+    def test_a_stored_approval_of_a_tool_this_runner_lacks_waits_on(self) -> None:
+        """A runner without the call's tool leaves a stored approval for one that has it:
+        the call waits on, its decision still stored. Before, it took the approval and
+        its shell failed with KeyError running the tool, and the approved call was lost
+        (review)."""
+        d, call_id = self.waiting(TurnSettings(tools=(GUARDED,), runner="a"))
+        self.stored(d, call_id, True, by="admin")
+        d.settings = TurnSettings(tools=(TOOL,), runner="b")
+        loaded = d(Loaded)
+        assert loaded.events == ()
+        assert commands(loaded, RunTool) == []
+        assert d.machine.is_waiting
+        # A runner that has it takes it.
+        d.machine = SessionMachine.load(d.machine.state)
+        d.settings = TurnSettings(tools=(GUARDED,), runner="c")
+        taken = d(Loaded)
+        assert kinds(taken) == ["ApprovalDecided"]
+        assert [c.call_id for c in commands(taken, RunTool)] == [call_id]
+
+    def test_a_stored_denial_of_a_tool_this_runner_lacks_is_taken(self) -> None:
+        """A denial runs nothing: any runner takes it."""
+        d, call_id = self.waiting(TurnSettings(tools=(GUARDED,), runner="a"))
+        self.stored(d, call_id, False, by="admin")
+        d.settings = TurnSettings(tools=(TOOL,), runner="b")
+        assert kinds(d(Loaded))[:2] == ["ApprovalDecided", "MessageAdded"]
+
     def test_a_denial_stored_elsewhere_is_taken_on_load(self) -> None:
         """A stored denial answers the call with the denied result (its reason) and calls
         the model again: the turn goes on."""
