@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from harness import WAIT, RuntimeFactory, make_runtime
 
-from actors import InvalidTool, NotAwaitingApproval, ScriptedModel, call, reply, tool
-from runtime import Category, InvalidInput, MessageType, Status, UserInput
+from actors import InvalidTool, ScriptedModel, call, reply, tool
+from runtime import Category, InvalidInput, MessageType, Status, UnknownSession, UserInput
 
 __all__ = ["make_runtime"]
 
@@ -164,9 +164,10 @@ class TestSend:
         self, make_runtime: RuntimeFactory
     ) -> None:
         """Blank ids are refused for input only: approving or denying a call of a blank
-        session (stored before the rule) reaches the session."""
+        session (stored before the rule) reaches the session: here, none is stored, so
+        the answer is UnknownSession, not InvalidInput."""
         rt = make_runtime(model=ScriptedModel([]))
-        with pytest.raises(NotAwaitingApproval, match=r"in session ' '"):
+        with pytest.raises(UnknownSession, match=r"No session ' ' is stored"):
             rt.approve(" ", "call_1")
 
     @pytest.mark.parametrize(
