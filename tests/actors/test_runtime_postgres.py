@@ -303,8 +303,11 @@ class TestFrontEnd:
         front.send("s", "hi", sender="Chii")
         with pytest.raises(OwnedElsewhere, match=r"run_sessions=False\): interrupt needs"):
             front.interrupt("s")
-        with pytest.raises(OwnedElsewhere, match="is run by the workers"):
+        with pytest.raises(OwnedElsewhere, match="is run by the workers") as refused:
             front.post("s", Category.NOTIFICATION, "note")
+        # It names what failed, and does not say post works here without a "but".
+        assert "posting a notification needs the session's actor" in str(refused.value)
+        assert "post of any other category" in str(refused.value)
         with pytest.raises(IdleTimeout, match="the workers have not answered"):
             front.wait_idle("s", timeout=0.1)  # no worker runs: the input waits
         with pytest.raises(UnknownSession, match="has no stored input to wait for"):
