@@ -179,10 +179,18 @@ def _takes_key(send: object) -> bool:
     return False
 
 
-def _chunk_key(message_id: str, index: int, count: int) -> str:
+def _message_key(session_id: str, message_id: str) -> str:
+    """The idempotency key of a message posted for ``session_id``: ``session/id``. A message
+    id is unique within its session only (a fork's inherited messages keep their source's
+    ids, and two sessions' tags may collide), so the key names the session too."""
+    return f"{session_id}/{message_id}"
+
+
+def _chunk_key(session_id: str, message_id: str, index: int, count: int) -> str:
     """The idempotency key of chunk ``index`` (from 0) of ``count`` posted for a message:
-    its id when it is posted whole, else ``id/1``, ``id/2`` …"""
-    return message_id if count == 1 else f"{message_id}/{index + 1}"
+    ``session/id`` when it is posted whole, else ``session/id/1``, ``session/id/2`` …"""
+    key = _message_key(session_id, message_id)
+    return key if count == 1 else f"{key}/{index + 1}"
 
 
 class _ChatAdapter(Adapter):
@@ -213,8 +221,9 @@ class _ChatAdapter(Adapter):
             return str(send(channel_id, text, idempotency_key=key))
         return self.client.send(channel_id, text)
 
-    def send_text(self, message: Message, text: str) -> list[str]:
-        """Post ``text`` on ``message``'s channel in chunks; return their platform ids.
+    def send_text(self, session_id: str, message: Message, text: str) -> list[str]:
+        """Post ``text`` on ``message``'s channel in chunks for ``session_id`` (the session
+        delivering it); return their platform ids.
 
         A failure part-way leaves the chunks already posted; the message stays
         undelivered, so a retry posts the whole text again (with the same keys: see
@@ -222,7 +231,9 @@ class _ChatAdapter(Adapter):
         """
         chunks = split_text(text, self.max_chars)
         return [
-            self.post(message.channel_id, chunk, _chunk_key(message.id, index, len(chunks)))
+            self.post(
+                message.channel_id, chunk, _chunk_key(session_id, message.id, index, len(chunks))
+            )
             for index, chunk in enumerate(chunks)
         ]
 
@@ -267,11 +278,12 @@ class LiveChannelAdapter(_ChatAdapter):
             self.post(
                 message.channel_id,
                 line + (" (interrupted)" if _interrupted(message) else ""),
-                message.id,
+                _message_key(update.session_id, message.id),
             )
         elif category is Category.TOOL_CALL:
             label = _tool_label(message, self.label_chars)
-            line_id = self.post(message.channel_id, f"⏳ {label}", message.id)
+            key = _message_key(update.session_id, message.id)
+            line_id = self.post(message.channel_id, f"⏳ {label}", key)
             self._remember(update.session_id, message, line_id, label)
         elif category is Category.TOOL_RESULT:
             self._settle(update.session_id, message)
@@ -280,7 +292,7 @@ class LiveChannelAdapter(_ChatAdapter):
             if category is Category.REPLY:
                 metrics = format_turn_metrics(message.metadata.get("turn_metrics"))
                 header = f"⏱ {metrics}" if metrics else ""
-            self.send_text(message, _outbound_text(message, header))
+            self.send_text(update.session_id, message, _outbound_text(message, header))
         # Inputs: the person posted them on the channel already.
 
     def changed(self, update: Update, presentation: Presentation) -> None:
@@ -293,7 +305,8 @@ class LiveChannelAdapter(_ChatAdapter):
             # The call was drawn before this adapter started (a runner that stopped or died,
             # its turn recovered here): post the outcome instead, as a result does.
             label = _tool_label(message, self.label_chars)
-            self.post(message.channel_id, f"⏹ {label} (interrupted)", f"{message.id}/interrupted")
+            key = f"{_message_key(update.session_id, message.id)}/interrupted"
+            self.post(message.channel_id, f"⏹ {label} (interrupted)", key)
         else:
             line_id, label = line
             self.client.edit(line_id, f"⏹ {label} (interrupted)")
@@ -312,7 +325,7 @@ class LiveChannelAdapter(_ChatAdapter):
         text = f"❌ {label} ({result.error_type or 'error'})" if result.is_error else f"✅ {label}"
         if line is None:
             # The call was drawn before this adapter started: post the outcome instead.
-            self.post(result.channel_id, text, result.id)
+            self.post(result.channel_id, text, _message_key(session_id, result.id))
         else:
             self.client.edit(line[0], text)
             del self._lines[key]
@@ -369,4 +382,4 @@ class SilentChannelAdapter(_ChatAdapter):
             return
         if _interrupted(message) and not self.send_interrupted:
             return  # delivered unsent, like a thought: the next turn answers
-        self.send_text(message, _outbound_text(message))
+        self.send_text(update.session_id, message, _outbound_text(message))

@@ -69,6 +69,7 @@ class AnswerWatch:
         self._asks: dict[str, list[tuple[str, ReplyWaiter]]] = {}
         self._waits: dict[str, list[StateWait]] = {}
         self._stop = threading.Event()
+        self._stopped: str | None = None  # why, once stop() failed the open waits
         self._listener: Any = None
         self._thread = threading.Thread(target=self._loop, name="amber-answers", daemon=True)
 
@@ -90,6 +91,7 @@ class AnswerWatch:
         if self._listener is not None:
             self._listener.close()
         with self._lock:
+            self._stopped = why  # a wait registering from now on fails at once
             asks, self._asks = self._asks, {}
             waits, self._waits = self._waits, {}
         for entries in asks.values():
@@ -101,9 +103,15 @@ class AnswerWatch:
                 wait.event.set()
 
     def watch_answer(self, session_id: str, input_id: str, waiter: ReplyWaiter) -> None:
-        """Resolve ``waiter`` with the input's ``Reply`` once the store holds it."""
+        """Resolve ``waiter`` with the input's ``Reply`` once the store holds it (fail it
+        with ``RuntimeStopped`` if the watch stopped)."""
         with self._lock:
-            self._asks.setdefault(session_id, []).append((input_id, waiter))
+            stopped = self._stopped
+            if stopped is None:
+                self._asks.setdefault(session_id, []).append((input_id, waiter))
+        if stopped is not None:
+            waiter.fail(RuntimeStopped(stopped))  # nothing would ever wake it
+            return
         self.check(session_id)  # it may have been answered before the watch began
 
     def forget(self, session_id: str, waiter: ReplyWaiter) -> None:
@@ -119,6 +127,8 @@ class AnswerWatch:
             RuntimeStopped: the runtime stopped meanwhile.
         """
         with self._lock:
+            if self._stopped is not None:
+                raise RuntimeStopped(self._stopped)  # nothing would ever wake it
             self._waits.setdefault(session_id, []).append(wait)
         try:
             self.check(session_id)

@@ -100,8 +100,9 @@ class Runtime(Asking, Approving):
             never runs a session nor takes a lease, and needs no ``model``. ``send``
             and ``post`` store input for the workers (their ``NOTIFY`` wakes one),
             ``approve`` and ``deny`` store decisions, and ``ask``, ``stream`` and
-            ``wait_idle`` read the answer from the store when a worker has stored it
-            (docs/scaling.md).
+            ``wait_idle`` read the answer from the store when a worker has stored it.
+            What needs the session's actor here raises ``OwnedElsewhere``:
+            ``interrupt``, and ``post`` of a notification (docs/scaling.md).
 
     Ids are derived from the session and its seq by the turn machine
     (``msg_3fa1c2b9_000017`` is the message added at seq 17), so every
@@ -403,6 +404,8 @@ class Runtime(Asking, Approving):
         Raises:
             InvalidInput: ``category`` cannot be posted from outside a turn, a field
                 is wrong, or it is over ``Settings.input_limits``; nothing was stored.
+            OwnedElsewhere: a notification, on a runtime that runs no sessions
+                (``run_sessions=False``): it needs the session's actor.
         """
         session_id = session_id_of(session_id)
         draft = post_draft(
@@ -410,6 +413,8 @@ class Runtime(Asking, Approving):
             artifacts=self.settings.artifacts, limits=self.settings.input_limits,
         )  # fmt: skip
         if category is Category.NOTIFICATION:
+            if not self.run_sessions:
+                _runs_no_sessions(session_id, "posting a notification")
             added: Message = self.router.call(
                 session_id, lambda p: p.add_output(draft), timeout=self.settings.ask_timeout
             )
@@ -702,9 +707,9 @@ def _runs_no_sessions(session_id: str, what: str = "this") -> bool:
     """The router's claim on a front end: every session is run by the workers."""
     raise OwnedElsewhere(
         f"Session {session_id!r} is run by the workers, not by this runtime (it was made with "
-        f"run_sessions=False): {what} needs the session's actor. send, post, ask, stream, "
-        "approve, deny and wait_idle work here; call the rest on a runtime that runs "
-        "sessions (with a model)."
+        f"run_sessions=False): {what} needs the session's actor. send, post of any other "
+        "category than a notification, ask, stream, approve, deny and wait_idle work here; "
+        "call the rest on a runtime that runs sessions (with a model)."
     )
 
 

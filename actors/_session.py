@@ -541,7 +541,10 @@ class SessionActor(pykka.ThreadingActor):
     def _send_failed(self, failed: SendFailed) -> None:
         """An adapter could not send a message: tell it the message again after a backoff
         (``Settings.delivery_retries`` times), then leave it undelivered until the session
-        is next loaded, which announces it again."""
+        is next loaded, which announces it again. A closed actor (stopped, passivated) arms
+        no retry: nothing would cancel it."""
+        if self._closed:
+            return
         state = self._machine.state
         if failed.message_id not in state or not awaits_delivery(state.message(failed.message_id)):
             return  # delivered meanwhile (by another adapter, say)

@@ -324,7 +324,18 @@ def cannot_write(exc: BaseException) -> bool:
     return "unable to open database file" in text or "readonly database" in text
 
 
+def _busy(exc: BaseException) -> bool:
+    """True if ``exc`` says another connection holds the lock SQLite needed."""
+    name = str(getattr(exc, "sqlite_errorname", "") or "")
+    return name.startswith("SQLITE_BUSY") or "database is locked" in str(exc).lower()
+
+
 def _hint(path: Path, exc: BaseException) -> str:
+    if _busy(exc):
+        return (
+            " Another process is writing the store (a runtime, or one that hangs): try again "
+            "once it is done."
+        )
     if not cannot_write(exc) or not path.parent.is_dir():
         return ""
     return (
@@ -349,8 +360,22 @@ WRITABLE = (
 
 def _write_refused(db: sqlite3.Connection) -> sqlite3.OperationalError | None:
     """Why SQLite refuses to write ``db`` (opened read-only), or None if it writes: a write
-    made and rolled back (nothing reaches the file)."""
-    db.execute("BEGIN IMMEDIATE")
+    made and rolled back (nothing reaches the file).
+
+    It does not wait for the write lock: a connection SQLite opened read-only starts its
+    ``BEGIN IMMEDIATE`` without taking it, so one told the lock is busy (another process
+    writes the store) can write, and opens at once rather than after the busy timeout.
+    """
+    (timeout,) = db.execute("PRAGMA busy_timeout").fetchone()
+    db.execute("PRAGMA busy_timeout = 0")
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if _busy(exc):
+            return None
+        raise
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {int(timeout)}")
     try:
         db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     except sqlite3.OperationalError as exc:
@@ -464,11 +489,19 @@ def schema_version(db: sqlite3.Connection, path: Path) -> int:
 def migrate(db: sqlite3.Connection, path: Path) -> int:
     """Bring the store up to ``SCHEMA_VERSION`` in one transaction; returns the version.
 
-    Running it again on a store that is up to date changes nothing.
+    Running it again on a store that is up to date changes nothing, and takes no write
+    lock (an open while another process writes the store does not wait for it).
 
     Raises:
         SchemaVersionError: the store is newer than this Amber, or its version is unknown.
     """
+    db.execute("BEGIN")  # a read: a version only grows, so an up-to-date one stays so
+    try:
+        current = schema_version(db, path)
+    finally:
+        db.execute("ROLLBACK")
+    if current == SCHEMA_VERSION:
+        return SCHEMA_VERSION
     db.execute("BEGIN IMMEDIATE")
     try:
         # Read inside the write lock: another process may have migrated meanwhile.

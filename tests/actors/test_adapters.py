@@ -738,8 +738,9 @@ class TestSilentChannelAdapter:
 
 
 class TestIdempotencyKeys:
-    """Each platform message is posted with a key derived from the Amber message id, the same
-    each time it is posted again, so a platform client can drop at-least-once duplicates."""
+    """Each platform message is posted with a key derived from the session and the Amber
+    message id, the same each time it is posted again, so a platform client can drop
+    at-least-once duplicates."""
 
     def test_each_post_carries_its_message_id(self, live: Harness, discord: FakePlatform) -> None:
         turn = [
@@ -750,10 +751,10 @@ class TestIdempotencyKeys:
         ]
         live.feed(*(new(m, seq) for seq, m in enumerate(turn, 1)))
         assert [(a.kind, a.idempotency_key) for a in discord.actions] == [
-            (PlatformActionKind.SEND, "t"),
-            (PlatformActionKind.SEND, "c"),
+            (PlatformActionKind.SEND, "s1/t"),
+            (PlatformActionKind.SEND, "s1/c"),
             (PlatformActionKind.EDIT, None),
-            (PlatformActionKind.SEND, "r"),
+            (PlatformActionKind.SEND, "s1/r"),
         ]
 
     def test_chunks_of_a_split_text_are_numbered(self, wechat: FakePlatform) -> None:
@@ -762,8 +763,23 @@ class TestIdempotencyKeys:
             new(make(Category.REPLY, "r", platform="wechat", content="one\n\ntwo two two"))
         )
         assert [(m.text, m.idempotency_key) for m in wechat.sent] == [
-            ("one", "r/1"),
-            ("two two two", "r/2"),
+            ("one", "s1/r/1"),
+            ("two two two", "s1/r/2"),
+        ]
+
+    def test_the_same_message_id_in_two_sessions_is_posted_in_both(self) -> None:
+        """Message ids are unique within a session only (a fork's inherited messages keep
+        their source's ids; two sessions' 4-byte tags may collide): the key names the
+        session too, so a platform that dedupes does not drop the second session's reply."""
+        wechat = FakePlatform("wechat", dedupe=True)
+        harness = Harness(SilentChannelAdapter, client=wechat)
+        harness.feed(
+            new(make(Category.REPLY, "r", platform="wechat", session="a", content="to a")),
+            new(make(Category.REPLY, "r", platform="wechat", session="b", content="to b")),
+        )
+        assert [(m.text, m.idempotency_key) for m in wechat.sent] == [
+            ("to a", "a/r"),
+            ("to b", "b/r"),
         ]
 
     def test_a_platform_that_dedupes_drops_the_second_send(self) -> None:
@@ -812,7 +828,7 @@ class TestIdempotencyKeys:
 
         harness = Harness(SilentChannelAdapter, client=Loose())
         harness.feed(new(make(Category.REPLY, "r", platform="wechat")))
-        assert calls == [{"idempotency_key": "r"}]
+        assert calls == [{"idempotency_key": "s1/r"}]
 
 
 class TestSplitText:

@@ -35,6 +35,7 @@ from actors import (
     reply,
     tool,
 )
+from actors._session import SendFailed
 from runtime import (
     INTERRUPTED_MARK,
     Attachment,
@@ -953,6 +954,25 @@ class TestDeliveryRetries:
         assert proxy.retrying().get(timeout=WAIT) == [list(rt.state("w"))[-1].id]
         assert proxy.close_if_idle(seq).get(timeout=WAIT) is False
         assert wechat.transcript("c") == []
+
+    def test_a_failure_reported_after_shutdown_sets_no_retry(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """A send failure the stop drain reports to a session that has shut down arms no
+        retry timer on the closed actor (nothing would ever cancel it)."""
+        wechat = FakePlatform("wechat")
+        rt = self.wechat_runtime(make_runtime, wechat, delivery_backoff=3600)
+        wechat.fail_next(1)
+        rt.send("w", "q1", chatbot_id="wechat", channel_id="c")
+        rt.wait_idle("w", timeout=WAIT, settled=False)
+        rt.gateway.drain(WAIT)
+        proxy = rt.router.live("w")
+        (answer_id,) = proxy.retrying().get(timeout=WAIT)
+        proxy.shutdown().get(timeout=WAIT)  # what a runtime stop does before its drain
+        assert proxy.retrying().get(timeout=WAIT) == []
+        failed = SendFailed(message_id=answer_id, adapter=proxy.actor_ref, error="refused")
+        proxy.actor_ref.tell(failed)  # the actor handles its messages in order: told first
+        assert proxy.retrying().get(timeout=WAIT) == []
 
     def test_no_retries_when_turned_off(self, make_runtime: RuntimeFactory) -> None:
         wechat = FakePlatform("wechat")

@@ -28,7 +28,9 @@ from actors import (
     Settings,
     tool,
 )
+from actors._answers import ReplyWaiter
 from actors._drafts import user_draft
+from actors._frontend import StateWait
 from actors._ids import utc_now
 from actors._leasing import store_input
 from runtime import (
@@ -301,12 +303,33 @@ class TestFrontEnd:
         front.send("s", "hi", sender="Chii")
         with pytest.raises(OwnedElsewhere, match=r"run_sessions=False\): interrupt needs"):
             front.interrupt("s")
-        with pytest.raises(OwnedElsewhere, match="is run by the workers"):
+        with pytest.raises(OwnedElsewhere, match="is run by the workers") as refused:
             front.post("s", Category.NOTIFICATION, "note")
+        # It names what failed, and does not say post works here without a "but".
+        assert "posting a notification needs the session's actor" in str(refused.value)
+        assert "post of any other category" in str(refused.value)
         with pytest.raises(IdleTimeout, match="the workers have not answered"):
             front.wait_idle("s", timeout=0.1)  # no worker runs: the input waits
         with pytest.raises(UnknownSession, match="has no stored input to wait for"):
             front.wait_idle("never", timeout=60)
+
+    def test_a_wait_that_registers_after_stop_fails_at_once(
+        self, open_rt: Callable[..., Runtime]
+    ) -> None:
+        """A wait_idle or ask that passed its running check just before stop() registers
+        after stop failed the open waits: it fails with RuntimeStopped, not its timeout."""
+        front = open_rt(None, run_sessions=False)
+        front.send("s", "hi", sender="Chii")
+        watch = front._watch
+        assert watch is not None
+        watch.stop("stopped for the test")  # what Runtime.stop() does first
+        with pytest.raises(RuntimeStopped, match="stopped for the test"):
+            watch.wait_state("s", StateWait(lambda state: False), timeout=10)
+        waiter = ReplyWaiter()
+        watch.watch_answer("s", "msg_none", waiter)
+        assert waiter.done
+        with pytest.raises(RuntimeStopped, match="stopped for the test"):
+            waiter.result()
 
     def test_a_front_end_is_checked_when_made(self, tmp_path: Path) -> None:
         with pytest.raises(InvalidConfig, match="Runtime needs a model to run sessions"):

@@ -213,6 +213,26 @@ class TestSeveralWriters:
         a.append(continue_session(a.load_state("s"), 1)[0])
         assert b.load_state("s").seq == 5
 
+    def test_a_store_another_process_is_writing_opens_at_once(
+        self, db_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Opening a store (to read it: amber show, web, timeline) takes no write lock: while
+        another connection holds one, it opens writable and reads at once (it waited the
+        10 s busy timeout and failed, 'database is locked'). A store that cannot be written
+        still opens read-only then."""
+        with SQLiteStore(db_path) as store:
+            store.append(conversation("s", 3))
+        writer = raw(db_path)
+        writer.execute("BEGIN IMMEDIATE")  # a runtime's long write
+        with SQLiteStore(db_path) as store:
+            assert not store.read_only
+            assert [info.session_id for info in store.list_sessions()] == ["s"]
+        ReadOnlyFile(monkeypatch, folder=False)
+        with SQLiteStore(db_path) as store:
+            assert store.read_only
+            assert store.load_state("s").seq == 3
+        writer.execute("ROLLBACK")
+
 
 class TestOptions:
     @pytest.mark.parametrize("option", ["snapshot_every", "chunk_size", "cache_size"])
