@@ -499,7 +499,8 @@ class SessionActor(pykka.ThreadingActor):
         sid = self.session_id
         state = self._svc.store.call(lambda s: s.load_state(sid))
         self._machine = SessionMachine.load(state.result(self._svc.settings.store_timeout))
-        return self._decide(Loaded(**self._svc.stamp())) if resume else None
+        loaded = Loaded(foreign_write=True, **self._svc.stamp())  # another process wrote
+        return self._decide(loaded) if resume else None
 
     def _decide(self, input: Input) -> Decision:
         decision = step(self._machine, self._svc.turn_settings, input)

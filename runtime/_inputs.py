@@ -206,6 +206,10 @@ class Loaded(Input):
     runner_gone: bool = False
     """True when the runner of an active turn is known to be dead (its turn is recovered
     at once instead of after ``recover_after``)."""
+    foreign_write: bool = False
+    """True when this runner reloads the session because another process wrote to it
+    (input, or a decision stored for it) while its turn ran: the turn it ran is recovered
+    at once, and its reason says so."""
 
 
 @attrs.frozen(kw_only=True)

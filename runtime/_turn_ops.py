@@ -377,7 +377,7 @@ def fail(s: Step, reason: str, *, cause: str = "runtime", model_error: str | Non
     maybe_start_turn(s)
 
 
-def orphaned(s: Step, *, runner_gone: bool = False) -> None:
+def orphaned(s: Step, *, runner_gone: bool = False, foreign_write: bool = False) -> None:
     """A turn left active by a runner that is gone (or may be): give its input back now or later.
 
     A turn that only waits for a person (its open calls all wait for approval,
@@ -402,7 +402,13 @@ def orphaned(s: Step, *, runner_gone: bool = False) -> None:
     if not gone and wait > 0:
         s.command(SetTimer(name=ORPHAN_TIMER, seconds=wait))
         return
-    if gone:
+    if gone and own and foreign_write:
+        reason = (
+            f"another process wrote to the session (input, or a decision stored for it) "
+            f"while its runner ({turn.runner}) ran the turn; the runner reloaded the session "
+            "and recovered the turn at once, to answer its input again with what came"
+        )
+    elif gone:
         who = f"its runner ({turn.runner})" if turn.runner else "its runner"
         reason = f"{who} is gone: the turn was left active; recovered at once"
     else:

@@ -210,7 +210,7 @@ def _loaded(s: Step, input: Loaded) -> None:
             )
             s.command(Announce(update=update))
     if state.active_turn is not None and s.run is None:
-        orphaned(s, runner_gone=input.runner_gone)
+        orphaned(s, runner_gone=input.runner_gone, foreign_write=input.foreign_write)
     else:
         maybe_start_turn(s)
 

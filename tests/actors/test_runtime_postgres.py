@@ -38,6 +38,7 @@ from runtime import (
     Category,
     LeaseLost,
     ModelRequest,
+    OrphanRecovered,
     Status,
     TurnSettings,
     UnknownSession,
@@ -431,6 +432,7 @@ class TestInputFromElsewhere:
             ("one", Status.PROCESSED),
             ("two", Status.PROCESSED),
         ]
+        assert_interrupted_by_foreign_input(postgres_dsn, schema, "s")
 
     def test_a_busy_owner_adopts_foreign_input_when_notified(
         self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
@@ -450,6 +452,17 @@ class TestInputFromElsewhere:
             ("one", Status.PROCESSED),
             ("two", Status.PROCESSED),
         ]
+        assert_interrupted_by_foreign_input(postgres_dsn, schema, "s")
+
+
+def assert_interrupted_by_foreign_input(dsn: str, schema: str, session_id: str) -> None:
+    """The owner's turn, recovered after the foreign write, says why truly. Before, its
+    reason said its runner "is gone" (a trial: the runner was alive and had reloaded)."""
+    with PostgresStore(dsn, schema=schema) as store:
+        events = list(store.events(session_id))
+    (recovered,) = [e for e in events if isinstance(e, OrphanRecovered)]
+    assert "is gone" not in recovered.reason
+    assert "another process wrote to the session" in recovered.reason
 
 
 def store_seq(dsn: str, schema: str, session_id: str) -> int:

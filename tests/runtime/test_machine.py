@@ -209,6 +209,21 @@ class TestCutOffCalls:
         assert (row.operation_id, row.status) == ("msg_p1", AuditStatus.INTERRUPTED)
 
 
+class TestReloadAfterAForeignWrite:
+    def test_the_recovered_turn_says_another_process_wrote(self) -> None:
+        """This runner reloads its session mid-turn because another process wrote to it:
+        the turn is recovered at once, and the reason says why. Before, it said the
+        runner "is gone" (a trial read that in the log of a live worker)."""
+        d = Driver(SHARED)
+        d.started()
+        d.machine = SessionMachine.load(d.machine.state)
+        decision = d(Loaded, foreign_write=True)
+        recovered = decision.events[0]
+        assert isinstance(recovered, OrphanRecovered)
+        assert "another process wrote to the session" in recovered.reason
+        assert "is gone" not in recovered.reason
+
+
 class TestModelCalls:
     def test_a_reply_ends_the_turn_with_metrics(self) -> None:
         """The first chunk opens the audit row; the end records the reply and ends the turn."""
