@@ -197,6 +197,8 @@ class LeaseKeeper:
             notifications that were lost).
         wake: load sessions nobody runs that have input waiting (a worker);
             False: run only the sessions this runtime is sent to.
+        delivers: adapters run here; False: a session whose only work is output
+            not delivered yet is left for a runtime with adapters.
         monotonic: seconds for when to renew and poll (``time.monotonic``).
     """
 
@@ -211,9 +213,11 @@ class LeaseKeeper:
         ttl: float = 30.0,
         poll: float = 30.0,
         wake: bool = False,
+        delivers: bool = True,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
+        self._delivers = delivers  # adapters run here: undelivered output is work for it
         self._router = router
         self._owner = owner
         self._clock = clock
@@ -434,6 +438,12 @@ class LeaseKeeper:
         info = self._call(lambda s: s.session(session_id) if session_id in s else None)
         if info is None or not info.needs_runner:
             return
+        if (
+            not self._delivers
+            and info.active_turn_id is None
+            and not info.counts.get(Status.PENDING_AGENT)
+        ):
+            return  # only output waits, and no adapter here would deliver it
         if (
             info.active_turn_id is not None
             and not info.counts.get(Status.PENDING_AGENT)

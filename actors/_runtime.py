@@ -288,6 +288,7 @@ class Runtime(Asking, Approving):
                     store=store, router=self.router, owner=self.runner, clock=self.clock,
                     turn_settings=services.turn_settings, ttl=settings.lease_ttl,
                     poll=settings.lease_poll, wake=resume == "all",
+                    delivers=bool(self._adapter_refs),
                 )  # fmt: skip
                 if self.run_sessions:
                     self._keeper.start()  # the router claims each session's lease from now on

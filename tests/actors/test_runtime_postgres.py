@@ -465,6 +465,28 @@ def assert_interrupted_by_foreign_input(dsn: str, schema: str, session_id: str) 
     assert "another process wrote to the session" in recovered.reason
 
 
+class TestUndeliveredOutput:
+    def test_a_worker_without_adapters_leaves_it_alone(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """A session whose only work is output no adapter has delivered is not claimed,
+        loaded and passivated again at every poll by a worker that has no adapter to
+        deliver it (a trial saw one lease's token go from 3 to 62 in six minutes)."""
+        worker = open_rt(ScriptedModel([reply("hi")]), resume="all", settings=APPROVING)
+        worker.send("s", "hello", sender="Chii")
+        worker.wait_idle("s", timeout=60)
+        assert worker.wait_passivated("s", timeout=60)
+        keeper = worker._keeper
+        assert keeper is not None
+        keeper.poll_now()  # gives the lease back
+        with PostgresStore(postgres_dsn, schema=schema) as store:
+            assert store.session("s").counts.get(Status.PENDING)  # the reply waits
+        for _ in range(3):
+            keeper.poll_now()
+        assert worker.live_sessions() == []
+        assert keeper.taken == 1
+
+
 def store_seq(dsn: str, schema: str, session_id: str) -> int:
     with PostgresStore(dsn, schema=schema) as store:
         return store.session(session_id).seq
