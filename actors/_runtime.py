@@ -295,6 +295,14 @@ class Runtime(Asking, Approving):
                 else:
                     self.router.claim = _runs_no_sessions  # no session is loaded here
                     self._watch = AnswerWatch(store, poll=settings.lease_poll)
+                    if getattr(opened, "made", False):  # a new schema: no worker reads it yet
+                        log.warning(
+                            "Runtime(run_sessions=False): schema %r held no Amber store, so an "
+                            "empty one was made; input sent here is answered only by workers "
+                            "on that same schema. Check the schema name ($AMBER_PG_SCHEMA, or "
+                            "the store's schema=) if the workers run already.",
+                            getattr(opened, "_schema", None),
+                        )
                     self._watch.start()
             if resume != "none" and (not shared or resume != "all"):
                 for info in self._call_store(lambda s: s.list_sessions()):

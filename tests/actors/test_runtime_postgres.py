@@ -267,6 +267,20 @@ class TestFrontEnd:
     """``Runtime(store=URL, run_sessions=False)``: stores input for the workers and reads
     their answers from the store; it needs no model, takes no lease and runs nothing."""
 
+    def test_a_front_end_that_makes_the_store_warns(
+        self, open_rt: Callable[..., Runtime], caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A front end on a schema that held no store (a mistyped name, say) warns, as a
+        worker does: the input it stores there is answered by no worker (a trial's
+        asks timed out silently). On a store the workers made, it says nothing."""
+        with caplog.at_level("WARNING", logger="amber.runtime"):
+            open_rt(None, run_sessions=False)
+        assert "held no Amber store, so an empty one was made" in caplog.text
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="amber.runtime"):
+            open_rt(None, run_sessions=False)
+        assert "held no Amber store" not in caplog.text
+
     def test_send_stores_input_for_the_workers(
         self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
     ) -> None:
