@@ -38,6 +38,7 @@ class Asking:
 
     router: Router
     clock: Callable[[], datetime]
+    run_sessions: bool
 
     def _limits(self) -> InputLimits:
         raise NotImplementedError
@@ -73,7 +74,7 @@ class Asking:
         _check_timeout(timeout)
         waiter = self._start_ask(session_id, text, fields, None)
         if not waiter.wait(timeout):
-            _abandon(waiter, session_id, timeout)
+            _abandon(waiter, session_id, timeout, front_end=not self.run_sessions)
         return waiter.result()
 
     async def ask_async(
@@ -99,7 +100,7 @@ class Asking:
                 self._cancel_ask(session_id, waiter)
             raise
         if not resolved:
-            _abandon(waiter, session_id, timeout)
+            _abandon(waiter, session_id, timeout, front_end=not self.run_sessions)
         return waiter.result()
 
     def stream(self, session_id: str, text: UserInput | str, **fields: Any) -> ReplyStream:
@@ -146,7 +147,9 @@ class Asking:
             return
 
 
-def _abandon(waiter: ReplyWaiter, session_id: str, timeout: float | None) -> None:
+def _abandon(
+    waiter: ReplyWaiter, session_id: str, timeout: float | None, *, front_end: bool = False
+) -> None:
     """The caller's wait timed out: its session no longer keeps the ask (an ask nobody
     waits for would keep the session from passivating while its turn waits for approval).
 
@@ -155,10 +158,19 @@ def _abandon(waiter: ReplyWaiter, session_id: str, timeout: float | None) -> Non
     """
     waiter.abandoned = True
     if not waiter.done:
-        raise _timeout(session_id, waiter, timeout)
+        raise _timeout(session_id, waiter, timeout, front_end=front_end)
 
 
-def _timeout(session_id: str, waiter: ReplyWaiter, timeout: float | None) -> AskTimeout:
+def _timeout(
+    session_id: str, waiter: ReplyWaiter, timeout: float | None, *, front_end: bool = False
+) -> AskTimeout:
+    if front_end and waiter.message is not None:  # the workers run the session
+        return AskTimeout(
+            f"Session {session_id!r} did not answer within {timeout} s; the input is stored "
+            "for the workers and answered once one runs it (raise the timeout). Is a worker "
+            "running on this store's schema? 'amber sessions' shows what waits, and "
+            "Runtime.pending_approvals whether the turn waits for a person."
+        )
     if waiter.message is None:  # the session is still loading, or the store is slow
         return AskTimeout(
             f"Session {session_id!r} did not store the input within {timeout} s (it is still "

@@ -18,6 +18,7 @@ import pytest
 import trio
 
 from actors import (
+    AskTimeout,
     IdleTimeout,
     InvalidConfig,
     NotAwaitingApproval,
@@ -310,6 +311,18 @@ class TestFrontEnd:
         (only,) = trio.run(stream)  # the live pieces are the worker's: only the Reply
         assert only.text == "streamed"  # type: ignore[attr-defined]
         assert front.live_sessions() == []
+
+    def test_an_ask_no_worker_answers_says_what_to_check(
+        self, open_rt: Callable[..., Runtime]
+    ) -> None:
+        """No worker runs: the ask times out saying the input is stored for the workers
+        and what to check. It said the turn goes on, and to stop it with interrupt (which
+        a front end cannot do; there was no turn)."""
+        front = open_rt(None, run_sessions=False)
+        with pytest.raises(AskTimeout, match="stored for the workers") as raised:
+            front.ask("s", "hi", sender="Chii", timeout=0.5)  # no worker: never answered
+        assert "interrupt" not in str(raised.value)
+        assert "Is a worker running" in str(raised.value)
 
     def test_calls_that_need_the_session_s_actor_say_so(
         self, open_rt: Callable[..., Runtime]
