@@ -385,7 +385,7 @@ def no_pg_store(db: str, schema: str) -> CliError | None:
     migrate = command_line("migrate", options=("--from", "STORE.db", "--to", "URL"))
     load = command_line("import", "FILE", options=("--db", "URL"))
     return CliError(
-        f"Schema {schema!r} of the PostgreSQL database --db names holds no Amber store (it "
+        f"Schema {schema!r} of the PostgreSQL database that --db names holds no Amber store (it "
         f"{'exists but is empty' if exists else 'does not exist'}). {stores} If your store "
         f"is in another schema, set AMBER_PG_SCHEMA to it ({set_to}). To make one here: "
         f"'{migrate}' copies every session of a SQLite store, '{load}' one session that "

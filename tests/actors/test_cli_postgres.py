@@ -91,7 +91,9 @@ def test_a_mistyped_schema_lists_the_stores_there_are(
     result = amber("sessions", "--db", postgres_dsn)
     assert result.exit_code == 4, result.output
     said = " ".join(result.output.split())
-    assert f"Schema {typo!r} of the PostgreSQL database --db names holds no Amber store" in said
+    assert (
+        f"Schema {typo!r} of the PostgreSQL database that --db names holds no Amber store" in said
+    )
     assert f"Schemas with an Amber store in this database: {real!r}" in said
     assert f"set AMBER_PG_SCHEMA to it (it is {typo!r})" in said
     assert "amber migrate" in said
@@ -196,7 +198,7 @@ def test_a_schema_without_a_store_says_how_to_fill_it(
     stores = r"(Schemas with an Amber store in this database: .+|No schema in this database holds an Amber store)\."
     assert re.fullmatch(
         re.escape(
-            f"amber: Schema '{schema}' of the PostgreSQL database --db names holds no Amber "
+            f"amber: Schema '{schema}' of the PostgreSQL database that --db names holds no Amber "
             f"store (it {state}). "
         )
         + stores
