@@ -16,6 +16,7 @@ import itertools
 import logging
 import os
 import threading
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -150,6 +151,11 @@ class LifecycleMachine(MachineChecks, RuleBasedStateMachine):
     explain: ClassVar[bool] = False
     """Run Hypothesis's explain phase on a failure (it replays the whole example once per
     step; off by default, whatever the ``TestCase``'s settings say)."""
+
+    model_may_always_fail: ClassVar[bool] = False
+    """Let an example end green when every call of your model raised an exception that is
+    no provider or transport error (a ``TypeError``, say: the model never answered, so the
+    example tested only failed turns). Off: teardown fails naming the first one."""
 
     TestCase = MachineTestCase()
 
@@ -475,6 +481,25 @@ class LifecycleMachine(MachineChecks, RuleBasedStateMachine):
 
     # -- checks ------------------------------------------------------------------------
 
+    def _liveness(self) -> None:
+        super()._liveness()
+        if self.model_may_always_fail:
+            return
+        first = self.model.always_broken()
+        if first is None:
+            return
+        calls = self.model.answered
+        trace = "".join(traceback.format_exception(first)).rstrip()
+        raise InvariantViolation(
+            f"Every call of the model in this example ({calls}) raised; the first raised "
+            f"{type(first).__name__}: {first}. That is no provider or transport error (an "
+            "Amber ModelError, an OSError, an HTTP client's or SDK's exception) but a bug in "
+            "the model, so every turn ended in error and nothing else was tested. Fix the "
+            "model, or set model_may_always_fail = True on the machine if it is meant to "
+            f"fail. The first call's traceback:\n{trace}",
+            name="the model answers",
+        )
+
     @invariant()
     def amber_invariants(self) -> None:
         """DESIGN §11 on every new stored state, the runtime's heads and the deliveries.
@@ -518,6 +543,7 @@ LIFECYCLE_OPTIONS: dict[str, Check] = {
     "restart_every": whole(1),
     "failures_dir": optional_path,
     "explain": flag,
+    "model_may_always_fail": flag,
 }
 """The checks of ``lifecycle_machine``'s options."""
 
