@@ -211,6 +211,7 @@ def check_tool_call(
     rule = "a tool answers every call with a result or an error, cancellation included"
     name = f"tool {tool_.name!r} called with {arguments!r}"
     mock = _on_mock_clock(tool_, clock, "check_tool_call() option 'clock'")
+    tool_, runs = _watched(tool_)
 
     began = threading.Event()  # the call starts: its time counts from here
     began_at: list[float] = []
@@ -276,6 +277,16 @@ def check_tool_call(
             rule, f"{name} was still running {grace} s after {what} ({spent}); a tool "
             "must stop at its limit and when cancelled (async: reach an await; no shielding)",
         )  # fmt: skip
+    if runs is not None and runs.still_running(grace):
+        how = "cancelled" if cancel_after is not None else "stopped at its time limit"
+        raise _contract(
+            rule, f"{name} was {how}, but its function was still running in its worker thread "
+            f"{grace} s later: a sync tool cannot be cancelled; it keeps running in its thread "
+            "(holding what it holds, using a thread of trio's pool) until it returns, after "
+            "its turn has moved on. Make it async (trio, or a client with timeouts such as "
+            "httpx.AsyncClient), or bound its blocking calls with a timeout shorter than the "
+            "tool's (socket, subprocess and HTTP client timeouts)",
+        )  # fmt: skip
     if error is not None:
         raise _contract(
             rule, f"{name} raised {type(error).__name__}: {error}; failures must come back as a "
@@ -302,6 +313,42 @@ def check_tool_call(
             f"{outcome.content[:200]!r}",
         )  # fmt: skip
     return outcome
+
+
+class _Runs:
+    """When a sync tool's function starts and returns, in its worker thread."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.returned = threading.Event()
+
+    def still_running(self, grace: float) -> bool:
+        """True if the function started and does not return within ``grace`` seconds."""
+        return self.started.is_set() and not self.returned.wait(grace)
+
+
+def _watched(tool_: Tool) -> tuple[Tool, _Runs | None]:
+    """For a sync tool the runtime runs in a thread: a copy whose function says when it
+    starts and returns (the runtime abandons the thread when the call is cancelled)."""
+    signature = getattr(tool_, "_signature", None)
+    if (
+        signature is None
+        or signature.is_async
+        or type(tool_)._call is not Tool._call
+        or not attrs.has(type(tool_))
+    ):
+        return tool_, None
+    runs = _Runs()
+    function = tool_.function
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        runs.started.set()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            runs.returned.set()
+
+    return attrs.evolve(tool_, function=watched), runs
 
 
 def _as_tool(value: Tool | Callable[..., Any]) -> Tool:

@@ -198,3 +198,36 @@ def test_a_tool_without_timeout_is_told_the_contracts_limit() -> None:
         r"it a limit with @tool\(timeout=\.\.\.\)",
     ):
         check_tool_call(forever, {}, clock="mock")
+
+
+def test_a_sync_tool_that_blocks_its_thread_is_named() -> None:
+    """It passed "cancelled calls end promptly": the runtime abandons the thread, so the
+    call ended at once while the function kept running."""
+    import threading
+
+    from actors.testing import check_tool_call
+
+    release = threading.Event()
+
+    @tool
+    def blocks(text: str) -> str:
+        """Waits on a lock that is never released (in the test: until its end)."""
+        release.wait(30)
+        return text
+
+    try:
+        with pytest.raises(
+            InvariantViolation,
+            match=r"was cancelled, but its function was still running in its worker thread "
+            r"0\.2 s later: a sync tool cannot be cancelled; it keeps running in its thread",
+        ):
+            check_tool_call(blocks, {"text": "a"}, cancel_after=0.05, grace=0.2)
+    finally:
+        release.set()
+
+
+def test_a_prompt_sync_tool_and_a_refused_call_pass() -> None:
+    from actors.testing import check_tool_call
+
+    assert check_tool_call(counted, {"text": "a"}, cancel_after=5.0, grace=0.5) is not None
+    check_tool_call(counted, {"text": 3}, expect_error="invalid_arguments", grace=0.5)
