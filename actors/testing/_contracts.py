@@ -48,6 +48,7 @@ from runtime.testing import (
     invalid_arguments_for,
     session_events,
 )
+from runtime.testing._options import with_article as _a
 from runtime.testing._testcase import kit_settings
 
 from .._errors import InvalidConfig
@@ -60,11 +61,6 @@ __all__ = [
     "check_tool_call",
     "updates_of",
 ]
-
-
-def _a(noun: str) -> str:
-    """``noun`` with its article: "an int", "a str"."""
-    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
 def describe_events(log: Sequence[Event]) -> str:

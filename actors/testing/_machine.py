@@ -60,6 +60,7 @@ from runtime.testing._options import (
     sequence_of,
     session_names,
     whole,
+    with_article,
 )
 from runtime.testing._testcase import MachineTestCase
 
@@ -560,7 +561,7 @@ def _check_machine(tools: Any, model: Any, adapters: Any, name: Any, base: Any) 
     if model is not None and not callable(model) and not hasattr(model, "stream"):
         raise InvalidConfig(
             f"{function}() option 'model' must be None, a Model or a function that makes one "
-            f"per example (got {model!r} that is a {type(model).__name__})."
+            f"per example (got {model!r} that is {with_article(type(model).__name__)})."
         )
     if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
         raise InvalidConfig(
@@ -571,7 +572,7 @@ def _check_machine(tools: Any, model: Any, adapters: Any, name: Any, base: Any) 
         if not isinstance(item, Tool) and not callable(item):
             raise InvalidConfig(
                 f"{function}() option 'tools' must hold Tools or functions; tools[{i}] is "
-                f"{item!r} that is a {type(item).__name__}."
+                f"{item!r} that is {with_article(type(item).__name__)}."
             )
         made = item if isinstance(item, Tool) else tool(item)
         if made.name in names:
