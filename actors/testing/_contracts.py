@@ -366,7 +366,7 @@ def _run_property(contract: object, base: type, name: str, prop: Any) -> None:
     if chosen is not None and not isinstance(chosen, settings):
         raise InvalidConfig(
             f"{where.format('settings', 'settings')} must be hypothesis.settings(...) or None "
-            f"(got {chosen!r}, a {type(chosen).__name__}); e.g. settings = "
+            f"(got {chosen!r}, {_a(type(chosen).__name__)}); e.g. settings = "
             "settings(max_examples=100)."
         )
     examples = getattr(owner, "examples", None)
@@ -375,7 +375,7 @@ def _run_property(contract: object, base: type, name: str, prop: Any) -> None:
     ):
         raise InvalidConfig(
             f"{where.format('examples', 'examples')} must be an int of at least 1, the "
-            f"Hypothesis examples per property (got {examples!r}, a {type(examples).__name__})."
+            f"Hypothesis examples per property (got {examples!r}, {_a(type(examples).__name__)})."
         )
     given_settings = chosen if chosen is not None else settings()
     if examples is not None:
@@ -616,6 +616,8 @@ class AdapterContract:
                 "and return your adapter, e.g. `def make_adapter(self): return "
                 "SlackAdapter.start(client=FakeSlack())` (AdapterContract.make_adapter)."
             )
+
+        self._started().stop()  # a misuse is named once, before any example
 
         @given(session_events(max_steps=self.max_steps, rich=True).map(_Session))
         def prop(session: _Session) -> None:
