@@ -268,18 +268,12 @@ class ObservedModel:
                     self.bugs.append(exc)
             raise
         finally:
-            self.ledger.end(record, how)
+            # Counted before the ledger says the call ended: a check waiting on the ledger
+            # then sees the count and the exception together.
             if how != "cancelled" and fault not in (ModelFault.FAIL, ModelFault.FAIL_MID_STREAM):
                 with self._lock:
                     self.answered += 1
-
-    def always_broken(self) -> BaseException | None:
-        """The first exception, when every call of the model raised one that is no provider
-        or transport error (a bug in the model: it never answered); None otherwise."""
-        with self._lock:
-            if self.bugs and len(self.bugs) == self.answered:
-                return self.bugs[0]
-        return None
+            self.ledger.end(record, how)
 
 
 _TRANSPORT_MODULES = frozenset(

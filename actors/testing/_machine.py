@@ -486,18 +486,23 @@ class LifecycleMachine(MachineChecks, RuleBasedStateMachine):
         super()._liveness()
         if self.model_may_always_fail:
             return
-        first = self.model.always_broken()
+        # Counted over the run, not the example: whether an example's only call ends or is
+        # interrupted first depends on timing, so a verdict per example would not replay.
+        # Once every one of _MODEL_SAMPLE calls has raised, every later example fails too.
+        tally = _MODEL_TALLIES.setdefault(type(self), _ModelTally())
+        tally.add(self.model)
+        first = tally.always_broken()
         if first is None:
             return
-        calls = self.model.answered
         trace = "".join(traceback.format_exception(first)).rstrip()
         raise InvariantViolation(
-            f"Every call of the model in this example ({calls}) raised; the first raised "
-            f"{type(first).__name__}: {first}. That is no provider or transport error (an "
-            "Amber ModelError, an OSError, an HTTP client's or SDK's exception) but a bug in "
-            "the model, so every turn ended in error and nothing else was tested. Fix the "
-            "model, or set model_may_always_fail = True on the machine if it is meant to "
-            f"fail. The first call's traceback:\n{trace}",
+            f"Every call of the model so far in this run ({tally.answered}, over "
+            f"{tally.examples} examples) raised; the first raised {type(first).__name__}: "
+            f"{first}. That is no provider or transport error (an Amber ModelError, an OSError, "
+            "an HTTP client's or SDK's exception) but a bug in the model, so every turn ended "
+            "in error and nothing else was tested. Fix the model, or set "
+            "model_may_always_fail = True on the machine if it is meant to fail. The first "
+            f"call's traceback:\n{trace}",
             name="the model answers",
         )
 
@@ -524,6 +529,35 @@ class _KeptSQLite(SQLiteStore):
 
     def discard(self) -> None:
         super().close()
+
+
+_MODEL_SAMPLE = 5
+"""Calls of the model, all raising a bug, before the machine says the model never answers."""
+
+
+class _ModelTally:
+    """A machine class's model calls over the examples of the process's runs."""
+
+    def __init__(self) -> None:
+        self.examples = 0
+        self.answered = 0
+        self.bugs = 0
+        self.first: BaseException | None = None
+
+    def add(self, model: ObservedModel) -> None:
+        self.examples += 1
+        self.answered += model.answered
+        self.bugs += len(model.bugs)
+        if self.first is None and model.bugs:
+            self.first = model.bugs[0]
+
+    def always_broken(self) -> BaseException | None:
+        if self.answered >= _MODEL_SAMPLE and self.bugs == self.answered:
+            return self.first
+        return None
+
+
+_MODEL_TALLIES: dict[type, _ModelTally] = {}
 
 
 LIFECYCLE_OPTIONS: dict[str, Check] = {

@@ -19,7 +19,7 @@ from runtime import ModelUnavailable
 from runtime.testing import InvariantViolation
 
 FEW = settings(
-    max_examples=10,
+    max_examples=30,
     stateful_step_count=8,
     report_multiple_bugs=False,
     deadline=None,
@@ -52,7 +52,7 @@ def test_a_model_that_always_crashes_fails_the_machine() -> None:
     with pytest.raises(InvariantViolation) as caught:
         run_state_machine_as_test(machine, settings=FEW)
     text = str(caught.value)
-    assert "Every call of the model in this example" in text
+    assert "Every call of the model so far in this run" in text
     assert "TypeError: object of type 'NoneType' has no len()" in text
     assert "model_may_always_fail = True" in text
     assert "yield len(None)" in text  # the traceback of the first call
