@@ -210,6 +210,11 @@ def _metadata(response: ModelResponse, key: str) -> ResponseMetadata:
     return response_metadata(response.parts, provider=response.provider, source_key=key)
 
 
+def tool_call_text(name: str, shown: str) -> str:
+    """The content of a tool call message: the tool's name and its arguments as JSON."""
+    return f"Calling tool `{name}` with arguments:\n```json\n{shown}\n```"
+
+
 def _carries(response: ModelResponse, kind: type) -> bool:
     """True when a part of ``kind`` carries provider data to send back (a redacted block)."""
     return any(
@@ -307,7 +312,7 @@ def _call_message(
     else:
         metadata["raw_arguments"] = assembled.arguments_json
         shown = assembled.arguments_json
-    content = f"Calling tool `{assembled.name}` with arguments:\n```json\n{shown}\n```"
+    content = tool_call_text(assembled.name, shown)
     message = s.output(Category.TOOL_CALL, content, tool_call=tool_call, metadata=metadata)
     return message, arguments, problem
 

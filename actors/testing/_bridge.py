@@ -28,6 +28,7 @@ from runtime import (
     Delay,
     Fail,
     Hang,
+    InvalidArgument,
     ModelRequest,
     Response,
     ScriptStep,
@@ -37,6 +38,7 @@ from runtime import (
 )
 from runtime.testing import Report, SimAdapter, SimModel, SimTool, SimulationMachine, ToolRun
 from runtime.testing import simulation_machine as _simulation_machine
+from runtime.testing._options import with_article
 
 from .._adapter import Adapter
 from .._errors import InvalidConfig
@@ -252,8 +254,8 @@ def simulation_machine(
             if not callable(item) and not _is_sim_tool(item):
                 raise InvalidConfig(
                     "simulation_machine() option 'tools' must hold tools (a Tool, a function "
-                    f"or a simulated tool); tools[{i}] is {item!r} that is a "
-                    f"{type(item).__name__}."
+                    f"or a simulated tool); tools[{i}] is {item!r} that is "
+                    f"{with_article(type(item).__name__)}."
                 )
     if adapters is not None and not callable(adapters):
         raise InvalidConfig(
@@ -263,8 +265,8 @@ def simulation_machine(
     if model is not None and not callable(model) and not _is_model(model):
         raise InvalidConfig(
             "simulation_machine() option 'model' must be None, a Model, a simulated model or a "
-            f"function that makes one per example (got {model!r} that is a "
-            f"{type(model).__name__})."
+            f"function that makes one per example (got {model!r} that is "
+            f"{with_article(type(model).__name__)})."
         )
     bridged_tools = None if tools is None else [_as_sim_tool(t) for t in tools]
     make_model: Callable[[], SimModel] | None = None
@@ -278,6 +280,9 @@ def simulation_machine(
     make_adapters: Callable[[], Sequence[SimAdapter]] | None = None
     if adapters is not None:
         make_adapters = lambda: [sim_adapter(a) for a in adapters()]  # noqa: E731
-    return _simulation_machine(
-        tools=bridged_tools, model=make_model, adapters=make_adapters, name=name, **options
-    )
+    try:
+        return _simulation_machine(
+            tools=bridged_tools, model=make_model, adapters=make_adapters, name=name, **options
+        )
+    except InvalidArgument as exc:  # the pure factory's checks: the same error as the bridge's
+        raise InvalidConfig(str(exc)) from None

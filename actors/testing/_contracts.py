@@ -24,13 +24,17 @@ import attrs
 import pykka
 import trio
 import trio.testing
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runtime import (
     ChannelKind,
+    Event,
+    MessageAdded,
     Status,
+    StatusChanged,
     Timeline,
+    TurnEnded,
     Update,
     Visibility,
     awaits_delivery,
@@ -42,8 +46,10 @@ from runtime.testing import (
     InvariantViolation,
     arguments_for,
     invalid_arguments_for,
-    timelines,
+    session_events,
 )
+from runtime.testing._options import with_article as _a
+from runtime.testing._testcase import kit_settings
 
 from .._errors import InvalidConfig
 from .._tools import Tool, ToolOutcome, tool
@@ -57,10 +63,52 @@ __all__ = [
 ]
 
 
+def describe_events(log: Sequence[Event]) -> str:
+    """One line per event of a session: seq, kind and what it adds or changes."""
+    lines = []
+    for event in log:
+        parts = [f"{event.seq:>3} {type(event).__name__}"]
+        if isinstance(event, MessageAdded):
+            message = event.message
+            parts.append(f"{category_of(message).label} {message.id} {message.status}")
+            if message.turn_id:
+                parts.append(f"in {message.turn_id}")
+            parts.append(repr(message.content[:60]))
+        elif isinstance(event, StatusChanged):
+            parts.append(f"{event.message_id}: {event.expected} -> {event.status}")
+        elif isinstance(event, TurnEnded):
+            parts.append(f"{event.turn_id} {event.outcome}")
+            for message in (*event.partial, *([event.notice] if event.notice else [])):
+                parts.append(f"+{category_of(message).label} {message.id} {message.content[:60]!r}")
+        else:
+            for field in ("turn_id", "to_seq", "message_id"):
+                if hasattr(event, field):
+                    parts.append(f"{field}={getattr(event, field)!r}")
+        lines.append(" ".join(parts))
+    return "\n".join(lines)
+
+
+class _Session:
+    """A drawn session's events, shown one a line in a failure report (a ``Timeline``'s repr
+    shows only its empty base state)."""
+
+    def __init__(self, log: Sequence[Event]) -> None:
+        self.log = log
+
+    def __repr__(self) -> str:
+        body = describe_events(self.log).replace("\n", "\n    ")
+        return f"<the session's events:\n    {body}\n>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))  # Hypothesis's printer would list every field of every event
+
+
 def _contract(rule: str, detail: str) -> InvariantViolation:
     return InvariantViolation(f"Contract ({rule}) broken: {detail}", name=rule, detail=detail)
 
 
+_DEFAULT_LIMIT = 30.0
+"""Seconds a call of a tool without a ``timeout`` may take."""
 _MOCK_BACKSTOP = 10.0
 """Real seconds past a call's limit and grace before a call on the mock clock is taken as
 blocking real time."""
@@ -110,8 +158,8 @@ CLOCKS: tuple[Clock, ...] = ("real", "mock", "auto")
 def _on_mock_clock(tool_: Tool, clock: Clock, where: str) -> bool:
     if clock not in CLOCKS:
         raise InvalidConfig(
-            f"{where} must be one of 'real', 'mock', 'auto' (got {clock!r} that is a "
-            f"{type(clock).__name__})."
+            f"{where} must be one of 'real', 'mock', 'auto' (got {clock!r}, "
+            f"{_a(type(clock).__name__)})."
         )
     if clock == "auto":
         return bool(getattr(getattr(tool_, "_signature", None), "is_async", False))
@@ -159,6 +207,7 @@ def check_tool_call(
     rule = "a tool answers every call with a result or an error, cancellation included"
     name = f"tool {tool_.name!r} called with {arguments!r}"
     mock = _on_mock_clock(tool_, clock, "check_tool_call() option 'clock'")
+    tool_, runs = _watched(tool_)
 
     began = threading.Event()  # the call starts: its time counts from here
     began_at: list[float] = []
@@ -172,7 +221,7 @@ def check_tool_call(
             return await tool_.invoke(arguments)
         return None
 
-    limit = (tool_.timeout or 30.0) if cancel_after is None else cancel_after
+    limit = (tool_.timeout or _DEFAULT_LIMIT) if cancel_after is None else cancel_after
     hung, ended = threading.Event(), threading.Event()
 
     async def watched() -> ToolOutcome | None:
@@ -210,6 +259,12 @@ def check_tool_call(
     took = time.monotonic() - (began_at[0] if began_at else started)
     if hung.is_set() or not finished:
         what = "its cancellation" if cancel_after is not None else "its time limit"
+        if cancel_after is None and tool_.timeout is None:
+            what = (
+                f"the contract's default limit of {_DEFAULT_LIMIT:g} s (the tool has "
+                "timeout=None; give it a limit with @tool(timeout=...), which the contract "
+                "then checks)"
+            )
         spent = f"{limit + grace:.1f} s in all, simulated" if hung.is_set() else (
             f"{took:.1f} s in all, real time: it blocks its thread" if mock else
             f"{took:.1f} s in all"
@@ -217,6 +272,16 @@ def check_tool_call(
         raise _contract(
             rule, f"{name} was still running {grace} s after {what} ({spent}); a tool "
             "must stop at its limit and when cancelled (async: reach an await; no shielding)",
+        )  # fmt: skip
+    if runs is not None and runs.still_running(grace):
+        how = "cancelled" if cancel_after is not None else "stopped at its time limit"
+        raise _contract(
+            rule, f"{name} was {how}, but its function was still running in its worker thread "
+            f"{grace} s later: a sync tool cannot be cancelled; it keeps running in its thread "
+            "(holding what it holds, using a thread of trio's pool) until it returns, after "
+            "its turn has moved on. Make it async (trio, or a client with timeouts such as "
+            "httpx.AsyncClient), or bound its blocking calls with a timeout shorter than the "
+            "tool's (socket, subprocess and HTTP client timeouts)",
         )  # fmt: skip
     if error is not None:
         raise _contract(
@@ -246,8 +311,82 @@ def check_tool_call(
     return outcome
 
 
+class _Runs:
+    """When a sync tool's function starts and returns, in its worker thread."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.returned = threading.Event()
+
+    def still_running(self, grace: float) -> bool:
+        """True if the function started and does not return within ``grace`` seconds."""
+        return self.started.is_set() and not self.returned.wait(grace)
+
+
+def _watched(tool_: Tool) -> tuple[Tool, _Runs | None]:
+    """For a sync tool the runtime runs in a thread: a copy whose function says when it
+    starts and returns (the runtime abandons the thread when the call is cancelled)."""
+    signature = getattr(tool_, "_signature", None)
+    if (
+        signature is None
+        or signature.is_async
+        or type(tool_)._call is not Tool._call
+        or not attrs.has(type(tool_))
+    ):
+        return tool_, None
+    runs = _Runs()
+    function = tool_.function
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        runs.started.set()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            runs.returned.set()
+
+    return attrs.evolve(tool_, function=watched), runs
+
+
 def _as_tool(value: Tool | Callable[..., Any]) -> Tool:
     return value if isinstance(value, Tool) else tool(value)
+
+
+_DEFAULT_EXAMPLES = 25
+
+
+def _run_property(contract: object, base: type, name: str, prop: Any) -> None:
+    """Run the ``@given`` property ``prop`` of ``contract`` (a ``base`` subclass) with its
+    settings: the class's ``settings`` (or the profile's), ``examples`` as max_examples,
+    health checks off and no deadline unless chosen (``kit_settings``, as for the kit's
+    machines), and the example database kept, under a key of the class and property (every
+    contract class runs the same inner function: without it they would share failures)."""
+    owner = type(contract)
+    where = f"{owner.__name__}.{{}} ({base.__name__}.{{}})"
+    chosen = getattr(owner, "settings", None)
+    if chosen is not None and not isinstance(chosen, settings):
+        raise InvalidConfig(
+            f"{where.format('settings', 'settings')} must be hypothesis.settings(...) or None "
+            f"(got {chosen!r}, {_a(type(chosen).__name__)}); e.g. settings = "
+            "settings(max_examples=100)."
+        )
+    examples = getattr(owner, "examples", None)
+    if examples is not None and (
+        isinstance(examples, bool) or not isinstance(examples, int) or examples < 1
+    ):
+        raise InvalidConfig(
+            f"{where.format('examples', 'examples')} must be an int of at least 1, the "
+            f"Hypothesis examples per property (got {examples!r}, {_a(type(examples).__name__)})."
+        )
+    given_settings = chosen if chosen is not None else settings()
+    if examples is not None:
+        given_settings = settings(given_settings, max_examples=examples)
+    elif chosen is None:
+        given_settings = settings(given_settings, max_examples=_DEFAULT_EXAMPLES)
+    wrapped = kit_settings(given_settings)(prop)
+    key = f"{owner.__module__}.{owner.__qualname__}.{name}".encode()
+    # As Hypothesis's own stateful tests do, so that a failure is saved and replayed per class.
+    wrapped.hypothesis.inner_test._hypothesis_internal_add_digest = key
+    wrapped()
 
 
 class ToolContract:
@@ -261,8 +400,11 @@ class ToolContract:
 
     tool: ClassVar[Tool | Callable[..., Any]]
     """The tool under test."""
-    examples: ClassVar[int] = 25
-    """Hypothesis examples per property."""
+    examples: ClassVar[int | None] = None
+    """Hypothesis examples per property (None: ``settings``' max_examples, or 25)."""
+    settings: ClassVar[settings | None] = None
+    """Hypothesis settings for every property, as for the kit's machines (health checks off
+    and no deadline unless you chose one; failures saved in the example database)."""
     grace: ClassVar[float] = 1.0
     """Seconds past its limit or its cancellation a call may take."""
     cancel_delays: ClassVar[Sequence[float]] = (0.0, 0.001, 0.01, 0.05)
@@ -274,34 +416,41 @@ class ToolContract:
     ``auto``: ``mock`` for an async tool, ``real`` for a sync one."""
 
     def _tool(self) -> Tool:
-        made = _as_tool(type(self).tool)
-        _on_mock_clock(made, self.clock, f"{type(self).__name__}.clock (ToolContract.clock)")
+        owner = type(self)
+        where = f"{owner.__name__}.tool (ToolContract.tool)"
+        if not hasattr(owner, "tool"):
+            raise InvalidConfig(
+                f"{owner.__name__} has no tool to test: set {where} in the class body, "
+                "e.g. `tool = word_count` (a function decorated with @tool, or a plain function)."
+            )
+        given_tool = owner.tool
+        if not isinstance(given_tool, Tool) and not callable(given_tool):
+            raise InvalidConfig(
+                f"{where} must be a tool (a function decorated with @tool, or a plain function); "
+                f"got {given_tool!r}, {_a(type(given_tool).__name__)}: set `tool = price`, "
+                "the function itself, not its name."
+            )
+        try:
+            made = _as_tool(given_tool)
+        except InvalidConfig as exc:
+            raise InvalidConfig(f"{where} cannot be made a tool: {exc}") from None
+        _on_mock_clock(made, self.clock, f"{owner.__name__}.clock (ToolContract.clock)")
         return made
-
-    def _settings(self) -> settings:
-        return settings(
-            max_examples=self.examples,
-            deadline=None,
-            suppress_health_check=list(HealthCheck),
-            database=None,
-        )
 
     def test_valid_arguments_get_an_outcome(self) -> None:
         """Arguments that fit the schema get a ToolOutcome (a result or an error), not a raise."""
         tool_ = self._tool()
 
-        @self._settings()
         @given(arguments_for(tool_.parameters))
         def prop(arguments: dict[str, Any]) -> None:
             check_tool_call(tool_, arguments, grace=self.grace, clock=self.clock)
 
-        prop()
+        _run_property(self, ToolContract, "test_valid_arguments_get_an_outcome", prop)
 
     def test_invalid_arguments_get_an_invalid_arguments_error(self) -> None:
         """Arguments that break the schema are refused with ``invalid_arguments``."""
         tool_ = self._tool()
 
-        @self._settings()
         @given(invalid_arguments_for(tool_.parameters))
         def prop(arguments: Any) -> None:
             check_tool_call(
@@ -312,20 +461,21 @@ class ToolContract:
                 clock=self.clock,
             )
 
-        prop()
+        _run_property(
+            self, ToolContract, "test_invalid_arguments_get_an_invalid_arguments_error", prop
+        )
 
     def test_cancelled_calls_end_promptly(self) -> None:
         """A call cancelled at any moment ends within ``grace`` seconds (cancelled, or a result)."""
         tool_ = self._tool()
 
-        @self._settings()
         @given(arguments_for(tool_.parameters), st.sampled_from(list(self.cancel_delays)))
         def prop(arguments: dict[str, Any], delay: float) -> None:
             check_tool_call(
                 tool_, arguments, cancel_after=delay, grace=self.grace, clock=self.clock
             )
 
-        prop()
+        _run_property(self, ToolContract, "test_cancelled_calls_end_promptly", prop)
 
 
 def updates_of(timeline: Timeline, *, platform: str, channel_id: str = "general") -> list[Update]:
@@ -445,8 +595,11 @@ class AdapterContract:
     absorbs is reported delivered exactly once, and nothing else.
     """
 
-    examples: ClassVar[int] = 25
-    """Hypothesis examples per property."""
+    examples: ClassVar[int | None] = None
+    """Hypothesis examples per property (None: ``settings``' max_examples, or 25)."""
+    settings: ClassVar[settings | None] = None
+    """Hypothesis settings for the property, as for the kit's machines (health checks off
+    and no deadline unless you chose one; failures saved in the example database)."""
     max_steps: ClassVar[int] = 30
     """Events per drawn session."""
 
@@ -456,20 +609,39 @@ class AdapterContract:
 
     def test_reports_each_output_exactly_once(self) -> None:
         """Random sessions: every shown or absorbed output is reported once, nothing else."""
+        owner = type(self)
+        if owner.make_adapter is AdapterContract.make_adapter:
+            raise InvalidConfig(
+                f"{owner.__name__} has no make_adapter(): define it in the class body to start "
+                "and return your adapter, e.g. `def make_adapter(self): return "
+                "SlackAdapter.start(client=FakeSlack())` (AdapterContract.make_adapter)."
+            )
 
-        @settings(
-            max_examples=self.examples,
-            deadline=None,
-            suppress_health_check=list(HealthCheck),
-            database=None,
-        )
-        @given(timelines(max_steps=self.max_steps, rich=True))
-        def prop(timeline: Timeline) -> None:
-            ref = self.make_adapter()
+        self._started().stop()  # a misuse is named once, before any example
+
+        @given(session_events(max_steps=self.max_steps, rich=True).map(_Session))
+        def prop(session: _Session) -> None:
+            timeline = Timeline.start(session.log[0].session_id).extend(session.log)
+            ref = self._started()
             try:
                 platform = ref.proxy().platform.get(timeout=10)
                 check_adapter_updates(ref, updates_of(timeline, platform=platform))
             finally:
                 ref.stop()
 
-        prop()
+        _run_property(self, AdapterContract, "test_reports_each_output_exactly_once", prop)
+
+    def _started(self) -> pykka.ActorRef[Any]:
+        ref = self.make_adapter()
+        if not isinstance(ref, pykka.ActorRef):
+            got = f"{ref!r}, {_a(type(ref).__name__)}"
+            hint = (
+                f"call {type(ref).__name__}.start(...) (it returns the ActorRef)"
+                if isinstance(ref, pykka.Actor)
+                else "start your adapter with YourAdapter.start(...) and return what it returns"
+            )
+            raise InvalidConfig(
+                f"{type(self).__name__}.make_adapter() must return the ActorRef of a started "
+                f"adapter (AdapterContract.make_adapter); got {got}: {hint}."
+            )
+        return ref

@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 import trio
 
-from runtime import Chunk, ModelRequest
+from runtime import Chunk, ModelError, ModelRequest
 
 from .._errors import ModelFailure
 from .._model import Model
@@ -225,6 +225,13 @@ class ObservedModel:
         self.ledger = ledger
         self.slow_seconds = slow_seconds
         self._faults = _Faults()
+        self._lock = threading.Lock()
+        self.answered = 0
+        """Calls of the inner model that ended, answered or raised (the kit's own faults and
+        cancelled calls not counted)."""
+        self.bugs: list[BaseException] = []
+        """What those calls raised that is no provider or transport error (see
+        ``is_model_bug``), in order."""
 
     def arm(self, fault: ModelFault) -> None:
         """Make the next model call suffer ``fault``."""
@@ -254,8 +261,31 @@ class ObservedModel:
         except GeneratorExit:
             how = "cancelled"
             raise
-        except Exception:
+        except Exception as exc:
             how = "raised"  # a model failure is a legal outcome: the turn ends in error
+            if fault not in (ModelFault.FAIL, ModelFault.FAIL_MID_STREAM) and is_model_bug(exc):
+                with self._lock:
+                    self.bugs.append(exc)
             raise
         finally:
+            # Counted before the ledger says the call ended: a check waiting on the ledger
+            # then sees the count and the exception together.
+            if how != "cancelled" and fault not in (ModelFault.FAIL, ModelFault.FAIL_MID_STREAM):
+                with self._lock:
+                    self.answered += 1
             self.ledger.end(record, how)
+
+
+_TRANSPORT_MODULES = frozenset(
+    {"httpx", "httpcore", "aiohttp", "requests", "urllib3", "ssl", "openai", "anthropic", "grpc"}
+)
+"""Where the exceptions of HTTP clients and provider SDKs come from."""
+
+
+def is_model_bug(exc: BaseException) -> bool:
+    """True for what a model raises that no provider or transport gives: not an Amber
+    ``ModelError`` (or ``ModelFailure``), not an ``OSError`` (connections, timeouts), not an
+    exception of an HTTP client or provider SDK. A ``TypeError`` or ``KeyError`` is a bug."""
+    if isinstance(exc, ModelError | ModelFailure | OSError):
+        return False
+    return type(exc).__module__.split(".")[0] not in _TRANSPORT_MODULES

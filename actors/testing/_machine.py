@@ -16,6 +16,7 @@ import itertools
 import logging
 import os
 import threading
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -59,6 +60,7 @@ from runtime.testing._options import (
     sequence_of,
     session_names,
     whole,
+    with_article,
 )
 from runtime.testing._testcase import MachineTestCase
 
@@ -150,6 +152,11 @@ class LifecycleMachine(MachineChecks, RuleBasedStateMachine):
     explain: ClassVar[bool] = False
     """Run Hypothesis's explain phase on a failure (it replays the whole example once per
     step; off by default, whatever the ``TestCase``'s settings say)."""
+
+    model_may_always_fail: ClassVar[bool] = False
+    """Let an example end green when every call of your model raised an exception that is
+    no provider or transport error (a ``TypeError``, say: the model never answered, so the
+    example tested only failed turns). Off: teardown fails naming the first one."""
 
     TestCase = MachineTestCase()
 
@@ -475,6 +482,30 @@ class LifecycleMachine(MachineChecks, RuleBasedStateMachine):
 
     # -- checks ------------------------------------------------------------------------
 
+    def _liveness(self) -> None:
+        super()._liveness()
+        if self.model_may_always_fail:
+            return
+        # Counted over the run, not the example: whether an example's only call ends or is
+        # interrupted first depends on timing, so a verdict per example would not replay.
+        # Once every one of _MODEL_SAMPLE calls has raised, every later example fails too.
+        tally = _MODEL_TALLIES.setdefault(type(self), _ModelTally())
+        tally.add(self.model)
+        first = tally.always_broken()
+        if first is None:
+            return
+        trace = "".join(traceback.format_exception(first)).rstrip()
+        raise InvariantViolation(
+            f"Every call of the model so far in this run ({tally.answered}, over "
+            f"{tally.examples} examples) raised; the first raised {type(first).__name__}: "
+            f"{first}. That is no provider or transport error (an Amber ModelError, an OSError, "
+            "an HTTP client's or SDK's exception) but a bug in the model, so every turn ended "
+            "in error and nothing else was tested. Fix the model, or set "
+            "model_may_always_fail = True on the machine if it is meant to fail. The first "
+            f"call's traceback:\n{trace}",
+            name="the model answers",
+        )
+
     @invariant()
     def amber_invariants(self) -> None:
         """DESIGN §11 on every new stored state, the runtime's heads and the deliveries.
@@ -500,6 +531,35 @@ class _KeptSQLite(SQLiteStore):
         super().close()
 
 
+_MODEL_SAMPLE = 5
+"""Calls of the model, all raising a bug, before the machine says the model never answers."""
+
+
+class _ModelTally:
+    """A machine class's model calls over the examples of the process's runs."""
+
+    def __init__(self) -> None:
+        self.examples = 0
+        self.answered = 0
+        self.bugs = 0
+        self.first: BaseException | None = None
+
+    def add(self, model: ObservedModel) -> None:
+        self.examples += 1
+        self.answered += model.answered
+        self.bugs += len(model.bugs)
+        if self.first is None and model.bugs:
+            self.first = model.bugs[0]
+
+    def always_broken(self) -> BaseException | None:
+        if self.answered >= _MODEL_SAMPLE and self.bugs == self.answered:
+            return self.first
+        return None
+
+
+_MODEL_TALLIES: dict[type, _ModelTally] = {}
+
+
 LIFECYCLE_OPTIONS: dict[str, Check] = {
     "tools": sequence_of(lambda t: isinstance(t, Tool) or callable(t), "Tools or functions"),
     "sessions": session_names,
@@ -518,6 +578,7 @@ LIFECYCLE_OPTIONS: dict[str, Check] = {
     "restart_every": whole(1),
     "failures_dir": optional_path,
     "explain": flag,
+    "model_may_always_fail": flag,
 }
 """The checks of ``lifecycle_machine``'s options."""
 
@@ -534,7 +595,7 @@ def _check_machine(tools: Any, model: Any, adapters: Any, name: Any, base: Any) 
     if model is not None and not callable(model) and not hasattr(model, "stream"):
         raise InvalidConfig(
             f"{function}() option 'model' must be None, a Model or a function that makes one "
-            f"per example (got {model!r} that is a {type(model).__name__})."
+            f"per example (got {model!r} that is {with_article(type(model).__name__)})."
         )
     if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
         raise InvalidConfig(
@@ -545,7 +606,7 @@ def _check_machine(tools: Any, model: Any, adapters: Any, name: Any, base: Any) 
         if not isinstance(item, Tool) and not callable(item):
             raise InvalidConfig(
                 f"{function}() option 'tools' must hold Tools or functions; tools[{i}] is "
-                f"{item!r} that is a {type(item).__name__}."
+                f"{item!r} that is {with_article(type(item).__name__)}."
             )
         made = item if isinstance(item, Tool) else tool(item)
         if made.name in names:

@@ -85,7 +85,12 @@ def _got(value: Any) -> str:
     text = repr(value)
     if len(text) > 120:
         text = text[:117] + "..."
-    return f"{text} that is a {type(value).__name__}"
+    return f"{text} that is {with_article(type(value).__name__)}"
+
+
+def with_article(noun: str) -> str:
+    """``noun`` with its article: "an int", "a str", "an InvalidInput"."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
 def instance(*types: type, what: str | None = None) -> Check:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import attrs
+import orjson
 from hypothesis import strategies as st
 
 from .._category import Category, new_message
@@ -21,8 +22,10 @@ from .._events import (
     TurnStarted,
 )
 from .._input import InputLimits, UserInput
+from .._json import thaw
 from .._message import Attachment, BrowserElement, Message, Status, ToolCall
 from .._reducer import apply
+from .._responses import tool_call_text
 from .._state import SessionState
 from .._timeline import Timeline
 
@@ -43,6 +46,11 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 """The integers a JSON store can write (orjson refuses larger ones); the kit draws no other."""
 _ids = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1, max_size=12)
 _texts = st.text(max_size=40)
+"""Any text (Hypothesis draws no lone surrogates, which no store keeps)."""
+_words = st.text(min_size=1, max_size=40).filter(str.strip)
+"""Text that is not blank: what every message but a tool's result needs to be stored by a
+runtime (``post()`` and ``validate_input`` refuse blank text; a model's blank text or
+reasoning is dropped, unless it carries provider data, as a signed thought does)."""
 _times = st.integers(min_value=0, max_value=10**9).map(lambda s: EPOCH + timedelta(seconds=s))
 
 
@@ -214,12 +222,22 @@ def messages(draw: st.DrawFn, category: Category | None = None, session_id: str 
     sender = None
     if category in (Category.USER_QUESTION, Category.TOOL_RESULT):
         sender = draw(_ids.filter(lambda s: s != "Notification"))
+    if category is Category.TOOL_CALL:
+        call = fields["tool_call"]
+        content = tool_call_text(call.name, _shown(call))
+    else:
+        content = draw(
+            _content(
+                category,
+                blank=bool(fields.get("attachments")) or bool(fields.get("browser_elements")),
+            )
+        )
     return new_message(
         category,
         id=f"msg_{draw(_ids)}",
         session_id=session_id,
         created_at=draw(_times),
-        content=draw(_texts),
+        content=content,
         sender=sender,
         metadata=draw(
             _json_objects().map(lambda d: {k: v for k, v in d.items() if not k.startswith("is_")})
@@ -231,6 +249,19 @@ def messages(draw: st.DrawFn, category: Category | None = None, session_id: str 
         event_seq=draw(st.none() | st.integers(min_value=1, max_value=10**6)),
         **fields,
     )
+
+
+def _shown(call: ToolCall) -> str:
+    """A call's message content, as the runtime writes it."""
+    return tool_call_text(
+        call.name, orjson.dumps(thaw(call.arguments), option=orjson.OPT_INDENT_2).decode()
+    )
+
+
+def _content(category: Category, *, blank: bool = False) -> st.SearchStrategy[str]:
+    """Content a runtime stores for a ``category`` message: not blank, except a tool's
+    result, or with ``blank`` (a question with something attached, a signed thought)."""
+    return _texts if blank or category is Category.TOOL_RESULT else _words
 
 
 def events(session_id: str = "s") -> st.SearchStrategy[Event]:
@@ -347,16 +378,19 @@ def session_events(
             if rich and category is Category.USER_QUESTION:
                 extra["attachments"] = draw(st.lists(_session_attachments(fresh), max_size=2))
                 extra["browser_elements"] = draw(st.lists(browser_elements(), max_size=2))
+            attached = bool(extra.get("attachments") or extra.get("browser_elements"))
             message = new_message(
-                category, id=fresh("msg_in"), content=draw(_texts), sender=sender, **base, **extra
-            )
+                category, id=fresh("msg_in"), content=draw(_content(category, blank=attached)),
+                sender=sender, **base, **extra,
+            )  # fmt: skip
             emit(lambda message=message, **kw: MessageAdded(message=message, **kw))
         elif action == "start":
             emit(lambda **kw: TurnStarted(turn_id=fresh("turn"), **kw))
         elif action == "thought":
             signed = rich and draw(st.booleans())
             message = new_message(
-                Category.THOUGHT, id=fresh("msg_th"), content=draw(_texts), turn_id=turn_id,
+                Category.THOUGHT, id=fresh("msg_th"), content=draw(_content(
+                    Category.THOUGHT, blank=signed)), turn_id=turn_id,
                 metadata={"signature": f"sig_{counter}"} if signed else None, **base,
             )  # fmt: skip
             emit(lambda message=message, **kw: MessageAdded(message=message, **kw))
@@ -367,8 +401,9 @@ def session_events(
                 arguments={"q": draw(_texts)},
             )
             message = new_message(
-                Category.TOOL_CALL, id=fresh("msg_call"), tool_call=call, turn_id=turn_id, **base
-            )
+                Category.TOOL_CALL, id=fresh("msg_call"), tool_call=call, turn_id=turn_id,
+                content=tool_call_text(call.name, _shown(call)), **base,
+            )  # fmt: skip
             emit(lambda message=message, **kw: MessageAdded(message=message, **kw))
         elif action == "result":
             assert turn is not None
@@ -387,7 +422,7 @@ def session_events(
             emit(lambda message=message, **kw: MessageAdded(message=message, **kw))
         elif action == "reply":
             message = new_message(
-                Category.REPLY, id=fresh("msg_reply"), content=draw(_texts), turn_id=turn_id, **base
+                Category.REPLY, id=fresh("msg_reply"), content=draw(_words), turn_id=turn_id, **base
             )
             emit(lambda message=message, **kw: MessageAdded(message=message, **kw))
         elif action == "deliver":
@@ -409,7 +444,7 @@ def session_events(
                     new_message(
                         Category.REPLY,
                         id=fresh("msg_part"),
-                        content=draw(_texts),
+                        content=draw(_words),
                         turn_id=turn_id,
                         **base,
                     )
@@ -420,7 +455,7 @@ def session_events(
                     new_message(
                         Category.THOUGHT,
                         id=fresh("msg_part"),
-                        content=draw(_texts),
+                        content=draw(_words),
                         turn_id=turn_id,
                         **base,
                     ),
@@ -430,7 +465,7 @@ def session_events(
                 notice = new_message(
                     Category.CRASH_NOTICE,
                     id=fresh("msg_notice"),
-                    content=draw(_texts),
+                    content=draw(_words),
                     turn_id=turn_id,
                     **base,
                 )
@@ -456,7 +491,7 @@ def session_events(
             }[action]
             in_turn = action in ("nudge", "crash") or (turn_id is not None and draw(st.booleans()))
             message = new_message(
-                category, id=fresh("msg_" + action), content=draw(_texts),
+                category, id=fresh("msg_" + action), content=draw(_words),
                 turn_id=turn_id if in_turn else None, **base,
             )  # fmt: skip
             emit(lambda message=message, **kw: MessageAdded(message=message, **kw))

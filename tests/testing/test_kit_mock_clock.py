@@ -101,8 +101,9 @@ class TestCheckToolCallOnMockClock:
         with pytest.raises(
             InvariantViolation,
             match="^" + RULE + re.escape(
-                "tool 'no_limit' called with {} was still running 1.0 s after its time limit "
-                "(31.0 s in all, simulated); a tool must stop at its limit and when cancelled "
+                "tool 'no_limit' called with {} was still running 1.0 s after the contract's "
+                "default limit of 30 s (the tool has timeout=None; give it a limit with "
+                "@tool(timeout=...), which the contract then checks) (31.0 s in all, simulated); a tool must stop at its limit and when cancelled "
                 "(async: reach an await; no shielding)"
             ),
         ):  # fmt: skip
@@ -150,7 +151,7 @@ class TestCheckToolCallOnMockClock:
         with pytest.raises(
             InvalidConfig,
             match=r"^check_tool_call\(\) option 'clock' must be one of 'real', 'mock', 'auto' "
-            r"\(got 'fake' that is a str\)\.$",
+            r"\(got 'fake', a str\)\.$",
         ):
             check_tool_call(backoff, {}, clock="fake")  # type: ignore[arg-type]
 
@@ -183,7 +184,7 @@ class TestToolContractClock:
         bad: Any = type("Bad", (BackoffContract,), {"clock": "simulated"})
         with pytest.raises(
             InvalidConfig,
-            match=r"^Bad\.clock \(ToolContract\.clock\) must be one of 'real', 'mock', 'auto' \(got 'simulated' that is a str\)\.$",
+            match=r"^Bad\.clock \(ToolContract\.clock\) must be one of 'real', 'mock', 'auto' \(got 'simulated', a str\)\.$",
         ):
             bad().test_valid_arguments_get_an_outcome()
 

@@ -43,7 +43,7 @@ class TestSimulationMachineOptions:
             (
                 {"max_answers": 0},
                 "simulation_machine() option 'max_answers' must be a positive int "
-                "(got 0 that is a int).",
+                "(got 0 that is an int).",
             ),
             (
                 {"max_answers": "3"},
@@ -69,7 +69,7 @@ class TestSimulationMachineOptions:
             (
                 {"failures_dir": 3},
                 "simulation_machine() option 'failures_dir' must be None or a directory path "
-                "(a str or os.PathLike) (got 3 that is a int).",
+                "(a str or os.PathLike) (got 3 that is an int).",
             ),
             (
                 {"session": ("a",)},
@@ -124,8 +124,9 @@ class TestSimulationMachineOptions:
             bridged_simulation_machine(tools=[word_count, "word_count"])
 
     def test_bridge_checks_the_options(self) -> None:
-        """The bridge passes the options on to the same checks."""
-        with pytest.raises(InvalidArgument, match=r"^simulation_machine\(\) option 'sessions'"):
+        """The bridge passes the options on to the same checks, and raises InvalidConfig as
+        for its own (a trial user got InvalidArgument for tools=[price, price] only)."""
+        with pytest.raises(InvalidConfig, match=r"^simulation_machine\(\) option 'sessions'"):
             bridged_simulation_machine(tools=[word_count], sessions="s1")
 
 
@@ -141,7 +142,7 @@ class TestLifecycleMachineOptions:
             (
                 {"wait_timeout": 0},
                 "lifecycle_machine() option 'wait_timeout' must be a finite number of seconds > 0 "
-                "(got 0 that is a int).",
+                "(got 0 that is an int).",
             ),
             (
                 {"slow_seconds": -1.0},
@@ -161,7 +162,7 @@ class TestLifecycleMachineOptions:
             (
                 {"restart_every": 0},
                 "lifecycle_machine() option 'restart_every' must be a positive int "
-                "(got 0 that is a int).",
+                "(got 0 that is an int).",
             ),
             (
                 {"runtime_settings": None},
@@ -214,3 +215,9 @@ class TestLifecycleMachineOptions:
         """Adapters are started at each (re)start, so a list of started ones is refused."""
         with pytest.raises(InvalidConfig, match=r"^lifecycle_machine\(\) option 'adapters' must"):
             lifecycle_machine(adapters=[])  # type: ignore[arg-type]
+
+
+def test_bridge_refuses_a_tool_twice_with_invalid_config() -> None:
+    """``tools=[price, price]`` raised InvalidArgument; the bridge's other errors InvalidConfig."""
+    with pytest.raises(InvalidConfig, match=r"must name each tool once; 'word_count' is there"):
+        bridged_simulation_machine(tools=[word_count, word_count])
