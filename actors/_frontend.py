@@ -18,7 +18,6 @@ check of every watched session each ``poll`` seconds.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -28,7 +27,7 @@ from runtime import FINAL_INPUT, SessionState, StoreError, reply_of
 
 from ._answers import ReplyWaiter
 from ._errors import RuntimeStopped
-from ._leasing import waits_for_a_person
+from ._leasing import stop_listening, waits_for_a_person
 from ._storage import StoreThread
 
 __all__ = ["AnswerWatch", "StateWait", "is_idle"]
@@ -83,13 +82,7 @@ class AnswerWatch:
 
     def stop(self, why: str) -> None:
         """Stop listening; every wait still open fails with ``RuntimeStopped(why)``."""
-        self._stop.set()
-        if self._thread.is_alive():
-            with contextlib.suppress(Exception):
-                self._call(lambda s: s.wake_listeners())
-            self._thread.join(60.0)
-        if self._listener is not None:
-            self._listener.close()
+        stop_listening(self._stop, self._thread, self._listener, self._call)
         with self._lock:
             self._stopped = why  # a wait registering from now on fails at once
             asks, self._asks = self._asks, {}

@@ -82,7 +82,7 @@ from ._ids import Clock
 from ._router import Router
 from ._storage import StoreThread
 
-__all__ = ["LeaseKeeper", "store_decision", "store_input", "waits_for_a_person"]
+__all__ = ["LeaseKeeper", "stop_listening", "store_decision", "store_input", "waits_for_a_person"]
 
 log = logging.getLogger("amber.leases")
 
@@ -165,6 +165,23 @@ def decision_waits(state: SessionState) -> bool:
         stored_decision(state.message(message_id)) is not None
         for message_id in turn.awaiting_approval.values()
     )
+
+
+def stop_listening(
+    stop: threading.Event,
+    thread: threading.Thread,
+    listener: Any,
+    call: Callable[[Callable[[Any], Any]], Any],
+) -> None:
+    """Stop a thread that waits on the store's notifications (``listener``): set ``stop``,
+    wake the listeners so it sees it, join it, then close the listener."""
+    stop.set()
+    if thread.is_alive():
+        with contextlib.suppress(Exception):
+            call(lambda s: s.wake_listeners())
+        thread.join(60.0)
+    if listener is not None:
+        listener.close()
 
 
 def waits_for_a_person(state: SessionState) -> bool:
@@ -341,13 +358,7 @@ class LeaseKeeper:
         From now on no claim is taken: a claim racing this either finished before (and
         its lease is given back here) or is refused."""
         self.close_intake()
-        self._stop.set()
-        if self._thread.is_alive():
-            with contextlib.suppress(Exception):
-                self._call(lambda s: s.wake_listeners())
-            self._thread.join(60.0)
-        if self._listener is not None:
-            self._listener.close()
+        stop_listening(self._stop, self._thread, self._listener, self._call)
         try:
             self._call(lambda s: [s.release(lease) for lease in list(s.held.values())])
         except Exception:
