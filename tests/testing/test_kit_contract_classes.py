@@ -64,9 +64,26 @@ def test_failures_are_saved_in_the_example_database() -> None:
 
 
 def test_the_default_keeps_the_profile_database(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without ``settings`` the profile's database is used (not None)."""
+    """Without ``settings`` the profile's database is used (not None).
+
+    Under a profile that has a database: Hypothesis's own ``ci`` profile (loaded when
+    ``CI`` is set, as on the project's CI) has none, so the check had nothing to see."""
+    from hypothesis.database import InMemoryExampleDatabase
+
     from actors.testing import _contracts
 
+    before = settings.get_current_profile_name()
+    settings.register_profile("amber-kit-db", settings.default, database=InMemoryExampleDatabase())
+    settings.load_profile("amber-kit-db")
+    try:
+        _check_the_default_keeps_the_profile_database(monkeypatch, _contracts)
+    finally:
+        settings.load_profile(before)
+
+
+def _check_the_default_keeps_the_profile_database(
+    monkeypatch: pytest.MonkeyPatch, _contracts: Any
+) -> None:
     seen: list[Any] = []
     real = _contracts.kit_settings
 
