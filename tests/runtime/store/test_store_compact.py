@@ -30,6 +30,7 @@ from runtime import (
     to_data,
     to_json,
 )
+from runtime._turn import Turn
 from runtime.store import SCHEMA_VERSION, SQLiteStore
 from runtime.store._compact import decode_body, encode_body
 from runtime.store._fast import MESSAGE_FIELDS
@@ -37,7 +38,7 @@ from runtime.store._rowcodec import message_values
 from runtime.store._rows import ERROR_MARKERS, _fits
 from runtime.testing import events, messages, session_events
 
-from .scenario import continue_session
+from .scenario import continue_session, conversation
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
@@ -87,6 +88,24 @@ class TestRoundTrip:
         assert roundtrip(event) == event
         assert encode_body(event) == encode_body(roundtrip(event))  # deterministic
 
+    @settings(max_examples=200, deadline=None)
+    @given(event=events(), offset=_OFFSETS)
+    def test_message_lists_as_the_codec_writes_them(self, event: Event, offset: timezone) -> None:
+        """A fork's or a cut turn's messages are written without the codec (``message_values``):
+        the same bytes as through ``to_data``, keys in the same order."""
+        event = attrs.evolve(event, at=event.at.astimezone(offset))
+        assert encode_body(event) == _body_through_the_codec(event)
+
+    def test_a_fork_event_as_the_codec_writes_it(self) -> None:
+        """The fork of a session with tool calls: the same bytes as through ``to_data``."""
+        log = conversation("long", 60)
+        line = replay(log)
+        head = line.head
+        fork = line.fork(head.seq, "fork", at=datetime(2026, 6, 1, tzinfo=UTC)).events()[0]
+        assert len(fork.messages) > 5  # type: ignore[attr-defined]
+        assert any(m.tool_call is not None for m in fork.messages)  # type: ignore[attr-defined]
+        assert encode_body(fork) == _body_through_the_codec(fork)
+
     def test_a_message_is_one_short_array(self) -> None:
         """A message_added body is [at, *row] with the defaults that end the row left out."""
         event = EXAMPLES["message_added"]
@@ -101,6 +120,31 @@ class TestRoundTrip:
         """A body an older Amber wrote (the codec's full JSON, with its kind) decodes as before."""
         for event in EXAMPLES.values():
             assert decode_body(event.kind, event.session_id, event.seq, to_json(event)) == event
+
+
+def _body_through_the_codec(event: Event) -> bytes:
+    """``encode_body`` as it was written before messages lists skipped the codec."""
+    from runtime.store import _compact
+
+    if type(event) is MessageAdded:
+        return encode_body(event)
+    data = to_data(event)
+    at = data["at"]
+    for name in ("kind", "session_id", "seq"):
+        del data[name]
+    data = _compact._omit_defaults(data, type(event))
+    offset = event.at.utcoffset()
+    if offset is not None and not offset:
+        data["at"] = (event.at - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+    for name in ("message", "notice"):
+        if type(data.get(name)) is dict:
+            data[name] = _compact._data_row(data[name], event.session_id, at)
+    for name in ("messages", "partial"):
+        if type(data.get(name)) is list:
+            data[name] = [_compact._data_row(m, event.session_id, at) for m in data[name]]
+    if type(data.get("turns")) is list:
+        data["turns"] = [_compact._omit_defaults(turn, Turn) for turn in data["turns"]]
+    return orjson.dumps(data)
 
 
 _FAILED_CALL = attrs.evolve(
