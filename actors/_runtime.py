@@ -517,13 +517,15 @@ class Runtime(Asking, Approving):
         text: UserInput | str,
         fields: dict[str, Any],
         sink: Callable[[StreamEvent], None] | None,
+        *,
+        what: str,
     ) -> ReplyWaiter:
         if self._watch is None:
-            return super()._start_ask(session_id, text, fields, sink)
+            return super()._start_ask(session_id, text, fields, sink, what=what)
         # A front end: store the input for the workers, then watch the store for its answer.
         session_id = session_id_of(session_id)
         draft = user_draft(
-            "ask", session_id, text, fields, self.clock, self._limits(), artifacts=self._artifacts()
+            what, session_id, text, fields, self.clock, self._limits(), artifacts=self._artifacts()
         )
         message = self._route_input(session_id, draft)
         waiter = ReplyWaiter(sink)
