@@ -573,7 +573,7 @@ class Runtime(Asking, Approving):
             hints.append(f"Raise the timeout, or interrupt the turn (interrupt({session_id!r})).")
         if "delivery" in why:
             hints.append(
-                "Is an adapter failing to send (see the amber.adapters log)? "
+                "Is an adapter failing to send (see the amber.session log)? "
                 "wait_idle(settled=False) does not wait for delivery."
             )
         return f"{head}: {'; '.join(why.values())}. {' '.join(hints)}"
