@@ -344,7 +344,7 @@ class TestIdleTimeoutSaysWhy:
             IdleTimeout,
             match=r"^Session 's' was not idle within 0\.2 s: 1 message waits for an adapter to "
             r"report it delivered \(msg_\w+\)\. Is an adapter failing to send \(see the "
-            r"amber\.adapters log\)\? wait_idle\(settled=False\) does not wait for delivery\.$",
+            r"amber\.session log\)\? wait_idle\(settled=False\) does not wait for delivery\.$",
         ):
             rt.wait_idle("s", timeout=0.2)
         assert rt.wait_idle("s", timeout=WAIT, settled=False).active_turn is None
