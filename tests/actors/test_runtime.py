@@ -1062,6 +1062,51 @@ class TestDeliveryRetries:
         assert given_up.exc_info[0] is PlatformError
 
 
+class TestSettledWaitOnAPassivatedSession:
+    """``wait_idle(settled=True)`` promises to wait until adapters have reported what they
+    deliver: a passivated session whose output is undelivered is loaded (which announces
+    that output again), not answered at once from the store."""
+
+    def test_undelivered_output_is_announced_again_and_waited_for(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """The trial's case: the send failed for good, the session passivated; a settled
+        wait returned at once with the reply still pending. It now loads the session, the
+        adapter sends the reply, and the wait returns once it is delivered."""
+        wechat = FakePlatform("wechat")
+        rt = make_runtime(
+            model=ScriptedModel([reply("answer one")]),
+            adapters=[SilentChannelAdapter.start(client=wechat)],
+            settings=Settings(passivate_after=0.01, delivery_retries=0),
+        )
+        wechat.fail_next(1)
+        rt.send("w", "q1", chatbot_id="wechat", channel_id="c")
+        assert rt.wait_passivated("w", timeout=WAIT)  # given up at once, then passivated
+        assert list(rt.state("w"))[-1].status is Status.PENDING
+        unsettled = rt.wait_idle("w", timeout=WAIT, settled=False)  # from the store
+        assert list(unsettled)[-1].status is Status.PENDING
+        assert rt.live_sessions() == []
+        state = rt.wait_idle("w", timeout=WAIT)
+        assert list(state)[-1].status is Status.DELIVERED
+        assert wechat.transcript("c") == ["answer one"]
+
+    def test_output_no_adapter_delivers_is_not_waited_for(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """Undelivered output for a platform no adapter serves: the wait answers from the
+        store, without loading the session (nothing would deliver it)."""
+        rt = make_runtime(
+            model=ScriptedModel([reply("answer one")]),
+            adapters=[SilentChannelAdapter.start(client=FakePlatform("wechat"))],
+            settings=Settings(passivate_after=0.01),
+        )
+        rt.send("s", "q1", chatbot_id="slack", channel_id="c")
+        assert rt.wait_passivated("s", timeout=WAIT)
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert list(state)[-1].status is Status.PENDING
+        assert rt.live_sessions() == []
+
+
 def test_model_view_is_clean_history(make_runtime: RuntimeFactory) -> None:
     """The model is called with clean_history of the state it was given."""
     model = ScriptedModel([reply("hi")])

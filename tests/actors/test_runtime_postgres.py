@@ -19,6 +19,7 @@ import trio
 
 from actors import (
     AskTimeout,
+    FakePlatform,
     IdleTimeout,
     InvalidConfig,
     NotAwaitingApproval,
@@ -27,6 +28,7 @@ from actors import (
     RuntimeStopped,
     ScriptedModel,
     Settings,
+    SilentChannelAdapter,
     tool,
 )
 from actors._answers import ReplyWaiter
@@ -512,6 +514,29 @@ class TestUndeliveredOutput:
             keeper.poll_now()
         assert worker.live_sessions() == []
         assert keeper.taken == 1
+
+    def test_a_settled_wait_on_a_session_another_worker_runs_reads_the_store(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """A settled wait_idle on a worker that does not run the session, whose output
+        waits for delivery, answers from the store: it does not raise OwnedElsewhere
+        trying to load the session to deliver it (the owner's adapters deliver it)."""
+        down = FakePlatform("wechat", fail_when=lambda *_: True)
+        settings = Settings(lease_ttl=30.0, lease_poll=3600.0, delivery_retries=0)
+        owner = open_rt(
+            ScriptedModel([reply("hi")]), settings=settings,
+            adapters=[SilentChannelAdapter.start(client=down)],
+        )  # fmt: skip
+        owner.send("s", "hello", chatbot_id="wechat", channel_id="c")
+        owner.wait_idle("s", timeout=60, settled=False)
+        other = open_rt(
+            ScriptedModel([]), settings=settings,
+            adapters=[SilentChannelAdapter.start(client=FakePlatform("wechat"))],
+        )  # fmt: skip
+        state = other.wait_idle("s", timeout=60)
+        assert [m.status for m in state.messages][-1] is Status.PENDING
+        assert other.live_sessions() == []
+        assert held_by(postgres_dsn, schema, "s") == owner.runner
 
 
 def store_seq(dsn: str, schema: str, session_id: str) -> int:
