@@ -39,6 +39,7 @@ from actors._leasing import store_input
 from runtime import (
     ApprovalDecided,
     Category,
+    InvalidInput,
     LeaseLost,
     ModelRequest,
     OrphanRecovered,
@@ -313,6 +314,25 @@ class TestFrontEnd:
         (only,) = trio.run(stream)  # the live pieces are the worker's: only the Reply
         assert only.text == "streamed"  # type: ignore[attr-defined]
         assert front.live_sessions() == []
+
+    def test_a_bad_field_names_the_method_called(self, open_rt: Callable[..., Runtime]) -> None:
+        """On a front end too, ``stream`` and ``ask_async`` name themselves in the
+        ``InvalidInput`` for a keyword that is no ``UserInput`` field (they said ``ask()``);
+        nothing is stored."""
+        front = open_rt(None, run_sessions=False)
+
+        async def stream() -> None:
+            async for _ in front.stream("s", "hi", sendr="Chii"):
+                pass
+
+        async def ask_async() -> None:
+            await front.ask_async("s", "hi", sendr="Chii")
+
+        with pytest.raises(InvalidInput, match=r"^stream\(\) takes the fields of UserInput"):
+            trio.run(stream)
+        with pytest.raises(InvalidInput, match=r"^ask_async\(\) takes the fields of UserInput"):
+            trio.run(ask_async)
+        assert front.sessions() == []
 
     def test_an_ask_no_worker_answers_says_what_to_check(
         self, open_rt: Callable[..., Runtime]
