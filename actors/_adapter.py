@@ -70,9 +70,11 @@ class DeliverySink(Protocol):
     """Where adapters report what they delivered (the gateway).
 
     A sink may also have ``failed(session_id, message_id, adapter, error)``: an adapter
-    could not send ``message_id`` (its ``render`` raised), and ``adapter`` (its actor ref)
-    may be told the message again later (the runtime's router retries it, see
-    ``Settings.delivery_retries``). A sink without it is not told of failures.
+    could not send ``message_id`` (its ``render`` raised ``error``, the exception), and
+    ``adapter`` (its actor ref) may be told the message again later (the runtime's router
+    retries it, see ``Settings.delivery_retries``). A sink that has it logs the failure
+    (the runtime logs a warning line for a try it retries, and the traceback when it gives
+    up); a sink without it is not told of failures, and the adapter logs them.
     """
 
     def delivered(self, session_id: str, message_id: str, expected: Status) -> None:
@@ -165,16 +167,17 @@ class Adapter(pykka.ThreadingActor):
                 self.render(update, rule.presentation)
             except Exception as exc:
                 # The contract: a message that fails to render stays undelivered, and
-                # the adapter goes on with the next update.
-                _log.exception(
-                    "%s could not render message %r of session %r; it stays %s.",
-                    type(self).__name__,
-                    message.id,
-                    update.session_id,
-                    message.status,
-                )
-                if awaits_delivery(message):
-                    self._failed(message, exc)
+                # the adapter goes on with the next update. A sink that retries the send
+                # logs each try (a warning line while it retries, the traceback when it
+                # gives up): a platform blip is not a wall of tracebacks.
+                if not (awaits_delivery(message) and self._failed(message, exc)):
+                    _log.exception(
+                        "%s could not render message %r of session %r; it stays %s.",
+                        type(self).__name__,
+                        message.id,
+                        update.session_id,
+                        message.status,
+                    )
                 return
         if awaits_delivery(message):
             # Inputs (pending_agent) are shown but never delivered: the person posted them.
@@ -186,8 +189,11 @@ class Adapter(pykka.ThreadingActor):
 
         Inputs (``pending_agent``) come here too, so a channel can echo them;
         they are never reported delivered. Raise to leave output undelivered
-        (it stays ``pending``/``responded``): the base class logs the error to
-        the ``amber.adapters`` logger and goes on with the next update.
+        (it stays ``pending``/``responded``) and go on with the next update: the
+        runtime tries it again (``Settings.delivery_retries``), logging a warning
+        line on ``amber.session`` for each try it retries and the traceback when
+        it gives up; what no sink retries is logged, with its traceback, on
+        ``amber.adapters``.
         """
         raise NotImplementedError
 
@@ -206,17 +212,19 @@ class Adapter(pykka.ThreadingActor):
             )
         self._sink.delivered(message.session_id, message.id, message.status)
 
-    def _failed(self, message: Message, error: Exception) -> None:
+    def _failed(self, message: Message, error: Exception) -> bool:
         """Tell the sink (if it takes failures) that ``message`` was not sent: it may be
-        told to this adapter again later."""
+        told to this adapter again later. True when the sink took the failure (and so
+        logs it); False when the adapter must log it."""
         failed = getattr(self._sink, "failed", None)
         if failed is None:
-            return
+            return False
         try:
-            reason = f"{type(error).__name__}: {error}"
-            failed(message.session_id, message.id, self.actor_ref, reason)
+            failed(message.session_id, message.id, self.actor_ref, error)
         except Exception:
             _log.exception("%s could not report a failed send", type(self).__name__)
+            return False
+        return True
 
     @staticmethod
     def category(message: Message) -> Category:

@@ -72,7 +72,7 @@ class Asking:
             RuntimeStopped: the runtime is not running, or stopped before the answer.
         """
         _check_timeout(timeout)
-        waiter = self._start_ask(session_id, text, fields, None)
+        waiter = self._start_ask(session_id, text, fields, None, what="ask")
         if not waiter.wait(timeout):
             _abandon(waiter, session_id, timeout, front_end=not self.run_sessions)
         return waiter.result()
@@ -92,7 +92,7 @@ class Asking:
                 positive number of seconds or None (nothing was stored).
         """
         _check_timeout(timeout)
-        waiter = self._start_ask(session_id, text, fields, None)
+        waiter = self._start_ask(session_id, text, fields, None, what="ask_async")
         try:
             resolved = await await_waiter(waiter, timeout)
         except BaseException:
@@ -119,7 +119,7 @@ class Asking:
             InvalidInput: the input breaks a rule (when iteration starts); nothing was stored.
         """
         return ReplyStream(
-            lambda sink: self._start_ask(session_id, text, fields, sink),
+            lambda sink: self._start_ask(session_id, text, fields, sink, what="stream"),
             lambda waiter: self._cancel_ask(session_id, waiter),
         )
 
@@ -129,10 +129,14 @@ class Asking:
         text: UserInput | str,
         fields: dict[str, Any],
         sink: Callable[[StreamEvent], None] | None,
+        *,
+        what: str,
     ) -> ReplyWaiter:
+        """Check the input (``what`` names the method called in ``InvalidInput``), tell
+        the session an ``AskInput`` and return the waiter its ``Reply`` resolves."""
         session_id = session_id_of(session_id)
         draft = user_draft(
-            "ask", session_id, text, fields, self.clock, self._limits(), artifacts=self._artifacts()
+            what, session_id, text, fields, self.clock, self._limits(), artifacts=self._artifacts()
         )
         self._check_running()
         waiter = ReplyWaiter(sink)

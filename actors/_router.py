@@ -24,7 +24,7 @@ from runtime import Delivered, Status
 
 from ._errors import OwnedElsewhere, RuntimeStopped, SessionGone
 from ._services import Services
-from ._session import SendFailed, SessionActor
+from ._session import SendFailed, SessionActor, describe_error
 
 __all__ = ["Router"]
 
@@ -245,17 +245,26 @@ class Router:
                 self.forget(session_id, entry.ref)
 
     def failed(
-        self, session_id: str, message_id: str, adapter: pykka.ActorRef[Any], error: str
+        self, session_id: str, message_id: str, adapter: pykka.ActorRef[Any], error: Exception
     ) -> None:
-        """An adapter could not send ``message_id``: its live session tries again later
-        (``Settings.delivery_retries``). A session not live is not loaded for it: loading
-        it announces its undelivered output again anyway."""
+        """An adapter could not send ``message_id`` (``error`` is what its ``render``
+        raised): its live session tries again later (``Settings.delivery_retries``) and
+        logs each try. A session not live is not loaded for it (loading it announces its
+        undelivered output again anyway): the failure is logged here, with its traceback."""
         with self._lock:
             entry = self._live.get(session_id)
-        if entry is None:
-            return
-        with contextlib.suppress(pykka.ActorDeadError):
-            entry.ref.tell(SendFailed(message_id=message_id, adapter=adapter, error=error))
+        if entry is not None:
+            try:
+                entry.ref.tell(SendFailed(message_id=message_id, adapter=adapter, error=error))
+                return
+            except pykka.ActorDeadError:
+                pass
+        log.error(
+            "session %s: %s could not send message %s (%s); the session is not live, so it "
+            "is sent again when the session is next loaded (its next input, or a restart)",
+            session_id, adapter.actor_class.__name__, message_id, describe_error(error),
+            exc_info=error,
+        )  # fmt: skip
 
     # -- passivation ---------------------------------------------------------------------------
 

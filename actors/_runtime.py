@@ -454,7 +454,11 @@ class Runtime(Asking, Approving):
         returns the head state.
 
         With ``settled`` (the default) it also waits until adapters have
-        reported every message they deliver as delivered.
+        reported every message they deliver as delivered. A session that is not
+        live (passivated, or not loaded since a restart) whose stored output waits
+        for one of this runtime's adapters is loaded for it, which announces that
+        output again (it is sent again); a session another worker runs (it holds
+        the lease) is answered from the store, as is one with nothing to deliver.
 
         On a front end (``run_sessions=False``) it waits, from the store, until the
         workers have answered every input and no turn runs (``settled`` is not
@@ -466,6 +470,7 @@ class Runtime(Asking, Approving):
         """
         if self._watch is not None:
             return self._wait_idle_stored(session_id, timeout)
+        stored: SessionState | None = None  # quiet in the store, loaded only to deliver
         if self.router.live(session_id) is None:
             info = self._call_store(lambda s: s.session(session_id) if session_id in s else None)
             if info is None:
@@ -475,10 +480,30 @@ class Runtime(Asking, Approving):
                     "it a message first, or list the stored sessions with Runtime.sessions()."
                 )
             if info.active_turn_id is None and not info.counts.get(Status.PENDING_AGENT):
-                return self._call_store(lambda s: s.load_state(session_id))
-        future = self.router.call(
-            session_id, lambda p: p.when_idle(settled), timeout=self.settings.ask_timeout
-        )
+                stored = self._call_store(lambda s: s.load_state(session_id))
+                if not (settled and self._delivers_on_load(stored)):
+                    return stored
+                # Loading the session announces its undelivered output again: wait for that.
+        try:
+            future = self.router.call(
+                session_id, lambda p: p.when_idle(settled), timeout=self.settings.ask_timeout
+            )
+        except OwnedElsewhere:
+            if stored is None:
+                raise
+            return stored  # another worker runs it: its adapters deliver the output
+        return self._await_idle(session_id, future, timeout, settled)
+
+    def _delivers_on_load(self, state: SessionState) -> bool:
+        """True when loading the session would announce output one of this runtime's
+        adapters delivers (what ``Loaded`` announces again: active undelivered output)."""
+        return any(m.active and self.gateway.expects_delivery(m) for m in state)
+
+    def _await_idle(
+        self, session_id: str, future: Any, timeout: float | None, settled: bool
+    ) -> SessionState:
+        """Wait for a ``when_idle`` future of the session's actor, dropping it if the wait
+        ends without its answer."""
         try:
             state: SessionState = future.get(timeout=timeout)
         except pykka.Timeout:
@@ -517,13 +542,15 @@ class Runtime(Asking, Approving):
         text: UserInput | str,
         fields: dict[str, Any],
         sink: Callable[[StreamEvent], None] | None,
+        *,
+        what: str,
     ) -> ReplyWaiter:
         if self._watch is None:
-            return super()._start_ask(session_id, text, fields, sink)
+            return super()._start_ask(session_id, text, fields, sink, what=what)
         # A front end: store the input for the workers, then watch the store for its answer.
         session_id = session_id_of(session_id)
         draft = user_draft(
-            "ask", session_id, text, fields, self.clock, self._limits(), artifacts=self._artifacts()
+            what, session_id, text, fields, self.clock, self._limits(), artifacts=self._artifacts()
         )
         message = self._route_input(session_id, draft)
         waiter = ReplyWaiter(sink)
@@ -571,7 +598,7 @@ class Runtime(Asking, Approving):
             hints.append(f"Raise the timeout, or interrupt the turn (interrupt({session_id!r})).")
         if "delivery" in why:
             hints.append(
-                "Is an adapter failing to send (see the amber.adapters log)? "
+                "Is an adapter failing to send (see the amber.session log)? "
                 "wait_idle(settled=False) does not wait for delivery."
             )
         return f"{head}: {'; '.join(why.values())}. {' '.join(hints)}"

@@ -74,7 +74,7 @@ from ._errors import InvalidConfig, RuntimeStopped, SessionGone
 from ._services import Services
 from ._tool_actor import ToolRequest
 
-__all__ = ["SendFailed", "SessionActor"]
+__all__ = ["SendFailed", "SessionActor", "describe_error"]
 
 log = logging.getLogger("amber.session")
 
@@ -101,8 +101,13 @@ class SendFailed:
     """The message it failed to send."""
     adapter: pykka.ActorRef[Any]
     """The adapter: told the message again when it is retried."""
-    error: str
-    """What went wrong, for the log."""
+    error: Exception
+    """What the adapter's ``render`` raised, for the log (its traceback when given up)."""
+
+
+def describe_error(error: BaseException) -> str:
+    """One line for the log: the exception's type and message."""
+    return f"{type(error).__name__}: {error}"
 
 
 @attrs.define
@@ -373,6 +378,8 @@ class SessionActor(pykka.ThreadingActor):
             # they sent meanwhile is stored here, or a restart would send it again.
             if isinstance(message, AskInput | Delivered):
                 self._svc.reroute(self.session_id, message)  # to the session's next actor
+            elif isinstance(message, SendFailed):
+                self._send_failed(message)  # logged: no retry is armed on a closed actor
             return None  # a report for a session that has shut down or passivated
         if isinstance(message, AskInput):
             return self._ask(message)
@@ -544,29 +551,38 @@ class SessionActor(pykka.ThreadingActor):
         (``Settings.delivery_retries`` times), then leave it undelivered until the session
         is next loaded, which announces it again. A closed actor (stopped, passivated) arms
         no retry: nothing would cancel it."""
+        what = (self.session_id, failed.adapter.actor_class.__name__, failed.message_id)
         if self._closed:
+            log.error(
+                "session %s: %s could not send message %s (%s); the session has stopped, so "
+                "it is sent again when the session is next loaded (its next input, or a "
+                "restart)",
+                *what, describe_error(failed.error), exc_info=failed.error,
+            )  # fmt: skip
             return
         state = self._machine.state
         if failed.message_id not in state or not awaits_delivery(state.message(failed.message_id)):
+            log.debug("session %s: %s could not send message %s, delivered meanwhile", *what)
             return  # delivered meanwhile (by another adapter, say)
         name = f"{_REDELIVER}{failed.message_id} {failed.adapter.actor_urn}"
         entry = self._redeliveries.get(name)
         failures = 1 if entry is None else entry.failures + 1
         settings = self._svc.settings
-        if failures > settings.delivery_retries:
+        tries = settings.delivery_retries + 1
+        if failures >= tries:
             self._redeliveries.pop(name, None)
-            log.warning(
-                "session %s: message %s could not be sent (%s); tried %d times, it is not "
-                "tried again until the session is next loaded (its next input, or a restart)",
-                self.session_id, failed.message_id, failed.error, failures,
+            log.error(
+                "session %s: %s could not send message %s, try %d of %d (%s); it is not tried "
+                "again until the session is next loaded (its next input, or a restart)",
+                *what, failures, tries, describe_error(failed.error), exc_info=failed.error,
             )  # fmt: skip
             return
         self._redeliveries[name] = _Redelivery(failed.message_id, failed.adapter, failures)
         delay = settings.delivery_delay(failures)
-        log.info(
-            "session %s: message %s could not be sent (%s); retry %d of %d in %g s",
-            self.session_id, failed.message_id, failed.error, failures,
-            settings.delivery_retries, delay,
+        # One line, no traceback: a platform blip a retry gets past is not an error.
+        log.warning(
+            "session %s: %s could not send message %s, try %d of %d (%s); trying again in %g s",
+            *what, failures, tries, describe_error(failed.error), delay,
         )  # fmt: skip
         self._set_timer(name, delay)
 

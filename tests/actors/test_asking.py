@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from typing import Any
 
@@ -27,7 +28,7 @@ from actors import (
     reply,
     tool,
 )
-from runtime import InvalidInput, Status, TurnOutcome
+from runtime import InvalidInput, Status, TurnOutcome, UserInput
 
 WAIT = 60.0
 
@@ -115,6 +116,36 @@ class TestAsk:
         with runtime() as rt:
             with pytest.raises(InvalidInput):
                 rt.ask("s1", "   ")
+            assert rt.sessions() == []
+
+    @pytest.mark.parametrize("method", ["send", "ask", "ask_async", "stream"])
+    def test_a_bad_field_names_the_method_called(self, method: str) -> None:
+        """A keyword that is no ``UserInput`` field, a ``UserInput`` with extra fields, or
+        input that is no text: ``InvalidInput`` naming the method the caller used
+        (``stream`` and ``ask_async`` said ``ask()``); nothing is stored."""
+        with runtime(reply("hi")) as rt:
+
+            def call(text: Any, **fields: Any) -> None:
+                if method in ("send", "ask"):
+                    getattr(rt, method)("s1", text, **fields)
+                    return
+
+                async def main() -> None:
+                    if method == "ask_async":
+                        await rt.ask_async("s1", text, **fields)
+                    else:
+                        async for _ in rt.stream("s1", text, **fields):
+                            pass
+
+                trio.run(main)
+
+            name = re.escape(f"{method}()")
+            with pytest.raises(InvalidInput, match=rf"^{name} takes the fields of UserInput"):
+                call("hi", sendr="Chii")
+            with pytest.raises(InvalidInput, match=rf"^{name} takes extra fields only"):
+                call(UserInput(text="hi"), sender="Chii")
+            with pytest.raises(InvalidInput, match=rf"^{name} takes a UserInput or a str"):
+                call(42)
             assert rt.sessions() == []
 
     @pytest.mark.parametrize("timeout", [-1, 0, float("nan"), float("inf"), "5", True])

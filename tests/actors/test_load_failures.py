@@ -93,7 +93,7 @@ class TestALoadThatCannotWrite:
         store = _with_pending_input()
         store.failing = True
         rt = make_runtime(model=ScriptedModel(lambda request: reply("ok")), store=store)
-        waiters = [rt._start_ask("s", f"q{i}", {}, None) for i in range(5)]
+        waiters = [rt._start_ask("s", f"q{i}", {}, None, what="ask") for i in range(5)]
         for waiter in waiters:
             assert waiter.wait(WAIT), "an ask was left waiting after its session's load failed"
             with pytest.raises(StoreError):

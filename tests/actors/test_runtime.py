@@ -21,6 +21,7 @@ from actors import (
     IdleTimeout,
     InvalidConfig,
     LiveChannelAdapter,
+    PlatformError,
     Runtime,
     ScriptedModel,
     SessionGone,
@@ -343,7 +344,7 @@ class TestIdleTimeoutSaysWhy:
             IdleTimeout,
             match=r"^Session 's' was not idle within 0\.2 s: 1 message waits for an adapter to "
             r"report it delivered \(msg_\w+\)\. Is an adapter failing to send \(see the "
-            r"amber\.adapters log\)\? wait_idle\(settled=False\) does not wait for delivery\.$",
+            r"amber\.session log\)\? wait_idle\(settled=False\) does not wait for delivery\.$",
         ):
             rt.wait_idle("s", timeout=0.2)
         assert rt.wait_idle("s", timeout=WAIT, settled=False).active_turn is None
@@ -904,11 +905,38 @@ class TestDeliveryRetries:
         ]
         assert [e.message_id for e in delivered] == [answer.id]
 
+    def test_a_failed_try_that_is_retried_logs_one_warning_line(
+        self, make_runtime: RuntimeFactory, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """Each failed try that will be retried logs one WARNING line (what failed, the try,
+        when it retries, the error's type and message) and no traceback; a platform blip
+        that a retry gets past logs no ERROR (a trial saw a full traceback per try)."""
+        wechat = FakePlatform("wechat")
+        rt = self.wechat_runtime(make_runtime, wechat, delivery_backoff=0.01)
+        wechat.fail_next(2)
+        with caplog.at_level(logging.DEBUG, logger="amber"):
+            rt.send("w", "q1", chatbot_id="wechat", channel_id="c")
+            state = rt.wait_idle("w", timeout=WAIT)  # settled: the third try delivered it
+        answer = list(state)[-1]
+        assert answer.status is Status.DELIVERED
+        amber = [r for r in caplog.records if r.name.startswith("amber")]
+        assert [r for r in amber if r.levelno >= logging.ERROR] == []
+        assert [r for r in amber if r.exc_info] == []
+        warnings = [r.getMessage() for r in amber if r.levelno == logging.WARNING]
+        refused = "PlatformError: wechat refused to send to channel 'c' (injected failure)."
+        assert warnings == [
+            f"session w: SilentChannelAdapter could not send message {answer.id}, try 1 of 6 "
+            f"({refused}); trying again in 0.01 s",
+            f"session w: SilentChannelAdapter could not send message {answer.id}, try 2 of 6 "
+            f"({refused}); trying again in 0.02 s",
+        ]
+
     def test_a_send_that_keeps_failing_is_given_up(
         self, make_runtime: RuntimeFactory, caplog: pytest.LogCaptureFixture
     ) -> None:
         """After delivery_retries retries the reply stays pending (until the session is next
-        loaded), nothing more is tried, the log says so, and the session may passivate."""
+        loaded), nothing more is tried, and the session may passivate. The tries that were
+        retried log a WARNING line each; the give-up logs at ERROR, with the traceback."""
         tries = 0
         third = Signal()
 
@@ -931,13 +959,21 @@ class TestDeliveryRetries:
         assert tries == 3
         answer = list(rt.state("w"))[-1]
         assert answer.status is Status.PENDING
-        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-        assert any(
-            f"message {answer.id} could not be sent (PlatformError: wechat refused to send on "
-            "channel 'c' (injected failure).); tried 3 times, it is not tried again until the "
-            "session is next loaded" in w
-            for w in warnings
-        ), warnings
+        amber = [r for r in caplog.records if r.name.startswith("amber")]
+        assert [(r.levelno, bool(r.exc_info)) for r in amber if r.levelno >= logging.WARNING] == [
+            (logging.WARNING, False),
+            (logging.WARNING, False),
+            (logging.ERROR, True),
+        ]
+        given_up = amber[-1]
+        assert given_up.getMessage() == (
+            f"session w: SilentChannelAdapter could not send message {answer.id}, try 3 of 3 "
+            "(PlatformError: wechat refused to send on channel 'c' (injected failure).); "
+            "it is not tried again until the session is next loaded (its next input, or a "
+            "restart)"
+        )
+        assert given_up.exc_info is not None
+        assert given_up.exc_info[0] is PlatformError
         assert proxy.close_if_idle(seq).get(timeout=WAIT) is True
 
     def test_a_session_with_a_retry_waiting_does_not_passivate(
@@ -956,10 +992,11 @@ class TestDeliveryRetries:
         assert wechat.transcript("c") == []
 
     def test_a_failure_reported_after_shutdown_sets_no_retry(
-        self, make_runtime: RuntimeFactory
+        self, make_runtime: RuntimeFactory, caplog: pytest.LogCaptureFixture
     ) -> None:
         """A send failure the stop drain reports to a session that has shut down arms no
-        retry timer on the closed actor (nothing would ever cancel it)."""
+        retry timer on the closed actor (nothing would ever cancel it); it is logged at
+        ERROR, as a give-up is."""
         wechat = FakePlatform("wechat")
         rt = self.wechat_runtime(make_runtime, wechat, delivery_backoff=3600)
         wechat.fail_next(1)
@@ -970,18 +1007,104 @@ class TestDeliveryRetries:
         (answer_id,) = proxy.retrying().get(timeout=WAIT)
         proxy.shutdown().get(timeout=WAIT)  # what a runtime stop does before its drain
         assert proxy.retrying().get(timeout=WAIT) == []
-        failed = SendFailed(message_id=answer_id, adapter=proxy.actor_ref, error="refused")
-        proxy.actor_ref.tell(failed)  # the actor handles its messages in order: told first
-        assert proxy.retrying().get(timeout=WAIT) == []
+        refused = PlatformError("refused")
+        failed = SendFailed(message_id=answer_id, adapter=proxy.actor_ref, error=refused)
+        caplog.clear()  # the first failure's warning
+        with caplog.at_level(logging.DEBUG, logger="amber"):
+            proxy.actor_ref.tell(failed)  # the actor handles its messages in order: told first
+            assert proxy.retrying().get(timeout=WAIT) == []
+        (record,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert record.levelno == logging.ERROR
+        assert "PlatformError: refused); the session has stopped" in record.getMessage()
 
-    def test_no_retries_when_turned_off(self, make_runtime: RuntimeFactory) -> None:
+    def test_a_failure_for_a_session_not_live_is_logged_once(
+        self, make_runtime: RuntimeFactory, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A failure reported for a session with no live actor (passivated, or stopped
+        before the adapters were drained) is not retried: the router logs it at ERROR,
+        with its traceback, and says when it is sent again."""
+        rt = self.wechat_runtime(make_runtime, FakePlatform("wechat"))
+        (adapter,) = rt.gateway.adapters
+        try:
+            raise PlatformError("wechat is down")
+        except PlatformError as exc:
+            refused = exc
+        with caplog.at_level(logging.DEBUG, logger="amber"):
+            rt.router.failed("gone", "msg_1", adapter, refused)
+        (record,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert (record.name, record.levelno) == ("amber.router", logging.ERROR)
+        assert record.getMessage() == (
+            "session gone: SilentChannelAdapter could not send message msg_1 (PlatformError: "
+            "wechat is down); the session is not live, so it is sent again when the session "
+            "is next loaded (its next input, or a restart)"
+        )
+        assert record.exc_info is not None
+        assert record.exc_info[1] is refused
+
+    def test_no_retries_when_turned_off(
+        self, make_runtime: RuntimeFactory, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """delivery_retries=0: the first failed try is the give-up, one ERROR with the
+        traceback."""
         wechat = FakePlatform("wechat")
         rt = self.wechat_runtime(make_runtime, wechat, delivery_retries=0)
         wechat.fail_next(1)
+        with caplog.at_level(logging.DEBUG, logger="amber"):
+            rt.send("w", "q1", chatbot_id="wechat", channel_id="c")
+            rt.wait_idle("w", timeout=WAIT, settled=False)
+            rt.gateway.drain(WAIT)
+            assert rt.router.live("w").retrying().get(timeout=WAIT) == []
+        amber = [r for r in caplog.records if r.name.startswith("amber")]
+        (given_up,) = [r for r in amber if r.levelno >= logging.WARNING]
+        assert given_up.levelno == logging.ERROR
+        assert "try 1 of 1 (PlatformError: " in given_up.getMessage()
+        assert given_up.exc_info is not None
+        assert given_up.exc_info[0] is PlatformError
+
+
+class TestSettledWaitOnAPassivatedSession:
+    """``wait_idle(settled=True)`` promises to wait until adapters have reported what they
+    deliver: a passivated session whose output is undelivered is loaded (which announces
+    that output again), not answered at once from the store."""
+
+    def test_undelivered_output_is_announced_again_and_waited_for(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """The trial's case: the send failed for good, the session passivated; a settled
+        wait returned at once with the reply still pending. It now loads the session, the
+        adapter sends the reply, and the wait returns once it is delivered."""
+        wechat = FakePlatform("wechat")
+        rt = make_runtime(
+            model=ScriptedModel([reply("answer one")]),
+            adapters=[SilentChannelAdapter.start(client=wechat)],
+            settings=Settings(passivate_after=0.01, delivery_retries=0),
+        )
+        wechat.fail_next(1)
         rt.send("w", "q1", chatbot_id="wechat", channel_id="c")
-        rt.wait_idle("w", timeout=WAIT, settled=False)
-        rt.gateway.drain(WAIT)
-        assert rt.router.live("w").retrying().get(timeout=WAIT) == []
+        assert rt.wait_passivated("w", timeout=WAIT)  # given up at once, then passivated
+        assert list(rt.state("w"))[-1].status is Status.PENDING
+        unsettled = rt.wait_idle("w", timeout=WAIT, settled=False)  # from the store
+        assert list(unsettled)[-1].status is Status.PENDING
+        assert rt.live_sessions() == []
+        state = rt.wait_idle("w", timeout=WAIT)
+        assert list(state)[-1].status is Status.DELIVERED
+        assert wechat.transcript("c") == ["answer one"]
+
+    def test_output_no_adapter_delivers_is_not_waited_for(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """Undelivered output for a platform no adapter serves: the wait answers from the
+        store, without loading the session (nothing would deliver it)."""
+        rt = make_runtime(
+            model=ScriptedModel([reply("answer one")]),
+            adapters=[SilentChannelAdapter.start(client=FakePlatform("wechat"))],
+            settings=Settings(passivate_after=0.01),
+        )
+        rt.send("s", "q1", chatbot_id="slack", channel_id="c")
+        assert rt.wait_passivated("s", timeout=WAIT)
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert list(state)[-1].status is Status.PENDING
+        assert rt.live_sessions() == []
 
 
 def test_model_view_is_clean_history(make_runtime: RuntimeFactory) -> None:

@@ -19,6 +19,7 @@ import trio
 
 from actors import (
     AskTimeout,
+    FakePlatform,
     IdleTimeout,
     InvalidConfig,
     NotAwaitingApproval,
@@ -27,6 +28,7 @@ from actors import (
     RuntimeStopped,
     ScriptedModel,
     Settings,
+    SilentChannelAdapter,
     tool,
 )
 from actors._answers import ReplyWaiter
@@ -37,6 +39,7 @@ from actors._leasing import store_input
 from runtime import (
     ApprovalDecided,
     Category,
+    InvalidInput,
     LeaseLost,
     ModelRequest,
     OrphanRecovered,
@@ -312,6 +315,25 @@ class TestFrontEnd:
         assert only.text == "streamed"  # type: ignore[attr-defined]
         assert front.live_sessions() == []
 
+    def test_a_bad_field_names_the_method_called(self, open_rt: Callable[..., Runtime]) -> None:
+        """On a front end too, ``stream`` and ``ask_async`` name themselves in the
+        ``InvalidInput`` for a keyword that is no ``UserInput`` field (they said ``ask()``);
+        nothing is stored."""
+        front = open_rt(None, run_sessions=False)
+
+        async def stream() -> None:
+            async for _ in front.stream("s", "hi", sendr="Chii"):
+                pass
+
+        async def ask_async() -> None:
+            await front.ask_async("s", "hi", sendr="Chii")
+
+        with pytest.raises(InvalidInput, match=r"^stream\(\) takes the fields of UserInput"):
+            trio.run(stream)
+        with pytest.raises(InvalidInput, match=r"^ask_async\(\) takes the fields of UserInput"):
+            trio.run(ask_async)
+        assert front.sessions() == []
+
     def test_an_ask_no_worker_answers_says_what_to_check(
         self, open_rt: Callable[..., Runtime]
     ) -> None:
@@ -512,6 +534,29 @@ class TestUndeliveredOutput:
             keeper.poll_now()
         assert worker.live_sessions() == []
         assert keeper.taken == 1
+
+    def test_a_settled_wait_on_a_session_another_worker_runs_reads_the_store(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """A settled wait_idle on a worker that does not run the session, whose output
+        waits for delivery, answers from the store: it does not raise OwnedElsewhere
+        trying to load the session to deliver it (the owner's adapters deliver it)."""
+        down = FakePlatform("wechat", fail_when=lambda *_: True)
+        settings = Settings(lease_ttl=30.0, lease_poll=3600.0, delivery_retries=0)
+        owner = open_rt(
+            ScriptedModel([reply("hi")]), settings=settings,
+            adapters=[SilentChannelAdapter.start(client=down)],
+        )  # fmt: skip
+        owner.send("s", "hello", chatbot_id="wechat", channel_id="c")
+        owner.wait_idle("s", timeout=60, settled=False)
+        other = open_rt(
+            ScriptedModel([]), settings=settings,
+            adapters=[SilentChannelAdapter.start(client=FakePlatform("wechat"))],
+        )  # fmt: skip
+        state = other.wait_idle("s", timeout=60)
+        assert [m.status for m in state.messages][-1] is Status.PENDING
+        assert other.live_sessions() == []
+        assert held_by(postgres_dsn, schema, "s") == owner.runner
 
 
 def store_seq(dsn: str, schema: str, session_id: str) -> int:
