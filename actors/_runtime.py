@@ -271,6 +271,7 @@ class Runtime(Asking, Approving):
                 monotonic=self.monotonic,
                 passivate=self.router.request_passivation,
                 forget=self.router.forget,
+                load_failed=self.router.load_failed,
                 reroute=self.router.reroute,
             )
             self.router.open(services)

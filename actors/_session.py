@@ -150,6 +150,7 @@ class SessionActor(pykka.ThreadingActor):
         If that fails (the store cannot be read, or cannot write what the load
         decides: a full disk), the actor stops at once and every call and ask
         already routed to it gets the error; the session's next call loads it again.
+        On a shared store its lease is then given back, so another worker may run it.
         """
         sid = self.session_id
         timeout = self._svc.settings.store_timeout
@@ -190,6 +191,9 @@ class SessionActor(pykka.ThreadingActor):
             else:  # a stop: answered as pykka answers it for a stopped actor
                 dead = pykka.ActorDeadError(f"Session actor {self.session_id!r} stopped.")
                 reply_to.set_exception((pykka.ActorDeadError, dead, None))
+        # After the callers are told (giving the lease back is a store call, which may
+        # wait as long as the failed load did).
+        self._svc.load_failed(self.session_id)
 
     def on_failure(self, *args: Any) -> None:  # pragma: no cover - logged by pykka too
         """Log an unexpected crash of the actor."""
