@@ -69,6 +69,7 @@ from runtime._turn_ops import takes_decision
 
 from ._answers import AskInput, CancelAsk, ReplyWaiter
 from ._asks import AskBook
+from ._damage import load_error
 from ._effects import EffectHandle
 from ._errors import InvalidConfig, RuntimeStopped, SessionGone
 from ._services import Services
@@ -160,9 +161,10 @@ class SessionActor(pykka.ThreadingActor):
                 self._machine = SessionMachine.load(state)
             self._step(Loaded(**self._svc.stamp()))
         except Exception as exc:
-            log.warning("session %s could not be loaded: %r", sid, exc)
+            error = load_error(exc, self._svc.store.store)
+            log.warning("session %s could not be loaded: %r", sid, error)
             log.debug("session %s: the load's failure", sid, exc_info=True)
-            self._fail_load(exc)
+            self._fail_load(error)
 
     def _fail_load(self, exc: Exception) -> None:
         """Stop without taking a message (pykka would drop the told ones, leaving an

@@ -8,19 +8,22 @@ is awaited is there; their 60 s bounds are hang guards, never a verdict.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from actors import Runtime, ScriptedModel, Settings
 from actors._drafts import user_draft
 from actors._ids import utc_now
 from actors._leasing import store_input
-from runtime import SessionState, StoreError, TurnSettings, reply
+from runtime import CorruptRow, SessionState, StoreError, TurnSettings, reply
 from runtime.store import PostgresStore
 
 SETTINGS = Settings(lease_ttl=30.0, lease_poll=3600.0, passivate_after=None)
@@ -134,3 +137,46 @@ class TestALoadThatFails:
                 assert listener.wait(60) == {"t"}  # 60 s: a hang guard
             finally:
                 listener.close()
+
+
+class TestADamagedSnapshot:
+    def test_the_error_says_how_to_mend_it_on_the_workers_store(
+        self, runtimes: list[Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """A session whose snapshot is damaged fails its callers (a damaged row is an
+        error); the error names the schema and what to stop, run and start again. Done as
+        it says, the session loads again."""
+        from click.testing import CliRunner
+
+        from actors._cli import cli
+
+        with Runtime(model=ScriptedModel([], fallback=reply("ok")), settings=SETTINGS,
+                     store=PostgresStore(postgres_dsn, schema=schema, snapshot_every=2)) as rt:  # fmt: skip
+            for n in range(2):
+                rt.ask("s", f"q{n}", sender="Chii", timeout=60)
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+            assert conn.execute(
+                "UPDATE snapshot_chunks SET body = %s WHERE part = 'messages'", (b"{}",)
+            ).rowcount
+        failing = _start(runtimes, PostgresStore(postgres_dsn, schema=schema), "ok")
+        with pytest.raises(CorruptRow) as raised:
+            failing.ask("s", "again", sender="Chii", timeout=60)
+        assert re.fullmatch(
+            r"Session 's' snapshot at seq \d+ is corrupt: messages chunk 0 does not match its "
+            r"digest: it was changed after it was written\. The session's event log is intact "
+            r"\(a snapshot is derived from it\), but a runtime loads the session from its "
+            r"snapshot, so every call for it fails until the snapshot is rebuilt: stop the "
+            r"workers and runtimes on this store, run 'AMBER_PG_SCHEMA=amber_test_\w+ amber "
+            r"recover --rebuild --db URL' with the workers' postgresql:// URL "
+            r"\(store\.rebuild\(\)\), and start them again\.",
+            str(raised.value),
+        ), str(raised.value)
+        failing.stop()
+        assert f"AMBER_PG_SCHEMA={schema} " in str(raised.value)
+        mended = CliRunner(env={"AMBER_PG_SCHEMA": schema, "AMBER_DB": None}).invoke(
+            cli, ["recover", "--rebuild", "--db", postgres_dsn], catch_exceptions=False
+        )
+        assert mended.exit_code == 0, mended.output
+        rt = _start(runtimes, PostgresStore(postgres_dsn, schema=schema), "ok")
+        assert rt.ask("s", "again", sender="Chii", timeout=60).text == "ok"
