@@ -17,7 +17,9 @@ With a ``PostgresStore`` several runtimes (workers) share one store. A
   new one.
 - **Release.** A session that passivates, and every session when the
   runtime stops, gives its lease back, so another worker may take it at once
-  (the poll gives back any that could not be given back then).
+  (the poll gives back any that could not be given back then). So does a
+  session whose load failed, unannounced: workers that all fail to load it (a
+  damaged row) would otherwise hand it to each other as fast as they could.
 - **Waiting for a person.** A session whose only work is a turn waiting for
   tool calls to be approved is not picked up (nothing would run; it would be
   loaded and passivated again at every poll) unless this runtime's
@@ -341,6 +343,7 @@ class LeaseKeeper:
         self._listener = self._call(lambda s: s.listener(others_only=True))
         self._router.claim = self.ensure  # no session is loaded here without its lease
         self._router.passivated = self._passivated
+        self._router.unloadable = self._unloadable
         self._thread.start()
         if self._wake:
             self.poll_now()
@@ -427,22 +430,33 @@ class LeaseKeeper:
                 self._pick_up(info.session_id)
                 self._renew_if_due()
 
-    def _passivated(self, session_id: str) -> None:
+    def _passivated(self, session_id: str, *, announce: bool = True) -> None:
         """A session passivated: give its lease back at once (any runtime may then run it,
         to approve a tool call, say), unless it was loaded again meanwhile."""
         try:
             lease = self._call(lambda s: s.held.get(session_id))
             if lease is not None:
-                self._router.unless_live(session_id, functools.partial(self._let_go, lease))
+                let_go = functools.partial(self._let_go, lease, announce=announce)
+                self._router.unless_live(session_id, let_go)
         except Exception:
             log.warning("could not give back the lease of %s; the next poll does", session_id,
                         exc_info=True)  # fmt: skip
 
-    def _let_go(self, lease: Any) -> None:
+    def _unloadable(self, session_id: str) -> None:
+        """A session's load failed (its callers got the error): give its lease back, so it
+        is not held (and renewed) here until a poll while no other worker may try it.
+
+        Not announced: workers that all fail to load it (a damaged row) would hand it to
+        each other as fast as they could. The others (and this one) try it at their next
+        poll, or when input for it comes.
+        """
+        self._passivated(session_id, announce=False)
+
+    def _let_go(self, lease: Any, *, announce: bool = True) -> None:
         """Give back the lease of a session that is not live (under the router's lock, so no
         actor is made for it meanwhile)."""
         with self._claims:
-            self._call(functools.partial(_release_unless_new, lease=lease))
+            self._call(functools.partial(_release_unless_new, lease=lease, announce=announce))
             self._lost.discard(lease.session_id)
 
     def _pick_up(self, session_id: str) -> None:
@@ -522,11 +536,11 @@ def _release(store: Any, *, lease: Any) -> Any:
     return store.release(lease)
 
 
-def _release_unless_new(store: Any, *, lease: Any) -> Any:
+def _release_unless_new(store: Any, *, lease: Any, announce: bool = True) -> Any:
     """Release ``lease`` if the store still holds it (not one a claim took meanwhile)."""
     if store.held.get(lease.session_id) != lease:
         return False
-    return store.release(lease)
+    return store.release(lease, announce=announce)
 
 
 def _renew(store: Any, *, lease: Any, now: datetime, ttl: timedelta) -> Any:

@@ -54,6 +54,9 @@ class Router:
         another worker holds it, and the session is not loaded here)."""
         self.passivated: Callable[[str], None] | None = None
         """With a shared store: gives back the lease of a session that passivated."""
+        self.unloadable: Callable[[str], None] | None = None
+        """With a shared store: gives back, unannounced, the lease of a session whose load
+        failed."""
 
     def open(self, services: Services) -> None:
         """Start routing, with the services new session actors get."""
@@ -275,6 +278,13 @@ class Router:
             if entry is not None and entry.ref is ref:
                 del self._live[session_id]
                 self._changed.notify_all()
+
+    def load_failed(self, session_id: str) -> None:
+        """A session's actor could not load it and stopped (its callers were told): its
+        lease is given back (a shared store), unless the session is live again, so that
+        another worker may run it rather than this one holding it until a poll."""
+        if self.unloadable is not None:
+            self.unloadable(session_id)
 
     def request_passivation(self, session_id: str, ref: pykka.ActorRef[Any], seq: int) -> None:
         """An idle actor asks to stop; decided off its thread (it must answer the ask)."""

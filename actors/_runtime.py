@@ -63,7 +63,7 @@ from ._router import Router
 from ._services import Monotonic, Services
 from ._settings import Settings
 from ._storage import StoreThread
-from ._stores import check_store, is_shared, open_store
+from ._stores import check_front_end_store, check_store, is_shared, open_store
 from ._tool_actor import ToolActor, ToolStats
 from ._toolbox import Toolbox
 from ._tools import Tool
@@ -102,7 +102,9 @@ class Runtime(Asking, Approving):
             ``approve`` and ``deny`` store decisions, and ``ask``, ``stream`` and
             ``wait_idle`` read the answer from the store when a worker has stored it.
             What needs the session's actor here raises ``OwnedElsewhere``:
-            ``interrupt``, and ``post`` of a notification (docs/scaling.md).
+            ``interrupt``, and ``post`` of a notification (docs/scaling.md). A store
+            that is not shared (a SQLite path, ``":memory:"``) raises ``InvalidConfig``
+            here, before any file is made.
 
     Ids are derived from the session and its seq by the turn machine
     (``msg_3fa1c2b9_000017`` is the message added at seq 17), so every
@@ -135,6 +137,8 @@ class Runtime(Asking, Approving):
             _check_adapters(self._adapter_refs)
             check_store(store)
             model = _front_end_model(model, run_sessions, resume)
+            if not run_sessions:
+                check_front_end_store(store)  # before start() opens (makes) a SQLite file
             self._configure(model, tools, settings, resume, runner)
         except BaseException:
             # The adapters were handed over with this call: nothing else will stop them.
@@ -212,16 +216,6 @@ class Runtime(Asking, Approving):
             with self._lock:
                 self._state = "new"  # nothing started: ``stop`` stops the adapters handed over
             raise
-        if not self.run_sessions and not is_shared(opened):
-            opened.close()
-            with self._lock:
-                self._state = "new"
-            raise InvalidConfig(
-                f"run_sessions=False makes a front end for workers that share a PostgreSQL "
-                f"store, but {opened!r} is not shared (one runtime runs a SQLite file, and it "
-                "hears no other process). Pass store='postgresql://…', or run the sessions "
-                "here (run_sessions=True, with a model)."
-            )
         path = getattr(opened, "path", None) if isinstance(opened, SQLiteStore) else None
         if isinstance(opened, SQLiteStore) and opened.why_read_only is not None:
             why = opened.why_read_only
@@ -277,6 +271,7 @@ class Runtime(Asking, Approving):
                 monotonic=self.monotonic,
                 passivate=self.router.request_passivation,
                 forget=self.router.forget,
+                load_failed=self.router.load_failed,
                 reroute=self.router.reroute,
             )
             self.router.open(services)

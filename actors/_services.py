@@ -3,7 +3,7 @@
 Session actors reach the rest of the runtime only through these: the store
 thread, the effects loop, the tool actors, the publisher (the gateway, seen
 through a narrow protocol so that nothing here imports it), the model, the
-settings, the clocks, and two callbacks into the router.
+settings, the clocks, and callbacks into the router.
 """
 
 from __future__ import annotations
@@ -62,6 +62,9 @@ class Services:
     """Called by an idle session actor: ``(session_id, its ref, its seq)``."""
     forget: Callable[[str, pykka.ActorRef[Any]], None]
     """Called by a session actor that stops on its own: ``(session_id, its ref)``."""
+    load_failed: Callable[[str], None]
+    """Called by a session actor whose load failed, once its callers were told: the
+    router gives the session's lease back (a shared store), unless it is live again."""
     reroute: Callable[[str, Any], None]
     """Called by a closed session actor with a message that must not be lost (an ask, a
     delivery report): the router tells it to the session's next actor."""

@@ -69,6 +69,7 @@ from runtime._turn_ops import takes_decision
 
 from ._answers import AskInput, CancelAsk, ReplyWaiter
 from ._asks import AskBook
+from ._damage import load_error
 from ._effects import EffectHandle
 from ._errors import InvalidConfig, RuntimeStopped, SessionGone
 from ._services import Services
@@ -155,6 +156,7 @@ class SessionActor(pykka.ThreadingActor):
         If that fails (the store cannot be read, or cannot write what the load
         decides: a full disk), the actor stops at once and every call and ask
         already routed to it gets the error; the session's next call loads it again.
+        On a shared store its lease is then given back, so another worker may run it.
         """
         sid = self.session_id
         timeout = self._svc.settings.store_timeout
@@ -164,9 +166,10 @@ class SessionActor(pykka.ThreadingActor):
                 self._machine = SessionMachine.load(state)
             self._step(Loaded(**self._svc.stamp()))
         except Exception as exc:
-            log.warning("session %s could not be loaded: %r", sid, exc)
+            error = load_error(exc, self._svc.store.store)
+            log.warning("session %s could not be loaded: %r", sid, error)
             log.debug("session %s: the load's failure", sid, exc_info=True)
-            self._fail_load(exc)
+            self._fail_load(error)
 
     def _fail_load(self, exc: Exception) -> None:
         """Stop without taking a message (pykka would drop the told ones, leaving an
@@ -195,6 +198,9 @@ class SessionActor(pykka.ThreadingActor):
             else:  # a stop: answered as pykka answers it for a stopped actor
                 dead = pykka.ActorDeadError(f"Session actor {self.session_id!r} stopped.")
                 reply_to.set_exception((pykka.ActorDeadError, dead, None))
+        # After the callers are told (giving the lease back is a store call, which may
+        # wait as long as the failed load did).
+        self._svc.load_failed(self.session_id)
 
     def on_failure(self, *args: Any) -> None:  # pragma: no cover - logged by pykka too
         """Log an unexpected crash of the actor."""

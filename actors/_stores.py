@@ -10,7 +10,7 @@ from runtime.store._pg_names import DEFAULT_SCHEMA, schema_problem, url_problem
 
 from ._errors import InvalidConfig
 
-__all__ = ["check_store", "is_shared", "open_store", "pg_schema"]
+__all__ = ["check_front_end_store", "check_store", "is_shared", "open_store", "pg_schema"]
 
 
 def check_store(store: object) -> None:
@@ -29,6 +29,24 @@ def check_store(store: object) -> None:
     raise InvalidConfig(
         f"store must be a Store, a path to a SQLite file, a postgresql:// URL, or ':memory:' "
         f"(got {store!r} that is a {type(store).__name__!r})."
+    )
+
+
+def check_front_end_store(store: Store | str | os.PathLike[str]) -> None:
+    """Refuse, without opening it, a store a front end (``run_sessions=False``) cannot use:
+    one that is not shared by workers (a SQLite path, ``":memory:"``, a ``Store`` that is
+    not shared). Checking before opening leaves no SQLite file behind.
+
+    Raises:
+        InvalidConfig: ``store`` is not a PostgreSQL URL nor a shared ``Store``.
+    """
+    if is_postgres_url(store) or (isinstance(store, Store) and is_shared(store)):
+        return
+    raise InvalidConfig(
+        f"run_sessions=False makes a front end for workers that share a PostgreSQL store, "
+        f"but store={store!r} is not shared (a SQLite file or an in-memory store serves one "
+        "runtime, and it hears no other process). Pass store='postgresql://…', or run the "
+        "sessions here (run_sessions=True, with a model)."
     )
 
 

@@ -287,17 +287,19 @@ class PostgresStore(SqlStore):
         self._held[lease.session_id] = renewed
         return renewed
 
-    def release(self, lease: Lease) -> bool:
+    def release(self, lease: Lease, *, announce: bool = True) -> bool:
         """Give the lease up (it expires at once). False when it was lost already.
 
         A lease given back is announced on the channel (in the same transaction), so a
         worker that could not take the session a moment before, while this store held it,
-        takes it now instead of at its next poll.
+        takes it now instead of at its next poll. ``announce=False`` leaves the others to
+        their next poll (a session whose load failed: workers that all fail to load it
+        would hand it to each other as fast as they could).
         """
         self._held.pop(lease.session_id, None)
         with self._write(()) as db:
             released = release(db, lease)
-            if released:
+            if released and announce:
                 self._notify.add(lease.session_id)
             return released
 

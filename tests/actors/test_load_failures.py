@@ -4,6 +4,8 @@ is told the store's error, nothing acknowledged is lost, and the next call loads
 from __future__ import annotations
 
 import asyncio
+import re
+import shlex
 import sqlite3
 import threading
 from datetime import UTC, datetime
@@ -16,7 +18,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors import AskTimeout, Runtime, ScriptedModel, SessionGone, Settings, hang, reply
-from runtime import Category, MessageAdded, Status, StoreError, TurnStarted, new_message
+from runtime import (
+    Category,
+    CorruptRow,
+    MessageAdded,
+    Status,
+    StoreError,
+    TurnStarted,
+    new_message,
+)
 from runtime.store import MemoryStore, SQLiteStore
 from runtime.testing import check_invariants
 
@@ -283,3 +293,69 @@ class TestATurnThatCannotStart:
         state = rt.wait_idle("s", timeout=WAIT)
         assert state.message(second.id).status is Status.PROCESSED
         check_invariants(rt.timeline("s"))
+
+
+class TestASessionWhoseSnapshotIsDamaged:
+    def test_its_callers_are_told_exactly_how_to_mend_it(self, tmp_path: Path) -> None:
+        """A runtime fails a session whose snapshot is damaged (by design: a damaged row is
+        an error, and the log is read whole only by ``amber recover --rebuild``); the error
+        says the log is intact and what to run, on this store, to mend it. Run as said, the
+        session loads again with every event kept."""
+        from cli_support import amber
+
+        db = tmp_path / "my store.db"
+        with Runtime(model=ScriptedModel([], fallback=reply("ok")),
+                     store=SQLiteStore(db, snapshot_every=5)) as rt:  # fmt: skip
+            for n in range(3):
+                rt.ask("s", f"q{n}", timeout=WAIT)
+        with sqlite3.connect(db) as conn:
+            (seq,) = conn.execute("SELECT seq FROM snapshots WHERE session_id = 's'").fetchone()
+            conn.execute("UPDATE snapshot_chunks SET body = X'7B7D' WHERE part = 'messages'")
+        conn.close()
+        with (
+            Runtime(model=ScriptedModel([], fallback=reply("ok")), store=db) as rt,
+            pytest.raises(CorruptRow) as raised,
+        ):
+            rt.ask("s", "again", timeout=WAIT)
+        assert (raised.value.session_id, raised.value.seq) == ("s", seq)
+        assert re.fullmatch(
+            rf"Session 's' snapshot at seq {seq} is corrupt: messages chunk 0 does not match "
+            r"its digest: it was changed after it was written\. The session's event log is "
+            r"intact \(a snapshot is derived from it\), but a runtime loads the session from its "
+            r"snapshot, so every call for it fails until the snapshot is rebuilt: stop the "
+            r"runtime, run 'amber recover --rebuild --db .*' \(store\.rebuild\(\)\), and start "
+            r"it again\.",
+            str(raised.value),
+        ), str(raised.value)
+        command = re.search(r"'(amber recover [^']*(?:'[^']*'[^']*)*)' \(", str(raised.value))
+        assert command is not None
+        words = shlex.split(command.group(1))
+        assert words[:3] == ["amber", "recover", "--rebuild"]
+        assert amber(*words[1:]).exit_code == 0
+        with Runtime(model=ScriptedModel([], fallback=reply("ok")), store=db) as rt:
+            assert rt.ask("s", "again", timeout=WAIT).text == "ok"
+            state = rt.wait_idle("s", timeout=WAIT)
+        assert [m.content for m in state if m.role.value == "user"] == ["q0", "q1", "q2", "again"]
+
+    def test_a_damaged_summary_row_names_the_store_and_the_stop(self, tmp_path: Path) -> None:
+        """Another derived row's error (a summary row) names the store in its command and
+        says to stop the runtime around the rebuild; other errors are left as they are."""
+        from actors._damage import load_error
+
+        damaged = CorruptRow(
+            "Session 's': its summary row has seq 'x', which is not a seq. Rebuild the summary "
+            "with 'amber recover --rebuild'.",
+            session_id="s",
+        )
+        with SQLiteStore(tmp_path / "a.db") as store:
+            error = load_error(damaged, store)
+            other = StoreError("Cannot write: database or disk is full.")
+            assert load_error(other, store) is other
+        assert isinstance(error, CorruptRow)
+        assert (error.session_id, error.seq, error.__cause__) == ("s", None, damaged)
+        assert str(error) == (
+            "Session 's': its summary row has seq 'x', which is not a seq. Rebuild the summary "
+            f"with 'amber recover --rebuild --db {tmp_path / 'a.db'}'. Stop the runtime before, "
+            "and start it again after: a rebuild under a running runtime can damage the "
+            "snapshots of the sessions it holds."
+        )

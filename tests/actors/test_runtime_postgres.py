@@ -388,11 +388,18 @@ class TestFrontEnd:
             Runtime(store=":memory:", run_sessions=False, resume="all")
         with pytest.raises(InvalidConfig, match="run_sessions must be True or False"):
             Runtime(store=":memory:", run_sessions="no")  # type: ignore[arg-type]
-        front = Runtime(store=str(tmp_path / "a.db"), run_sessions=False)
-        with pytest.raises(InvalidConfig, match="is not shared"):
-            front.start()
-        assert not (tmp_path / "a.db.runner").exists()
-        front.stop()
+
+    def test_a_front_end_on_a_sqlite_file_makes_no_file(self, tmp_path: Path) -> None:
+        """A front end given a SQLite path (or ':memory:') is refused before any store is
+        opened: no file is left behind."""
+        for store in (str(tmp_path / "a.db"), tmp_path / "b.db", ":memory:"):
+            with pytest.raises(
+                InvalidConfig,
+                match=r"^run_sessions=False makes a front end for workers that share a "
+                r"PostgreSQL store, but .* is not shared .* Pass store='postgresql://…'",
+            ):
+                Runtime(store=store, run_sessions=False).start()
+        assert list(tmp_path.iterdir()) == []
 
 
 class GatedModel:

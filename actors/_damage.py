@@ -1,0 +1,75 @@
+"""What a runtime tells the callers of a session it cannot load because a derived row is
+damaged (its snapshot, its summary row).
+
+A damaged row is an error, never skipped (DESIGN §9, docs/reliability.md): the
+session fails until its derived rows are written again from its event log, which
+is intact. The store's error (``runtime.store`` knows no runtime nor CLI) says
+``'amber recover --rebuild'``; a runtime's caller is told exactly what to do on
+this store: stop the runtime (a rebuild under a running runtime can damage the
+snapshots of the sessions it holds), run the command naming the store, and start
+it again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+
+from runtime import CorruptRow
+from runtime.store import SQLiteStore, Store
+
+__all__ = ["load_error"]
+
+_HINT = "'amber recover --rebuild'"
+"""The command the store's errors suggest, quoted as they write it."""
+
+_SNAPSHOT_MEND = re.compile(
+    r" (?:Snapshots(?: and checkpoints)? are rebuilt from the event log by "
+    r"|Snapshots can be rebuilt from the event log: )"
+    r"'amber recover --rebuild'(?: \(store\.rebuild\(\)\))?\.$"
+)
+"""How the store's snapshot errors end."""
+
+
+def load_error(exc: Exception, store: Store) -> Exception:
+    """The error a session's failed load gives its callers: ``exc``, or for a damaged
+    derived row a ``CorruptRow`` (same session and seq) that says the log is intact and
+    how to mend the row on this store."""
+    text = str(exc)
+    if not isinstance(exc, CorruptRow) or _HINT not in text:
+        return exc
+    command, runtime, them = _rebuild(store)
+    if _SNAPSHOT_MEND.search(text):
+        mend = (
+            " The session's event log is intact (a snapshot is derived from it), but a runtime "
+            "loads the session from its snapshot, so every call for it fails until the "
+            f"snapshot is rebuilt: stop {runtime}, run {command} (store.rebuild()), and "
+            f"start {them} again."
+        )
+        text = _SNAPSHOT_MEND.sub(lambda match: mend, text)
+    else:
+        text = text.replace(_HINT, command) + (
+            f" Stop {runtime} before, and start {them} again after: a rebuild under a running "
+            "runtime can damage the snapshots of the sessions it holds."
+        )
+    error = CorruptRow(text, session_id=exc.session_id, seq=exc.seq)
+    error.__cause__ = exc
+    return error
+
+
+def _rebuild(store: Store) -> tuple[str, str, str]:
+    """The rebuild command for ``store`` (quoted as the store's errors quote it), who must
+    be stopped before it runs, and the pronoun for them."""
+    if isinstance(store, SQLiteStore):
+        words = ["amber", "recover", "--rebuild", "--db", os.path.abspath(store.path)]
+        return f"'{shlex.join(words)}'", "the runtime", "it"
+    schema = getattr(store, "schema", None)
+    if getattr(store, "shared", False) and isinstance(schema, str):
+        return (
+            f"'AMBER_PG_SCHEMA={shlex.quote(schema)} amber recover --rebuild --db URL' with "
+            "the workers' postgresql:// URL",
+            "the workers and runtimes on this store",
+            "them",
+        )
+    return _HINT, "the runtime", "it"

@@ -1,0 +1,182 @@
+"""A session whose load fails on a shared PostgreSQL store gives its lease back at once, so
+another worker may run it, and its callers still get the store's error.
+
+Two runtimes in one process stand for two workers. The workers' poll is an hour: only
+what the failing load does explains a lease given back. Waits poll the store until what
+is awaited is there; their 60 s bounds are hang guards, never a verdict.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from actors import Runtime, ScriptedModel, Settings
+from actors._drafts import user_draft
+from actors._ids import utc_now
+from actors._leasing import store_input
+from runtime import CorruptRow, SessionState, StoreError, TurnSettings, reply
+from runtime.store import PostgresStore
+
+SETTINGS = Settings(lease_ttl=30.0, lease_poll=3600.0, passivate_after=None)
+
+
+class LoadFailingStore(PostgresStore):
+    """A PostgreSQL store whose ``load_state`` fails (a damaged row, a read that failed);
+    ``tried`` is set at the first try."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tried = threading.Event()
+
+    def load_state(self, session_id: str, *args: Any, **kwargs: Any) -> SessionState:
+        self.tried.set()
+        raise StoreError(f"Cannot read session {session_id!r} (injected).")
+
+
+@pytest.fixture
+def schema(postgres_dsn: str, pg_schema: Callable[[], str]) -> str:
+    return pg_schema()
+
+
+@pytest.fixture
+def runtimes() -> Iterator[list[Runtime]]:
+    made: list[Runtime] = []
+    yield made
+    for rt in made:
+        rt.stop()
+
+
+def _start(made: list[Runtime], store: PostgresStore, answer: str, **options: Any) -> Runtime:
+    rt = Runtime(model=ScriptedModel([], fallback=reply(answer)), store=store, settings=SETTINGS,
+                 **options)  # fmt: skip
+    made.append(rt)
+    return rt.start()
+
+
+def _held_by(dsn: str, schema: str, session_id: str) -> str | None:
+    with PostgresStore(dsn, schema=schema) as store:
+        lease = store.lease(session_id)
+    return None if lease is None or lease.expires_at <= datetime.now(UTC) else lease.owner
+
+
+def _wait_for(what: Callable[[], bool], why: str) -> None:
+    deadline = time.monotonic() + 60  # a hang guard
+    while not what():
+        assert time.monotonic() < deadline, f"not within 60 s: {why}"
+        time.sleep(0.02)
+
+
+def _store_input(dsn: str, schema: str, session_id: str, text: str) -> None:
+    """Store an input as a front end does (nobody runs the session yet)."""
+    draft = user_draft("send", session_id, text, {"sender": "Chii"}, utc_now, SETTINGS.input_limits)
+    with PostgresStore(dsn, schema=schema) as store:
+        store_input(store, session_id, draft, settings=TurnSettings(), at=utc_now())
+
+
+class TestALoadThatFails:
+    def test_the_caller_gets_the_error_and_another_worker_may_run_the_session(
+        self, runtimes: list[Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """A send whose session cannot be loaded raises the StoreError, as on SQLite; the
+        lease its claim took is given back (it was held, and renewed, until a poll), so
+        another runtime runs the session at once."""
+        failing = _start(runtimes, LoadFailingStore(postgres_dsn, schema=schema), "never")
+        _store_input(postgres_dsn, schema, "s", "first")
+        with pytest.raises(StoreError, match=r"^Cannot read session 's' \(injected\)\.$"):
+            failing.send("s", "second", sender="Chii")
+        _wait_for(lambda: _held_by(postgres_dsn, schema, "s") is None, "the lease is given back")
+        assert failing.live_sessions() == []
+        other = _start(runtimes, PostgresStore(postgres_dsn, schema=schema), "answered")
+        assert other.ask("s", "third", sender="Chii", timeout=60).text == "answered"
+        state = other.wait_idle("s", timeout=60)
+        assert [m.content for m in state if m.role.value == "user"] == ["first", "third"]
+
+    def test_a_worker_leaves_it_to_the_others(
+        self, runtimes: list[Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """A worker that picks up a session with input waiting and cannot load it gives the
+        lease back: the session does not sit held by it, and another worker's poll runs
+        it."""
+        _store_input(postgres_dsn, schema, "s", "waiting")
+        store = LoadFailingStore(postgres_dsn, schema=schema)
+        worker = _start(runtimes, store, "never", resume="all")
+        assert store.tried.wait(60), "the worker did not pick the session up"  # a hang guard
+        _wait_for(lambda: _held_by(postgres_dsn, schema, "s") is None, "the lease is given back")
+        assert worker.live_sessions() == []
+        other = _start(runtimes, PostgresStore(postgres_dsn, schema=schema), "answered",
+                       resume="all")  # fmt: skip
+        state = other.wait_idle("s", timeout=60)
+        assert [m.content for m in state if m.role.value == "assistant"] == ["answered"]
+
+    def test_giving_the_lease_back_is_not_announced(
+        self, runtimes: list[Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """The lease of a session that could not be loaded is given back without a NOTIFY:
+        two workers that both fail to load it (a damaged row) would otherwise hand it to
+        each other as fast as they can. The others take it at their next poll."""
+        failing = _start(runtimes, LoadFailingStore(postgres_dsn, schema=schema), "never")
+        _store_input(postgres_dsn, schema, "s", "first")
+        with PostgresStore(postgres_dsn, schema=schema) as other:
+            listener = other.listener()
+            try:
+                with pytest.raises(StoreError, match="injected"):
+                    failing.send("s", "hi", sender="Chii")
+                _wait_for(
+                    lambda: _held_by(postgres_dsn, schema, "s") is None, "the lease is given back"
+                )
+                _store_input(postgres_dsn, schema, "t", "after")  # notified after the release
+                assert listener.wait(60) == {"t"}  # 60 s: a hang guard
+            finally:
+                listener.close()
+
+
+class TestADamagedSnapshot:
+    def test_the_error_says_how_to_mend_it_on_the_workers_store(
+        self, runtimes: list[Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """A session whose snapshot is damaged fails its callers (a damaged row is an
+        error); the error names the schema and what to stop, run and start again. Done as
+        it says, the session loads again."""
+        from click.testing import CliRunner
+
+        from actors._cli import cli
+
+        with Runtime(model=ScriptedModel([], fallback=reply("ok")), settings=SETTINGS,
+                     store=PostgresStore(postgres_dsn, schema=schema, snapshot_every=2)) as rt:  # fmt: skip
+            for n in range(2):
+                rt.ask("s", f"q{n}", sender="Chii", timeout=60)
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+            assert conn.execute(
+                "UPDATE snapshot_chunks SET body = %s WHERE part = 'messages'", (b"{}",)
+            ).rowcount
+        failing = _start(runtimes, PostgresStore(postgres_dsn, schema=schema), "ok")
+        with pytest.raises(CorruptRow) as raised:
+            failing.ask("s", "again", sender="Chii", timeout=60)
+        assert re.fullmatch(
+            r"Session 's' snapshot at seq \d+ is corrupt: messages chunk 0 does not match its "
+            r"digest: it was changed after it was written\. The session's event log is intact "
+            r"\(a snapshot is derived from it\), but a runtime loads the session from its "
+            r"snapshot, so every call for it fails until the snapshot is rebuilt: stop the "
+            r"workers and runtimes on this store, run 'AMBER_PG_SCHEMA=amber_test_\w+ amber "
+            r"recover --rebuild --db URL' with the workers' postgresql:// URL "
+            r"\(store\.rebuild\(\)\), and start them again\.",
+            str(raised.value),
+        ), str(raised.value)
+        failing.stop()
+        assert f"AMBER_PG_SCHEMA={schema} " in str(raised.value)
+        mended = CliRunner(env={"AMBER_PG_SCHEMA": schema, "AMBER_DB": None}).invoke(
+            cli, ["recover", "--rebuild", "--db", postgres_dsn], catch_exceptions=False
+        )
+        assert mended.exit_code == 0, mended.output
+        rt = _start(runtimes, PostgresStore(postgres_dsn, schema=schema), "ok")
+        assert rt.ask("s", "again", sender="Chii", timeout=60).text == "ok"
