@@ -417,6 +417,20 @@ class ModelCallStarted(Event):
         validator=attrs.validators.optional(attrs.validators.instance_of(RequestRecord)),
     )
     """What the request was built from, if the model reported it."""
+    started_at: datetime | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_check.aware)
+    )
+    """When the call started, if before this event (the row's ``started_at``; else ``at``):
+    a call cut off before its stream's first chunk is opened by the event that ends its
+    turn, and this is the time of the step that called the model."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.started_at is not None and self.started_at > self.at:
+            raise InvalidEvent(
+                f"ModelCallStarted seq {self.seq}: started_at {self.started_at.isoformat()} is "
+                f"after the event's at {self.at.isoformat()}; a call starts before the event "
+                "that opens its row, or leave started_at None."
+            )
 
 
 @attrs.frozen(kw_only=True)
