@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from runtime import InvalidInput, Message, SessionState, UnknownSession
+from runtime._article import type_named
 
 from ._drafts import session_id_of
 from ._errors import NotAwaitingApproval, OwnedElsewhere
@@ -147,17 +148,17 @@ def _check_decision(verb: str, call_id: object, reason: object, by: object) -> N
     """Refuse a decision's arguments of the wrong type before the session is asked."""
     if not isinstance(call_id, str) or not call_id:
         raise InvalidInput(
-            f"{verb}() takes the tool call's id as a str (got {call_id!r} that is a "
-            f"{type(call_id).__name__!r}): the id of a call that waits, like "
+            f"{verb}() takes the tool call's id as a str (got {call_id!r} that is "
+            f"{type_named(call_id)}): the id of a call that waits, like "
             "rt.pending_approvals(session)[0].tool_call.id, or ApprovalNeeded.call_id."
         )
     if reason is not None and not isinstance(reason, str):
         raise InvalidInput(
-            f"{verb}() takes a reason that is a str or None (got {reason!r} that is a "
-            f"{type(reason).__name__!r}); the model reads it in the denial."
+            f"{verb}() takes a reason that is a str or None (got {reason!r} that is "
+            f"{type_named(reason)}); the model reads it in the denial."
         )
     if by is not None and not isinstance(by, str):
         raise InvalidInput(
-            f"{verb}() takes by= as a str or None (got {by!r} that is a {type(by).__name__!r}); "
+            f"{verb}() takes by= as a str or None (got {by!r} that is {type_named(by)}); "
             "it names who decided, for the record."
         )

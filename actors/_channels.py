@@ -34,6 +34,7 @@ from runtime import (
     Update,
     canonical,
 )
+from runtime._article import article, type_named
 
 from ._adapter import Adapter
 from ._errors import InvalidConfig
@@ -154,10 +155,10 @@ def _check_client(adapter: type[_ChatAdapter], client: object) -> ChatPlatform:
     for name in needs:
         if not callable(getattr(client, name, None)):
             methods = " and ".join(_SIGNATURES[n] for n in needs)
-            methods = f"{methods} methods" if len(needs) > 1 else f"a {methods} method"
+            methods = f"{methods} methods" if len(needs) > 1 else f"{article(methods)} method"
             raise InvalidConfig(
                 f"{adapter.__name__} needs a client with {methods} (a ChatPlatform); got "
-                f"{client!r} that is a {type(client).__name__!r}, which has no {name} method."
+                f"{client!r} that is {type_named(client)}, which has no {name} method."
             )
     return client  # type: ignore[return-value]
 

@@ -24,6 +24,7 @@ from runtime import (
     check_session_id,
     new_message,
 )
+from runtime._article import type_named
 from runtime._storable import session_id_problem
 
 __all__ = ["post_draft", "session_id_of", "user_draft"]
@@ -78,7 +79,7 @@ def user_draft(
         user_input = text
     else:
         raise InvalidInput(
-            f"{what}() takes a UserInput or a str (got {text!r} that is a {type(text).__name__!r})."
+            f"{what}() takes a UserInput or a str (got {text!r} that is {type_named(text)})."
         )
     # Built once here so that every rule is checked before the session sees it.
     message = user_input.to_message(
@@ -123,8 +124,8 @@ def post_draft(
     """
     if not isinstance(category, Category):
         raise InvalidInput(
-            f"post() takes a Category (like Category.CRON_PROMPT); got {category!r} that is a "
-            f"{type(category).__name__!r}."
+            f"post() takes a Category (like Category.CRON_PROMPT); got {category!r} that is "
+            f"{type_named(category)}."
         )
     if not (category.is_input or category is Category.NOTIFICATION):
         allowed = "cron prompts, compaction requests, background alerts and notifications"

@@ -37,6 +37,7 @@ from runtime import (
     Update,
     UserInput,
 )
+from runtime._article import article, type_named
 from runtime.store import SessionInfo, SQLiteStore, Store
 
 from ._adapter import Adapter
@@ -759,7 +760,7 @@ def _tool_list(tools: object) -> list[Any]:
         example = f"[{name}]" if callable(tools) and isinstance(name, str) else "[my_tool]"
         raise InvalidConfig(
             f"tools takes a list of tools (functions, or Tools made with tool(...)); got "
-            f"{tools!r} that is a {type(tools).__name__!r}. Write tools={example}."
+            f"{tools!r} that is {type_named(tools)}. Write tools={example}."
         )
     return list(tools)
 
@@ -773,8 +774,8 @@ def _adapter_list(adapters: object) -> list[Any]:
         )
     if isinstance(adapters, str | bytes) or not hasattr(adapters, "__iter__"):
         raise InvalidConfig(
-            f"adapters takes a list of adapter refs (got {adapters!r} that is a "
-            f"{type(adapters).__name__!r}); write adapters=[SomeAdapter.start(...)]."
+            f"adapters takes a list of adapter refs (got {adapters!r} that is "
+            f"{type_named(adapters)}); write adapters=[SomeAdapter.start(...)]."
         )
     return list(adapters)
 
@@ -792,18 +793,18 @@ def _check_adapters(refs: list[Any]) -> None:
         if isinstance(ref, Adapter):
             name = type(ref).__name__
             raise InvalidConfig(
-                f"{what} is a {name} that was never started (got {ref!r}); pass "
+                f"{what} is {article(name)} that was never started (got {ref!r}); pass "
                 f"{name}.start(...), the ref of a started actor, not {name}(...)."
             )
         if not isinstance(ref, pykka.ActorRef):
             raise InvalidConfig(
                 "adapters takes started Adapter actors (the refs SomeAdapter.start(...) "
-                f"returns); {what} is {ref!r} that is a {type(ref).__name__!r}."
+                f"returns); {what} is {ref!r} that is {type_named(ref)}."
             )
         name = ref.actor_class.__name__
         if not issubclass(ref.actor_class, Adapter):
             raise InvalidConfig(
-                f"{what} runs a {name}, which is not an Adapter; subclass actors.Adapter "
+                f"{what} runs {article(name)}, which is not an Adapter; subclass actors.Adapter "
                 "(it takes the runtime's updates and reports deliveries)."
             )
         if not ref.is_alive():

@@ -17,6 +17,7 @@ from runtime import (
     TurnSettings,
     Window,
 )
+from runtime._article import article
 
 from ._errors import InvalidConfig
 
@@ -145,8 +146,8 @@ def _kind(expected: str, ok: Any, how: str) -> Any:
     def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         if not ok(value):
             raise InvalidConfig(
-                f"Settings.{attribute.name} must be {expected} (got {value!r} that is a "
-                f"{type(value).__name__}); {how}"
+                f"Settings.{attribute.name} must be {expected} (got {value!r} that is "
+                f"{article(type(value).__name__)}); {how}"
             )
 
     return check

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from runtime._article import type_named
 from runtime.store import MemoryStore, SQLiteStore, Store, is_postgres_url
 from runtime.store._pg_names import DEFAULT_SCHEMA, schema_problem, url_problem
 
@@ -28,7 +29,7 @@ def check_store(store: object) -> None:
         return
     raise InvalidConfig(
         f"store must be a Store, a path to a SQLite file, a postgresql:// URL, or ':memory:' "
-        f"(got {store!r} that is a {type(store).__name__!r})."
+        f"(got {store!r} that is {type_named(store)})."
     )
 
 

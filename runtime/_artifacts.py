@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from typing import Protocol, runtime_checkable
 
+from ._article import type_named
 from ._errors import MissingArtifact
 from ._message import Attachment, Message
 
@@ -53,7 +54,7 @@ def load_attachment(store: ArtifactStore | None, message: Message, attachment: A
         ) from error
     if not isinstance(data, bytes | bytearray | memoryview):
         raise MissingArtifact(
-            f"{where}: the artifact store returned a {type(data).__name__!r}, expected bytes."
+            f"{where}: the artifact store returned {type_named(data)}, expected bytes."
         )
     data = bytes(data)
     if attachment.sha256 is not None:

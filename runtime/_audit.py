@@ -19,6 +19,7 @@ import attrs
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
+from ._article import type_named
 from ._checks import EVENT_CHECKS as _check
 from ._checks import to_milliseconds
 from ._errors import InvalidEvent
@@ -88,8 +89,8 @@ def audit_calls(value: Any) -> PVector[AuditCall]:
     for i, item in enumerate(items):
         if not isinstance(item, AuditCall):
             raise InvalidEvent(
-                f"tool_calls[{i}] must be an AuditCall (got {shown(item)} that is a "
-                f"{type(item).__name__!r})."
+                f"tool_calls[{i}] must be an AuditCall (got {shown(item)} that is "
+                f"{type_named(item)})."
             )
     return items
 
@@ -100,8 +101,7 @@ def audit_retries(value: Any) -> PVector[ModelRetry]:
     for i, item in enumerate(items):
         if not isinstance(item, ModelRetry):
             raise InvalidEvent(
-                f"retries[{i}] must be a ModelRetry (got {shown(item)} that is a "
-                f"{type(item).__name__!r})."
+                f"retries[{i}] must be a ModelRetry (got {shown(item)} that is {type_named(item)})."
             )
     return items
 

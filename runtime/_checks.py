@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from ._article import type_named
 from ._errors import InvalidEvent, InvalidMessage
 from ._repr import value_repr
 from ._storable import MAX_SEQ, MAX_SESSION_ID_CHARS, session_id_problem, shown, text_problem
@@ -20,7 +21,7 @@ __all__ = ["EVENT_CHECKS", "MESSAGE_CHECKS", "Checks", "to_milliseconds"]
 
 
 def _kind(value: object) -> str:
-    return f"{shown(value)} that is a {type(value).__name__!r}"
+    return f"{shown(value)} that is {type_named(value)}"
 
 
 def _number(value: object) -> str:

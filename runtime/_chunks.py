@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from ._article import type_named
 from ._json import FrozenJSON, freeze_map
 from ._message import Usage
 from ._retry import ModelRetry
@@ -148,4 +149,4 @@ Chunk = (
 
 def describe_chunk(chunk: Any) -> str:
     """A short name for an unexpected value in a stream (for error messages)."""
-    return f"{chunk!r} that is a {type(chunk).__name__!r}"
+    return f"{chunk!r} that is {type_named(chunk)}"

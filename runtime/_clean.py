@@ -31,6 +31,7 @@ from typing import Any
 
 import attrs
 
+from ._article import type_named
 from ._artifacts import ArtifactStore, load_attachment
 from ._category import _NO_METADATA, INPUT_CATEGORIES, Category
 from ._errors import ProjectionError
@@ -459,18 +460,18 @@ def check_options(
 ) -> None:
     if not isinstance(state, SessionState):
         raise TypeError(
-            f"clean_history() takes a SessionState (got {state!r} that is a "
-            f"{type(state).__name__!r}); pass timeline.head or timeline.at(seq)."
+            f"clean_history() takes a SessionState (got {state!r} that is "
+            f"{type_named(state)}); pass timeline.head or timeline.at(seq)."
         )
     if window is not None and not isinstance(window, Window):
         raise TypeError(
-            f"window must be a Window or None (got {window!r} that is a "
-            f"{type(window).__name__!r}); pass e.g. Window(max_tokens=100_000)."
+            f"window must be a Window or None (got {window!r} that is "
+            f"{type_named(window)}); pass e.g. Window(max_tokens=100_000)."
         )
     if artifacts is not None and not isinstance(artifacts, ArtifactStore):
         raise TypeError(
             f"artifacts must be an ArtifactStore, an object with read(attachment) -> bytes "
-            f"(got {artifacts!r} that is a {type(artifacts).__name__!r})."
+            f"(got {artifacts!r} that is {type_named(artifacts)})."
         )
     if max_result_chars is not None and (
         isinstance(max_result_chars, bool)

@@ -27,6 +27,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from pyrsistent import pvector
 from pyrsistent import typing as ptyping
 
+from ._article import article
 from ._audit import AuditRow, AuditStatus
 from ._errors import DecodeError
 from ._events import EVENT_TYPES, Event, TurnOutcome
@@ -69,7 +70,7 @@ def _got(value: object) -> str:
     try:
         return _short.repr(value)
     except Exception:  # a repr that fails must not hide the real problem
-        return f"a {type(value).__name__}"
+        return article(type(value).__name__)
 
 
 def _strict_int(value: object, _: type) -> int:
@@ -116,7 +117,7 @@ def _strict_enum(value: object, kind: type[enum.Enum]) -> enum.Enum:
     except ValueError:
         allowed = ", ".join(repr(m.value) for m in kind)
         raise ValueError(
-            f"{_got(value)} is not a {kind.__name__} (expected one of {allowed})"
+            f"{_got(value)} is not {article(kind.__name__)} (expected one of {allowed})"
         ) from None
 
 
@@ -279,7 +280,7 @@ def _structure_event(value: object, wanted: type[Event]) -> Event:
             f"unknown event kind {_got(kind)}; expected one of {', '.join(sorted(EVENT_TYPES))}"
         )
     if not issubclass(cls, wanted):
-        raise ValueError(f"expected a {wanted.kind!r} event, got kind {kind!r}")
+        raise ValueError(f"expected {article(repr(wanted.kind))} event, got kind {kind!r}")
     return _event_structure(cls)(data, cls)
 
 

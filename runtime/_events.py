@@ -17,12 +17,13 @@ import attrs
 from pyrsistent import pvector
 from pyrsistent.typing import PMap, PVector
 
+from ._article import article, type_named
 from ._audit import AuditCall, AuditStatus, audit_calls, audit_retries
 from ._checks import EVENT_CHECKS as _check
 from ._checks import to_milliseconds
 from ._errors import InvalidEvent
 from ._json import FrozenJSON, freeze_metadata, freeze_metrics
-from ._message import Message, Status, Usage, article
+from ._message import Message, Status, Usage
 from ._replace import slot_setter
 from ._repr import value_repr
 from ._request import RequestRecord
@@ -57,7 +58,7 @@ def _seq(instance: object, attribute: attrs.Attribute[Any], value: object) -> No
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be a non-negative int "
-            f"(got {shown(value)} that is a {type(value).__name__!r})."
+            f"(got {shown(value)} that is {type_named(value)})."
         )
     if value > MAX_SEQ:
         raise InvalidEvent(
@@ -102,7 +103,7 @@ def _instance(kind: type) -> Any:
         if type(value) is not kind and not isinstance(value, kind):
             raise InvalidEvent(
                 f"{type(instance).__name__}.{attribute.name} must be {article(kind.__name__)} "
-                f"(got {shown(value)} that is a {type(value).__name__!r})."
+                f"(got {shown(value)} that is {type_named(value)})."
             )
 
     return check
@@ -112,7 +113,7 @@ def _optional_message(instance: object, attribute: attrs.Attribute[Any], value: 
     if value is not None and not isinstance(value, Message):
         raise InvalidEvent(
             f"{type(instance).__name__}.{attribute.name} must be a Message or None "
-            f"(got {shown(value)} that is a {type(value).__name__!r})."
+            f"(got {shown(value)} that is {type_named(value)})."
         )
 
 
@@ -138,8 +139,7 @@ def _messages(value: object) -> PVector[Message]:
     for i, item in enumerate(items):
         if not isinstance(item, Message):
             raise InvalidEvent(
-                f"messages[{i}] must be a Message (got {shown(item)} that is a "
-                f"{type(item).__name__!r})."
+                f"messages[{i}] must be a Message (got {shown(item)} that is {type_named(item)})."
             )
     return items
 
@@ -151,7 +151,7 @@ def _turns(value: object) -> Sequence[Turn]:
     for i, item in enumerate(items):
         if not isinstance(item, Turn):
             raise InvalidEvent(
-                f"turns[{i}] must be a Turn (got {shown(item)} that is a {type(item).__name__!r})."
+                f"turns[{i}] must be a Turn (got {shown(item)} that is {type_named(item)})."
             )
     return items
 
@@ -417,6 +417,20 @@ class ModelCallStarted(Event):
         validator=attrs.validators.optional(attrs.validators.instance_of(RequestRecord)),
     )
     """What the request was built from, if the model reported it."""
+    started_at: datetime | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_check.aware)
+    )
+    """When the call started, if before this event (the row's ``started_at``; else ``at``):
+    a call cut off before its stream's first chunk is opened by the event that ends its
+    turn, and this is the time of the step that called the model."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.started_at is not None and self.started_at > self.at:
+            raise InvalidEvent(
+                f"ModelCallStarted seq {self.seq}: started_at {self.started_at.isoformat()} is "
+                f"after the event's at {self.at.isoformat()}; a call starts before the event "
+                "that opens its row, or leave started_at None."
+            )
 
 
 @attrs.frozen(kw_only=True)

@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 from pyrsistent.typing import PVector
 
+from ._article import type_named
 from ._category import _DEFAULT, _NO_METADATA, Category, category_of
 from ._message import _NO_ITEMS, Message
 from ._replace import constructor
@@ -416,8 +417,8 @@ def session_history(state: SessionState) -> tuple[Message, ...]:
     """
     if not isinstance(state, SessionState):
         raise TypeError(
-            f"session_history() takes a SessionState (got {state!r} that is a "
-            f"{type(state).__name__!r}); pass timeline.head or timeline.at(seq)."
+            f"session_history() takes a SessionState (got {state!r} that is "
+            f"{type_named(state)}); pass timeline.head or timeline.at(seq)."
         )
     blocks = list(blocks_newest_first(state))
     blocks.reverse()

@@ -16,10 +16,11 @@ import attrs
 from pyrsistent import pvector
 from pyrsistent.typing import PMap, PVector
 
+from ._article import article, type_named
 from ._category import Category, new_message
 from ._errors import InvalidArgument, InvalidInput, InvalidMessage
 from ._json import FrozenJSON, freeze_map
-from ._message import Attachment, BrowserElement, Message, article
+from ._message import Attachment, BrowserElement, Message
 from ._storable import MAX_SESSION_ID_CHARS, session_id_problem, text_problem
 
 __all__ = ["InputLimits", "UserInput", "check_session_id", "validate_input"]
@@ -65,8 +66,7 @@ def _text_field(name: str, *, optional: bool = False) -> Any:
         if not isinstance(value, str):
             wanted = "a str or None" if optional else "a str"
             raise InvalidInput(
-                f"Input {name} must be {wanted} (got {_shown(value)} that is a "
-                f"{type(value).__name__!r})."
+                f"Input {name} must be {wanted} (got {_shown(value)} that is {type_named(value)})."
             )
         problem = text_problem(value)
         if problem is not None:
@@ -86,8 +86,7 @@ def _items(name: str) -> Any:
             return pvector()
         if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
             raise InvalidInput(
-                f"Input {name} must be a list (got {_shown(value)} that is a "
-                f"{type(value).__name__!r})."
+                f"Input {name} must be a list (got {_shown(value)} that is {type_named(value)})."
             )
         return pvector(value)
 
@@ -189,8 +188,8 @@ def _check_types(name: str, items: Iterable[object], kind: type) -> None:
     for i, item in enumerate(items):
         if not isinstance(item, kind):
             raise InvalidInput(
-                f"{name}[{i}] must be {article(kind.__name__)} (got {_shown(item)} that is a "
-                f"{type(item).__name__!r})."
+                f"{name}[{i}] must be {article(kind.__name__)} (got {_shown(item)} that is "
+                f"{type_named(item)})."
             )
 
 
@@ -202,8 +201,8 @@ def validate_input(user_input: UserInput, limits: InputLimits | None = None) -> 
     """
     if not isinstance(user_input, UserInput):
         raise InvalidInput(
-            f"validate_input() takes a UserInput (got {_shown(user_input)} that is a "
-            f"{type(user_input).__name__!r}); build one with UserInput(text=...)."
+            f"validate_input() takes a UserInput (got {_shown(user_input)} that is "
+            f"{type_named(user_input)}); build one with UserInput(text=...)."
         )
     limits = limits or InputLimits()
     # A UserInput checks its fields when built; these catch one built around that.

@@ -22,6 +22,7 @@ from pyrsistent import PMap as PMapABC
 from pyrsistent import PVector as PVectorABC
 from pyrsistent import pmap, pvector
 
+from ._article import type_named
 from ._errors import InvalidArgument
 from ._storable import INT_MAX, INT_MIN, MAX_DEPTH, text_problem
 
@@ -116,7 +117,7 @@ def _freeze(value: object, path: str, depth: int, error: type[Exception]) -> Fro
         return pvector(frozen)
     raise error(
         f"{_at(path)} must be a JSON-like value (None, bool, int, float, str, list or dict) "
-        f"(got {_short(value)} that is a {type(value).__name__!r}); convert it before storing it."
+        f"(got {_short(value)} that is {type_named(value)}); convert it before storing it."
     )
 
 
@@ -155,8 +156,8 @@ def freeze_map(
         return _EMPTY
     if not isinstance(value, Mapping):
         raise error(
-            f"{_at(path)} must be a mapping with string keys (got {_short(value)} that is a "
-            f"{type(value).__name__!r})."
+            f"{_at(path)} must be a mapping with string keys (got {_short(value)} that is "
+            f"{type_named(value)})."
         )
     return _freeze_map(value, path, 0, error)
 
@@ -169,8 +170,7 @@ def _freeze_map(
     for key, item in value.items():
         if type(key) is not str:
             raise error(
-                f"{_at(path)} keys must be strings (got {_short(key)} that is a "
-                f"{type(key).__name__!r})."
+                f"{_at(path)} keys must be strings (got {_short(key)} that is {type_named(key)})."
             )
         problem = text_problem(key)
         if problem is not None:

@@ -17,6 +17,8 @@ dead runner left (DESIGN §9).
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import attrs
 from pyrsistent import pmap
 from pyrsistent.typing import PMap
@@ -109,6 +111,9 @@ class TurnRun:
     """The model call in flight, if any."""
     model_started: float = 0.0
     """Monotonic start of that call."""
+    model_started_at: datetime | None = None
+    """Wall clock of the step that called the model (the time its input carried): the start
+    of the row of a call cut off before its first chunk."""
     source_key: str = ""
     """Audit key of the current call (``<turn id>#<call index>``)."""
     operation_id: str | None = None

@@ -19,6 +19,7 @@ from pyrsistent import PVector as PVectorABC
 from pyrsistent import pvector
 from pyrsistent.typing import PMap, PVector
 
+from ._article import article, type_named
 from ._checks import MESSAGE_CHECKS as _check
 from ._errors import InvalidMessage
 from ._json import FrozenJSON, freeze_arguments, freeze_metadata
@@ -85,11 +86,6 @@ class Status(enum.StrEnum):
     """An intermediate (thought, tool call, tool result) recorded; not yet rendered."""
     DELIVERED = "delivered"
     """An adapter sent, rendered or silently absorbed it."""
-
-
-def article(noun: str) -> str:
-    """``noun`` with its indefinite article (``an Attachment``, ``a Message``)."""
-    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
 def _to_enum(kind: type[_E], value: object) -> _E:
@@ -245,7 +241,7 @@ def _vector_of(kind: type[_T], field: str, value: object) -> PVector[_T]:
         if not isinstance(item, kind):
             raise InvalidMessage(
                 f"Message.{field}[{i}] must be {article(kind.__name__)} "
-                f"(got {shown(item)} that is a {type(item).__name__!r})."
+                f"(got {shown(item)} that is {type_named(item)})."
             )
     if isinstance(value, PVectorABC):
         return value

@@ -91,7 +91,7 @@ def model_call_started(state: SessionState, event: ModelCallStarted) -> SessionS
         role=event.role,
         sequence=event.sequence,
         status=AuditStatus.RUNNING,
-        started_at=event.at,
+        started_at=event.at if event.started_at is None else event.started_at,
         started_seq=event.seq,
         model=event.model,
         request=event.request,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._article import type_named
 from ._errors import (
     EventRejected,
     ForeignEvent,
@@ -62,7 +63,7 @@ def apply(state: SessionState, event: Event) -> SessionState:
     if handler is None:
         raise TypeError(
             f"apply() takes an Amber event (one of {_EVENT_NAMES}); "
-            f"got {event!r} that is a {type(event).__name__!r}."
+            f"got {event!r} that is {type_named(event)}."
         )
     if event.session_id != state.session_id:
         raise ForeignEvent(

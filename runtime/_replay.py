@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 import orjson
 
+from ._article import type_named
 from ._artifacts import ArtifactStore
 from ._audit import AuditRow
 from ._clean import clean_history
@@ -161,7 +162,7 @@ def find_call(state: SessionState, call: int | str) -> AuditRow:
     if isinstance(call, bool) or not isinstance(call, int | str):
         raise TypeError(
             "call must be an int (its number), a str (its source key or operation id) or an "
-            f"AuditRow (got {call!r} that is a {type(call).__name__!r})."
+            f"AuditRow (got {call!r} that is {type_named(call)})."
         )
     rows = state.model_calls()
     for row in rows:

@@ -150,7 +150,9 @@ def model_ended(s: Step, input: ModelEnded) -> None:
         return
     s.run = run = replace(run, assembly=None)
     opened = run.operation_id is not None
-    if not opened and not open_call(s, response.id or run.stream_id, response.request):
+    if not opened and not open_call(
+        s, response.id or run.stream_id, response.request, chunkless=True
+    ):
         return
     run = s.run
     assert run is not None

@@ -19,6 +19,7 @@ import enum
 
 import attrs
 
+from ._article import type_named
 from ._category import Category, category_of
 from ._errors import UnknownTurn
 from ._history import blocks_newest_first, order_key
@@ -149,8 +150,8 @@ def ui_segments(state: SessionState, turn_id: str | None = None) -> tuple[Segmen
     """
     if not isinstance(state, SessionState):
         raise TypeError(
-            f"ui_segments() takes a SessionState (got {state!r} that is a "
-            f"{type(state).__name__!r}); pass timeline.head or timeline.at(seq)."
+            f"ui_segments() takes a SessionState (got {state!r} that is "
+            f"{type_named(state)}); pass timeline.head or timeline.at(seq)."
         )
     if turn_id is None:
         turn_id = state.active_turn_id or next(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._article import type_named
 from ._artifacts import ArtifactStore
 from ._category import Category, category_of
 from ._clean import DEFAULT_MAX_RESULT_CHARS, clean_history
@@ -41,8 +42,8 @@ def source_view(
         return source
     if not isinstance(source, SessionState):
         raise TypeError(
-            f"{name}() takes a SessionState or a ModelView (got {source!r} that is a "
-            f"{type(source).__name__!r}); pass timeline.head or timeline.at(seq)."
+            f"{name}() takes a SessionState or a ModelView (got {source!r} that is "
+            f"{type_named(source)}); pass timeline.head or timeline.at(seq)."
         )
     return clean_history(
         source, window=window, artifacts=artifacts, max_result_chars=max_result_chars
@@ -62,7 +63,7 @@ def system_text(name: str, system: str | Message | None) -> str | None:
     if not isinstance(system, str):
         raise TypeError(
             f"{name}(system=...) takes a str, a system prompt Message or None (got "
-            f"{system!r} that is a {type(system).__name__!r})."
+            f"{system!r} that is {type_named(system)})."
         )
     return system if system.strip() else None
 

@@ -25,6 +25,8 @@ import re
 import reprlib
 import unicodedata
 
+from ._article import article, type_named
+
 __all__ = [
     "INT_MAX",
     "INT_MIN",
@@ -102,7 +104,7 @@ def shown(value: object) -> str:
     try:
         return _SHORT.repr(value)
     except Exception:  # a repr that fails (or recurses) must not hide the real problem
-        return f"a {type(value).__name__}"
+        return article(type(value).__name__)
 
 
 def session_id_problem(value: object) -> str | None:
@@ -112,7 +114,7 @@ def session_id_problem(value: object) -> str | None:
     Unicode, with no control characters (NUL, newline, escape …).
     """
     if not isinstance(value, str):
-        return f"it must be a str (got {shown(value)} that is a {type(value).__name__!r})"
+        return f"it must be a str (got {shown(value)} that is {type_named(value)})"
     if not value:
         return "it must not be empty"
     if len(value) > MAX_SESSION_ID_CHARS:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, overload
 
 import attrs
 
+from ._article import type_named
 from ._errors import ReplayMismatch, SeqOutOfRange
 from ._events import Event
 from ._fork import fork_parts
@@ -199,7 +200,7 @@ class Timeline:
 
     def _position(self, seq: int, *, what: str = "state") -> int:
         if isinstance(seq, bool) or not isinstance(seq, int):
-            raise TypeError(f"seq must be an int (got {seq!r} that is a {type(seq).__name__!r}).")
+            raise TypeError(f"seq must be an int (got {seq!r} that is {type_named(seq)}).")
         low = self.first_seq if what == "state" else self.first_seq + 1
         if not low <= seq <= self.last_seq:
             if self.last_seq < low:

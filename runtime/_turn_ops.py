@@ -145,6 +145,7 @@ def call_model(s: Step) -> None:
         calls=run.calls + 1,
         model_run=run_id,
         model_started=s.mono,
+        model_started_at=s.at,
         source_key=f"{run.turn_id}#{run.calls}",
         operation_id=None,
         stream_id=run_id,
@@ -159,24 +160,30 @@ def call_model(s: Step) -> None:
         s.command(SetTimer(name=model_timer(run_id), seconds=settings.model_timeout))
 
 
-def open_call(s: Step, operation_id: str, sent: RequestSent | None = None) -> bool:
+def open_call(
+    s: Step, operation_id: str, sent: RequestSent | None = None, *, chunkless: bool = False
+) -> bool:
     """Open (or, the same again, confirm) the audit row of the current model call.
 
     ``sent`` is what the model reported sending: the row records what the
     request was built from, so it can be rebuilt (``rebuild_request``). An
     operation id the turn used already (a provider that reuses its ids) gives
     way to the call's source key. A start that contradicts the call's row
-    fails the turn; returns False then.
+    fails the turn; returns False then. A row opened by a chunk of the stream
+    starts then; ``chunkless``: no chunk opens it (the call failed or ended
+    before its first one), so it starts when the model was called.
     """
     try:
-        _start_call(s, operation_id, sent)
+        _start_call(s, operation_id, sent, chunkless=chunkless)
     except AuditConflict as exc:
         fail(s, f"the model-call audit refused the call's start: {exc}")
         return False
     return True
 
 
-def _start_call(s: Step, operation_id: str, sent: RequestSent | None) -> None:
+def _start_call(
+    s: Step, operation_id: str, sent: RequestSent | None, *, chunkless: bool = False
+) -> None:
     """``open_call``'s event (``AuditConflict`` if the audit refuses it)."""
     run = s.run
     assert run is not None
@@ -196,6 +203,7 @@ def _start_call(s: Step, operation_id: str, sent: RequestSent | None) -> None:
         sequence=sequence,
         model=s.settings.model_name,
         request=None if row is not None else _record(s, sent),
+        started_at=run.model_started_at if chunkless and row is None else None,
     )
     s.run = replace(run, operation_id=run.operation_id or operation_id)
 
@@ -208,9 +216,10 @@ def open_cut_call(s: Step) -> None:
     off by an interrupt, a failure or a stop before that chunk was still
     made (and may be billed), so it gets its row here, under the run's id,
     for the event that ends the turn to close (``interrupted``, ``failed``,
-    ``abandoned``). The attempts refused before it are not kept: only a
-    finished call records them. A call the model never reported sending
-    leaves no row, as before.
+    ``abandoned``). Its ``started_at`` is when the model was called (the time of
+    that step's input), its ``finished_at`` when it was cut off. The attempts
+    refused before it are not kept: only a finished call records them. A call
+    the model never reported sending leaves no row, as before.
     """
     run = s.run
     if run is None or run.model_run is None or run.operation_id is not None:
@@ -219,7 +228,7 @@ def open_cut_call(s: Step) -> None:
     if assembly is None or (assembly.request is None and not assembly.retries):
         return
     try:
-        _start_call(s, run.stream_id, assembly.request)
+        _start_call(s, run.stream_id, assembly.request, chunkless=True)
     except AuditConflict as exc:  # the turn ends anyway: say why the call has no row
         s.command(
             Warn(
@@ -263,7 +272,7 @@ def model_failed(
     run = s.run
     assert run is not None
     sent = run.assembly.request if run.assembly is not None else None
-    if run.operation_id is None and not open_call(s, run.stream_id, sent):
+    if run.operation_id is None and not open_call(s, run.stream_id, sent, chunkless=True):
         return
     run = s.run
     assert run is not None

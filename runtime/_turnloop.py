@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._article import type_named
 from ._category import new_message
 from ._commands import Announce, Decision, Passivate
 from ._errors import EventRejected
@@ -79,7 +80,7 @@ def step(machine: SessionMachine, settings: TurnSettings, input: Input) -> Decis
     if handler is None:
         raise TypeError(
             "step() takes one of the machine's inputs (InputArrived, ModelChunk, ToolDone, "
-            f"Interrupt, TimerFired, …); got {input!r} that is a {type(input).__name__!r}."
+            f"Interrupt, TimerFired, …); got {input!r} that is {type_named(input)}."
         )
     s = Step(machine, settings, input)
     handler(s, input)

@@ -28,6 +28,7 @@ from types import MappingProxyType
 
 import attrs
 
+from ._article import type_named
 from ._category import Category, category_of
 from ._errors import ProjectionError
 from ._message import Message
@@ -169,8 +170,8 @@ def channel_rule(kind: ChannelKind | str, what: Category | Message) -> ChannelRu
         what = category_of(what)
     if not isinstance(what, Category):
         raise TypeError(
-            f"channel_rule() takes a Category or a Message (got {what!r} that is a "
-            f"{type(what).__name__!r})."
+            f"channel_rule() takes a Category or a Message (got {what!r} that is "
+            f"{type_named(what)})."
         )
     return CHANNEL_RULES[channel][what]
 

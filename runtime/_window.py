@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from ._article import type_named
 from ._errors import ProjectionError
 from ._history import Block
 from ._state import SessionState, added_seq
@@ -59,7 +60,7 @@ def _budget(instance: object, attribute: attrs.Attribute[Any], value: object) ->
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ProjectionError(
             f"Window.{attribute.name} must be a non-negative int or None for no limit "
-            f"(got {value!r} that is a {type(value).__name__!r})."
+            f"(got {value!r} that is {type_named(value)})."
         )
 
 
@@ -67,15 +68,15 @@ def _count(instance: object, attribute: attrs.Attribute[Any], value: object) -> 
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ProjectionError(
             f"Window.{attribute.name} must be a non-negative int "
-            f"(got {value!r} that is a {type(value).__name__!r})."
+            f"(got {value!r} that is {type_named(value)})."
         )
 
 
 def _callable(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not callable(value):
         raise ProjectionError(
-            f"Window.count_tokens must be a function from str to int (got {value!r} that is a "
-            f"{type(value).__name__!r}); pass e.g. approx_tokens."
+            f"Window.count_tokens must be a function from str to int (got {value!r} that is "
+            f"{type_named(value)}); pass e.g. approx_tokens."
         )
 
 
@@ -104,8 +105,8 @@ class Window:
         n = self.count_tokens(text)
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ProjectionError(
-                f"Window.count_tokens must return a non-negative int (got {n!r} that is a "
-                f"{type(n).__name__!r} for a text of {len(text)} characters)."
+                f"Window.count_tokens must return a non-negative int (got {n!r} that is "
+                f"{type_named(n)} for a text of {len(text)} characters)."
             )
         return n
 

@@ -53,6 +53,7 @@ from runtime import (
     check_session_id,
     storable_text,
 )
+from runtime._article import article
 from runtime.store import DEFAULT_SCHEMA, SQLiteStore, SqlStore, Store, is_postgres_url
 from runtime.store._pg_names import schema_problem, url_problem
 
@@ -554,7 +555,7 @@ def _default(value: Any) -> Any:
         return {str(k): canonical(value[k]) for k in sorted(value, key=str)}
     if isinstance(value, Sequence) and not isinstance(value, str):
         return list(value)
-    raise TypeError(f"Cannot print a {type(value).__name__} as JSON.")
+    raise TypeError(f"Cannot print {article(type(value).__name__)} as JSON.")
 
 
 def emit_json(data: object) -> None:

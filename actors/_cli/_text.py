@@ -14,6 +14,7 @@ import orjson
 from rich.text import Span, Text
 
 from runtime import INTERRUPTED_MARK, Category, Message, Status, canonical, category_of
+from runtime._article import article
 
 from .._terminal import json_safe, safe
 
@@ -192,4 +193,4 @@ def json_view(data: object) -> JSON:
 def _bytes(value: object) -> str:
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
-    raise TypeError(f"Cannot print a {type(value).__name__} as JSON.")
+    raise TypeError(f"Cannot print {article(type(value).__name__)} as JSON.")

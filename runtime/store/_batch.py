@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from .._article import type_named
 from .._errors import InvalidArgument, InvalidEvent, SeqConflict
 from .._events import Event
 from .._reducer import apply
@@ -19,8 +20,8 @@ def check_session_id(session_id: object) -> str:
     """``session_id`` if a session can have it; ``InvalidArgument`` saying why not otherwise."""
     if not isinstance(session_id, str) or not session_id:
         raise InvalidArgument(
-            f"session_id must be a non-empty str (got {session_id!r} that is a "
-            f"{type(session_id).__name__!r})."
+            f"session_id must be a non-empty str (got {session_id!r} that is "
+            f"{type_named(session_id)})."
         )
     problem = session_id_problem(session_id)
     if problem is not None:
@@ -82,8 +83,8 @@ def check_batch(
     for position, event in enumerate(batch):
         if not isinstance(event, Event) or type(event) is Event:
             raise InvalidArgument(
-                f"append() takes Amber events; item {position} is {event!r} that is a "
-                f"{type(event).__name__!r}. Nothing was stored."
+                f"append() takes Amber events; item {position} is {event!r} that is "
+                f"{type_named(event)}. Nothing was stored."
             )
         state = heads.get(event.session_id)
         if state is None:

@@ -6,6 +6,7 @@ from datetime import datetime
 
 import attrs
 
+from .._article import type_named
 from .._errors import InvalidArgument
 from .._repr import value_repr
 from .._state import SessionState
@@ -58,6 +59,6 @@ def positive(name: str, value: object) -> int:
     """``value`` if it is a positive int; ``InvalidArgument`` naming ``name`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidArgument(
-            f"{name} must be a positive int (got {value!r} that is a {type(value).__name__!r})."
+            f"{name} must be a positive int (got {value!r} that is {type_named(value)})."
         )
     return value

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from .._article import type_named
+
 __all__ = ["DEFAULT_SCHEMA", "is_postgres_url", "schema_problem", "url_problem"]
 
 DEFAULT_SCHEMA = "amber"
@@ -24,7 +26,7 @@ def schema_problem(schema: object) -> str | None:
         f"schema must be a PostgreSQL identifier of 1 to {MAX_IDENTIFIER_BYTES} bytes in UTF-8"
     )
     if not isinstance(schema, str):
-        return f"{expected} (got {schema!r} that is a {type(schema).__name__!r})."
+        return f"{expected} (got {schema!r} that is {type_named(schema)})."
     if not schema or "\x00" in schema:
         return f"{expected} with no NUL character (got {schema!r})."
     try:

@@ -15,6 +15,7 @@ from datetime import datetime
 import attrs
 import orjson
 
+from .._article import article
 from .._errors import CorruptRow, DecodeError, EventRejected
 from .._events import EVENT_TYPES, Event, reports_error
 from .._reducer import apply
@@ -248,8 +249,8 @@ def _decoded(session_id: str, seq: int, kind: str, body: bytes) -> Event:
         raise CorruptRow(f"{where} is corrupt: {exc}", session_id=session_id, seq=seq) from None
     if event.session_id != session_id or event.seq != seq or event.kind != kind:
         raise CorruptRow(
-            f"{where} is foreign: its row says {shown(kind)} but its body is a "
-            f"{event.kind!r} event of session {event.session_id!r} seq {event.seq}."
+            f"{where} is foreign: its row says {shown(kind)} but its body is "
+            f"{article(repr(event.kind))} event of session {event.session_id!r} seq {event.seq}."
             if event.kind != kind
             else f"{where} is foreign: its body is an event of session "
             f"{event.session_id!r} seq {event.seq}.",

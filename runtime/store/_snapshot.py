@@ -31,6 +31,7 @@ from typing import Any
 import attrs
 import orjson
 
+from .._article import article
 from .._audit import AuditRow
 from .._codec import from_data, to_data
 from .._errors import CorruptRow, DecodeError
@@ -486,14 +487,14 @@ def _check_digest(
     text: object, stored: object, corrupt: Callable[[str], CorruptRow], what: str
 ) -> None:
     if not isinstance(text, bytes):
-        raise corrupt(f"{what} is a {type(text).__name__}, expected JSON text")
+        raise corrupt(f"{what} is {article(type(text).__name__)}, expected JSON text")
     if digest(text) != stored:
         raise corrupt(f"{what} does not match its digest: it was changed after it was written")
 
 
 def _loads(text: object, corrupt: Callable[[str], CorruptRow], what: str = "the record") -> Any:
     if not isinstance(text, (bytes, str)):
-        raise corrupt(f"{what} is a {type(text).__name__}, expected JSON text")
+        raise corrupt(f"{what} is {article(type(text).__name__)}, expected JSON text")
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:

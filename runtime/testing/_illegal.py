@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
+from .._article import article
 from .._category import Category, category_of, new_message
 from .._errors import EventRejected
 from .._events import (
@@ -149,7 +150,7 @@ def illegal_events(draw: st.DrawFn, state: SessionState) -> IllegalEvent:
     except EventRejected as exc:
         return IllegalEvent(event=event, kind=kind, error=type(exc))
     raise AssertionError(  # the kit's own bug: a candidate the reducer accepts
-        f"illegal_events() drew a {kind} event the reducer accepts: {event!r}"
+        f"illegal_events() drew {article(kind)} event the reducer accepts: {event!r}"
     )
 
 

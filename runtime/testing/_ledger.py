@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from .._article import article
 from .._category import category_of
 from .._message import Status
 from .._state import SessionState
@@ -154,5 +155,5 @@ def _check_report(report: DeliveryReport, state: SessionState, count: int, annou
     if channel_rule(report.kind, message).visibility is Visibility.HIDDEN:
         raise broken(
             None, "an adapter delivers only what its channel shows or absorbs",
-            f"{who} reported {what} delivered, which a {report.kind} channel hides",
+            f"{who} reported {what} delivered, which {article(report.kind)} channel hides",
         )  # fmt: skip

@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from .._article import article
 from .._errors import InvalidArgument
 
 __all__ = [
@@ -90,12 +91,12 @@ def _got(value: Any) -> str:
 
 def with_article(noun: str) -> str:
     """``noun`` with its article: "an int", "a str", "an InvalidInput"."""
-    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+    return article(noun)
 
 
 def instance(*types: type, what: str | None = None) -> Check:
     """The value is an instance of one of ``types``."""
-    expected = what or " or ".join(f"a {t.__name__}" for t in types)
+    expected = what or " or ".join(article(t.__name__) for t in types)
     return lambda value: None if isinstance(value, types) else expected
 
 

@@ -35,6 +35,7 @@ from .. import (
     awaits_delivery,
     channel_rule,
 )
+from .._article import type_named
 from ._plans import TurnPlan, plan_for
 
 __all__ = [
@@ -158,7 +159,7 @@ class ScriptModel:
             if isinstance(script, str | bytes) or not isinstance(script, Iterable):
                 raise InvalidArgument(
                     "ScriptModel takes a list of Responses (one per model call) or a function "
-                    f"of the request; got {script!r} that is a {type(script).__name__!r}."
+                    f"of the request; got {script!r} that is {type_named(script)}."
                 )
             script = tuple(script)
             for position, response in enumerate(script):

@@ -14,6 +14,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from .._article import article
 from ._strategies import INT64_MAX, INT64_MIN, json_values
 
 __all__ = ["arguments_for", "invalid_arguments_for"]
@@ -89,7 +90,7 @@ def _wrong_value(schema: Mapping[str, Any]) -> Any:
     if kind == "boolean":
         return {"not": "a boolean"}
     if kind in ("string", "array"):
-        return {"not": f"a {kind}"}
+        return {"not": article(kind)}
     if kind == "object":
         return ["not an object"]
     return None

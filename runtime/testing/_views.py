@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+from .._article import article
 from .._artifacts import ArtifactStore
 from .._clean import clean_history
 from .._openai_responses import to_openai_responses
@@ -144,7 +145,7 @@ def _text(value: object) -> bool:
 
 def _openai(view: object) -> str | None:
     if not isinstance(view, list):
-        return f"expected a list of messages, got a {type(view).__name__}"
+        return f"expected a list of messages, got {article(type(view).__name__)}"
     waiting: list[str] = []
     for i, message in enumerate(view):
         where = f"messages[{i}]"
@@ -166,7 +167,7 @@ def _openai(view: object) -> str | None:
             return f"{where} ({role}) comes before tool calls {waiting} are answered"
         if role in ("system", "developer"):
             if any(m.get("role") not in ("system", "developer") for m in view[:i]):
-                return f"{where} is a {role} message after the conversation started"
+                return f"{where} is {article(role)} message after the conversation started"
             if not _text(message.get("content")):
                 return f"{where} ({role}) has empty content"
         elif role == "user":

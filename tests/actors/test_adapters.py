@@ -635,7 +635,7 @@ class TestChatClientChecked:
         with pytest.raises(
             InvalidConfig,
             match=r"^SilentChannelAdapter needs a client with a send\(channel_id, text\) -> "
-            r"message id method \(a ChatPlatform\); got <.*> that is a '_EditsOnly', which has "
+            r"message id method \(a ChatPlatform\); got <.*> that is an '_EditsOnly', which has "
             r"no send method\.$",
         ):
             SilentChannelAdapter.start(client=_EditsOnly())

@@ -121,9 +121,9 @@ class TestApproval:
     @pytest.mark.parametrize(
         ("args", "message"),
         [((None,), r"^deny\(\) takes the tool call's id as a str \(got None that is a 'NoneType'\)"),
-         ((5,), r"^deny\(\) takes the tool call's id as a str \(got 5 that is a 'int'\)"),
+         ((5,), r"^deny\(\) takes the tool call's id as a str \(got 5 that is an 'int'\)"),
          (("",), r"^deny\(\) takes the tool call's id as a str \(got ''"),
-         (("call_x", 5), r"^deny\(\) takes a reason that is a str or None \(got 5 that is a 'int'\)")],
+         (("call_x", 5), r"^deny\(\) takes a reason that is a str or None \(got 5 that is an 'int'\)")],
     )  # fmt: skip
     def test_a_decision_of_the_wrong_type_is_invalid_input(
         self, args: tuple[Any, ...], message: str

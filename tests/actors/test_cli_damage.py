@@ -482,3 +482,52 @@ class TestMigrateDamaged:
         assert existing.exists()
         with SQLiteStore(existing) as store:
             assert len(store.list_sessions()) == 1  # the one copied before the failure
+
+
+class TestGapBeforeTheStoredState:
+    """An event row missing before the stored state ``show`` starts from: ``check`` reports
+    the gap, ``show`` reads past it. Known, not fixed: the exact check (a COUNT of the
+    session's event rows up to the stored state) costs 13-16 ms at the head of a
+    100,000-event session, over ``show``'s budget (CHANGELOG, 'Known issues')."""
+
+    @pytest.fixture
+    def gapped(self, recorded: Recorded, tmp_path: Path) -> tuple[Path, int]:
+        """demo's log stored again with a snapshot every 10 events, then its event 3 deleted
+        (the guard put back); and the seq of its stored state."""
+        from runtime.store import SQLiteStore
+
+        db = tmp_path / "gapped.db"
+        with SQLiteStore(recorded.db) as source, SQLiteStore(db, snapshot_every=10) as target:
+            target.append(source.events("demo"))
+        with raw(db) as conn:
+            (stored,) = conn.execute(
+                "SELECT seq FROM snapshots WHERE session_id = 'demo'"
+            ).fetchone()
+            conn.execute("DROP TRIGGER events_no_delete")
+            conn.execute("DELETE FROM events WHERE session_id = 'demo' AND seq = 3")
+            conn.execute(
+                "CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN "
+                "SELECT RAISE(ABORT, 'amber: events are append-only'); END"
+            )
+        assert stored > 3
+        return db, stored
+
+    def test_check_reports_the_gap(self, gapped: tuple[Path, int]) -> None:
+        db, _ = gapped
+        checked = amber("check", "--db", db)
+        assert checked.exit_code != 0
+        assert "seq 3" in checked.output + checked.stderr
+
+    @pytest.mark.xfail(
+        strict=True,
+        reason="show starts from the stored state and reads no row before it (a cheap exact "
+        "check is not known: a COUNT costs 13-16 ms at 100,000 events)",
+    )
+    def test_show_past_the_gap_fails_naming_it(self, gapped: tuple[Path, int]) -> None:
+        db, stored = gapped
+        shown = amber("show", "demo", "--at", stored, "--db", db)
+        assert shown.exit_code == ExitCode.BAD_STORE, shown.output
+        assert shown.stderr.startswith(
+            "amber: CorruptRow: Session 'demo' event seq 3 is missing: the next stored event "
+            "has seq 4."
+        )

@@ -760,7 +760,7 @@ class TestMisusedArguments:
         with pytest.raises(
             InvalidConfig,
             match=r"^store must be a Store, a path to a SQLite file, a postgresql:// URL, or "
-            r"':memory:' \(got 5 that is a 'int'\)\.$",
+            r"':memory:' \(got 5 that is an 'int'\)\.$",
         ):
             Runtime(model=ScriptedModel([]), store=5)  # type: ignore[arg-type]
 
@@ -772,7 +772,7 @@ class TestMisusedArguments:
         ("tools", "got"),
         [(print, r"<built-in function print> that is a 'builtin_function_or_method'"),
          ("run_shell_command", r"'run_shell_command' that is a 'str'"),
-         (5, r"5 that is a 'int'")],
+         (5, r"5 that is an 'int'")],
     )  # fmt: skip
     def test_tools_not_in_a_list(self, tools: Any, got: str) -> None:
         """tools=print raised a bare TypeError ('... object is not iterable')."""

@@ -114,6 +114,20 @@ class TestValuesOfTheRightKind:
         ):
             Settings(**{field: value})
 
+    @pytest.mark.parametrize(
+        ("value", "got"),
+        [(5, "5 that is an int"), (b"x", "b'x' that is a bytes"), (object, "<class 'object'> "
+         "that is a type")],
+    )  # fmt: skip
+    def test_the_message_names_the_type_with_its_article(self, value: object, got: str) -> None:
+        """The value's type reads with its article ("that is a int" before)."""
+        with pytest.raises(InvalidConfig) as caught:
+            Settings(system_prompt=value)  # type: ignore[arg-type]
+        assert str(caught.value) == (
+            f"Settings.system_prompt must be a str or None (got {got}); None sends no system "
+            "prompt."
+        )
+
     def test_values_of_the_right_kind_are_taken(self) -> None:
         from runtime import InputLimits, Window
 

@@ -502,7 +502,7 @@ class TestWindow:
         [
             (
                 {"max_tokens": -1},
-                "Window.max_tokens must be a non-negative int or None for no limit (got -1 that is a 'int').",
+                "Window.max_tokens must be a non-negative int or None for no limit (got -1 that is an 'int').",
             ),
             (
                 {"max_messages": 1.5},
@@ -510,11 +510,11 @@ class TestWindow:
             ),
             (
                 {"count_tokens": 3},
-                "Window.count_tokens must be a function from str to int (got 3 that is a 'int'); pass e.g. approx_tokens.",
+                "Window.count_tokens must be a function from str to int (got 3 that is an 'int'); pass e.g. approx_tokens.",
             ),
             (
                 {"image_tokens": -5},
-                "Window.image_tokens must be a non-negative int (got -5 that is a 'int').",
+                "Window.image_tokens must be a non-negative int (got -5 that is an 'int').",
             ),
         ],
     )
@@ -546,7 +546,7 @@ class TestArguments:
         """A bare number is not a window."""
         with pytest.raises(
             TypeError,
-            match=r"^window must be a Window or None \(got 100 that is a 'int'\); pass e\.g\. Window\(max_tokens=100_000\)\.$",
+            match=r"^window must be a Window or None \(got 100 that is an 'int'\); pass e\.g\. Window\(max_tokens=100_000\)\.$",
         ):
             clean_history(session.state, window=100)  # type: ignore[arg-type]
 

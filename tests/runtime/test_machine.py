@@ -22,6 +22,7 @@ from runtime import (
     Decision,
     Delivered,
     Draft,
+    Event,
     InputArrived,
     Interrupt,
     Loaded,
@@ -57,6 +58,7 @@ from runtime import (
     TurnSettings,
     TurnStarted,
     category_of,
+    from_json,
     step,
     to_json,
 )
@@ -173,6 +175,55 @@ class TestCutOffCalls:
         assert row.status is AuditStatus.INTERRUPTED
         assert row.request is not None  # what it was built from, for rebuild_request
         assert row.ended_seq == decision.events[2].seq
+
+    def test_the_row_of_a_cut_off_call_starts_when_the_call_started(self) -> None:
+        """Its row opens with the event that ends the turn, but ``started_at`` is the time of
+        the step that called the model and ``finished_at`` the time it was cut off (both were
+        that of the turn's end)."""
+        d = Driver()
+        d.now = 10.0
+        call = d.started()
+        d.now = 12.0
+        d.stream(call.run_id, self.SENT)
+        d.now = 15.0
+        decision = d.send("stop")
+        assert kinds(decision) == ["MessageAdded", "ModelCallStarted", "TurnEnded"]
+        (row,) = d.machine.state.model_calls()
+        assert row.started_at == EPOCH + timedelta(seconds=10)
+        assert row.finished_at == EPOCH + timedelta(seconds=15)
+        started = decision.events[1]
+        assert isinstance(started, ModelCallStarted)
+        assert from_json(to_json(started), Event) == started  # stored and read back as it was
+
+    def test_a_stopped_cut_off_call_starts_when_the_call_started(self) -> None:
+        """The same when a stop cuts it off (the row closes as abandoned)."""
+        d = Driver()
+        d.now = 3.0
+        call = d.started()
+        d.stream(call.run_id, self.SENT)
+        d.now = 9.5
+        d(Stopping)
+        (row,) = d.machine.state.model_calls()
+        assert (row.started_at, row.finished_at) == (
+            EPOCH + timedelta(seconds=3),
+            EPOCH + timedelta(seconds=9.5),
+        )
+
+    def test_a_call_that_fails_before_its_first_chunk_starts_when_it_started(self) -> None:
+        """A failure before the first chunk opens the row as it closes it; it starts when
+        the model was called, and ends when it failed."""
+        d = Driver()
+        d.now = 1.0
+        call = d.started()
+        d.stream(call.run_id, self.SENT)
+        d.now = 31.0
+        d(ModelEnded, run_id=call.run_id, error="ModelFailure: rate limited")
+        (row,) = d.machine.state.model_calls()
+        assert row.status is AuditStatus.FAILED
+        assert (row.started_at, row.finished_at) == (
+            EPOCH + timedelta(seconds=1),
+            EPOCH + timedelta(seconds=31),
+        )
 
     def test_a_call_cut_off_while_its_retry_waits_records_the_call(self) -> None:
         d = Driver()

@@ -290,7 +290,7 @@ class TestScalarFields:
         """A non-str id is refused, naming its type."""
         with pytest.raises(
             InvalidMessage,
-            match=exact("Message.id must be a non-empty str (got 7 that is a 'int')."),
+            match=exact("Message.id must be a non-empty str (got 7 that is an 'int')."),
         ):
             make(id=7)
 
@@ -299,7 +299,7 @@ class TestScalarFields:
         """Optional id fields accept None or a str, nothing else."""
         with pytest.raises(
             InvalidMessage,
-            match=exact(f"Message.{field} must be a str or None (got 3 that is a 'int')."),
+            match=exact(f"Message.{field} must be a str or None (got 3 that is an 'int')."),
         ):
             result(**{field: 3})
 
@@ -364,7 +364,7 @@ class TestCollections:
         with pytest.raises(
             InvalidMessage,
             match=exact(
-                "Message.browser_elements[0] must be a BrowserElement (got 1 that is a 'int')."
+                "Message.browser_elements[0] must be a BrowserElement (got 1 that is an 'int')."
             ),
         ):
             make(browser_elements=[1])
@@ -471,10 +471,10 @@ class TestFreezing:
     )
     def test_non_str_keys_are_rejected(self, metadata: Any, path: str, key: str) -> None:
         """Only string keys survive JSON, so others are refused."""
-        kind = "int" if key == "1" else "tuple"
+        kind = "an 'int'" if key == "1" else "a 'tuple'"
         with pytest.raises(
             TypeError,
-            match=exact(f"{path} keys must be strings (got {key} that is a '{kind}')."),
+            match=exact(f"{path} keys must be strings (got {key} that is {kind})."),
         ):
             make(metadata=metadata)
 
@@ -497,7 +497,7 @@ class TestFreezing:
         """An arbitrary object is refused, even nested in a list."""
         with pytest.raises(
             TypeError,
-            match=r"^\$\.metadata\.x\[0\] must be a JSON-like value .* that is a 'object'\); "
+            match=r"^\$\.metadata\.x\[0\] must be a JSON-like value .* that is an 'object'\); "
             r"convert it before storing it\.$",
         ):
             make(metadata={"x": [object()]})
@@ -720,7 +720,7 @@ class TestAttachment:
         """sha256 must be a str or None."""
         with pytest.raises(
             InvalidMessage,
-            match=exact("Attachment.sha256 must be a str or None (got 5 that is a 'int')."),
+            match=exact("Attachment.sha256 must be a str or None (got 5 that is an 'int')."),
         ):
             Attachment(id="art_1", name="a.png", sha256=5)
 
@@ -745,7 +745,7 @@ class TestBrowserElement:
         """Text fields refuse non-str values."""
         with pytest.raises(
             InvalidMessage,
-            match=r"^BrowserElement\.html must be a str \(got 1 that is a 'int'\)\.$",
+            match=r"^BrowserElement\.html must be a str \(got 1 that is an 'int'\)\.$",
         ):
             BrowserElement(url="https://a.example", html=1)
 

@@ -368,7 +368,7 @@ class TestSources:
             to_anthropic(session.state, system=session.state.message("u1"))
         with pytest.raises(
             TypeError,
-            match=r"^to_gemini\(system=\.\.\.\) takes a str, a system prompt Message or None \(got 3 that is a 'int'\)\.$",
+            match=r"^to_gemini\(system=\.\.\.\) takes a str, a system prompt Message or None \(got 3 that is an 'int'\)\.$",
         ):
             to_gemini(session.state, system=3)  # type: ignore[arg-type]
 

@@ -71,7 +71,7 @@ class TestCommonChecks:
     def test_not_an_event(self, session: Session) -> None:
         """apply() names what it accepts when handed something else."""
         with pytest.raises(
-            TypeError, match=r"^apply\(\) takes an Amber event .* got 3 that is a 'int'\.$"
+            TypeError, match=r"^apply\(\) takes an Amber event .* got 3 that is an 'int'\.$"
         ):
             apply(session.state, 3)  # type: ignore[arg-type]
 

@@ -335,7 +335,7 @@ class TestSessionIds:
             ("s\ud800", r"it holds a lone surrogate '\\ud800' at index 1"),
             ("a\nb", r"it holds the control character '\\n' at index 1"),
             ("x" * 257, "it has 257 characters, more than the limit of 256"),
-            (7, r"it must be a str \(got 7 that is a 'int'\)"),
+            (7, r"it must be a str \(got 7 that is an 'int'\)"),
             (None, r"it must be a str \(got None that is a 'NoneType'\)"),
         ],
     )

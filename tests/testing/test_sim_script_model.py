@@ -53,7 +53,7 @@ BAD_SCRIPTS: list[tuple[Any, str]] = [
     ),
     (
         [reply("a"), Response((MessageStart(), TextDelta(text=5), MessageFinish()))],  # type: ignore[arg-type]
-        "ScriptModel script[1].steps[1]: TextDelta.text must be a str; got 5 that is a 'int'.",
+        "ScriptModel script[1].steps[1]: TextDelta.text must be a str; got 5 that is an 'int'.",
     ),
     (
         [Response((MessageStart(), ToolCallDelta(index=0, name=7), MessageFinish()))],  # type: ignore[arg-type]
@@ -186,14 +186,14 @@ class _Raw:
 @pytest.mark.parametrize(
     ("chunk", "problem"),
     [
-        (TextDelta(text=5), "TextDelta.text must be a str (got 5 that is a 'int')"),  # type: ignore[arg-type]
+        (TextDelta(text=5), "TextDelta.text must be a str (got 5 that is an 'int')"),  # type: ignore[arg-type]
         (
             ToolCallDelta(index=0, name="ok", arguments=5),  # type: ignore[arg-type]
-            "ToolCallDelta.arguments must be a str (got 5 that is a 'int')",
+            "ToolCallDelta.arguments must be a str (got 5 that is an 'int')",
         ),
         (
             ToolCallDelta(index=0, name=7),  # type: ignore[arg-type]
-            "ToolCallDelta.name must be a str or None (got 7 that is a 'int')",
+            "ToolCallDelta.name must be a str or None (got 7 that is an 'int')",
         ),
     ],
 )

@@ -190,7 +190,7 @@ class TestLoadState:
     def test_session_id_must_be_a_string(self, store: Store) -> None:
         """A session id that is not a non-empty str is a TypeError."""
         with pytest.raises(
-            TypeError, match=r"^session_id must be a non-empty str \(got 7 that is a 'int'\)\.$"
+            TypeError, match=r"^session_id must be a non-empty str \(got 7 that is an 'int'\)\.$"
         ):
             store.load_state(7)  # type: ignore[arg-type]
 

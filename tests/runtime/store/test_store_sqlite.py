@@ -239,9 +239,10 @@ class TestOptions:
     @pytest.mark.parametrize("value", [0, -1, True, "5"])
     def test_positive_ints(self, db_path: pathlib.Path, option: str, value: object) -> None:
         """Tuning options must be positive ints."""
+        kind = {int: "an 'int'", bool: "a 'bool'", str: "a 'str'"}[type(value)]
         with pytest.raises(
             ValueError,
-            match=rf"^{option} must be a positive int \(got {value!r} that is a '{type(value).__name__}'\)\.$",
+            match=rf"^{option} must be a positive int \(got {value!r} that is {kind}\)\.$",
         ):
             SQLiteStore(db_path, **{option: value})  # type: ignore[arg-type]
 

@@ -1,0 +1,24 @@
+"""Nouns with their indefinite article, for error messages: "an int", "a 'str'"."""
+
+from __future__ import annotations
+
+__all__ = ["article", "type_named"]
+
+_SOUNDS_YOU = ("uni", "usa", "use", "usu", "uu", "utf")
+"""Beginnings of nouns whose vowel sounds like "you" (``a Usage``, ``a UUID``)."""
+
+
+def article(noun: str) -> str:
+    """``noun`` with its indefinite article (``an Attachment``, ``a Message``, ``an 'int'``).
+
+    The article follows the noun's first letter, past a quote (a type name shown
+    with ``!r``) or a leading underscore.
+    """
+    word = noun.lstrip("'\"<_").lower()
+    vowel = word[:1] in ("a", "e", "i", "o", "u") and not word.startswith(_SOUNDS_YOU)
+    return f"{'an' if vowel else 'a'} {noun}"
+
+
+def type_named(value: object) -> str:
+    """The name of ``value``'s type, quoted, with its article: ``an 'int'``, ``a 'str'``."""
+    return article(repr(type(value).__name__))
