@@ -5,9 +5,9 @@ A damaged row is an error, never skipped (DESIGN §9, docs/reliability.md): the
 session fails until its derived rows are written again from its event log, which
 is intact. The store's error (``runtime.store`` knows no runtime nor CLI) says
 ``'amber recover --rebuild'``; a runtime's caller is told exactly what to do on
-this store: stop the runtime (a rebuild under a running runtime can damage the
-snapshots of the sessions it holds), run the command naming the store, and start
-it again.
+this store: stop the runtime (a rebuild holds the store's write lock while it
+replays every log, so the runtime's writes wait for it, or fail), run the command
+naming the store, and start it again.
 """
 
 from __future__ import annotations
@@ -50,8 +50,9 @@ def load_error(exc: Exception, store: Store) -> Exception:
         text = _SNAPSHOT_MEND.sub(lambda match: mend, text)
     else:
         text = text.replace(_HINT, command) + (
-            f" Stop {runtime} before, and start {them} again after: a rebuild under a running "
-            "runtime can damage the snapshots of the sessions it holds."
+            f" Stop {runtime} before, and start {them} again after: a rebuild holds the "
+            "store's write lock while it replays every session's log, so other writes wait "
+            "for it (or fail, once they have waited too long)."
         )
     error = CorruptRow(text, session_id=exc.session_id, seq=exc.seq)
     error.__cause__ = exc

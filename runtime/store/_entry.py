@@ -31,6 +31,11 @@ class Entry:
     """The state its latest snapshot holds (None: no snapshot yet)."""
     refs: Refs | None
     """That snapshot's chunk versions (None: written with another chunk size)."""
+    record_digest: str | None
+    """The digest of the snapshot record ``snapshot`` and ``refs`` were read from or written
+    as (None: none). The next snapshot is planned against them only while the store still
+    holds that record: another process (a rebuild) may have replaced the snapshot's rows
+    without changing the session's seq, which is all the cache is checked by."""
     chain: str
     """The hash of the head's event: the next event chains from it."""
 
@@ -44,13 +49,14 @@ def load_entry(db: Db, session_id: str, row: tuple[int, datetime], chunk_size: i
         CorruptRow: a row on the way is damaged, or breaks the chain.
     """
     seq, created_at = row
-    snapshot, refs, chain = read_snapshot(db, session_id, chunk_size)
+    snapshot, refs, chain, record_digest = read_snapshot(db, session_id, chunk_size)
     timeline, head = replay_rows(db, snapshot, upto=seq, chain=chain)
     return Entry(
         head=timeline.head,
         created_at=created_at,
         snapshot=snapshot if snapshot.seq else None,
         refs=refs,
+        record_digest=record_digest,
         chain=head,
     )
 

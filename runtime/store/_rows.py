@@ -39,6 +39,7 @@ __all__ = [
     "read_snapshot",
     "replay_rows",
     "session_row",
+    "snapshot_digest",
     "write_snapshot",
 ]
 
@@ -302,8 +303,9 @@ def replay_rows(
 
 def read_snapshot(
     db: Db, session_id: str, chunk_size: int, *, lazy: bool = False
-) -> tuple[SessionState, Refs | None, str | None]:
-    """The session's snapshot state (empty if none), its chunk versions and its chain hash.
+) -> tuple[SessionState, Refs | None, str | None, str | None]:
+    """The session's snapshot state (empty if none), its chunk versions, its chain hash and
+    its record's digest (None if none).
 
     The versions are None when the snapshot was written with another chunk
     size: the next snapshot then rewrites every chunk. The snapshot's record
@@ -318,7 +320,7 @@ def read_snapshot(
         (session_id,),
     ).fetchone()
     if row is None:
-        return SessionState.empty(session_id), None, None
+        return SessionState.empty(session_id), None, None, None
     seq, record, record_digest = row
     if type(seq) is not int or seq < 1:
         raise CorruptRow(
@@ -347,12 +349,18 @@ def read_snapshot(
         event_hash=event_hash,
         lazy=lazy,
     )
-    return state, (refs if written_with == chunk_size else None), chain
+    return state, (refs if written_with == chunk_size else None), chain, record_digest
 
 
-def write_snapshot(db: Db, plan: SnapshotPlan, session_id: str) -> None:
+def snapshot_digest(db: Db, session_id: str) -> object:
+    """The digest stored with the session's snapshot record (None: it has no snapshot)."""
+    row = db.execute("SELECT digest FROM snapshots WHERE session_id = ?", (session_id,)).fetchone()
+    return None if row is None else row[0]
+
+
+def write_snapshot(db: Db, plan: SnapshotPlan, session_id: str) -> str:
     """Write the chunks (compressed, see ``pack_chunk``) and the record a plan lists,
-    dropping chunks past its end."""
+    dropping chunks past its end; the record's digest."""
     keep(db, plan, session_id)  # chunk versions an older checkpoint still names
     rows = []
     for part, number, body in plan.chunks:
@@ -369,13 +377,15 @@ def write_snapshot(db: Db, plan: SnapshotPlan, session_id: str) -> None:
             "DELETE FROM snapshot_chunks WHERE session_id = ? AND part = ? AND chunk >= ?",
             (session_id, part, len(versions)),
         )
+    record_digest = digest(plan.record.encode())
     db.execute(
         "INSERT INTO snapshots (session_id, seq, record, digest) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, record = excluded.record, "
         "digest = excluded.digest",
-        (session_id, plan.seq, plan.record, digest(plan.record.encode())),
+        (session_id, plan.seq, plan.record, record_digest),
     )
     checkpoint(db, plan, session_id)
+    return record_digest
 
 
 def delete_snapshot(db: Db, session_id: str) -> None:

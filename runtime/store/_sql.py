@@ -9,7 +9,11 @@ rebuild, export and import.
 Every event is applied to its session's head before it is stored, so the
 log holds only events that apply. Heads are cached (least recently used
 first out); before each write the cache is checked against the database, so
-another process writing the same store cannot make it stale.
+another process writing the same store cannot make it stale. A cached head
+also holds the plan of its latest snapshot (its chunk versions), which a
+rebuild in another process replaces without changing the session's seq: a
+snapshot is planned against it only while the stored record still has the
+digest the cache holds (one single-row read per snapshot written).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from ._rows import (
     read_snapshot,
     replay_rows,
     session_row,
+    snapshot_digest,
     write_snapshot,
 )
 from ._snapshot import plan_snapshot
@@ -161,15 +166,21 @@ class SqlStore(TimeTravel, ABC):
         done = entry.snapshot.seq if entry.snapshot is not None else 0
         if head.seq == done or (not force and head.seq - done < self._snapshot_every):
             return entry
+        previous, refs = entry.snapshot, entry.refs
+        if (
+            previous is not None
+            and refs is not None
+            and snapshot_digest(db, head.session_id) != entry.record_digest
+        ):
+            # Another store replaced the snapshot rows the cached plan was read from (a
+            # rebuild in another process: the session's seq, all the cache is checked by,
+            # stays): the chunk versions it names may be gone. Write every chunk.
+            previous = refs = None
         plan = plan_snapshot(
-            head,
-            previous=entry.snapshot,
-            refs=entry.refs,
-            chunk_size=self._chunk_size,
-            chain=entry.chain,
+            head, previous=previous, refs=refs, chunk_size=self._chunk_size, chain=entry.chain
         )
-        write_snapshot(db, plan, head.session_id)
-        return attrs.evolve(entry, snapshot=head, refs=plan.refs)
+        record_digest = write_snapshot(db, plan, head.session_id)
+        return attrs.evolve(entry, snapshot=head, refs=plan.refs, record_digest=record_digest)
 
     def _store(
         self,
@@ -203,6 +214,7 @@ class SqlStore(TimeTravel, ABC):
                 created_at=previous.created_at if previous else first_at[session_id],
                 snapshot=previous.snapshot if previous else None,
                 refs=previous.refs if previous else None,
+                record_digest=previous.record_digest if previous else None,
                 chain=chains[session_id],
             )
             write_summary(db, head, entry.created_at)
@@ -289,7 +301,7 @@ class SqlStore(TimeTravel, ABC):
         with self._read() as db:
             head = self._head_seq(db, session_id)
             if from_snapshot:
-                base, _, chain = read_snapshot(db, session_id, self._chunk_size)
+                base, _, chain, _ = read_snapshot(db, session_id, self._chunk_size)
             else:
                 base, chain = SessionState.empty(session_id), None
             with bulk():
@@ -374,7 +386,12 @@ class SqlStore(TimeTravel, ABC):
                     raise self._unknown(session_id)
                 timeline, chain = replay_rows(db, SessionState.empty(session_id), upto=row[0])
                 entry = _Entry(
-                    head=timeline.head, created_at=row[1], snapshot=None, refs=None, chain=chain
+                    head=timeline.head,
+                    created_at=row[1],
+                    snapshot=None,
+                    refs=None,
+                    record_digest=None,
+                    chain=chain,
                 )
             else:
                 found = self._entry(db, session_id)

@@ -102,7 +102,7 @@ def _base(
     damaged: CorruptRow | None = None
     if latest and latest >= checkpoint:
         try:
-            state, _, chain = read_snapshot(db, session_id, chunk_size, lazy=lazy)
+            state, _, chain, _ = read_snapshot(db, session_id, chunk_size, lazy=lazy)
         except CorruptRow as exc:
             damaged = exc
         else:

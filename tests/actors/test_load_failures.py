@@ -356,6 +356,7 @@ class TestASessionWhoseSnapshotIsDamaged:
         assert str(error) == (
             "Session 's': its summary row has seq 'x', which is not a seq. Rebuild the summary "
             f"with 'amber recover --rebuild --db {tmp_path / 'a.db'}'. Stop the runtime before, "
-            "and start it again after: a rebuild under a running runtime can damage the "
-            "snapshots of the sessions it holds."
+            "and start it again after: a rebuild holds the store's write lock while it "
+            "replays every session's log, so other writes wait for it (or fail, once they "
+            "have waited too long)."
         )

@@ -9,6 +9,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -158,3 +159,86 @@ class TestEqualsReplay:
             store.append([event])
         assert store.load_timeline("s", from_snapshot=True).head == replay(log).head
         store.verify("s")
+
+
+REBUILDERS = {
+    "same options": {"snapshot_every": 5, "chunk_size": 4},
+    "default options": {},
+    "another chunk size": {"snapshot_every": 5, "chunk_size": 3},
+}
+
+
+def rebuild_all(store: Store) -> None:
+    assert store.rebuild().rebuilt == ("s",)
+
+
+def rebuild_snapshot(store: Store) -> None:
+    store.snapshot("s", rebuild=True)
+
+
+REBUILDS = {"rebuild()": rebuild_all, "snapshot(rebuild=True)": rebuild_snapshot}
+
+
+def rebuilt_under_a_writer(
+    open_writer: Callable[[], Store],
+    open_rebuilder: Callable[[], Store],
+    rebuild: Callable[[Store], None],
+    at: int,
+) -> None:
+    """A writer appends (snapshotting every 5 events in chunks of 4), another store on the
+    same database rebuilds, the writer goes on past more snapshots: nothing is damaged."""
+    events = conversation("s", 40)
+    writer = open_writer()
+    for event in events[:at]:
+        writer.append([event])
+    rebuild(open_rebuilder())
+    for event in events[at:]:
+        writer.append([event])
+    report = writer.check()
+    assert report.ok, report.problems
+    assert writer.load_state("s") == replay(events).head
+    writer.verify("s")
+    fresh = open_writer()
+    assert fresh.load_state("s") == replay(events).head
+    assert fresh.load_timeline("s", from_snapshot=True).head == replay(events).head
+    fresh.verify("s")
+
+
+class TestRebuiltByAnotherStore:
+    """Snapshots rebuilt by another process while a runtime writes the same store: the
+    runtime's cached snapshot plan must not outlive the rows it was made from (the rebuild
+    keeps the session's seq, which is all the cache of heads is checked by)."""
+
+    @pytest.mark.parametrize("at", [10, 12])
+    @pytest.mark.parametrize("rebuild", REBUILDS.values(), ids=REBUILDS.keys())
+    @pytest.mark.parametrize("options", REBUILDERS.values(), ids=REBUILDERS.keys())
+    def test_sqlite(
+        self, open_store: Any, at: int, rebuild: Callable[[Store], None], options: dict[str, int]
+    ) -> None:
+        """Two SQLiteStores on one file: the writer's later snapshots are sound."""
+        rebuilt_under_a_writer(
+            lambda: open_store(snapshot_every=5, chunk_size=4),
+            lambda: open_store(**options),
+            rebuild,
+            at,
+        )
+
+    @pytest.mark.parametrize("at", [10, 12])
+    @pytest.mark.parametrize("rebuild", REBUILDS.values(), ids=REBUILDS.keys())
+    @pytest.mark.parametrize("options", REBUILDERS.values(), ids=REBUILDERS.keys())
+    def test_postgres(
+        self,
+        open_pg: Any,
+        pg_schema: Any,
+        at: int,
+        rebuild: Callable[[Store], None],
+        options: dict[str, int],
+    ) -> None:
+        """Two PostgresStores on one schema: the writer's later snapshots are sound."""
+        schema = pg_schema()
+        rebuilt_under_a_writer(
+            lambda: open_pg(schema, snapshot_every=5, chunk_size=4),
+            lambda: open_pg(schema, **options),
+            rebuild,
+            at,
+        )
