@@ -63,9 +63,8 @@ class Services:
     forget: Callable[[str, pykka.ActorRef[Any]], None]
     """Called by a session actor that stops on its own: ``(session_id, its ref)``."""
     load_failed: Callable[[str], None]
-    """Called by a session actor whose load failed, or that stops after a failure it cannot
-    go on from, once its callers were told: the router gives the session's lease back (a
-    shared store), unannounced, unless it is live again."""
+    """Called by a session actor whose load failed, once its callers were told: the
+    router gives the session's lease back (a shared store), unless it is live again."""
     reroute: Callable[[str, Any], None]
     """Called by a closed session actor with a message that must not be lost (an ask, a
     delivery report): the router tells it to the session's next actor."""

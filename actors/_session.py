@@ -430,9 +430,6 @@ class SessionActor(pykka.ThreadingActor):
         self._fail_waiters(gone)
         self._close()
         self._svc.forget(self.session_id, self.actor_ref)
-        # As after a failed load: its lease is given back (a shared store), so another
-        # worker may run it, rather than held here until a poll.
-        self._svc.load_failed(self.session_id)
         self.stop()
 
     # -- the shell ---------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from actors import Runtime, ScriptedModel, SessionGone, Settings
+from actors import Runtime, ScriptedModel, Settings
 from actors._drafts import user_draft
 from actors._ids import utc_now
 from actors._leasing import store_input
@@ -137,43 +137,6 @@ class TestALoadThatFails:
                 assert listener.wait(60) == {"t"}  # 60 s: a hang guard
             finally:
                 listener.close()
-
-
-class AppendFailingStore(PostgresStore):
-    """A PostgreSQL store whose ``append`` fails while ``failing`` is set (an outage)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.failing = threading.Event()
-
-    def append(self, *args: Any, **kwargs: Any) -> Any:
-        if self.failing.is_set():
-            raise StoreError("Cannot write (injected).")
-        return super().append(*args, **kwargs)
-
-
-class TestASessionThatCannotGoOn:
-    def test_it_gives_its_lease_back(
-        self, runtimes: list[Runtime], postgres_dsn: str, schema: str
-    ) -> None:
-        """A live session whose writes fail, so that even its failure cannot be stored,
-        stops (its callers are told); its lease is given back, as a failed load's is, so
-        another worker may run it (it was held, and renewed, until a poll)."""
-        store = AppendFailingStore(postgres_dsn, schema=schema)
-
-        def answer(request: Any) -> Any:  # the store fails while the model answers
-            store.failing.set()
-            return reply("lost")
-
-        failing = Runtime(model=ScriptedModel(answer), store=store, settings=SETTINGS)
-        runtimes.append(failing.start())
-        with pytest.raises(SessionGone, match="Cannot write"):
-            failing.ask("s", "first", sender="Chii", timeout=60)
-        _wait_for(lambda: failing.live_sessions() == [], "the session stops")
-        store.failing.clear()
-        _wait_for(lambda: _held_by(postgres_dsn, schema, "s") is None, "the lease is given back")
-        other = _start(runtimes, PostgresStore(postgres_dsn, schema=schema), "answered")
-        assert other.ask("s", "third", sender="Chii", timeout=60).text == "answered"
 
 
 class TestADamagedSnapshot:
