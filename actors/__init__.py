@@ -15,6 +15,7 @@ import typing as _typing
 
 if _typing.TYPE_CHECKING:
     from runtime import ERROR_TYPES as ERROR_TYPES
+    from runtime import AmberError as AmberError
     from runtime import AssembledCall as AssembledCall
     from runtime import Chunk as Chunk
     from runtime import Delay as Delay
@@ -22,6 +23,7 @@ if _typing.TYPE_CHECKING:
     from runtime import DeltaKind as DeltaKind
     from runtime import Fail as Fail
     from runtime import Hang as Hang
+    from runtime import InvalidInput as InvalidInput
     from runtime import MessageFinish as MessageFinish
     from runtime import MessageStart as MessageStart
     from runtime import ModelRequest as ModelRequest
@@ -29,12 +31,14 @@ if _typing.TYPE_CHECKING:
     from runtime import ReasoningDelta as ReasoningDelta
     from runtime import Reply as Reply
     from runtime import Response as Response
+    from runtime import StoreError as StoreError
     from runtime import StreamAssembler as StreamAssembler
     from runtime import StreamError as StreamError
     from runtime import TextDelta as TextDelta
     from runtime import ToolCallDelta as ToolCallDelta
     from runtime import ToolOutcome as ToolOutcome
     from runtime import ToolSpec as ToolSpec
+    from runtime import UnknownSession as UnknownSession
     from runtime import Update as Update
     from runtime import awaits_delivery as awaits_delivery
     from runtime import call as call
@@ -100,6 +104,7 @@ if _typing.TYPE_CHECKING:
 
 _SOURCES: dict[str, str] = {
     "ERROR_TYPES": "runtime",
+    "AmberError": "runtime",
     "AssembledCall": "runtime",
     "Chunk": "runtime",
     "Delay": "runtime",
@@ -107,6 +112,7 @@ _SOURCES: dict[str, str] = {
     "DeltaKind": "runtime",
     "Fail": "runtime",
     "Hang": "runtime",
+    "InvalidInput": "runtime",
     "MessageFinish": "runtime",
     "MessageStart": "runtime",
     "ModelRequest": "runtime",
@@ -115,11 +121,13 @@ _SOURCES: dict[str, str] = {
     "Reply": "runtime",
     "Response": "runtime",
     "StreamAssembler": "runtime",
+    "StoreError": "runtime",
     "StreamError": "runtime",
     "TextDelta": "runtime",
     "ToolCallDelta": "runtime",
     "ToolOutcome": "runtime",
     "ToolSpec": "runtime",
+    "UnknownSession": "runtime",
     "Update": "runtime",
     "awaits_delivery": "runtime",
     "call": "runtime",
@@ -202,6 +210,7 @@ __all__ = [
     "ERROR_TYPES",
     "Adapter",
     "AlreadyStarted",
+    "AmberError",
     "ApprovalNeeded",
     "AskTimeout",
     "AssembledCall",
@@ -222,6 +231,7 @@ __all__ = [
     "Hang",
     "IdleTimeout",
     "InvalidConfig",
+    "InvalidInput",
     "InvalidTool",
     "LiveChannelAdapter",
     "MessageFinish",
@@ -254,6 +264,7 @@ __all__ = [
     "Settings",
     "SilentChannelAdapter",
     "StoreBusy",
+    "StoreError",
     "StreamAssembler",
     "StreamError",
     "StreamEvent",
@@ -268,6 +279,7 @@ __all__ = [
     "ToolSpec",
     "ToolStats",
     "Toolbox",
+    "UnknownSession",
     "Update",
     "awaits_delivery",
     "call",

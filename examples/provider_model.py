@@ -8,7 +8,7 @@ went back first in the assistant message), and checks it is what the server
 received. Swap the model for ``AnthropicModel("claude-sonnet-4-6")`` with
 ``ANTHROPIC_API_KEY`` set, and drop the stub, to talk to the real API.
 
-Run: python examples/provider_model.py  (needs ``amber[anthropic]``)
+Run: python examples/provider_model.py  (needs the anthropic extra: ``pip install '.[anthropic]'``)
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A tour of Amber's pure core: build a session timeline, then travel in it.
 
-Replays seed 000's trace (a question, a thought, a tool call and its result,
+Replays a short trace (a question, a thought, a tool call and its result,
 the reply), then a second question interrupted mid-tool, and prints the
 timeline, a past state, a diff, a fork and a verified replay.
 

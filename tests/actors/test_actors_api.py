@@ -22,6 +22,18 @@ class TestPublicNames:
         public -= {n for n, v in vars(actors).items() if inspect.ismodule(v)}
         assert public == set(actors.__all__)
 
+    def test_runtime_errors_exported(self) -> None:
+        """The errors ``Runtime`` methods raise from the pure core (docs/runtime.md) are
+        importable from ``actors``, as the same classes ``runtime`` defines."""
+        import runtime
+        import runtime.store
+
+        for name in ("AmberError", "InvalidInput", "UnknownSession", "StoreError"):
+            assert name in actors.__all__, name
+            assert getattr(actors, name) is getattr(runtime, name), name
+        assert actors.StoreError is runtime.store.StoreError
+        assert actors.UnknownSession is runtime.store.UnknownSession
+
     def test_public_api_documented(self) -> None:
         """Every public class and function has a docstring."""
         for name in actors.__all__:
