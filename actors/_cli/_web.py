@@ -21,7 +21,7 @@ from ._app import CliError, ExitCode, db_option
 __all__ = ["WEB_EXTRA", "is_loopback", "web"]
 
 WEB_EXTRA = ("starlette", "jinja2", "uvicorn")
-"""The modules ``amber web`` needs (``pip install 'amber[web]'``)."""
+"""The modules ``amber web`` needs (the web extra: ``pip install '.[web]'`` in the checkout)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -93,7 +93,8 @@ def web(db: str, port: int, host: str) -> None:
     if missing:
         raise CliError(
             f"amber web needs the web extra ({', '.join(missing)} not installed): "
-            "python3 -m pip install 'amber[web]'",
+            "python3 -m pip install '.[web]' in your Amber checkout ('amber[web]' where Amber "
+            "comes from a package index)",
             ExitCode.FAILED,
         )
     import uvicorn

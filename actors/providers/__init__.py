@@ -61,7 +61,8 @@ def _load(name: str) -> Any:
     except ImportError as exc:
         raise MissingSDK(
             f"{name} needs its provider's SDK, which is not installed ({exc.name or exc}); "
-            f"install it with: pip install 'amber[{extra}]'."
+            f"install it with: python3 -m pip install '.[{extra}]' in your Amber checkout "
+            f"('amber[{extra}]' where Amber comes from a package index)."
         ) from exc
     value = getattr(loaded, name)
     globals()[name] = value

@@ -123,7 +123,8 @@ def __getattr__(name: str) -> _typing.Any:
         # nothing but the base install.
         raise ImportError(
             f"runtime.store.{name} needs psycopg 3 and psycopg-pool ({exc}); install them "
-            "with: pip install 'amber[postgres]'."
+            "with: python3 -m pip install '.[postgres]' in your Amber checkout "
+            "('amber[postgres]' where Amber comes from a package index)."
         ) from exc
     value = getattr(module, name)
     globals()[name] = value  # found directly from now on

@@ -32,7 +32,8 @@ class TestBeforeServing:
         assert result.exit_code == ExitCode.FAILED
         assert result.output == (
             "amber: amber web needs the web extra (starlette, uvicorn not installed): "
-            "python3 -m pip install 'amber[web]'\n"
+            "python3 -m pip install '.[web]' in your Amber checkout ('amber[web]' where Amber "
+            "comes from a package index)\n"
         )
 
     def test_no_store_is_the_usual_error(self, tmp_path: Path) -> None:

@@ -98,7 +98,7 @@ class TestKeys:
             raise ImportError("No module named 'google'", name="google")
 
         monkeypatch.setattr(providers.importlib, "import_module", refuse)
-        with pytest.raises(MissingSDK, match=r"pip install 'amber\[gemini\]'"):
+        with pytest.raises(MissingSDK, match=r"pip install '\.\[gemini\]' in your Amber checkout"):
             providers.GeminiModel  # noqa: B018
 
 

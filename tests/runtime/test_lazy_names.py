@@ -126,4 +126,7 @@ def test_postgres_store_without_psycopg_says_what_to_install() -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == "SQLiteStore"
     assert lines[1].startswith("runtime.store.PostgresStore needs psycopg 3 and psycopg-pool (")
-    assert lines[1].endswith("install them with: pip install 'amber[postgres]'.")
+    assert lines[1].endswith(
+        "install them with: python3 -m pip install '.[postgres]' in your Amber checkout "
+        "('amber[postgres]' where Amber comes from a package index)."
+    )
