@@ -15,11 +15,17 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Callable
+from typing import TypeVar
 
 from runtime import CorruptRow
 from runtime.store import SQLiteStore, Store
 
-__all__ = ["load_error"]
+from ._storage import StoreThread
+
+__all__ = ["call_told", "load_error"]
+
+T = TypeVar("T")
 
 _HINT = "'amber recover --rebuild'"
 """The command the store's errors suggest, quoted as they write it."""
@@ -57,6 +63,19 @@ def load_error(exc: Exception, store: Store) -> Exception:
     error = CorruptRow(text, session_id=exc.session_id, seq=exc.seq)
     error.__cause__ = exc
     return error
+
+
+def call_told(thread: StoreThread, fn: Callable[[Store], T], timeout: float) -> T:
+    """``fn(store)`` on the store's thread; a damaged derived row raises the ``CorruptRow``
+    of ``load_error``, so a call that reads the store itself (``state``, ``wait_idle``)
+    is told what a call through the session's actor is."""
+    try:
+        return thread.call(fn).result(timeout)
+    except CorruptRow as exc:
+        error = load_error(exc, thread.store)
+        if error is exc:
+            raise
+        raise error from exc
 
 
 def _rebuild(store: Store) -> tuple[str, str, str]:

@@ -337,6 +337,33 @@ class TestASessionWhoseSnapshotIsDamaged:
             state = rt.wait_idle("s", timeout=WAIT)
         assert [m.content for m in state if m.role.value == "user"] == ["q0", "q1", "q2", "again"]
 
+    def test_every_call_is_told_the_same(self, tmp_path: Path) -> None:
+        """Calls that read the store themselves (``state``, ``wait_idle``, ``call_store``)
+        get the same error as those through the session's actor (``ask``): the one that
+        names this store in the rebuild command, not the store's own text."""
+        db = tmp_path / "a.db"
+        with Runtime(model=ScriptedModel([], fallback=reply("ok")),
+                     store=SQLiteStore(db, snapshot_every=5)) as rt:  # fmt: skip
+            for n in range(3):
+                rt.ask("s", f"q{n}", timeout=WAIT)
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE snapshot_chunks SET body = X'7B7D' WHERE part = 'messages'")
+        conn.close()
+        told: dict[str, str] = {}
+        with Runtime(model=ScriptedModel([], fallback=reply("ok")), store=db) as rt:
+            calls: dict[str, Any] = {
+                "state": lambda: rt.state("s"),
+                "wait_idle": lambda: rt.wait_idle("s", timeout=WAIT),
+                "call_store": lambda: rt.call_store(lambda s: s.load_state("s")),
+                "ask": lambda: rt.ask("s", "again", timeout=WAIT),
+            }
+            for name, call in calls.items():
+                with pytest.raises(CorruptRow) as raised:
+                    call()
+                told[name] = str(raised.value)
+        assert f"--db {db}" in told["ask"], told["ask"]
+        assert told == dict.fromkeys(calls, told["ask"])
+
     def test_a_damaged_summary_row_names_the_store_and_the_stop(self, tmp_path: Path) -> None:
         """Another derived row's error (a summary row) names the store in its command and
         says to stop the runtime around the rebuild; other errors are left as they are."""
