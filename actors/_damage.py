@@ -83,13 +83,20 @@ def _rebuild(store: Store) -> tuple[str, str, str]:
     be stopped before it runs, and the pronoun for them."""
     if isinstance(store, SQLiteStore):
         words = ["amber", "recover", "--rebuild", "--db", os.path.abspath(store.path)]
-        return f"'{shlex.join(words)}'", "the runtime", "it"
+        return _quoted(shlex.join(words)), "the runtime", "it"
     schema = getattr(store, "schema", None)
     if getattr(store, "shared", False) and isinstance(schema, str):
+        command = f"AMBER_PG_SCHEMA={shlex.quote(schema)} amber recover --rebuild --db URL"
         return (
-            f"'AMBER_PG_SCHEMA={shlex.quote(schema)} amber recover --rebuild --db URL' with "
-            "the workers' postgresql:// URL",
+            f"{_quoted(command)} with the workers' postgresql:// URL",
             "the workers and runtimes on this store",
             "them",
         )
     return _HINT, "the runtime", "it"
+
+
+def _quoted(command: str) -> str:
+    """``command`` quoted as the store's errors quote theirs (single quotes), or in double
+    quotes when it holds single quotes itself (a path the shell needs quoted): quoting it
+    in single quotes would end the quote at the path's."""
+    return f'"{command}"' if "'" in command else f"'{command}'"

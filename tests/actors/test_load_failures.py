@@ -323,11 +323,11 @@ class TestASessionWhoseSnapshotIsDamaged:
             r"its digest: it was changed after it was written\. The session's event log is "
             r"intact \(a snapshot is derived from it\), but a runtime loads the session from its "
             r"snapshot, so every call for it fails until the snapshot is rebuilt: stop the "
-            r"runtime, run 'amber recover --rebuild --db .*' \(store\.rebuild\(\)\), and start "
+            r"runtime, run \"amber recover --rebuild --db .*\" \(store\.rebuild\(\)\), and start "
             r"it again\.",
             str(raised.value),
         ), str(raised.value)
-        command = re.search(r"'(amber recover [^']*(?:'[^']*'[^']*)*)' \(", str(raised.value))
+        command = re.search(r"run \"([^\"]*)\" \(", str(raised.value))
         assert command is not None
         words = shlex.split(command.group(1))
         assert words[:3] == ["amber", "recover", "--rebuild"]
@@ -336,6 +336,26 @@ class TestASessionWhoseSnapshotIsDamaged:
             assert rt.ask("s", "again", timeout=WAIT).text == "ok"
             state = rt.wait_idle("s", timeout=WAIT)
         assert [m.content for m in state if m.role.value == "user"] == ["q0", "q1", "q2", "again"]
+
+    def test_a_path_with_a_space_is_quoted_once(self, tmp_path: Path) -> None:
+        """A store path with a space is quoted for the shell inside the command, and the
+        command is not wrapped in the same quotes (which would end at the path's)."""
+        from actors._damage import load_error
+
+        damaged = CorruptRow(
+            "Session 's' snapshot at seq 4 is corrupt: messages chunk 0 does not match its "
+            "digest. Snapshots are rebuilt from the event log by 'amber recover --rebuild' "
+            "(store.rebuild()).",
+            session_id="s",
+            seq=4,
+        )
+        path = tmp_path / "my store.db"
+        with SQLiteStore(path) as store:
+            told = str(load_error(damaged, store))
+        assert f"""run "amber recover --rebuild --db '{path}'" (store.rebuild())""" in told, told
+        command = re.search(r'run "([^"]*)" \(', told)
+        assert command is not None
+        assert shlex.split(command.group(1)) == ["amber", "recover", "--rebuild", "--db", str(path)]
 
     def test_every_call_is_told_the_same(self, tmp_path: Path) -> None:
         """Calls that read the store themselves (``state``, ``wait_idle``, ``call_store``)
