@@ -15,11 +15,17 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Callable
+from typing import TypeVar
 
 from runtime import CorruptRow
 from runtime.store import SQLiteStore, Store
 
-__all__ = ["load_error"]
+from ._storage import StoreThread
+
+__all__ = ["call_told", "load_error"]
+
+T = TypeVar("T")
 
 _HINT = "'amber recover --rebuild'"
 """The command the store's errors suggest, quoted as they write it."""
@@ -59,18 +65,38 @@ def load_error(exc: Exception, store: Store) -> Exception:
     return error
 
 
+def call_told(thread: StoreThread, fn: Callable[[Store], T], timeout: float) -> T:
+    """``fn(store)`` on the store's thread; a damaged derived row raises the ``CorruptRow``
+    of ``load_error``, so a call that reads the store itself (``state``, ``wait_idle``)
+    is told what a call through the session's actor is."""
+    try:
+        return thread.call(fn).result(timeout)
+    except CorruptRow as exc:
+        error = load_error(exc, thread.store)
+        if error is exc:
+            raise
+        raise error from exc
+
+
 def _rebuild(store: Store) -> tuple[str, str, str]:
     """The rebuild command for ``store`` (quoted as the store's errors quote it), who must
     be stopped before it runs, and the pronoun for them."""
     if isinstance(store, SQLiteStore):
         words = ["amber", "recover", "--rebuild", "--db", os.path.abspath(store.path)]
-        return f"'{shlex.join(words)}'", "the runtime", "it"
+        return _quoted(shlex.join(words)), "the runtime", "it"
     schema = getattr(store, "schema", None)
     if getattr(store, "shared", False) and isinstance(schema, str):
+        command = f"AMBER_PG_SCHEMA={shlex.quote(schema)} amber recover --rebuild --db URL"
         return (
-            f"'AMBER_PG_SCHEMA={shlex.quote(schema)} amber recover --rebuild --db URL' with "
-            "the workers' postgresql:// URL",
+            f"{_quoted(command)} with the workers' postgresql:// URL",
             "the workers and runtimes on this store",
             "them",
         )
     return _HINT, "the runtime", "it"
+
+
+def _quoted(command: str) -> str:
+    """``command`` quoted as the store's errors quote theirs (single quotes), or in double
+    quotes when it holds single quotes itself (a path the shell needs quoted): quoting it
+    in single quotes would end the quote at the path's."""
+    return f'"{command}"' if "'" in command else f"'{command}'"

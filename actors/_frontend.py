@@ -26,6 +26,7 @@ from typing import Any
 from runtime import FINAL_INPUT, SessionState, StoreError, reply_of
 
 from ._answers import ReplyWaiter
+from ._damage import call_told
 from ._errors import RuntimeStopped
 from ._leasing import stop_listening, waits_for_a_person
 from ._storage import StoreThread
@@ -73,7 +74,7 @@ class AnswerWatch:
         self._thread = threading.Thread(target=self._loop, name="amber-answers", daemon=True)
 
     def _call(self, fn: Callable[[Any], Any]) -> Any:
-        return self._store.call(fn).result(60.0)
+        return call_told(self._store, fn, 60.0)
 
     def start(self) -> None:
         """Start listening."""

@@ -287,6 +287,9 @@ class LeaseKeeper:
                 self._lost.discard(session_id)
             now, ttl, owner = self._clock(), self._ttl, self._owner
             lease = self._call(lambda s: s.acquire(session_id, owner=owner, now=now, ttl=ttl))
+            if lease is not None:
+                # A fresh lease is renewed, whatever a renewal found of an older one.
+                self._lost.discard(session_id)
         if lease is None:
             return False
         self.taken += 1
@@ -544,4 +547,8 @@ def _release_unless_new(store: Any, *, lease: Any, announce: bool = True) -> Any
 
 
 def _renew(store: Any, *, lease: Any, now: datetime, ttl: timedelta) -> Any:
+    """Renew ``lease`` if the store still holds it; None if it was given back (or taken
+    again) since the renewal copied it: that lease must stay given back."""
+    if store.held.get(lease.session_id) != lease:
+        return None
     return store.renew(lease, now=now, ttl=ttl)

@@ -44,6 +44,7 @@ from ._adapter import Adapter
 from ._answers import ReplyWaiter, StreamEvent
 from ._approving import Approving
 from ._asking import Asking
+from ._damage import call_told
 from ._drafts import post_draft, session_id_of, user_draft
 from ._effects import Effects
 from ._errors import (
@@ -675,7 +676,7 @@ class Runtime(Asking, Approving):
     def _call_store(self, fn: Callable[[Store], T], *, timeout: float | None = None) -> T:
         if self._store is None or self._state not in ("running", "starting"):
             raise RuntimeStopped(_not_running(self._state))
-        return self._store.call(fn).result(timeout or self.settings.store_timeout)
+        return call_told(self._store, fn, timeout or self.settings.store_timeout)
 
     def _limits(self) -> InputLimits:
         return self.settings.input_limits

@@ -191,6 +191,8 @@ class SessionActor(pykka.ThreadingActor):
                     "session %s: the delivery of %s could not be recorded (%s)",
                     self.session_id, message.message_id, exc,
                 )  # fmt: skip
+            elif isinstance(message, SendFailed):
+                self._send_failed(message)  # closed: logged (the adapter left it to us)
             if reply_to is None:
                 continue
             if isinstance(message, ProxyCall | ProxyGetAttr):
@@ -201,6 +203,25 @@ class SessionActor(pykka.ThreadingActor):
         # After the callers are told (giving the lease back is a store call, which may
         # wait as long as the failed load did).
         self._svc.load_failed(self.session_id)
+
+    def on_stop(self) -> None:
+        """Log the send failures told behind the stop (pykka drops what its inbox still
+        holds once the actor stops, and the adapters left the logging to the session).
+
+        pykka refuses a tell once the actor is stopped, which it is before this runs, so
+        what is in the inbox now is what was told (but for a tell that passed pykka's
+        liveness check in the instant before the stop: that one is still dropped).
+        """
+        self._close()  # arms no retry: nothing would cancel it
+        kept = []
+        while not self.actor_inbox.empty():  # only this thread takes from it
+            envelope = self.actor_inbox.get()
+            if isinstance(envelope.message, SendFailed):
+                self._send_failed(envelope.message)
+            else:
+                kept.append(envelope)
+        for envelope in kept:  # pykka answers the calls among them (ActorDeadError)
+            self.actor_inbox.put(envelope)
 
     def on_failure(self, *args: Any) -> None:  # pragma: no cover - logged by pykka too
         """Log an unexpected crash of the actor."""

@@ -31,7 +31,7 @@ import attrs
 from .._errors import InvalidArgument, LeaseLost
 from ._db import Db
 
-__all__ = ["Lease", "acquire", "check_fence", "current", "release", "renew"]
+__all__ = ["Lease", "acquire", "check_fence", "current", "not_held", "release", "renew"]
 
 
 @attrs.frozen(kw_only=True)
@@ -151,6 +151,21 @@ def check_fence(db: Db, held: Mapping[str, Lease], sessions: Collection[str]) ->
         now = stored.get(session_id)
         if now is None or now.token != lease.token or now.owner != lease.owner:
             raise lost(lease, now, "append to")
+
+
+def not_held(lease: Lease, held: Lease | None) -> LeaseLost:
+    """The error for a renewal of ``lease`` by a store that holds ``held`` instead."""
+    if held is None:
+        now = "it was given back here (or never taken). Take it again with acquire()."
+    else:
+        now = f"it holds token {held.token} now. Renew that one."
+    return LeaseLost(
+        f"Cannot renew session {lease.session_id!r}: this store does not hold its lease "
+        f"({lease.owner!r} token {lease.token}) any more; {now}",
+        session_id=lease.session_id,
+        token=lease.token,
+        current=None if held is None else held.token,
+    )
 
 
 def lost(lease: Lease, now: Lease | None, doing: str) -> LeaseLost:

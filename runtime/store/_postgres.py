@@ -39,7 +39,7 @@ from psycopg_pool import ConnectionPool
 from .._errors import InvalidArgument, StoreClosed, StoreError
 from ._check import Problem
 from ._db import Db
-from ._leases import Lease, acquire, check_fence, current, release, renew
+from ._leases import Lease, acquire, check_fence, current, not_held, release, renew
 from ._pg_db import PgDb, pg_errors
 from ._pg_names import DEFAULT_SCHEMA, schema_problem
 from ._pg_schema import PG_TRIGGERS, lock_space, migrate, present_guards, recreate_guards
@@ -278,10 +278,18 @@ class PostgresStore(SqlStore):
         keeps refusing writes to the session (``LeaseLost``) until ``release``, and one
         that met a database error may be renewed again before it expires.
 
+        Only the lease this store holds is renewed: one given back (``release``), or an
+        older one of a session taken again since, is refused without a database call (its
+        row still names this owner and token after a release, so a renewal would bring it
+        back).
+
         Raises:
-            LeaseLost: another owner took it over.
+            LeaseLost: another owner took it over, or this store no longer holds it.
             StoreError: the database could not be reached (the lease is unchanged).
         """
+        held = self._held.get(lease.session_id)
+        if held is None or (held.owner, held.token) != (lease.owner, lease.token):
+            raise not_held(lease, held)
         with self._write(()) as db:
             renewed = renew(db, lease, now=now, ttl=ttl)
         self._held[lease.session_id] = renewed

@@ -45,7 +45,8 @@ class SQLiteStore(SqlStore):
         cache_size: how many session heads to keep in memory.
 
     Raises:
-        InvalidArgument: ``path`` is a URL (a mistyped ``postgresql://``, ``sqlite:///``).
+        InvalidArgument: ``path`` is a URL (a mistyped ``postgresql://``, ``sqlite:///``),
+            or ``":memory:"`` (use ``MemoryStore``).
         NotAStore: ``path`` is not an Amber store (another SQLite database, or not SQLite).
         SchemaVersionError: the store was written by a newer Amber, or its version is unknown.
         StoreError: the file cannot be opened, or it needs writing (a new store, a
@@ -69,6 +70,12 @@ class SQLiteStore(SqlStore):
             snapshot_every=snapshot_every, chunk_size=chunk_size, cache_size=cache_size
         )
         problem = url_problem(path)
+        if isinstance(path, str) and path == ":memory:":
+            problem = (
+                "':memory:' is an in-memory SQLite database, which a SQLiteStore cannot use "
+                "(its write-ahead log needs a file); for a store in memory use MemoryStore() "
+                "(Runtime(store=':memory:')), or pass a file's path."
+            )
         if problem is not None:
             raise InvalidArgument(f"SQLiteStore(path): {problem}")
         self._path = Path(path)

@@ -176,6 +176,74 @@ class TestLost:
         assert other.lease("s") == taken
 
 
+class TestRenewalAlongsideRelease:
+    """A renewal copies the held leases in one store call and renews each in its own: a
+    lease given back in between must stay given back."""
+
+    def renew_around(self, store: StoreThread, between: Callable[[], None]) -> LeaseKeeper:
+        """A keeper holding 's' whose renewal runs ``between`` after it copied the held
+        leases and before it renews them."""
+        gated = GatedStore(store)
+        keeper = keeper_on(gated)
+        assert keeper.ensure("s")
+        first = gated.calls + 1  # the renewal's copy of ``held``
+        gated.before_call = lambda n: between() if n == first + 1 else None
+        keeper._renew()
+        gated.before_call = lambda n: None
+        return keeper
+
+    def test_a_released_lease_does_not_come_back(
+        self, store: StoreThread, other: PostgresStore
+    ) -> None:
+        """Given back between the copy and the renewal, the lease is not renewed: the store
+        does not hold it again, and another worker takes it at once."""
+
+        def release() -> None:
+            lease = store.call(lambda s: s.held["s"]).result(60)
+            assert store.call(lambda s: s.release(lease, announce=False)).result(60)
+
+        keeper = self.renew_around(store, release)
+        assert store.call(lambda s: dict(s.held)).result(60) == {}
+        assert keeper.lost == 0
+        taken = other.acquire("s", owner="w2", now=NOW + timedelta(seconds=1), ttl=TTL)
+        assert taken is not None
+
+    def test_a_session_taken_again_after_a_stale_renewal_is_renewed(
+        self, store: StoreThread, other: PostgresStore
+    ) -> None:
+        """Given back and taken by another worker between the copy and the renewal, the
+        session is not marked lost here (it is not held here); once this worker takes it
+        again, its new lease is renewed."""
+
+        def release_and_take() -> None:
+            lease = store.call(lambda s: s.held["s"]).result(60)
+            assert store.call(lambda s: s.release(lease, announce=False)).result(60)
+            taken = other.acquire("s", owner="w2", now=NOW, ttl=TTL)
+            assert taken is not None
+            other.release(taken)
+
+        keeper = self.renew_around(store, release_and_take)
+        assert keeper.lost == 0
+        assert keeper.ensure("s")
+        now = NOW + timedelta(seconds=20)
+        keeper._clock = lambda: now
+        keeper._renew()
+        lease = store.call(lambda s: s.lease("s")).result(60)
+        assert (lease.owner, lease.token, lease.expires_at) == ("w1", 3, now + TTL)
+
+    def test_a_claim_clears_a_stale_lost_mark(self, store: StoreThread) -> None:
+        """A session marked lost whose lease is no longer held here (given back since) is
+        renewed again once a claim takes a fresh lease for it."""
+        keeper = keeper_on(store)
+        keeper._lost.add("s")  # as a renewal that met LeaseLost after the lease was given back
+        assert keeper.ensure("s")
+        now = NOW + timedelta(seconds=20)
+        keeper._clock = lambda: now
+        keeper._renew()
+        lease = store.call(lambda s: s.lease("s")).result(60)
+        assert (lease.token, lease.expires_at) == (1, now + TTL)
+
+
 class SlowRouter:
     """A live-session table whose loads take ``ttl / 3`` (wall clock and monotonic)."""
 

@@ -323,11 +323,11 @@ class TestASessionWhoseSnapshotIsDamaged:
             r"its digest: it was changed after it was written\. The session's event log is "
             r"intact \(a snapshot is derived from it\), but a runtime loads the session from its "
             r"snapshot, so every call for it fails until the snapshot is rebuilt: stop the "
-            r"runtime, run 'amber recover --rebuild --db .*' \(store\.rebuild\(\)\), and start "
+            r"runtime, run \"amber recover --rebuild --db .*\" \(store\.rebuild\(\)\), and start "
             r"it again\.",
             str(raised.value),
         ), str(raised.value)
-        command = re.search(r"'(amber recover [^']*(?:'[^']*'[^']*)*)' \(", str(raised.value))
+        command = re.search(r"run \"([^\"]*)\" \(", str(raised.value))
         assert command is not None
         words = shlex.split(command.group(1))
         assert words[:3] == ["amber", "recover", "--rebuild"]
@@ -336,6 +336,53 @@ class TestASessionWhoseSnapshotIsDamaged:
             assert rt.ask("s", "again", timeout=WAIT).text == "ok"
             state = rt.wait_idle("s", timeout=WAIT)
         assert [m.content for m in state if m.role.value == "user"] == ["q0", "q1", "q2", "again"]
+
+    def test_a_path_with_a_space_is_quoted_once(self, tmp_path: Path) -> None:
+        """A store path with a space is quoted for the shell inside the command, and the
+        command is not wrapped in the same quotes (which would end at the path's)."""
+        from actors._damage import load_error
+
+        damaged = CorruptRow(
+            "Session 's' snapshot at seq 4 is corrupt: messages chunk 0 does not match its "
+            "digest. Snapshots are rebuilt from the event log by 'amber recover --rebuild' "
+            "(store.rebuild()).",
+            session_id="s",
+            seq=4,
+        )
+        path = tmp_path / "my store.db"
+        with SQLiteStore(path) as store:
+            told = str(load_error(damaged, store))
+        assert f"""run "amber recover --rebuild --db '{path}'" (store.rebuild())""" in told, told
+        command = re.search(r'run "([^"]*)" \(', told)
+        assert command is not None
+        assert shlex.split(command.group(1)) == ["amber", "recover", "--rebuild", "--db", str(path)]
+
+    def test_every_call_is_told_the_same(self, tmp_path: Path) -> None:
+        """Calls that read the store themselves (``state``, ``wait_idle``, ``call_store``)
+        get the same error as those through the session's actor (``ask``): the one that
+        names this store in the rebuild command, not the store's own text."""
+        db = tmp_path / "a.db"
+        with Runtime(model=ScriptedModel([], fallback=reply("ok")),
+                     store=SQLiteStore(db, snapshot_every=5)) as rt:  # fmt: skip
+            for n in range(3):
+                rt.ask("s", f"q{n}", timeout=WAIT)
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE snapshot_chunks SET body = X'7B7D' WHERE part = 'messages'")
+        conn.close()
+        told: dict[str, str] = {}
+        with Runtime(model=ScriptedModel([], fallback=reply("ok")), store=db) as rt:
+            calls: dict[str, Any] = {
+                "state": lambda: rt.state("s"),
+                "wait_idle": lambda: rt.wait_idle("s", timeout=WAIT),
+                "call_store": lambda: rt.call_store(lambda s: s.load_state("s")),
+                "ask": lambda: rt.ask("s", "again", timeout=WAIT),
+            }
+            for name, call in calls.items():
+                with pytest.raises(CorruptRow) as raised:
+                    call()
+                told[name] = str(raised.value)
+        assert f"--db {db}" in told["ask"], told["ask"]
+        assert told == dict.fromkeys(calls, told["ask"])
 
     def test_a_damaged_summary_row_names_the_store_and_the_stop(self, tmp_path: Path) -> None:
         """Another derived row's error (a summary row) names the store in its command and

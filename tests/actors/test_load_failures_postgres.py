@@ -172,7 +172,22 @@ class TestADamagedSnapshot:
             r"\(store\.rebuild\(\)\), and start them again\.",
             str(raised.value),
         ), str(raised.value)
+        told = {"ask": str(raised.value)}
+        front = Runtime(store=PostgresStore(postgres_dsn, schema=schema), settings=SETTINGS,
+                        run_sessions=False)  # fmt: skip
+        runtimes.append(front)
+        front.start()
+        for name, call in {
+            "state": lambda: failing.state("s"),
+            "front end's wait_idle": lambda: front.wait_idle("s", timeout=60),
+            "front end's state": lambda: front.state("s"),
+        }.items():
+            with pytest.raises(CorruptRow) as raised_too:
+                call()
+            told[name] = str(raised_too.value)
+        assert told == dict.fromkeys(told, told["ask"])  # every call is told the same
         failing.stop()
+        front.stop()
         assert f"AMBER_PG_SCHEMA={schema} " in str(raised.value)
         mended = CliRunner(env={"AMBER_PG_SCHEMA": schema, "AMBER_DB": None}).invoke(
             cli, ["recover", "--rebuild", "--db", postgres_dsn], catch_exceptions=False

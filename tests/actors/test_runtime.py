@@ -1041,6 +1041,73 @@ class TestDeliveryRetries:
         assert record.exc_info is not None
         assert record.exc_info[1] is refused
 
+    def test_a_failure_told_to_a_session_whose_load_fails_is_logged(
+        self, make_runtime: RuntimeFactory, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A send failure told to a session while its load is failing is not dropped with
+        the load's inbox: it is logged at ERROR, with its traceback, as one told to a closed
+        session is."""
+        store = LoadGate()
+        rt = self.gated_runtime(make_runtime, store)
+        (adapter,) = rt.gateway.adapters
+        store.hold(fail=True)
+        rt.router.load("w")  # the actor waits in its load
+        ref = rt.router.live("w").actor_ref
+        with caplog.at_level(logging.DEBUG, logger="amber"):
+            rt.router.failed("w", "msg_1", adapter, self.refused())  # waits in the inbox
+            stopped = ref.stop(block=False)  # answered once the inbox before it is handled
+            store.gate.set()
+            assert stopped.get(timeout=WAIT) is False  # the load failed: the actor is dead
+        self.assert_logged_once(caplog)
+
+    def test_a_failure_told_behind_a_stop_is_logged(
+        self, make_runtime: RuntimeFactory, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A send failure told to a session whose stop is already queued (passivation, a
+        give-up: pykka drops what comes after a stop) is logged at ERROR, with its
+        traceback, when the actor stops."""
+        store = LoadGate()
+        rt = self.gated_runtime(make_runtime, store)
+        (adapter,) = rt.gateway.adapters
+        store.hold(fail=False)
+        rt.router.load("w")  # the actor waits in its load: what is told now queues
+        ref = rt.router.live("w").actor_ref
+        with caplog.at_level(logging.DEBUG, logger="amber"):
+            stopped = ref.stop(block=False)
+            rt.router.failed("w", "msg_1", adapter, self.refused())  # told behind the stop
+            store.gate.set()
+            assert stopped.get(timeout=WAIT) is True  # after on_stop
+        rt.router.forget("w", ref)
+        self.assert_logged_once(caplog)
+
+    @staticmethod
+    def gated_runtime(make_runtime: RuntimeFactory, store: MemoryStore) -> Runtime:
+        return make_runtime(
+            model=ScriptedModel([reply("answer one")]),
+            store=store,
+            adapters=[SilentChannelAdapter.start(client=FakePlatform("wechat"))],
+            settings=Settings(passivate_after=None),
+        )
+
+    @staticmethod
+    def refused() -> PlatformError:
+        try:
+            raise PlatformError("wechat is down")
+        except PlatformError as exc:
+            return exc
+
+    @staticmethod
+    def assert_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+        (record,) = [r for r in caplog.records if "msg_1" in r.getMessage()]
+        assert (record.name, record.levelno) == ("amber.session", logging.ERROR)
+        assert record.getMessage() == (
+            "session w: SilentChannelAdapter could not send message msg_1 (PlatformError: "
+            "wechat is down); the session has stopped, so it is sent again when the session "
+            "is next loaded (its next input, or a restart)"
+        )
+        assert record.exc_info is not None
+        assert record.exc_info[0] is PlatformError
+
     def test_no_retries_when_turned_off(
         self, make_runtime: RuntimeFactory, caplog: pytest.LogCaptureFixture
     ) -> None:
@@ -1060,6 +1127,27 @@ class TestDeliveryRetries:
         assert "try 1 of 1 (PlatformError: " in given_up.getMessage()
         assert given_up.exc_info is not None
         assert given_up.exc_info[0] is PlatformError
+
+
+class LoadGate(MemoryStore):
+    """A memory store whose next session load waits for ``gate`` (then fails, if told to):
+    what is told to the session's actor meanwhile queues in its inbox."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self._held: bool | None = None  # None: not held; else whether the load then fails
+
+    def hold(self, *, fail: bool) -> None:
+        self._held = fail
+
+    def __contains__(self, session_id: object) -> bool:
+        fail, self._held = self._held, None
+        if fail is not None:
+            assert self.gate.wait(WAIT), "the test never opened the gate"
+            if fail:
+                raise StoreError(f"Cannot read session {session_id!r} (injected).")
+        return super().__contains__(session_id)
 
 
 class TestSettledWaitOnAPassivatedSession:

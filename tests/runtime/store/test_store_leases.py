@@ -196,6 +196,43 @@ class TestRenew:
         assert lease is not None
         assert a.renew(lease, now=NOW + 10 * TTL, ttl=TTL).token == 1
 
+    def test_a_released_lease_is_not_renewed(
+        self, pair: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """A renewal of a lease given back (one copied before the release, as a keeper's
+        renewal that runs alongside it) is refused with LeaseLost: the lease does not come
+        back into ``held`` nor get a fresh expiry, and another owner takes it at once."""
+        a, b = pair
+        lease = a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        assert lease is not None
+        assert a.release(lease, announce=False) is True
+        with pytest.raises(
+            LeaseLost,
+            match=r"^Cannot renew session 's': this store does not hold its lease \('w1' "
+            r"token 1\) any more; it was given back here \(or never taken\)\. Take it again "
+            r"with acquire\(\)\.$",
+        ):
+            a.renew(lease, now=NOW + timedelta(seconds=1), ttl=TTL)
+        assert a.held == {}
+        taken = b.acquire("s", owner="w2", now=NOW + timedelta(seconds=2), ttl=TTL)
+        assert taken is not None
+        assert taken.token == 2
+
+    def test_a_lease_taken_again_is_not_renewed_by_an_old_copy(
+        self, pair: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """A copy from before a release and a new acquisition is refused (it is not the
+        lease held now); the new lease stays held as it was."""
+        a, _ = pair
+        old = a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        assert old is not None
+        a.release(old, announce=False)
+        new = a.acquire("s", owner="w1", now=NOW + timedelta(seconds=1), ttl=TTL)
+        assert new is not None
+        with pytest.raises(LeaseLost, match=r"holds token 2 now"):
+            a.renew(old, now=NOW + timedelta(seconds=2), ttl=TTL)
+        assert a.held == {"s": new}
+
 
 class TestFencing:
     def test_the_owner_appends(self, pair: tuple[PostgresStore, PostgresStore]) -> None:

@@ -258,6 +258,23 @@ class TestOptions:
         assert url_problem("C:/amber.db") is None  # a drive letter: a path
         assert url_problem("data:2026/amber.db") is None  # no ':/' after the scheme
 
+    def test_an_in_memory_database_is_refused_saying_what_to_use(
+        self, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """``":memory:"`` cannot be a SQLiteStore (write-ahead logging needs a file): it is
+        refused naming MemoryStore, not with a journal-mode error about a file system, and
+        no file is made."""
+        monkeypatch.chdir(tmp_path)
+        with pytest.raises(
+            InvalidArgument,
+            match=r"^SQLiteStore\(path\): ':memory:' is an in-memory SQLite database, which a "
+            r"SQLiteStore cannot use \(its write-ahead log needs a file\); for a store in "
+            r"memory use MemoryStore\(\) \(Runtime\(store=':memory:'\)\), or pass a file's "
+            r"path\.$",
+        ):
+            SQLiteStore(":memory:")
+        assert list(tmp_path.rglob("*")) == []
+
     def test_small_cache(self, open_store: OpenStore) -> None:
         """With a cache of one head, sessions are reloaded from the file as needed."""
         store = open_store(cache_size=1, snapshot_every=3)
