@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 
 from .._article import type_named
 from .._errors import InvalidArgument, InvalidEvent, SeqConflict
-from .._events import Event
+from .._events import BranchImported, Event
 from .._reducer import apply
 from .._state import SessionState
 from .._storable import MAX_EVENT_BYTES, session_id_problem
@@ -75,7 +75,8 @@ def check_batch(
 
     Raises:
         InvalidArgument: an item is not an Amber event.
-        SeqConflict: an event's seq is taken already or skips one.
+        SeqConflict: an event's seq is taken already or skips one (a fork's
+            ``BranchImported`` at seq 1: its session id is taken).
         EventRejected: an event does not apply to its session's head.
     """
     batch = list(events)
@@ -92,7 +93,14 @@ def check_batch(
         expected = state.seq + 1
         if event.seq != expected:
             name = type(event).__name__
-            if event.seq < expected:
+            if event.seq == 1 and isinstance(event, BranchImported):
+                # A fork starts a new session: loading again and retrying would fail again.
+                why = (
+                    f"the store already holds a session {event.session_id!r} (its head is at "
+                    f"seq {state.seq}), and a fork starts a new session; pick another id for "
+                    "the fork (one that is not in the store)."
+                )
+            elif event.seq < expected:
                 why = (
                     f"the store already holds seq {event.seq} (the head is at seq {state.seq}); "
                     "another writer got there first: load the session again and rebuild the event."

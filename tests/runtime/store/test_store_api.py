@@ -105,6 +105,22 @@ class TestAppend:
             store.append([question("s", 2, id="late")])
         assert store.events("s") == events
 
+    def test_a_fork_into_a_taken_id_says_the_id_is_taken(self, store: Store) -> None:
+        """A fork stored under the id of a session that exists is a SeqConflict that says
+        the id is taken (not that another writer won: loading again would not help)."""
+        store.append(conversation("s", 3))
+        store.append(conversation("taken", 7))
+        fork = store.load_timeline("s").fork(2, "taken", at=T0)
+        with pytest.raises(
+            SeqConflict,
+            match=r"^Cannot append BranchImported seq 1 to session 'taken': the store already "
+            r"holds a session 'taken' \(its head is at seq 7\), and a fork starts a new "
+            r"session; pick another id for the fork \(one that is not in the store\)\. "
+            r"Nothing in this batch was stored\.$",
+        ):
+            store.append(fork.events())
+        assert len(store.events("taken")) == 7
+
     def test_an_illegal_event_is_never_stored(self, store: Store) -> None:
         """An event that does not apply refuses the batch, events before it included."""
         ok = question("s", 1)
