@@ -147,9 +147,10 @@ class Approving:
 def _check_decision(verb: str, call_id: object, reason: object, by: object) -> None:
     """Refuse a decision's arguments of the wrong type before the session is asked."""
     if not isinstance(call_id, str) or not call_id:
+        got = "the empty str ''" if call_id == "" else f"{call_id!r} that is {type_named(call_id)}"
         raise InvalidInput(
-            f"{verb}() takes the tool call's id as a str (got {call_id!r} that is "
-            f"{type_named(call_id)}): the id of a call that waits, like "
+            f"{verb}() takes the tool call's id as a non-empty str (got {got}): the id of a "
+            "call that waits, like "
             "rt.pending_approvals(session)[0].tool_call.id, or ApprovalNeeded.call_id."
         )
     if reason is not None and not isinstance(reason, str):

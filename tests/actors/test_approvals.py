@@ -120,9 +120,9 @@ class TestApproval:
 
     @pytest.mark.parametrize(
         ("args", "message"),
-        [((None,), r"^deny\(\) takes the tool call's id as a str \(got None that is a 'NoneType'\)"),
-         ((5,), r"^deny\(\) takes the tool call's id as a str \(got 5 that is an 'int'\)"),
-         (("",), r"^deny\(\) takes the tool call's id as a str \(got ''"),
+        [((None,), r"^deny\(\) takes the tool call's id as a non-empty str \(got None that is a 'NoneType'\)"),
+         ((5,), r"^deny\(\) takes the tool call's id as a non-empty str \(got 5 that is an 'int'\)"),
+         (("",), r"^deny\(\) takes the tool call's id as a non-empty str \(got the empty str ''\)"),
          (("call_x", 5), r"^deny\(\) takes a reason that is a str or None \(got 5 that is an 'int'\)")],
     )  # fmt: skip
     def test_a_decision_of_the_wrong_type_is_invalid_input(
@@ -137,6 +137,12 @@ class TestApproval:
                 rt.deny("s1", *args)
             with pytest.raises(InvalidInput, match=r"^approve\(\) takes the tool call's id"):
                 rt.approve("s1", None)  # type: ignore[arg-type]
+            with pytest.raises(
+                InvalidInput,
+                match=r"^approve\(\) takes the tool call's id as a non-empty str \(got the empty "
+                r"str ''\): the id of a call that waits",
+            ):
+                rt.approve("s1", "")
             with pytest.raises(InvalidInput, match=r"^approve\(\) takes by= as a str or None"):
                 rt.approve("s1", "call_x", by=7)  # type: ignore[arg-type]
             assert len(rt.pending_approvals("s1")) == 1
