@@ -104,16 +104,16 @@ def web(db: str, port: int, host: str) -> None:
     source = Source(db, freeze_gc=True)
     count = source.check()  # no store, or not a store: the CLI's error and exit code
     local = is_loopback(host)
+    sock = _bind(host, port)
+    bound = sock.getsockname()[1]  # the port the OS picked, for --port 0
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
     if not local:
         click.echo(
             f"amber: warning: serving on {host}, not this machine's loopback: anyone who can "
-            f"reach {host}:{port} can read every session in {db} (private conversations) and "
+            f"reach {shown}:{bound} can read every session in {db} (private conversations) and "
             "fork sessions. The viewer has no login.",
             err=True,
         )
-    sock = _bind(host, port)
-    bound = sock.getsockname()[1]
-    shown = f"[{host.strip('[]')}]" if ":" in host else host
     allowed = [*LOCAL_HOSTS, host.strip("[]")] if local else ["*"]
     app = create_app(source, allowed_hosts=allowed)
     click.echo(

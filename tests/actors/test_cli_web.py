@@ -43,23 +43,38 @@ class TestBeforeServing:
         assert "No Amber store at" in result.output
         assert not (tmp_path / "typo.db").exists()
 
-    def test_another_host_warns_and_a_busy_port_fails(self, recorded: Recorded) -> None:
-        """A non-loopback host prints the warning; a port in use is a one-line error, exit 1."""
+    def test_a_busy_port_fails(self, recorded: Recorded) -> None:
+        """A port in use is a one-line error, exit 1 (no warning: nothing is served)."""
         with socket.socket() as busy:
             busy.bind(("0.0.0.0", 0))
             busy.listen(1)
             port = busy.getsockname()[1]
             result = amber("web", "--db", recorded.db, "--host", "0.0.0.0", "--port", port)
         assert result.exit_code == ExitCode.FAILED
-        lines = result.output.splitlines()
-        assert lines[0].startswith(
+        assert result.output == (
+            f"amber: Cannot serve on 0.0.0.0:{port}: the port is in use. Pass another --port, "
+            "or --port 0 for a free one.\n"
+        )
+
+    def test_another_host_warns_with_the_bound_port(
+        self, recorded: Recorded, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A non-loopback host prints the warning, naming the port the OS picked for --port 0
+        (it said 0.0.0.0:0)."""
+        import uvicorn
+
+        monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: None)
+        result = amber("web", "--db", recorded.db, "--host", "0.0.0.0", "--port", 0)
+        assert result.exit_code == 0, result.output
+        served = re.search(r"at http://0\.0\.0\.0:(\d+)/ \(Ctrl-C to stop\)", result.output)
+        assert served, result.output
+        port = served.group(1)
+        assert port != "0"
+        assert (
             "amber: warning: serving on 0.0.0.0, not this machine's loopback: anyone who can "
             f"reach 0.0.0.0:{port} can read every session in {recorded.db}"
-        )
-        assert lines[1] == (
-            f"amber: Cannot serve on 0.0.0.0:{port}: the port is in use. Pass another --port, "
-            "or --port 0 for a free one."
-        )
+        ) in result.output
+        assert "0.0.0.0:0 " not in result.output
 
     def test_an_unknown_host_is_a_usage_error(self, recorded: Recorded) -> None:
         """A host name that does not resolve exits 2."""
