@@ -54,6 +54,7 @@ from ._app import (
     Seconds,
     db_option,
     open_store,
+    require_session,
     require_sqlite_file,
     session_id_option,
 )
@@ -389,13 +390,8 @@ def resume(
     settings = chat_settings(system_prompt, prices)
 
     with open_store(db) as store:
-        require = store.load_state(session) if session in store else None
-    if require is None:
-        raise CliError(
-            f"There is no session {session!r} in {db}; list them with: "
-            + command_line("sessions", options=("--db", db)),
-            ExitCode.NOT_FOUND,
-        )
+        require_session(store, session, db)  # NOT_FOUND, with the closest ids
+        require = store.load_state(session)
     waiting = [m for m in require if m.status is Status.PENDING_AGENT]
     active = require.active_turn_id
     tools = chat_tools(shell=shell)

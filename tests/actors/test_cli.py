@@ -214,9 +214,19 @@ class TestStoreErrors:
 
 
 class TestSessionAndSeqErrors:
-    def test_unknown_session_suggests_a_close_one(self, recorded: Recorded) -> None:
-        """A typo exits 3 and suggests the session it probably meant."""
-        result = amber("timeline", "dmeo", "--db", recorded.db)
+    @pytest.mark.parametrize(
+        "argv",
+        [["timeline", "dmeo"], ["show", "dmeo"], ["diff", "dmeo", "1"], ["export", "dmeo"],
+         ["fork", "dmeo", "--at", "1"], ["inspect", "dmeo"], ["replay", "dmeo"],
+         ["resume", "dmeo"]],
+        ids=lambda argv: argv[0],
+    )  # fmt: skip
+    def test_unknown_session_suggests_a_close_one(
+        self, recorded: Recorded, argv: list[str]
+    ) -> None:
+        """A typo exits 3 and suggests the session it probably meant, in every command that
+        names a session (amber resume said only that there was no such session)."""
+        result = amber(*argv, "--db", recorded.db)
         assert result.exit_code == ExitCode.NOT_FOUND
         assert (
             result.stderr == f"amber: No session 'dmeo' in '{recorded.db}'; did you mean 'demo'?\n"
