@@ -6,6 +6,7 @@ events, timelines). The half that drives a real ``Runtime`` (the
 ``LifecycleMachine``, fixtures, contract tests) is ``actors.testing``.
 """
 
+from . import _requires  # noqa: F401  (first: without Hypothesis, say which extra to install)
 from ._answers import answers as answers
 from ._answers import model_responses as model_responses
 from ._answers import tool_uses as tool_uses
