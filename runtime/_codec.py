@@ -17,11 +17,13 @@ of plain fields, messages, turns, states without audit rows) from their slots
 from __future__ import annotations
 
 import enum
+import types
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
+from ._article import type_named
 from ._errors import DecodeError, InvalidArgument
 from ._events import Event
 from ._fast_data import event_data, message_data, turn_data
@@ -89,12 +91,36 @@ def to_data(value: Any) -> Any:
     return fast if fast is not None else _general().unstructure(value)
 
 
+_TYPES = (type, types.GenericAlias)
+"""A class or a generic alias (``list[Message]``): what ``kind`` is, never plain data."""
+
+
+def _type_name(kind: object) -> str:
+    """``Message``, ``list[Message]``: a type as it is written in code."""
+    if isinstance(kind, types.GenericAlias):
+        return f"{_type_name(kind.__origin__)}[{', '.join(_type_name(a) for a in kind.__args__)}]"
+    return kind.__name__ if isinstance(kind, type) else repr(kind)
+
+
+def _check_order(function: str, data: object, kind: object, names: str) -> None:
+    """Refuse a call with its two arguments swapped: the type first, the data second."""
+    if isinstance(data, _TYPES) and not isinstance(kind, _TYPES):
+        raise InvalidArgument(
+            f"{function}() takes the data first and the type to decode into second: "
+            f"{function}({names}, {_type_name(data)}); got the type {_type_name(data)} first "
+            f"and {type_named(kind)} second."
+        )
+
+
 def from_data(data: object, kind: type[T]) -> T:
     """Decode plain data into a ``kind`` (``Message``, ``Event``, ``SessionState`` …).
 
     Raises:
         DecodeError: naming the path of each bad field and what was expected.
+        InvalidArgument: the arguments are swapped (``from_data(Event, data)``).
     """
+    if isinstance(data, _TYPES):  # only then: this runs for every decoded value
+        _check_order("from_data", data, kind, "data")
     structure = _general().structure
     return structure(data, kind)  # type: ignore[no-any-return]
 
@@ -125,7 +151,10 @@ def from_json(raw: bytes | str, kind: type[T]) -> T:
     Raises:
         DecodeError: the text is not JSON (or not UTF-8, or nested deeper than
             1,024 levels), or not a valid ``kind``.
+        InvalidArgument: the arguments are swapped (``from_json(Event, raw)``).
     """
+    if isinstance(raw, _TYPES):
+        _check_order("from_json", raw, kind, "raw")
     if not isinstance(raw, (bytes, str)):
         raise DecodeError(
             f"Cannot decode {kind.__name__}: expected JSON bytes or text, got {type(raw).__name__}."

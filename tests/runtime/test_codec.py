@@ -28,6 +28,7 @@ from runtime import (
     Category,
     DecodeError,
     Event,
+    InvalidArgument,
     Message,
     MessageAdded,
     MetadataUpdated,
@@ -594,6 +595,29 @@ def _state_data() -> dict[str, Any]:
 
 
 class TestDecodeErrors:
+    def test_arguments_in_the_wrong_order(self) -> None:
+        """from_data(Event, data) said 'unhashable type: 'dict''; from_json(Event, raw) that
+        it expected bytes: both name the order (an InvalidArgument, so a TypeError)."""
+        data = to_data(question())
+        with pytest.raises(
+            InvalidArgument,
+            match=exact(
+                "from_data() takes the data first and the type to decode into second: "
+                "from_data(data, Message); got the type Message first and a 'dict' second."
+            ),
+        ):
+            from_data(Message, data)  # type: ignore[arg-type]
+        with pytest.raises(
+            TypeError,
+            match=exact(
+                "from_json() takes the data first and the type to decode into second: "
+                "from_json(raw, list[Message]); got the type list[Message] first and a "
+                "'bytes' second."
+            ),
+        ):
+            from_json(list[Message], b"[]")  # type: ignore[arg-type]
+        assert from_data(data, Message) == question()
+
     def test_invalid_json(self) -> None:
         """Text that is not JSON is a DecodeError saying so."""
         with pytest.raises(DecodeError, match=r"^Cannot decode Event: not valid JSON \(.+\)\.$"):
