@@ -12,7 +12,7 @@ try:
 except ImportError as exc:
     raise ImportError(
         f"runtime.testing (Amber's testing kit) needs Hypothesis ({exc}); install the testing "
-        "extra: python3 -m pip install '.[testing]' in a clone of Amber (or 'amber[testing]' "
-        "from a package index).",
+        "extra with: python3 -m pip install '.[testing]' in your Amber checkout "
+        "('amber[testing]' where Amber comes from a package index).",
         name="hypothesis",
     ) from exc

@@ -24,6 +24,7 @@ def test_without_hypothesis_the_import_names_the_extra(module: str) -> None:
     )
     assert result.stdout.splitlines() == [
         "ImportError: runtime.testing (Amber's testing kit) needs Hypothesis (import of "
-        "hypothesis halted; None in sys.modules); install the testing extra: python3 -m pip "
-        "install '.[testing]' in a clone of Amber (or 'amber[testing]' from a package index)."
+        "hypothesis halted; None in sys.modules); install the testing extra with: python3 -m "
+        "pip install '.[testing]' in your Amber checkout ('amber[testing]' where Amber comes "
+        "from a package index)."
     ]
