@@ -524,6 +524,8 @@ class LeaseKeeper:
                 self._call(functools.partial(_renew, lease=lease, now=now, ttl=ttl))
             except LeaseLost:
                 with self._claims:
+                    if self._call(functools.partial(_held, session_id=session_id)) != lease:
+                        continue  # given back and taken again meanwhile: the new one is fine
                     self._lost.add(session_id)  # its store keeps refusing writes
                 self.lost += 1
                 log.warning("lost the lease of %s to another worker; stopping it", session_id)
@@ -537,6 +539,11 @@ class LeaseKeeper:
 
 def _release(store: Any, *, lease: Any) -> Any:
     return store.release(lease)
+
+
+def _held(store: Any, *, session_id: str) -> Any:
+    """The lease ``store`` holds for ``session_id`` (None: none)."""
+    return store.held.get(session_id)
 
 
 def _release_unless_new(store: Any, *, lease: Any, announce: bool = True) -> Any:

@@ -71,7 +71,7 @@ from ._answers import AskInput, CancelAsk, ReplyWaiter
 from ._asks import AskBook
 from ._damage import load_error
 from ._effects import EffectHandle
-from ._errors import InvalidConfig, RuntimeStopped, SessionGone
+from ._errors import EffectsStopped, InvalidConfig, RuntimeStopped, SessionGone
 from ._services import Services
 from ._tool_actor import ToolRequest
 
@@ -205,19 +205,25 @@ class SessionActor(pykka.ThreadingActor):
         self._svc.load_failed(self.session_id)
 
     def on_stop(self) -> None:
-        """Log the send failures told behind the stop (pykka drops what its inbox still
-        holds once the actor stops, and the adapters left the logging to the session).
+        """Take what was told behind the stop, which pykka would drop with the inbox: a
+        person's input and a delivery report go to the session's next actor (as a closed
+        actor's do), a send failure is logged (the adapters left the logging to the
+        session).
 
         pykka refuses a tell once the actor is stopped, which it is before this runs, so
         what is in the inbox now is what was told (but for a tell that passed pykka's
         liveness check in the instant before the stop: that one is still dropped).
         """
-        self._close()  # arms no retry: nothing would cancel it
+        with contextlib.suppress(EffectsStopped):  # the effects loop may be gone already
+            self._close()  # arms no retry: nothing would cancel it
         kept = []
         while not self.actor_inbox.empty():  # only this thread takes from it
             envelope = self.actor_inbox.get()
-            if isinstance(envelope.message, SendFailed):
-                self._send_failed(envelope.message)
+            message = envelope.message
+            if isinstance(message, SendFailed):
+                self._send_failed(message)
+            elif isinstance(message, AskInput | Delivered) and envelope.reply_to is None:
+                self._svc.reroute(self.session_id, message)  # to the session's next actor
             else:
                 kept.append(envelope)
         for envelope in kept:  # pykka answers the calls among them (ActorDeadError)

@@ -285,8 +285,10 @@ class PostgresStore(SqlStore):
 
         Raises:
             LeaseLost: another owner took it over, or this store no longer holds it.
+            StoreClosed: the store was closed (which gave its leases back).
             StoreError: the database could not be reached (the lease is unchanged).
         """
+        self._pool_or_closed()  # a closed store says so (close() gives every lease back)
         held = self._held.get(lease.session_id)
         if held is None or (held.owner, held.token) != (lease.owner, lease.token):
             raise not_held(lease, held)

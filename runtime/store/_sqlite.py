@@ -70,7 +70,7 @@ class SQLiteStore(SqlStore):
             snapshot_every=snapshot_every, chunk_size=chunk_size, cache_size=cache_size
         )
         problem = url_problem(path)
-        if isinstance(path, str) and path == ":memory:":
+        if isinstance(path, str | os.PathLike) and os.fspath(path) == ":memory:":
             problem = (
                 "':memory:' is an in-memory SQLite database, which a SQLiteStore cannot use "
                 "(its write-ahead log needs a file); for a store in memory use MemoryStore() "

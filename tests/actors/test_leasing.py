@@ -231,6 +231,34 @@ class TestRenewalAlongsideRelease:
         lease = store.call(lambda s: s.lease("s")).result(60)
         assert (lease.owner, lease.token, lease.expires_at) == ("w1", 3, now + TTL)
 
+    def test_a_lease_taken_again_before_the_lost_mark_is_not_marked(
+        self, store: StoreThread, other: PostgresStore
+    ) -> None:
+        """The renewal meets LeaseLost (another worker took the session over); before it
+        marks the session lost, this worker has taken the session again (the other gave it
+        back). The fresh lease is not marked lost, nor the session dropped."""
+        late = NOW + 2 * TTL
+
+        def take_over() -> None:  # before the renewal: the other worker takes it (expired)
+            assert other.acquire("s", owner="w2", now=late, ttl=TTL) is not None
+
+        def taken_back() -> None:  # before the mark: given back there, taken again here
+            other.release(other.held["s"])
+            assert store.call(lambda s: s.acquire("s", owner="w1", now=late, ttl=TTL)).result(60)
+
+        gated = GatedStore(store)
+        keeper = keeper_on(gated)
+        assert keeper.ensure("s")
+        first = gated.calls + 1  # the renewal's copy of ``held``
+        steps = {first + 1: take_over, first + 2: taken_back}
+        gated.before_call = lambda n: steps.get(n, lambda: None)()
+        keeper._renew()
+        gated.before_call = lambda n: None
+        assert "s" not in keeper._lost
+        assert keeper.lost == 0
+        held = store.call(lambda s: dict(s.held)).result(60)
+        assert held["s"].token == 3
+
     def test_a_claim_clears_a_stale_lost_mark(self, store: StoreThread) -> None:
         """A session marked lost whose lease is no longer held here (given back since) is
         renewed again once a claim takes a fresh lease for it."""

@@ -1080,6 +1080,29 @@ class TestDeliveryRetries:
         rt.router.forget("w", ref)
         self.assert_logged_once(caplog)
 
+    def test_an_ask_told_behind_a_stop_is_answered_by_the_next_actor(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """A person's message told to a session whose stop is already queued (routed to
+        the actor just before it passivated) went with pykka's inbox: never stored, its
+        caller waiting until its timeout. The stopping actor hands it to the session's
+        next actor, as a closed actor does."""
+        store = LoadGate()
+        rt = self.gated_runtime(make_runtime, store)
+        store.hold(fail=False)
+        rt.router.load("w")  # the actor waits in its load: what is told now queues
+        ref = rt.router.live("w").actor_ref
+        stopped = ref.stop(block=False)
+        waiter = rt._start_ask("w", "hello", {"sender": "Chii"}, None, what="ask")  # behind it
+        store.gate.set()
+        assert stopped.get(timeout=WAIT) is True  # after on_stop
+        rt.router.forget("w", ref)
+        assert waiter.wait(WAIT), "the ask told behind the stop was dropped"
+        assert waiter.result().text == "answer one"
+        assert [m.content for m in rt.wait_idle("w", timeout=WAIT) if m.sender == "Chii"] == [
+            "hello"
+        ]
+
     @staticmethod
     def gated_runtime(make_runtime: RuntimeFactory, store: MemoryStore) -> Runtime:
         return make_runtime(

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from runtime import InvalidArgument, LeaseLost, StoreError
+from runtime import InvalidArgument, LeaseLost, StoreClosed, StoreError
 from runtime.store import Lease, PostgresStore
 
 from .scenario import continue_session, conversation
@@ -217,6 +217,16 @@ class TestRenew:
         taken = b.acquire("s", owner="w2", now=NOW + timedelta(seconds=2), ttl=TTL)
         assert taken is not None
         assert taken.token == 2
+
+    def test_a_closed_store_says_so(self, pair: tuple[PostgresStore, PostgresStore]) -> None:
+        """A renewal on a closed store raises StoreClosed (``close`` gives every lease back,
+        and a renewal must not read as a lease given back or taken over)."""
+        a, _ = pair
+        lease = a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        assert lease is not None
+        a.close()
+        with pytest.raises(StoreClosed, match="is closed; open a new PostgresStore"):
+            a.renew(lease, now=NOW + timedelta(seconds=1), ttl=TTL)
 
     def test_a_lease_taken_again_is_not_renewed_by_an_old_copy(
         self, pair: tuple[PostgresStore, PostgresStore]

@@ -273,6 +273,8 @@ class TestOptions:
             r"path\.$",
         ):
             SQLiteStore(":memory:")
+        with pytest.raises(InvalidArgument, match=r"^SQLiteStore\(path\): ':memory:' is an "):
+            SQLiteStore(pathlib.Path(":memory:"))  # as a path too
         assert list(tmp_path.rglob("*")) == []
 
     def test_small_cache(self, open_store: OpenStore) -> None:
