@@ -219,15 +219,22 @@ class SessionActor(pykka.ThreadingActor):
         kept = []
         while not self.actor_inbox.empty():  # only this thread takes from it
             envelope = self.actor_inbox.get()
-            message = envelope.message
-            if isinstance(message, SendFailed):
-                self._send_failed(message)
-            elif isinstance(message, AskInput | Delivered) and envelope.reply_to is None:
-                self._svc.reroute(self.session_id, message)  # to the session's next actor
-            else:
+            if envelope.reply_to is not None or not self._pass_on(envelope.message):
                 kept.append(envelope)
         for envelope in kept:  # pykka answers the calls among them (ActorDeadError)
             self.actor_inbox.put(envelope)
+
+    def _pass_on(self, message: object) -> bool:
+        """What a closed actor does with a told message that must not be lost: a person's
+        input or a delivery report goes to the session's next actor, a send failure is
+        logged (no retry is armed on a closed actor). False for any other message."""
+        if isinstance(message, AskInput | Delivered):
+            self._svc.reroute(self.session_id, message)
+        elif isinstance(message, SendFailed):
+            self._send_failed(message)
+        else:
+            return False
+        return True
 
     def on_failure(self, *args: Any) -> None:  # pragma: no cover - logged by pykka too
         """Log an unexpected crash of the actor."""
@@ -409,10 +416,7 @@ class SessionActor(pykka.ThreadingActor):
         if self._closed and not (self._stopping and isinstance(message, Delivered)):
             # A runtime stop drains the adapters before the actor stops: a report of what
             # they sent meanwhile is stored here, or a restart would send it again.
-            if isinstance(message, AskInput | Delivered):
-                self._svc.reroute(self.session_id, message)  # to the session's next actor
-            elif isinstance(message, SendFailed):
-                self._send_failed(message)  # logged: no retry is armed on a closed actor
+            self._pass_on(message)
             return None  # a report for a session that has shut down or passivated
         if isinstance(message, AskInput):
             return self._ask(message)
