@@ -30,17 +30,14 @@ from runtime import (
     InputLimits,
     Message,
     SessionState,
-    Status,
     StoreError,
     Timeline,
     UnknownSession,
     Update,
     UserInput,
 )
-from runtime._article import article, type_named
 from runtime.store import SessionInfo, SQLiteStore, Store
 
-from ._adapter import Adapter
 from ._answers import ReplyWaiter, StreamEvent
 from ._approving import Approving
 from ._asking import Asking
@@ -50,18 +47,18 @@ from ._effects import Effects
 from ._errors import (
     AlreadyStarted,
     EffectsStopped,
-    IdleTimeout,
     InvalidConfig,
     OwnedElsewhere,
     RuntimeStopped,
 )
-from ._frontend import AnswerWatch, StateWait, is_idle
+from ._frontend import AnswerWatch
 from ._gateway import Gateway, Subscription
 from ._ids import Clock, utc_now
 from ._leasing import LeaseKeeper
 from ._model import Model
 from ._ownership import Resume, RunnerLock, new_runner_id, resume_policy
 from ._router import Router
+from ._runtime_args import _adapter_list, _check_adapters, _front_end_model, _stop, _tool_list
 from ._services import Monotonic, Services
 from ._settings import Settings
 from ._storage import StoreThread
@@ -69,6 +66,7 @@ from ._stores import check_front_end_store, check_store, is_shared, open_store
 from ._tool_actor import ToolActor, ToolStats
 from ._toolbox import Toolbox
 from ._tools import Tool
+from ._waiting import Waiting
 
 __all__ = ["Runtime"]
 
@@ -77,7 +75,7 @@ log = logging.getLogger("amber.runtime")
 T = TypeVar("T")
 
 
-class Runtime(Asking, Approving):
+class Runtime(Asking, Approving, Waiting):
     """Amber's actor runtime: sessions, tools, adapters, a model and a store.
 
     Args:
@@ -444,95 +442,6 @@ class Runtime(Asking, Approving):
             return False  # passivated: nothing was running
         return result
 
-    def wait_idle(
-        self, session_id: str, *, timeout: float | None = 30.0, settled: bool = True
-    ) -> SessionState:
-        """Wait until no turn runs (or one only waits for approval) and no input waits;
-        returns the head state.
-
-        With ``settled`` (the default) it also waits until adapters have
-        reported every message they deliver as delivered. A session that is not
-        live (passivated, or not loaded since a restart) whose stored output waits
-        for one of this runtime's adapters is loaded for it, which announces that
-        output again (it is sent again); a session another worker runs (it holds
-        the lease) is answered from the store, as is one with nothing to deliver.
-
-        On a front end (``run_sessions=False``) it waits, from the store, until the
-        workers have answered every input and no turn runs (``settled`` is not
-        waited for: delivery is the workers' adapters' business).
-
-        Raises:
-            IdleTimeout: not idle within ``timeout`` seconds.
-            UnknownSession: the store has no such session.
-        """
-        if self._watch is not None:
-            return self._wait_idle_stored(session_id, timeout)
-        stored: SessionState | None = None  # quiet in the store, loaded only to deliver
-        if self.router.live(session_id) is None:
-            info = self._call_store(lambda s: s.session(session_id) if session_id in s else None)
-            if info is None:
-                raise UnknownSession(
-                    f"Session {session_id!r} has no stored input to wait for: nothing was ever "
-                    "accepted for it (an input refused with InvalidInput stores nothing). Send "
-                    "it a message first, or list the stored sessions with Runtime.sessions()."
-                )
-            if info.active_turn_id is None and not info.counts.get(Status.PENDING_AGENT):
-                stored = self._call_store(lambda s: s.load_state(session_id))
-                if not (settled and self._delivers_on_load(stored)):
-                    return stored
-                # Loading the session announces its undelivered output again: wait for that.
-        try:
-            future = self.router.call(
-                session_id, lambda p: p.when_idle(settled), timeout=self.settings.ask_timeout
-            )
-        except OwnedElsewhere:
-            if stored is None:
-                raise
-            return stored  # another worker runs it: its adapters deliver the output
-        return self._await_idle(session_id, future, timeout, settled)
-
-    def _delivers_on_load(self, state: SessionState) -> bool:
-        """True when loading the session would announce output one of this runtime's
-        adapters delivers (what ``Loaded`` announces again: active undelivered output)."""
-        return any(m.active and self.gateway.expects_delivery(m) for m in state)
-
-    def _await_idle(
-        self, session_id: str, future: Any, timeout: float | None, settled: bool
-    ) -> SessionState:
-        """Wait for a ``when_idle`` future of the session's actor, dropping it if the wait
-        ends without its answer."""
-        try:
-            state: SessionState = future.get(timeout=timeout)
-        except pykka.Timeout:
-            self._forget_waiter(session_id, future, wait=True)
-            try:
-                state = future.get(timeout=0)  # answered just as the wait timed out
-            except pykka.Timeout:
-                raise IdleTimeout(self._not_idle(session_id, timeout, settled)) from None
-        except BaseException:  # KeyboardInterrupt, say: the caller no longer waits either
-            self._forget_waiter(session_id, future, wait=False)
-            raise
-        return state
-
-    def _wait_idle_stored(self, session_id: str, timeout: float | None) -> SessionState:
-        """``wait_idle`` on a front end: woken by the store's notifications."""
-        assert self._watch is not None
-        if not self._call_store(lambda s: session_id in s):
-            raise UnknownSession(
-                f"Session {session_id!r} has no stored input to wait for: nothing was ever "
-                "accepted for it. Send it a message first, or list the stored sessions with "
-                "Runtime.sessions()."
-            )
-        wait = StateWait(is_idle)
-        if not self._watch.wait_state(session_id, wait, timeout):
-            raise IdleTimeout(
-                f"Session {session_id!r} was not idle within {timeout} s: the workers have not "
-                "answered every input yet (is a worker running? 'amber sessions' shows what "
-                "waits). Raise the timeout."
-            )
-        assert wait.state is not None
-        return wait.state
-
     def _start_ask(
         self,
         session_id: str,
@@ -561,44 +470,6 @@ class Runtime(Asking, Approving):
             return
         waiter.cancelled = True  # the turn runs on a worker: it goes on
         self._watch.forget(session_id, waiter)
-
-    def _forget_waiter(self, session_id: str, future: Any, *, wait: bool) -> None:
-        """Drop a ``when_idle`` future nobody waits for from the session's actor (a waiter
-        left there would keep the session from ever passivating)."""
-        proxy = self.router.live(session_id)
-        if proxy is None:
-            return  # the actor stopped: its waiters went with it
-        try:
-            dropped = proxy.forget_waiter(future)
-            if wait:
-                dropped.get(timeout=self.settings.ask_timeout)
-        except Exception:  # gone or busy: a stopped actor holds no waiter
-            log.debug("session %s: a timed-out wait was not dropped", session_id, exc_info=True)
-
-    def _not_idle(self, session_id: str, timeout: float | None, settled: bool) -> str:
-        """IdleTimeout's message: what the session still waits for, asked of its actor."""
-        head = f"Session {session_id!r} was not idle within {timeout} s"
-        proxy = self.router.live(session_id)
-        why: dict[str, str] = {}
-        if proxy is not None:
-            try:
-                why = proxy.waiting_for(settled).get(timeout=min(5.0, self.settings.ask_timeout))
-            except Exception:  # busy or gone: the message says less, but still raises
-                log.debug("session %s did not say what it waits for", session_id, exc_info=True)
-        if not why:
-            return (
-                f"{head}; a turn may be waiting on a slow model or tool (raise the timeout, or "
-                f"interrupt it with interrupt({session_id!r}))."
-            )
-        hints = []
-        if "turn" in why or "inputs" in why:
-            hints.append(f"Raise the timeout, or interrupt the turn (interrupt({session_id!r})).")
-        if "delivery" in why:
-            hints.append(
-                "Is an adapter failing to send (see the amber.session log)? "
-                "wait_idle(settled=False) does not wait for delivery."
-            )
-        return f"{head}: {'; '.join(why.values())}. {' '.join(hints)}"
 
     def state(self, session_id: str) -> SessionState:
         """The session's head state (from its actor if live, else from the store).
@@ -702,40 +573,6 @@ class Runtime(Asking, Approving):
         return added
 
 
-def _front_end_model(model: Model | None, run_sessions: object, resume: object) -> Model:
-    """The model a runtime runs sessions with; a front end (``run_sessions=False``) that
-    runs none may have none."""
-    if not isinstance(run_sessions, bool):
-        raise InvalidConfig(
-            f"run_sessions must be True or False (got {run_sessions!r}); False makes a front "
-            "end that stores input for PostgreSQL workers and runs no session."
-        )
-    if run_sessions:
-        if model is None:
-            raise InvalidConfig(
-                "Runtime needs a model to run sessions: pass model=… (a ScriptedModel or a "
-                "provider model), or run_sessions=False for a front end that stores input "
-                "for the workers of a PostgreSQL store and runs no session."
-            )
-        return model
-    if resume != "none":
-        raise InvalidConfig(
-            f"A front end (run_sessions=False) resumes no sessions (got resume={resume!r}); "
-            "leave resume at 'none': the workers (resume='all') run them."
-        )
-    return model if model is not None else _NoModel()
-
-
-class _NoModel:
-    """A front end's model: never called (a front end loads no session)."""
-
-    name = "none"
-
-    async def stream(self, request: Any) -> Any:  # pragma: no cover - never loaded
-        raise InvalidConfig("This runtime runs no sessions (run_sessions=False).")
-        yield
-
-
 def _runs_no_sessions(session_id: str, what: str = "this") -> bool:
     """The router's claim on a front end: every session is run by the workers."""
     raise OwnedElsewhere(
@@ -753,75 +590,6 @@ def _unknown(session_id: str) -> UnknownSession:
         "refused with InvalidInput stores nothing). Runtime.sessions() lists the stored "
         "sessions."
     )
-
-
-def _tool_list(tools: object) -> list[Any]:
-    if callable(tools) or isinstance(tools, str | bytes) or not hasattr(tools, "__iter__"):
-        name = getattr(tools, "__name__", None) or getattr(tools, "name", None)
-        example = f"[{name}]" if callable(tools) and isinstance(name, str) else "[my_tool]"
-        raise InvalidConfig(
-            f"tools takes a list of tools (functions, or Tools made with tool(...)); got "
-            f"{tools!r} that is {type_named(tools)}. Write tools={example}."
-        )
-    return list(tools)
-
-
-def _adapter_list(adapters: object) -> list[Any]:
-    if isinstance(adapters, pykka.ActorRef):
-        _stop(adapters, 5.0)
-        raise InvalidConfig(
-            f"adapters takes a list of adapter refs (got the one ref {adapters!r}); write "
-            "adapters=[ref]."
-        )
-    if isinstance(adapters, str | bytes) or not hasattr(adapters, "__iter__"):
-        raise InvalidConfig(
-            f"adapters takes a list of adapter refs (got {adapters!r} that is "
-            f"{type_named(adapters)}); write adapters=[SomeAdapter.start(...)]."
-        )
-    return list(adapters)
-
-
-def _check_adapters(refs: list[Any]) -> None:
-    """Each must be the ref of a started, running ``Adapter`` actor."""
-    for index, ref in enumerate(refs):
-        what = f"adapters[{index}]"
-        if isinstance(ref, type) and issubclass(ref, Adapter):
-            name = ref.__name__
-            raise InvalidConfig(
-                f"{what} is the class {name}, not a started adapter; pass the ref that "
-                f"starting it returns: adapters=[{name}.start(...)]."
-            )
-        if isinstance(ref, Adapter):
-            name = type(ref).__name__
-            raise InvalidConfig(
-                f"{what} is {article(name)} that was never started (got {ref!r}); pass "
-                f"{name}.start(...), the ref of a started actor, not {name}(...)."
-            )
-        if not isinstance(ref, pykka.ActorRef):
-            raise InvalidConfig(
-                "adapters takes started Adapter actors (the refs SomeAdapter.start(...) "
-                f"returns); {what} is {ref!r} that is {type_named(ref)}."
-            )
-        name = ref.actor_class.__name__
-        if not issubclass(ref.actor_class, Adapter):
-            raise InvalidConfig(
-                f"{what} runs {article(name)}, which is not an Adapter; subclass actors.Adapter "
-                "(it takes the runtime's updates and reports deliveries)."
-            )
-        if not ref.is_alive():
-            raise InvalidConfig(
-                f"{what} ({name}) has stopped; start a new one ({name}.start(...)) for this "
-                "runtime: a runtime stops its adapters when it stops."
-            )
-
-
-def _stop(ref: pykka.ActorRef[Any], timeout: float) -> None:
-    try:
-        ref.stop(block=True, timeout=timeout)
-    except pykka.ActorDeadError:
-        pass
-    except pykka.Timeout:
-        log.warning("actor %s did not stop within %s s", ref, timeout)
 
 
 def _not_running(state: str) -> str:

@@ -7,16 +7,19 @@ decision's events (durable before anything else happens), adopts the next
 machine state and runs the commands: model calls and tool runs go to the
 trio effects loop, announcements and deltas to the publisher, timers to the
 loop. What a turn does is decided in ``runtime``; nothing here decides it.
+
+Beside it: ``_session_sync`` (``StoreSync``: a step decided again on a reloaded
+head when another process wrote to the session), ``_redelivery``
+(``Redelivering``: failed sends tried again) and ``_session_effects`` (what the
+effects loop tells the actor: a model's answer, its timers).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import attrs
 import pykka
 import trio
 from pykka import ThreadingFuture
@@ -39,18 +42,12 @@ from runtime import (
     Loaded,
     Message,
     MessageAdded,
-    MetadataUpdated,
-    ModelChunk,
-    ModelEnded,
-    ModelRequest,
-    ModelRetry,
     OutputPosted,
     Passivate,
     Resume,
     ResumeSoon,
     RunnerFailed,
     RunTool,
-    SeqConflict,
     SessionMachine,
     SessionState,
     SetTimer,
@@ -59,73 +56,27 @@ from runtime import (
     TimerFired,
     Update,
     Warn,
-    apply,
     awaits_delivery,
     step,
 )
-from runtime._decisions import stored_decision
-from runtime._state import as_own
-from runtime._turn_ops import takes_decision
 
 from ._answers import AskInput, CancelAsk, ReplyWaiter
 from ._asks import AskBook
 from ._damage import load_error
 from ._effects import EffectHandle
 from ._errors import EffectsStopped, InvalidConfig, RuntimeStopped, SessionGone
+from ._redelivery import _REDELIVER, Redelivering, SendFailed, _Redelivery, describe_error
 from ._services import Services
+from ._session_effects import _model_effect, _tell, _Wake
+from ._session_sync import StoreSync
 from ._tool_actor import ToolRequest
 
 __all__ = ["SendFailed", "SessionActor", "describe_error"]
 
 log = logging.getLogger("amber.session")
 
-_RELOADS = 5
-"""Reloads after a ``SeqConflict`` before one step gives up (each means another process
-wrote to the session meanwhile)."""
 
-
-@attrs.frozen
-class _Wake:
-    """A timer of this actor fired (told by the effects loop)."""
-
-    name: str
-    """The timer's name."""
-    token: int
-    """Which setting of that timer fired; an older one is stale and ignored."""
-
-
-@attrs.frozen
-class SendFailed:
-    """An adapter could not send one of this session's messages (told by the router)."""
-
-    message_id: str
-    """The message it failed to send."""
-    adapter: pykka.ActorRef[Any]
-    """The adapter: told the message again when it is retried."""
-    error: Exception
-    """What the adapter's ``render`` raised, for the log (its traceback when given up)."""
-
-
-def describe_error(error: BaseException) -> str:
-    """One line for the log: the exception's type and message."""
-    return f"{type(error).__name__}: {error}"
-
-
-@attrs.define
-class _Redelivery:
-    """A message one adapter failed to send, and how often it has failed."""
-
-    message_id: str
-    adapter: pykka.ActorRef[Any]
-    failures: int
-
-
-_REDELIVER = "redeliver "
-"""The name prefix of the timers that try a failed send again (shell timers: the turn
-machine never sees them)."""
-
-
-class SessionActor(pykka.ThreadingActor):
+class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
     """Owns one session: runs its turn machine, stores what it decides, runs its commands.
 
     Args:
@@ -349,27 +300,6 @@ class SessionActor(pykka.ThreadingActor):
         given = ApprovalGiven(call_id=call_id, approved=approved, reason=reason, by=by, **stamp)
         return any(isinstance(e, ApprovalDecided) for e in self._step(given).events)
 
-    def resync(self) -> bool:
-        """Adopt what another process stored for the session (input for this owner): if
-        the store is ahead of this actor, reload the session (a running turn is recovered
-        and answered again with the new input, as a local input interrupts it). True if
-        it was reloaded (or, when only metadata changed, adopted: see ``_adopt``)."""
-        if self._closed:
-            return False
-        sid = self.session_id
-        stored = self._svc.store.call(lambda s: s.session(sid).seq if sid in s else 0)
-        if stored.result(self._svc.settings.store_timeout) <= self._machine.state.seq:
-            return False
-        for _ in range(_RELOADS):
-            try:
-                if self._adopt():
-                    return True
-                break
-            except SeqConflict:  # written again meanwhile: adopt that too, or reload
-                continue
-        self._step(Loaded(**self._svc.stamp()), reload=True)
-        return True
-
     def close_if_idle(self, seq: int) -> bool:
         """Agree to passivate if nothing happened since ``seq`` and nothing is pending (no
         ``when_idle`` caller, no ``ask`` caller waiting for a turn that waits for approval,
@@ -385,13 +315,6 @@ class SessionActor(pykka.ThreadingActor):
             self._close()
             return True
         return False
-
-    def retrying(self) -> list[str]:
-        """Ids of the messages a failed send of which waits to be tried again, sorted."""
-        return sorted({self._redeliveries[name].message_id for name in self._retrying()})
-
-    def _retrying(self) -> list[str]:
-        return [name for name in self._timers if name.startswith(_REDELIVER)]
 
     def shutdown(self) -> None:
         """Stop for a runtime shutdown: a running turn gives its input back to pending."""
@@ -465,87 +388,6 @@ class SessionActor(pykka.ThreadingActor):
 
     # -- the shell ---------------------------------------------------------------------------
 
-    def _step(self, input: Input, *, reload: bool = False) -> Decision:
-        """Decide, store (durable), adopt, run the commands.
-
-        A ``SeqConflict`` means another process wrote to the session (input stored for
-        this owner, DESIGN §10): the session is reloaded from the store here and
-        ``input`` decided again on the head it holds. ``reload`` reloads it first.
-        """
-        if self._closed and not (
-            isinstance(input, Stopping) or (self._stopping and isinstance(input, Delivered))
-        ):
-            raise pykka.ActorDeadError(f"Session actor {self.session_id!r} is closing.")
-        for reloads in range(_RELOADS):
-            try:
-                return self._reload_and_decide(input, reload=reload or reloads > 0)
-            except SeqConflict:
-                log.info("session %s was written by another process; reloading it", self.session_id)
-        return self._reload_and_decide(input, reload=True)
-
-    def _reload_and_decide(self, input: Input, *, reload: bool) -> Decision:
-        if reload and not (isinstance(input, Loaded | Stopping)) and self._adopt():
-            return self._decide(input)  # only metadata changed: what runs goes on
-        if reload:
-            # Stopping: only adopt the head (a turn is not started to be stopped).
-            loaded = self._reload(resume=not isinstance(input, Stopping))
-            if isinstance(input, Loaded) and loaded is not None:
-                return loaded  # the reload stepped it
-        return self._decide(input)
-
-    def _adopt(self) -> bool:
-        """Adopt what another process stored without a reload, if it is only metadata (a
-        decision stored for this owner, ``store_decision``): a running turn goes on, and
-        the decisions are taken as if given here. False (nothing adopted) if anything
-        else was stored, or no turn runs here: the session is reloaded then."""
-        machine = self._machine
-        if machine.run is None:
-            return False
-        sid, seq = self.session_id, machine.state.seq
-        events = self._svc.store.call(lambda s: s.events(sid, after=seq))
-        new = events.result(self._svc.settings.store_timeout)
-        if not new or not all(type(event) is MetadataUpdated for event in new):
-            return False
-        state = machine.state
-        for event in new:
-            state = apply(state, event)
-        self._machine = attrs.evolve(machine, state=state)
-        log.info("session %s: adopted %d metadata change(s) from elsewhere", sid, len(new))
-        turn = state.active_turn
-        if turn is None:
-            return True
-        for call_id, message_id in sorted(
-            turn.awaiting_approval.items(), key=lambda item: state.index[item[1]]
-        ):
-            message = state.message(message_id)
-            decided = stored_decision(message)
-            if decided is not None and takes_decision(
-                self._svc.turn_settings, message, approved=decided[0]
-            ):
-                approved, reason, by = decided
-                given = ApprovalGiven(
-                    call_id=call_id, approved=approved, reason=reason, by=by, **self._svc.stamp()
-                )
-                self._decide(given)
-        return True
-
-    def _reload(self, *, resume: bool = True) -> Decision | None:
-        """Adopt the head the store holds, as a new actor would: what ran here is cancelled
-        and (with ``resume``) ``Loaded`` recovers the turn it left (this runner's own: at
-        once)."""
-        for handle in self._runs.values():
-            handle.cancel()
-        self._runs.clear()
-        for _, handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
-        self._redeliveries.clear()  # a resumed load announces undelivered output again
-        sid = self.session_id
-        state = self._svc.store.call(lambda s: s.load_state(sid))
-        self._machine = SessionMachine.load(state.result(self._svc.settings.store_timeout))
-        loaded = Loaded(foreign_write=True, **self._svc.stamp())  # another process wrote
-        return self._decide(loaded) if resume else None
-
     def _decide(self, input: Input) -> Decision:
         decision = step(self._machine, self._svc.turn_settings, input)
         if decision.events:
@@ -582,60 +424,6 @@ class SessionActor(pykka.ThreadingActor):
             return
         reason = "interrupted: the caller stopped waiting for the answer"
         self._step(Interrupt(reason=reason, input_id=message.id, **self._svc.stamp()))
-
-    def _send_failed(self, failed: SendFailed) -> None:
-        """An adapter could not send a message: tell it the message again after a backoff
-        (``Settings.delivery_retries`` times), then leave it undelivered until the session
-        is next loaded, which announces it again. A closed actor (stopped, passivated) arms
-        no retry: nothing would cancel it."""
-        what = (self.session_id, failed.adapter.actor_class.__name__, failed.message_id)
-        if self._closed:
-            log.error(
-                "session %s: %s could not send message %s (%s); the session has stopped, so "
-                "it is sent again when the session is next loaded (its next input, or a "
-                "restart)",
-                *what, describe_error(failed.error), exc_info=failed.error,
-            )  # fmt: skip
-            return
-        state = self._machine.state
-        if failed.message_id not in state or not awaits_delivery(state.message(failed.message_id)):
-            log.debug("session %s: %s could not send message %s, delivered meanwhile", *what)
-            return  # delivered meanwhile (by another adapter, say)
-        name = f"{_REDELIVER}{failed.message_id} {failed.adapter.actor_urn}"
-        entry = self._redeliveries.get(name)
-        failures = 1 if entry is None else entry.failures + 1
-        settings = self._svc.settings
-        tries = settings.delivery_retries + 1
-        if failures >= tries:
-            self._redeliveries.pop(name, None)
-            log.error(
-                "session %s: %s could not send message %s, try %d of %d (%s); it is not tried "
-                "again until the session is next loaded (its next input, or a restart)",
-                *what, failures, tries, describe_error(failed.error), exc_info=failed.error,
-            )  # fmt: skip
-            return
-        self._redeliveries[name] = _Redelivery(failed.message_id, failed.adapter, failures)
-        delay = settings.delivery_delay(failures)
-        # One line, no traceback: a platform blip a retry gets past is not an error.
-        log.warning(
-            "session %s: %s could not send message %s, try %d of %d (%s); trying again in %g s",
-            *what, failures, tries, describe_error(failed.error), delay,
-        )  # fmt: skip
-        self._set_timer(name, delay)
-
-    def _redeliver(self, name: str) -> None:
-        """A retry timer fired: tell the adapter that failed the message again, if it still
-        waits to be delivered."""
-        entry = self._redeliveries.get(name)
-        state = self._machine.state
-        if entry is None or entry.message_id not in state:
-            return
-        message = state.message(entry.message_id)
-        if not awaits_delivery(message):
-            del self._redeliveries[name]
-            return
-        update = Update(session_id=self.session_id, seq=state.seq, message=as_own(state, message))
-        _tell(entry.adapter, update)
 
     def _added(self, decision: Decision) -> Message:
         event = decision.events[0]
@@ -710,15 +498,6 @@ class SessionActor(pykka.ThreadingActor):
         handle = self._svc.effects.submit(sleep_then_tell, name=f"timer {name} {self.session_id}")
         self._timers[name] = (self._token, handle)
 
-    def _drop_redeliveries(self, message_id: str) -> None:
-        """``message_id`` was delivered: no retry of it is left."""
-        for name, entry in list(self._redeliveries.items()):
-            if entry.message_id == message_id:
-                del self._redeliveries[name]
-                timer = self._timers.pop(name, None)
-                if timer is not None:
-                    timer[1].cancel()
-
     def _close(self) -> None:
         self._closed = True
         for _, handle in self._timers.values():
@@ -747,44 +526,3 @@ class SessionActor(pykka.ThreadingActor):
 
 def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
-
-
-def _tell(ref: pykka.ActorRef[Any], message: Any) -> None:
-    with contextlib.suppress(pykka.ActorDeadError):
-        ref.tell(message)
-
-
-def _model_effect(
-    model: Any, request: ModelRequest, ref: pykka.ActorRef[Any], run_id: str, svc: Services
-) -> Callable[[], Any]:
-    """Stream ``model``'s answer, telling each chunk (stamped when it came), then the end."""
-
-    async def effect() -> None:
-        error: str | None = None
-        error_type: str | None = None
-        retries: tuple[ModelRetry, ...] = ()
-        try:
-            stream: AsyncIterator[Any] = model.stream(request)
-            try:
-                async for chunk in stream:
-                    _tell(ref, ModelChunk(run_id=run_id, chunk=chunk, **svc.stamp()))
-            finally:
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    # Close the stream (an HTTP response, say) even when cancelled; bounded,
-                    # so a stream that will not close cannot hold the loop.
-                    with trio.move_on_after(1.0) as scope, contextlib.suppress(Exception):
-                        scope.shield = True
-                        await aclose()
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {str(exc) or type(exc).__name__}"
-            error_type = type(exc).__name__
-            retries = tuple(r for r in getattr(exc, "retries", ()) if isinstance(r, ModelRetry))
-        _tell(
-            ref,
-            ModelEnded(
-                run_id=run_id, error=error, error_type=error_type, retries=retries, **svc.stamp()
-            ),
-        )
-
-    return effect

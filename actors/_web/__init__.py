@@ -6,11 +6,12 @@ here; nothing is loaded from another origin. ``create_app(db)`` builds the
 ASGI application (``amber web`` serves it); every store access goes through
 one ``Source`` (``_source``). See docs/web.md.
 
-Modules: ``_source`` (the store, cached timelines), ``_app`` (the
-application, its guards and error pages), ``_views`` (one handler per page),
-``_pages`` (what a page shows), ``_stats`` and ``_charts`` (the numbers and
-their SVG), ``_params`` and ``_request`` (checked parameters, errors),
-``_html`` (rich text as HTML, formatters).
+Modules: ``_source`` (the store; its caches in ``_loading`` and ``_spans``,
+its message-history test in ``_touches``, its values in ``_results``),
+``_app`` (the application, its guards and error pages), ``_views`` (one
+handler per page), ``_pages`` (what a page shows), ``_stats`` and ``_charts``
+(the numbers and their SVG), ``_params`` and ``_request`` (checked
+parameters, errors), ``_html`` (rich text as HTML, formatters).
 """
 
 from ._app import LOCAL_HOSTS as LOCAL_HOSTS

@@ -31,64 +31,55 @@ primary key), and only the states around them (``lines``).
 
 Reads never write: the viewer's only writes are ``fork`` (an ``append`` of
 the fork's first event, as ``amber fork`` does).
+
+Beside it: ``_loading`` (the timelines and their background replays),
+``_spans`` (the last spans and kind counts), ``_touches`` (which events touched
+a message, for ``message_history``) and ``_results`` (the values it answers).
 """
 
 from __future__ import annotations
 
-import gc
-import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
-import attrs
 import orjson
 
 from runtime import (
-    ApprovalDecided,
-    ApprovalRequested,
     BranchImported,
     CorruptRow,
     Event,
-    Message,
-    MessageAdded,
-    MetadataUpdated,
-    OrphanRecovered,
-    RolledBack,
     SessionState,
     Status,
-    StatusChanged,
     Timeline,
-    Turn,
-    TurnEnded,
-    TurnStarted,
     added_seq,
 )
 from runtime.store import SessionInfo, Store
 
 from .._cli._admin import fork_session, free_id, sessions_and_damage
-from .._cli._app import CliError, ExitCode, open_store, require_session
+from .._cli._app import open_store, require_session
 from .._cli._render import touched_ids
 from .._cli._replay import Check, verify_session
+from ._loading import Loading, _Entry
 from ._params import WebError
+from ._results import Damaged, Forked, KindSeqs, Loaded, MessageHistory, SessionRow
+from ._spans import Spans
 from ._stats import (
-    SessionTotals,
     StatusSeries,
     session_totals,
     status_series,
     stored_series,
 )
+from ._touches import _PLAIN, _touches
 
 __all__ = ["Damaged", "Forked", "KindSeqs", "Loaded", "MessageHistory", "SessionRow", "Source"]
 
 Opener = Callable[[str], AbstractContextManager[Store]]
 """Opens the store at a ``--db`` value for one operation (the CLI's ``open_store``)."""
 
-_LOAD_TIMEOUT = 120.0
-"""Seconds a request waits for a timeline being loaded by another thread."""
 _EXACT_FORK_CHECK = 2_000
 """Sessions up to this many events have their first event read to tell forks apart."""
 _WHOLE = 2_000
@@ -99,10 +90,6 @@ _BACKGROUND = 20_000
 """Sessions up to this many events are also replayed whole in a background thread once
 their first span is sent (moving between seqs then reads nothing); longer ones are read
 by span only (the whole log of 100,000 events takes 10-15 s and holds every state)."""
-_SPAN_LIMIT = 5_000
-"""The most states a session's kept span grows to before it is read anew."""
-_SPANS_KEPT = 8
-"""Sessions whose last span (and count of each kind) is kept."""
 _GAP = 1_000
 """Filtered rows this many seqs apart or more are read in separate spans (the distance
 between stored states: each span reads at most that far from one)."""
@@ -112,108 +99,7 @@ Window = Callable[[int], tuple[int, int, int]]
 states it reads."""
 
 
-@attrs.frozen(kw_only=True)
-class Loaded:
-    """One session's timeline as a request sees it."""
-
-    timeline: Timeline
-    """The states the viewer has: every one, or those from the latest snapshot on."""
-    origin: BranchImported | None
-    """The fork's first event, if the session is a fork and the first event is loaded."""
-    loading: bool
-    """True while the whole log is still being replayed (``timeline`` is partial)."""
-    damage: CorruptRow | None = None
-    """The damaged row that ends ``timeline`` before the stored head, if one does (asked
-    for with ``sound_only``): the states before it are shown, none after."""
-    head_seq: int | None = None
-    """The session's last seq when ``timeline`` is a span (``Source.span``) that may end
-    before it; None when ``timeline`` reaches the head."""
-
-    @property
-    def complete(self) -> bool:
-        """True when the timeline holds every state from seq 0 to the head."""
-        return self.timeline.first_seq == 0 and self.head_seq is None
-
-    @property
-    def last_seq(self) -> int:
-        """The session's last seq (as far as it can be read, for a damaged log)."""
-        return self.timeline.last_seq if self.head_seq is None else self.head_seq
-
-
-@attrs.frozen(kw_only=True)
-class SessionRow:
-    """A session in the sessions list."""
-
-    info: SessionInfo
-    """The store's summary row."""
-    totals: SessionTotals
-    """Turns, tokens, cost and time, from the head."""
-    forked_from: tuple[str, int] | None
-    """``(source session, source seq)`` when the session is a fork."""
-    pending: int
-    """Inputs waiting for a turn (``pending_agent``)."""
-
-
-@attrs.frozen(kw_only=True)
-class Damaged:
-    """A session the sessions list cannot read: its summary row or its log is damaged."""
-
-    session_id: str
-    error: CorruptRow
-    """The store's error (its message says where, and how to repair)."""
-
-
-@attrs.frozen(kw_only=True)
-class Forked:
-    """What a fork stored."""
-
-    session_id: str
-    """The new session."""
-    source_session_id: str
-    """The session it was forked from."""
-    source_seq: int
-    """The seq it was forked at."""
-    head: SessionState
-    """The new session's state."""
-
-
-@attrs.frozen(kw_only=True)
-class MessageHistory:
-    """One message's page of a long session (``Source.message_history``)."""
-
-    state: SessionState
-    """The state the page shows."""
-    head: SessionState
-    """The session's head (where the message is, if it exists)."""
-    events: list[tuple[int, str]]
-    """``(seq, kind)`` of every event that touched the message (none if it does not exist)."""
-
-
-@attrs.frozen(kw_only=True)
-class KindSeqs:
-    """The seqs of some kinds of events around a page's seq (``Source.kinds``)."""
-
-    before: list[int]
-    """The last matching seqs before the pivot, ascending."""
-    after: list[int]
-    """The first matching seqs from the pivot on, ascending."""
-    counts: dict[str, int]
-    """Events of each kind up to the page's last seq."""
-
-
-@attrs.define(eq=False)
-class _Entry:
-    """What the cache holds for one session (changed under ``Source._lock`` only)."""
-
-    created_at: datetime
-    timeline: Timeline
-    loader: threading.Thread | None = None
-    """The thread that will replay the whole log, until ``start_loads`` starts it."""
-    done: threading.Event = attrs.field(factory=threading.Event)
-    error: BaseException | None = None
-
-
-class Source:
+class Source(Loading, Spans):
     """The store behind the viewer, with a per-process cache of timelines.
 
     Args:
@@ -424,78 +310,6 @@ class Source:
             _within(window, seq, loaded.last_seq, loaded.damage)
         return loaded
 
-    def _span(
-        self, store: Store, session_id: str, info: SessionInfo, first: int, last: int
-    ) -> Timeline:
-        """The states from ``first`` to ``last``: the session's last span brought on with
-        the events after it when it holds ``first`` and stays under ``_SPAN_LIMIT`` states
-        (moving between seqs reads a few events), else read anew (``load_span``)."""
-        with self._lock:
-            kept = self._spans.get(session_id)
-        line: Timeline | None = None
-        if (
-            kept is not None
-            and kept[0] == info.created_at
-            and kept[1].first_seq <= first
-            and kept[1].last_seq <= info.seq
-            and last - kept[1].first_seq <= _SPAN_LIMIT
-        ):
-            line = kept[1]
-            if line.last_seq < last:
-                after = store.events_between(  # type: ignore[attr-defined]
-                    session_id, line.last_seq + 1, last
-                )
-                line = line.extend(after)
-        if line is None:
-            line = store.load_span(session_id, first, last)  # type: ignore[attr-defined]
-        with self._lock:
-            self._spans[session_id] = (info.created_at, line)
-            self._spans.move_to_end(session_id)
-            while len(self._spans) > _SPANS_KEPT:
-                self._spans.popitem(last=False)
-        return line
-
-    def kinds(
-        self,
-        session_id: str,
-        kinds: Sequence[str],
-        pivot: int,
-        last: int,
-        *,
-        before: int,
-        after: int,
-    ) -> KindSeqs | None:
-        """The seqs of the events of ``kinds`` up to ``last`` nearest ``pivot`` (``before``
-        of them before it, ``after`` from it on) and the count of each kind up to ``last``,
-        from the log's kind column (``kind_seqs``, ``kind_counts``): the counts are read
-        once per session and brought on with the rows stored since. None for a store that
-        cannot read them (the page then reads every event).
-
-        Raises:
-            CliError: no such session, or the store cannot be read.
-        """
-        with self._store() as store:
-            require_session(store, session_id, self.db)
-            if not hasattr(store, "kind_seqs") or not hasattr(store, "kind_counts"):
-                return None
-            info = store.session(session_id)
-            seqs = store.kind_seqs(session_id, kinds, pivot, before=before, after=after, last=last)
-            with self._lock:
-                kept = self._counts.get(session_id)
-            if kept is None or kept[0] != info.created_at or kept[1] > last:
-                kept = (info.created_at, 0, {})
-            created_at, upto, counts = kept
-            if upto < last:
-                counts = dict(counts)
-                for kind, n in store.kind_counts(session_id, upto + 1, last).items():
-                    counts[kind] = counts.get(kind, 0) + n
-            with self._lock:
-                self._counts[session_id] = (created_at, last, counts)
-                self._counts.move_to_end(session_id)
-                while len(self._counts) > _SPANS_KEPT:
-                    self._counts.popitem(last=False)
-        return KindSeqs(before=seqs[0], after=seqs[1], counts=counts)
-
     def message_history(
         self, session_id: str, message_id: str, at: Callable[[int], int]
     ) -> MessageHistory | None:
@@ -670,120 +484,6 @@ class Source:
             return origin
         return self._origin(store, info, timeline.head)
 
-    def _current(self, session_id: str, info: SessionInfo) -> _Entry | None:
-        """The cached entry, unless the store no longer matches it (recreated or shorter)."""
-        with self._lock:
-            entry = self._entries.get(session_id)
-            if entry is None:
-                return None
-            if entry.created_at != info.created_at or entry.timeline.last_seq > info.seq:
-                del self._entries[session_id]
-                return None
-            self._entries.move_to_end(session_id)
-            return entry
-
-    def _install(self, session_id: str, info: SessionInfo, timeline: Timeline) -> _Entry:
-        entry = _Entry(created_at=info.created_at, timeline=timeline)
-        entry.done.set()
-        with self._lock:
-            self._entries[session_id] = entry
-            self._evict()
-        self._loaded()
-        return entry
-
-    def _loaded(self) -> None:
-        if self._freeze:
-            gc.freeze()
-
-    def _start(self, session_id: str, info: SessionInfo, partial: Timeline) -> _Entry:
-        """Cache ``partial``; the whole log is replayed by a thread ``start_loads`` starts."""
-        entry = _Entry(created_at=info.created_at, timeline=partial)
-        entry.loader = threading.Thread(
-            target=self._load_whole,
-            args=(session_id, entry),
-            name=f"amber-web-load-{session_id}",
-            daemon=True,
-        )
-        with self._lock:
-            self._entries[session_id] = entry
-        self._loaded()
-        return entry
-
-    def start_loads(self) -> None:
-        """Start the background replays that requests asked for.
-
-        The application calls it once a response is sent: a replay started
-        earlier would compete with the page being rendered for the
-        interpreter (one thread runs Python at a time).
-        """
-        with self._lock:
-            waiting = [e.loader for e in self._entries.values() if e.loader is not None]
-            for entry in self._entries.values():
-                entry.loader = None
-        for loader in waiting:
-            loader.start()
-
-    def _load_whole(self, session_id: str, entry: _Entry) -> None:
-        try:
-            with self._store() as store:
-                whole = store.load_timeline(session_id)
-        except BaseException as exc:  # reported to the request that waits for it
-            with self._lock:
-                entry.error = exc
-        else:
-            with self._lock:
-                if whole.last_seq < entry.timeline.last_seq:
-                    # Requests moved the partial on meanwhile: catch up with them.
-                    newer = [e for e in entry.timeline.events() if e.seq > whole.last_seq]
-                    whole = whole.extend(newer)
-                entry.timeline = whole
-                self._evict()
-            self._loaded()
-        finally:
-            entry.done.set()
-
-    def _wait(self, session_id: str, entry: _Entry) -> Timeline:
-        self.start_loads()
-        if not entry.done.wait(_LOAD_TIMEOUT):
-            raise CliError(
-                f"Loading session {session_id!r} took more than {_LOAD_TIMEOUT:.0f} s; try again.",
-                ExitCode.FAILED,
-            )
-        with self._lock:
-            error, timeline = entry.error, entry.timeline
-            if error is not None and self._entries.get(session_id) is entry:
-                del self._entries[session_id]  # the next request tries again
-        if error is not None:
-            if isinstance(error, CliError | CorruptRow):
-                raise error
-            raise CliError(f"{type(error).__name__}: {error}", ExitCode.FAILED) from error
-        return timeline
-
-    def _refresh(self, session_id: str, entry: _Entry, timeline: Timeline) -> None:
-        with self._lock:
-            if entry.timeline.last_seq < timeline.last_seq and (
-                entry.timeline.first_seq >= timeline.first_seq
-            ):
-                entry.timeline = timeline
-
-    def _evict(self) -> None:
-        """Drop least recently used complete timelines beyond the budget (under the lock)."""
-        total = sum(len(e.timeline) for e in self._entries.values())
-        for session_id in list(self._entries):
-            if total <= self._budget or len(self._entries) == 1:
-                break
-            entry = self._entries[session_id]
-            if entry.done.is_set():
-                total -= len(entry.timeline)
-                del self._entries[session_id]
-
-    def wait_loaded(self, timeout: float | None = None) -> bool:
-        """Wait until no background load runs; True if none is left (for tests, benchmarks)."""
-        self.start_loads()
-        with self._lock:
-            pending = [e.done for e in self._entries.values()]
-        return all(done.wait(timeout) for done in pending)
-
     # --- actions ------------------------------------------------------------------------
 
     def fork(self, session_id: str, at_seq: int, new_id: str | None) -> Forked:
@@ -827,58 +527,6 @@ def _within(window: Window, seq: int, head: int, damage: CorruptRow) -> tuple[in
     if shown[0] != seq:
         raise damage
     return shown
-
-
-_PLAIN = re.compile(r"[A-Za-z0-9_.:@+-]{1,256}")
-"""Ids a stored body holds as they are (JSON escapes none of these characters)."""
-
-
-def _touches(
-    event: Event, message: Message, head: SessionState, turns: Mapping[str, Turn]
-) -> bool | None:
-    """Whether ``event`` touched ``message`` (``touched_ids``), decided from the event and
-    the ``head`` (its ``turns`` by id); None when that depends on the states around it."""
-    empty = SessionState.empty(event.session_id)  # what these kinds touch is in the event
-    if isinstance(event, MessageAdded | StatusChanged | MetadataUpdated | BranchImported):
-        return message.id in touched_ids(event, empty, empty)
-    if isinstance(event, TurnStarted | TurnEnded | OrphanRecovered):
-        if isinstance(event, TurnEnded) and (
-            any(m.id == message.id for m in event.partial)
-            or (event.notice is not None and event.notice.id == message.id)
-        ):
-            return True
-        turn = turns.get(event.turn_id)
-        starts = isinstance(event, TurnStarted)
-        if turn is None or (turn.started_seq if starts else turn.ended_seq) != event.seq:
-            return None  # not the head's record of this turn
-        if message.id in turn.input_ids:
-            return True
-        if starts or message.tool_call is None:
-            return False  # a turn's open calls are its tool calls
-        return _open_at(head, message, event.seq)
-    if isinstance(event, ApprovalRequested | ApprovalDecided):
-        return None if message.tool_call is not None else False
-    if isinstance(event, RolledBack):
-        return None
-    return message.id in touched_ids(event, empty, empty)
-
-
-def _open_at(head: SessionState, call: Message, seq: int) -> bool | None:
-    """Whether the tool call ``call``, made in the turn that ends at ``seq``, was still open
-    (no result) just before: from the head's maps of calls and results, when they name it
-    (a call id used once); None otherwise."""
-    assert call.tool_call is not None
-    call_id = call.tool_call.id
-    if head.tool_calls.get(call_id) != call.id:
-        return None
-    result_id = head.tool_results.get(call_id)
-    if result_id is None:
-        return True
-    result = head.get(result_id)
-    if result is None or result.turn_id != call.turn_id:
-        return None
-    added = added_seq(head, result)
-    return None if added is None else added > seq
 
 
 def _first(events: list[Event]) -> Event | None:

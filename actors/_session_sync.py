@@ -1,0 +1,164 @@
+"""A session actor in step with its store: each step decided, stored, and decided again
+on a reloaded head when another process wrote to the session (DESIGN §10).
+
+A mixin of ``SessionActor``. On a shared store, a front end or another worker may
+store input (or an approval's decision) for the session's owner; the owner's next
+append then fails with ``SeqConflict``. ``_step`` reloads the head and decides the
+input again on it (up to ``_RELOADS`` times); ``resync`` does the same when told
+that the store is ahead. A write of metadata alone (a stored decision) is adopted
+without a reload (``_adopt``), so a running turn goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import attrs
+import pykka
+
+from runtime import (
+    ApprovalGiven,
+    Decision,
+    Delivered,
+    Input,
+    Loaded,
+    MetadataUpdated,
+    SeqConflict,
+    SessionMachine,
+    Stopping,
+    apply,
+)
+from runtime._decisions import stored_decision
+from runtime._turn_ops import takes_decision
+
+if TYPE_CHECKING:
+    from ._effects import EffectHandle
+    from ._redelivery import _Redelivery
+    from ._services import Services
+
+__all__ = ["StoreSync"]
+
+log = logging.getLogger("amber.session")
+
+_RELOADS = 5
+"""Reloads after a ``SeqConflict`` before one step gives up (each means another process
+wrote to the session meanwhile)."""
+
+
+class StoreSync:
+    """``resync`` and the step that reloads on a ``SeqConflict`` (mixed into ``SessionActor``)."""
+
+    session_id: str
+    _svc: Services
+    _machine: SessionMachine
+    _runs: dict[str, EffectHandle]
+    _timers: dict[str, tuple[int, EffectHandle]]
+    _redeliveries: dict[str, _Redelivery]
+    _closed: bool
+    _stopping: bool
+
+    def _decide(self, input: Input) -> Decision:
+        raise NotImplementedError
+
+    def resync(self) -> bool:
+        """Adopt what another process stored for the session (input for this owner): if
+        the store is ahead of this actor, reload the session (a running turn is recovered
+        and answered again with the new input, as a local input interrupts it). True if
+        it was reloaded (or, when only metadata changed, adopted: see ``_adopt``)."""
+        if self._closed:
+            return False
+        sid = self.session_id
+        stored = self._svc.store.call(lambda s: s.session(sid).seq if sid in s else 0)
+        if stored.result(self._svc.settings.store_timeout) <= self._machine.state.seq:
+            return False
+        for _ in range(_RELOADS):
+            try:
+                if self._adopt():
+                    return True
+                break
+            except SeqConflict:  # written again meanwhile: adopt that too, or reload
+                continue
+        self._step(Loaded(**self._svc.stamp()), reload=True)
+        return True
+
+    def _step(self, input: Input, *, reload: bool = False) -> Decision:
+        """Decide, store (durable), adopt, run the commands.
+
+        A ``SeqConflict`` means another process wrote to the session (input stored for
+        this owner, DESIGN §10): the session is reloaded from the store here and
+        ``input`` decided again on the head it holds. ``reload`` reloads it first.
+        """
+        if self._closed and not (
+            isinstance(input, Stopping) or (self._stopping and isinstance(input, Delivered))
+        ):
+            raise pykka.ActorDeadError(f"Session actor {self.session_id!r} is closing.")
+        for reloads in range(_RELOADS):
+            try:
+                return self._reload_and_decide(input, reload=reload or reloads > 0)
+            except SeqConflict:
+                log.info("session %s was written by another process; reloading it", self.session_id)
+        return self._reload_and_decide(input, reload=True)
+
+    def _reload_and_decide(self, input: Input, *, reload: bool) -> Decision:
+        if reload and not (isinstance(input, Loaded | Stopping)) and self._adopt():
+            return self._decide(input)  # only metadata changed: what runs goes on
+        if reload:
+            # Stopping: only adopt the head (a turn is not started to be stopped).
+            loaded = self._reload(resume=not isinstance(input, Stopping))
+            if isinstance(input, Loaded) and loaded is not None:
+                return loaded  # the reload stepped it
+        return self._decide(input)
+
+    def _adopt(self) -> bool:
+        """Adopt what another process stored without a reload, if it is only metadata (a
+        decision stored for this owner, ``store_decision``): a running turn goes on, and
+        the decisions are taken as if given here. False (nothing adopted) if anything
+        else was stored, or no turn runs here: the session is reloaded then."""
+        machine = self._machine
+        if machine.run is None:
+            return False
+        sid, seq = self.session_id, machine.state.seq
+        events = self._svc.store.call(lambda s: s.events(sid, after=seq))
+        new = events.result(self._svc.settings.store_timeout)
+        if not new or not all(type(event) is MetadataUpdated for event in new):
+            return False
+        state = machine.state
+        for event in new:
+            state = apply(state, event)
+        self._machine = attrs.evolve(machine, state=state)
+        log.info("session %s: adopted %d metadata change(s) from elsewhere", sid, len(new))
+        turn = state.active_turn
+        if turn is None:
+            return True
+        for call_id, message_id in sorted(
+            turn.awaiting_approval.items(), key=lambda item: state.index[item[1]]
+        ):
+            message = state.message(message_id)
+            decided = stored_decision(message)
+            if decided is not None and takes_decision(
+                self._svc.turn_settings, message, approved=decided[0]
+            ):
+                approved, reason, by = decided
+                given = ApprovalGiven(
+                    call_id=call_id, approved=approved, reason=reason, by=by, **self._svc.stamp()
+                )
+                self._decide(given)
+        return True
+
+    def _reload(self, *, resume: bool = True) -> Decision | None:
+        """Adopt the head the store holds, as a new actor would: what ran here is cancelled
+        and (with ``resume``) ``Loaded`` recovers the turn it left (this runner's own: at
+        once)."""
+        for handle in self._runs.values():
+            handle.cancel()
+        self._runs.clear()
+        for _, handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        self._redeliveries.clear()  # a resumed load announces undelivered output again
+        sid = self.session_id
+        state = self._svc.store.call(lambda s: s.load_state(sid))
+        self._machine = SessionMachine.load(state.result(self._svc.settings.store_timeout))
+        loaded = Loaded(foreign_write=True, **self._svc.stamp())  # another process wrote
+        return self._decide(loaded) if resume else None
