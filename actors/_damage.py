@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -79,24 +78,23 @@ def call_told(thread: StoreThread, fn: Callable[[Store], T], timeout: float) -> 
 
 
 def _rebuild(store: Store) -> tuple[str, str, str]:
-    """The rebuild command for ``store`` (quoted as the store's errors quote it), who must
+    """The rebuild command for ``store`` (set in quotes as the CLI's hints are), who must
     be stopped before it runs, and the pronoun for them."""
+    from ._cli._hints import command_line, quoted, shell_word  # the CLI's, on demand
+
     if isinstance(store, SQLiteStore):
-        words = ["amber", "recover", "--rebuild", "--db", os.path.abspath(store.path)]
-        return _quoted(shlex.join(words)), "the runtime", "it"
+        path = os.path.abspath(store.path)
+        return (
+            quoted(command_line("recover", options=("--rebuild", "--db", path))),
+            "the runtime",
+            "it",
+        )
     schema = getattr(store, "schema", None)
     if getattr(store, "shared", False) and isinstance(schema, str):
-        command = f"AMBER_PG_SCHEMA={shlex.quote(schema)} amber recover --rebuild --db URL"
+        command = f"AMBER_PG_SCHEMA={shell_word(schema)} amber recover --rebuild --db URL"
         return (
-            f"{_quoted(command)} with the workers' postgresql:// URL",
+            f"{quoted(command)} with the workers' postgresql:// URL",
             "the workers and runtimes on this store",
             "them",
         )
     return _HINT, "the runtime", "it"
-
-
-def _quoted(command: str) -> str:
-    """``command`` quoted as the store's errors quote theirs (single quotes), or in double
-    quotes when it holds single quotes itself (a path the shell needs quoted): quoting it
-    in single quotes would end the quote at the path's."""
-    return f'"{command}"' if "'" in command else f"'{command}'"

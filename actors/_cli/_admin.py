@@ -47,7 +47,7 @@ from ._app import (
     stdout_console,
 )
 from ._check import describe_problem
-from ._hints import command_line, name_store
+from ._hints import command_line, name_store, quoted
 
 __all__ = [
     "FORK_TRIES",
@@ -316,7 +316,7 @@ def _not_an_export(file: Path, what: str) -> CliError:
     name = "standard input" if str(file) == "-" else repr(str(file))
     how = command_line("export", "SESSION", options=("-o", "FILE", "--db", "STORE"))
     return CliError(
-        f"{name} is not an Amber export: {what}. Make one with '{how}' (the store that holds "
+        f"{name} is not an Amber export: {what}. Make one with {quoted(how)} (the store that holds "
         "the session), then import that file.",
         ExitCode.BAD_STORE,
     )

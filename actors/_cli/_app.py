@@ -25,7 +25,6 @@ import enum
 import gc
 import logging
 import os
-import shlex
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -57,7 +56,7 @@ from runtime._article import article
 from runtime.store import DEFAULT_SCHEMA, SQLiteStore, SqlStore, Store, is_postgres_url
 from runtime.store._pg_names import schema_problem, url_problem
 
-from ._hints import command_line, name_store
+from ._hints import command_line, name_store, quoted, shell_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -389,8 +388,8 @@ def no_pg_store(db: str, schema: str) -> CliError | None:
         f"Schema {schema!r} of the PostgreSQL database that --db names holds no Amber store (it "
         f"{'exists but is empty' if exists else 'does not exist'}). {stores} If your store "
         f"is in another schema, set AMBER_PG_SCHEMA to it ({set_to}). To make one here: "
-        f"'{migrate}' copies every session of a SQLite store, '{load}' one session that "
-        "'amber export' wrote.",
+        f"{quoted(migrate)} copies every session of a SQLite store, {quoted(load)} one "
+        "session that 'amber export' wrote.",
         ExitCode.BAD_STORE,
     )
 
@@ -445,10 +444,11 @@ def require_folder(path: Path, what: str) -> None:
             "in a directory.",
             ExitCode.NOT_FOUND,
         )
-    make = shlex.join(["mkdir", "-p", str(folder)])
+    dashes = ["--"] if str(folder).startswith("-") else []  # else mkdir reads it as options
+    make = shell_line(["mkdir", "-p", *dashes, str(folder)])
     raise CliError(
         f"Cannot create {what}: the directory {str(folder)!r} does not exist. Create it first "
-        f"('{make}'), or pass a path in an existing directory.",
+        f"({quoted(make)}), or pass a path in an existing directory.",
         ExitCode.NOT_FOUND,
     )
 

@@ -58,7 +58,7 @@ from ._app import (
     require_sqlite_file,
     session_id_option,
 )
-from ._hints import command_line
+from ._hints import command_line, quoted
 from ._logs import warnings_on
 
 __all__ = ["ChatLoop", "chat", "chat_model", "chat_tools", "resume"]
@@ -479,6 +479,6 @@ def _unanswered(state: SessionState, session: str, shell: bool, db: str) -> str:
     again = command_line("resume", session, options=(*(["--shell"] if shell else []), "--db", db))
     return (
         f"Session {session!r} still waits for approval of {names}, and no answer could be read "
-        f"(standard input ended). Run '{again}' in a terminal and answer y (approve) or n "
+        f"(standard input ended). Run {quoted(again)} in a terminal and answer y (approve) or n "
         "(deny); the call waits until then."
     )

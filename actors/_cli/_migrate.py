@@ -19,7 +19,7 @@ import click
 from runtime.store import CheckReport, is_postgres_url
 
 from ._app import CliError, ExitCode, emit_json, json_option, open_store, stdout_console
-from ._hints import command_line
+from ._hints import command_line, quoted
 
 __all__ = ["migrate"]
 
@@ -69,7 +69,7 @@ def migrate(source: str, target: str, as_json: bool) -> None:
                         then = (
                             f"{target!r} was removed"
                             if new_file
-                            else f"run '{command_line('check', options=('--db', target))}'"
+                            else f"run {quoted(command_line('check', options=('--db', target)))}"
                         )
                         raise CliError(
                             f"The copies of {len(wrong)} session(s) do not end at the source's "
@@ -102,7 +102,7 @@ def _damaged(report: CheckReport, source: str, target: str, new_file: bool) -> s
     """The error for a source store that ``check()`` found damaged."""
     first = report.problems[0]
     fix = (
-        f"Mend it with '{command_line('recover --rebuild', options=('--db', source))}'"
+        f"Mend it with {quoted(command_line('recover --rebuild', options=('--db', source)))}"
         if report.rebuildable
         else f"Restore {source!r} from a backup"
     )
@@ -111,7 +111,7 @@ def _damaged(report: CheckReport, source: str, target: str, new_file: bool) -> s
         f"nothing was copied"
         + (f" and {target!r} was not created" if new_file else f" to {target!r}")
         + f": {first}. {fix}, then migrate "
-        f"again ('{command_line('check', options=('--db', source))}' lists every problem)."
+        f"again ({quoted(command_line('check', options=('--db', source)))} lists every problem)."
     )
 
 

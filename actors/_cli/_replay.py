@@ -26,7 +26,7 @@ from ._app import (
     require_session,
     stdout_console,
 )
-from ._hints import command_line, name_store
+from ._hints import command_line, name_store, quoted
 
 __all__ = ["Check", "replay_command", "verify_session"]
 
@@ -242,7 +242,7 @@ def _print_replays(results: list[dict[str, Any]], verify: bool, db: str) -> None
             Text(
                 f"Damaged: the log of {len(damaged)} of {len(results)} session(s) "
                 f"({', '.join(damaged)}) does not replay; restore the file from a backup "
-                f"('{check}' lists every damaged row).",
+                f"({quoted(check)} lists every damaged row).",
                 style="bold red",
             )
         )

@@ -44,7 +44,7 @@ from ._app import (
     text_console,
     translate,
 )
-from ._hints import command_line
+from ._hints import command_line, quoted
 from ._viewdata import PROVIDERS, VIEWS, view_data
 
 if TYPE_CHECKING:
@@ -378,10 +378,10 @@ def _require_message(store: SqlStore, session_id: str, last: int, message_id: st
     """``NOT_FOUND`` if the session's head has no message ``message_id`` (a message, once
     added, stays in every later state: rolled back, it is only inactive)."""
     if store.load_span(session_id, last, last, lazy=True).head.get(message_id) is None:
+        show = command_line("show", session_id, options=("--db", db))
         raise CliError(
             f"Session {session_id!r} has no message {message_id!r}. Pass --message with the id "
-            f"of one of its messages; '{command_line('show', session_id, options=('--db', db))}' "
-            "lists them.",
+            f"of one of its messages; {quoted(show)} lists them.",
             ExitCode.NOT_FOUND,
         )
 
@@ -558,7 +558,7 @@ def _show_message(
         hint = (
             f"it is added at seq {added}; pass --at {added} or later."
             if added is not None
-            else f"'{listed}' lists the messages."
+            else f"{quoted(listed)} lists the messages."
         )
         raise CliError(
             f"Session {state.session_id!r} has no message {message_id!r} at seq {state.seq}; "

@@ -22,7 +22,7 @@ from runtime import (
 )
 
 from .._cli._app import CliError, ExitCode, read_seq, translate
-from .._cli._hints import command_line, name_store
+from .._cli._hints import command_line, name_store, quoted
 
 __all__ = [
     "FORM_LIMIT",
@@ -94,7 +94,7 @@ def damaged(exc: CorruptRow, db: str, *, opens_before: bool = False) -> WebError
     """
     message = name_store(str(exc), db)
     check = command_line("check", options=("--db", db))
-    text = f"CorruptRow: {message} '{check}' lists every damaged row in the store."
+    text = f"CorruptRow: {message} {quoted(check)} lists every damaged row in the store."
     link = None
     if "recover --rebuild" not in message:  # not a derived row's: the log itself
         text += " The log itself is damaged: restore the file from a backup"

@@ -600,7 +600,7 @@ class TestTrialErrors:
         assert result.exit_code == ExitCode.NOT_FOUND
         assert result.stderr == (
             f"amber: Cannot create the --output file '{target}': the directory "
-            f"'{target.parent}' does not exist. Create it first ('mkdir -p '{target.parent}''), "
+            f"'{target.parent}' does not exist. Create it first (\"mkdir -p '{target.parent}'\"), "
             "or pass a path in an existing directory.\n"
         )
 
@@ -866,5 +866,6 @@ def test_show_unknown_message_names_the_command_that_lists_them(tmp_path: Path) 
         result = amber("show", "--message", "nope", *extra, "--db", db, "--", "-s")
         assert result.exit_code == ExitCode.NOT_FOUND, result.output
         hint = command_line("show", "-s", options=options)
-        assert result.stderr.endswith(f"'{hint}' lists the messages.\n"), result.stderr
+        # the hint quotes the path in single quotes, so it is set in double ones
+        assert result.stderr.endswith(f'"{hint}" lists the messages.\n'), result.stderr
         assert amber(*shlex.split(hint)[1:]).exit_code == 0

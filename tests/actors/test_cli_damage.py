@@ -365,16 +365,16 @@ class TestStoreHintsNameTheStore:
         assert result.exit_code == ExitCode.BAD_STORE, result.output
         assert result.stderr == (
             "amber: CorruptRow: Session 'broken' seq 5: its summary row does not match its "
-            "digest: it was changed after it was written. Rebuild the summary with 'amber "
-            f"recover --rebuild --db '{edited}''.\n"
+            'digest: it was changed after it was written. Rebuild the summary with "amber '
+            f"recover --rebuild --db '{edited}'\".\n"
         )
 
     def test_recover_and_replay_name_the_store(self, edited: Path) -> None:
         recovered = amber("recover", "--db", edited)
         assert recovered.exit_code == ExitCode.FAILED, recovered.output
-        assert f"'amber recover --rebuild --db '{edited}''." in recovered.stdout
+        assert f"\"amber recover --rebuild --db '{edited}'\"." in recovered.stdout
         replayed = amber("replay", "--all", "--verify", "--db", edited)
-        assert f"'amber recover --rebuild --db '{edited}''" in replayed.stdout
+        assert f"\"amber recover --rebuild --db '{edited}'\"" in replayed.stdout
 
     def test_sessions_lists_the_sound_ones(self, edited: Path) -> None:
         """The sound sessions are listed, the damaged one marked; its error is on stderr
@@ -442,8 +442,8 @@ class TestMigrateDamaged:
             conn.execute("DELETE FROM sessions WHERE session_id = 'demo'")
         result = amber("migrate", "--from", db, "--to", tmp_path / "new.db")
         assert result.exit_code == ExitCode.BAD_STORE, result.output
-        mend = re.search(r"Mend it with '(.*)', then migrate again", result.stderr)
-        check = re.search(r"\('(amber check .*)' lists every problem\)", result.stderr)
+        mend = re.search(r'Mend it with "(.*)", then migrate again', result.stderr)
+        check = re.search(r'\("(amber check .*)" lists every problem\)', result.stderr)
         assert mend is not None, result.stderr
         assert check is not None, result.stderr
         assert shlex.split(mend.group(1)) == ["amber", "recover", "--rebuild", "--db", str(db)]

@@ -275,8 +275,9 @@ class TestCommandLine:
             (
                 ("show", "it's"),
                 ("--db", "my store.db"),
-                "amber show 'it'\"'\"'s' --db 'my store.db'",
+                "amber show 'it'\\''s' --db 'my store.db'",
             ),
+            (("show", 'say "hi"'), ("--db", "a.db"), "amber show 'say '\\\"'hi'\\\" --db a.db"),
             (("diff", "demo", -2, -1), (), "amber diff -- demo -2 -1"),
             (("recover",), ("--older-than", 0), "amber recover --older-than 0"),
             (("timeline", "s"), ("--from", -10), "amber timeline s --from -10"),

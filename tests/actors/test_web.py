@@ -686,12 +686,12 @@ class TestDamagedSessions:
             summary = error(client, "/session?s=broken", 422)
         assert f"amber check --db {quoted} lists" in damaged
         assert f"amber recover --rebuild --db {quoted} writes" in damaged
-        assert f"'amber check --db {quoted}' lists" in message
+        assert f'"amber check --db {quoted}" lists' in message
         assert "recover --rebuild" not in message  # the log itself: rebuilding cannot mend it
         assert verdict.startswith("Diverged")
         assert f"amber replay broken --verify --db {quoted} exits 1" in verdict
         assert "'amber recover --rebuild'" not in summary  # the store's own hint, named too
-        assert f"'amber recover --rebuild --db {quoted}'" in summary
+        assert f'"amber recover --rebuild --db {quoted}"' in summary
 
     def test_a_damaged_summary_row_is_listed_and_the_viewer_starts(
         self, recorded: Recorded, tmp_path: Path
