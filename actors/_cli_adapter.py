@@ -69,7 +69,7 @@ class CliAdapter(Adapter):
     """Shows a session on a terminal with rich panels, Markdown and dim lines.
 
     Args:
-        console: where to print (default: a new ``rich.console.Console()``).
+        console: where to print (default: a new ``rich.console.Console(markup=False)``).
             Tests pass ``Console(record=True, ...)`` and read ``export_text()``.
         platform: the ``chatbot_id`` it serves (default ``cli``).
         stream: print live deltas as they arrive (default off, so output is
@@ -98,7 +98,7 @@ class CliAdapter(Adapter):
             raise InvalidConfig(f"max_result_chars must be an int (got {max_result_chars!r}).")
         if max_result_chars < 1:
             raise InvalidConfig(f"max_result_chars must be at least 1 (got {max_result_chars!r}).")
-        self.console = console if console is not None else Console()
+        self.console = console if console is not None else Console(markup=False)
         self.stream = stream
         self.echo_inputs = echo_inputs
         self.max_result_chars = max_result_chars

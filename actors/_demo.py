@@ -168,7 +168,7 @@ def run_demo(
         SessionExists: ``session_id`` was given and the store holds it already.
         DemoFailed: a turn did not finish within 20 s.
     """
-    console = console if console is not None else Console(highlight=False)
+    console = console if console is not None else Console(highlight=False, markup=False)
     with SQLiteStore(db) as store:
         session = demo_session_id(store, session_id)
         if session in store:

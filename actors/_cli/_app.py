@@ -526,10 +526,11 @@ def plain_stdout() -> bool:
 
 
 def stdout_console() -> Console:
-    """A console on the current stdout (colors only on a terminal, no auto-highlighting)."""
+    """A console on the current stdout (colors only on a terminal, no auto-highlighting, and
+    no markup: a path or an id with "[bold]" in it prints as it is)."""
     from rich.console import Console  # not for --json: imported when something is printed
 
-    return Console(highlight=False, soft_wrap=True)
+    return Console(highlight=False, markup=False, soft_wrap=True)
 
 
 def text_console() -> Console | PlainConsole:

@@ -307,7 +307,7 @@ def chat(
             waiting = head is not None and (head.active_turn_id is not None or bool(head.queued))
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401  (line editing and history for input())
-    console = Console(highlight=False)
+    console = Console(highlight=False, markup=False)
     # Only this session is drawn and resumed: other sessions in the store (a pending
     # fork, say) are never answered by a chat that did not ask for them.
     adapter = CliAdapter.start(
@@ -397,7 +397,7 @@ def resume(
     tools = chat_tools(shell=shell)
     asked = _awaiting_calls(require)
     _require_tools(session, asked, tools, db)
-    console = Console(highlight=False)
+    console = Console(highlight=False, markup=False)
     if not waiting and active is None:
         console.print(
             f"Nothing to resume: {session} has no input waiting and no turn left active.",

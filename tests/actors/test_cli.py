@@ -331,6 +331,17 @@ class TestSessions:
         assert "No sessions in" in result.output
         assert "'amber demo'" in result.output
 
+    @pytest.mark.parametrize("name", ["[bold]new.db", "a [i].db", "[red]x.db"])
+    def test_a_path_is_printed_as_it_is(self, tmp_path: Path, name: str) -> None:
+        """A store path that looks like rich markup is printed as typed (was: "[bold]" taken
+        for a style and dropped, so the path printed was not the store's)."""
+        from runtime.store import SQLiteStore
+
+        SQLiteStore(tmp_path / name).close()
+        result = amber("sessions", "--db", tmp_path / name)
+        assert result.exit_code == 0
+        assert f"No sessions in {tmp_path / name};" in result.output
+
 
 class TestTimeline:
     def test_one_line_per_event(self, recorded: Recorded) -> None:
