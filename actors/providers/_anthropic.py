@@ -16,6 +16,13 @@ The key is ``ANTHROPIC_API_KEY``. Mapping of the raw stream events:
   without ``message_stop`` is broken; an ``error`` event (``overloaded_error``
   mid-stream) is raised by the SDK and reported as a broken stream.
 
+Prompt caching is on: every request carries the top-level
+``cache_control: {"type": "ephemeral"}``, which marks the last cacheable
+block, so each call reads the prefix the previous call of the session wrote
+(cache reads cost a tenth of input; a write 1.25 times). Turn it off with
+``params={"cache_control": None}``, or ask for the hour-long cache with
+``params={"cache_control": {"type": "ephemeral", "ttl": "1h"}}``.
+
 Extended thinking is a parameter:
 ``AnthropicModel("claude-sonnet-4-5", params={"thinking": {"type": "enabled",
 "budget_tokens": 2048}})``.
@@ -23,7 +30,7 @@ Extended thinking is a parameter:
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any, ClassVar
 
 import anthropic
@@ -82,6 +89,7 @@ class AnthropicModel(ProviderModel):
     provider: ClassVar[str] = "anthropic"
     key_variable: ClassVar[str | None] = "ANTHROPIC_API_KEY"
     label: ClassVar[str] = "anthropic"
+    default_params: ClassVar[Mapping[str, Any]] = {"cache_control": {"type": "ephemeral"}}
 
     def _make_client(self) -> Any:
         kwargs: dict[str, Any] = {"api_key": self.api_key, "max_retries": self.max_retries}

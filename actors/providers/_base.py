@@ -183,6 +183,10 @@ class ProviderModel:
     """The environment variable the key is read from."""
     label: ClassVar[str] = ""
     """The prefix of ``name`` (``openai:``, ``anthropic:`` …)."""
+    default_params: ClassVar[Mapping[str, Any]] = {}
+    """Parameters every request of this class carries unless ``params`` overrides them
+    (a value of None leaves one out). Kept in ``params``, so an audit row records them and
+    ``amber show --call`` rebuilds the request exactly."""
 
     def __init__(
         self,
@@ -201,7 +205,8 @@ class ProviderModel:
         self.model = model
         self.api_key = self._key(api_key)
         self.base_url = base_url
-        self.params: dict[str, Any] = thaw(freeze(dict(params or {})))  # type: ignore[assignment]
+        merged = {**self.default_params, **(params or {})}
+        self.params: dict[str, Any] = thaw(freeze(merged))  # type: ignore[assignment]
         self.max_retries = max_retries
         self.timeout = timeout
         self._clients: dict[Any, Any] = {}

@@ -29,6 +29,7 @@ from provider_support import (
 )
 from sdk_checks import payload_problems
 
+from actors.providers import AnthropicModel, OpenAIModel
 from actors.providers.testing import Reply, StubServer, load_fixture
 from runtime import (
     Attachment,
@@ -96,6 +97,26 @@ def test_every_request_is_rebuilt_exactly(provider: str) -> None:
     assert rows[1].request is not None
     assert rows[1].request.system is None
     assert rows[1].request.system_digest == rows[0].request.system_digest
+
+
+def test_anthropic_requests_cache_the_conversation_prefix() -> None:
+    """Every Anthropic request carries the top-level cache marker (the last cacheable block:
+    the next call reads the prefix this one wrote); it is recorded in the call's params, so
+    the request still rebuilds exactly, and a None in params turns it off."""
+    recorder, bodies, _ = tool_step("anthropic")
+    assert [body.get("cache_control") for body in bodies] == [{"type": "ephemeral"}] * 2
+    for row in recorder.state.model_calls():
+        assert row.request is not None
+        assert row.request.params["cache_control"] == {"type": "ephemeral"}
+    request = request_for(question().head)
+    off = AnthropicModel("claude-sonnet-4-6", api_key="k", params={"cache_control": None})
+    assert "cache_control" not in off.payload(request)
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    longer = AnthropicModel("claude-sonnet-4-6", api_key="k", params={"cache_control": hour})
+    assert longer.payload(request)["cache_control"] == hour
+    assert payload_problems("anthropic", longer.payload(request)) == []
+    # Other providers' requests are left as they were.
+    assert OpenAIModel("gpt-4.1-mini", api_key="k").params == {}
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
