@@ -9,6 +9,7 @@ fail with the same sentence). Errors from the CLI's own checks
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from urllib.parse import parse_qs, urlencode
 
@@ -55,6 +56,9 @@ _STATUS = {
 }
 
 
+_ONE_LINE = re.compile(r"[ \t]*[\r\n]+\s*")
+
+
 class WebError(Exception):
     """A request the viewer cannot answer: an HTTP status and a one-line message."""
 
@@ -66,7 +70,9 @@ class WebError(Exception):
         code: ExitCode | None = None,
         link: tuple[str, str] | None = None,
     ) -> None:
-        super().__init__(" ".join(message.split()))
+        # One line, but every other space kept: a path or a command in the message is
+        # printed as it is (a store at 'my  store.db' named 'my store.db' was another file).
+        super().__init__(_ONE_LINE.sub(" ", message).strip())
         self.status = status
         """The HTTP status of the error page."""
         self.code = code

@@ -693,6 +693,27 @@ class TestDamagedSessions:
         assert "'amber recover --rebuild'" not in summary  # the store's own hint, named too
         assert f'"amber recover --rebuild --db {quoted}"' in summary
 
+    def test_a_path_with_two_spaces_is_printed_as_it_is(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """The error page collapsed every run of spaces in its message, so the store
+        'my  store.db' was named 'my store.db', and the command it printed named another
+        file. The message keeps its spaces, and the page shows them (pre-wrap)."""
+        import shlex
+
+        db = _damage(
+            recorded.copy(tmp_path).rename(tmp_path / "my  store.db"),
+            "UPDATE events SET body=replace(body,'Tokyo','Kyoto') "
+            "WHERE session_id='demo' AND seq=21",
+        )
+        with web(db) as (client, _):
+            shown = page(client, "/session?s=demo", 422)
+            css = client.get("/static/amber.css").text  # type: ignore[attr-defined]
+        message = shown.raw("error")
+        assert f'"amber check --db {shlex.quote(str(db))}" lists' in message
+        assert "\n" not in message  # one line: the message's line breaks are spaces
+        assert re.search(r"#error\b[^{]*\{[^}]*white-space: pre-wrap", css)
+
     def test_a_damaged_summary_row_is_listed_and_the_viewer_starts(
         self, recorded: Recorded, tmp_path: Path
     ) -> None:
