@@ -84,7 +84,14 @@ from ._ids import Clock
 from ._router import Router
 from ._storage import StoreThread
 
-__all__ = ["LeaseKeeper", "stop_listening", "store_decision", "store_input", "waits_for_a_person"]
+__all__ = [
+    "LeaseKeeper",
+    "delivers_nothing",
+    "stop_listening",
+    "store_decision",
+    "store_input",
+    "waits_for_a_person",
+]
 
 log = logging.getLogger("amber.leases")
 
@@ -186,11 +193,26 @@ def stop_listening(
         listener.close()
 
 
-def waits_for_a_person(state: SessionState) -> bool:
+def delivers_nothing(message: Message) -> bool:
+    """``waits_for_a_person``'s ``delivers`` for a runtime with no adapter (a front end, an
+    adapter-less worker): no output is delivered here."""
+    return False
+
+
+def waits_for_a_person(state: SessionState, *, delivers: Callable[[Message], bool]) -> bool:
     """True when the session's only work is a turn waiting for tool calls to be approved:
     nothing runs until a person decides (or an input comes), so a worker has nothing to do
     for it (unless ``approval_timeout`` denies the calls in time). A decision stored for
-    the owner by another process is work: the session is picked up to take it."""
+    the owner by another process is work: the session is picked up to take it.
+
+    Args:
+        state: the session's head.
+        delivers: whether output waiting for delivery would be delivered by whoever asks
+            (``awaits_delivery`` for a worker with adapters; ``delivers_nothing`` for one
+            without, or a front end): such output is work, other output is not (a worker
+            that loaded the session for it would have nothing to do, and pass it on to the
+            next at every poll).
+    """
     turn = state.active_turn
     if turn is None or not turn.awaiting_approval or state.queued:
         return False
@@ -199,7 +221,9 @@ def waits_for_a_person(state: SessionState) -> bool:
     if decision_waits(state):
         return False
     asked = set(turn.awaiting_approval.values())
-    return not any(m.active and awaits_delivery(m) and m.id not in asked for m in state)
+    return not any(
+        m.active and awaits_delivery(m) and m.id not in asked and delivers(m) for m in state
+    )
 
 
 class LeaseKeeper:
@@ -476,7 +500,10 @@ class LeaseKeeper:
             info.active_turn_id is not None
             and not info.counts.get(Status.PENDING_AGENT)
             and self._turn_settings.approval_timeout is None
-            and waits_for_a_person(self._call(lambda s: s.load_state(session_id)))
+            and waits_for_a_person(
+                self._call(lambda s: s.load_state(session_id)),
+                delivers=awaits_delivery if self._delivers else delivers_nothing,
+            )
         ):
             return  # nothing to run until a decision or an input comes
         try:

@@ -612,16 +612,24 @@ class TestWaitingForApproval:
         PAID.clear()
 
     def waiting(
-        self, open_rt: Callable[..., Runtime], *, passivate: bool = True, **options: Any
+        self,
+        open_rt: Callable[..., Runtime],
+        *,
+        passivate: bool = True,
+        said: str = "",
+        fields: dict[str, str] | None = None,
+        **options: Any,
     ) -> tuple[Runtime, str]:
         """A worker whose session ``s`` waits for approval and (``passivate``) has
-        passivated and given its lease back."""
+        passivated and given its lease back. ``said``: text the model says with the call
+        (a reply, to be delivered to a chat platform when the input has ``fields`` that
+        name one)."""
         settings = APPROVING if passivate else SETTINGS
         worker = open_rt(
-            ScriptedModel([call("pay", {"to": "ana"}), reply("paid")]),
+            ScriptedModel([call("pay", {"to": "ana"}, text=said), reply("paid")]),
             tools=[counted_pay], resume="all", settings=settings, **options,
         )  # fmt: skip
-        worker.send("s", "pay ana", sender="Chii")
+        worker.send("s", "pay ana", sender="Chii", **(fields or {}))
         worker.wait_idle("s", timeout=60)
         if passivate:
             assert worker.wait_passivated("s", timeout=60)
@@ -646,6 +654,49 @@ class TestWaitingForApproval:
             lease = store.lease("s")
         assert lease is not None
         assert lease.expires_at <= datetime.now(UTC)  # given back
+
+    def test_is_not_picked_up_for_output_no_adapter_here_delivers(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """The model said something with its call (a reply for a chat platform); a worker
+        with no adapter cannot deliver it, so the session is still only waiting for a
+        person: polls leave it alone, and a front end's wait_idle returns."""
+        worker, _ = self.waiting(
+            open_rt, said="I will pay ana", fields={"chatbot_id": "wechat", "channel_id": "c"}
+        )
+        keeper = worker._keeper
+        assert keeper is not None
+        for _ in range(3):
+            keeper.poll_now()
+        assert worker.live_sessions() == []
+        assert keeper.taken == 1
+        front = open_rt(None, run_sessions=False)
+        state = front.wait_idle("s", timeout=60)
+        assert state.active_turn is not None
+        assert [m.content for m in state.messages if category_of(m) is Category.REPLY] == [
+            "I will pay ana"
+        ]
+
+    def test_a_worker_with_adapters_delivers_the_output_first(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """Output waiting for delivery is work for a worker with adapters: it picks the
+        session up (its adapter sends the reply), then leaves it waiting for the person."""
+        worker, _ = self.waiting(
+            open_rt, said="I will pay ana", fields={"chatbot_id": "wechat", "channel_id": "c"},
+            adapters=[SilentChannelAdapter.start(client=FakePlatform("wechat"))],
+        )  # fmt: skip
+        with PostgresStore(postgres_dsn, schema=schema) as store:
+            state = store.load_state("s")
+        assert [m.status for m in state.messages if category_of(m) is Category.REPLY] == [
+            Status.DELIVERED
+        ]
+        keeper = worker._keeper
+        assert keeper is not None
+        taken = keeper.taken
+        for _ in range(3):
+            keeper.poll_now()
+        assert keeper.taken == taken
 
     def test_input_brings_it_back(
         self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
