@@ -555,13 +555,25 @@ class LeaseKeeper:
                         continue  # given back and taken again meanwhile: the new one is fine
                     self._lost.add(session_id)  # its store keeps refusing writes
                 self.lost += 1
-                log.warning("lost the lease of %s to another worker; stopping it", session_id)
-                self._router.drop(session_id)
+                self._router.drop(session_id, lost=True)
+                log.warning("lost the lease of %s to another worker (%s); stopped the session "
+                            "here, nothing more of it is stored here", session_id,
+                            self._holder(session_id))  # fmt: skip
             except StoreError:
                 if now + timedelta(seconds=ttl.total_seconds() / 3) >= lease.expires_at:
                     log.warning("cannot renew the lease of %s before it expires; stopping it",
                                 session_id)  # fmt: skip
                     self._router.drop(session_id)
+
+    def _holder(self, session_id: str) -> str:
+        """Who holds the session's lease now, for the log."""
+        try:
+            now = self._call(lambda s: s.lease(session_id))
+        except Exception:
+            return "its new holder could not be read"
+        if now is None:
+            return "its lease row is gone"
+        return f"{now.owner!r} holds it now with token {now.token}"
 
 
 def _release(store: Any, *, lease: Any) -> Any:

@@ -152,16 +152,20 @@ class Router:
         """Make the session live (it loads and resumes what waits)."""
         self._entry(session_id)
 
-    def drop(self, session_id: str, *, timeout: float = 30.0) -> None:
+    def drop(self, session_id: str, *, timeout: float = 30.0, lost: bool = False) -> None:
         """Stop the session's actor, if it is live (a running turn gives its input back,
-        if the store still takes its writes). The next call loads it again."""
+        if the store still takes its writes). The next call loads it again.
+
+        ``lost``: its lease was taken over, and the caller logged it: the refused writes
+        of the stop are not logged again.
+        """
         with self._lock:
             entry = self._live.pop(session_id, None)
             self._changed.notify_all()
         if entry is None:
             return
         try:
-            entry.proxy.shutdown().get(timeout=timeout)
+            entry.proxy.shutdown(lost=lost).get(timeout=timeout)
         except Exception:
             log.warning("session %s did not shut down cleanly", session_id, exc_info=True)
         with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):

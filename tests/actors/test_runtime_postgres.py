@@ -7,6 +7,7 @@ awaited is there; their 60 s bounds are hang guards, never a verdict.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -178,6 +179,64 @@ def test_takeover_recovers_the_turn_and_fences_the_old_owner(
         timeline = store.verify("s")
     questions = [m for m in timeline.head.messages if category_of(m) is Category.USER_QUESTION]
     assert [m.status for m in questions] == [Status.PROCESSED]
+
+
+def test_a_lost_lease_stops_its_session_with_one_log_line(
+    open_rt: Callable[..., Runtime], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A's turn hangs; B takes the session over. A's renewal finds the lease lost and stops
+    the session: one warning says so (no traceback), not one per write the store refused
+    while the session shut down."""
+    a = open_rt(ScriptedModel([hang()]))
+    a.send("s", "question", sender="Chii")
+    wait_for(lambda: a.state("s").active_turn is not None, "A's turn starts")
+    later = lambda: datetime.now(UTC) + timedelta(hours=1)  # noqa: E731
+    b = open_rt(ScriptedModel([hang()]), clock=later)
+    assert b._keeper is not None
+    assert b._keeper.ensure("s")
+    keeper = a._keeper
+    assert keeper is not None
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="amber"), keeper._renewing:
+        keeper._renew()
+    assert a.live_sessions() == []
+    said = [
+        (r.name, r.levelname, r.getMessage(), r.exc_info is not None)
+        for r in caplog.records
+        if r.levelno >= logging.WARNING
+    ]
+    assert said == [
+        (
+            "amber.leases",
+            "WARNING",
+            f"lost the lease of s to another worker ({b.runner!r} holds it now with token 2); "
+            "stopped the session here, nothing more of it is stored here",
+            False,
+        )
+    ]
+
+
+def test_a_lease_lost_unnoticed_until_the_stop_is_one_log_line(
+    open_rt: Callable[..., Runtime], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A's turn hangs; B takes the session over and A stops before any renewal found out:
+    the refused write of the stop is one warning without a traceback."""
+    a = open_rt(ScriptedModel([hang()]))
+    a.send("s", "question", sender="Chii")
+    wait_for(lambda: a.state("s").active_turn is not None, "A's turn starts")
+    later = lambda: datetime.now(UTC) + timedelta(hours=1)  # noqa: E731
+    b = open_rt(ScriptedModel([hang()]), clock=later)
+    assert b._keeper is not None
+    assert b._keeper.ensure("s")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="amber"):
+        a.stop()
+    said = [
+        (r.name, r.exc_info is not None) for r in caplog.records if r.levelno >= logging.WARNING
+    ]
+    assert said == [("amber.session", False)]
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warning.startswith("session s: stopped without recording it here: Cannot append")
 
 
 def test_a_stopping_worker_claims_no_session(
