@@ -507,10 +507,16 @@ class LeaseKeeper:
         ):
             return  # nothing to run until a decision or an input comes
         try:
-            if self.ensure(session_id):
-                self._router.load(session_id)
+            if not self.ensure(session_id):
+                return
         except RuntimeStopped:
             return  # stopping: another worker picks it up
+        try:
+            self._router.load(session_id)
+        except RuntimeStopped:
+            # The router closed after the claim: give the lease back now (announced, so
+            # another worker takes the session at once), not when the keeper stops.
+            self._passivated(session_id)
 
     def _refresh(self, session_id: str) -> None:
         """A session that runs here got events from elsewhere: reload it (a busy one reloads

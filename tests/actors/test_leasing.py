@@ -155,6 +155,21 @@ class TestClaims:
         assert keeper.taken == 1
 
 
+class TestPickUpRacingClose:
+    def test_a_pick_up_the_closing_router_refuses_gives_its_lease_back(
+        self, store: StoreThread, other: PostgresStore
+    ) -> None:
+        """The keeper took a session's lease to pick it up, and the router, closing
+        meanwhile, refuses to load it: the lease is given back at once (no lease held for a
+        session that does not run here), and another worker takes the session."""
+        waiting_input(other, "s")
+        keeper = keeper_on(store, wake=True)  # its Router is closed: it loads nothing
+        keeper._pick_up("s")
+        assert keeper.taken == 1
+        assert store.call(lambda s: dict(s.held)).result(60) == {}
+        assert other.acquire("s", owner="w2", now=NOW, ttl=TTL) is not None
+
+
 class TestLost:
     def test_a_lost_lease_is_not_claimed_as_held(
         self, store: StoreThread, other: PostgresStore
