@@ -9,10 +9,11 @@ With a ``PostgresStore`` several runtimes (workers) share one store. A
   here is stored (``LeaseLost``). Claims take turns under a lock, and none
   is taken once the runtime stops (``close_intake``).
 - **Renewal.** A thread renews the leases held every ``ttl / 3`` seconds,
-  also between the pick-ups of a long batch. A renewal the database did not
-  answer is tried again at the next one; a lease another worker took over,
-  or one that could not be renewed before its expiry, stops that session
-  here. A lost lease stays held (the store refuses every write to the
+  also between the pick-ups of a long batch: all of them in one store call
+  (``renew_all``, one transaction), with one expiry from the worker's clock.
+  A renewal the database did not answer is tried again at the next one; a
+  lease another worker took over, or one that could not be renewed before
+  its expiry, stops that session here. A lost lease stays held (the store refuses every write to the
   session) until it is given back, and a claim of the session asks for a
   new one.
 - **Release.** A session that passivates, and every session when the
@@ -549,27 +550,41 @@ class LeaseKeeper:
                         exc_info=True)  # fmt: skip
 
     def _renew(self) -> None:
-        now, ttl = self._clock(), self._ttl
-        for session_id, lease in dict(self._call(lambda s: s.held)).items():
-            if session_id in self._lost:
-                continue  # known lost; its actor was stopped, its lease is given back later
-            try:
-                self._call(functools.partial(_renew, lease=lease, now=now, ttl=ttl))
-            except LeaseLost:
-                with self._claims:
-                    if self._call(functools.partial(_held, session_id=session_id)) != lease:
-                        continue  # given back and taken again meanwhile: the new one is fine
-                    self._lost.add(session_id)  # its store keeps refusing writes
-                self.lost += 1
-                self._router.drop(session_id, lost=True)
-                log.warning("lost the lease of %s to another worker (%s); stopped the session "
-                            "here, nothing more of it is stored here", session_id,
-                            self._holder(session_id))  # fmt: skip
-            except StoreError:
-                if now + timedelta(seconds=ttl.total_seconds() / 3) >= lease.expires_at:
+        """One renewal round: every lease held (but those known lost) renewed in one store
+        call, with one expiry from this worker's clock; a lost one stops its session."""
+        now, ttl, known_lost = self._clock(), self._ttl, set(self._lost)
+        leases: list[Any] = []
+
+        def round_(store: Any) -> dict[str, Any]:
+            leases.extend(v for k, v in store.held.items() if k not in known_lost)
+            return dict(store.renew_all(leases, now=now, ttl=ttl))
+
+        try:
+            outcomes = self._call(round_)
+        except StoreError:
+            for lease in leases:
+                if now + ttl / 3 >= lease.expires_at:
                     log.warning("cannot renew the lease of %s before it expires; stopping it",
-                                session_id)  # fmt: skip
-                    self._router.drop(session_id)
+                                lease.session_id)  # fmt: skip
+                    self._router.drop(lease.session_id)
+            return
+        for lease in leases:
+            if isinstance(outcomes.get(lease.session_id), LeaseLost):
+                self._lost_to_another(lease)
+
+    def _lost_to_another(self, lease: Any) -> None:
+        """Renewal found ``lease`` taken over: mark it lost and stop its session here (one
+        log line), unless it was given back and taken again meanwhile."""
+        session_id = lease.session_id
+        with self._claims:
+            if self._call(functools.partial(_held, session_id=session_id)) != lease:
+                return  # given back and taken again meanwhile: the new one is fine
+            self._lost.add(session_id)  # its store keeps refusing writes
+        self.lost += 1
+        self._router.drop(session_id, lost=True)
+        log.warning("lost the lease of %s to another worker (%s); stopped the session "
+                    "here, nothing more of it is stored here", session_id,
+                    self._holder(session_id))  # fmt: skip
 
     def _holder(self, session_id: str) -> str:
         """Who holds the session's lease now, for the log."""
@@ -596,11 +611,3 @@ def _release_unless_new(store: Any, *, lease: Any, announce: bool = True) -> Any
     if store.held.get(lease.session_id) != lease:
         return False
     return store.release(lease, announce=announce)
-
-
-def _renew(store: Any, *, lease: Any, now: datetime, ttl: timedelta) -> Any:
-    """Renew ``lease`` if the store still holds it; None if it was given back (or taken
-    again) since the renewal copied it: that lease must stay given back."""
-    if store.held.get(lease.session_id) != lease:
-        return None
-    return store.renew(lease, now=now, ttl=ttl)
