@@ -82,6 +82,7 @@ from runtime._decisions import decision_metadata, stored_decision
 
 from ._errors import NotAwaitingApproval, RuntimeStopped
 from ._ids import Clock
+from ._ownership import StoreBusy
 from ._router import Router
 from ._storage import StoreThread
 
@@ -367,8 +368,28 @@ class LeaseKeeper:
     # -- the thread --------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start listening, renewing and (with ``wake``) picking up sessions."""
+        """Start listening, renewing and (with ``wake``) picking up sessions.
+
+        The listening connection holds this worker's name on the store for as long as it
+        runs (``Listener.hold``): a lease is taken under the name, and an owner takes its
+        own lease again, so two runtimes of one name would take each other's sessions
+        over and over, each fencing off the other's writes.
+
+        Raises:
+            StoreBusy: another runtime runs sessions of the store under this name.
+        """
         self._listener = self._call(lambda s: s.listener(others_only=True))
+        if not self._listener.hold(self._owner):
+            self._listener.close()
+            self._listener = None
+            where = self._call(lambda s: getattr(s, "schema", None))
+            raise StoreBusy(
+                f"Another runtime runs sessions of this store as {self._owner!r}"
+                f"{f' (schema {where!r})' if where else ''}: two of one name would take each "
+                "other's leases over and over. Give each worker its own --name (a Runtime its "
+                "own runner=), or leave it out for a new one; if that runtime stopped or died, "
+                "the name is free again once its database connection is gone."
+            )
         self._router.claim = self.ensure  # no session is loaded here without its lease
         self._router.passivated = self._passivated
         self._router.unloadable = self._unloadable
@@ -433,6 +454,12 @@ class LeaseKeeper:
             self._listener = self._call(lambda s: s.listener(others_only=True))
         except Exception:
             self._stop.wait(1.0)
+            return
+        with contextlib.suppress(StoreError):  # a broken one: the next wait reconnects
+            if not self._listener.hold(self._owner):
+                log.error("another runtime took the name %r while this one was disconnected; "
+                          "the two take each other's leases: stop one, or give it another "
+                          "name", self._owner)  # fmt: skip
 
     def _woken(self, session_ids: set[str]) -> None:
         live = set(self._router.live_sessions())

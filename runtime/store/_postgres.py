@@ -51,7 +51,14 @@ from ._leases import (
 )
 from ._pg_db import PgDb, pg_errors
 from ._pg_names import DEFAULT_SCHEMA, schema_problem
-from ._pg_schema import PG_TRIGGERS, lock_space, migrate, present_guards, recreate_guards
+from ._pg_schema import (
+    PG_TRIGGERS,
+    lock_space,
+    migrate,
+    name_space,
+    present_guards,
+    recreate_guards,
+)
 from ._scan import missing_guards
 from ._sql import SqlStore
 
@@ -378,7 +385,11 @@ class PostgresStore(SqlStore):
         """
         self._pool_or_closed()
         return Listener(
-            self._dsn, self._channel, self._where, skip=self._writer if others_only else None
+            self._dsn,
+            self._channel,
+            self._where,
+            skip=self._writer if others_only else None,
+            names=name_space(self._schema),
         )
 
     def __repr__(self) -> str:
@@ -394,9 +405,12 @@ class Listener:
     now and then (``wait`` returns an empty set on its timeout).
     """
 
-    def __init__(self, dsn: str, channel: str, where: str, *, skip: str | None = None) -> None:
+    def __init__(
+        self, dsn: str, channel: str, where: str, *, skip: str | None = None, names: int = 0
+    ) -> None:
         self._where = where
         self._skip = skip
+        self._names = names
         try:
             self._conn: psycopg.Connection[Any] = psycopg.Connection.connect(dsn, autocommit=True)
             self._conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
@@ -426,6 +440,25 @@ class Listener:
         writer, _, ids = payload.partition("\n")
         if writer != self._skip:
             found.update(filter(None, ids.split("\n")))
+
+    def hold(self, name: str) -> bool:
+        """Take the store's lock on a runner's ``name`` for as long as this connection
+        lives (a session-level advisory lock: a process that dies lets it go with its
+        connection); False when another connection holds it. Taking it again here is
+        fine.
+
+        Raises:
+            StoreError: the connection broke.
+        """
+        try:
+            row = self._conn.execute(
+                "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (self._names, name)
+            ).fetchone()
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"Lost the notification connection to {self._where!r}: {exc}."
+            ) from exc
+        return row is not None and bool(row[0])
 
     def fileno(self) -> int:
         """The connection's socket (to wait on it with ``select``)."""

@@ -30,6 +30,7 @@ from actors import (
     ScriptedModel,
     Settings,
     SilentChannelAdapter,
+    StoreBusy,
     tool,
 )
 from actors._answers import ReplyWaiter
@@ -237,6 +238,37 @@ def test_a_lease_lost_unnoticed_until_the_stop_is_one_log_line(
     assert said == [("amber.session", False)]
     (warning,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert warning.startswith("session s: stopped without recording it here: Cannot append")
+
+
+class TestOneRunnerPerName:
+    """A runtime that runs sessions holds its runner id on the store for as long as it runs:
+    two of one name would take each other's leases (a lease is taken under the name, and
+    an owner takes its own lease again), fencing each other's writes back and forth."""
+
+    def test_a_second_runtime_of_one_name_is_refused(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """The second is refused at start, saying why and what to do; the first runs on,
+        and once it stopped the name is free again."""
+        first = open_rt(ScriptedModel([reply("hello")]), runner="worker-1")
+        with pytest.raises(StoreBusy) as refused:
+            open_rt(ScriptedModel([]), runner="worker-1")
+        assert str(refused.value).startswith(
+            "Another runtime runs sessions of this store as 'worker-1' (schema "
+            f"{schema!r}): two of one name would take each other's leases over and over."
+        )
+        first.send("s", "hi", sender="Chii")
+        first.wait_idle("s", timeout=60)
+        assert replies(postgres_dsn, schema, "s") == ["hello"]
+        first.stop()
+        again = open_rt(ScriptedModel([]), runner="worker-1")
+        assert again._keeper is not None
+
+    def test_a_front_end_takes_no_name(self, open_rt: Callable[..., Runtime]) -> None:
+        """A front end (run_sessions=False) takes no lease, so it holds no name: one may share
+        a worker's runner id."""
+        open_rt(ScriptedModel([]), runner="worker-1")
+        open_rt(None, runner="worker-1", run_sessions=False)
 
 
 def test_a_stopping_worker_claims_no_session(
