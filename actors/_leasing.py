@@ -242,8 +242,10 @@ class LeaseKeeper:
             notifications that were lost).
         wake: load sessions nobody runs that have input waiting (a worker);
             False: run only the sessions this runtime is sent to.
-        delivers: adapters run here; False: a session whose only work is output
-            not delivered yet is left for a runtime with adapters.
+        delivers: whether an adapter here delivers a message (the gateway's
+            ``expects_delivery``); ``delivers_nothing``: no adapter runs here, and a
+            session whose only work is output not delivered yet is left for a runtime
+            with adapters. Output no adapter here delivers is no work for this runtime.
         monotonic: seconds for when to renew and poll (``time.monotonic``).
     """
 
@@ -258,11 +260,12 @@ class LeaseKeeper:
         ttl: float = 30.0,
         poll: float = 30.0,
         wake: bool = False,
-        delivers: bool = True,
+        delivers: Callable[[Message], bool] = awaits_delivery,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
-        self._delivers = delivers  # adapters run here: undelivered output is work for it
+        self._delivers = delivers  # what the adapters here deliver: work for this runtime
+        self._delivers_any = delivers is not delivers_nothing
         self._router = router
         self._owner = owner
         self._clock = clock
@@ -519,7 +522,7 @@ class LeaseKeeper:
         if info is None or not info.needs_runner:
             return
         if (
-            not self._delivers
+            not self._delivers_any
             and info.active_turn_id is None
             and not info.counts.get(Status.PENDING_AGENT)
         ):
@@ -530,7 +533,7 @@ class LeaseKeeper:
             and self._turn_settings.approval_timeout is None
             and waits_for_a_person(
                 self._call(lambda s: s.load_state(session_id)),
-                delivers=awaits_delivery if self._delivers else delivers_nothing,
+                delivers=self._delivers,
             )
         ):
             return  # nothing to run until a decision or an input comes

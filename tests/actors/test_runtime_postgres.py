@@ -746,15 +746,21 @@ class TestWaitingForApproval:
         assert lease is not None
         assert lease.expires_at <= datetime.now(UTC)  # given back
 
+    @pytest.mark.parametrize("platform", [None, "slack"], ids=["no adapter", "another platform"])
     def test_is_not_picked_up_for_output_no_adapter_here_delivers(
-        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str, platform: str | None
     ) -> None:
         """The model said something with its call (a reply for a chat platform); a worker
-        with no adapter cannot deliver it, so the session is still only waiting for a
-        person: polls leave it alone, and a front end's wait_idle returns."""
+        with no adapter for that platform cannot deliver it, so the session is still only
+        waiting for a person: polls leave it alone, and a front end's wait_idle returns."""
+        adapters = []
+        if platform is not None:
+            client = FakePlatform(platform)
+            adapters.append(SilentChannelAdapter.start(client=client, platform=platform))
         worker, _ = self.waiting(
-            open_rt, said="I will pay ana", fields={"chatbot_id": "wechat", "channel_id": "c"}
-        )
+            open_rt, said="I will pay ana", fields={"chatbot_id": "wechat", "channel_id": "c"},
+            adapters=adapters,
+        )  # fmt: skip
         keeper = worker._keeper
         assert keeper is not None
         for _ in range(3):
