@@ -27,8 +27,8 @@ from runtime import FINAL_INPUT, SessionState, StoreError, reply_of
 
 from ._answers import ReplyWaiter
 from ._damage import call_told
+from ._elsewhere import delivers_nothing, stop_listening, waits_for_a_person
 from ._errors import RuntimeStopped
-from ._leasing import delivers_nothing, stop_listening, waits_for_a_person
 from ._storage import StoreThread
 
 __all__ = ["AnswerWatch", "StateWait", "is_idle"]

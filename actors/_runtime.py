@@ -54,7 +54,7 @@ from ._errors import (
 from ._frontend import AnswerWatch
 from ._gateway import Gateway, Subscription
 from ._ids import Clock, utc_now
-from ._leasing import LeaseKeeper, delivers_nothing
+from ._leasing import LeaseKeeper
 from ._model import Model
 from ._ownership import Resume, RunnerLock, new_runner_id, resume_policy
 from ._router import Router
@@ -283,9 +283,7 @@ class Runtime(Asking, Approving, Waiting):
                     store=store, router=self.router, owner=self.runner, clock=self.clock,
                     turn_settings=services.turn_settings, ttl=settings.lease_ttl,
                     poll=settings.lease_poll, wake=resume == "all",
-                    delivers=(
-                        self.gateway.expects_delivery if self._adapter_refs else delivers_nothing
-                    ),
+                    delivers=self.gateway.expects_delivery if self._adapter_refs else None,
                 )  # fmt: skip
                 if self.run_sessions:
                     self._keeper.start()  # the router claims each session's lease from now on
