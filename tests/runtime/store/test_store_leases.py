@@ -419,3 +419,40 @@ class TestFencing:
         else:
             # Stored before the takeover committed (it waited): the new owner's first load has it.
             assert final == head == 4
+
+
+class TestRunnerNames:
+    """``Listener.hold``: a runner's name held on the store for as long as its listening
+    connection lives (one runtime per name)."""
+
+    def test_one_holder_per_name_until_its_connection_closes(
+        self, pair: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """A second listener cannot hold a name the first holds (holding it again on the
+        first is fine); once the first closes, the name is free; other names are free."""
+        a, b = pair
+        first, second = a.listener(), b.listener()
+        try:
+            assert first.hold("w1")
+            assert first.hold("w1")
+            assert not second.hold("w1")
+            assert second.hold("w2")
+            first.close()
+            assert second.hold("w1")
+        finally:
+            first.close()
+            second.close()
+
+    def test_a_runner_named_like_a_session_does_not_block_its_writes(
+        self, pair: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """Names are locked apart from the sessions' write locks: a runner named 's' does
+        not hold up writes to session 's'."""
+        a, b = pair
+        listener = b.listener()
+        try:
+            assert listener.hold("s")
+            a.append(more(a, 1))
+            assert a.load_state("s").seq == 4
+        finally:
+            listener.close()
