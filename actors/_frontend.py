@@ -27,8 +27,8 @@ from runtime import FINAL_INPUT, SessionState, StoreError, reply_of
 
 from ._answers import ReplyWaiter
 from ._damage import call_told
+from ._elsewhere import delivers_nothing, stop_listening, waits_for_a_person
 from ._errors import RuntimeStopped
-from ._leasing import stop_listening, waits_for_a_person
 from ._storage import StoreThread
 
 __all__ = ["AnswerWatch", "StateWait", "is_idle"]
@@ -38,10 +38,12 @@ log = logging.getLogger("amber.frontend")
 
 def is_idle(state: SessionState) -> bool:
     """No input waits, and no turn is active or the one active only waits for a person
-    to approve tool calls (``wait_idle``'s condition, read from the store)."""
+    to approve tool calls (``wait_idle``'s condition, read from the store). Output waiting
+    for delivery does not count: delivery is the workers' adapters' business, and a worker
+    without adapters leaves such a session alone."""
     if state.queued:
         return False
-    return state.active_turn is None or waits_for_a_person(state)
+    return state.active_turn is None or waits_for_a_person(state, delivers=delivers_nothing)
 
 
 class StateWait:

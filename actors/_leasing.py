@@ -9,10 +9,11 @@ With a ``PostgresStore`` several runtimes (workers) share one store. A
   here is stored (``LeaseLost``). Claims take turns under a lock, and none
   is taken once the runtime stops (``close_intake``).
 - **Renewal.** A thread renews the leases held every ``ttl / 3`` seconds,
-  also between the pick-ups of a long batch. A renewal the database did not
-  answer is tried again at the next one; a lease another worker took over,
-  or one that could not be renewed before its expiry, stops that session
-  here. A lost lease stays held (the store refuses every write to the
+  also between the pick-ups of a long batch: all of them in one store call
+  (``renew_all``, one transaction), with one expiry from the worker's clock.
+  A renewal the database did not answer is tried again at the next one; a
+  lease another worker took over, or one that could not be renewed before
+  its expiry, stops that session here. A lost lease stays held (the store refuses every write to the
   session) until it is given back, and a claim of the session asks for a
   new one.
 - **Release.** A session that passivates, and every session when the
@@ -57,149 +58,48 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from runtime import (
-    ApprovalDecided,
     Draft,
-    InputArrived,
     LeaseLost,
     Message,
-    MessageAdded,
-    MetadataUpdated,
     SeqConflict,
-    SessionMachine,
     SessionState,
     Status,
     StoreError,
     TurnSettings,
     awaits_delivery,
-    step,
 )
-from runtime._decisions import decision_metadata, stored_decision
 
-from ._errors import NotAwaitingApproval, RuntimeStopped
+from ._elsewhere import (
+    delivers_nothing,
+    stop_listening,
+    store_decision,
+    store_input,
+    waits_for_a_person,
+)
+from ._errors import RuntimeStopped
 from ._ids import Clock
+from ._ownership import StoreBusy
 from ._router import Router
 from ._storage import StoreThread
 
-__all__ = ["LeaseKeeper", "stop_listening", "store_decision", "store_input", "waits_for_a_person"]
+__all__ = [
+    "LeaseKeeper",
+    "delivers_nothing",
+    "stop_listening",
+    "store_decision",
+    "store_input",
+    "waits_for_a_person",
+]
 
 log = logging.getLogger("amber.leases")
 
 _INPUT_TRIES = 50
 """Tries to store an input (or a decision) for another owner before ``SeqConflict``
 reaches the caller."""
-
-
-def store_input(
-    store: Any, session_id: str, draft: Draft, *, settings: TurnSettings, at: datetime
-) -> Message:
-    """Store an input for a session without running it: the ``MessageAdded`` its owner's
-    machine would store (the owner, woken by the append's ``NOTIFY``, answers it).
-
-    Raises:
-        SeqConflict: the session changed meanwhile (try again).
-    """
-    head = store.load_state(session_id) if session_id in store else SessionState.empty(session_id)
-    arrived = InputArrived(draft=draft, at=at, mono=time.monotonic())
-    decision = step(SessionMachine.load(head), settings, arrived)
-    added = [event for event in decision.events if isinstance(event, MessageAdded)]
-    store.append(added)
-    message: Message = added[0].message
-    return message
-
-
-def store_decision(
-    store: Any,
-    session_id: str,
-    call_id: str,
-    approved: bool,
-    reason: str | None,
-    by: str | None,
-    *,
-    at: datetime,
-) -> None:
-    """Store the decision on a tool call that waits for approval for the session's owner
-    to take (a ``MetadataUpdated`` of the call's message), without running the session.
-
-    Raises:
-        NotAwaitingApproval: no call of that id waits, or a decision on it is stored
-            already (taken once, by the owner).
-        InvalidEvent: ``approved`` is not a bool, or ``reason`` or ``by`` not a str or None.
-        SeqConflict: the session changed meanwhile (try again).
-    """
-    state = store.load_state(session_id) if session_id in store else None
-    turn = state.active_turn if state is not None else None
-    message_id = turn.awaiting_approval.get(call_id) if turn is not None else None
-    if state is None or message_id is None:
-        raise NotAwaitingApproval(
-            f"No tool call {call_id!r} waits for approval in session {session_id!r}; it was "
-            "decided already, or its turn ended (Runtime.pending_approvals lists those that "
-            "wait)."
-        )
-    assert turn is not None
-    # Checked as the owner will check it (InvalidEvent: a reason or by that is not a str).
-    ApprovalDecided(session_id=session_id, seq=state.seq + 1, at=at, turn_id=turn.id,
-                    call_id=call_id, approved=approved, reason=reason, by=by)  # fmt: skip
-    stored = stored_decision(state.message(message_id))
-    if stored is not None:
-        verdict = "approved" if stored[0] else "denied"
-        who = f" by {stored[2]!r}" if stored[2] is not None else ""
-        raise NotAwaitingApproval(
-            f"Tool call {call_id!r} of session {session_id!r} was {verdict}{who} already, "
-            "from a process that does not run the session; the worker that runs it takes "
-            "that decision (a call is decided once). Runtime.pending_approvals lists it "
-            "until then."
-        )
-    metadata = decision_metadata(approved, reason, by)
-    event = MetadataUpdated(
-        session_id=session_id, seq=state.seq + 1, at=at, message_id=message_id, metadata=metadata
-    )
-    store.append([event])
-
-
-def decision_waits(state: SessionState) -> bool:
-    """True when a call of the active turn waits with a decision stored for the owner."""
-    turn = state.active_turn
-    return turn is not None and any(
-        stored_decision(state.message(message_id)) is not None
-        for message_id in turn.awaiting_approval.values()
-    )
-
-
-def stop_listening(
-    stop: threading.Event,
-    thread: threading.Thread,
-    listener: Any,
-    call: Callable[[Callable[[Any], Any]], Any],
-) -> None:
-    """Stop a thread that waits on the store's notifications (``listener``): set ``stop``,
-    wake the listeners so it sees it, join it, then close the listener."""
-    stop.set()
-    if thread.is_alive():
-        with contextlib.suppress(Exception):
-            call(lambda s: s.wake_listeners())
-        thread.join(60.0)
-    if listener is not None:
-        listener.close()
-
-
-def waits_for_a_person(state: SessionState) -> bool:
-    """True when the session's only work is a turn waiting for tool calls to be approved:
-    nothing runs until a person decides (or an input comes), so a worker has nothing to do
-    for it (unless ``approval_timeout`` denies the calls in time). A decision stored for
-    the owner by another process is work: the session is picked up to take it."""
-    turn = state.active_turn
-    if turn is None or not turn.awaiting_approval or state.queued:
-        return False
-    if set(turn.open_calls) != set(turn.awaiting_approval):
-        return False  # a call was running: the turn is an orphan to recover
-    if decision_waits(state):
-        return False
-    asked = set(turn.awaiting_approval.values())
-    return not any(m.active and awaits_delivery(m) and m.id not in asked for m in state)
 
 
 class LeaseKeeper:
@@ -216,8 +116,10 @@ class LeaseKeeper:
             notifications that were lost).
         wake: load sessions nobody runs that have input waiting (a worker);
             False: run only the sessions this runtime is sent to.
-        delivers: adapters run here; False: a session whose only work is output
-            not delivered yet is left for a runtime with adapters.
+        delivers: whether an adapter here delivers a message (the gateway's
+            ``expects_delivery``); None: no adapter runs here, and a session whose only
+            work is output not delivered yet is left for a runtime with adapters.
+            Output no adapter here delivers is no work for this runtime.
         monotonic: seconds for when to renew and poll (``time.monotonic``).
     """
 
@@ -232,11 +134,13 @@ class LeaseKeeper:
         ttl: float = 30.0,
         poll: float = 30.0,
         wake: bool = False,
-        delivers: bool = True,
+        delivers: Callable[[Message], bool] | None = awaits_delivery,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
-        self._delivers = delivers  # adapters run here: undelivered output is work for it
+        # What the adapters here deliver: work for this runtime.
+        self._delivers = delivers if delivers is not None else delivers_nothing
+        self._delivers_any = delivers is not None
         self._router = router
         self._owner = owner
         self._clock = clock
@@ -342,8 +246,28 @@ class LeaseKeeper:
     # -- the thread --------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start listening, renewing and (with ``wake``) picking up sessions."""
+        """Start listening, renewing and (with ``wake``) picking up sessions.
+
+        The listening connection holds this worker's name on the store for as long as it
+        runs (``Listener.hold``): a lease is taken under the name, and an owner takes its
+        own lease again, so two runtimes of one name would take each other's sessions
+        over and over, each fencing off the other's writes.
+
+        Raises:
+            StoreBusy: another runtime runs sessions of the store under this name.
+        """
         self._listener = self._call(lambda s: s.listener(others_only=True))
+        if not self._listener.hold(self._owner):
+            self._listener.close()
+            self._listener = None
+            where = self._call(lambda s: getattr(s, "schema", None))
+            raise StoreBusy(
+                f"Another runtime runs sessions of this store as {self._owner!r}"
+                f"{f' (schema {where!r})' if where else ''}: two of one name would take each "
+                "other's leases over and over. Give each worker its own --name (a Runtime its "
+                "own runner=), or leave it out for a new one; if that runtime stopped or died, "
+                "the name is free again once its database connection is gone."
+            )
         self._router.claim = self.ensure  # no session is loaded here without its lease
         self._router.passivated = self._passivated
         self._router.unloadable = self._unloadable
@@ -408,6 +332,12 @@ class LeaseKeeper:
             self._listener = self._call(lambda s: s.listener(others_only=True))
         except Exception:
             self._stop.wait(1.0)
+            return
+        with contextlib.suppress(StoreError):  # a broken one: the next wait reconnects
+            if not self._listener.hold(self._owner):
+                log.error("another runtime took the name %r while this one was disconnected; "
+                          "the two take each other's leases: stop one, or give it another "
+                          "name", self._owner)  # fmt: skip
 
     def _woken(self, session_ids: set[str]) -> None:
         live = set(self._router.live_sessions())
@@ -467,7 +397,7 @@ class LeaseKeeper:
         if info is None or not info.needs_runner:
             return
         if (
-            not self._delivers
+            not self._delivers_any
             and info.active_turn_id is None
             and not info.counts.get(Status.PENDING_AGENT)
         ):
@@ -476,14 +406,23 @@ class LeaseKeeper:
             info.active_turn_id is not None
             and not info.counts.get(Status.PENDING_AGENT)
             and self._turn_settings.approval_timeout is None
-            and waits_for_a_person(self._call(lambda s: s.load_state(session_id)))
+            and waits_for_a_person(
+                self._call(lambda s: s.load_state(session_id)),
+                delivers=self._delivers,
+            )
         ):
             return  # nothing to run until a decision or an input comes
         try:
-            if self.ensure(session_id):
-                self._router.load(session_id)
+            if not self.ensure(session_id):
+                return
         except RuntimeStopped:
             return  # stopping: another worker picks it up
+        try:
+            self._router.load(session_id)
+        except RuntimeStopped:
+            # The router closed after the claim: give the lease back now (announced, so
+            # another worker takes the session at once), not when the keeper stops.
+            self._passivated(session_id)
 
     def _refresh(self, session_id: str) -> None:
         """A session that runs here got events from elsewhere: reload it (a busy one reloads
@@ -516,25 +455,51 @@ class LeaseKeeper:
                         exc_info=True)  # fmt: skip
 
     def _renew(self) -> None:
-        now, ttl = self._clock(), self._ttl
-        for session_id, lease in dict(self._call(lambda s: s.held)).items():
-            if session_id in self._lost:
-                continue  # known lost; its actor was stopped, its lease is given back later
-            try:
-                self._call(functools.partial(_renew, lease=lease, now=now, ttl=ttl))
-            except LeaseLost:
-                with self._claims:
-                    if self._call(functools.partial(_held, session_id=session_id)) != lease:
-                        continue  # given back and taken again meanwhile: the new one is fine
-                    self._lost.add(session_id)  # its store keeps refusing writes
-                self.lost += 1
-                log.warning("lost the lease of %s to another worker; stopping it", session_id)
-                self._router.drop(session_id)
-            except StoreError:
-                if now + timedelta(seconds=ttl.total_seconds() / 3) >= lease.expires_at:
+        """One renewal round: every lease held (but those known lost) renewed in one store
+        call, with one expiry from this worker's clock; a lost one stops its session."""
+        now, ttl, known_lost = self._clock(), self._ttl, set(self._lost)
+        leases: list[Any] = []
+
+        def round_(store: Any) -> dict[str, Any]:
+            leases.extend(v for k, v in store.held.items() if k not in known_lost)
+            return dict(store.renew_all(leases, now=now, ttl=ttl))
+
+        try:
+            outcomes = self._call(round_)
+        except StoreError:
+            for lease in leases:
+                if now + ttl / 3 >= lease.expires_at:
                     log.warning("cannot renew the lease of %s before it expires; stopping it",
-                                session_id)  # fmt: skip
-                    self._router.drop(session_id)
+                                lease.session_id)  # fmt: skip
+                    self._router.drop(lease.session_id)
+            return
+        for lease in leases:
+            if isinstance(outcomes.get(lease.session_id), LeaseLost):
+                self._lost_to_another(lease)
+
+    def _lost_to_another(self, lease: Any) -> None:
+        """Renewal found ``lease`` taken over: mark it lost and stop its session here (one
+        log line), unless it was given back and taken again meanwhile."""
+        session_id = lease.session_id
+        with self._claims:
+            if self._call(functools.partial(_held, session_id=session_id)) != lease:
+                return  # given back and taken again meanwhile: the new one is fine
+            self._lost.add(session_id)  # its store keeps refusing writes
+        self.lost += 1
+        self._router.drop(session_id, lost=True)
+        log.warning("lost the lease of %s to another worker (%s); stopped the session "
+                    "here, nothing more of it is stored here", session_id,
+                    self._holder(session_id))  # fmt: skip
+
+    def _holder(self, session_id: str) -> str:
+        """Who holds the session's lease now, for the log."""
+        try:
+            now = self._call(lambda s: s.lease(session_id))
+        except Exception:
+            return "its new holder could not be read"
+        if now is None:
+            return "its lease row is gone"
+        return f"{now.owner!r} holds it now with token {now.token}"
 
 
 def _release(store: Any, *, lease: Any) -> Any:
@@ -551,11 +516,3 @@ def _release_unless_new(store: Any, *, lease: Any, announce: bool = True) -> Any
     if store.held.get(lease.session_id) != lease:
         return False
     return store.release(lease, announce=announce)
-
-
-def _renew(store: Any, *, lease: Any, now: datetime, ttl: timedelta) -> Any:
-    """Renew ``lease`` if the store still holds it; None if it was given back (or taken
-    again) since the renewal copied it: that lease must stay given back."""
-    if store.held.get(lease.session_id) != lease:
-        return None
-    return store.renew(lease, now=now, ttl=ttl)

@@ -55,7 +55,8 @@ Resume = Literal["all", "none"] | Iterable[str]
 
 
 class StoreBusy(StoreError):
-    """Another runtime runs this store (one runtime runs a SQLite store at a time)."""
+    """Another runtime runs this store (one runtime runs a SQLite store at a time), or runs
+    sessions of a PostgreSQL store under the same runner name (one per name)."""
 
 
 def new_runner_id() -> str:

@@ -49,6 +49,7 @@ class Router:
         self._services: Services | None = None
         self._why_closed = "The runtime is not started; call start() or use it in a with block."
         self._closing = False  # closing: no new actors, nothing routed but delivery reports
+        self._dropping = 0  # drops under way (their actors are out of the table, not stopped)
         self.claim: Callable[[str], bool] | None = None
         """With a shared store: takes a session's lease before its actor is made (False:
         another worker holds it, and the session is not loaded here)."""
@@ -97,6 +98,10 @@ class Router:
             self._services = None
             self._live.clear()
             self._changed.notify_all()
+            # A session being dropped (its lease lost, a reload) was out of the table when
+            # the close began: wait for its actor to stop too, or it would run on after.
+            if not self._changed.wait_for(lambda: self._dropping == 0, 2 * timeout):
+                log.warning("a session being stopped did not stop within %s s", 2 * timeout)
         # Each actor's stop is queued behind the delivery reports told to it in the drain.
         for session_id, entry in live:
             try:
@@ -152,28 +157,41 @@ class Router:
         """Make the session live (it loads and resumes what waits)."""
         self._entry(session_id)
 
-    def drop(self, session_id: str, *, timeout: float = 30.0) -> None:
+    def drop(self, session_id: str, *, timeout: float = 30.0, lost: bool = False) -> None:
         """Stop the session's actor, if it is live (a running turn gives its input back,
-        if the store still takes its writes). The next call loads it again."""
+        if the store still takes its writes). The next call loads it again.
+
+        ``lost``: its lease was taken over, and the caller logged it: the refused writes
+        of the stop are not logged again.
+        """
         with self._lock:
             entry = self._live.pop(session_id, None)
+            if entry is None:
+                return
+            self._dropping += 1
             self._changed.notify_all()
-        if entry is None:
-            return
         try:
-            entry.proxy.shutdown().get(timeout=timeout)
+            entry.proxy.shutdown(lost=lost).get(timeout=timeout)
         except Exception:
             log.warning("session %s did not shut down cleanly", session_id, exc_info=True)
-        with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
-            entry.ref.stop(block=True, timeout=timeout)
+        finally:
+            with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+                entry.ref.stop(block=True, timeout=timeout)
+            with self._lock:
+                self._dropping -= 1
+                self._changed.notify_all()
 
     def reload(self, session_id: str) -> None:
-        """Stop the session's actor and load it again from the store (it changed elsewhere)."""
+        """Stop the session's actor and load it again from the store (it changed elsewhere).
+
+        A close that began meanwhile wins: the session is not loaded again, and nothing
+        is raised (the caller, the lease keeper's thread, has nothing to do about it).
+        """
         self.drop(session_id)
-        with self._lock:
-            if self._services is None:
-                return
-        self.load(session_id)
+        try:
+            self.load(session_id)
+        except RuntimeStopped:
+            log.debug("session %s not reloaded: the runtime is stopping", session_id)
 
     def call(self, session_id: str, fn: Callable[[Any], Any], *, timeout: float) -> Any:
         """``fn(proxy).get()`` on the session's actor, started if needed.

@@ -283,7 +283,7 @@ class Runtime(Asking, Approving, Waiting):
                     store=store, router=self.router, owner=self.runner, clock=self.clock,
                     turn_settings=services.turn_settings, ttl=settings.lease_ttl,
                     poll=settings.lease_poll, wake=resume == "all",
-                    delivers=bool(self._adapter_refs),
+                    delivers=self.gateway.expects_delivery if self._adapter_refs else None,
                 )  # fmt: skip
                 if self.run_sessions:
                     self._keeper.start()  # the router claims each session's lease from now on

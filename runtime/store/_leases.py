@@ -23,7 +23,7 @@ so tests drive expiry with explicit times.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 
 import attrs
@@ -31,7 +31,16 @@ import attrs
 from .._errors import InvalidArgument, LeaseLost
 from ._db import Db
 
-__all__ = ["Lease", "acquire", "check_fence", "current", "not_held", "release", "renew"]
+__all__ = [
+    "Lease",
+    "acquire",
+    "check_fence",
+    "current",
+    "not_held",
+    "release",
+    "renew",
+    "renew_all",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -103,6 +112,36 @@ def renew(db: Db, lease: Lease, *, now: datetime, ttl: timedelta) -> Lease:
     if row is None:
         raise lost(lease, current(db, lease.session_id), "renew")
     return attrs.evolve(lease, expires_at=row[1])
+
+
+def renew_all(
+    db: Db, leases: Sequence[Lease], *, now: datetime, ttl: timedelta
+) -> dict[str, Lease | LeaseLost]:
+    """Each lease with its expiry pushed to ``now + ttl``, in one statement, or the
+    ``LeaseLost`` of one another owner took over (as ``renew`` raises it)."""
+    expires = _check_times(now, ttl)
+    if not leases:
+        return {}
+    rows = db.execute(
+        "UPDATE leases SET expires_at = ? FROM unnest(?::text[], ?::text[], ?::bigint[]) "
+        "AS mine(session_id, owner, token) WHERE leases.session_id = mine.session_id "
+        "AND leases.owner = mine.owner AND leases.token = mine.token "
+        "RETURNING leases.session_id, leases.expires_at",
+        (
+            expires,
+            [lease.session_id for lease in leases],
+            [lease.owner for lease in leases],
+            [lease.token for lease in leases],
+        ),
+    ).fetchall()
+    renewed = {str(row[0]): row[1] for row in rows}
+    got: dict[str, Lease | LeaseLost] = {}
+    for lease in leases:
+        if lease.session_id in renewed:
+            got[lease.session_id] = attrs.evolve(lease, expires_at=renewed[lease.session_id])
+        else:
+            got[lease.session_id] = lost(lease, current(db, lease.session_id), "renew")
+    return got
 
 
 def release(db: Db, lease: Lease) -> bool:

@@ -190,6 +190,13 @@ def lock_space(schema: str) -> int:
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
+def name_space(schema: str) -> int:
+    """The first key of the schema's runner-name locks (a signed 32-bit hash), apart from
+    ``lock_space``'s session locks: a runner named like a session never blocks its writers."""
+    value = zlib.crc32(b"amber-runner\x00" + schema.encode())
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
 def _tables(conn: psycopg.Connection[Any], schema: str) -> list[str]:
     rows = conn.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "

@@ -25,7 +25,7 @@ of a stopping owner, which could not take the session then, takes it at once.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from types import MappingProxyType
@@ -36,13 +36,29 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool
 
-from .._errors import InvalidArgument, StoreClosed, StoreError
+from .._errors import InvalidArgument, LeaseLost, StoreClosed, StoreError
 from ._check import Problem
 from ._db import Db
-from ._leases import Lease, acquire, check_fence, current, not_held, release, renew
+from ._leases import (
+    Lease,
+    acquire,
+    check_fence,
+    current,
+    not_held,
+    release,
+    renew,
+    renew_all,
+)
 from ._pg_db import PgDb, pg_errors
 from ._pg_names import DEFAULT_SCHEMA, schema_problem
-from ._pg_schema import PG_TRIGGERS, lock_space, migrate, present_guards, recreate_guards
+from ._pg_schema import (
+    PG_TRIGGERS,
+    lock_space,
+    migrate,
+    name_space,
+    present_guards,
+    recreate_guards,
+)
 from ._scan import missing_guards
 from ._sql import SqlStore
 
@@ -297,6 +313,42 @@ class PostgresStore(SqlStore):
         self._held[lease.session_id] = renewed
         return renewed
 
+    def renew_all(
+        self, leases: Iterable[Lease], *, now: datetime, ttl: timedelta
+    ) -> dict[str, Lease | LeaseLost]:
+        """Renew several leases in one transaction (one round trip, one ``now``), as
+        ``renew`` renews one: a worker renews all it holds at once, so that renewing many
+        sessions neither takes a round trip each nor lets the last ones drift toward
+        their expiry.
+
+        Returns:
+            By session: the renewed lease (held from now on), or the ``LeaseLost`` that
+            ``renew`` would raise for it (taken over, or not held here: a given-back
+            lease is refused without a database call). A lost lease stays held, as with
+            ``renew``.
+
+        Raises:
+            StoreClosed: the store was closed (which gave its leases back).
+            StoreError: the database could not be reached (every lease is unchanged).
+        """
+        self._pool_or_closed()
+        got: dict[str, Lease | LeaseLost] = {}
+        mine: list[Lease] = []
+        for lease in leases:
+            held = self._held.get(lease.session_id)
+            if held is None or (held.owner, held.token) != (lease.owner, lease.token):
+                got[lease.session_id] = not_held(lease, held)
+            else:
+                mine.append(lease)
+        if mine:
+            with self._write(()) as db:
+                renewed = renew_all(db, mine, now=now, ttl=ttl)
+            for session_id, outcome in renewed.items():
+                if isinstance(outcome, Lease):
+                    self._held[session_id] = outcome
+            got.update(renewed)
+        return got
+
     def release(self, lease: Lease, *, announce: bool = True) -> bool:
         """Give the lease up (it expires at once). False when it was lost already.
 
@@ -333,7 +385,11 @@ class PostgresStore(SqlStore):
         """
         self._pool_or_closed()
         return Listener(
-            self._dsn, self._channel, self._where, skip=self._writer if others_only else None
+            self._dsn,
+            self._channel,
+            self._where,
+            skip=self._writer if others_only else None,
+            names=name_space(self._schema),
         )
 
     def __repr__(self) -> str:
@@ -349,9 +405,12 @@ class Listener:
     now and then (``wait`` returns an empty set on its timeout).
     """
 
-    def __init__(self, dsn: str, channel: str, where: str, *, skip: str | None = None) -> None:
+    def __init__(
+        self, dsn: str, channel: str, where: str, *, skip: str | None = None, names: int = 0
+    ) -> None:
         self._where = where
         self._skip = skip
+        self._names = names
         try:
             self._conn: psycopg.Connection[Any] = psycopg.Connection.connect(dsn, autocommit=True)
             self._conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
@@ -381,6 +440,25 @@ class Listener:
         writer, _, ids = payload.partition("\n")
         if writer != self._skip:
             found.update(filter(None, ids.split("\n")))
+
+    def hold(self, name: str) -> bool:
+        """Take the store's lock on a runner's ``name`` for as long as this connection
+        lives (a session-level advisory lock: a process that dies lets it go with its
+        connection); False when another connection holds it. Taking it again here is
+        fine.
+
+        Raises:
+            StoreError: the connection broke.
+        """
+        try:
+            row = self._conn.execute(
+                "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (self._names, name)
+            ).fetchone()
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"Lost the notification connection to {self._where!r}: {exc}."
+            ) from exc
+        return row is not None and bool(row[0])
 
     def fileno(self) -> int:
         """The connection's socket (to wait on it with ``select``)."""

@@ -46,7 +46,7 @@ class GatedStore:
 
 
 class FlakyStore:
-    """A ``StoreThread`` whose store's ``renew`` fails with ``StoreError`` ``fail`` times (the
+    """A ``StoreThread`` whose store's renewals fail with ``StoreError`` ``fail`` times (the
     database out of reach for a moment)."""
 
     def __init__(self, inner: StoreThread) -> None:
@@ -62,17 +62,17 @@ class _Flaky:
         self._store = store
         self._flaky = flaky
 
-    def renew(self, lease: Any, *, now: datetime, ttl: timedelta) -> Any:
+    def renew_all(self, leases: Any, *, now: datetime, ttl: timedelta) -> Any:
         if not self._flaky.fail:
-            return self._store.renew(lease, now=now, ttl=ttl)
+            return self._store.renew_all(leases, now=now, ttl=ttl)
         self._flaky.fail -= 1
 
         def unreachable(sessions: object) -> Any:
             raise StoreError("Cannot reach the database (a test's outage).")
 
-        self._store._write = unreachable  # the store's own renew meets the error
+        self._store._write = unreachable  # the store's own renewal meets the error
         try:
-            return self._store.renew(lease, now=now, ttl=ttl)
+            return self._store.renew_all(leases, now=now, ttl=ttl)
         finally:
             del self._store._write
 
@@ -155,6 +155,21 @@ class TestClaims:
         assert keeper.taken == 1
 
 
+class TestPickUpRacingClose:
+    def test_a_pick_up_the_closing_router_refuses_gives_its_lease_back(
+        self, store: StoreThread, other: PostgresStore
+    ) -> None:
+        """The keeper took a session's lease to pick it up, and the router, closing
+        meanwhile, refuses to load it: the lease is given back at once (no lease held for a
+        session that does not run here), and another worker takes the session."""
+        waiting_input(other, "s")
+        keeper = keeper_on(store, wake=True)  # its Router is closed: it loads nothing
+        keeper._pick_up("s")
+        assert keeper.taken == 1
+        assert store.call(lambda s: dict(s.held)).result(60) == {}
+        assert other.acquire("s", owner="w2", now=NOW, ttl=TTL) is not None
+
+
 class TestLost:
     def test_a_lost_lease_is_not_claimed_as_held(
         self, store: StoreThread, other: PostgresStore
@@ -177,17 +192,17 @@ class TestLost:
 
 
 class TestRenewalAlongsideRelease:
-    """A renewal copies the held leases in one store call and renews each in its own: a
-    lease given back in between must stay given back."""
+    """A renewal round reads the held leases and renews them in one store call: a lease
+    given back just before it stays given back, and one lost is marked lost only if it
+    is still the one held."""
 
     def renew_around(self, store: StoreThread, between: Callable[[], None]) -> LeaseKeeper:
-        """A keeper holding 's' whose renewal runs ``between`` after it copied the held
-        leases and before it renews them."""
+        """A keeper holding 's' whose renewal round runs just after ``between``."""
         gated = GatedStore(store)
         keeper = keeper_on(gated)
         assert keeper.ensure("s")
-        first = gated.calls + 1  # the renewal's copy of ``held``
-        gated.before_call = lambda n: between() if n == first + 1 else None
+        first = gated.calls + 1  # the renewal round
+        gated.before_call = lambda n: between() if n == first else None
         keeper._renew()
         gated.before_call = lambda n: None
         return keeper
@@ -195,8 +210,8 @@ class TestRenewalAlongsideRelease:
     def test_a_released_lease_does_not_come_back(
         self, store: StoreThread, other: PostgresStore
     ) -> None:
-        """Given back between the copy and the renewal, the lease is not renewed: the store
-        does not hold it again, and another worker takes it at once."""
+        """Given back just before the renewal, the lease is not renewed: the store does not
+        hold it again, and another worker takes it at once."""
 
         def release() -> None:
             lease = store.call(lambda s: s.held["s"]).result(60)
@@ -211,9 +226,9 @@ class TestRenewalAlongsideRelease:
     def test_a_session_taken_again_after_a_stale_renewal_is_renewed(
         self, store: StoreThread, other: PostgresStore
     ) -> None:
-        """Given back and taken by another worker between the copy and the renewal, the
-        session is not marked lost here (it is not held here); once this worker takes it
-        again, its new lease is renewed."""
+        """Given back and taken by another worker just before the renewal, the session is
+        not marked lost here (it is not held here); once this worker takes it again, its
+        new lease is renewed."""
 
         def release_and_take() -> None:
             lease = store.call(lambda s: s.held["s"]).result(60)
@@ -249,8 +264,8 @@ class TestRenewalAlongsideRelease:
         gated = GatedStore(store)
         keeper = keeper_on(gated)
         assert keeper.ensure("s")
-        first = gated.calls + 1  # the renewal's copy of ``held``
-        steps = {first + 1: take_over, first + 2: taken_back}
+        first = gated.calls + 1  # the renewal round; then the check before the mark
+        steps = {first: take_over, first + 1: taken_back}
         gated.before_call = lambda n: steps.get(n, lambda: None)()
         keeper._renew()
         gated.before_call = lambda n: None
@@ -301,6 +316,24 @@ def waiting_input(store: PostgresStore, session_id: str) -> None:
 
 
 class TestRenewal:
+    def test_a_round_is_one_store_call_with_the_keepers_time(self, store: StoreThread) -> None:
+        """Renewing many leases takes one store call (one transaction), not one per lease,
+        and every lease gets the same expiry, from the keeper's own clock: none drifts
+        toward its expiry behind the others."""
+        gated = GatedStore(store)
+        keeper = keeper_on(gated)
+        sessions = [f"s{n}" for n in range(5)]
+        for session_id in sessions:
+            assert keeper.ensure(session_id)
+        now = NOW + timedelta(seconds=20)
+        keeper._clock = lambda: now
+        before = gated.calls
+        keeper._renew()
+        assert gated.calls - before == 1
+        held = store.call(lambda s: dict(s.held)).result(60)
+        expiries = {lease.session_id: lease.expires_at for lease in held.values()}
+        assert expiries == dict.fromkeys(sessions, now + TTL)
+
     def test_leases_are_renewed_between_pick_ups(
         self, store: StoreThread, other: PostgresStore
     ) -> None:

@@ -110,3 +110,73 @@ class TestStopDrainsAdapters:
         replies = [m for m in state.messages if m.content == "Hi!"]
         assert [m.status for m in replies] == [Status.DELIVERED]
         assert again.sent == ()
+
+
+class TestReloadRacingClose:
+    """A reload (the keeper's, for a session changed elsewhere) that meets the router's close
+    between stopping the old actor and loading the new one: close wins, quietly."""
+
+    def test_close_after_the_drop_wins(self, tmp_path: Path) -> None:
+        """The router starts closing (its drain still under way) right after the reload
+        stopped the old actor: the reload loads nothing and raises nothing, and no
+        session actor is left once close returns."""
+        rt = Runtime(model=ScriptedModel([reply("Hi!")]), store=str(tmp_path / "a.db")).start()
+        router = rt.router
+        rt.send("s", "hello", sender="Chii")
+        rt.wait_idle("s", timeout=WAIT)
+        draining, drained = threading.Event(), threading.Event()
+
+        def drain(timeout: float) -> None:
+            draining.set()
+            assert drained.wait(WAIT), "the test never let the drain end"
+
+        closing = threading.Thread(
+            target=lambda: router.close("stopped by the test", timeout=WAIT, drain=drain)
+        )
+        drop = router.drop
+
+        def drop_then_close(session_id: str, **options: Any) -> None:
+            drop(session_id, **options)
+            closing.start()
+            assert draining.wait(WAIT), "close did not reach its drain"
+
+        router.drop = drop_then_close  # type: ignore[method-assign]
+        try:
+            router.reload("s")  # no RuntimeStopped: the close won
+            assert router.live_sessions() == []
+        finally:
+            drained.set()
+            closing.join(WAIT)
+            rt.stop(timeout=WAIT)
+        assert pykka.ActorRegistry.get_by_class(SessionActor) == []
+
+    def test_close_waits_for_a_drop_under_way(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A session being dropped (the keeper stops it: lost lease, reload) when close
+        begins is not in close's table any more; close still returns only once its actor
+        has stopped, so nothing of the session runs after the runtime stopped."""
+        rt = Runtime(model=ScriptedModel([reply("Hi!")]), store=str(tmp_path / "a.db")).start()
+        router = rt.router
+        rt.send("s", "hello", sender="Chii")
+        rt.wait_idle("s", timeout=WAIT)
+        entered, release = threading.Event(), threading.Event()
+        shutdown = SessionActor.shutdown
+
+        def held_shutdown(actor: SessionActor, **options: Any) -> None:
+            entered.set()
+            assert release.wait(WAIT), "the test never released the shutdown"
+            shutdown(actor, **options)
+
+        monkeypatch.setattr(SessionActor, "shutdown", held_shutdown)
+        ref = router._live["s"].ref
+        dropping = threading.Thread(target=lambda: router.drop("s"))
+        dropping.start()
+        try:
+            assert entered.wait(WAIT), "the drop did not reach the shutdown"
+            router.close("stopped by the test", timeout=WAIT, drain=lambda t: release.set())
+            assert not ref.is_alive()
+        finally:
+            release.set()
+            dropping.join(WAIT)
+            rt.stop(timeout=WAIT)

@@ -7,6 +7,7 @@ awaited is there; their 60 s bounds are hang guards, never a verdict.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -29,6 +30,7 @@ from actors import (
     ScriptedModel,
     Settings,
     SilentChannelAdapter,
+    StoreBusy,
     tool,
 )
 from actors._answers import ReplyWaiter
@@ -178,6 +180,95 @@ def test_takeover_recovers_the_turn_and_fences_the_old_owner(
         timeline = store.verify("s")
     questions = [m for m in timeline.head.messages if category_of(m) is Category.USER_QUESTION]
     assert [m.status for m in questions] == [Status.PROCESSED]
+
+
+def test_a_lost_lease_stops_its_session_with_one_log_line(
+    open_rt: Callable[..., Runtime], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A's turn hangs; B takes the session over. A's renewal finds the lease lost and stops
+    the session: one warning says so (no traceback), not one per write the store refused
+    while the session shut down."""
+    a = open_rt(ScriptedModel([hang()]))
+    a.send("s", "question", sender="Chii")
+    wait_for(lambda: a.state("s").active_turn is not None, "A's turn starts")
+    later = lambda: datetime.now(UTC) + timedelta(hours=1)  # noqa: E731
+    b = open_rt(ScriptedModel([hang()]), clock=later)
+    assert b._keeper is not None
+    assert b._keeper.ensure("s")
+    keeper = a._keeper
+    assert keeper is not None
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="amber"), keeper._renewing:
+        keeper._renew()
+    assert a.live_sessions() == []
+    said = [
+        (r.name, r.levelname, r.getMessage(), r.exc_info is not None)
+        for r in caplog.records
+        if r.levelno >= logging.WARNING
+    ]
+    assert said == [
+        (
+            "amber.leases",
+            "WARNING",
+            f"lost the lease of s to another worker ({b.runner!r} holds it now with token 2); "
+            "stopped the session here, nothing more of it is stored here",
+            False,
+        )
+    ]
+
+
+def test_a_lease_lost_unnoticed_until_the_stop_is_one_log_line(
+    open_rt: Callable[..., Runtime], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A's turn hangs; B takes the session over and A stops before any renewal found out:
+    the refused write of the stop is one warning without a traceback."""
+    a = open_rt(ScriptedModel([hang()]))
+    a.send("s", "question", sender="Chii")
+    wait_for(lambda: a.state("s").active_turn is not None, "A's turn starts")
+    later = lambda: datetime.now(UTC) + timedelta(hours=1)  # noqa: E731
+    b = open_rt(ScriptedModel([hang()]), clock=later)
+    assert b._keeper is not None
+    assert b._keeper.ensure("s")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="amber"):
+        a.stop()
+    said = [
+        (r.name, r.exc_info is not None) for r in caplog.records if r.levelno >= logging.WARNING
+    ]
+    assert said == [("amber.session", False)]
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warning.startswith("session s: stopped without recording it here: Cannot append")
+
+
+class TestOneRunnerPerName:
+    """A runtime that runs sessions holds its runner id on the store for as long as it runs:
+    two of one name would take each other's leases (a lease is taken under the name, and
+    an owner takes its own lease again), fencing each other's writes back and forth."""
+
+    def test_a_second_runtime_of_one_name_is_refused(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """The second is refused at start, saying why and what to do; the first runs on,
+        and once it stopped the name is free again."""
+        first = open_rt(ScriptedModel([reply("hello")]), runner="worker-1")
+        with pytest.raises(StoreBusy) as refused:
+            open_rt(ScriptedModel([]), runner="worker-1")
+        assert str(refused.value).startswith(
+            "Another runtime runs sessions of this store as 'worker-1' (schema "
+            f"{schema!r}): two of one name would take each other's leases over and over."
+        )
+        first.send("s", "hi", sender="Chii")
+        first.wait_idle("s", timeout=60)
+        assert replies(postgres_dsn, schema, "s") == ["hello"]
+        first.stop()
+        again = open_rt(ScriptedModel([]), runner="worker-1")
+        assert again._keeper is not None
+
+    def test_a_front_end_takes_no_name(self, open_rt: Callable[..., Runtime]) -> None:
+        """A front end (run_sessions=False) takes no lease, so it holds no name: one may share
+        a worker's runner id."""
+        open_rt(ScriptedModel([]), runner="worker-1")
+        open_rt(None, runner="worker-1", run_sessions=False)
 
 
 def test_a_stopping_worker_claims_no_session(
@@ -612,16 +703,24 @@ class TestWaitingForApproval:
         PAID.clear()
 
     def waiting(
-        self, open_rt: Callable[..., Runtime], *, passivate: bool = True, **options: Any
+        self,
+        open_rt: Callable[..., Runtime],
+        *,
+        passivate: bool = True,
+        said: str = "",
+        fields: dict[str, str] | None = None,
+        **options: Any,
     ) -> tuple[Runtime, str]:
         """A worker whose session ``s`` waits for approval and (``passivate``) has
-        passivated and given its lease back."""
+        passivated and given its lease back. ``said``: text the model says with the call
+        (a reply, to be delivered to a chat platform when the input has ``fields`` that
+        name one)."""
         settings = APPROVING if passivate else SETTINGS
         worker = open_rt(
-            ScriptedModel([call("pay", {"to": "ana"}), reply("paid")]),
+            ScriptedModel([call("pay", {"to": "ana"}, text=said), reply("paid")]),
             tools=[counted_pay], resume="all", settings=settings, **options,
         )  # fmt: skip
-        worker.send("s", "pay ana", sender="Chii")
+        worker.send("s", "pay ana", sender="Chii", **(fields or {}))
         worker.wait_idle("s", timeout=60)
         if passivate:
             assert worker.wait_passivated("s", timeout=60)
@@ -646,6 +745,55 @@ class TestWaitingForApproval:
             lease = store.lease("s")
         assert lease is not None
         assert lease.expires_at <= datetime.now(UTC)  # given back
+
+    @pytest.mark.parametrize("platform", [None, "slack"], ids=["no adapter", "another platform"])
+    def test_is_not_picked_up_for_output_no_adapter_here_delivers(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str, platform: str | None
+    ) -> None:
+        """The model said something with its call (a reply for a chat platform); a worker
+        with no adapter for that platform cannot deliver it, so the session is still only
+        waiting for a person: polls leave it alone, and a front end's wait_idle returns."""
+        adapters = []
+        if platform is not None:
+            client = FakePlatform(platform)
+            adapters.append(SilentChannelAdapter.start(client=client, platform=platform))
+        worker, _ = self.waiting(
+            open_rt, said="I will pay ana", fields={"chatbot_id": "wechat", "channel_id": "c"},
+            adapters=adapters,
+        )  # fmt: skip
+        keeper = worker._keeper
+        assert keeper is not None
+        for _ in range(3):
+            keeper.poll_now()
+        assert worker.live_sessions() == []
+        assert keeper.taken == 1
+        front = open_rt(None, run_sessions=False)
+        state = front.wait_idle("s", timeout=60)
+        assert state.active_turn is not None
+        assert [m.content for m in state.messages if category_of(m) is Category.REPLY] == [
+            "I will pay ana"
+        ]
+
+    def test_a_worker_with_adapters_delivers_the_output_first(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """Output waiting for delivery is work for a worker with adapters: it picks the
+        session up (its adapter sends the reply), then leaves it waiting for the person."""
+        worker, _ = self.waiting(
+            open_rt, said="I will pay ana", fields={"chatbot_id": "wechat", "channel_id": "c"},
+            adapters=[SilentChannelAdapter.start(client=FakePlatform("wechat"))],
+        )  # fmt: skip
+        with PostgresStore(postgres_dsn, schema=schema) as store:
+            state = store.load_state("s")
+        assert [m.status for m in state.messages if category_of(m) is Category.REPLY] == [
+            Status.DELIVERED
+        ]
+        keeper = worker._keeper
+        assert keeper is not None
+        taken = keeper.taken
+        for _ in range(3):
+            keeper.poll_now()
+        assert keeper.taken == taken
 
     def test_input_brings_it_back(
         self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str

@@ -11,8 +11,11 @@ are hang guards.
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +25,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from pg_server import PrivateServer, binaries
-from worker_procs import Worker, replies, send, wait_until
+from worker_procs import GUARD, Worker, replies, send, wait_until
 
 from actors._cli import cli
 from runtime import Category, Status, category_of
@@ -66,6 +69,32 @@ def test_a_worker_answers_input_stored_elsewhere(
         assert lease.owner == "w1"
         assert lease.expires_at.year < 2000  # given back (expired at once)
         store.verify("s")
+
+
+def test_a_second_worker_of_one_name_is_refused(
+    postgres_dsn: str, schema: str, workers: list[Worker]
+) -> None:
+    """Two workers started with one --name would take each other's leases over and over:
+    the second exits at once (code 1) saying so and what to do; the first runs on."""
+    with PostgresStore(postgres_dsn, schema=schema) as store:
+        first = Worker(postgres_dsn, schema, "w1", "fast")
+        workers.append(first)
+        environment = {**os.environ, "AMBER_PG_SCHEMA": schema, "WORKER_MODEL": "fast"}
+        second = subprocess.run(
+            [
+                sys.executable, "-c", "from actors._cli import main; raise SystemExit(main())",
+                "worker", "--db", postgres_dsn, "--app", "worker_app:make_app", "--name", "w1",
+            ],
+            cwd=Path(__file__).parent, env=environment, capture_output=True, text=True,
+            timeout=GUARD,
+        )  # fmt: skip
+        assert second.returncode == 1, second.stderr
+        said = second.stderr
+        assert "amber: StoreBusy: Another runtime runs sessions of this store as 'w1'" in said
+        assert "Give each worker its own --name" in " ".join(second.stderr.split())
+        send(store, "s", "hello?")
+        wait_until(lambda: replies(store.load_state("s")) == ["from w1"], "w1 answers")
+        assert first.proc.poll() is None
 
 
 def test_a_worker_runs_from_a_config_file(

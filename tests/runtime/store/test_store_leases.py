@@ -244,6 +244,89 @@ class TestRenew:
         assert a.held == {"s": new}
 
 
+class TestRenewAll:
+    """``renew_all``: every lease a worker holds renewed in one transaction, each with its
+    own outcome."""
+
+    def test_renews_each_and_reports_each_loss(
+        self, pair: tuple[PostgresStore, PostgresStore], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Three leases renewed in one write transaction: the two still held get the new
+        expiry, the one taken over is its LeaseLost (held on, writes fenced), as ``renew``
+        says each."""
+        a, b = pair
+        leases = [a.acquire(s, owner="w1", now=NOW, ttl=TTL) for s in ("s1", "s2", "s3")]
+        assert None not in leases
+        taken = b.acquire("s2", owner="w2", now=NOW + 2 * TTL, ttl=TTL)
+        assert taken is not None
+        writes: list[object] = []
+        write = a._write
+
+        def counted(sessions: object) -> object:
+            writes.append(sessions)
+            return write(sessions)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(a, "_write", counted)
+        now = NOW + timedelta(seconds=20)
+        got = a.renew_all(leases, now=now, ttl=TTL)  # type: ignore[arg-type]
+        monkeypatch.undo()
+        assert len(writes) == 1
+        assert sorted(got) == ["s1", "s2", "s3"]
+        for session_id in ("s1", "s3"):
+            renewed = got[session_id]
+            assert isinstance(renewed, Lease)
+            assert (renewed.token, renewed.expires_at) == (1, now + TTL)
+            assert a.held[session_id] == renewed == a.lease(session_id)
+        lost = got["s2"]
+        assert isinstance(lost, LeaseLost)
+        assert str(lost).startswith("Cannot renew session 's2': its lease was taken over")
+        assert (lost.session_id, lost.token, lost.current) == ("s2", 1, 2)
+        assert a.held["s2"] == leases[1]
+        assert b.lease("s2") == taken
+
+    def test_a_lease_not_held_here_is_lost_without_a_write(
+        self, pair: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """A lease given back (or an older one of a session taken again) is not renewed:
+        its outcome is LeaseLost, and its row stays expired."""
+        a, _ = pair
+        lease = a.acquire("s", owner="w1", now=NOW, ttl=TTL)
+        assert lease is not None
+        assert a.release(lease)
+        got = a.renew_all([lease], now=NOW + timedelta(seconds=1), ttl=TTL)
+        assert isinstance(got["s"], LeaseLost)
+        assert str(got["s"]).endswith("Take it again with acquire().")
+        assert a.held == {}
+        stored = a.lease("s")
+        assert stored is not None
+        assert stored.expires_at < NOW
+
+    def test_a_database_error_keeps_every_lease(
+        self, pair: tuple[PostgresStore, PostgresStore], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A renewal round the database did not answer raises StoreError and leaves every
+        lease held as it was."""
+        a, _ = pair
+        leases = [a.acquire(s, owner="w1", now=NOW, ttl=TTL) for s in ("s1", "s2")]
+
+        def unreachable(sessions: object) -> None:
+            raise StoreError("Cannot reach the database (a test's outage).")
+
+        monkeypatch.setattr(a, "_write", unreachable)
+        with pytest.raises(StoreError, match="a test's outage"):
+            a.renew_all(leases, now=NOW + timedelta(seconds=10), ttl=TTL)  # type: ignore[arg-type]
+        monkeypatch.undo()
+        assert dict(a.held) == {lease.session_id: lease for lease in leases if lease}
+
+    def test_nothing_to_renew_is_no_write(
+        self, pair: tuple[PostgresStore, PostgresStore], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """No leases: an empty answer, and no transaction."""
+        a, _ = pair
+        monkeypatch.setattr(a, "_write", lambda sessions: pytest.fail("a write for nothing"))
+        assert a.renew_all([], now=NOW, ttl=TTL) == {}
+
+
 class TestFencing:
     def test_the_owner_appends(self, pair: tuple[PostgresStore, PostgresStore]) -> None:
         """Appends under a current lease are stored."""
@@ -336,3 +419,40 @@ class TestFencing:
         else:
             # Stored before the takeover committed (it waited): the new owner's first load has it.
             assert final == head == 4
+
+
+class TestRunnerNames:
+    """``Listener.hold``: a runner's name held on the store for as long as its listening
+    connection lives (one runtime per name)."""
+
+    def test_one_holder_per_name_until_its_connection_closes(
+        self, pair: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """A second listener cannot hold a name the first holds (holding it again on the
+        first is fine); once the first closes, the name is free; other names are free."""
+        a, b = pair
+        first, second = a.listener(), b.listener()
+        try:
+            assert first.hold("w1")
+            assert first.hold("w1")
+            assert not second.hold("w1")
+            assert second.hold("w2")
+            first.close()
+            assert second.hold("w1")
+        finally:
+            first.close()
+            second.close()
+
+    def test_a_runner_named_like_a_session_does_not_block_its_writes(
+        self, pair: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """Names are locked apart from the sessions' write locks: a runner named 's' does
+        not hold up writes to session 's'."""
+        a, b = pair
+        listener = b.listener()
+        try:
+            assert listener.hold("s")
+            a.append(more(a, 1))
+            assert a.load_state("s").seq == 4
+        finally:
+            listener.close()
