@@ -15,7 +15,13 @@ The Responses API takes ``instructions`` (the system prompt) and a list of
   that made it.
 
 A reasoning item must travel with the item that followed it, so one left
-at the end of a response (a response cut short) is dropped.
+at the end of a response (a response cut short) is dropped. The other way
+round, the API refuses an output item id (``fc_…``, ``msg_…``) sent without
+the reasoning item that came before it in its response ("Item 'fc_…' of type
+'function_call' was provided without its required 'reasoning' item"): an
+item's id is sent only when that reasoning item is sent too (not for earlier
+turns, whose reasoning stays home, nor for a response without reasoning).
+The ``call_id`` is what pairs a call with its output, so it always goes.
 """
 
 from __future__ import annotations
@@ -105,15 +111,18 @@ def _user(message: ViewMessage) -> dict[str, Any]:
 def _assistant(message: ViewMessage, *, reasoning: bool) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     text: dict[str, Any] | None = None  # the message item the next text part joins
+    text_id: str | None = None  # the item id of that text (sent or not)
+    reasoned = False  # the reasoning item before this point of the response was sent
     for part in message.parts:
         if isinstance(part, TextPart):
             if not part.text.strip():
                 continue
             own = part.provider == RESPONSES and part.item_id is not None
-            if text is not None and (not own or text.get("id") == part.item_id):
+            if text is not None and (not own or text_id == part.item_id):
                 _append_text(text, part.text)
                 continue
-            if own:
+            text_id = part.item_id if own else None
+            if own and reasoned:
                 text = {
                     "type": "message",
                     "id": part.item_id,
@@ -127,12 +136,13 @@ def _assistant(message: ViewMessage, *, reasoning: bool) -> list[dict[str, Any]]
             continue
         text = None
         if isinstance(part, ReasoningPart):
-            if (
+            reasoned = (
                 reasoning
                 and part.provider == RESPONSES
                 and part.item_id is not None
                 and part.signature is not None
-            ):
+            )
+            if reasoned:
                 summary = [{"type": "summary_text", "text": part.text}] if part.text.strip() else []
                 items.append(
                     {
@@ -149,7 +159,7 @@ def _assistant(message: ViewMessage, *, reasoning: bool) -> list[dict[str, Any]]
                 "name": part.name,
                 "arguments": part.arguments_json(),
             }
-            if part.provider == RESPONSES and part.item_id is not None:
+            if part.provider == RESPONSES and part.item_id is not None and reasoned:
                 call["id"] = part.item_id
             items.append(call)
     while items and items[-1].get("type") == "reasoning":

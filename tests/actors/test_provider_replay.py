@@ -20,6 +20,7 @@ from provider_support import (
     FIXTURES,
     LOOKUP,
     Recorder,
+    base_url,
     model_for,
     question,
     request_for,
@@ -57,13 +58,15 @@ def _json(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def tool_step(provider: str) -> tuple[Recorder, list[Any], Any]:
+def tool_step(provider: str, name: str | None = None) -> tuple[Recorder, list[Any], Any]:
     """Two calls made with reasoning, answered; then the final answer. Returns the recorder,
-    the bodies the stub received, and the model."""
+    the bodies the stub received, and the model (``name``: another model name)."""
     recorder = Recorder(question())
     with StubServer() as server:
         server.queue(*replies(provider, "parallel_calls"), *replies(provider, "text"))
         model = model_for(provider, server)
+        if name is not None:
+            model = type(model)(name, api_key="test-key", base_url=base_url(provider, server))
         first = request_for(recorder.state)
         run = run_call(model, first)
         assert run.response is not None, run.error
@@ -140,6 +143,21 @@ def test_provider_data_goes_back_where_the_api_wants_it(provider: str) -> None:
             "call_DdmO9pD3xa9XTPNJ32zg2hcA", "call_ABCDEF0123456789ghijklmn",
         ]  # fmt: skip
         assert [m["role"] for m in second["messages"][3:]] == ["tool", "tool"]
+
+
+def test_responses_item_ids_go_only_with_their_reasoning() -> None:
+    """A model whose reasoning is not sent back (no ``include``): the fc_ ids stay home too,
+    or the API would answer 400 ("provided without its required 'reasoning' item")."""
+    recorder, bodies, _ = tool_step("openai-responses", name="gpt-4.1")
+    second = bodies[1]
+    assert "include" not in second
+    calls = [item for item in second["input"] if item.get("type") == "function_call"]
+    assert [c["call_id"] for c in calls] == ["call_tokyo", "call_paris"]
+    assert all("id" not in c for c in calls)
+    check_provider_view(second, "openai-responses", request=True)
+    rebuilt = rebuild_request(recorder.timeline, 2)
+    assert rebuilt.exact
+    assert _json(wire("openai-responses", rebuilt.payload)) == second
 
 
 def test_reasoning_of_another_provider_is_not_sent() -> None:
