@@ -657,6 +657,27 @@ def gemini() -> dict[str, dict[str, Any]]:
         {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}
     ]
     return {
+        "prompt_blocked": {
+            "description": "The prompt is blocked: promptFeedback.blockReason, no candidates.",
+            "events": [
+                {
+                    "data": {
+                        "promptFeedback": {
+                            "blockReason": "PROHIBITED_CONTENT",
+                            "blockReasonMessage": "The prompt was blocked.",
+                        },
+                        "usageMetadata": {"promptTokenCount": 412, "totalTokenCount": 412},
+                        "modelVersion": "gemini-2.5-flash",
+                        "responseId": "mjbZaPqWIPCw1MkPv9OSgQk",
+                    }
+                }
+            ],
+            "expect": {
+                "error": "ModelRequestError",
+                "message": "blocked the prompt (block reason PROHIBITED_CONTENT: The prompt "
+                "was blocked.); the model was not asked. Rephrase",
+            },
+        },
         "cut": {
             "description": "The reply reaches maxOutputTokens (finishReason MAX_TOKENS).",
             "events": [
