@@ -171,7 +171,8 @@ class ProviderModel:
             (``temperature``, ``max_tokens``, ``reasoning`` …; None removes a
             default).
         max_retries: how many times a 429, a 5xx or a connection error is retried.
-        timeout: seconds for the whole HTTP request (None: the SDK's default).
+        timeout: seconds to wait for each connect, write or read, so a stream that sends
+            nothing this long fails (None: the SDK's default, ``default_timeout``).
 
     Raises:
         ModelAuthError: no key given and the environment variable is not set.
@@ -183,6 +184,8 @@ class ProviderModel:
     """The environment variable the key is read from."""
     label: ClassVar[str] = ""
     """The prefix of ``name`` (``openai:``, ``anthropic:`` …)."""
+    default_timeout: ClassVar[float] = 600.0
+    """The SDK's read timeout when ``timeout`` is None (openai and anthropic: 600 s)."""
 
     def __init__(
         self,
@@ -368,6 +371,15 @@ class ProviderModel:
         status, message = self._status_and_message(exc)
         if streaming and isinstance(exc, ValueError) and status is None:
             message = f"malformed data from the server ({type(exc).__name__}: {exc})"
+        elif status is None and _read_timed_out(exc):
+            wait = self.timeout if self.timeout is not None else self.default_timeout
+            said = message.strip()
+            message = (
+                f"no data for {wait:g} s, the model's read timeout"
+                + (f" ({said})" if said and said != type(exc).__name__ else "")
+                + f"; if the model needs longer between bytes, raise it: "
+                f"{type(self).__name__}(..., timeout=...)"
+            )
         return classify(
             exc,
             provider=self.provider,
@@ -378,6 +390,18 @@ class ProviderModel:
             retries=retries,
             streaming=streaming,
         )
+
+
+def _read_timed_out(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is an HTTP read timeout: no byte came in time."""
+    seen: set[int] = set()
+    found: BaseException | None = exc
+    while found is not None and id(found) not in seen:
+        seen.add(id(found))
+        if type(found).__name__ == "ReadTimeout":
+            return True
+        found = found.__cause__ or found.__context__
+    return False
 
 
 def _body_message(body: object) -> str | None:

@@ -191,6 +191,21 @@ class TestErrors:
         assert run.partial is not None
         assert run.partial.text
 
+    @pytest.mark.parametrize("provider", list(MODELS))
+    def test_a_stalled_stream_names_the_timeout_and_how_to_raise_it(self, provider: str) -> None:
+        """The stream starts, then no byte comes for the model's timeout: the error says how
+        long it waited and which setting raises the wait, not only "timed out"."""
+        with StubServer() as server:
+            server.queue(*replies(provider, "slow"))
+            model = model_for(provider, server, max_retries=0, timeout=0.5)
+            run = run_call(model, request_for(question().head))
+        assert type(run.error) is ModelStreamBroken, run.error
+        text = str(run.error)
+        assert "no data for 0.5 s" in text
+        assert f"{type(model).__name__}(..., timeout=...)" in text
+        assert run.partial is not None
+        assert run.partial.text == "Sunny in"
+
     def test_gemini_retries_honour_retry_info(self) -> None:
         """Gemini's RetryInfo.retryDelay is the wait (the SDK would not read it)."""
         with StubServer() as server:
