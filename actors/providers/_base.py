@@ -128,6 +128,7 @@ def classify(
     message: str,
     retries: tuple[ModelRetry, ...],
     streaming: bool,
+    base_url: str | None = None,
 ) -> ModelError:
     """The Amber error for a provider failure (status and message already read from it)."""
     where = f"{provider} ({model})"
@@ -149,6 +150,14 @@ def classify(
                 f"The request is longer than {model}'s context window ({provider} {status}: "
                 f"{text}). Lower Settings.window (Window(max_tokens=...)) so the model's view "
                 "fits, or use a model with a longer window.",
+                **fields,
+            )
+        if status == 404:
+            url = repr(base_url) if base_url else "the SDK's default"
+            return ModelRequestError(
+                f"{where} refused the request (404): {text}. Probably the model name "
+                f"({model!r}) or the base URL ({url}) is wrong: check that the provider has "
+                "that model (for this key) and that the base URL is its API.",
                 **fields,
             )
         return ModelRequestError(f"{where} refused the request ({status}): {text}", **fields)
@@ -389,6 +398,7 @@ class ProviderModel:
             message=message,
             retries=retries,
             streaming=streaming,
+            base_url=self.base_url,
         )
 
 
