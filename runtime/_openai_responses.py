@@ -74,6 +74,18 @@ def to_openai_responses(
         MissingArtifact, ProjectionError, TypeError: as ``to_openai``.
     """
     view = source_view("to_openai_responses", source, window, artifacts, max_result_chars)
+    return spell_responses(view, system=system, reasoning=reasoning)
+
+
+def spell_responses(
+    view: ModelView,
+    *,
+    system: str | Message | None,
+    reasoning: bool,
+    bare_ids: bool = False,
+) -> dict[str, Any]:
+    """``to_openai_responses`` of a built view; ``bare_ids``: item ids sent without their
+    reasoning item too, as requests were spelled before (for ``rebuild_request`` of them)."""
     text = system_text("to_openai_responses", system)
     items: list[dict[str, Any]] = []
     for message in view.messages:
@@ -86,7 +98,7 @@ def to_openai_responses(
                 {"type": "function_call_output", "call_id": result.call_id, "output": result.text}
             )
         else:
-            items.extend(_assistant(message, reasoning=reasoning))
+            items.extend(_assistant(message, reasoning=reasoning, bare_ids=bare_ids))
     out: dict[str, Any] = {}
     if text is not None:
         out["instructions"] = text
@@ -108,7 +120,7 @@ def _user(message: ViewMessage) -> dict[str, Any]:
     return {"role": "user", "content": content}
 
 
-def _assistant(message: ViewMessage, *, reasoning: bool) -> list[dict[str, Any]]:
+def _assistant(message: ViewMessage, *, reasoning: bool, bare_ids: bool) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     text: dict[str, Any] | None = None  # the message item the next text part joins
     text_id: str | None = None  # the item id of that text (sent or not)
@@ -122,7 +134,7 @@ def _assistant(message: ViewMessage, *, reasoning: bool) -> list[dict[str, Any]]
                 _append_text(text, part.text)
                 continue
             text_id = part.item_id if own else None
-            if own and reasoned:
+            if own and (reasoned or bare_ids):
                 text = {
                     "type": "message",
                     "id": part.item_id,
@@ -159,7 +171,7 @@ def _assistant(message: ViewMessage, *, reasoning: bool) -> list[dict[str, Any]]
                 "name": part.name,
                 "arguments": part.arguments_json(),
             }
-            if part.provider == RESPONSES and part.item_id is not None and reasoned:
+            if part.provider == RESPONSES and part.item_id is not None and (reasoned or bare_ids):
                 call["id"] = part.item_id
             items.append(call)
     while items and items[-1].get("type") == "reasoning":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
@@ -158,6 +159,26 @@ def test_responses_item_ids_go_only_with_their_reasoning() -> None:
     rebuilt = rebuild_request(recorder.timeline, 2)
     assert rebuilt.exact
     assert _json(wire("openai-responses", rebuilt.payload)) == second
+
+
+def test_a_request_recorded_with_the_ids_of_before_still_rebuilds_exactly() -> None:
+    """A row recorded before item ids went only with their reasoning (its request sent them
+    bare) still rebuilds exactly: rebuild_request tries that spelling when today's differs."""
+    recorder, _, _ = tool_step("openai-responses", name="gpt-4.1")
+    today = rebuild_request(recorder.timeline, 2)
+    before = dict(today.payload)
+    before["input"] = [dict(item) for item in today.payload["input"]]
+    for item, index in zip(
+        [i for i in before["input"] if i.get("type") == "function_call"], (1, 2), strict=True
+    ):
+        item["id"] = f"fc_67ca09c6bedc8190a7abfec07b1a1332{index}"
+    assert digest(before) != today.digest
+    row = recorder.state.model_calls()[1]
+    assert row.request is not None
+    old = attrs.evolve(row, request=attrs.evolve(row.request, payload_digest=digest(before)))
+    rebuilt = rebuild_request(recorder.timeline, old)
+    assert rebuilt.exact
+    assert rebuilt.payload == before
 
 
 def test_reasoning_of_another_provider_is_not_sent() -> None:
