@@ -189,12 +189,12 @@ class ProviderModel:
 
     provider: ClassVar[str] = ""
     """The payload builder and the name of the API (``RequestSent.provider``)."""
+    default_timeout: ClassVar[float] = 600.0
+    """The SDK's read timeout when ``timeout`` is None (openai and anthropic: 600 s)."""
     key_variable: ClassVar[str | None] = None
     """The environment variable the key is read from."""
     label: ClassVar[str] = ""
     """The prefix of ``name`` (``openai:``, ``anthropic:`` …)."""
-    default_timeout: ClassVar[float] = 600.0
-    """The SDK's read timeout when ``timeout`` is None (openai and anthropic: 600 s)."""
 
     def __init__(
         self,
