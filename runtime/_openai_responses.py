@@ -15,7 +15,13 @@ The Responses API takes ``instructions`` (the system prompt) and a list of
   that made it.
 
 A reasoning item must travel with the item that followed it, so one left
-at the end of a response (a response cut short) is dropped.
+at the end of a response (a response cut short) is dropped. The other way
+round, the API refuses an output item id (``fc_…``, ``msg_…``) sent without
+the reasoning item that came before it in its response ("Item 'fc_…' of type
+'function_call' was provided without its required 'reasoning' item"): an
+item's id is sent only when that reasoning item is sent too (not for earlier
+turns, whose reasoning stays home, nor for a response without reasoning).
+The ``call_id`` is what pairs a call with its output, so it always goes.
 """
 
 from __future__ import annotations
@@ -68,6 +74,18 @@ def to_openai_responses(
         MissingArtifact, ProjectionError, TypeError: as ``to_openai``.
     """
     view = source_view("to_openai_responses", source, window, artifacts, max_result_chars)
+    return spell_responses(view, system=system, reasoning=reasoning)
+
+
+def spell_responses(
+    view: ModelView,
+    *,
+    system: str | Message | None,
+    reasoning: bool,
+    bare_ids: bool = False,
+) -> dict[str, Any]:
+    """``to_openai_responses`` of a built view; ``bare_ids``: item ids sent without their
+    reasoning item too, as requests were spelled before (for ``rebuild_request`` of them)."""
     text = system_text("to_openai_responses", system)
     items: list[dict[str, Any]] = []
     for message in view.messages:
@@ -80,7 +98,7 @@ def to_openai_responses(
                 {"type": "function_call_output", "call_id": result.call_id, "output": result.text}
             )
         else:
-            items.extend(_assistant(message, reasoning=reasoning))
+            items.extend(_assistant(message, reasoning=reasoning, bare_ids=bare_ids))
     out: dict[str, Any] = {}
     if text is not None:
         out["instructions"] = text
@@ -102,18 +120,21 @@ def _user(message: ViewMessage) -> dict[str, Any]:
     return {"role": "user", "content": content}
 
 
-def _assistant(message: ViewMessage, *, reasoning: bool) -> list[dict[str, Any]]:
+def _assistant(message: ViewMessage, *, reasoning: bool, bare_ids: bool) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     text: dict[str, Any] | None = None  # the message item the next text part joins
+    text_id: str | None = None  # the item id of that text (sent or not)
+    reasoned = False  # the reasoning item before this point of the response was sent
     for part in message.parts:
         if isinstance(part, TextPart):
             if not part.text.strip():
                 continue
             own = part.provider == RESPONSES and part.item_id is not None
-            if text is not None and (not own or text.get("id") == part.item_id):
+            if text is not None and (not own or text_id == part.item_id):
                 _append_text(text, part.text)
                 continue
-            if own:
+            text_id = part.item_id if own else None
+            if own and (reasoned or bare_ids):
                 text = {
                     "type": "message",
                     "id": part.item_id,
@@ -127,12 +148,13 @@ def _assistant(message: ViewMessage, *, reasoning: bool) -> list[dict[str, Any]]
             continue
         text = None
         if isinstance(part, ReasoningPart):
-            if (
+            reasoned = (
                 reasoning
                 and part.provider == RESPONSES
                 and part.item_id is not None
                 and part.signature is not None
-            ):
+            )
+            if reasoned:
                 summary = [{"type": "summary_text", "text": part.text}] if part.text.strip() else []
                 items.append(
                     {
@@ -149,7 +171,7 @@ def _assistant(message: ViewMessage, *, reasoning: bool) -> list[dict[str, Any]]
                 "name": part.name,
                 "arguments": part.arguments_json(),
             }
-            if part.provider == RESPONSES and part.item_id is not None:
+            if part.provider == RESPONSES and part.item_id is not None and (reasoned or bare_ids):
                 call["id"] = part.item_id
             items.append(call)
     while items and items[-1].get("type") == "reasoning":

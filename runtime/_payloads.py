@@ -27,16 +27,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from ._errors import ProjectionError
 from ._json import canonical, thaw
-from ._openai_responses import RESPONSES, to_openai_responses
+from ._openai_responses import RESPONSES, spell_responses
 from ._providers import to_anthropic, to_gemini, to_openai
 from ._request import digest
 from ._view import ModelView, ViewRole
 
 __all__ = [
+    "EARLIER_BUILDERS",
     "PAYLOAD_BUILDERS",
     "PayloadBuilder",
     "ToolSchema",
@@ -112,8 +114,10 @@ def responses_payload(
     system: str | None,
     tools: Sequence[ToolSchema],
     params: Mapping[str, Any],
+    bare_ids: bool = False,
 ) -> dict[str, Any]:
-    """Responses arguments; reasoning goes back when ``include`` asks for it encrypted."""
+    """Responses arguments; reasoning goes back when ``include`` asks for it encrypted
+    (``bare_ids``: as ``spell_responses``)."""
     _ends_on_user(RESPONSES, view)
     payload: dict[str, Any] = {"model": model, "stream": True, "store": False}
     if _REASONING_MODEL.match(model) or params.get("reasoning") is not None:
@@ -131,7 +135,7 @@ def responses_payload(
         ]
     payload = _merge(payload, params)
     reasoning = "reasoning.encrypted_content" in (payload.get("include") or ())
-    spelled = to_openai_responses(view, system=system, reasoning=reasoning)
+    spelled = spell_responses(view, system=system, reasoning=reasoning, bare_ids=bare_ids)
     return {**spelled, **payload}
 
 
@@ -198,6 +202,13 @@ PAYLOAD_BUILDERS: dict[str, PayloadBuilder] = {
     "gemini": gemini_payload,
 }
 """The payload builder of each provider API Amber ships a model for."""
+
+EARLIER_BUILDERS: dict[str, tuple[PayloadBuilder, ...]] = {
+    RESPONSES: (partial(responses_payload, bare_ids=True),),
+}
+"""How a provider's requests were spelled before a change of its builder, newest first:
+``rebuild_request`` tries them when today's spelling is not the one recorded, so a row
+recorded before the change still rebuilds exactly (Responses: item ids sent bare)."""
 
 
 def build_payload(

@@ -24,7 +24,7 @@ from ._audit import AuditRow
 from ._clean import clean_history
 from ._errors import ProjectionError, SeqOutOfRange
 from ._json import thaw
-from ._payloads import PAYLOAD_BUILDERS, PayloadBuilder
+from ._payloads import EARLIER_BUILDERS, PAYLOAD_BUILDERS, PayloadBuilder
 from ._request import RequestRecord, digest, tools_json, tools_text
 from ._state import SessionState
 from ._view import ModelView
@@ -217,7 +217,9 @@ def rebuild_request(
             used a custom token counter.
         builders: payload builders for custom providers, by name (Amber's
             own are used for ``openai``, ``openai-responses``, ``anthropic``
-            and ``gemini``).
+            and ``gemini``; a request recorded before a change of one of them
+            is rebuilt as it was spelled then, where the change is known:
+            ``EARLIER_BUILDERS``).
 
     Raises:
         ProjectionError: the call recorded no request (a model that does not
@@ -259,13 +261,14 @@ def rebuild_request(
             f"Model call #{row.sequence} went to provider {record.provider!r}, which no payload "
             f"builder knows (known: {sorted(known)}); pass builders={{{record.provider!r}: ...}}."
         )
-    payload = builder(
-        view,
-        model=record.model,
-        system=system,
-        tools=tools,
-        params=thaw(record.params),
-    )
+    params = thaw(record.params)
+    payload = builder(view, model=record.model, system=system, tools=tools, params=params)
+    if digest(payload) != record.payload_digest and record.provider not in (builders or {}):
+        for earlier in EARLIER_BUILDERS.get(record.provider, ()):
+            spelled = earlier(view, model=record.model, system=system, tools=tools, params=params)
+            if digest(spelled) == record.payload_digest:
+                payload = spelled  # recorded before a change of the builder: as it was sent
+                break
     return RebuiltRequest(
         row=row,
         record=record,

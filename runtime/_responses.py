@@ -27,6 +27,7 @@ from ._outcome import ToolOutcome
 from ._parts import ReasoningSegment, ResponseMetadata, TextSegment, response_metadata
 from ._replace import replace
 from ._step import Step
+from ._stops import stopped_short
 from ._stream import (
     AssembledCall,
     MessageStart,
@@ -148,6 +149,7 @@ def model_ended(s: Step, input: ModelEnded) -> None:
             duration,
         )
         return
+    assembly = run.assembly
     s.run = run = replace(run, assembly=None)
     opened = run.operation_id is not None
     if not opened and not open_call(
@@ -185,7 +187,14 @@ def model_ended(s: Step, input: ModelEnded) -> None:
         s.run = replace(run, cost_usd=(run.cost_usd or 0.0) + cost)
     elif s.settings.prices is not None and usage is not None:
         s.run = replace(run, priced=False)
-    if response.is_empty:
+    stopped = stopped_short(response.stop_reason)
+    if stopped is not None:
+        # Cut off or blocked: no whole answer, and asking again would stop the same way.
+        cause, reason = stopped
+        s.emit(ModelCallFinished, **{**finished, "status": AuditStatus.FAILED, "error": reason})
+        s.run = replace(s.run, assembly=assembly)  # what it wrote: the turn's partial output
+        fail(s, reason, cause=cause, model_error=reason)
+    elif response.is_empty:
         _empty(s, finished)
     elif response.tool_calls:
         _record_calls(s, response, finished)

@@ -364,6 +364,11 @@ NOTICES = {
     "model": "The model call failed; please try again.",
     "timeout": "The model took too long to answer; please try again.",
     "empty": "The model gave no answer; please try again.",
+    "cut": "My reply was cut off: it reached the model's output token limit. Raise the model's "
+    "max tokens, or ask for less.",
+    "blocked": "My reply was blocked by the provider's safety filter; please rephrase your "
+    "request.",
+    "malformed_call": "The model wrote a tool call the provider could not read; please try again.",
     "view": "I could not prepare the conversation for the model; please try again.",
     "steps": "I could not finish this within the steps I am allowed; please try again, or ask "
     "for less.",

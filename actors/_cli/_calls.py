@@ -7,10 +7,17 @@ and checks it against the digest recorded when it was sent. The request is
 printed as it went over the wire: method, path (under the SDK's base URL)
 and JSON body. ``--view`` at a seq says which call, if any, was sent that
 state's request (``call_note``).
+
+An image the call sent is not in the Amber store: its bytes live in the
+application's artifact store (``Settings.artifacts``), which the CLI does not
+have. Such a request is rebuilt with a placeholder in place of each image's
+bytes, its digest left unchecked, and a note says how to rebuild it exactly
+(``rebuild_request(..., artifacts=...)`` in Python).
 """
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import click
@@ -19,6 +26,7 @@ from rich.text import Text
 
 from runtime import (
     AmberError,
+    Attachment,
     AuditRow,
     MissingArtifact,
     ProjectionError,
@@ -34,7 +42,7 @@ from ._app import CliError, ExitCode, emit_json, stdout_console
 from ._hints import command_line
 from ._text import json_text, json_view, money
 
-__all__ = ["call_note", "call_number", "print_call", "rebuilt_call"]
+__all__ = ["call_note", "call_number", "print_call", "rebuild_shown", "rebuilt_call"]
 
 
 def call_number(call: str) -> int | str:
@@ -44,8 +52,39 @@ def call_number(call: str) -> int | str:
     return int(text) if text.isascii() and text.isdigit() else call
 
 
-def rebuilt_call(line: Timeline, call: str) -> RebuiltRequest:
-    """Model call ``call`` of ``line`` rebuilt, or a CLI error that says why it cannot be.
+_STAND_IN = b"amber: image bytes not here: "
+
+
+class _StandIn:
+    """Stands in for the application's artifact store: marker bytes for each image read."""
+
+    def __init__(self) -> None:
+        self.seen: list[Attachment] = []
+
+    def read(self, attachment: Attachment) -> bytes:
+        if attachment not in self.seen:
+            self.seen.append(attachment)
+        return _STAND_IN + attachment.id.encode()
+
+
+def rebuild_shown(line: Timeline, row: AuditRow) -> tuple[RebuiltRequest, tuple[Attachment, ...]]:
+    """``rebuild_request`` of ``row``, and the images it sent whose bytes stand in for the
+    real ones (they live in the application's artifact store; see the module docstring).
+
+    Raises:
+        MissingArtifact: an image records a sha256, which stand-in bytes cannot match.
+        ProjectionError: the request cannot be rebuilt.
+    """
+    try:
+        return rebuild_request(line, row), ()
+    except MissingArtifact:
+        stand_in = _StandIn()
+        return rebuild_request(line, row, artifacts=stand_in), tuple(stand_in.seen)
+
+
+def rebuilt_call(line: Timeline, call: str) -> tuple[RebuiltRequest, tuple[Attachment, ...]]:
+    """Model call ``call`` of ``line`` rebuilt (``rebuild_shown``), or a CLI error that says
+    why it cannot be.
 
     Raises:
         CliError: no such call (``NOT_FOUND``), or it cannot be rebuilt (``FAILED``).
@@ -55,13 +94,53 @@ def rebuilt_call(line: Timeline, call: str) -> RebuiltRequest:
     except ProjectionError as exc:
         raise CliError(str(exc), ExitCode.NOT_FOUND) from None
     try:
-        return rebuild_request(line, row)
+        return rebuild_shown(line, row)
     except MissingArtifact as exc:
         raise CliError(
-            f"Model call #{row.sequence} sent an image the CLI cannot load: {exc}", ExitCode.FAILED
+            f"Model call #{row.sequence} sent an image whose bytes are in the application's "
+            f"artifact store, not in the Amber store, and that records a sha256 a placeholder "
+            f"cannot match ({exc}). Rebuild the request in Python with the application's "
+            f"store: {_python_hint(line.session_id, row.sequence)}",
+            ExitCode.FAILED,
         ) from None
     except ProjectionError as exc:
         raise CliError(str(exc), ExitCode.FAILED) from None
+
+
+def _python_hint(session_id: str, sequence: int) -> str:
+    return (
+        f"runtime.rebuild_request(store.load_timeline({session_id!r}), {sequence}, "
+        "artifacts=<the application's ArtifactStore>), store being the Amber store "
+        "(runtime.store.SQLiteStore(path) or PostgresStore(url))"
+    )
+
+
+def _placeholder(attachment: Attachment) -> str:
+    return (
+        f"<image {attachment.name} ({attachment.media_type}, artifact {attachment.id}): bytes "
+        "not shown, they are in the application's artifact store>"
+    )
+
+
+def _stand_ins_replaced(value: Any, images: tuple[Attachment, ...]) -> Any:
+    """``value`` with each image's stand-in bytes (base64, as the body spells them, or raw)
+    replaced by a readable placeholder."""
+    if isinstance(value, dict):
+        return {k: _stand_ins_replaced(v, images) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_stand_ins_replaced(v, images) for v in value]
+    if isinstance(value, bytes):
+        for image in images:
+            if value == _STAND_IN + image.id.encode():
+                return _placeholder(image)
+        return value
+    if isinstance(value, str):
+        for image in images:
+            data = _STAND_IN + image.id.encode()
+            for spelled in (base64.b64encode(data), base64.urlsafe_b64encode(data)):
+                value = value.replace(spelled.decode("ascii"), _placeholder(image))
+        return value
+    return value
 
 
 def _wire(rebuilt: RebuiltRequest) -> tuple[dict[str, Any], str | None]:
@@ -75,10 +154,26 @@ def _wire(rebuilt: RebuiltRequest) -> tuple[dict[str, Any], str | None]:
         return {"method": None, "path": None, "body": rebuilt.payload}, note
 
 
-def call_data(rebuilt: RebuiltRequest) -> dict[str, Any]:
-    """The rebuilt call as JSON-ready data."""
+def call_data(
+    rebuilt: RebuiltRequest, images: tuple[Attachment, ...] = (), session_id: str = "SESSION"
+) -> dict[str, Any]:
+    """The rebuilt call as JSON-ready data (``images``: those whose bytes stood in, shown as
+    placeholders; ``exact`` is then None, not checked; ``session_id`` names the session in
+    the note that says how to rebuild it exactly)."""
     row, record = rebuilt.row, rebuilt.record
     wire, note = _wire(rebuilt)
+    exact: bool | None = rebuilt.exact
+    if images:
+        wire = dict(wire, body=_stand_ins_replaced(wire["body"], images))
+        exact = None
+        names = ", ".join(f"{i.name!r} (artifact {i.id!r})" for i in images)
+        shown = (
+            f"the request sent image(s) {names}, whose bytes are in the application's "
+            "artifact store, not in the Amber store: each is a placeholder here and the "
+            "digest is not checked. To rebuild the exact request, in Python: "
+            + _python_hint(session_id, row.sequence)
+        )
+        note = shown if note is None else f"{note}; {shown}"
     return {
         "call": row.sequence,
         "operation_id": row.operation_id,
@@ -88,7 +183,7 @@ def call_data(rebuilt: RebuiltRequest) -> dict[str, Any]:
         "model": record.model,
         "base_url": record.base_url,
         "view_seq": record.view_seq,
-        "exact": rebuilt.exact,
+        "exact": exact,
         "digest": rebuilt.digest,
         "recorded_digest": record.payload_digest,
         "cost_usd": row.cost_usd,
@@ -105,8 +200,8 @@ def call_data(rebuilt: RebuiltRequest) -> dict[str, Any]:
 
 def print_call(line: Timeline, call: str, *, as_json: bool) -> None:
     """Print model call ``call``'s request (see the module docstring)."""
-    rebuilt = rebuilt_call(line, call)
-    data = call_data(rebuilt)
+    rebuilt, images = rebuilt_call(line, call)
+    data = call_data(rebuilt, images, line.session_id)
     if as_json:
         emit_json(data)
         return
@@ -124,7 +219,9 @@ def print_call(line: Timeline, call: str, *, as_json: bool) -> None:
     if row.retries:
         head.append(f" · {len(row.retries)} refused attempt(s) before it")
     check = (
-        Text("\n✓ exact: the digest matches the one recorded when it was sent", style="green")
+        Text("\n? not checked: the images' bytes are not here (see below)", style="yellow")
+        if data["exact"] is None
+        else Text("\n✓ exact: the digest matches the one recorded when it was sent", style="green")
         if rebuilt.exact
         else Text(
             f"\n✗ not exact: rebuilt {rebuilt.digest}, sent {data['recorded_digest']} (the view "

@@ -29,7 +29,6 @@ from runtime import (
     Timeline,
     added_seq,
     inherited,
-    rebuild_request,
 )
 
 from .._cli._app import ExitCode
@@ -318,7 +317,11 @@ def call_page(request: Request, *, source: Source, page: Page, **_: Any) -> Resp
     asked_at = max(0, row.started_seq - 1)
     exact, missing = _exact_request(source, session_id, row)
     timeline = source.timeline(session_id, need=asked_at).timeline
-    request_view = view_pane(provider, timeline.at(asked_at), show_all=one(q, "all") == "1")
+    request_view = (
+        view_pane(provider, timeline.at(asked_at), show_all=one(q, "all") == "1")
+        if exact is None
+        else None  # shown only when the exact request is not
+    )
     tool_calls = [(call, _pretty_arguments(call.arguments_json)) for call in row.tool_calls]
     context = {
         "sid": session_id,
@@ -343,11 +346,11 @@ def _exact_request(source: Source, session_id: str, row: AuditRow) -> tuple[Any,
             "this call's model did not report what it sent (a scripted model), so no exact "
             "request is recorded."
         )
-    from .._cli._calls import call_data
+    from .._cli._calls import call_data, rebuild_shown
 
     timeline = source.timeline(session_id, need=row.request.view_seq).timeline
     try:
-        data = call_data(rebuild_request(timeline, row))
+        data = call_data(*rebuild_shown(timeline, row), session_id)
     except AmberError as exc:
         return None, f"its exact request cannot be rebuilt here ({exc})."
     return {**data, "json": pretty_json(data["body"])}, ""

@@ -128,6 +128,7 @@ def classify(
     message: str,
     retries: tuple[ModelRetry, ...],
     streaming: bool,
+    base_url: str | None = None,
 ) -> ModelError:
     """The Amber error for a provider failure (status and message already read from it)."""
     where = f"{provider} ({model})"
@@ -151,6 +152,14 @@ def classify(
                 "fits, or use a model with a longer window.",
                 **fields,
             )
+        if status == 404:
+            url = repr(base_url) if base_url else "the SDK's default"
+            return ModelRequestError(
+                f"{where} refused the request (404): {text}. Probably the model name "
+                f"({model!r}) or the base URL ({url}) is wrong: check that the provider has "
+                "that model (for this key) and that the base URL is its API.",
+                **fields,
+            )
         return ModelRequestError(f"{where} refused the request ({status}): {text}", **fields)
     if streaming:
         return ModelStreamBroken(
@@ -171,7 +180,8 @@ class ProviderModel:
             (``temperature``, ``max_tokens``, ``reasoning`` …; None removes a
             default).
         max_retries: how many times a 429, a 5xx or a connection error is retried.
-        timeout: seconds for the whole HTTP request (None: the SDK's default).
+        timeout: seconds to wait for each connect, write or read, so a stream that sends
+            nothing this long fails (None: the SDK's default, ``default_timeout``).
 
     Raises:
         ModelAuthError: no key given and the environment variable is not set.
@@ -179,6 +189,8 @@ class ProviderModel:
 
     provider: ClassVar[str] = ""
     """The payload builder and the name of the API (``RequestSent.provider``)."""
+    default_timeout: ClassVar[float] = 600.0
+    """The SDK's read timeout when ``timeout`` is None (openai and anthropic: 600 s)."""
     key_variable: ClassVar[str | None] = None
     """The environment variable the key is read from."""
     label: ClassVar[str] = ""
@@ -373,6 +385,15 @@ class ProviderModel:
         status, message = self._status_and_message(exc)
         if streaming and isinstance(exc, ValueError) and status is None:
             message = f"malformed data from the server ({type(exc).__name__}: {exc})"
+        elif status is None and _read_timed_out(exc):
+            wait = self.timeout if self.timeout is not None else self.default_timeout
+            said = message.strip()
+            message = (
+                f"no data for {wait:g} s, the model's read timeout"
+                + (f" ({said})" if said and said != type(exc).__name__ else "")
+                + f"; if the model needs longer between bytes, raise it: "
+                f"{type(self).__name__}(..., timeout=...)"
+            )
         return classify(
             exc,
             provider=self.provider,
@@ -382,7 +403,20 @@ class ProviderModel:
             message=message,
             retries=retries,
             streaming=streaming,
+            base_url=self.base_url,
         )
+
+
+def _read_timed_out(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is an HTTP read timeout: no byte came in time."""
+    seen: set[int] = set()
+    found: BaseException | None = exc
+    while found is not None and id(found) not in seen:
+        seen.add(id(found))
+        if type(found).__name__ == "ReadTimeout":
+            return True
+        found = found.__cause__ or found.__context__
+    return False
 
 
 def _body_message(body: object) -> str | None:

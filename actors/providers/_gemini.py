@@ -19,7 +19,9 @@ Mapping of each streamed ``GenerateContentResponse``:
   on that part, so it goes back on the same part;
 - ``finish_reason`` is the stop reason (``STOP``, ``MAX_TOKENS`` …);
   ``usage_metadata`` gives prompt (tool-use prompt included), cached,
-  candidate and thought tokens. A stream without a finish reason is broken.
+  candidate and thought tokens. A stream without a finish reason is broken;
+- ``prompt_feedback.block_reason`` (the prompt itself was blocked: no
+  candidates come) is a ``ModelRequestError`` naming the reason.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from runtime import (
     MessageFinish,
     MessageStart,
     ModelAuthError,
+    ModelRequestError,
     ModelRetry,
     ReasoningDelta,
     TextDelta,
@@ -224,6 +227,7 @@ class GeminiModel(ProviderModel):
                     model=getattr(response, "model_version", None) or None,
                     provider=self.provider,
                 )
+            self._check_prompt(response)
             candidates = getattr(response, "candidates", None) or ()
             if candidates:
                 candidate = candidates[0]
@@ -253,6 +257,22 @@ class GeminiModel(ProviderModel):
         if stop is None:
             raise self.incomplete("no finish_reason arrived")
         yield MessageFinish(usage=usage, stop_reason=stop)
+
+    def _check_prompt(self, response: Any) -> None:
+        """Raise the error for a blocked prompt (``prompt_feedback.block_reason``)."""
+        feedback = getattr(response, "prompt_feedback", None)
+        reason = getattr(feedback, "block_reason", None)
+        if reason is None:
+            return
+        name = getattr(reason, "value", None) or str(reason)
+        said = getattr(feedback, "block_reason_message", None)
+        detail = f": {said}" if said else ""
+        raise ModelRequestError(
+            f"{self.provider} ({self.model}) blocked the prompt (block reason {name}{detail}); "
+            "the model was not asked. Rephrase or remove what the safety filter refused (the "
+            "latest input, an image, a tool result); the same request is blocked again.",
+            provider=self.provider,
+        )
 
 
 _WIRE_CLIENT: Any = None

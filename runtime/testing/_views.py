@@ -64,7 +64,8 @@ def check_provider_view(
     ``build_payload`` is checked on those keys). Checks the rules of
     ``PROVIDERS.md`` that the SDK types cannot: allowed roles and blocks, no
     empty content, alternation where the API requires it, system placement,
-    signed thinking never last, a reasoning item never last, and every tool
+    signed thinking never last, a reasoning item never last (and a Responses
+    item id only after its reasoning item), and every tool
     call answered in the next message(s) in the way the API pairs them (and
     no answer without its call). An empty view (no message to send) is
     allowed.
@@ -383,6 +384,15 @@ def _responses(view: object) -> str | None:
             continue
         if waiting and kind != "function_call":
             return f"{where} ({kind}) comes before calls {waiting} are answered"
+        if (
+            kind in ("function_call", "message")
+            and item.get("id") is not None
+            and not _after_reasoning(items, i)
+        ):
+            return (
+                f"{where} ({kind}) has item id {item['id']!r} but no reasoning item before "
+                "it; send the id only with its reasoning item"
+            )
         if kind == "function_call":
             call_id = item.get("call_id")
             if not _text(call_id) or call_id in waiting or call_id in answered:
@@ -420,3 +430,17 @@ def _responses(view: object) -> str | None:
     if waiting:
         return f"calls {waiting} are never answered"
     return None
+
+
+def _after_reasoning(items: list[object], index: int) -> bool:
+    """Whether a reasoning item precedes ``items[index]`` within its response (the API's rule:
+    an output item id needs the reasoning item it followed)."""
+    for item in reversed(items[:index]):
+        if not isinstance(item, dict):
+            return False
+        kind = item.get("type", "message")
+        if kind == "reasoning":
+            return True
+        if kind not in ("function_call", "message") or item.get("id") is None:
+            return False  # a user message, an output or an id-less item: another response
+    return False

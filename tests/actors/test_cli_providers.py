@@ -14,7 +14,7 @@ from provider_support import FIXTURES, model_for, wire
 
 from actors import Runtime, Settings, tool
 from actors.providers.testing import Reply, StubServer, load_fixture
-from runtime import Price, PriceTable, rebuild_request
+from runtime import Attachment, Price, PriceTable, rebuild_request
 from runtime.store import SQLiteStore
 
 PRICES = PriceTable({"claude-sonnet-4-6": Price(input=3.0, output=15.0, cached_input=0.3)})
@@ -89,6 +89,38 @@ class TestShowCall:
         result = amber("show", "demo", "--call", "1", "--db", db)
         assert result.exit_code == 1
         assert "recorded no request" in result.output
+
+    def test_a_call_that_sent_an_image(self, tmp_path: Path) -> None:
+        """The image's bytes live in the application's artifact store, which the CLI does not
+        have: the request is still shown, the image's bytes stood in for, with how to rebuild
+        it exactly (rebuild_request with the store) instead of a bare failure."""
+        db = tmp_path / "amber.db"
+
+        class Artifacts:
+            def read(self, attachment: Attachment) -> bytes:
+                return b"\x89PNG\r\n"
+
+        image = Attachment(id="art_1", name="cat.png", kind="image", media_type="image/png")
+        with StubServer() as server:
+            server.queue(*replies("anthropic", "text"))
+            settings = Settings(passivate_after=None, artifacts=Artifacts())
+            with Runtime(model=model_for("anthropic", server), store=db, settings=settings) as rt:
+                rt.send("s", "What is this?", attachments=[image])
+                rt.wait_idle("s", timeout=10)
+            (body,) = [r.json for r in server.requests]
+        result = amber("show", "s", "--call", "1", "--db", db)
+        assert result.exit_code == 0, result.output
+        assert "cat.png" in result.output
+        assert "rebuild_request(" in result.output
+        assert "artifacts=" in result.output
+        data = json.loads(amber("show", "s", "--call", "1", "--db", db, "--json").output)
+        assert data["exact"] is None  # not checked: the bytes were not there to digest
+        content = data["body"]["messages"][0]["content"]
+        sent = body["messages"][0]["content"]  # type: ignore[index]
+        assert [block["type"] for block in content] == [block["type"] for block in sent]
+        image_block = next(block for block in content if block["type"] == "image")
+        assert "cat.png" in image_block["source"]["data"]
+        assert "art_1" in data["note"]
 
     def test_replay_from_python_is_the_same(self, recorded: tuple[Path, list[object]]) -> None:
         """rebuild_request over the stored timeline gives the same payload."""

@@ -191,6 +191,53 @@ class TestErrors:
         assert run.partial is not None
         assert run.partial.text
 
+    @pytest.mark.parametrize("provider", list(MODELS))
+    def test_a_stalled_stream_names_the_timeout_and_how_to_raise_it(self, provider: str) -> None:
+        """The stream starts, then no byte comes for the model's timeout: the error says how
+        long it waited and which setting raises the wait, not only "timed out"."""
+        with StubServer() as server:
+            server.queue(*replies(provider, "slow"))
+            model = model_for(provider, server, max_retries=0, timeout=0.5)
+            run = run_call(model, request_for(question().head))
+        assert type(run.error) is ModelStreamBroken, run.error
+        text = str(run.error)
+        assert "no data for 0.5 s" in text
+        assert f"{type(model).__name__}(..., timeout=...)" in text
+        assert run.partial is not None
+        assert run.partial.text == "Sunny in"
+
+    @pytest.mark.parametrize(
+        ("provider", "body"),
+        [
+            ("openai", {"error": {"message": "The model `nope` does not exist",
+                                  "type": "invalid_request_error", "code": "model_not_found"}}),
+            ("openai-responses", {"error": {"message": "The model `nope` does not exist",
+                                            "type": "invalid_request_error"}}),
+            ("anthropic", {"type": "error",
+                           "error": {"type": "not_found_error", "message": "model: nope"}}),
+            ("gemini", {"error": {"code": 404, "status": "NOT_FOUND",
+                                  "message": "models/nope is not found for API version v1beta"}}),
+        ],
+    )  # fmt: skip
+    def test_a_404_names_the_model_and_the_base_url(
+        self, provider: str, body: dict[str, Any]
+    ) -> None:
+        """A 404 is almost always a wrong model name or endpoint: the error says so, naming
+        both values, after the provider's own message."""
+        with StubServer() as server:
+            server.queue(Reply.error(404, body))
+            model = model_for(provider, server, max_retries=0)
+            run = run_call(model, request_for(question().head))
+            assert len(server.requests) == 1
+        assert type(run.error) is ModelRequestError, run.error
+        assert run.error.status == 404
+        text = str(run.error)
+        assert "nope" in text
+        assert (
+            f"the model name ({model.model!r}) or the base URL ({model.base_url!r}) is wrong"
+            in text
+        )
+
     def test_gemini_retries_honour_retry_info(self) -> None:
         """Gemini's RetryInfo.retryDelay is the wait (the SDK would not read it)."""
         with StubServer() as server:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
@@ -20,6 +21,7 @@ from provider_support import (
     FIXTURES,
     LOOKUP,
     Recorder,
+    base_url,
     model_for,
     question,
     request_for,
@@ -58,13 +60,15 @@ def _json(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def tool_step(provider: str) -> tuple[Recorder, list[Any], Any]:
+def tool_step(provider: str, name: str | None = None) -> tuple[Recorder, list[Any], Any]:
     """Two calls made with reasoning, answered; then the final answer. Returns the recorder,
-    the bodies the stub received, and the model."""
+    the bodies the stub received, and the model (``name``: another model name)."""
     recorder = Recorder(question())
     with StubServer() as server:
         server.queue(*replies(provider, "parallel_calls"), *replies(provider, "text"))
         model = model_for(provider, server)
+        if name is not None:
+            model = type(model)(name, api_key="test-key", base_url=base_url(provider, server))
         first = request_for(recorder.state)
         run = run_call(model, first)
         assert run.response is not None, run.error
@@ -161,6 +165,41 @@ def test_provider_data_goes_back_where_the_api_wants_it(provider: str) -> None:
             "call_DdmO9pD3xa9XTPNJ32zg2hcA", "call_ABCDEF0123456789ghijklmn",
         ]  # fmt: skip
         assert [m["role"] for m in second["messages"][3:]] == ["tool", "tool"]
+
+
+def test_responses_item_ids_go_only_with_their_reasoning() -> None:
+    """A model whose reasoning is not sent back (no ``include``): the fc_ ids stay home too,
+    or the API would answer 400 ("provided without its required 'reasoning' item")."""
+    recorder, bodies, _ = tool_step("openai-responses", name="gpt-4.1")
+    second = bodies[1]
+    assert "include" not in second
+    calls = [item for item in second["input"] if item.get("type") == "function_call"]
+    assert [c["call_id"] for c in calls] == ["call_tokyo", "call_paris"]
+    assert all("id" not in c for c in calls)
+    check_provider_view(second, "openai-responses", request=True)
+    rebuilt = rebuild_request(recorder.timeline, 2)
+    assert rebuilt.exact
+    assert _json(wire("openai-responses", rebuilt.payload)) == second
+
+
+def test_a_request_recorded_with_the_ids_of_before_still_rebuilds_exactly() -> None:
+    """A row recorded before item ids went only with their reasoning (its request sent them
+    bare) still rebuilds exactly: rebuild_request tries that spelling when today's differs."""
+    recorder, _, _ = tool_step("openai-responses", name="gpt-4.1")
+    today = rebuild_request(recorder.timeline, 2)
+    before = dict(today.payload)
+    before["input"] = [dict(item) for item in today.payload["input"]]
+    for item, index in zip(
+        [i for i in before["input"] if i.get("type") == "function_call"], (1, 2), strict=True
+    ):
+        item["id"] = f"fc_67ca09c6bedc8190a7abfec07b1a1332{index}"
+    assert digest(before) != today.digest
+    row = recorder.state.model_calls()[1]
+    assert row.request is not None
+    old = attrs.evolve(row, request=attrs.evolve(row.request, payload_digest=digest(before)))
+    rebuilt = rebuild_request(recorder.timeline, old)
+    assert rebuilt.exact
+    assert rebuilt.payload == before
 
 
 def test_reasoning_of_another_provider_is_not_sent() -> None:

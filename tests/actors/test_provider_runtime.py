@@ -134,6 +134,53 @@ class TestATurnOnAProvider:
         assert row.status is AuditStatus.FAILED
 
 
+PROVIDERS = ["openai", "openai-responses", "anthropic", "gemini"]
+STOPS = {
+    ("openai", "cut"): "length",
+    ("openai", "blocked"): "content_filter",
+    ("openai-responses", "cut"): "max_output_tokens",
+    ("openai-responses", "blocked"): "content_filter",
+    ("anthropic", "cut"): "max_tokens",
+    ("anthropic", "blocked"): "refusal",
+    ("gemini", "cut"): "MAX_TOKENS",
+    ("gemini", "blocked"): "SAFETY",
+}
+
+
+class TestStoppedShort:
+    @pytest.mark.parametrize("provider", PROVIDERS)
+    @pytest.mark.parametrize("kind", ["cut", "blocked"])
+    def test_a_reply_cut_off_or_blocked_fails_the_turn_at_once(
+        self, make_runtime: RuntimeFactory, provider: str, kind: str
+    ) -> None:
+        """A reply stopped by the token limit or a safety filter is not a complete answer:
+        the turn fails at once (one request, no nudge), the user is told why, and the partial
+        text stays, marked, in the messages and in the audit row with its stop reason."""
+        with StubServer() as server:
+            server.queue(*replies(provider, kind), *replies(provider, "text"))
+            rt = make_runtime(model=model_for(provider, server), settings=settings())
+            rt.send("s", "hi")
+            state = rt.wait_idle("s", timeout=WAIT)
+            assert len(server.requests) == 1
+        check_invariants(rt.timeline("s"))
+        stop = STOPS[provider, kind]
+        (row,) = rt.model_calls("s")
+        assert row.status is AuditStatus.FAILED
+        assert row.stop_reason == stop
+        assert row.content.startswith("Sunny in")
+        assert row.usage is not None
+        assert repr(stop) in (row.error or "")
+        (turn,) = state.turns.values()
+        assert turn.status.value == "error"
+        assert repr(stop) in (turn.reason or "")
+        notice = next(m for m in state.messages if category_of(m) is Category.CRASH_NOTICE)
+        assert notice.content == NOTICES[kind]
+        partial = next(m for m in state.messages if category_of(m) is Category.REPLY)
+        assert partial.content.startswith("Sunny in")
+        assert partial.metadata[INTERRUPTED_MARK] is True
+        assert repr(stop) in str(partial.metadata["model_error"])
+
+
 class TestInterrupt:
     @pytest.mark.parametrize("provider", ["openai", "openai-responses", "anthropic", "gemini"])
     def test_new_input_closes_the_stream(self, make_runtime: RuntimeFactory, provider: str) -> None:

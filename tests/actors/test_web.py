@@ -23,16 +23,20 @@ import pytest
 from cli_support import Recorded, amber, recorded
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from provider_support import FIXTURES, model_for
 from web_support import TOKEN, Ids, Page, agent_session, snapshot, web
 
 import actors._web._pages
 import actors._web._source
 import actors._web._views
+from actors import Runtime, Settings
 from actors._cli._views import view_data
+from actors.providers.testing import StubServer, load_fixture
 from runtime import (
     EVENT_TYPES,
     ApprovalDecided,
     ApprovalRequested,
+    Attachment,
     Category,
     Event,
     MessageAdded,
@@ -332,6 +336,31 @@ class TestMessageAndCall:
             assert error(client, "/message?s=demo&id=nope", 404).endswith(
                 "the session page lists its messages."
             )
+
+    def test_a_model_call_that_sent_an_image(self, tmp_path: Path) -> None:
+        """The image's bytes are in the application's artifact store, not here: the page shows
+        the request with a placeholder for them and says how to rebuild it exactly (it was a
+        500 error)."""
+
+        class Artifacts:
+            def read(self, attachment: Attachment) -> bytes:
+                return b"\x89PNG\r\n"
+
+        db = tmp_path / "amber.db"
+        image = Attachment(id="art_1", name="cat.png", kind="image", media_type="image/png")
+        with StubServer() as server:
+            server.queue(*load_fixture(FIXTURES / "anthropic" / "text.json")["replies"])
+            settings = Settings(passivate_after=None, artifacts=Artifacts())
+            with Runtime(model=model_for("anthropic", server), store=db, settings=settings) as rt:
+                rt.send("s", "What is this?", attachments=[image])
+                rt.wait_idle("s", timeout=10)
+        with web(db) as (client, _):
+            shown = page(client, "/call?s=s&id=1")
+        assert "its digest is not checked" in shown.text("exact")
+        assert "rebuild_request(" in shown.text("exact")
+        request = json.loads(html.unescape(shown.raw("request")))
+        block = request["messages"][0]["content"][1]
+        assert block["source"]["data"].startswith("<image cat.png (image/png, artifact art_1)")
 
     def test_a_model_call_with_its_rebuilt_request(self, recorded: Recorded) -> None:
         """A call shows what it answered and the request rebuilt just before it started."""

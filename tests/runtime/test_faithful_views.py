@@ -173,6 +173,42 @@ class TestProviderData:
         plain = to_openai_responses(session.state)["input"]
         assert [i.get("type", "message") for i in plain][1] == "function_call"
 
+    def test_responses_item_ids_only_beside_their_reasoning(self, session: Session) -> None:
+        """OpenAI Responses: fc_/msg_ ids go only with the reasoning item before them (else 400)."""
+        session.ask()
+        session.start("t1")
+        parts = [
+            ReasoningSegment(text="Plan.", signature="enc", item_id="rs_1"),
+            TextSegment(text="Checking.", item_id="msg_1"),
+            CallSegment(index=0, item_id="fc_1"),
+        ]
+        respond(session, "t1#0", parts, provider="openai-responses", reasoning="Plan.",
+                text="Checking.", calls=[("c1", "call_1")])  # fmt: skip
+        result(session, "r1", "call_1")
+        items = to_openai_responses(session.state, reasoning=True)["input"]
+        assert [i.get("id") for i in items] == [None, "rs_1", "msg_1", "fc_1", None]
+        check_provider_view({"input": items}, "openai-responses", request=True)
+        plain = to_openai_responses(session.state)["input"]  # the reasoning is not sent
+        assert [i.get("id") for i in plain] == [None] * 4
+        assert plain[1] == {"role": "assistant", "content": "Checking."}
+        assert plain[2]["call_id"] == "call_1"
+        check_provider_view({"input": plain}, "openai-responses", request=True)
+
+    def test_responses_ids_without_reasoning_of_their_own(self, session: Session) -> None:
+        """A response with no reasoning item (a non-reasoning model): its ids are not sent."""
+        session.ask()
+        session.start("t1")
+        parts = [
+            TextSegment(text="Checking.", item_id="msg_1"),
+            CallSegment(index=0, item_id="fc_1"),
+        ]
+        respond(session, "t1#0", parts, provider="openai-responses", text="Checking.",
+                calls=[("c1", "call_1")])  # fmt: skip
+        result(session, "r1", "call_1")
+        items = to_openai_responses(session.state, reasoning=True)["input"]
+        assert [i.get("id") for i in items] == [None] * 4
+        check_provider_view({"input": items}, "openai-responses", request=True)
+
     def test_redacted_thinking_goes_back_as_data(self, session: Session) -> None:
         """Anthropic's redacted block: no text, its data returned unchanged."""
         session.ask()

@@ -62,6 +62,7 @@ from runtime import (
     step,
     to_json,
 )
+from runtime._turn_ops import NOTICES
 from runtime.testing import (
     EPOCH,
     PlanModel,
@@ -431,6 +432,49 @@ class TestModelCalls:
         assert kinds(failed)[-2:] == ["ModelCallFinished", "TurnEnded"]
         assert failed.events[-1].outcome is TurnOutcome.ERROR  # type: ignore[attr-defined]
         assert failed.events[-1].notice is not None  # type: ignore[attr-defined]
+
+    def test_a_blocked_empty_answer_fails_at_once_without_a_nudge(self) -> None:
+        """A safety stop with nothing said is no empty answer to nudge: the same request would
+        be blocked again, so the turn fails at once and the user is told it was blocked."""
+        d = Driver()
+        call = d.started()
+        d.stream(call.run_id, MessageStart(), MessageFinish(stop_reason="SAFETY"))
+        failed = d(ModelEnded, run_id=call.run_id)
+        assert kinds(failed) == ["ModelCallFinished", "TurnEnded"]
+        assert commands(failed, CallModel) == []
+        finished, ended = failed.events
+        assert isinstance(finished, ModelCallFinished)
+        assert finished.status is AuditStatus.FAILED
+        assert finished.stop_reason == "SAFETY"
+        assert "safety filter" in (finished.error or "")
+        assert isinstance(ended, TurnEnded)
+        assert ended.outcome is TurnOutcome.ERROR
+        assert ended.notice is not None
+        assert ended.notice.content == NOTICES["blocked"]
+
+    def test_a_reply_cut_off_at_the_token_limit_runs_none_of_its_calls(self) -> None:
+        """Stopped by the output token limit: the text is kept as partial output, the call
+        (perhaps cut mid-arguments) is not run, and the row keeps what was said."""
+        d = Driver()
+        call = d.started()
+        d.stream(call.run_id, MessageStart(), TextDelta(text="Let me check"),
+                 ToolCallDelta(index=0, id="c1", name="lookup", arguments='{"q": "to'),
+                 MessageFinish(stop_reason="max_tokens"))  # fmt: skip
+        failed = d(ModelEnded, run_id=call.run_id)
+        assert kinds(failed) == ["ModelCallFinished", "TurnEnded"]
+        assert commands(failed, RunTool) == []
+        finished, ended = failed.events
+        assert isinstance(finished, ModelCallFinished)
+        assert finished.status is AuditStatus.FAILED
+        assert finished.content == "Let me check"
+        assert finished.stop_reason == "max_tokens"
+        assert [c.name for c in finished.tool_calls] == ["lookup"]
+        assert "output token limit" in (finished.error or "")
+        assert isinstance(ended, TurnEnded)
+        assert [m.content for m in ended.partial] == ["Let me check"]
+        assert ended.partial[0].metadata["model_error"] == finished.error
+        assert ended.notice is not None
+        assert ended.notice.content == NOTICES["cut"]
 
     def test_a_broken_stream_keeps_its_text_before_the_crash_notice(self) -> None:
         """Text streamed, then the stream broke: the partial reply is stored and announced

@@ -482,6 +482,31 @@ class TestCheckProviderView:
             "contents[0] has role 'model'; roles must alternate user/model from user",
         )
 
+    def test_responses_item_ids_need_their_reasoning(self) -> None:
+        """An fc_/msg_ item id without the reasoning item before it: the API answers 400."""
+        user = {"role": "user", "content": "x"}
+        call = {"type": "function_call", "id": "fc_1", "call_id": "c", "name": "f",
+                "arguments": "{}"}  # fmt: skip
+        output = {"type": "function_call_output", "call_id": "c", "output": "ok"}
+        self.expect(
+            {"input": [user, call, output]},
+            "openai-responses",
+            "input[1] (function_call) has item id 'fc_1' but no reasoning item before it; "
+            "send the id only with its reasoning item",
+        )
+        message = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                   "content": [{"type": "output_text", "text": "t", "annotations": []}]}  # fmt: skip
+        self.expect(
+            {"input": [user, message]},
+            "openai-responses",
+            "input[1] (message) has item id 'msg_1' but no reasoning item before it; "
+            "send the id only with its reasoning item",
+        )
+        reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"}
+        check_provider_view({"input": [user, reasoning, message, call, output]}, "openai-responses")
+        plain = {key: value for key, value in call.items() if key != "id"}
+        check_provider_view({"input": [user, plain, output]}, "openai-responses")
+
     def test_unknown_provider(self) -> None:
         with pytest.raises(
             ValueError,

@@ -66,6 +66,29 @@ def chat_call(index: int, id: str | None, name: str | None, arguments: str) -> d
 def openai() -> dict[str, dict[str, Any]]:
     usage = chat(None, usage=CHAT_USAGE)
     return {
+        "cut": {
+            "description": "The reply reaches the output token limit (finish_reason length).",
+            "events": [
+                chat({"role": "assistant", "content": "", "refusal": None}),
+                chat({"content": "Sunny in"}),
+                chat({"content": " Tokyo, with"}),
+                chat({}, "length"),
+                usage,
+                DONE,
+            ],
+            "expect": {"text": "Sunny in Tokyo, with", "stop_reason": "length"},
+        },
+        "blocked": {
+            "description": "The content filter stops the reply (finish_reason content_filter).",
+            "events": [
+                chat({"role": "assistant", "content": "", "refusal": None}),
+                chat({"content": "Sunny in"}),
+                chat({}, "content_filter"),
+                usage,
+                DONE,
+            ],
+            "expect": {"text": "Sunny in", "stop_reason": "content_filter"},
+        },
         "text": {
             "events": [
                 chat({"role": "assistant", "content": "", "refusal": None}),
@@ -323,9 +346,32 @@ class Responses:
         )
         return self.events
 
+    def incomplete(self, reason: str) -> list[dict[str, Any]]:
+        response = dict(
+            RESPONSE,
+            status="incomplete",
+            incomplete_details={"reason": reason},
+            usage=RESPONSES_USAGE,
+        )
+        self.add("response.incomplete", response=response)
+        return self.events
+
 
 def responses() -> dict[str, dict[str, Any]]:
     return {
+        "cut": {
+            "description": "The reply reaches max_output_tokens: response.incomplete.",
+            "events": Responses()
+            .created()
+            .message(0, ["Sunny in", " Tokyo, with"])
+            .incomplete("max_output_tokens"),
+            "expect": {"text": "Sunny in Tokyo, with", "stop_reason": "max_output_tokens"},
+        },
+        "blocked": {
+            "description": "The content filter stops the reply: response.incomplete.",
+            "events": Responses().created().message(0, ["Sunny in"]).incomplete("content_filter"),
+            "expect": {"text": "Sunny in", "stop_reason": "content_filter"},
+        },
         "text": {
             "events": Responses().created().message(0, ["Sunny in", " Tokyo."]).completed(),
             "expect": {
@@ -471,6 +517,20 @@ PING = anthropic_event("ping")
 
 def anthropic() -> dict[str, dict[str, Any]]:
     return {
+        "cut": {
+            "description": "The reply reaches max_tokens (stop_reason max_tokens).",
+            "events": [
+                ANTHROPIC_START,
+                *a_text(0, ["Sunny in", " Tokyo, with"]),
+                *anthropic_end("max_tokens"),
+            ],
+            "expect": {"text": "Sunny in Tokyo, with", "stop_reason": "max_tokens"},
+        },
+        "blocked": {
+            "description": "The safety classifiers stop the reply (stop_reason refusal).",
+            "events": [ANTHROPIC_START, *a_text(0, ["Sunny in"]), *anthropic_end("refusal")],
+            "expect": {"text": "Sunny in", "stop_reason": "refusal"},
+        },
         "text": {
             "events": [
                 ANTHROPIC_START,
@@ -591,7 +651,46 @@ def gemini_chunk(
 
 
 def gemini() -> dict[str, dict[str, Any]]:
+    blocked = gemini_chunk([], "SAFETY", usage=True)
+    del blocked["data"]["candidates"][0]["content"]  # a blocked candidate has no content
+    blocked["data"]["candidates"][0]["safetyRatings"] = [
+        {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}
+    ]
     return {
+        "prompt_blocked": {
+            "description": "The prompt is blocked: promptFeedback.blockReason, no candidates.",
+            "events": [
+                {
+                    "data": {
+                        "promptFeedback": {
+                            "blockReason": "PROHIBITED_CONTENT",
+                            "blockReasonMessage": "The prompt was blocked.",
+                        },
+                        "usageMetadata": {"promptTokenCount": 412, "totalTokenCount": 412},
+                        "modelVersion": "gemini-2.5-flash",
+                        "responseId": "mjbZaPqWIPCw1MkPv9OSgQk",
+                    }
+                }
+            ],
+            "expect": {
+                "error": "ModelRequestError",
+                "message": "blocked the prompt (block reason PROHIBITED_CONTENT: The prompt "
+                "was blocked.); the model was not asked. Rephrase",
+            },
+        },
+        "cut": {
+            "description": "The reply reaches maxOutputTokens (finishReason MAX_TOKENS).",
+            "events": [
+                gemini_chunk([{"text": "Sunny in"}]),
+                gemini_chunk([{"text": " Tokyo, with"}], "MAX_TOKENS", usage=True),
+            ],
+            "expect": {"text": "Sunny in Tokyo, with", "stop_reason": "MAX_TOKENS"},
+        },
+        "blocked": {
+            "description": "The safety filter stops the reply (finishReason SAFETY, no content).",
+            "events": [gemini_chunk([{"text": "Sunny in"}]), blocked],
+            "expect": {"text": "Sunny in", "stop_reason": "SAFETY"},
+        },
         "text": {
             "events": [
                 gemini_chunk([{"text": "Sunny in"}]),
