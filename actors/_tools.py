@@ -24,7 +24,7 @@ import math
 import re
 import sys
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, overload
 
 import attrs
@@ -214,12 +214,28 @@ class Tool:
 
     async def _call(self, kwargs: dict[str, Any]) -> Any:
         if self._signature.is_async:
-            return await self.function(**kwargs)
-        value = await trio.to_thread.run_sync(
-            functools.partial(self.function, **kwargs), abandon_on_cancel=True
-        )
-        # A sync wrapper around an async function hands back the coroutine.
-        return await value if inspect.isawaitable(value) else value
+            value = await self.function(**kwargs)
+        else:
+            value = await trio.to_thread.run_sync(
+                functools.partial(_drawn, self.function, kwargs), abandon_on_cancel=True
+            )
+            # A sync wrapper around an async function hands back the coroutine.
+            if inspect.isawaitable(value):
+                value = await value
+        # A generator's body runs as it is drawn: draw it here, under the timeout (a sync
+        # one in a worker thread, so a slow one never blocks the effects loop).
+        if isinstance(value, AsyncIterator):
+            return [item async for item in value]
+        if isinstance(value, Iterator) and not isinstance(value, ToolOutcome):
+            return await trio.to_thread.run_sync(list, value, abandon_on_cancel=True)
+        return value
+
+
+def _drawn(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """Call a sync tool's function in its worker thread; a generator (or other iterator) it
+    returns is drawn there too, since its body runs only as it is drawn."""
+    value = function(**kwargs)
+    return list(value) if isinstance(value, Iterator) else value
 
 
 def passes_through(exc: BaseException) -> bool:
