@@ -28,6 +28,7 @@ from ._drafts import session_id_of, user_draft
 from ._errors import AskTimeout, InvalidConfig
 
 if TYPE_CHECKING:
+    from ._effects import Effects
     from ._router import Router
 
 __all__ = ["Asking"]
@@ -39,6 +40,7 @@ class Asking:
     router: Router
     clock: Callable[[], datetime]
     run_sessions: bool
+    _effects: Effects | None
 
     def _limits(self) -> InputLimits:
         raise NotImplementedError
@@ -65,13 +67,20 @@ class Asking:
 
         Raises:
             InvalidInput: the input breaks a rule; nothing was stored.
-            InvalidConfig: ``timeout`` is not a positive number of seconds or None;
-                nothing was stored.
+            InvalidConfig: ``timeout`` is not a positive number of seconds or None, or
+                ``ask`` was called on the effects loop (from an async tool: await
+                ``ask_async`` there); nothing was stored.
             AskTimeout: no answer within ``timeout`` seconds (the turn goes on;
                 ``interrupt`` stops it).
             RuntimeStopped: the runtime is not running, or stopped before the answer.
         """
         _check_timeout(timeout)
+        if self._effects is not None:
+            self._effects.refuse_blocking(
+                "ask",
+                "In an async tool, await rt.ask_async(...) instead, or rt.send(...) without "
+                "waiting for the answer.",
+            )
         waiter = self._start_ask(session_id, text, fields, None, what="ask")
         if not waiter.wait(timeout):
             _abandon(waiter, session_id, timeout, front_end=not self.run_sessions)

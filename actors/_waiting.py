@@ -25,6 +25,7 @@ from ._frontend import AnswerWatch, StateWait, is_idle
 if TYPE_CHECKING:
     from runtime.store import Store
 
+    from ._effects import Effects
     from ._gateway import Gateway
     from ._router import Router
     from ._settings import Settings
@@ -43,6 +44,7 @@ class Waiting:
     settings: Settings
     gateway: Gateway
     _watch: AnswerWatch | None
+    _effects: Effects | None
 
     def _call_store(self, fn: Callable[[Store], T], *, timeout: float | None = None) -> T:
         raise NotImplementedError
@@ -67,7 +69,14 @@ class Waiting:
         Raises:
             IdleTimeout: not idle within ``timeout`` seconds.
             UnknownSession: the store has no such session.
+            InvalidConfig: called on the effects loop (from an async tool).
         """
+        if self._effects is not None:
+            self._effects.refuse_blocking(
+                "wait_idle",
+                "An async tool cannot wait for a session; make it a sync tool (def), which "
+                "runs in a worker thread and may wait for another session.",
+            )
         if self._watch is not None:
             return self._wait_idle_stored(session_id, timeout)
         stored: SessionState | None = None  # quiet in the store, loaded only to deliver

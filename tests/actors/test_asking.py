@@ -165,6 +165,40 @@ class TestAsk:
             assert rt.sessions() == []
 
 
+class TestOnTheEffectsLoop:
+    @pytest.mark.parametrize("method", ["ask", "wait_idle"])
+    def test_a_blocking_call_from_an_async_tool_is_refused(self, method: str) -> None:
+        """``ask`` or ``wait_idle`` from an async tool (which runs on the effects loop) would
+        block the loop every turn needs, its own answer's too: ``InvalidConfig`` at once,
+        saying what to do instead (it blocked the loop until its timeout)."""
+        seen: list[BaseException] = []
+        holder: list[Runtime] = []
+
+        @tool
+        async def asks_back() -> str:
+            """Ask another session."""
+            rt = holder[0]
+            try:
+                if method == "ask":
+                    rt.ask("s2", "hi", timeout=5)
+                else:
+                    rt.wait_idle("s1", timeout=5)
+            except Exception as exc:
+                seen.append(exc)
+            return "done"
+
+        with runtime(call("asks_back"), reply("ok"), tools=[asks_back]) as rt:
+            holder.append(rt)
+            assert rt.ask("s1", "go", timeout=WAIT).ok
+        assert len(seen) == 1
+        assert isinstance(seen[0], InvalidConfig)
+        assert re.match(
+            rf"^Runtime\.{method}\(\) was called on the runtime's effects loop \(from an async "
+            r"tool, or code it calls\): it would block the loop that runs every turn",
+            str(seen[0]),
+        ), str(seen[0])
+
+
 class TestAsyncio:
     def test_two_sessions_answer_concurrently(self) -> None:
         """``ask_async`` from asyncio: two sessions at once, each its own reply."""
