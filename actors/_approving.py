@@ -84,12 +84,15 @@ class Approving:
         self._decide(session_id, call_id, False, reason, by)
 
     def pending_approvals(self, session_id: str) -> list[Message]:
-        """The tool-call messages of ``session_id`` that wait for approval now."""
+        """The tool-call messages of ``session_id`` that wait for approval now, in the order
+        the model made the calls."""
         state = self.state(session_id)
         turn = state.active_turn
         if turn is None:
             return []
-        return [state.message(message_id) for message_id in turn.awaiting_approval.values()]
+        index = state.index  # the calls' order in the session (a map keeps none)
+        waiting = sorted(turn.awaiting_approval.values(), key=index.__getitem__)
+        return [state.message(message_id) for message_id in waiting]
 
     def _decide(
         self, session_id: str, call_id: str, approved: bool, reason: str | None, by: str | None
