@@ -9,7 +9,6 @@ interrupts the turn that claims the input (or the one that will).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,8 @@ from ._answers import (
     await_waiter,
 )
 from ._drafts import session_id_of, user_draft
-from ._errors import AskTimeout, InvalidConfig
+from ._errors import AskTimeout
+from ._seconds import wait_limit
 
 if TYPE_CHECKING:
     from ._effects import Effects
@@ -74,7 +74,7 @@ class Asking:
                 ``interrupt`` stops it).
             RuntimeStopped: the runtime is not running, or stopped before the answer.
         """
-        _check_timeout(timeout)
+        timeout = wait_limit(timeout, what="ask", nothing_done=True)
         if self._effects is not None:
             self._effects.refuse_blocking(
                 "ask",
@@ -100,7 +100,7 @@ class Asking:
             InvalidConfig: awaited outside asyncio and trio, or ``timeout`` is not a
                 positive number of seconds or None (nothing was stored).
         """
-        _check_timeout(timeout)
+        timeout = wait_limit(timeout, what="ask_async", nothing_done=True)
         waiter = self._start_ask(session_id, text, fields, None, what="ask_async")
         try:
             resolved = await await_waiter(waiter, timeout)
@@ -194,18 +194,3 @@ def _timeout(
         f"Session {session_id!r} did not answer within {timeout} s; its turn goes on (raise the "
         "timeout, or stop the turn with Runtime.interrupt)."
     )
-
-
-def _check_timeout(timeout: object) -> None:
-    """``ask``'s ``timeout``: a positive, finite number of seconds, or None (no limit)."""
-    if timeout is None:
-        return
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not 0 < timeout < math.inf
-    ):
-        raise InvalidConfig(
-            f"An ask's timeout must be a positive number of seconds, or None to wait as long as "
-            f"it takes (got {timeout!r}); nothing was sent."
-        )

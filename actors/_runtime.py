@@ -51,7 +51,7 @@ from ._errors import (
     OwnedElsewhere,
     RuntimeStopped,
 )
-from ._frontend import AnswerWatch
+from ._frontend import AnswerWatch, runs_no_sessions
 from ._gateway import Gateway, Subscription
 from ._ids import Clock, utc_now
 from ._leasing import LeaseKeeper
@@ -288,7 +288,7 @@ class Runtime(Asking, Approving, Waiting):
                 if self.run_sessions:
                     self._keeper.start()  # the router claims each session's lease from now on
                 else:
-                    self.router.claim = _runs_no_sessions  # no session is loaded here
+                    self.router.claim = runs_no_sessions  # no session is loaded here
                     self._watch = AnswerWatch(store, poll=settings.lease_poll)
                     if getattr(opened, "made", False):  # a new schema: no worker reads it yet
                         log.warning(
@@ -418,7 +418,7 @@ class Runtime(Asking, Approving, Waiting):
         )  # fmt: skip
         if category is Category.NOTIFICATION:
             if not self.run_sessions:
-                _runs_no_sessions(session_id, "posting a notification")
+                runs_no_sessions(session_id, "posting a notification")
             added: Message = self.router.call(
                 session_id, lambda p: p.add_output(draft), timeout=self.settings.ask_timeout
             )
@@ -429,10 +429,12 @@ class Runtime(Asking, Approving, Waiting):
         """Interrupt the session's running turn; True if there was one.
 
         Raises:
+            InvalidInput: ``session_id`` is not a session id.
             OwnedElsewhere: this runtime runs no sessions (``run_sessions=False``).
         """
+        session_id = session_id_of(session_id, stored=True)
         if not self.run_sessions:
-            _runs_no_sessions(session_id, "interrupt")
+            runs_no_sessions(session_id, "interrupt")
         proxy = self.router.live(session_id)
         if proxy is None:
             return False
@@ -531,7 +533,11 @@ class Runtime(Asking, Approving, Waiting):
         live piece of a streaming model message (of ``session_id`` only, if given).
 
         Each subscription runs its callbacks in order in a thread of its own.
+
+        Raises:
+            InvalidInput: ``session_id`` is neither a session id nor None.
         """
+        session_id = None if session_id is None else session_id_of(session_id, stored=True)
         return self.gateway.subscribe(on_update, on_delta=on_delta, session_id=session_id)
 
     def tool_stats(self) -> list[ToolStats]:
@@ -571,16 +577,6 @@ class Runtime(Asking, Approving, Waiting):
             session_id, lambda p: p.add_input(draft), timeout=self.settings.ask_timeout
         )
         return added
-
-
-def _runs_no_sessions(session_id: str, what: str = "this") -> bool:
-    """The router's claim on a front end: every session is run by the workers."""
-    raise OwnedElsewhere(
-        f"Session {session_id!r} is run by the workers, not by this runtime (it was made with "
-        f"run_sessions=False): {what} needs the session's actor. send, post of any other "
-        "category than a notification, ask, stream, approve, deny and wait_idle work here; "
-        "call the rest on a runtime that runs sessions (with a model)."
-    )
 
 
 def _unknown(session_id: str) -> UnknownSession:

@@ -19,8 +19,10 @@ import pykka
 
 from runtime import SessionState, Status, UnknownSession
 
+from ._drafts import session_id_of
 from ._errors import IdleTimeout, OwnedElsewhere
 from ._frontend import AnswerWatch, StateWait, is_idle
+from ._seconds import wait_limit
 
 if TYPE_CHECKING:
     from runtime.store import Store
@@ -69,8 +71,12 @@ class Waiting:
         Raises:
             IdleTimeout: not idle within ``timeout`` seconds.
             UnknownSession: the store has no such session.
-            InvalidConfig: called on the effects loop (from an async tool).
+            InvalidInput: ``session_id`` is not a session id.
+            InvalidConfig: ``timeout`` is not a positive number of seconds (at most 100
+                years) or None, or it was called on the effects loop (from an async tool).
         """
+        session_id = session_id_of(session_id, stored=True)
+        timeout = wait_limit(timeout, what="wait_idle")
         if self._effects is not None:
             self._effects.refuse_blocking(
                 "wait_idle",
