@@ -33,6 +33,7 @@ import pydantic
 import trio
 
 from runtime import ERROR_TYPES, AmberError, ToolOutcome, ToolSpec
+from runtime._article import type_named
 
 from ._errors import InvalidConfig
 from ._tool_text import (
@@ -310,8 +311,7 @@ def tool(
     """
 
     def make(function: Callable[..., Any], scope: Mapping[str, Any] | None = None) -> Tool:
-        if not callable(function):
-            raise InvalidConfig(f"tool() takes a function (got {function!r} that is not callable).")
+        _check_function(function)
         tool_name = _check_name(name if name is not None else _default_name(function))
         limit = _check_timeout(tool_name, timeout)
         chars = _check_max_output(tool_name, max_output_chars)
@@ -331,6 +331,26 @@ def tool(
         )
 
     return make if fn is None else make(fn, _caller_locals())
+
+
+def _check_function(function: object) -> None:
+    """What ``tool()`` makes a tool of: a plain function, not a ``Tool`` or a name."""
+    if isinstance(function, Tool):
+        raise InvalidTool(
+            f"tool() takes the plain function, and got the Tool {function.name!r} made already "
+            f"(is @tool applied twice?). Use the Tool as it is (tools=[{function.name}]), or "
+            f"change an option with attrs.evolve({function.name}, timeout=5)."
+        )
+    if isinstance(function, str):
+        raise InvalidConfig(
+            f"tool() takes a function (got {function!r} that is a 'str'); to name the tool, "
+            f"write @tool(name={function!r}) above the def, or tool(fn, name={function!r})."
+        )
+    if not callable(function):
+        raise InvalidConfig(
+            f"tool() takes a function (got {function!r} that is {type_named(function)}). "
+            "Write @tool above a def, @tool(timeout=...) to set an option, or tool(fn)."
+        )
 
 
 def _check_flag(name: str, option: str, value: object) -> bool:

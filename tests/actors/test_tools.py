@@ -420,11 +420,42 @@ class TestDecoration:
         assert invoke(g, {"value": {"a": 4}}).content == "4"
 
     def test_not_callable(self) -> None:
-        """tool() of a non-callable is a TypeError."""
+        """tool() of a non-callable is a TypeError saying how to make a tool."""
         with pytest.raises(
-            TypeError, match=r"^tool\(\) takes a function \(got 3 that is not callable\)\.$"
+            TypeError,
+            match=r"^tool\(\) takes a function \(got 3 that is an 'int'\)\. Write @tool above a "
+            r"def, @tool\(timeout=\.\.\.\) to set an option, or tool\(fn\)\.$",
         ):
             tool(3)  # type: ignore[call-overload]
+
+    def test_a_name_where_the_function_goes(self) -> None:
+        """tool("name") (the name passed where the function goes) says how to name a tool."""
+        with pytest.raises(
+            TypeError,
+            match=r"^tool\(\) takes a function \(got 'lookup' that is a 'str'\); to name the "
+            r"tool, write @tool\(name='lookup'\) above the def, or tool\(fn, name='lookup'\)\.$",
+        ):
+            tool("lookup")  # type: ignore[call-overload]
+        with pytest.raises(TypeError, match=r"^tool\(\) takes a function \(got 'lookup'"):
+            tool(timeout=5)("lookup")  # type: ignore[arg-type]
+
+    def test_a_tool_made_already(self) -> None:
+        """tool() of a Tool said it 'has no __name__'; it says the Tool is made and how to
+        change its options."""
+
+        @tool
+        def lookup(key: str) -> str:
+            return key
+
+        message = (
+            r"^tool\(\) takes the plain function, and got the Tool 'lookup' made already "
+            r"\(is @tool applied twice\?\)\. Use the Tool as it is \(tools=\[lookup\]\), or "
+            r"change an option with attrs\.evolve\(lookup, timeout=5\)\.$"
+        )
+        with pytest.raises(InvalidTool, match=message):
+            tool(lookup)
+        with pytest.raises(InvalidTool, match=message):
+            tool(timeout=5)(lookup)
 
 
 class TestInvoke:
