@@ -50,6 +50,8 @@ from ._errors import (
     InvalidConfig,
     OwnedElsewhere,
     RuntimeStopped,
+    not_running,
+    unknown_session,
 )
 from ._frontend import AnswerWatch, runs_no_sessions
 from ._gateway import Gateway, Subscription
@@ -58,7 +60,15 @@ from ._leasing import LeaseKeeper
 from ._model import Model
 from ._ownership import Resume, RunnerLock, new_runner_id, resume_policy
 from ._router import Router
-from ._runtime_args import _adapter_list, _check_adapters, _front_end_model, _stop, _tool_list
+from ._runtime_args import (
+    _adapter_list,
+    _check_adapters,
+    _front_end_model,
+    _stop,
+    _tool_list,
+    check_store_function,
+)
+from ._seconds import wait_limit
 from ._services import Monotonic, Services
 from ._settings import Settings
 from ._storage import StoreThread
@@ -327,10 +337,10 @@ class Runtime(Asking, Approving, Waiting):
         if self._keeper is not None:
             self._keeper.close_intake()  # no session is claimed while the others shut down
         if self._watch is not None:
-            self._watch.stop(_not_running("stopped"))
+            self._watch.stop(not_running("stopped"))
         # The drain: a reply an adapter is sending now is recorded delivered before the
         # sessions stop, so that a restart does not send it again.
-        self.router.close(_not_running("stopped"), timeout=timeout, drain=self.gateway.drain)
+        self.router.close(not_running("stopped"), timeout=timeout, drain=self.gateway.drain)
         if self._keeper is not None:
             self._keeper.stop()  # gives the leases back while the store still runs
         for ref in self._tool_refs.values():
@@ -489,7 +499,7 @@ class Runtime(Asking, Approving, Waiting):
         try:
             return self._call_store(lambda s: s.load_state(session_id))
         except UnknownSession:
-            raise _unknown(session_id) from None
+            raise unknown_session(session_id) from None
 
     def model_calls(self, session_id: str, turn_id: str | None = None) -> tuple[AuditRow, ...]:
         """The session's model calls (audit rows) in sequence order, running ones included.
@@ -508,7 +518,7 @@ class Runtime(Asking, Approving, Waiting):
         try:
             return self._call_store(lambda s: s.load_timeline(session_id))
         except UnknownSession:
-            raise _unknown(session_id) from None
+            raise unknown_session(session_id) from None
 
     def sessions(self) -> list[SessionInfo]:
         """Every stored session, most recently active first."""
@@ -545,14 +555,21 @@ class Runtime(Asking, Approving, Waiting):
         return [ref.proxy().stats().get(timeout=10) for ref in self._tool_refs.values()]
 
     def call_store(self, fn: Callable[[Store], T], *, timeout: float | None = None) -> T:
-        """Run ``fn(store)`` on the store's thread and return its result (exports, snapshots)."""
-        return self._call_store(fn, timeout=timeout)
+        """Run ``fn(store)`` on the store's thread and return its result (exports, snapshots).
+
+        Raises:
+            InvalidConfig: ``fn`` is no function of one argument, or ``timeout`` is not a
+                positive number of seconds or None (``Settings.store_timeout``).
+        """
+        check_store_function(fn)
+        limit = wait_limit(timeout, what="call_store", none_is="for Settings.store_timeout")
+        return self._call_store(fn, timeout=limit)
 
     # -- internals ----------------------------------------------------------------------
 
     def _call_store(self, fn: Callable[[Store], T], *, timeout: float | None = None) -> T:
         if self._store is None or self._state not in ("running", "starting"):
-            raise RuntimeStopped(_not_running(self._state))
+            raise RuntimeStopped(not_running(self._state))
         return call_told(self._store, fn, timeout or self.settings.store_timeout)
 
     def _limits(self) -> InputLimits:
@@ -563,11 +580,11 @@ class Runtime(Asking, Approving, Waiting):
 
     def _check_running(self) -> None:
         if self._state != "running":
-            raise RuntimeStopped(_not_running(self._state))
+            raise RuntimeStopped(not_running(self._state))
 
     def _route_input(self, session_id: str, draft: Draft) -> Message:
         if self._state != "running":
-            raise RuntimeStopped(_not_running(self._state))
+            raise RuntimeStopped(not_running(self._state))
         keeper = self._keeper
         if keeper and not self.run_sessions:
             return keeper.store_input(session_id, draft)  # a worker, woken, answers it
@@ -577,18 +594,3 @@ class Runtime(Asking, Approving, Waiting):
             session_id, lambda p: p.add_input(draft), timeout=self.settings.ask_timeout
         )
         return added
-
-
-def _unknown(session_id: str) -> UnknownSession:
-    """The store's UnknownSession, with the hint a Runtime's caller can follow."""
-    return UnknownSession(
-        f"No session {session_id!r} is stored: nothing was ever accepted for it (an input "
-        "refused with InvalidInput stores nothing). Runtime.sessions() lists the stored "
-        "sessions."
-    )
-
-
-def _not_running(state: str) -> str:
-    if state == "new":
-        return "The runtime is not started; call start() or use it in a with block."
-    return f"The runtime is {state}; make a new Runtime to go on."

@@ -71,7 +71,13 @@ def time_limit(
     return number
 
 
-def wait_limit(value: object, *, what: str, nothing_done: bool = False) -> float | None:
+def wait_limit(
+    value: object,
+    *,
+    what: str,
+    nothing_done: bool = False,
+    none_is: str = "to wait as long as it takes",
+) -> float | None:
     """A timeout passed to a Runtime method (``ask``, ``wait_idle``): a positive number of
     seconds up to ``MAX_SECONDS``, or None (no limit).
 
@@ -79,6 +85,7 @@ def wait_limit(value: object, *, what: str, nothing_done: bool = False) -> float
         value: What the caller passed.
         what: The method, named in the error (``ask``).
         nothing_done: Say in the error that nothing was sent.
+        none_is: What None means, for the error.
 
     Raises:
         InvalidConfig: ``value`` is not such a number (a str, a bool, NaN, infinite, 0 or
@@ -97,6 +104,6 @@ def wait_limit(value: object, *, what: str, nothing_done: bool = False) -> float
         shown = shown[:39] + "…"
     raise InvalidConfig(
         f"{what}()'s timeout must be a positive number of seconds, at most {MAX_SECONDS} "
-        f"(100 years), or None to wait as long as it takes (got {shown})"
+        f"(100 years), or None {none_is} (got {shown})"
         f"{'; nothing was sent' if nothing_done else ''}. Pass one like timeout=30."
     )

@@ -18,6 +18,12 @@ BAD_TIMEOUTS = [-1, 0, -0.5, float("nan"), float("inf"), float("-inf"), "5", Tru
                 10**400, 1e300, 4e9]  # fmt: skip
 
 
+def repr_id(value: object) -> str:
+    """A short test id for a parameter (10**400 has 401 digits)."""
+    shown = repr(value)
+    return shown if len(shown) <= 12 else shown[:10] + "…"
+
+
 @pytest.fixture
 def rt() -> Iterator[Runtime]:
     model = ScriptedModel([], fallback=reply("hi"))
@@ -28,7 +34,7 @@ def rt() -> Iterator[Runtime]:
 
 
 class TestTimeouts:
-    @pytest.mark.parametrize("timeout", BAD_TIMEOUTS)
+    @pytest.mark.parametrize("timeout", BAD_TIMEOUTS, ids=repr_id)
     def test_wait_idle_refuses_a_bad_timeout(self, rt: Runtime, timeout: Any) -> None:
         """A negative, zero, NaN or infinite timeout returned at once as if idle; a str raised
         a TypeError from deep inside, 10**400 an OverflowError."""
@@ -40,7 +46,7 @@ class TestTimeouts:
         ):
             rt.wait_idle("s1", timeout=timeout)
 
-    @pytest.mark.parametrize("timeout", [10**400, 1e300, 4e9])
+    @pytest.mark.parametrize("timeout", [10**400, 1e300, 4e9], ids=repr_id)
     def test_ask_refuses_a_timeout_no_lock_can_hold(self, rt: Runtime, timeout: Any) -> None:
         """ask(timeout=10**400) stored the input, then raised OverflowError from the lock."""
         with pytest.raises(
@@ -90,3 +96,39 @@ class TestSessionIds:
         subscription = rt.subscribe(lambda update: None)
         subscription.close()
         assert re.match(r"^Subscription", repr(subscription))
+
+
+class TestCallStore:
+    @pytest.mark.parametrize(
+        ("fn", "got"),
+        [(5, r"5 that is an 'int'"),
+         ("list_sessions", r"'list_sessions' that is a 'str'"),
+         (lambda: 1, r"<function .+> that cannot be called with one argument")],
+    )  # fmt: skip
+    def test_what_is_no_function_of_the_store(self, rt: Runtime, fn: Any, got: str) -> None:
+        """call_store(5) raised "'int' object is not callable" from the store thread, and a
+        function of no argument a TypeError about positional arguments."""
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^call_store\(\) takes a function of one argument, the store \(got {got}\)\. "
+            r"Write rt\.call_store\(lambda store: store\.list_sessions\(\)\)\.$",
+        ):
+            rt.call_store(fn)
+
+    @pytest.mark.parametrize("timeout", [-1, 0, float("nan"), "5", 10**400], ids=repr_id)
+    def test_a_bad_timeout(self, rt: Runtime, timeout: Any) -> None:
+        """timeout=-1 raised a TimeoutError with no message, 0 waited Settings.store_timeout
+        and "5" raised a TypeError from the store's future."""
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^call_store\(\)'s timeout must be a positive number of seconds, at most "
+            r"3153600000 \(100 years\), or None for Settings\.store_timeout \(got .+\)\. "
+            r"Pass one like timeout=30\.$",
+        ):
+            rt.call_store(lambda store: None, timeout=timeout)
+
+    def test_a_function_of_the_store_is_run(self, rt: Runtime) -> None:
+        """The store's own methods and functions of one argument are taken."""
+        assert rt.call_store(lambda store: "s1" in store, timeout=WAIT) is True
+        sessions = rt.call_store(lambda store: store.list_sessions())
+        assert [info.session_id for info in sessions] == ["s1"]
