@@ -30,13 +30,12 @@ from runtime import (
     InputLimits,
     Message,
     SessionState,
-    StoreError,
     Timeline,
     UnknownSession,
     Update,
     UserInput,
 )
-from runtime.store import SessionInfo, SQLiteStore, Store
+from runtime.store import SessionInfo, Store
 
 from ._answers import ReplyWaiter, StreamEvent
 from ._approving import Approving
@@ -58,7 +57,7 @@ from ._gateway import Gateway, Subscription
 from ._ids import Clock, utc_now
 from ._leasing import LeaseKeeper
 from ._model import Model
-from ._ownership import Resume, RunnerLock, new_runner_id, resume_policy
+from ._ownership import Resume, new_runner_id, resume_policy
 from ._router import Router
 from ._runtime_args import (
     _adapter_list,
@@ -72,7 +71,7 @@ from ._seconds import wait_limit
 from ._services import Monotonic, Services
 from ._settings import Settings
 from ._storage import StoreThread
-from ._stores import check_front_end_store, check_store, is_shared, open_store
+from ._stores import StoreHold, check_front_end_store, check_store, hold_store, is_shared
 from ._tool_actor import ToolActor, ToolStats
 from ._toolbox import Toolbox
 from ._tools import Tool
@@ -158,7 +157,7 @@ class Runtime(Asking, Approving, Waiting):
             raise
         self.clock = clock
         self.monotonic = monotonic
-        self._lock_file: RunnerLock | None = None
+        self._hold: StoreHold | None = None
         self._store_arg = store
         self._lock = threading.Lock()
         self._state = "new"
@@ -210,7 +209,7 @@ class Runtime(Asking, Approving, Waiting):
 
         Raises:
             AlreadyStarted: the runtime was started before.
-            StoreBusy: another runtime runs this SQLite store.
+            StoreBusy: another runtime runs this SQLite file, or this ``Store`` object.
             StoreError: the store cannot be opened, or (a SQLite file) cannot be written.
         """
         with self._lock:
@@ -221,33 +220,11 @@ class Runtime(Asking, Approving, Waiting):
                 )
             self._state = "starting"
         try:
-            opened = open_store(self._store_arg)
+            opened, self._hold = hold_store(self._store_arg, self.runner)
         except BaseException:
             with self._lock:
                 self._state = "new"  # nothing started: ``stop`` stops the adapters handed over
             raise
-        path = getattr(opened, "path", None) if isinstance(opened, SQLiteStore) else None
-        if isinstance(opened, SQLiteStore) and opened.why_read_only is not None:
-            why = opened.why_read_only
-            opened.close()
-            with self._lock:
-                self._state = "new"
-            raise StoreError(
-                f"Cannot run a runtime on {str(opened.path)!r}: a runtime writes its store, and "
-                f"{why}. "
-                f"Make the file and its folder writable, or copy the store (with its -wal file, "
-                "if any) to a writable folder; the amber commands that read a store work on it."
-            )
-        if path is not None:
-            lock = RunnerLock(path, self.runner)
-            try:
-                lock.acquire()
-            except BaseException:
-                opened.close()
-                with self._lock:
-                    self._state = "new"
-                raise
-            self._lock_file = lock
         store = StoreThread(opened)
         store.start()
         self._store = store
@@ -353,8 +330,8 @@ class Runtime(Asking, Approving, Waiting):
             self._effects.stop(timeout=timeout)
         if self._store is not None:
             self._store.stop(timeout=timeout)
-        if self._lock_file is not None:
-            self._lock_file.release()
+        if self._hold is not None:
+            self._hold.release()
         with self._lock:
             self._state = "stopped"
 
