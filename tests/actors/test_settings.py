@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -214,8 +216,6 @@ class TestUnknownSettings:
 
     def test_evolve_with_an_unknown_setting_is_named_too(self) -> None:
         """attrs.evolve makes a Settings the same way: the same message."""
-        import attrs
-
         with pytest.raises(InvalidConfig, match=r"^Settings has no setting 'max_nudge'; did you"):
             attrs.evolve(Settings(), max_nudge=1)
 
@@ -230,6 +230,33 @@ class TestUnknownSettings:
 
     def test_the_list_is_every_field(self) -> None:
         """The list in the message is the fields of Settings, in their order."""
-        import attrs
-
         assert ", ".join(f.name for f in attrs.fields(Settings)) == ALL_SETTINGS
+
+
+class TestTheDocumentedTable:
+    def test_docs_list_every_setting_once_in_order(self) -> None:
+        """docs/runtime.md's Settings table has a row per field, in the order of the class
+        (it lacked artifacts and prices)."""
+        docs = Path(__file__).parents[2] / "docs" / "runtime.md"
+        section = docs.read_text(encoding="utf-8").split("\n## Settings\n", 1)[1]
+        section = section.split("\n## ", 1)[0]
+        rows = re.findall(r"^\| `(\w+)` \|", section, flags=re.MULTILINE)
+        assert rows == [f.name for f in attrs.fields(Settings)]
+
+    def test_docs_give_the_defaults_of_the_code(self) -> None:
+        """Each plain default in the table is the field's default."""
+        docs = Path(__file__).parents[2] / "docs" / "runtime.md"
+        section = docs.read_text(encoding="utf-8").split("\n## Settings\n", 1)[1]
+        documented = dict(re.findall(r"^\| `(\w+)` \| ([^|]+) \|", section, flags=re.MULTILINE))
+        for field in attrs.fields(Settings):
+            if isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]
+                continue
+            shown = documented[field.name].strip().strip("`")
+            value = field.default
+            if value is None:
+                expected = "None"
+            elif isinstance(value, str):
+                expected = value
+            else:
+                expected = f"{value:,g}"  # 20,000; 300 (documented as "300 s")
+            assert shown.removesuffix(" s") == expected, field.name
