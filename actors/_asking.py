@@ -67,8 +67,8 @@ class Asking:
 
         Raises:
             InvalidInput: the input breaks a rule; nothing was stored.
-            InvalidConfig: ``timeout`` is not a positive number of seconds or None, or
-                ``ask`` was called on the effects loop (from an async tool: await
+            InvalidConfig: ``timeout`` is not a positive number of seconds (at most 100
+                years) or None, or ``ask`` was called on the effects loop (from an async tool: await
                 ``ask_async`` there); nothing was stored.
             AskTimeout: no answer within ``timeout`` seconds (the turn goes on;
                 ``interrupt`` stops it).
@@ -98,7 +98,7 @@ class Asking:
             InvalidInput: the input breaks a rule; nothing was stored.
             AskTimeout: no answer within ``timeout`` seconds (the turn goes on).
             InvalidConfig: awaited outside asyncio and trio, or ``timeout`` is not a
-                positive number of seconds or None (nothing was stored).
+                positive number of seconds (at most 100 years) or None (nothing was stored).
         """
         timeout = wait_limit(timeout, what="ask_async", nothing_done=True)
         waiter = self._start_ask(session_id, text, fields, None, what="ask_async")
