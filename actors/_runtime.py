@@ -506,8 +506,16 @@ class Runtime(Asking, Approving, Waiting):
         return self.router.live_sessions()
 
     def wait_passivated(self, session_id: str, *, timeout: float | None = 30.0) -> bool:
-        """Wait until the session has no live actor; False if it still has one after ``timeout``."""
-        return self.router.wait_passivated(session_id, timeout)
+        """Wait until the session has no live actor; False if it still has one after ``timeout``.
+
+        Raises:
+            InvalidInput: ``session_id`` is not a session id.
+            InvalidConfig: ``timeout`` is not a positive number of seconds (at most 100
+                years) or None.
+        """
+        session_id = session_id_of(session_id, stored=True)
+        limit = wait_limit(timeout, what="wait_passivated")
+        return self.router.wait_passivated(session_id, limit)
 
     def subscribe(
         self,

@@ -58,6 +58,18 @@ class TestTimeouts:
             rt.ask("s2", "hi", timeout=timeout)
         assert [info.session_id for info in rt.sessions()] == ["s1"]
 
+    @pytest.mark.parametrize("timeout", BAD_TIMEOUTS, ids=repr_id)
+    def test_wait_passivated_refuses_a_bad_timeout(self, rt: Runtime, timeout: Any) -> None:
+        """wait_passivated(timeout=nan) waited for ever, -1 returned False at once, "5" and
+        10**400 raised a TypeError or OverflowError from the lock."""
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^wait_passivated\(\)'s timeout must be a positive number of seconds, at "
+            r"most 3153600000 \(100 years\), or None to wait as long as it takes \(got .+\)\. "
+            r"Pass one like timeout=30\.$",
+        ):
+            rt.wait_passivated("s1", timeout=timeout)
+
     def test_good_timeouts_still_wait(self, rt: Runtime) -> None:
         """Ints, floats and None are taken."""
         for timeout in (WAIT, int(WAIT), None):
@@ -73,7 +85,8 @@ BAD_IDS = [("", r"it must not be empty"),
 class TestSessionIds:
     @pytest.mark.parametrize(
         ("method", "session_id", "why"),
-        [(method, session_id, why) for method in ("wait_idle", "interrupt", "subscribe")
+        [(method, session_id, why)
+         for method in ("wait_idle", "wait_passivated", "interrupt", "subscribe")
          for session_id, why in BAD_IDS
          if not (method == "subscribe" and session_id is None)],  # None: every session
     )  # fmt: skip
@@ -85,6 +98,7 @@ class TestSessionIds:
         send and ask raise."""
         calls = {
             "wait_idle": lambda: rt.wait_idle(session_id, timeout=WAIT),
+            "wait_passivated": lambda: rt.wait_passivated(session_id, timeout=WAIT),
             "interrupt": lambda: rt.interrupt(session_id),
             "subscribe": lambda: rt.subscribe(lambda update: None, session_id=session_id),
         }
