@@ -198,6 +198,24 @@ class TestOnTheEffectsLoop:
             str(seen[0]),
         ), str(seen[0])
 
+    def test_ask_async_from_an_async_tool_is_answered(self) -> None:
+        """What the refusal says to do instead works: an async tool awaits ask_async."""
+        holder: list[Runtime] = []
+
+        @tool
+        async def asks_back() -> str:
+            """Ask another session."""
+            answer = await holder[0].ask_async("s2", "hi", timeout=WAIT)
+            return f"s2 said {answer.text}"
+
+        model = ScriptedModel([call("asks_back"), reply("fine"), reply("done")])
+        settings = Settings(passivate_after=None)
+        with Runtime(model=model, store=":memory:", tools=[asks_back], settings=settings) as rt:
+            holder.append(rt)
+            answer = rt.ask("s1", "go", timeout=WAIT)
+        assert answer.text == "done"
+        assert [m.content for m in answer.messages if m.tool_call_id] == ["s2 said fine"]
+
 
 class TestAsyncio:
     def test_two_sessions_answer_concurrently(self) -> None:
