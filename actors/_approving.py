@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ._router import Router
     from ._settings import Settings
 
-__all__ = ["Approving"]
+__all__ = ["Approving", "calls_waiting"]
 
 
 class Approving:
@@ -84,12 +84,9 @@ class Approving:
         self._decide(session_id, call_id, False, reason, by)
 
     def pending_approvals(self, session_id: str) -> list[Message]:
-        """The tool-call messages of ``session_id`` that wait for approval now."""
-        state = self.state(session_id)
-        turn = state.active_turn
-        if turn is None:
-            return []
-        return [state.message(message_id) for message_id in turn.awaiting_approval.values()]
+        """The tool-call messages of ``session_id`` that wait for approval now, in the order
+        the model made the calls."""
+        return [message for _, message in calls_waiting(self.state(session_id))]
 
     def _decide(
         self, session_id: str, call_id: str, approved: bool, reason: str | None, by: str | None
@@ -142,6 +139,17 @@ class Approving:
             return True  # nothing waits: the session says so when asked
         called = state.message(message_id).tool_call
         return called is None or called.name in self._tool_refs
+
+
+def calls_waiting(state: SessionState) -> list[tuple[str, Message]]:
+    """The calls of ``state``'s turn that wait for approval (call id, tool-call message), in
+    the order the model made them (the turn's map of them keeps none)."""
+    turn = state.active_turn
+    if turn is None:
+        return []
+    index = state.index
+    waiting = sorted(turn.awaiting_approval.items(), key=lambda item: index[item[1]])
+    return [(call_id, state.message(message_id)) for call_id, message_id in waiting]
 
 
 def _check_decision(verb: str, call_id: object, reason: object, by: object) -> None:

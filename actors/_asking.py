@@ -9,7 +9,6 @@ interrupts the turn that claims the input (or the one that will).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -25,9 +24,11 @@ from ._answers import (
     await_waiter,
 )
 from ._drafts import session_id_of, user_draft
-from ._errors import AskTimeout, InvalidConfig
+from ._errors import AskTimeout
+from ._seconds import wait_limit
 
 if TYPE_CHECKING:
+    from ._effects import Effects
     from ._router import Router
 
 __all__ = ["Asking"]
@@ -39,6 +40,7 @@ class Asking:
     router: Router
     clock: Callable[[], datetime]
     run_sessions: bool
+    _effects: Effects | None
 
     def _limits(self) -> InputLimits:
         raise NotImplementedError
@@ -65,13 +67,20 @@ class Asking:
 
         Raises:
             InvalidInput: the input breaks a rule; nothing was stored.
-            InvalidConfig: ``timeout`` is not a positive number of seconds or None;
-                nothing was stored.
+            InvalidConfig: ``timeout`` is not a positive number of seconds (at most 100
+                years) or None, or ``ask`` was called on the effects loop (from an async tool: await
+                ``ask_async`` there); nothing was stored.
             AskTimeout: no answer within ``timeout`` seconds (the turn goes on;
                 ``interrupt`` stops it).
             RuntimeStopped: the runtime is not running, or stopped before the answer.
         """
-        _check_timeout(timeout)
+        timeout = wait_limit(timeout, what="ask", nothing_done=True)
+        if self._effects is not None:
+            self._effects.refuse_blocking(
+                "ask",
+                "In an async tool, await rt.ask_async(...) instead, or rt.send(...) without "
+                "waiting for the answer.",
+            )
         waiter = self._start_ask(session_id, text, fields, None, what="ask")
         if not waiter.wait(timeout):
             _abandon(waiter, session_id, timeout, front_end=not self.run_sessions)
@@ -89,9 +98,9 @@ class Asking:
             InvalidInput: the input breaks a rule; nothing was stored.
             AskTimeout: no answer within ``timeout`` seconds (the turn goes on).
             InvalidConfig: awaited outside asyncio and trio, or ``timeout`` is not a
-                positive number of seconds or None (nothing was stored).
+                positive number of seconds (at most 100 years) or None (nothing was stored).
         """
-        _check_timeout(timeout)
+        timeout = wait_limit(timeout, what="ask_async", nothing_done=True)
         waiter = self._start_ask(session_id, text, fields, None, what="ask_async")
         try:
             resolved = await await_waiter(waiter, timeout)
@@ -185,18 +194,3 @@ def _timeout(
         f"Session {session_id!r} did not answer within {timeout} s; its turn goes on (raise the "
         "timeout, or stop the turn with Runtime.interrupt)."
     )
-
-
-def _check_timeout(timeout: object) -> None:
-    """``ask``'s ``timeout``: a positive, finite number of seconds, or None (no limit)."""
-    if timeout is None:
-        return
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not 0 < timeout < math.inf
-    ):
-        raise InvalidConfig(
-            f"An ask's timeout must be a positive number of seconds, or None to wait as long as "
-            f"it takes (got {timeout!r}); nothing was sent."
-        )

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from ._errors import AlreadyStarted, EffectsStopped
+from ._errors import AlreadyStarted, EffectsStopped, InvalidConfig
 
 __all__ = ["EffectHandle", "Effects"]
 
@@ -84,6 +84,20 @@ class Effects:
     def alive(self) -> bool:
         """True while the loop runs."""
         return self._thread is not None and self._thread.is_alive() and self._token is not None
+
+    def refuse_blocking(self, what: str, instead: str) -> None:
+        """Refuse a call that blocks until a turn gets on, made on the loop thread (from an
+        async tool): the loop it would block runs every turn, so it could only time out.
+
+        Raises:
+            InvalidConfig: called on the loop thread.
+        """
+        if self._thread is not None and threading.current_thread() is self._thread:
+            raise InvalidConfig(
+                f"Runtime.{what}() was called on the runtime's effects loop (from an async "
+                "tool, or code it calls): it would block the loop that runs every turn, its "
+                f"own answer's too, until it timed out. {instead}"
+            )
 
     def start(self, *, timeout: float = 10.0) -> None:
         """Start the loop; returns once it accepts effects.

@@ -26,7 +26,7 @@ come through the actors layer unchanged.
 
 from __future__ import annotations
 
-from runtime import AmberError
+from runtime import AmberError, UnknownSession
 
 __all__ = [
     "AlreadyStarted",
@@ -100,3 +100,19 @@ class ModelFailure(AmberError, RuntimeError):
 
 class ScriptExhausted(AmberError, RuntimeError):
     """A ``ScriptedModel`` was called more times than its script has responses."""
+
+
+def unknown_session(session_id: str) -> UnknownSession:
+    """The store's UnknownSession, with the hint a Runtime's caller can follow."""
+    return UnknownSession(
+        f"No session {session_id!r} is stored: nothing was ever accepted for it (an input "
+        "refused with InvalidInput stores nothing). Runtime.sessions() lists the stored "
+        "sessions."
+    )
+
+
+def not_running(state: str) -> str:
+    """``RuntimeStopped``'s message for a runtime that is ``state`` (not running)."""
+    if state == "new":
+        return "The runtime is not started; call start() or use it in a with block."
+    return f"The runtime is {state}; make a new Runtime to go on."

@@ -28,10 +28,10 @@ from runtime import FINAL_INPUT, SessionState, StoreError, reply_of
 from ._answers import ReplyWaiter
 from ._damage import call_told
 from ._elsewhere import delivers_nothing, stop_listening, waits_for_a_person
-from ._errors import RuntimeStopped
+from ._errors import OwnedElsewhere, RuntimeStopped
 from ._storage import StoreThread
 
-__all__ = ["AnswerWatch", "StateWait", "is_idle"]
+__all__ = ["AnswerWatch", "StateWait", "is_idle", "runs_no_sessions"]
 
 log = logging.getLogger("amber.frontend")
 
@@ -189,3 +189,13 @@ class AnswerWatch:
             self._listener = self._call(lambda s: s.listener(others_only=True))
         except Exception:
             self._stop.wait(1.0)
+
+
+def runs_no_sessions(session_id: str, what: str = "this") -> bool:
+    """The router's claim on a front end: every session is run by the workers."""
+    raise OwnedElsewhere(
+        f"Session {session_id!r} is run by the workers, not by this runtime (it was made with "
+        f"run_sessions=False): {what} needs the session's actor. send, post of any other "
+        "category than a notification, ask, stream, approve, deny and wait_idle work here; "
+        "call the rest on a runtime that runs sessions (with a model)."
+    )

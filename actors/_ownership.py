@@ -55,8 +55,9 @@ Resume = Literal["all", "none"] | Iterable[str]
 
 
 class StoreBusy(StoreError):
-    """Another runtime runs this store (one runtime runs a SQLite store at a time), or runs
-    sessions of a PostgreSQL store under the same runner name (one per name)."""
+    """Another runtime runs this store (one runtime runs a SQLite file, or a ``Store``
+    object, at a time), or runs sessions of a PostgreSQL store under the same runner name
+    (one per name)."""
 
 
 def new_runner_id() -> str:
@@ -116,10 +117,20 @@ class RunnerLock:
             handle.seek(0)
             holder = handle.read().strip() or "an unknown process"
             handle.close()
+            if holder.startswith(f"pid {os.getpid()},"):  # two Runtimes of this process
+                go_on = (
+                    ", and that one runs in this process: stop it (rt.stop(), or leave its with "
+                    "block) before starting another on the file, or give each runtime a file "
+                    "of its own."
+                )
+            else:
+                go_on = (
+                    ". Stop that one, or give this runtime another store (reading it with the "
+                    "amber CLI is fine)."
+                )
             raise StoreBusy(
                 f"The store {str(self.path)[: -len('.runner')]!r} is run by another runtime "
-                f"({holder}); one runtime runs a SQLite store at a time. Stop that one, or "
-                "give this runtime another store (reading it with the amber CLI is fine)."
+                f"({holder}); one runtime runs a SQLite store at a time{go_on}"
             ) from None
         handle.seek(0)
         handle.truncate()

@@ -30,13 +30,12 @@ from runtime import (
     InputLimits,
     Message,
     SessionState,
-    StoreError,
     Timeline,
     UnknownSession,
     Update,
     UserInput,
 )
-from runtime.store import SessionInfo, SQLiteStore, Store
+from runtime.store import SessionInfo, Store
 
 from ._answers import ReplyWaiter, StreamEvent
 from ._approving import Approving
@@ -50,19 +49,29 @@ from ._errors import (
     InvalidConfig,
     OwnedElsewhere,
     RuntimeStopped,
+    not_running,
+    unknown_session,
 )
-from ._frontend import AnswerWatch
+from ._frontend import AnswerWatch, runs_no_sessions
 from ._gateway import Gateway, Subscription
 from ._ids import Clock, utc_now
 from ._leasing import LeaseKeeper
 from ._model import Model
-from ._ownership import Resume, RunnerLock, new_runner_id, resume_policy
+from ._ownership import Resume, new_runner_id, resume_policy
 from ._router import Router
-from ._runtime_args import _adapter_list, _check_adapters, _front_end_model, _stop, _tool_list
+from ._runtime_args import (
+    _adapter_list,
+    _check_adapters,
+    _front_end_model,
+    _stop,
+    _tool_list,
+    check_store_function,
+)
+from ._seconds import wait_limit
 from ._services import Monotonic, Services
 from ._settings import Settings
 from ._storage import StoreThread
-from ._stores import check_front_end_store, check_store, is_shared, open_store
+from ._stores import StoreHold, check_front_end_store, check_store, hold_store, is_shared
 from ._tool_actor import ToolActor, ToolStats
 from ._toolbox import Toolbox
 from ._tools import Tool
@@ -148,7 +157,7 @@ class Runtime(Asking, Approving, Waiting):
             raise
         self.clock = clock
         self.monotonic = monotonic
-        self._lock_file: RunnerLock | None = None
+        self._hold: StoreHold | None = None
         self._store_arg = store
         self._lock = threading.Lock()
         self._state = "new"
@@ -200,7 +209,7 @@ class Runtime(Asking, Approving, Waiting):
 
         Raises:
             AlreadyStarted: the runtime was started before.
-            StoreBusy: another runtime runs this SQLite store.
+            StoreBusy: another runtime runs this SQLite file, or this ``Store`` object.
             StoreError: the store cannot be opened, or (a SQLite file) cannot be written.
         """
         with self._lock:
@@ -211,33 +220,11 @@ class Runtime(Asking, Approving, Waiting):
                 )
             self._state = "starting"
         try:
-            opened = open_store(self._store_arg)
+            opened, self._hold = hold_store(self._store_arg, self.runner)
         except BaseException:
             with self._lock:
                 self._state = "new"  # nothing started: ``stop`` stops the adapters handed over
             raise
-        path = getattr(opened, "path", None) if isinstance(opened, SQLiteStore) else None
-        if isinstance(opened, SQLiteStore) and opened.why_read_only is not None:
-            why = opened.why_read_only
-            opened.close()
-            with self._lock:
-                self._state = "new"
-            raise StoreError(
-                f"Cannot run a runtime on {str(opened.path)!r}: a runtime writes its store, and "
-                f"{why}. "
-                f"Make the file and its folder writable, or copy the store (with its -wal file, "
-                "if any) to a writable folder; the amber commands that read a store work on it."
-            )
-        if path is not None:
-            lock = RunnerLock(path, self.runner)
-            try:
-                lock.acquire()
-            except BaseException:
-                opened.close()
-                with self._lock:
-                    self._state = "new"
-                raise
-            self._lock_file = lock
         store = StoreThread(opened)
         store.start()
         self._store = store
@@ -288,7 +275,7 @@ class Runtime(Asking, Approving, Waiting):
                 if self.run_sessions:
                     self._keeper.start()  # the router claims each session's lease from now on
                 else:
-                    self.router.claim = _runs_no_sessions  # no session is loaded here
+                    self.router.claim = runs_no_sessions  # no session is loaded here
                     self._watch = AnswerWatch(store, poll=settings.lease_poll)
                     if getattr(opened, "made", False):  # a new schema: no worker reads it yet
                         log.warning(
@@ -327,10 +314,10 @@ class Runtime(Asking, Approving, Waiting):
         if self._keeper is not None:
             self._keeper.close_intake()  # no session is claimed while the others shut down
         if self._watch is not None:
-            self._watch.stop(_not_running("stopped"))
+            self._watch.stop(not_running("stopped"))
         # The drain: a reply an adapter is sending now is recorded delivered before the
         # sessions stop, so that a restart does not send it again.
-        self.router.close(_not_running("stopped"), timeout=timeout, drain=self.gateway.drain)
+        self.router.close(not_running("stopped"), timeout=timeout, drain=self.gateway.drain)
         if self._keeper is not None:
             self._keeper.stop()  # gives the leases back while the store still runs
         for ref in self._tool_refs.values():
@@ -343,8 +330,8 @@ class Runtime(Asking, Approving, Waiting):
             self._effects.stop(timeout=timeout)
         if self._store is not None:
             self._store.stop(timeout=timeout)
-        if self._lock_file is not None:
-            self._lock_file.release()
+        if self._hold is not None:
+            self._hold.release()
         with self._lock:
             self._state = "stopped"
 
@@ -418,7 +405,7 @@ class Runtime(Asking, Approving, Waiting):
         )  # fmt: skip
         if category is Category.NOTIFICATION:
             if not self.run_sessions:
-                _runs_no_sessions(session_id, "posting a notification")
+                runs_no_sessions(session_id, "posting a notification")
             added: Message = self.router.call(
                 session_id, lambda p: p.add_output(draft), timeout=self.settings.ask_timeout
             )
@@ -429,10 +416,12 @@ class Runtime(Asking, Approving, Waiting):
         """Interrupt the session's running turn; True if there was one.
 
         Raises:
+            InvalidInput: ``session_id`` is not a session id.
             OwnedElsewhere: this runtime runs no sessions (``run_sessions=False``).
         """
+        session_id = session_id_of(session_id, stored=True)
         if not self.run_sessions:
-            _runs_no_sessions(session_id, "interrupt")
+            runs_no_sessions(session_id, "interrupt")
         proxy = self.router.live(session_id)
         if proxy is None:
             return False
@@ -487,7 +476,7 @@ class Runtime(Asking, Approving, Waiting):
         try:
             return self._call_store(lambda s: s.load_state(session_id))
         except UnknownSession:
-            raise _unknown(session_id) from None
+            raise unknown_session(session_id) from None
 
     def model_calls(self, session_id: str, turn_id: str | None = None) -> tuple[AuditRow, ...]:
         """The session's model calls (audit rows) in sequence order, running ones included.
@@ -506,7 +495,7 @@ class Runtime(Asking, Approving, Waiting):
         try:
             return self._call_store(lambda s: s.load_timeline(session_id))
         except UnknownSession:
-            raise _unknown(session_id) from None
+            raise unknown_session(session_id) from None
 
     def sessions(self) -> list[SessionInfo]:
         """Every stored session, most recently active first."""
@@ -517,8 +506,16 @@ class Runtime(Asking, Approving, Waiting):
         return self.router.live_sessions()
 
     def wait_passivated(self, session_id: str, *, timeout: float | None = 30.0) -> bool:
-        """Wait until the session has no live actor; False if it still has one after ``timeout``."""
-        return self.router.wait_passivated(session_id, timeout)
+        """Wait until the session has no live actor; False if it still has one after ``timeout``.
+
+        Raises:
+            InvalidInput: ``session_id`` is not a session id.
+            InvalidConfig: ``timeout`` is not a positive number of seconds (at most 100
+                years) or None.
+        """
+        session_id = session_id_of(session_id, stored=True)
+        limit = wait_limit(timeout, what="wait_passivated")
+        return self.router.wait_passivated(session_id, limit)
 
     def subscribe(
         self,
@@ -531,7 +528,11 @@ class Runtime(Asking, Approving, Waiting):
         live piece of a streaming model message (of ``session_id`` only, if given).
 
         Each subscription runs its callbacks in order in a thread of its own.
+
+        Raises:
+            InvalidInput: ``session_id`` is neither a session id nor None.
         """
+        session_id = None if session_id is None else session_id_of(session_id, stored=True)
         return self.gateway.subscribe(on_update, on_delta=on_delta, session_id=session_id)
 
     def tool_stats(self) -> list[ToolStats]:
@@ -539,14 +540,21 @@ class Runtime(Asking, Approving, Waiting):
         return [ref.proxy().stats().get(timeout=10) for ref in self._tool_refs.values()]
 
     def call_store(self, fn: Callable[[Store], T], *, timeout: float | None = None) -> T:
-        """Run ``fn(store)`` on the store's thread and return its result (exports, snapshots)."""
-        return self._call_store(fn, timeout=timeout)
+        """Run ``fn(store)`` on the store's thread and return its result (exports, snapshots).
+
+        Raises:
+            InvalidConfig: ``fn`` is no function of one argument, or ``timeout`` is not a
+                positive number of seconds or None (``Settings.store_timeout``).
+        """
+        check_store_function(fn)
+        limit = wait_limit(timeout, what="call_store", none_is="for Settings.store_timeout")
+        return self._call_store(fn, timeout=limit)
 
     # -- internals ----------------------------------------------------------------------
 
     def _call_store(self, fn: Callable[[Store], T], *, timeout: float | None = None) -> T:
         if self._store is None or self._state not in ("running", "starting"):
-            raise RuntimeStopped(_not_running(self._state))
+            raise RuntimeStopped(not_running(self._state))
         return call_told(self._store, fn, timeout or self.settings.store_timeout)
 
     def _limits(self) -> InputLimits:
@@ -557,11 +565,11 @@ class Runtime(Asking, Approving, Waiting):
 
     def _check_running(self) -> None:
         if self._state != "running":
-            raise RuntimeStopped(_not_running(self._state))
+            raise RuntimeStopped(not_running(self._state))
 
     def _route_input(self, session_id: str, draft: Draft) -> Message:
         if self._state != "running":
-            raise RuntimeStopped(_not_running(self._state))
+            raise RuntimeStopped(not_running(self._state))
         keeper = self._keeper
         if keeper and not self.run_sessions:
             return keeper.store_input(session_id, draft)  # a worker, woken, answers it
@@ -571,28 +579,3 @@ class Runtime(Asking, Approving, Waiting):
             session_id, lambda p: p.add_input(draft), timeout=self.settings.ask_timeout
         )
         return added
-
-
-def _runs_no_sessions(session_id: str, what: str = "this") -> bool:
-    """The router's claim on a front end: every session is run by the workers."""
-    raise OwnedElsewhere(
-        f"Session {session_id!r} is run by the workers, not by this runtime (it was made with "
-        f"run_sessions=False): {what} needs the session's actor. send, post of any other "
-        "category than a notification, ask, stream, approve, deny and wait_idle work here; "
-        "call the rest on a runtime that runs sessions (with a model)."
-    )
-
-
-def _unknown(session_id: str) -> UnknownSession:
-    """The store's UnknownSession, with the hint a Runtime's caller can follow."""
-    return UnknownSession(
-        f"No session {session_id!r} is stored: nothing was ever accepted for it (an input "
-        "refused with InvalidInput stores nothing). Runtime.sessions() lists the stored "
-        "sessions."
-    )
-
-
-def _not_running(state: str) -> str:
-    if state == "new":
-        return "The runtime is not started; call start() or use it in a with block."
-    return f"The runtime is {state}; make a new Runtime to go on."

@@ -8,6 +8,7 @@ the call, so a refused call stops them (``_stop``), as ``Runtime.stop`` does.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any
 
@@ -123,3 +124,21 @@ def _stop(ref: pykka.ActorRef[Any], timeout: float) -> None:
         pass
     except pykka.Timeout:
         log.warning("actor %s did not stop within %s s", ref, timeout)
+
+
+def check_store_function(fn: object) -> None:
+    """``call_store``'s ``fn``: a function the store thread can call with the store."""
+    got = f"{fn!r} that is {type_named(fn)}"
+    takes_one = callable(fn)
+    if takes_one:
+        try:
+            inspect.signature(fn).bind(None)  # type: ignore[arg-type]
+        except TypeError:
+            takes_one, got = False, f"{fn!r} that cannot be called with one argument"
+        except ValueError:  # a builtin without a signature: it says so when called
+            pass
+    if not takes_one:
+        raise InvalidConfig(
+            f"call_store() takes a function of one argument, the store (got {got}). "
+            "Write rt.call_store(lambda store: store.list_sessions())."
+        )

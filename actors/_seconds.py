@@ -15,7 +15,9 @@ import math
 
 from runtime import InvalidArgument
 
-__all__ = ["MAX_SECONDS", "time_limit"]
+from ._errors import InvalidConfig
+
+__all__ = ["MAX_SECONDS", "time_limit", "wait_limit"]
 
 MAX_SECONDS = 100 * 365 * 24 * 3600
 """The most seconds any option takes (100 years): a cutoff that far back, or a wait that
@@ -67,3 +69,41 @@ def time_limit(
             "number in that range, such as 300."
         )
     return number
+
+
+def wait_limit(
+    value: object,
+    *,
+    what: str,
+    nothing_done: bool = False,
+    none_is: str = "to wait as long as it takes",
+) -> float | None:
+    """A timeout passed to a Runtime method (``ask``, ``wait_idle``): a positive number of
+    seconds up to ``MAX_SECONDS``, or None (no limit).
+
+    Args:
+        value: What the caller passed.
+        what: The method, named in the error (``ask``).
+        nothing_done: Say in the error that nothing was sent.
+        none_is: What None means, for the error.
+
+    Raises:
+        InvalidConfig: ``value`` is not such a number (a str, a bool, NaN, infinite, 0 or
+            less, or more than a lock can wait for, like ``10**400``).
+    """
+    if value is None:
+        return None
+    if (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and 0 < value <= MAX_SECONDS  # False for NaN
+    ):
+        return float(value)
+    shown = repr(value)
+    if len(shown) > 40:
+        shown = shown[:39] + "…"
+    raise InvalidConfig(
+        f"{what}()'s timeout must be a positive number of seconds, at most {MAX_SECONDS} "
+        f"(100 years), or None {none_is} (got {shown})"
+        f"{'; nothing was sent' if nothing_done else ''}. Pass one like timeout=30."
+    )

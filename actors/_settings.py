@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -254,3 +256,46 @@ class Settings:
             runner=runner,
             exclusive=exclusive,
         )
+
+
+_NAMES = tuple(field.name for field in attrs.fields(Settings))
+
+
+def _explained(init: Callable[..., None]) -> Callable[..., None]:
+    """``Settings``' attrs ``__init__``, refusing an unknown setting (a typo) or a positional
+    argument with ``InvalidConfig`` that names it, instead of attrs' bare ``TypeError``."""
+
+    @functools.wraps(init)
+    def __init__(self: Settings, *args: Any, **kwargs: Any) -> None:
+        if args:
+            shown = ", ".join(repr(arg) for arg in args)
+            plural = "s" if len(args) > 1 else ""
+            raise InvalidConfig(
+                f"Settings takes its settings by name (got {len(args)} positional argument"
+                f"{plural}: {shown}); write Settings(system_prompt=..., passivate_after=...)."
+            )
+        unknown = [name for name in kwargs if name not in _NAMES]
+        if unknown:
+            name = unknown[0]
+            hint = _nearest(name)
+            raise InvalidConfig(
+                f"Settings has no setting {name!r}; {hint} The settings are: "
+                f"{', '.join(_NAMES)} (docs/runtime.md, Settings)."
+            )
+        init(self, **kwargs)
+
+    return __init__
+
+
+def _nearest(name: str) -> str:
+    """The valid setting names near ``name``, as a question (or that there are none)."""
+    near = sorted(difflib.get_close_matches(name, _NAMES, n=3))
+    if not near:
+        return "no setting has a name near it."
+    if len(near) == 1:
+        return f"did you mean {near[0]!r}?"
+    return f"did you mean {', '.join(map(repr, near[:-1]))} or {near[-1]!r}?"
+
+
+# setattr: mypy keeps checking calls against the attrs signature.
+setattr(Settings, "__init__", _explained(Settings.__init__))  # noqa: B010

@@ -24,7 +24,7 @@ import math
 import re
 import sys
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, overload
 
 import attrs
@@ -33,6 +33,7 @@ import pydantic
 import trio
 
 from runtime import ERROR_TYPES, AmberError, ToolOutcome, ToolSpec
+from runtime._article import type_named
 
 from ._errors import InvalidConfig
 from ._tool_text import (
@@ -214,12 +215,28 @@ class Tool:
 
     async def _call(self, kwargs: dict[str, Any]) -> Any:
         if self._signature.is_async:
-            return await self.function(**kwargs)
-        value = await trio.to_thread.run_sync(
-            functools.partial(self.function, **kwargs), abandon_on_cancel=True
-        )
-        # A sync wrapper around an async function hands back the coroutine.
-        return await value if inspect.isawaitable(value) else value
+            value = await self.function(**kwargs)
+        else:
+            value = await trio.to_thread.run_sync(
+                functools.partial(_drawn, self.function, kwargs), abandon_on_cancel=True
+            )
+            # A sync wrapper around an async function hands back the coroutine.
+            if inspect.isawaitable(value):
+                value = await value
+        # A generator's body runs as it is drawn: draw it here, under the timeout (a sync
+        # one in a worker thread, so a slow one never blocks the effects loop).
+        if isinstance(value, AsyncIterator):
+            return [item async for item in value]
+        if isinstance(value, Iterator) and not isinstance(value, ToolOutcome):
+            return await trio.to_thread.run_sync(list, value, abandon_on_cancel=True)
+        return value
+
+
+def _drawn(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """Call a sync tool's function in its worker thread; a generator (or other iterator) it
+    returns is drawn there too, since its body runs only as it is drawn."""
+    value = function(**kwargs)
+    return list(value) if isinstance(value, Iterator) else value
 
 
 def passes_through(exc: BaseException) -> bool:
@@ -294,8 +311,7 @@ def tool(
     """
 
     def make(function: Callable[..., Any], scope: Mapping[str, Any] | None = None) -> Tool:
-        if not callable(function):
-            raise InvalidConfig(f"tool() takes a function (got {function!r} that is not callable).")
+        _check_function(function)
         tool_name = _check_name(name if name is not None else _default_name(function))
         limit = _check_timeout(tool_name, timeout)
         chars = _check_max_output(tool_name, max_output_chars)
@@ -315,6 +331,26 @@ def tool(
         )
 
     return make if fn is None else make(fn, _caller_locals())
+
+
+def _check_function(function: object) -> None:
+    """What ``tool()`` makes a tool of: a plain function, not a ``Tool`` or a name."""
+    if isinstance(function, Tool):
+        raise InvalidTool(
+            f"tool() takes the plain function, and got the Tool {function.name!r} made already "
+            f"(is @tool applied twice?). Use the Tool as it is (tools=[{function.name}]), or "
+            f"change an option with attrs.evolve({function.name}, timeout=5)."
+        )
+    if isinstance(function, str):
+        raise InvalidConfig(
+            f"tool() takes a function (got {function!r} that is a 'str'); to name the tool, "
+            f"write @tool(name={function!r}) above the def, or tool(fn, name={function!r})."
+        )
+    if not callable(function):
+        raise InvalidConfig(
+            f"tool() takes a function (got {function!r} that is {type_named(function)}). "
+            "Write @tool above a def, @tool(timeout=...) to set an option, or tool(fn)."
+        )
 
 
 def _check_flag(name: str, option: str, value: object) -> bool:

@@ -19,12 +19,15 @@ import pykka
 
 from runtime import SessionState, Status, UnknownSession
 
+from ._drafts import session_id_of
 from ._errors import IdleTimeout, OwnedElsewhere
 from ._frontend import AnswerWatch, StateWait, is_idle
+from ._seconds import wait_limit
 
 if TYPE_CHECKING:
     from runtime.store import Store
 
+    from ._effects import Effects
     from ._gateway import Gateway
     from ._router import Router
     from ._settings import Settings
@@ -43,6 +46,7 @@ class Waiting:
     settings: Settings
     gateway: Gateway
     _watch: AnswerWatch | None
+    _effects: Effects | None
 
     def _call_store(self, fn: Callable[[Store], T], *, timeout: float | None = None) -> T:
         raise NotImplementedError
@@ -67,7 +71,18 @@ class Waiting:
         Raises:
             IdleTimeout: not idle within ``timeout`` seconds.
             UnknownSession: the store has no such session.
+            InvalidInput: ``session_id`` is not a session id.
+            InvalidConfig: ``timeout`` is not a positive number of seconds (at most 100
+                years) or None, or it was called on the effects loop (from an async tool).
         """
+        session_id = session_id_of(session_id, stored=True)
+        timeout = wait_limit(timeout, what="wait_idle")
+        if self._effects is not None:
+            self._effects.refuse_blocking(
+                "wait_idle",
+                "An async tool cannot wait for a session; make it a sync tool (def), which "
+                "runs in a worker thread and may wait for another session.",
+            )
         if self._watch is not None:
             return self._wait_idle_stored(session_id, timeout)
         stored: SessionState | None = None  # quiet in the store, loaded only to deliver

@@ -16,11 +16,11 @@ import attrs
 from pyrsistent import pvector
 from pyrsistent.typing import PMap, PVector
 
-from ._article import article, type_named
+from ._article import type_named
 from ._category import Category, new_message
 from ._errors import InvalidArgument, InvalidInput, InvalidMessage
 from ._json import FrozenJSON, freeze_map
-from ._message import Attachment, BrowserElement, Message
+from ._message import Attachment, BrowserElement, Message, wrong_item
 from ._storable import MAX_SESSION_ID_CHARS, session_id_problem, text_problem
 
 __all__ = ["InputLimits", "UserInput", "check_session_id", "validate_input"]
@@ -187,10 +187,7 @@ def _check_text(name: str, value: object) -> None:
 def _check_types(name: str, items: Iterable[object], kind: type) -> None:
     for i, item in enumerate(items):
         if not isinstance(item, kind):
-            raise InvalidInput(
-                f"{name}[{i}] must be {article(kind.__name__)} (got {_shown(item)} that is "
-                f"{type_named(item)})."
-            )
+            raise InvalidInput(wrong_item(f"{name}[{i}]", kind, item, _shown(item)))
 
 
 def validate_input(user_input: UserInput, limits: InputLimits | None = None) -> UserInput:

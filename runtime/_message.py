@@ -10,7 +10,8 @@ old one is untouched.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -154,6 +155,49 @@ class Attachment:
     """Hex digest of the bytes, to check the artifact store."""
 
 
+ATTACHMENT_HINT = (
+    "An Attachment refers to bytes kept in an artifact store: Attachment(id=<their key "
+    "there>, name='photo.png', kind='image', media_type='image/png'); only id and name are "
+    "required."
+)
+"""How to make an ``Attachment``: the end of each error about one made wrongly."""
+
+
+def _explained(init: Callable[..., None]) -> Callable[..., None]:
+    """``Attachment``'s attrs ``__init__``, whose bare ``TypeError`` (a missing, unknown or
+    positional argument: ``Attachment("a.png")``) also says how to make one."""
+
+    @functools.wraps(init)
+    def __init__(self: Attachment, *args: Any, **kwargs: Any) -> None:
+        try:
+            init(self, *args, **kwargs)
+        except TypeError as exc:
+            if type(exc) is not TypeError:  # a validator's own error says what it wants
+                raise
+            why = str(exc).removeprefix("Attachment.__init__() ")
+            raise TypeError(
+                f"Attachment() takes keyword arguments only ({why}). {ATTACHMENT_HINT} The "
+                "others: size (bytes), width, height (pixels) and sha256 (hex digest)."
+            ) from None
+
+    return __init__
+
+
+# setattr: mypy keeps checking calls against the attrs signature.
+setattr(Attachment, "__init__", _explained(Attachment.__init__))  # noqa: B010
+
+
+def wrong_item(where: str, kind: type, item: object, got: str) -> str:
+    """The error for ``item`` at ``where`` (``attachments[0]``) that is not a ``kind``;
+    ``got`` is how the item is shown."""
+    text = f"{where} must be {article(kind.__name__)} (got {got} that is {type_named(item)})"
+    if kind is not Attachment:
+        return f"{text}."
+    if isinstance(item, Mapping):
+        text += "; for a dict of its fields, write Attachment(**fields)"
+    return f"{text}. {ATTACHMENT_HINT}"
+
+
 @attrs.frozen(kw_only=True)
 class BrowserElement:
     """A page element the user selected. Always untrusted page data."""
@@ -239,10 +283,7 @@ def _vector_of(kind: type[_T], field: str, value: object) -> PVector[_T]:
     items = list(value)
     for i, item in enumerate(items):
         if not isinstance(item, kind):
-            raise InvalidMessage(
-                f"Message.{field}[{i}] must be {article(kind.__name__)} "
-                f"(got {shown(item)} that is {type_named(item)})."
-            )
+            raise InvalidMessage(wrong_item(f"Message.{field}[{i}]", kind, item, shown(item)))
     if isinstance(value, PVectorABC):
         return value
     return pvector(items)

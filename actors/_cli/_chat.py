@@ -41,6 +41,7 @@ from runtime import (
     reply,
 )
 
+from .._approving import calls_waiting
 from .._cli_adapter import CliAdapter
 from .._model import Model
 from .._runtime import Runtime
@@ -195,8 +196,8 @@ class ChatLoop:
                 self.busy = False
                 self.show_failure(state)
                 return True
-            for call_id, message_id in turn.awaiting_approval.items():
-                self.ask_approval(call_id, state.message(message_id))
+            for call_id, message in calls_waiting(state):  # in the order the model called
+                self.ask_approval(call_id, message)
             return True
         text = self.read("you> ")
         if text.strip() in ("/exit", "/quit"):
@@ -430,8 +431,8 @@ def resume(
         # the chat does, until the session is idle with nothing left to approve.
         while (turn := state.active_turn) is not None and turn.awaiting_approval:
             try:
-                for call_id, message_id in turn.awaiting_approval.items():
-                    loop.ask_approval(call_id, state.message(message_id))
+                for call_id, message in calls_waiting(state):
+                    loop.ask_approval(call_id, message)
             except EOFError:
                 raise CliError(_unanswered(state, session, shell, db), ExitCode.FAILED) from None
             state = rt.wait_idle(session, timeout=timeout)

@@ -22,6 +22,7 @@ from actors import (
     TextPiece,
     ToolResult,
     call,
+    calls,
     reply,
     tool,
 )
@@ -89,6 +90,20 @@ class TestApproval:
         assert ran == ["/tmp/x"]
         assert final.message(sent.id).status is Status.PROCESSED
         assert [m.content for m in final][-1] == "Done."
+
+    def test_pending_approvals_come_in_the_order_the_model_called(self) -> None:
+        """Several calls in one answer are listed in the order the model made them (they
+        came in the hash order of their ids)."""
+        ran: list[str] = []
+        paths = [f"/tmp/{i}" for i in range(12)]
+        script = ScriptedModel([calls([("delete_file", {"path": p}) for p in paths])],
+                               fallback=reply("Done."))  # fmt: skip
+        settings = Settings(passivate_after=None)
+        with Runtime(model=script, store=":memory:", tools=[deleter(ran)], settings=settings) as rt:
+            rt.send("s1", "delete them all")
+            rt.wait_idle("s1", timeout=WAIT)
+            pending = rt.pending_approvals("s1")
+        assert [m.tool_call.arguments["path"] for m in pending if m.tool_call] == paths
 
     def test_a_denied_call_never_runs_and_the_model_is_told_why(self) -> None:
         """``deny``: no run; the model gets an error result with the reason, and answers."""

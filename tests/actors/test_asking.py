@@ -165,6 +165,58 @@ class TestAsk:
             assert rt.sessions() == []
 
 
+class TestOnTheEffectsLoop:
+    @pytest.mark.parametrize("method", ["ask", "wait_idle"])
+    def test_a_blocking_call_from_an_async_tool_is_refused(self, method: str) -> None:
+        """``ask`` or ``wait_idle`` from an async tool (which runs on the effects loop) would
+        block the loop every turn needs, its own answer's too: ``InvalidConfig`` at once,
+        saying what to do instead (it blocked the loop until its timeout)."""
+        seen: list[BaseException] = []
+        holder: list[Runtime] = []
+
+        @tool
+        async def asks_back() -> str:
+            """Ask another session."""
+            rt = holder[0]
+            try:
+                if method == "ask":
+                    rt.ask("s2", "hi", timeout=5)
+                else:
+                    rt.wait_idle("s1", timeout=5)
+            except Exception as exc:
+                seen.append(exc)
+            return "done"
+
+        with runtime(call("asks_back"), reply("ok"), tools=[asks_back]) as rt:
+            holder.append(rt)
+            assert rt.ask("s1", "go", timeout=WAIT).ok
+        assert len(seen) == 1
+        assert isinstance(seen[0], InvalidConfig)
+        assert re.match(
+            rf"^Runtime\.{method}\(\) was called on the runtime's effects loop \(from an async "
+            r"tool, or code it calls\): it would block the loop that runs every turn",
+            str(seen[0]),
+        ), str(seen[0])
+
+    def test_ask_async_from_an_async_tool_is_answered(self) -> None:
+        """What the refusal says to do instead works: an async tool awaits ask_async."""
+        holder: list[Runtime] = []
+
+        @tool
+        async def asks_back() -> str:
+            """Ask another session."""
+            answer = await holder[0].ask_async("s2", "hi", timeout=WAIT)
+            return f"s2 said {answer.text}"
+
+        model = ScriptedModel([call("asks_back"), reply("fine"), reply("done")])
+        settings = Settings(passivate_after=None)
+        with Runtime(model=model, store=":memory:", tools=[asks_back], settings=settings) as rt:
+            holder.append(rt)
+            answer = rt.ask("s1", "go", timeout=WAIT)
+        assert answer.text == "done"
+        assert [m.content for m in answer.messages if m.tool_call_id] == ["s2 said fine"]
+
+
 class TestAsyncio:
     def test_two_sessions_answer_concurrently(self) -> None:
         """``ask_async`` from asyncio: two sessions at once, each its own reply."""

@@ -7,6 +7,7 @@ Each session here is built event by event (``_log``), so the tests know its seqs
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 from datetime import UTC, datetime, timedelta
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 from cli_support import amber
 
-from actors import Runtime
+from actors import Runtime, ScriptedModel, calls
 from actors._cli._chat import chat_model, chat_tools
 from actors._cli._hints import command_line
 from runtime import (
@@ -220,6 +221,20 @@ class TestResumeAwaitingApproval:
             head = store.load_state("f")
         assert head.active_turn_id is None
         assert head.messages[-1].content == "Done: `resumed-and-ran`"
+
+    def test_calls_are_asked_for_in_the_order_made(self, tmp_path: Path) -> None:
+        """Several calls that wait are asked for in the order the model made them (they came
+        in the hash order of their ids)."""
+        db = tmp_path / "many.db"
+        commands = [f"echo c{i}" for i in range(10)]
+        model = ScriptedModel([calls([("run_shell_command", {"command": c}) for c in commands])])
+        with Runtime(model=model, store=db, tools=chat_tools(shell=True)) as rt:
+            rt.send("a", "run them", sender="you")
+            rt.wait_idle("a", timeout=60)
+        result = amber("resume", "a", "--shell", "--db", db, input="n\n" * len(commands))
+        assert result.exit_code == 0, result.output
+        asked = re.findall(r"approve run_shell_command\(command='(echo c\d)'\)", result.output)
+        assert asked == commands
 
     def test_the_fork_says_to_resume_it(self, awaiting: Path, tmp_path: Path) -> None:
         """A fork of a turn that waits for approval points at `amber resume`, not at

@@ -16,7 +16,7 @@ from cli_support import Recorded, amber, recorded  # noqa: F401  (the fixture)
 from actors import CliAdapter, Runtime, ScriptedModel, Settings, reply
 from actors._ownership import StoreBusy
 from runtime import NotAStore, Status
-from runtime.store import SQLiteStore
+from runtime.store import MemoryStore, SQLiteStore
 
 WAIT = 60.0
 
@@ -154,6 +154,48 @@ class TestRunnerLock:
                 second.start()
             assert amber("sessions", "--db", db).exit_code == 0
         with Runtime(model=ScriptedModel([]), store=db):  # released on stop
+            pass
+
+    def test_two_runtimes_of_one_process_are_told_so(self, tmp_path: Path) -> None:
+        """The second Runtime on a file this process runs is told the first is in this
+        process, and how to go on."""
+        db = tmp_path / "amber.db"
+        with (
+            Runtime(model=ScriptedModel([]), store=db),
+            pytest.raises(
+                StoreBusy,
+                match=r"; one runtime runs a SQLite store at a time, and that one runs in this "
+                r"process: stop it \(rt\.stop\(\), or leave its with block\) before starting "
+                r"another on the file, or give each runtime a file of its own\.$",
+            ),
+        ):
+            Runtime(model=ScriptedModel([]), store=db).start()
+
+    def test_a_store_object_run_by_another_runtime_is_refused(self, tmp_path: Path) -> None:
+        """A SQLiteStore another Runtime runs, handed to a second one: StoreBusy, and the
+        first goes on (the refused start closed the store under it: StoreClosed)."""
+        store = SQLiteStore(tmp_path / "amber.db")
+        model = ScriptedModel([], fallback=reply("hi"))
+        with Runtime(model=model, store=store, settings=Settings(passivate_after=None)) as rt:
+            with pytest.raises(
+                StoreBusy,
+                match=r"^The store '.*amber\.db' is run by another Runtime of this process "
+                r"\(runner_\w+\); one runtime runs a store at a time\. Stop that one first "
+                r"\(rt\.stop\(\), or leave its with block\), or give this runtime a store of its "
+                r"own\.$",
+            ):
+                Runtime(model=ScriptedModel([]), store=store).start()
+            assert rt.ask("s1", "hello", timeout=WAIT).text == "hi"
+
+    def test_a_memory_store_run_by_another_runtime_is_refused(self) -> None:
+        """Two runtimes on one MemoryStore each ran the session on its own, silently apart."""
+        store = MemoryStore()
+        with (
+            Runtime(model=ScriptedModel([]), store=store),
+            pytest.raises(StoreBusy, match=r"^The store <.*> is run by another Runtime"),
+        ):
+            Runtime(model=ScriptedModel([]), store=store).start()
+        with Runtime(model=ScriptedModel([]), store=store):  # released on stop
             pass
 
     def test_a_refused_runtime_stops_the_adapters_handed_to_it(self, tmp_path: Path) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -185,3 +187,76 @@ class TestDeliveryRetries:
         assert backoff <= delay <= max(backoff, 300.0)
         assert math.isfinite(delay)
         assert settings.delivery_delay(failures + 1) >= delay
+
+
+ALL_SETTINGS = (
+    "system_prompt, agent_name, window, artifacts, max_result_chars, input_limits, "
+    "max_nudges, max_model_calls, approval_timeout, model_timeout, passivate_after, "
+    "recover_after, store_timeout, ask_timeout, delivery_retries, delivery_backoff, "
+    "lease_ttl, lease_poll, prices"
+)
+
+
+class TestUnknownSettings:
+    @pytest.mark.parametrize(
+        ("typo", "nearest"),
+        [("passivate_afer", "did you mean 'passivate_after'?"),
+         ("timeout", "did you mean 'ask_timeout', 'model_timeout' or 'store_timeout'?"),
+         ("zzz", "no setting has a name near it.")],
+    )  # fmt: skip
+    def test_an_unknown_setting_is_named_with_the_nearest(self, typo: str, nearest: str) -> None:
+        """Settings(passivate_afer=60) raised attrs' bare TypeError ("unexpected keyword
+        argument"); it names the setting, the nearest valid names and every setting."""
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^Settings has no setting {typo!r}; {re.escape(nearest)} The settings are: "
+            rf"{re.escape(ALL_SETTINGS)} \(docs/runtime\.md, Settings\)\.$",
+        ):
+            Settings(**{typo: 60})
+
+    def test_evolve_with_an_unknown_setting_is_named_too(self) -> None:
+        """attrs.evolve makes a Settings the same way: the same message."""
+        with pytest.raises(InvalidConfig, match=r"^Settings has no setting 'max_nudge'; did you"):
+            attrs.evolve(Settings(), max_nudge=1)
+
+    def test_positional_arguments_say_to_name_them(self) -> None:
+        """Settings("Be brief.") raised a bare TypeError about positional arguments."""
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^Settings takes its settings by name \(got 1 positional argument: "
+            r"'Be brief\.'\); write Settings\(system_prompt=\.\.\., passivate_after=\.\.\.\)\.$",
+        ):
+            Settings("Be brief.")  # type: ignore[misc]
+
+    def test_the_list_is_every_field(self) -> None:
+        """The list in the message is the fields of Settings, in their order."""
+        assert ", ".join(f.name for f in attrs.fields(Settings)) == ALL_SETTINGS
+
+
+class TestTheDocumentedTable:
+    def test_docs_list_every_setting_once_in_order(self) -> None:
+        """docs/runtime.md's Settings table has a row per field, in the order of the class
+        (it lacked artifacts and prices)."""
+        docs = Path(__file__).parents[2] / "docs" / "runtime.md"
+        section = docs.read_text(encoding="utf-8").split("\n## Settings\n", 1)[1]
+        section = section.split("\n## ", 1)[0]
+        rows = re.findall(r"^\| `(\w+)` \|", section, flags=re.MULTILINE)
+        assert rows == [f.name for f in attrs.fields(Settings)]
+
+    def test_docs_give_the_defaults_of_the_code(self) -> None:
+        """Each plain default in the table is the field's default."""
+        docs = Path(__file__).parents[2] / "docs" / "runtime.md"
+        section = docs.read_text(encoding="utf-8").split("\n## Settings\n", 1)[1]
+        documented = dict(re.findall(r"^\| `(\w+)` \| ([^|]+) \|", section, flags=re.MULTILINE))
+        for field in attrs.fields(Settings):
+            if isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]
+                continue
+            shown = documented[field.name].strip().strip("`")
+            value = field.default
+            if value is None:
+                expected = "None"
+            elif isinstance(value, str):
+                expected = value
+            else:
+                expected = f"{value:,g}"  # 20,000; 300 (documented as "300 s")
+            assert shown.removesuffix(" s") == expected, field.name

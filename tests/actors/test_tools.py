@@ -420,11 +420,42 @@ class TestDecoration:
         assert invoke(g, {"value": {"a": 4}}).content == "4"
 
     def test_not_callable(self) -> None:
-        """tool() of a non-callable is a TypeError."""
+        """tool() of a non-callable is a TypeError saying how to make a tool."""
         with pytest.raises(
-            TypeError, match=r"^tool\(\) takes a function \(got 3 that is not callable\)\.$"
+            TypeError,
+            match=r"^tool\(\) takes a function \(got 3 that is an 'int'\)\. Write @tool above a "
+            r"def, @tool\(timeout=\.\.\.\) to set an option, or tool\(fn\)\.$",
         ):
             tool(3)  # type: ignore[call-overload]
+
+    def test_a_name_where_the_function_goes(self) -> None:
+        """tool("name") (the name passed where the function goes) says how to name a tool."""
+        with pytest.raises(
+            TypeError,
+            match=r"^tool\(\) takes a function \(got 'lookup' that is a 'str'\); to name the "
+            r"tool, write @tool\(name='lookup'\) above the def, or tool\(fn, name='lookup'\)\.$",
+        ):
+            tool("lookup")  # type: ignore[call-overload]
+        with pytest.raises(TypeError, match=r"^tool\(\) takes a function \(got 'lookup'"):
+            tool(timeout=5)("lookup")  # type: ignore[arg-type]
+
+    def test_a_tool_made_already(self) -> None:
+        """tool() of a Tool said it 'has no __name__'; it says the Tool is made and how to
+        change its options."""
+
+        @tool
+        def lookup(key: str) -> str:
+            return key
+
+        message = (
+            r"^tool\(\) takes the plain function, and got the Tool 'lookup' made already "
+            r"\(is @tool applied twice\?\)\. Use the Tool as it is \(tools=\[lookup\]\), or "
+            r"change an option with attrs\.evolve\(lookup, timeout=5\)\.$"
+        )
+        with pytest.raises(InvalidTool, match=message):
+            tool(lookup)
+        with pytest.raises(InvalidTool, match=message):
+            tool(timeout=5)(lookup)
 
 
 class TestInvoke:
@@ -998,3 +1029,61 @@ class TestBaseExceptionInRuntime:
         assert [m.content for m in first.messages][-1] == "done"
         assert second.messages[0].status is Status.PROCESSED
         assert second.messages[-1].content == "ok"
+
+
+class TestGeneratorTools:
+    """A tool that yields its result piece by piece is drawn like a function runs."""
+
+    def test_sync_generator_is_drawn_in_a_worker_thread(self) -> None:
+        """A sync generator's body runs in the worker thread, not the trio thread; its
+        items become a JSON list."""
+        main = threading.get_ident()
+
+        @tool
+        def chunks() -> Iterator[bool]:
+            yield threading.get_ident() == main
+            yield threading.get_ident() == main
+
+        assert invoke(chunks, {}).content == "[false,false]"
+
+    def test_sync_generator_times_out(self) -> None:
+        """A sync generator that blocks between items times out under the tool's limit."""
+        release = threading.Event()
+
+        @tool(timeout=0.2)
+        def slow() -> Iterator[str]:
+            yield "first"
+            release.wait(600)
+            yield "late"
+
+        started = time.monotonic()
+        try:
+            outcome = invoke(slow, {})
+        finally:
+            release.set()
+        assert outcome.error_type == "timeout"
+        assert time.monotonic() - started < BOUND
+
+    def test_async_generator_is_drawn(self) -> None:
+        """An async generator's items become a JSON list (not its repr)."""
+
+        @tool
+        async def pieces(n: int) -> typing.AsyncIterator[int]:
+            for i in range(n):
+                await trio.sleep(0)
+                yield i
+
+        assert invoke(pieces, {"n": 3}).content == "[0,1,2]"
+
+    def test_async_generator_times_out(self) -> None:
+        """An async generator that hangs between items times out under the tool's limit."""
+
+        @tool(timeout=5)
+        async def hangs() -> typing.AsyncIterator[str]:
+            yield "first"
+            await trio.sleep_forever()
+            yield "never"
+
+        outcome = invoke(hangs, {}, autojump=True)
+        assert outcome.error_type == "timeout"
+        assert outcome.duration_ms == pytest.approx(5000)

@@ -98,7 +98,12 @@ class TestEmptyInput:
         """The wrong-type message for attachments says 'an Attachment'."""
         with pytest.raises(
             InvalidInput,
-            match=exact("attachments[0] must be an Attachment (got 'a' that is a 'str')."),
+            match=exact(
+                "attachments[0] must be an Attachment (got 'a' that is a 'str'). An Attachment "
+                "refers to bytes kept in an artifact store: Attachment(id=<their key there>, "
+                "name='photo.png', kind='image', media_type='image/png'); only id and name are "
+                "required."
+            ),
         ):
             validate_input(UserInput(text="hi", attachments=["a"]))
 

@@ -71,6 +71,13 @@ def result(**fields: Any) -> Message:
     return make(**{**base, **fields})
 
 
+ATTACHMENT_HINT = (
+    "An Attachment refers to bytes kept in an artifact store: Attachment(id=<their key "
+    "there>, name='photo.png', kind='image', media_type='image/png'); only id and name are "
+    "required."
+)
+
+
 def exact(text: str) -> str:
     """A regex matching exactly ``text``."""
     return f"^{re.escape(text)}$"
@@ -373,9 +380,24 @@ class TestCollections:
         """A non-Attachment among attachments is reported with 'an Attachment'."""
         with pytest.raises(
             InvalidMessage,
-            match=exact("Message.attachments[0] must be an Attachment (got 'x' that is a 'str')."),
+            match=exact(
+                "Message.attachments[0] must be an Attachment (got 'x' that is a 'str'). "
+                + ATTACHMENT_HINT
+            ),
         ):
             make(attachments=["x"])
+
+    def test_a_dict_among_attachments_is_told_to_become_one(self) -> None:
+        """A dict of an attachment's fields is told how to become an Attachment."""
+        with pytest.raises(
+            InvalidMessage,
+            match=exact(
+                "Message.attachments[0] must be an Attachment (got {'id': 'a', 'name': 'b'} that "
+                "is a 'dict'); for a dict of its fields, write Attachment(**fields). "
+                + ATTACHMENT_HINT
+            ),
+        ):
+            make(attachments=[{"id": "a", "name": "b"}])
 
 
 class TestFreezing:
@@ -723,6 +745,28 @@ class TestAttachment:
             match=exact("Attachment.sha256 must be a str or None (got 5 that is an 'int')."),
         ):
             Attachment(id="art_1", name="a.png", sha256=5)
+
+    @pytest.mark.parametrize(
+        ("args", "kwargs", "why"),
+        [((), {}, "missing 2 required keyword-only arguments: 'id' and 'name'"),
+         ((), {"id": "art_1"}, "missing 1 required keyword-only argument: 'name'"),
+         ((), {"id": "art_1", "name": "a.png", "path": "/tmp/a.png"},
+          "got an unexpected keyword argument 'path'"),
+         (("a.png",), {}, "takes 1 positional argument but 2 were given")],
+    )  # fmt: skip
+    def test_a_wrong_call_says_how_to_make_one(
+        self, args: tuple[object, ...], kwargs: dict[str, object], why: str
+    ) -> None:
+        """Attachment("a.png") or Attachment(path=...) raised attrs' bare TypeError; it is
+        still a TypeError, and says how to make one."""
+        with pytest.raises(
+            TypeError,
+            match=exact(
+                f"Attachment() takes keyword arguments only ({why}). {ATTACHMENT_HINT} The "
+                "others: size (bytes), width, height (pixels) and sha256 (hex digest)."
+            ),
+        ):
+            Attachment(*args, **kwargs)  # type: ignore[misc, call-arg]
 
     def test_size_none_is_rejected(self) -> None:
         """size is an int, not optional: None is refused."""
