@@ -79,6 +79,29 @@ class TestDamagedRows:
         assert result.stderr.count("\n") == 1
         no_traceback(result.output)
 
+    @pytest.mark.parametrize("command", [["timeline", "demo"], ["export", "demo"]], ids=str)
+    def test_a_body_that_does_not_decode_says_restore(
+        self, recorded: Recorded, tmp_path: Path, command: list[str]
+    ) -> None:
+        """An event row that does not decode says, as one that fails its checksum does, how
+        far the log can be trusted and to restore the file from a backup (it said only what
+        the decoder found); 'amber check' gives that advice once, not twice."""
+        db = recorded.copy(tmp_path)
+        with raw(db) as conn:
+            conn.execute(
+                "UPDATE events SET body = CAST(X'7B2266FF22' AS TEXT) "
+                "WHERE session_id = 'demo' AND seq = 3"
+            )
+        result = amber(*command, "--db", db)
+        assert result.exit_code == ExitCode.BAD_STORE
+        assert result.stderr.endswith(
+            "The log cannot be trusted past seq 2; restore the file from a backup.\n"
+        )
+        checked = amber("check", "--db", db).output
+        (line,) = [line for line in checked.splitlines() if "seq 3" in line]
+        assert line.count("restore the file from a backup") == 1, line
+        assert line.endswith("restore the file from a backup. [the log itself is damaged]")
+
 
 class TestDamagedSnapshot:
     """A damaged snapshot is derived data: reads go on from the log with one warning line
