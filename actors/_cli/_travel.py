@@ -356,16 +356,20 @@ def timeline(
             width = len(str(last))
             shown = 0
             piped: list[str] = []
-            for event, before, after in picked:
-                text = event_line(event, before, after, width)
-                shown += 1
-                if console is not None and console.is_terminal:
-                    console.print(text)
-                    continue
-                piped.append(text.plain + "\n")
-                if shown == 1 or len(piped) >= 500:
-                    click.echo("".join(piped), nl=False)
-                    piped.clear()
+            try:
+                for event, before, after in picked:
+                    text = event_line(event, before, after, width)
+                    shown += 1
+                    if console is not None and console.is_terminal:
+                        console.print(text)
+                        continue
+                    piped.append(text.plain + "\n")
+                    if shown == 1 or len(piped) >= 500:
+                        click.echo("".join(piped), nl=False)
+                        piped.clear()
+            except AmberError:  # a damaged event: the lines before it, then its error
+                click.echo("".join(piped), nl=False)
+                raise
             click.echo("".join(piped), nl=False)
     if not shown:
         if console is None:

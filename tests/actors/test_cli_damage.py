@@ -102,6 +102,23 @@ class TestDamagedRows:
         assert line.count("restore the file from a backup") == 1, line
         assert line.endswith("restore the file from a backup. [the log itself is damaged]")
 
+    def test_timeline_piped_prints_the_lines_before_the_damage(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """Piped (into a file, not a terminal), timeline prints every event before the
+        damaged one, then fails; it printed only the first line (the rest were buffered)."""
+        db = recorded.copy(tmp_path)
+        with raw(db) as conn:
+            conn.execute(
+                "UPDATE events SET body = CAST(X'7B2266FF22' AS TEXT) "
+                "WHERE session_id = 'demo' AND seq = 20"
+            )
+        result = amber("timeline", "demo", "--db", db)
+        assert result.exit_code == ExitCode.BAD_STORE
+        assert result.stderr.startswith("amber: CorruptRow: Session 'demo' event seq 20 ")
+        seqs = [int(line.split()[0]) for line in result.stdout.splitlines()[1:]]
+        assert seqs == list(range(1, 20))
+
 
 class TestDamagedSnapshot:
     """A damaged snapshot is derived data: reads go on from the log with one warning line
