@@ -43,6 +43,7 @@ from ._app import (
     require_session,
     resolve_seq,
     resolve_seq_between,
+    session_argument,
     session_id_option,
     stdout_console,
 )
@@ -142,7 +143,7 @@ def _taken(new_id: str, db: str) -> CliError:
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", callback=session_argument)
 @click.option(
     "--at", "at_seq", metavar="SEQ", callback=parse_seq, required=True, help="The seq to fork from."
 )
@@ -212,7 +213,7 @@ def fork(session: str, at_seq: int, new_id: str | None, db: str, as_json: bool) 
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", callback=session_argument)
 @click.option(
     "-o",
     "--output",

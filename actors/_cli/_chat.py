@@ -56,6 +56,7 @@ from ._app import (
     open_store,
     require_session,
     require_sqlite_file,
+    session_argument,
     session_id_option,
 )
 from ._hints import command_line, quoted
@@ -349,7 +350,7 @@ def chat(
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", callback=session_argument)
 @click.option(
     "--model",
     "model_spec",

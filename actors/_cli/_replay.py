@@ -24,6 +24,7 @@ from ._app import (
     json_option,
     open_store,
     require_session,
+    session_argument,
     stdout_console,
 )
 from ._hints import command_line, name_store, quoted
@@ -136,7 +137,7 @@ def _summary_check(info: SessionInfo, line: Timeline) -> Check:
 
 
 @click.command("replay")
-@click.argument("session", required=False)
+@click.argument("session", required=False, callback=session_argument)
 @click.option(
     "--verify", is_flag=True, help="Compare the replay with the stored snapshot and summary."
 )

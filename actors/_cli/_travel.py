@@ -40,6 +40,7 @@ from ._app import (
     report,
     require_session,
     resolve_seq_between,
+    session_argument,
     stdout_console,
     text_console,
     translate,
@@ -252,7 +253,7 @@ def event_entries(timeline: Timeline) -> list[tuple[Event, SessionState, Session
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", callback=session_argument)
 @click.option(
     "--from", "from_seq", metavar="SEQ", callback=parse_seq, help="First seq to list (default: 1)."
 )
@@ -397,7 +398,7 @@ def head_seq(store: Store, session_id: str, db: str) -> int:
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", callback=session_argument)
 @click.option(
     "--at",
     "at_seq",

@@ -265,6 +265,44 @@ class TestArguments:
         assert result.exit_code in (ExitCode.NOT_FOUND, ExitCode.USAGE)
         no_traceback(result.output)
 
+    @pytest.mark.parametrize(
+        "command",
+        [
+            ["timeline"],
+            ["show"],
+            ["diff", "{}", "1", "2"],
+            ["inspect"],
+            ["fork", "{}", "--at", "1"],
+            ["replay"],
+            ["export"],
+            ["resume"],
+        ],
+        ids=lambda c: c[0],
+    )
+    @pytest.mark.parametrize(
+        ("session", "problem"),
+        [
+            ("", "it must not be empty"),
+            ("de\x01mo", "it holds the control character '\\x01' at index 2"),
+        ],
+        ids=["empty", "control"],
+    )
+    def test_a_session_no_id_can_be_is_a_usage_error(
+        self, recorded: Recorded, command: list[str], session: str, problem: str
+    ) -> None:
+        """SESSION '' or with a control character exits 2 saying why no session can have
+        that id (it was looked up, and not found: exit 3)."""
+        args = (
+            [a.replace("{}", session) for a in command] if "{}" in command else [*command, session]
+        )
+        result = amber(*args, "--db", recorded.db)
+        assert result.exit_code == ExitCode.USAGE, result.output
+        name = "[SESSION]" if command == ["replay"] else "SESSION"  # replay --all takes none
+        assert result.stderr.splitlines()[-1] == (
+            f"Error: Invalid value for '{name}': {session!r} is no session's id: {problem}. "
+            "Pass the id of a stored session, as 'amber sessions' lists it."
+        )
+
     @pytest.mark.parametrize("seq", ["1e400", "9" * 5000, "--", "0x10"])
     def test_odd_seqs(self, recorded: Recorded, seq: str) -> None:
         result = amber("show", "demo", "--at", seq, "--db", recorded.db)
