@@ -119,6 +119,22 @@ class TestDamagedRows:
         seqs = [int(line.split()[0]) for line in result.stdout.splitlines()[1:]]
         assert seqs == list(range(1, 20))
 
+    @pytest.mark.parametrize("command", [["sessions"], ["timeline", "demo"], ["check"]], ids=str)
+    def test_a_dropped_table(self, recorded: Recorded, tmp_path: Path, command: list[str]) -> None:
+        """'DROP TABLE events' by another program: exit 4 saying to restore the file from a
+        backup (it was exit 1, 'StoreError: Cannot read …: no such table: events')."""
+        db = recorded.copy(tmp_path)
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            conn.execute("DROP TABLE events")
+            conn.commit()
+        result = amber(*command, "--db", db)
+        assert result.exit_code == ExitCode.BAD_STORE
+        assert result.stderr == (
+            f"amber: CorruptRow: '{db}' is damaged: SQLite reports no such table: events. A "
+            "table of the store was dropped or changed by other software; restore the file "
+            "from a backup.\n"
+        )
+
 
 class TestDamagedSnapshot:
     """A damaged snapshot is derived data: reads go on from the log with one warning line
