@@ -403,10 +403,12 @@ def resolve_seq_between(
     """A seq from ``first`` to ``last``: negatives count back from ``last`` (-1 is ``last``)."""
     resolved = last + 1 + seq if seq < 0 else seq
     if not first <= resolved <= last:
+        lowest = first - last - 1  # the negative seq of ``first``
         raise CliError(
             f"Session {session_id!r} has no seq {seq}: it holds seq {first} (before "
-            f"the first event) to {last}. Pass {option} between {first} and {last}, or a "
-            "negative number to count back from the head (-1 is the head).",
+            f"the first event) to {last}. Pass {option} between {first} and {last}, or "
+            f"between {lowest} and -1 to count back from the head (-1 is the head, {lowest} "
+            f"seq {first}).",
             ExitCode.NOT_FOUND,
         )
     return resolved

@@ -238,16 +238,17 @@ class TestSessionAndSeqErrors:
         assert result.exit_code == ExitCode.NOT_FOUND
         assert "it holds 2 session(s); list them with: amber sessions --db" in result.stderr
 
-    @pytest.mark.parametrize("seq", ["99", "-100"])
+    @pytest.mark.parametrize("seq", ["99", "-100", "47", "-48"])
     def test_seq_out_of_range(self, recorded: Recorded, seq: str) -> None:
-        """A seq the session does not hold exits 3 and says which seqs it holds."""
+        """A seq the session does not hold exits 3 and says which seqs it holds, positive
+        and negative (just past the lowest negative one, it named only -1)."""
         last = recorded.demo.events
         result = amber("show", "demo", "--at", seq, "--db", recorded.db)
         assert result.exit_code == ExitCode.NOT_FOUND
         assert result.stderr == (
             f"amber: Session 'demo' has no seq {seq}: it holds seq 0 (before the first event) to "
-            f"{last}. Pass --at between 0 and {last}, or a negative number to count back from "
-            "the head (-1 is the head).\n"
+            f"{last}. Pass --at between 0 and {last}, or between {-last - 1} and -1 to count "
+            f"back from the head (-1 is the head, {-last - 1} seq 0).\n"
         )
 
     def test_seq_that_is_not_a_number_is_a_usage_error(self, recorded: Recorded) -> None:
