@@ -11,7 +11,15 @@ import click
 from runtime import InvalidArgument, InvalidInput, check_session_id
 from runtime._storable import session_id_problem
 
-__all__ = ["SEQ_HELP", "Seconds", "parse_seq", "read_seq", "session_argument", "session_id_option"]
+__all__ = [
+    "SEQ_HELP",
+    "Port",
+    "Seconds",
+    "parse_seq",
+    "read_seq",
+    "session_argument",
+    "session_id_option",
+]
 
 SEQ_HELP = (
     "a number (0 is the empty state before the first event), a negative number to count back "
@@ -130,3 +138,26 @@ def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> 
         return read_seq(value)
     except InvalidArgument as exc:
         raise click.BadParameter(str(exc)) from None
+
+
+class Port(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
+    """A TCP port: a whole number from 0 (any free port) to 65535; anything else is a
+    usage error saying so (``click.IntRange`` said "'abc' is not a valid integer range")."""
+
+    name = "port"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int:
+        """The port as an int, or a usage error saying what a port is."""
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 65535:
+            return value
+        text = value.strip() if isinstance(value, str) else ""
+        if text.isascii() and text.isdigit() and len(text) <= 5 and int(text) <= 65535:
+            return int(text)
+        raise click.BadParameter(
+            f"{value!r} is not a port: pass a whole number from 1 to 65535, or 0 for any free "
+            "port.",
+            ctx=ctx,
+            param=param,
+        )

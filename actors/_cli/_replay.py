@@ -159,8 +159,15 @@ def replay_command(
     that the stored snapshot, the head loaded from it and the session's
     summary row all equal the replay. Exit status 1 if any check fails.
     """
-    if (session is None) == (not all_sessions):
-        raise click.UsageError("Pass a SESSION or --all (not both).")
+    if session is None and not all_sessions:
+        raise click.UsageError(
+            "Pass the SESSION to replay (its id, as 'amber sessions' lists it), or --all for "
+            "every session of the store."
+        )
+    if session is not None and all_sessions:
+        raise click.UsageError(
+            f"Pass a SESSION or --all, not both: --all replays every session, {session} too."
+        )
     results: list[dict[str, Any]] = []
     with open_store(db) as store:
         if session is not None:

@@ -233,10 +233,19 @@ class TestReplay:
         assert all(s["checks"] == [] for s in data["sessions"])
 
     def test_session_or_all(self, recorded: Recorded) -> None:
-        """Neither a session nor --all is a usage error."""
+        """Neither a session nor --all, or both, is a usage error saying which it was (with
+        no arguments it said '(not both)')."""
         result = amber("replay", "--db", recorded.db)
         assert result.exit_code == ExitCode.USAGE
-        assert "Pass a SESSION or --all (not both)." in result.stderr
+        assert result.stderr.splitlines()[-1] == (
+            "Error: Pass the SESSION to replay (its id, as 'amber sessions' lists it), or --all "
+            "for every session of the store."
+        )
+        both = amber("replay", "demo", "--all", "--db", recorded.db)
+        assert both.exit_code == ExitCode.USAGE
+        assert both.stderr.splitlines()[-1] == (
+            "Error: Pass a SESSION or --all, not both: --all replays every session, demo too."
+        )
 
     @pytest.mark.parametrize("sealed", [True, False], ids=["digest-updated", "edited"])
     def test_divergent_snapshot_exits_1(
