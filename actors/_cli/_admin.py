@@ -19,6 +19,7 @@ from runtime import (
     SessionState,
     Timeline,
 )
+from runtime._article import counted
 from runtime.store import (
     RebuildReport,
     SessionInfo,
@@ -185,7 +186,7 @@ def fork(session: str, at_seq: int, new_id: str | None, db: str, as_json: bool) 
         Text.assemble(
             f"Forked {session} at seq {seq} into ",
             (target, "bold"),
-            f" ({len(head)} messages, {len(head.turn_list())} turns).",
+            f" ({counted(len(head), 'message')}, {counted(len(head.turn_list()), 'turn')}).",
         )
     )
     awaiting = head.active_turn.awaiting_approval if head.active_turn is not None else {}
@@ -253,7 +254,7 @@ def export(session: str, output: Path | None, force: bool, db: str) -> None:
             "--output a file you may write, or leave it out to print the export.",
             ExitCode.FAILED,
         ) from None
-    stdout_console().print(f"Exported {session} ({data['seq']} events) to {output}.")
+    stdout_console().print(f"Exported {session} ({counted(data['seq'], 'event')}) to {output}.")
 
 
 @click.command()

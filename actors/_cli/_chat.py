@@ -40,6 +40,7 @@ from runtime import (
     call,
     reply,
 )
+from runtime._article import counted
 
 from .._cli_adapter import CliAdapter
 from .._model import Model
@@ -314,7 +315,7 @@ def chat(
     adapter = CliAdapter.start(
         console=console, echo_inputs=False, stream=stream, sessions=[session_id]
     )
-    note = f"continuing, {existing} messages" if existing else "new"
+    note = f"continuing, {counted(existing, 'message')}" if existing else "new"
     about = (
         f"model {getattr(model, 'name', model_spec)}"
         if model_spec

@@ -15,6 +15,7 @@ import click
 import orjson
 
 from runtime import DecodeError, EventRejected, InvalidEvent, SessionState
+from runtime._article import counted
 from runtime.store import is_postgres_url
 from runtime.store._transfer import EXPORT_FORMAT, read_export
 
@@ -188,9 +189,8 @@ def import_command(file: Path, new_id: str | None, db: str, as_json: bool) -> No
         emit_json({"session_id": head.session_id, "seq": head.seq, "messages": len(head), **fork})
         return
     what = "" if source is None else f"; a fork of {source[0]} at seq {source[1]}"
-    stdout_console().print(
-        f"Imported {head.session_id} ({head.seq} events, {len(head)} messages) into {db}{what}."
-    )
+    held = f"{counted(head.seq, 'event')}, {counted(len(head), 'message')}"
+    stdout_console().print(f"Imported {head.session_id} ({held}) into {db}{what}.")
 
 
 def _store(data: dict[str, Any], file: Path, db: str) -> SessionState:

@@ -15,6 +15,7 @@ import click
 from rich.text import Text
 
 from runtime import CorruptRow, ReplayMismatch, SessionState, Timeline, diff, replay
+from runtime._article import counted
 from runtime.store import SessionInfo, Store
 
 from ._app import (
@@ -230,7 +231,7 @@ def _print_replays(results: list[dict[str, Any]], verify: bool, db: str) -> None
         what = (
             f": its log is damaged at seq {result['events']}"
             if result["damaged"]
-            else f": {result['events']} events in {result['ms']:.1f} ms"
+            else f": {counted(result['events'], 'event')} in {result['ms']:.1f} ms"
         )
         console.print(Text.assemble("Replayed ", (result["session_id"], "bold"), what))
         for check in result["checks"]:

@@ -20,6 +20,7 @@ from runtime import (
     canonical,
     inherited,
 )
+from runtime._article import counted
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -78,7 +79,9 @@ def state_header(state: SessionState, *, last_seq: int, event: Event | None) -> 
             line.append("\nAwaiting approval: ", style="magenta")
             line.append(", ".join(turn.awaiting_approval), style="bold magenta")
     counts = ", ".join(f"{n} {status}" for status, n in state.status_counts().items())
-    line.append(f"\n{len(state)} messages" + (f": {counts}" if counts else ""), style="dim")
+    line.append(
+        f"\n{counted(len(state), 'message')}" + (f": {counts}" if counts else ""), style="dim"
+    )
     calls = state.model_calls()
     if calls:
         from runtime import session_cost  # the price tables: only for a state with model calls

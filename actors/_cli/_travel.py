@@ -24,6 +24,7 @@ from runtime import (
     added_seq,
     to_data,
 )
+from runtime._article import counted
 from runtime.store import SessionInfo, SqlStore, Store
 
 from . import keep_to_exit
@@ -346,7 +347,7 @@ def timeline(
                 )
                 return
             span = f"{time_text(info.created_at, date=True)} → {time_text(info.updated_at)} UTC"
-            header = Text.assemble((session, "bold"), f": {last} events", f", {span}")
+            header = Text.assemble((session, "bold"), f": {counted(last, 'event')}", f", {span}")
             # Piped (grep, less, a file): plain lines, much faster than styling each one,
             # written a few hundred at a time (the first ones at once), without rich's console.
             console = None if plain_stdout() else stdout_console()

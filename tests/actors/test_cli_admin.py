@@ -49,6 +49,22 @@ class TestFork:
             assert head.active_turn_id == "turn_5be1ef79_000032"
             assert store.load_state("demo").seq == recorded.demo.events  # the source is as it was
 
+    def test_one_of_a_thing_is_singular(self, recorded: Recorded, tmp_path: Path) -> None:
+        """Counts of one read "1 message", "1 turn", "1 event" (they read "1 messages",
+        "1 turns", "1 events"): fork, its timeline line and header, export, replay."""
+        db = recorded.copy(tmp_path)
+        forked = amber("fork", "demo", "--at", 2, "--as", "one", "--db", db)
+        assert forked.output.startswith("Forked demo at seq 2 into one (1 message, 1 turn).")
+        timeline = amber("timeline", "one", "--db", db).output.splitlines()
+        assert timeline[0].startswith("one: 1 event, ")
+        assert timeline[1].endswith("forked from demo at seq 2: 1 message, 1 turn")
+        exported = amber("export", "one", "-o", tmp_path / "one.json", "--db", db)
+        assert exported.output == f"Exported one (1 event) to {tmp_path / 'one.json'}.\n"
+        replayed = amber("replay", "one", "--db", db).output
+        assert replayed.startswith("Replayed one: 1 event in ")
+        imported = amber("import", tmp_path / "one.json", "--as", "two", "--db", db)
+        assert imported.output.startswith("Imported two (1 event, 1 message) into ")
+
     def test_a_fork_from_between_snapshots_equals_the_timelines(
         self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

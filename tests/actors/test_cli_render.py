@@ -108,13 +108,13 @@ class TestDescribeEvent:
         )
         assert build.add(Category.NOTIFICATION, "n1", content="hi") == "+ n1 notification: hi"
         assert build(RolledBack, to_seq=9, reason="undo") == (
-            "⟲ rolled back to seq 9: 1 messages inactive (undo)"
+            "⟲ rolled back to seq 9: 1 message inactive (undo)"
         )
         fork = build.timeline.fork(3, "f", at=T0)
         event = fork.event(1)
         assert isinstance(event, BranchImported)
         assert describe_event(event, fork.base, fork.head).plain == (
-            "⑂ forked from s at seq 3: 2 messages, 1 turns"
+            "⑂ forked from s at seq 3: 2 messages, 1 turn"
         )
 
     def test_approval_lines_show_the_calls_arguments(self, build: Builder) -> None:
