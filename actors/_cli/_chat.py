@@ -62,6 +62,7 @@ from ._app import (
 )
 from ._hints import command_line, quoted
 from ._logs import warnings_on
+from ._text import in_call_order
 
 __all__ = ["ChatLoop", "chat", "chat_model", "chat_tools", "resume"]
 
@@ -197,7 +198,7 @@ class ChatLoop:
                 self.busy = False
                 self.show_failure(state)
                 return True
-            for call_id, message_id in turn.awaiting_approval.items():
+            for call_id, message_id in in_call_order(state, turn.awaiting_approval):
                 self.ask_approval(call_id, state.message(message_id))
             return True
         text = self.read("you> ")
@@ -432,7 +433,7 @@ def resume(
         # the chat does, until the session is idle with nothing left to approve.
         while (turn := state.active_turn) is not None and turn.awaiting_approval:
             try:
-                for call_id, message_id in turn.awaiting_approval.items():
+                for call_id, message_id in in_call_order(state, turn.awaiting_approval):
                     loop.ask_approval(call_id, state.message(message_id))
             except EOFError:
                 raise CliError(_unanswered(state, session, shell, db), ExitCode.FAILED) from None
@@ -449,7 +450,8 @@ def _awaiting_calls(state: SessionState) -> list[ToolCall]:
     turn = state.active_turn
     if turn is None:
         return []
-    calls = (state.message(message_id).tool_call for message_id in turn.awaiting_approval.values())
+    waiting = in_call_order(state, turn.awaiting_approval)
+    calls = (state.message(message_id).tool_call for _, message_id in waiting)
     return [c for c in calls if c is not None]
 
 

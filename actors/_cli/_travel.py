@@ -88,7 +88,8 @@ def info_data(info: SessionInfo) -> dict[str, Any]:
         "created_at": info.created_at,
         "updated_at": info.updated_at,
         "messages": info.messages,
-        "counts": {str(status): n for status, n in info.counts.items()},
+        # In the lifecycle's order: the map's own is its hashes', which change every run.
+        "counts": {str(s): info.counts[s] for s in STATUS_ORDER if s in info.counts},
         "active_turn_id": info.active_turn_id,
         "active_turn_started_at": info.active_turn_started_at,
         "snapshot_seq": info.snapshot_seq,

@@ -322,6 +322,28 @@ class TestSessions:
         assert demo["active_turn_id"] is None
         assert demo["updated_at"].endswith("+00:00")
 
+    def test_json_counts_are_in_status_order(self, recorded: Recorded) -> None:
+        """--json's counts come in the lifecycle's order whatever the process's hash seed
+        (they came in a hash map's order: the same store printed differently each run)."""
+        import os
+        import subprocess
+        import sys
+
+        from runtime import STATUS_ORDER
+
+        code = "from actors._cli import main; raise SystemExit(main(['sessions', '--json', '--db', "
+        code += f"{str(recorded.db)!r}]))"
+        orders = set()
+        for seed in range(6):
+            env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+            done = subprocess.run(
+                [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+            )
+            counts = {s["session_id"]: s["counts"] for s in json.loads(done.stdout)}["demo"]
+            orders.add(tuple(counts))
+        ordered = tuple(str(s) for s in STATUS_ORDER if str(s) in counts)
+        assert orders == {ordered}
+
     def test_empty_store(self, tmp_path: Path) -> None:
         """A store without sessions says how to make one."""
         from runtime.store import SQLiteStore

@@ -288,3 +288,29 @@ class TestArgumentsOrder:
         assert len(outputs) == 1, "\n---\n".join(outputs)
         first = outputs.pop().splitlines()[0]
         assert first.startswith('{"apple":{"b":[{"c":2,"q":1}],"y":1},"banana":')
+
+
+class TestCallsInCallOrder:
+    def state(self) -> Any:
+        """A session whose turn waits for approval of eight calls, in the order made."""
+        from runtime.testing import FakeTool, PlanModel, Simulation, TurnPlan, UseTools
+
+        sim = Simulation(model=PlanModel(), tools=[FakeTool("guarded", approval=True)])
+        calls = tuple(("guarded", {"text": str(n)}) for n in range(8))
+        sim.send("s", "go", plan=TurnPlan(UseTools(*calls)))
+        sim.settle()
+        return sim.head("s")
+
+    def test_the_header_lists_waiting_calls_in_call_order(self) -> None:
+        """'Awaiting approval:' listed the call ids in a hash map's order, which changes from
+        one run to the next; it lists them in the order the model made the calls."""
+        from actors._cli._tables import state_header
+
+        state = self.state()
+        turn = state.active_turn
+        assert len(turn.awaiting_approval) == 8
+        made = [m.tool_call.id for m in state.messages if m.tool_call is not None]
+        header = state_header(state, last_seq=state.seq, event=None).plain
+        (line,) = [line for line in header.splitlines() if line.startswith("Awaiting approval")]
+        assert line == "Awaiting approval: " + ", ".join(made)
+        assert header.split("open calls: ", 1)[1].startswith(", ".join(made) + ")")
