@@ -1,8 +1,9 @@
-"""Nouns with their indefinite article, for error messages: "an int", "a 'str'"."""
+"""Nouns with their indefinite article or their count, for messages: "an int", "a 'str'",
+"1 event", "2 events"."""
 
 from __future__ import annotations
 
-__all__ = ["article", "type_named"]
+__all__ = ["article", "counted", "type_named"]
 
 _SOUNDS_YOU = ("uni", "usa", "use", "usu", "uu", "utf")
 """Beginnings of nouns whose vowel sounds like "you" (``a Usage``, ``a UUID``)."""
@@ -22,3 +23,9 @@ def article(noun: str) -> str:
 def type_named(value: object) -> str:
     """The name of ``value``'s type, quoted, with its article: ``an 'int'``, ``a 'str'``."""
     return article(repr(type(value).__name__))
+
+
+def counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless it is one: ``1 event``, ``2 events``, ``0 turns``
+    (for the regular nouns Amber counts: events, messages, turns, sessions)."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

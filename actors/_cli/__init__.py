@@ -70,7 +70,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "export": ("._admin", "export", "Print SESSION as JSON (its whole event log)."),
     "import": (
-        "._admin",
+        "._import",
         "import_command",
         "Store a session from an export file (FILE, or - for stdin).",
     ),

@@ -1,8 +1,8 @@
-"""Commands that write or move sessions: ``fork``, ``export``, ``import``, ``recover``."""
+"""Commands that write or move sessions: ``fork``, ``export``, ``recover`` (``import`` is
+``_import``)."""
 
 from __future__ import annotations
 
-import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from runtime import (
     SessionState,
     Timeline,
 )
+from runtime._article import counted
 from runtime.store import (
     RebuildReport,
     SessionInfo,
@@ -43,11 +44,12 @@ from ._app import (
     require_session,
     resolve_seq,
     resolve_seq_between,
+    session_argument,
     session_id_option,
     stdout_console,
 )
 from ._check import describe_problem
-from ._hints import command_line, name_store, quoted
+from ._hints import command_line, name_store
 
 __all__ = [
     "FORK_TRIES",
@@ -56,7 +58,6 @@ __all__ = [
     "fork",
     "fork_session",
     "free_id",
-    "import_command",
     "recover",
     "sessions_and_damage",
 ]
@@ -143,7 +144,7 @@ def _taken(new_id: str, db: str) -> CliError:
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", callback=session_argument)
 @click.option(
     "--at", "at_seq", metavar="SEQ", callback=parse_seq, required=True, help="The seq to fork from."
 )
@@ -185,7 +186,7 @@ def fork(session: str, at_seq: int, new_id: str | None, db: str, as_json: bool) 
         Text.assemble(
             f"Forked {session} at seq {seq} into ",
             (target, "bold"),
-            f" ({len(head)} messages, {len(head.turn_list())} turns).",
+            f" ({counted(len(head), 'message')}, {counted(len(head.turn_list()), 'turn')}).",
         )
     )
     awaiting = head.active_turn.awaiting_approval if head.active_turn is not None else {}
@@ -213,7 +214,7 @@ def fork(session: str, at_seq: int, new_id: str | None, db: str, as_json: bool) 
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", callback=session_argument)
 @click.option(
     "-o",
     "--output",
@@ -253,127 +254,7 @@ def export(session: str, output: Path | None, force: bool, db: str) -> None:
             "--output a file you may write, or leave it out to print the export.",
             ExitCode.FAILED,
         ) from None
-    stdout_console().print(f"Exported {session} ({data['seq']} events) to {output}.")
-
-
-def _renamed(data: Any, new_id: str) -> Any:
-    """An export moved to session ``new_id``: every event, and every message the session
-    added itself; a fork's messages of other sessions keep their ``session_id`` and
-    ``event_seq`` (their provenance), and its source stays the session it was forked from.
-    Every mention of the exported session's own id becomes ``new_id``, and only those."""
-    if not isinstance(data, dict) or not isinstance(data.get("events"), list):
-        return data  # not an export: import_session says why
-    old_id = data.get("session_id")
-
-    def moved(message: Any) -> Any:
-        if isinstance(message, dict) and message.get("session_id") == old_id:
-            return {**message, "session_id": new_id}
-        return message
-
-    events = []
-    for event in data["events"]:
-        if isinstance(event, dict):
-            event = {**event, "session_id": new_id}
-            if event.get("source_session_id") == old_id:
-                event["source_session_id"] = new_id
-            for key in ("message", "notice"):
-                if key in event:
-                    event[key] = moved(event[key])
-            for key in ("messages", "partial"):
-                if isinstance(event.get(key), list):
-                    event[key] = [moved(m) for m in event[key]]
-        events.append(event)
-    return {**data, "session_id": new_id, "events": events}
-
-
-def _source(data: Any) -> tuple[str, int] | None:
-    """The session and seq an imported fork started from (its first event), if it is one."""
-    first = data["events"][0] if data.get("events") else None
-    if isinstance(first, dict) and first.get("kind") == "branch_imported":
-        return str(first["source_session_id"]), int(first["source_seq"])
-    return None
-
-
-EXPORT_FORMAT = "amber.session"
-"""The ``format`` of what ``amber export`` writes."""
-
-
-def _not_export_shape(data: Any) -> str | None:
-    """Why ``data`` (a file's JSON) is not an export at all, or None if it looks like one
-    (its events are then checked one by one as they are imported)."""
-    if not isinstance(data, dict):
-        kinds = {list: "an array", str: "a string", bool: "true or false", type(None): "null"}
-        return f"it holds {kinds.get(type(data), 'a number')}, not a JSON object"
-    if data.get("format") != EXPORT_FORMAT:
-        return f"its format is {data.get('format')!r}, not {EXPORT_FORMAT!r}"
-    if not isinstance(data.get("events"), list):
-        return "it has no list of events"
-    return None
-
-
-def _not_an_export(file: Path, what: str) -> CliError:
-    """The error of a file that is not an export: it says how to make one."""
-    name = "standard input" if str(file) == "-" else repr(str(file))
-    how = command_line("export", "SESSION", options=("-o", "FILE", "--db", "STORE"))
-    return CliError(
-        f"{name} is not an Amber export: {what}. Make one with {quoted(how)} (the store that holds "
-        "the session), then import that file.",
-        ExitCode.BAD_STORE,
-    )
-
-
-@click.command("import")
-@click.argument("file", type=click.Path(allow_dash=True, path_type=Path))
-@click.option(
-    "--as",
-    "new_id",
-    metavar="NEW",
-    callback=session_id_option,
-    help="Import under this session id instead.",
-)
-@db_option(create=True)
-@json_option
-def import_command(file: Path, new_id: str | None, db: str, as_json: bool) -> None:
-    """Store a session from an export file (FILE, or - for stdin).
-
-    FILE is what 'amber export' wrote.
-    The events are decoded strictly and applied again before anything is
-    stored; the store is created if it does not exist.
-    """
-    if str(file) == "-":
-        raw = sys.stdin.buffer.read()
-    elif not file.is_file():
-        raise CliError(
-            f"No file {str(file)!r} to import; pass an export's path.", ExitCode.NOT_FOUND
-        )
-    else:
-        raw = file.read_bytes()
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise _not_an_export(file, f"it is not JSON ({exc})") from None
-    if (what := _not_export_shape(data)) is not None:
-        raise _not_an_export(file, what)
-    if new_id is not None:
-        data = _renamed(data, new_id)
-    with open_store(db, create=True) as store:
-        session = data.get("session_id") if isinstance(data, dict) else None
-        if isinstance(session, str) and session in store:
-            raise CliError(
-                f"The store {db!r} already has a session {session!r}; pass --as NEW to import it "
-                "under another id.",
-                ExitCode.CONFLICT,
-            )
-        head = store.import_session(data)
-    source = _source(data)  # the import decoded every event: ``data`` is an export
-    if as_json:
-        fork = {} if source is None else {"source_session_id": source[0], "source_seq": source[1]}
-        emit_json({"session_id": head.session_id, "seq": head.seq, "messages": len(head), **fork})
-        return
-    what = "" if source is None else f"; a fork of {source[0]} at seq {source[1]}"
-    stdout_console().print(
-        f"Imported {head.session_id} ({head.seq} events, {len(head)} messages) into {db}{what}."
-    )
+    stdout_console().print(f"Exported {session} ({counted(data['seq'], 'event')}) to {output}.")
 
 
 @click.command()

@@ -49,7 +49,6 @@ from runtime import (
     UnknownMessage,
     UnknownSession,
     canonical,
-    check_session_id,
     storable_text,
 )
 from runtime._article import article
@@ -57,6 +56,11 @@ from runtime.store import DEFAULT_SCHEMA, SQLiteStore, SqlStore, Store, is_postg
 from runtime.store._pg_names import schema_problem, url_problem
 
 from ._hints import command_line, name_store, quoted, shell_line
+from ._params import Seconds as Seconds
+from ._params import parse_seq as parse_seq
+from ._params import read_seq as read_seq
+from ._params import session_argument as session_argument
+from ._params import session_id_option as session_id_option
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -77,11 +81,13 @@ __all__ = [
     "parse_seq",
     "pg_schema",
     "plain_stdout",
+    "read_seq",
     "report",
     "require_folder",
     "require_session",
     "require_sqlite_file",
     "resolve_seq",
+    "session_argument",
     "session_id_option",
     "stdout_console",
     "text_console",
@@ -200,109 +206,6 @@ def json_option(fn: F) -> F:
     return click.option(
         "--json", "as_json", is_flag=True, help="Print the data as JSON (for scripts)."
     )(fn)
-
-
-SEQ_HELP = (
-    "a number (0 is the empty state before the first event), a negative number to count back "
-    "from the head (-1 is the head), or 'head'"
-)
-
-
-def session_id_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """A click callback: a session id a new session can have (``USAGE``, naming the option
-    and what is wrong, if it cannot), or None."""
-    if value is None:
-        return None
-    try:
-        return check_session_id(value)
-    except InvalidInput as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
-class Seconds(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
-    """A number of seconds, parsed by ``actors._seconds.time_limit`` (the one parser every
-    option taking seconds shares): finite, from ``minimum`` to ``maximum`` (100 years unless
-    given); anything else is a usage error naming the option and the range."""
-
-    name = "seconds"
-
-    def __init__(
-        self, minimum: float = 0.0, *, above_minimum: bool = False, maximum: float | None = None
-    ) -> None:
-        self.minimum = minimum
-        self.above_minimum = above_minimum
-        self.maximum = maximum
-
-    def convert(
-        self, value: object, param: click.Parameter | None, ctx: click.Context | None
-    ) -> float:
-        """The value as a float, or a usage error saying what is taken."""
-        from actors._seconds import time_limit
-
-        what = param.opts[0] if param is not None and param.opts else "the value"
-        try:
-            if self.maximum is not None:
-                return time_limit(
-                    value,
-                    what=what,
-                    minimum=self.minimum,
-                    above_minimum=self.above_minimum,
-                    maximum=self.maximum,
-                )
-            return time_limit(
-                value, what=what, minimum=self.minimum, above_minimum=self.above_minimum
-            )
-        except InvalidArgument as exc:
-            self.fail(str(exc), param, ctx)
-
-
-def read_seq(value: str) -> int:
-    """A seq as typed (the CLI's options, the web viewer's parameters): a number, negative
-    from the head, or ``head`` (-1); checked against the session later.
-
-    Raises:
-        InvalidArgument: not a seq, or ``-0`` (the sentence says what to pass).
-    """
-    text = value.strip().lower()
-    if text == "head":
-        return -1
-    # ASCII digits only, as documented: int() would also take 1_0 (10), +5, other
-    # scripts' digits.
-    digits = text[1:] if text.startswith("-") else text
-    try:
-        seq = int(text) if digits.isascii() and digits.isdigit() else None
-    except ValueError:  # past 4,300 digits
-        seq = None
-    if seq is None:
-        meant = _python_int(text)
-        hint = "" if meant is None else f" A seq is ASCII digits only: did you mean {meant}?"
-        raise InvalidArgument(f"{value!r} is not a seq: pass {SEQ_HELP}.{hint}")
-    if seq == 0 and text.startswith("-"):
-        # Counting back from the head starts at -1: -0 would silently be the empty state.
-        raise InvalidArgument(
-            f"{value!r} is not a seq: 0 is the empty state before the first event and -1 the "
-            "head; pass 0, -1 or 'head'."
-        )
-    return seq
-
-
-def _python_int(text: str) -> int | None:
-    """What Python's ``int`` reads ``text`` as (``1_0``, ``+5``, other scripts' digits),
-    or None."""
-    try:
-        return int(text)
-    except ValueError:
-        return None
-
-
-def parse_seq(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    """A click callback: a seq as an int (``read_seq``); ``head`` is -1."""
-    if value is None:
-        return None
-    try:
-        return read_seq(value)
-    except InvalidArgument as exc:
-        raise click.BadParameter(str(exc)) from None
 
 
 # --- the store ---------------------------------------------------------------------------
@@ -500,10 +403,12 @@ def resolve_seq_between(
     """A seq from ``first`` to ``last``: negatives count back from ``last`` (-1 is ``last``)."""
     resolved = last + 1 + seq if seq < 0 else seq
     if not first <= resolved <= last:
+        lowest = first - last - 1  # the negative seq of ``first``
         raise CliError(
             f"Session {session_id!r} has no seq {seq}: it holds seq {first} (before "
-            f"the first event) to {last}. Pass {option} between {first} and {last}, or a "
-            "negative number to count back from the head (-1 is the head).",
+            f"the first event) to {last}. Pass {option} between {first} and {last}, or "
+            f"between {lowest} and -1 to count back from the head (-1 is the head, {lowest} "
+            f"seq {first}).",
             ExitCode.NOT_FOUND,
         )
     return resolved

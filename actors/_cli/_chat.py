@@ -40,6 +40,7 @@ from runtime import (
     call,
     reply,
 )
+from runtime._article import counted
 
 from .._approving import calls_waiting
 from .._cli_adapter import CliAdapter
@@ -57,10 +58,12 @@ from ._app import (
     open_store,
     require_session,
     require_sqlite_file,
+    session_argument,
     session_id_option,
 )
 from ._hints import command_line, quoted
 from ._logs import warnings_on
+from ._text import in_call_order
 
 __all__ = ["ChatLoop", "chat", "chat_model", "chat_tools", "resume"]
 
@@ -314,7 +317,7 @@ def chat(
     adapter = CliAdapter.start(
         console=console, echo_inputs=False, stream=stream, sessions=[session_id]
     )
-    note = f"continuing, {existing} messages" if existing else "new"
+    note = f"continuing, {counted(existing, 'message')}" if existing else "new"
     about = (
         f"model {getattr(model, 'name', model_spec)}"
         if model_spec
@@ -350,7 +353,7 @@ def chat(
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", callback=session_argument)
 @click.option(
     "--model",
     "model_spec",
@@ -448,7 +451,8 @@ def _awaiting_calls(state: SessionState) -> list[ToolCall]:
     turn = state.active_turn
     if turn is None:
         return []
-    calls = (state.message(message_id).tool_call for message_id in turn.awaiting_approval.values())
+    waiting = in_call_order(state, turn.awaiting_approval)
+    calls = (state.message(message_id).tool_call for _, message_id in waiting)
     return [c for c in calls if c is not None]
 
 

@@ -26,10 +26,13 @@ __all__ = ["check_command", "describe_problem"]
 
 def describe_problem(problem: Problem, db: str) -> str:
     """One line for a problem: where, what, and what mends it (a command naming ``db``)."""
+    restore = "restore the file from a backup"
     fix = (
         command_line("recover", options=("--rebuild", "--db", db)) + " mends it"
         if problem.derived
-        else "the log itself is damaged: restore the file from a backup"
+        else "the log itself is damaged"
+        if restore in str(problem)  # the store's error says it already
+        else f"the log itself is damaged: {restore}"
     )
     return f"{problem} [{fix}]"
 

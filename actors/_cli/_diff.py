@@ -19,6 +19,7 @@ from ._app import (
     open_store,
     parse_seq,
     resolve_seq_between,
+    session_argument,
     stdout_console,
 )
 from ._hints import command_line
@@ -54,7 +55,7 @@ _FORK_FIELDS = frozenset({"session_id", "event_seq"})
 
 
 @click.command("diff")
-@click.argument("session")
+@click.argument("session", callback=session_argument)
 @click.argument("a", callback=parse_seq)
 @click.argument("b", callback=parse_seq, default="head")
 @click.option(

@@ -32,6 +32,7 @@ from runtime import (
     reports_error,
     thaw,
 )
+from runtime._article import counted
 from runtime._decisions import DECISION_KEY, stored_decision
 
 from .._metrics import format_turn_metrics
@@ -151,7 +152,7 @@ def describe_event(event: Event, before: SessionState, after: SessionState) -> T
         return join(
             ("⑂ ", "cyan"),
             f"forked from {event.source_session_id} at seq {event.source_seq}: ",
-            f"{len(event.messages)} messages, {len(event.turns)} turns",
+            f"{counted(len(event.messages), 'message')}, {counted(len(event.turns), 'turn')}",
         )
     if isinstance(event, ApprovalRequested):
         call = _call_name(after, event.call_id)
@@ -166,7 +167,9 @@ def describe_event(event: Event, before: SessionState, after: SessionState) -> T
     if isinstance(event, RolledBack):
         gone = len(touched_ids(event, before, after))
         reason = f" ({excerpt(event.reason, 80)})" if event.reason else ""
-        return Text(f"⟲ rolled back to seq {event.to_seq}: {gone} messages inactive{reason}")
+        return Text(
+            f"⟲ rolled back to seq {event.to_seq}: {counted(gone, 'message')} inactive{reason}"
+        )
     return Text(event.kind)
 
 

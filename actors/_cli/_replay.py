@@ -15,6 +15,7 @@ import click
 from rich.text import Text
 
 from runtime import CorruptRow, ReplayMismatch, SessionState, Timeline, diff, replay
+from runtime._article import counted
 from runtime.store import SessionInfo, Store
 
 from ._app import (
@@ -24,6 +25,7 @@ from ._app import (
     json_option,
     open_store,
     require_session,
+    session_argument,
     stdout_console,
 )
 from ._hints import command_line, name_store, quoted
@@ -136,7 +138,7 @@ def _summary_check(info: SessionInfo, line: Timeline) -> Check:
 
 
 @click.command("replay")
-@click.argument("session", required=False)
+@click.argument("session", required=False, callback=session_argument)
 @click.option(
     "--verify", is_flag=True, help="Compare the replay with the stored snapshot and summary."
 )
@@ -158,8 +160,15 @@ def replay_command(
     that the stored snapshot, the head loaded from it and the session's
     summary row all equal the replay. Exit status 1 if any check fails.
     """
-    if (session is None) == (not all_sessions):
-        raise click.UsageError("Pass a SESSION or --all (not both).")
+    if session is None and not all_sessions:
+        raise click.UsageError(
+            "Pass the SESSION to replay (its id, as 'amber sessions' lists it), or --all for "
+            "every session of the store."
+        )
+    if session is not None and all_sessions:
+        raise click.UsageError(
+            f"Pass a SESSION or --all, not both: --all replays every session, {session} too."
+        )
     results: list[dict[str, Any]] = []
     with open_store(db) as store:
         if session is not None:
@@ -222,7 +231,7 @@ def _print_replays(results: list[dict[str, Any]], verify: bool, db: str) -> None
         what = (
             f": its log is damaged at seq {result['events']}"
             if result["damaged"]
-            else f": {result['events']} events in {result['ms']:.1f} ms"
+            else f": {counted(result['events'], 'event')} in {result['ms']:.1f} ms"
         )
         console.print(Text.assemble("Replayed ", (result["session_id"], "bold"), what))
         for check in result["checks"]:

@@ -17,6 +17,7 @@ from ._app import (
     parse_seq,
     require_sqlite_file,
     resolve_seq_between,
+    session_argument,
     session_id_option,
 )
 from ._logs import warnings_on
@@ -52,7 +53,7 @@ def demo(session_id: str | None, db: str) -> None:
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", callback=session_argument)
 @click.option(
     "--at", "at_seq", metavar="SEQ", callback=parse_seq, default="head", help="Start at this seq."
 )

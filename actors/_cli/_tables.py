@@ -20,6 +20,7 @@ from runtime import (
     canonical,
     inherited,
 )
+from runtime._article import counted
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -37,6 +38,7 @@ from ._text import (
     category_label,
     duration_text,
     excerpt,
+    in_call_order,
     join,
     json_safe,
     message_summary,
@@ -72,13 +74,17 @@ def state_header(state: SessionState, *, last_seq: int, event: Event | None) -> 
         line.append(turn.id, style="bold yellow")
         line.append(f" (since seq {turn.started_seq}, claims {', '.join(turn.input_ids)}")
         if turn.open_calls:
-            line.append(f"; open calls: {', '.join(turn.open_calls)}")
+            opened = ", ".join(call for call, _ in in_call_order(state, turn.open_calls))
+            line.append(f"; open calls: {opened}")
         line.append(")")
         if turn.awaiting_approval:
+            waiting = in_call_order(state, turn.awaiting_approval)
             line.append("\nAwaiting approval: ", style="magenta")
-            line.append(", ".join(turn.awaiting_approval), style="bold magenta")
+            line.append(", ".join(call for call, _ in waiting), style="bold magenta")
     counts = ", ".join(f"{n} {status}" for status, n in state.status_counts().items())
-    line.append(f"\n{len(state)} messages" + (f": {counts}" if counts else ""), style="dim")
+    line.append(
+        f"\n{counted(len(state), 'message')}" + (f": {counts}" if counts else ""), style="dim"
+    )
     calls = state.model_calls()
     if calls:
         from runtime import session_cost  # the price tables: only for a state with model calls

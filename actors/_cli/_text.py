@@ -13,7 +13,15 @@ from datetime import UTC, datetime
 import orjson
 from rich.text import Span, Text
 
-from runtime import INTERRUPTED_MARK, Category, Message, Status, canonical, category_of
+from runtime import (
+    INTERRUPTED_MARK,
+    Category,
+    Message,
+    SessionState,
+    Status,
+    canonical,
+    category_of,
+)
 from runtime._article import article
 
 from .._terminal import json_safe, safe
@@ -30,6 +38,7 @@ __all__ = [
     "compact",
     "duration_text",
     "excerpt",
+    "in_call_order",
     "join",
     "json_safe",
     "json_text",
@@ -194,3 +203,11 @@ def _bytes(value: object) -> str:
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
     raise TypeError(f"Cannot print {article(type(value).__name__)} as JSON.")
+
+
+def in_call_order(state: SessionState, calls: typing.Mapping[str, str]) -> list[tuple[str, str]]:
+    """A turn's ``open_calls`` or ``awaiting_approval`` (call id -> message id) in the order
+    the calls were made (their messages' order): a map's own order is its hashes', which
+    changes from one run to the next."""
+    last = len(state.messages)
+    return sorted(calls.items(), key=lambda item: state.index.get(item[1], last))

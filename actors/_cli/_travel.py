@@ -24,6 +24,7 @@ from runtime import (
     added_seq,
     to_data,
 )
+from runtime._article import counted
 from runtime.store import SessionInfo, SqlStore, Store
 
 from . import keep_to_exit
@@ -40,6 +41,7 @@ from ._app import (
     report,
     require_session,
     resolve_seq_between,
+    session_argument,
     stdout_console,
     text_console,
     translate,
@@ -86,7 +88,8 @@ def info_data(info: SessionInfo) -> dict[str, Any]:
         "created_at": info.created_at,
         "updated_at": info.updated_at,
         "messages": info.messages,
-        "counts": {str(status): n for status, n in info.counts.items()},
+        # In the lifecycle's order: the map's own is its hashes', which change every run.
+        "counts": {str(s): info.counts[s] for s in STATUS_ORDER if s in info.counts},
         "active_turn_id": info.active_turn_id,
         "active_turn_started_at": info.active_turn_started_at,
         "snapshot_seq": info.snapshot_seq,
@@ -252,7 +255,7 @@ def event_entries(timeline: Timeline) -> list[tuple[Event, SessionState, Session
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", callback=session_argument)
 @click.option(
     "--from", "from_seq", metavar="SEQ", callback=parse_seq, help="First seq to list (default: 1)."
 )
@@ -345,7 +348,7 @@ def timeline(
                 )
                 return
             span = f"{time_text(info.created_at, date=True)} → {time_text(info.updated_at)} UTC"
-            header = Text.assemble((session, "bold"), f": {last} events", f", {span}")
+            header = Text.assemble((session, "bold"), f": {counted(last, 'event')}", f", {span}")
             # Piped (grep, less, a file): plain lines, much faster than styling each one,
             # written a few hundred at a time (the first ones at once), without rich's console.
             console = None if plain_stdout() else stdout_console()
@@ -356,16 +359,20 @@ def timeline(
             width = len(str(last))
             shown = 0
             piped: list[str] = []
-            for event, before, after in picked:
-                text = event_line(event, before, after, width)
-                shown += 1
-                if console is not None and console.is_terminal:
-                    console.print(text)
-                    continue
-                piped.append(text.plain + "\n")
-                if shown == 1 or len(piped) >= 500:
-                    click.echo("".join(piped), nl=False)
-                    piped.clear()
+            try:
+                for event, before, after in picked:
+                    text = event_line(event, before, after, width)
+                    shown += 1
+                    if console is not None and console.is_terminal:
+                        console.print(text)
+                        continue
+                    piped.append(text.plain + "\n")
+                    if shown == 1 or len(piped) >= 500:
+                        click.echo("".join(piped), nl=False)
+                        piped.clear()
+            except AmberError:  # a damaged event: the lines before it, then its error
+                click.echo("".join(piped), nl=False)
+                raise
             click.echo("".join(piped), nl=False)
     if not shown:
         if console is None:
@@ -393,7 +400,7 @@ def head_seq(store: Store, session_id: str, db: str) -> int:
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", callback=session_argument)
 @click.option(
     "--at",
     "at_seq",

@@ -18,6 +18,7 @@ import click
 from rich.text import Text
 
 from runtime import Event, Message, SessionState
+from runtime._article import counted
 
 from ._text import excerpt, json_text, json_view
 from ._viewdata import PROVIDERS, VIEWS, message_view_data, view_data
@@ -213,7 +214,7 @@ def view_parts(
         from runtime import session_history
 
         history = session_history(state)
-        title = f"session_history: {len(history)} messages, phased"
+        title = f"session_history: {counted(len(history), 'message')}, phased"
         shown, left_out = _window(history, window)
         if not left_out:
             return _messages(history, full=full, title=title, state=state)
@@ -228,7 +229,7 @@ def view_parts(
         truncated = ", truncated" if model_view.truncated else ""
         rows, left_out = _window(model_view.messages, window)
         clean: list[RenderableType] = [
-            Text(f"clean_history: {len(model_view)} messages{truncated}", style="bold")
+            Text(f"clean_history: {counted(len(model_view), 'message')}{truncated}", style="bold")
         ]
         if left_out:
             clean.append(_left_out(left_out, len(model_view), "messages"))

@@ -17,6 +17,7 @@ from importlib.util import find_spec
 import click
 
 from ._app import CliError, ExitCode, db_option
+from ._params import Port
 
 __all__ = ["WEB_EXTRA", "is_loopback", "web"]
 
@@ -70,7 +71,7 @@ def _bind(host: str, port: int) -> socket.socket:
 @db_option()
 @click.option(
     "--port",
-    type=click.IntRange(0, 65535),
+    type=Port(),
     default=8400,
     show_default=True,
     help="The port to serve on (0: any free port).",

@@ -40,6 +40,7 @@ from runtime import (
     diff,
     session_history,
 )
+from runtime._article import counted
 
 from .._cli._render import describe_event, diff_view, is_error_event
 from .._cli._text import category_label, excerpt, message_summary, safe
@@ -424,7 +425,7 @@ def view_pane(view: str, state: SessionState, *, show_all: bool) -> Pane:
         shown = history[-limit:] if limit else history
         return Pane(
             view=view,
-            title=f"session_history: {len(history)} messages, phased",
+            title=f"session_history: {counted(len(history), 'message')}, phased",
             note="Every active message, each turn in phased order.",
             rows=tuple(message_rows(shown, state)),
             json=None,
@@ -436,7 +437,7 @@ def view_pane(view: str, state: SessionState, *, show_all: bool) -> Pane:
         items = model_view.messages[-limit:] if limit else model_view.messages
         return Pane(
             view=view,
-            title=f"clean_history: {len(model_view)} messages"
+            title=f"clean_history: {counted(len(model_view), 'message')}"
             + (", truncated" if model_view.truncated else ""),
             note="The model's view: what was dropped, synthesized or cut. "
             + _REBUILT.format(seq=state.seq),

@@ -22,7 +22,7 @@ from runtime import (
     check_session_id,
 )
 
-from .._cli._app import CliError, ExitCode, read_seq, translate
+from .._cli._app import CliError, ExitCode, read_seq, resolve_seq_between, translate
 from .._cli._hints import command_line, name_store, quoted
 
 __all__ = [
@@ -155,16 +155,10 @@ def resolve(seq: int, last_seq: int, session_id: str, *, name: str = "at") -> in
 
     The message is ``amber show --at``'s, with the query parameter's name.
     """
-    resolved = last_seq + 1 + seq if seq < 0 else seq
-    if not 0 <= resolved <= last_seq:
-        raise WebError(
-            404,
-            f"Session {session_id!r} has no seq {seq}: it holds seq 0 (before the first event) "
-            f"to {last_seq}. Pass {name} between 0 and {last_seq}, or a negative number to count "
-            "back from the head (-1 is the head).",
-            code=ExitCode.NOT_FOUND,
-        )
-    return resolved
+    try:
+        return resolve_seq_between(seq, session_id, 0, last_seq, option=name)
+    except CliError as exc:
+        raise WebError(404, str(exc), code=ExitCode.NOT_FOUND) from None
 
 
 def parse_index(value: str | None, *, name: str) -> int | None:

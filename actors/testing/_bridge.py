@@ -36,6 +36,8 @@ from runtime import (
     ToolSpec,
     Update,
 )
+from runtime._article import type_named
+from runtime._storable import shown
 from runtime.testing import Report, SimAdapter, SimModel, SimTool, SimulationMachine, ToolRun
 from runtime.testing import simulation_machine as _simulation_machine
 from runtime.testing._options import with_article
@@ -45,7 +47,7 @@ from .._errors import InvalidConfig
 from .._model import Model
 from .._tools import Tool, tool
 
-__all__ = ["sim_adapter", "sim_model", "sim_tool", "simulation_machine"]
+__all__ = ["as_tool", "sim_adapter", "sim_model", "sim_tool", "simulation_machine"]
 
 Clock = Literal["auto", "mock", "real"]
 
@@ -107,8 +109,39 @@ def sim_tool(
             counts as never returning (it matters for tools with no time limit of
             their own; a busy retry loop costs real time for each simulated step).
     """
-    made = tool_or_function if isinstance(tool_or_function, Tool) else tool(tool_or_function)
+    hang_after = _hang_after(
+        "sim_tool", hang_after, "60", "how long a call may run before it counts as never returning"
+    )
+    made = as_tool("sim_tool", tool_or_function)
     return _BridgedTool(made, clock=clock, hang_after=hang_after)
+
+
+def _hang_after(where: str, value: object, example: str, meaning: str) -> float:
+    """``hang_after`` checked: a finite number of simulated seconds over 0 (``where``,
+    ``example`` and ``meaning`` word the error)."""
+    from .._seconds import MAX_SECONDS
+
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if number is None or not 0 < number <= MAX_SECONDS:  # nan fails both
+        raise InvalidArgument(
+            f"{where}() option 'hang_after' must be a number of simulated seconds over 0 and at "
+            f"most {MAX_SECONDS} (100 years); got {value!r}. Pass a plain number such as "
+            f"{example} ({meaning})."
+        )
+    return float(number)
+
+
+def as_tool(where: str, value: Tool | Callable[..., Any]) -> Tool:
+    """``value`` as a ``Tool``: a plain function is wrapped with ``tool()`` (as ``sim_tool``
+    does); anything else is ``InvalidArgument`` saying what to pass."""
+    if isinstance(value, Tool):
+        return value
+    if callable(value):
+        return tool(value)
+    raise InvalidArgument(
+        f"{where}() takes a Tool (made with @tool) or a plain function to wrap with tool(); "
+        f"got {shown(value)} that is {type_named(value)}."
+    )
 
 
 class _BridgedModel:
@@ -152,6 +185,9 @@ def sim_model(model: Model | SimModel, *, hang_after: float = 600.0) -> SimModel
     """
     if hasattr(model, "respond"):
         return model  # type: ignore[return-value]
+    hang_after = _hang_after(
+        "sim_model", hang_after, "600", "how long a stream may run before it counts as never ending"
+    )
     if not hasattr(model, "stream"):
         raise InvalidConfig(
             f"sim_model() takes a Model (with an async stream(request)) or a simulator model "

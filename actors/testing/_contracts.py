@@ -53,6 +53,7 @@ from runtime.testing._testcase import kit_settings
 
 from .._errors import InvalidConfig
 from .._tools import Tool, ToolOutcome, tool
+from ._bridge import as_tool
 
 __all__ = [
     "AdapterContract",
@@ -167,7 +168,7 @@ def _on_mock_clock(tool_: Tool, clock: Clock, where: str) -> bool:
 
 
 def check_tool_call(
-    tool_: Tool,
+    tool_: Tool | Callable[..., Any],
     arguments: Mapping[str, Any] | Any,
     *,
     cancel_after: float | None = None,
@@ -185,7 +186,7 @@ def check_tool_call(
     call's start (not from starting its thread and event loop, which a busy machine slows).
 
     Args:
-        tool_: the tool.
+        tool_: the tool (or a plain function, wrapped with ``tool``).
         arguments: the model's arguments.
         cancel_after: cancel the call after this many seconds.
         grace: how long past its limit (or its cancellation) a call may take.
@@ -203,7 +204,9 @@ def check_tool_call(
     Raises:
         InvariantViolation: the call broke the contract.
         InvalidConfig: ``clock`` is none of the three.
+        InvalidArgument: ``tool_`` is neither a ``Tool`` nor a function.
     """
+    tool_ = as_tool("check_tool_call", tool_)
     rule = "a tool answers every call with a result or an error, cancellation included"
     name = f"tool {tool_.name!r} called with {arguments!r}"
     mock = _on_mock_clock(tool_, clock, "check_tool_call() option 'clock'")

@@ -19,7 +19,7 @@ from typing import Any
 
 import psycopg
 
-from .._errors import AmberError, SeqConflict, StoreError
+from .._errors import AmberError, CorruptRow, SeqConflict, StoreError
 from ._db import Cursor
 
 __all__ = ["PgDb", "pg_errors", "translate"]
@@ -75,6 +75,11 @@ def pg_errors(name: str, *, write: bool) -> Iterator[None]:
                 "session. Nothing in this batch was stored; load the session again and retry."
             ) from exc
         raise StoreError(f"Cannot read {name!r}: {_first_line(exc)}.") from exc
+    except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as exc:
+        raise CorruptRow(
+            f"{name!r} is damaged: the server reports {_first_line(exc)}. A table of the store "
+            "was dropped or changed by other software; restore it from a backup."
+        ) from exc
     except psycopg.Error as exc:
         if write:
             raise StoreError(

@@ -40,6 +40,7 @@ __all__ = [
     "replay_rows",
     "session_row",
     "snapshot_digest",
+    "untrusted_past",
     "write_snapshot",
 ]
 
@@ -233,12 +234,17 @@ def _rows(
         if not isinstance(body, bytes):
             raise CorruptRow(
                 f"Session {session_id!r} event seq {seq} is corrupt: its body is "
-                f"{type(body).__name__}, not JSON text.",
+                f"{type(body).__name__}, not JSON text. {untrusted_past(seq)}",
                 session_id=session_id,
                 seq=seq,
             )
         yield seq, kind, body, stored
         expected += 1
+
+
+def untrusted_past(seq: int, log: str = "The log") -> str:
+    """What to do about damaged event ``seq``: the sentence that ends its ``CorruptRow``."""
+    return f"{log} cannot be trusted past seq {seq - 1}; restore the file from a backup."
 
 
 def _decoded(session_id: str, seq: int, kind: str, body: bytes) -> Event:
@@ -247,14 +253,17 @@ def _decoded(session_id: str, seq: int, kind: str, body: bytes) -> Event:
     try:
         event = decode_body(kind, session_id, seq, body)
     except DecodeError as exc:
-        raise CorruptRow(f"{where} is corrupt: {exc}", session_id=session_id, seq=seq) from None
+        raise CorruptRow(
+            f"{where} is corrupt: {exc} {untrusted_past(seq)}", session_id=session_id, seq=seq
+        ) from None
     if event.session_id != session_id or event.seq != seq or event.kind != kind:
         raise CorruptRow(
             f"{where} is foreign: its row says {shown(kind)} but its body is "
-            f"{article(repr(event.kind))} event of session {event.session_id!r} seq {event.seq}."
+            f"{article(repr(event.kind))} event of session {event.session_id!r} seq {event.seq}. "
+            f"{untrusted_past(seq)}"
             if event.kind != kind
             else f"{where} is foreign: its body is an event of session "
-            f"{event.session_id!r} seq {event.seq}.",
+            f"{event.session_id!r} seq {event.seq}. {untrusted_past(seq)}",
             session_id=session_id,
             seq=seq,
         )
@@ -283,7 +292,8 @@ def replay_rows(
         except EventRejected as exc:
             raise CorruptRow(
                 f"Session {session_id!r} event seq {event.seq} does not apply to the "
-                f"state before it: {exc} The log is damaged or was written by other software.",
+                f"state before it: {exc} The log is damaged or was written by other software: "
+                f"{untrusted_past(event.seq, 'it')}",
                 session_id=session_id,
                 seq=event.seq,
             ) from None

@@ -56,6 +56,11 @@ class Transaction:
                 f"{path!r} is damaged at the SQLite level ({exc}). 'amber check' runs SQLite's "
                 "integrity check; restore the file from a backup."
             ) from exc
+        if isinstance(exc, sqlite3.OperationalError) and _altered(exc):
+            raise CorruptRow(
+                f"{path!r} is damaged: SQLite reports {exc}. A table of the store was dropped "
+                "or changed by other software; restore the file from a backup."
+            ) from exc
         if isinstance(exc, sqlite3.Error):
             if self._write:
                 raise StoreError(
@@ -67,3 +72,8 @@ class Transaction:
 def _damaged(exc: sqlite3.DatabaseError) -> bool:
     text = str(exc).lower()
     return "malformed" in text or "not a database" in text or "corrupt" in text
+
+
+def _altered(exc: sqlite3.OperationalError) -> bool:
+    """SQLite's error of a statement on a table or column the store should have."""
+    return str(exc).startswith(("no such table: ", "no such column: "))

@@ -18,7 +18,7 @@ from .._codec import from_data, to_data
 from .._errors import DecodeError
 from .._events import Event
 
-__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "export_data", "parse_export"]
+__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "export_data", "parse_export", "read_export"]
 
 EXPORT_FORMAT = "amber.session"
 """The ``format`` tag of a session export."""
@@ -65,44 +65,54 @@ def parse_export(data: Mapping[str, Any] | str | bytes) -> tuple[str, list[Event
             does not decode, or events that are not the session's seq 1 to n
             in order. The message names the event by position and seq.
     """
+    try:
+        return read_export(data)
+    except DecodeError as exc:
+        raise _fail(str(exc)) from None
+
+
+def read_export(data: Mapping[str, Any] | str | bytes) -> tuple[str, list[Event]]:
+    """``parse_export`` for a caller that words the error itself (``amber import`` names
+    the file): the ``DecodeError``'s message is only what is wrong (``seq is '3' but the
+    export holds 46 events``)."""
     if isinstance(data, (str, bytes)):
         try:
             data = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
-            raise _fail(f"the text is not JSON ({exc})") from None
+            raise DecodeError(f"the text is not JSON ({exc})") from None
     if not isinstance(data, Mapping):
-        raise _fail(f"expected an object, got {type(data).__name__} {data!r:.60}")
+        raise DecodeError(f"expected an object, got {type(data).__name__} {data!r:.60}")
     if data.get("format") != EXPORT_FORMAT:
-        raise _fail(f"expected format {EXPORT_FORMAT!r}, got {data.get('format')!r}")
+        raise DecodeError(f"expected format {EXPORT_FORMAT!r}, got {data.get('format')!r}")
     version = data.get("version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise _fail(f"expected an integer version, got {version!r}")
+        raise DecodeError(f"expected an integer version, got {version!r}")
     if version > EXPORT_VERSION:
-        raise _fail(
+        raise DecodeError(
             f"the export has version {version}, newer than this Amber reads ({EXPORT_VERSION}); "
             "upgrade amber to import it"
         )
     keys = set(data)
     if keys != _KEYS:
         missing, extra = sorted(_KEYS - keys), sorted(keys - _KEYS)
-        raise _fail(f"expected the keys {sorted(_KEYS)} (missing {missing}, unknown {extra})")
+        raise DecodeError(f"expected the keys {sorted(_KEYS)} (missing {missing}, unknown {extra})")
     session_id, seq, raw_events = data["session_id"], data["seq"], data["events"]
     if not isinstance(session_id, str) or not session_id:
-        raise _fail(f"expected a non-empty session_id, got {session_id!r}")
+        raise DecodeError(f"expected a non-empty session_id, got {session_id!r}")
     if not isinstance(raw_events, list) or not raw_events:
-        raise _fail(f"expected a non-empty list of events, got {raw_events!r:.60}")
+        raise DecodeError(f"expected a non-empty list of events, got {raw_events!r:.60}")
     if isinstance(seq, bool) or seq != len(raw_events):
-        raise _fail(f"seq is {seq!r} but the export holds {len(raw_events)} events")
+        raise DecodeError(f"seq is {seq!r} but the export holds {len(raw_events)} events")
     events: list[Event] = []
     for position, raw in enumerate(raw_events):
         try:
             event = from_data(raw, Event)
         except DecodeError as exc:
-            raise _fail(
+            raise DecodeError(
                 f"event [{position}] (seq {position + 1}) does not decode: {str(exc).rstrip('.')}"
             ) from None
         if event.session_id != session_id or event.seq != position + 1:
-            raise _fail(
+            raise DecodeError(
                 f"event [{position}] should be session {session_id!r} seq {position + 1}, "
                 f"but it is session {event.session_id!r} seq {event.seq}"
             )

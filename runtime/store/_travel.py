@@ -35,7 +35,7 @@ from .._timeline import Timeline
 from ._chain import ChainCheck, digest
 from ._checkpoints import kept, nearest, read_checkpoint
 from ._db import Db
-from ._rows import chain_at, read_error_flags, read_events, read_snapshot
+from ._rows import chain_at, read_error_flags, read_events, read_snapshot, untrusted_past
 from ._summaries import shown
 
 __all__ = ["FREEZE_AFTER", "TimeTravel", "bulk", "check_span", "load_span", "walk"]
@@ -150,7 +150,8 @@ def _applied(session_id: str, state: SessionState, event: Event) -> SessionState
     except EventRejected as exc:
         raise CorruptRow(
             f"Session {session_id!r} event seq {event.seq} does not apply to the state before "
-            f"it: {exc} The log is damaged or was written by other software.",
+            f"it: {exc} The log is damaged or was written by other software: "
+            f"{untrusted_past(event.seq, 'it')}",
             session_id=session_id,
             seq=event.seq,
         ) from None

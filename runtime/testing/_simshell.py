@@ -58,8 +58,10 @@ from .. import (
     step,
     to_json,
 )
+from .._article import type_named
 from .._chunks import describe_chunk
 from .._script import check_response
+from .._storable import shown
 from ..store import MemoryStore, Store
 from ._checker import TimelineChecker
 from ._ledger import DeliveryLedger, DeliveryReport
@@ -158,11 +160,32 @@ class SimShell:
 
     # -- the shell, simulated ------------------------------------------------------------------
 
-    def _plan(self, plan: TurnPlan | None, key: str | None = None) -> dict[str, Any]:
-        """Give the planned model ``plan``; the metadata that names it."""
-        plans = getattr(self.model, "plans", None)
-        if plan is None or not isinstance(plans, dict):
+    def _plan(self, where: str, plan: TurnPlan | None, key: str | None = None) -> dict[str, Any]:
+        """Give the planned model ``plan``; the metadata that names it.
+
+        Raises:
+            InvalidArgument: ``plan`` is not a ``TurnPlan``, ``key`` not a str, or the
+                model follows no plans (the plan would be dropped without a word).
+        """
+        if plan is None:
             return {}
+        if not isinstance(plan, TurnPlan):
+            raise InvalidArgument(
+                f"Simulation.{where}() option 'plan' takes a TurnPlan (like "
+                f"TurnPlan(Say('hi'))); got {shown(plan)} that is {type_named(plan)}."
+            )
+        if key is not None and not isinstance(key, str):
+            raise InvalidArgument(
+                f"Simulation.{where}() option 'plan_key' takes a str naming the plan; got "
+                f"{shown(key)} that is {type_named(key)}."
+            )
+        plans = getattr(self.model, "plans", None)
+        if not isinstance(plans, dict):
+            raise InvalidArgument(
+                f"Simulation.{where}() option 'plan' needs a model that follows plans (a "
+                f"PlanModel); this simulation's model is {type_named(self.model)}. Make it "
+                "with Simulation(model=PlanModel(), ...), or leave plan out."
+            )
         key = key or f"plan-{len(plans) + 1}"
         plans[key] = plan
         return {PLAN_KEY: key}

@@ -36,12 +36,15 @@ from .. import (
     Category,
     Draft,
     Interrupt,
+    InvalidArgument,
     Message,
     MessageAdded,
     OutputPosted,
     Stopping,
     UserInput,
 )
+from .._article import type_named
+from .._storable import shown
 from ._invariants import check_settled
 from ._plans import TurnPlan
 from ._simshell import EPOCH, SimShell, _Key
@@ -88,9 +91,14 @@ class Simulation(SimShell):
         """
         if isinstance(text, str):
             user_input = UserInput(text=text, sender=sender, chatbot_id=channel)
-        else:
+        elif isinstance(text, UserInput):
             user_input = text
-        metadata = self._plan(plan, plan_key)
+        else:
+            raise InvalidArgument(
+                "Simulation.send() takes the text (a str) or a UserInput; got "
+                f"{shown(text)} that is {type_named(text)}."
+            )
+        metadata = self._plan("send", plan, plan_key)
         if metadata:
             user_input = attrs.evolve(
                 user_input, metadata={**dict(user_input.metadata), **metadata}
@@ -107,9 +115,27 @@ class Simulation(SimShell):
         channel: str = "sim",
         plan: TurnPlan | None = None,
     ) -> Message:
-        """A cron prompt, compaction request or alert (a turn), or a notification (none)."""
+        """A cron prompt, compaction request or alert (a turn), or a notification (none).
+
+        Raises:
+            InvalidArgument: ``category`` is not one of those, or ``plan`` is not
+                a ``TurnPlan`` the model can follow; nothing was stored.
+        """
+        if not isinstance(category, Category):
+            raise InvalidArgument(
+                "Simulation.post() takes a Category (like Category.CRON_PROMPT); got "
+                f"{shown(category)} that is {type_named(category)}."
+            )
+        if not (category.is_input or category is Category.NOTIFICATION):  # as Runtime.post
+            raise InvalidArgument(
+                "Simulation.post() takes cron prompts, compaction requests, background alerts "
+                f"and notifications; a {category.label} is made by a turn, not posted."
+            )
         draft = Draft(
-            category=category, content=content, chatbot_id=channel, metadata=self._plan(plan)
+            category=category,
+            content=content,
+            chatbot_id=channel,
+            metadata=self._plan("post", plan),
         )
         if category is Category.NOTIFICATION:
             decision = self._step(session_id, OutputPosted(draft=draft, **self._stamp()))

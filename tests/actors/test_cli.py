@@ -238,16 +238,17 @@ class TestSessionAndSeqErrors:
         assert result.exit_code == ExitCode.NOT_FOUND
         assert "it holds 2 session(s); list them with: amber sessions --db" in result.stderr
 
-    @pytest.mark.parametrize("seq", ["99", "-100"])
+    @pytest.mark.parametrize("seq", ["99", "-100", "47", "-48"])
     def test_seq_out_of_range(self, recorded: Recorded, seq: str) -> None:
-        """A seq the session does not hold exits 3 and says which seqs it holds."""
+        """A seq the session does not hold exits 3 and says which seqs it holds, positive
+        and negative (just past the lowest negative one, it named only -1)."""
         last = recorded.demo.events
         result = amber("show", "demo", "--at", seq, "--db", recorded.db)
         assert result.exit_code == ExitCode.NOT_FOUND
         assert result.stderr == (
             f"amber: Session 'demo' has no seq {seq}: it holds seq 0 (before the first event) to "
-            f"{last}. Pass --at between 0 and {last}, or a negative number to count back from "
-            "the head (-1 is the head).\n"
+            f"{last}. Pass --at between 0 and {last}, or between {-last - 1} and -1 to count "
+            f"back from the head (-1 is the head, {-last - 1} seq 0).\n"
         )
 
     def test_seq_that_is_not_a_number_is_a_usage_error(self, recorded: Recorded) -> None:
@@ -320,6 +321,28 @@ class TestSessions:
         assert demo["counts"] == {"processed": 3, "interrupted": 2, "delivered": 10}
         assert demo["active_turn_id"] is None
         assert demo["updated_at"].endswith("+00:00")
+
+    def test_json_counts_are_in_status_order(self, recorded: Recorded) -> None:
+        """--json's counts come in the lifecycle's order whatever the process's hash seed
+        (they came in a hash map's order: the same store printed differently each run)."""
+        import os
+        import subprocess
+        import sys
+
+        from runtime import STATUS_ORDER
+
+        code = "from actors._cli import main; raise SystemExit(main(['sessions', '--json', '--db', "
+        code += f"{str(recorded.db)!r}]))"
+        orders = set()
+        for seed in range(6):
+            env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+            done = subprocess.run(
+                [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+            )
+            counts = {s["session_id"]: s["counts"] for s in json.loads(done.stdout)}["demo"]
+            orders.add(tuple(counts))
+        ordered = tuple(str(s) for s in STATUS_ORDER if str(s) in counts)
+        assert orders == {ordered}
 
     def test_empty_store(self, tmp_path: Path) -> None:
         """A store without sessions says how to make one."""

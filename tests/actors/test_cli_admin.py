@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -47,6 +48,22 @@ class TestFork:
             head = store.load_state(new)
             assert head.active_turn_id == "turn_5be1ef79_000032"
             assert store.load_state("demo").seq == recorded.demo.events  # the source is as it was
+
+    def test_one_of_a_thing_is_singular(self, recorded: Recorded, tmp_path: Path) -> None:
+        """Counts of one read "1 message", "1 turn", "1 event" (they read "1 messages",
+        "1 turns", "1 events"): fork, its timeline line and header, export, replay."""
+        db = recorded.copy(tmp_path)
+        forked = amber("fork", "demo", "--at", 2, "--as", "one", "--db", db)
+        assert forked.output.startswith("Forked demo at seq 2 into one (1 message, 1 turn).")
+        timeline = amber("timeline", "one", "--db", db).output.splitlines()
+        assert timeline[0].startswith("one: 1 event, ")
+        assert timeline[1].endswith("forked from demo at seq 2: 1 message, 1 turn")
+        exported = amber("export", "one", "-o", tmp_path / "one.json", "--db", db)
+        assert exported.output == f"Exported one (1 event) to {tmp_path / 'one.json'}.\n"
+        replayed = amber("replay", "one", "--db", db).output
+        assert replayed.startswith("Replayed one: 1 event in ")
+        imported = amber("import", tmp_path / "one.json", "--as", "two", "--db", db)
+        assert imported.output.startswith("Imported two (1 event, 1 message) into ")
 
     def test_a_fork_from_between_snapshots_equals_the_timelines(
         self, recorded: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -232,10 +249,19 @@ class TestReplay:
         assert all(s["checks"] == [] for s in data["sessions"])
 
     def test_session_or_all(self, recorded: Recorded) -> None:
-        """Neither a session nor --all is a usage error."""
+        """Neither a session nor --all, or both, is a usage error saying which it was (with
+        no arguments it said '(not both)')."""
         result = amber("replay", "--db", recorded.db)
         assert result.exit_code == ExitCode.USAGE
-        assert "Pass a SESSION or --all (not both)." in result.stderr
+        assert result.stderr.splitlines()[-1] == (
+            "Error: Pass the SESSION to replay (its id, as 'amber sessions' lists it), or --all "
+            "for every session of the store."
+        )
+        both = amber("replay", "demo", "--all", "--db", recorded.db)
+        assert both.exit_code == ExitCode.USAGE
+        assert both.stderr.splitlines()[-1] == (
+            "Error: Pass a SESSION or --all, not both: --all replays every session, demo too."
+        )
 
     @pytest.mark.parametrize("sealed", [True, False], ids=["digest-updated", "edited"])
     def test_divergent_snapshot_exits_1(
@@ -433,6 +459,85 @@ class TestExportImport:
             f"amber: '{other}' is not an Amber export: its format is 'something else', not "
             "'amber.session'. Make one with 'amber export SESSION -o FILE --db STORE'"
         )
+
+    def test_an_export_without_a_session_id(self, recorded: Recorded, tmp_path: Path) -> None:
+        """An export whose session_id is null or missing imports with --as NEW (its events
+        move to NEW); without --as it is a usage error, exit 2, that says to pass --as, and
+        no store file is left behind."""
+        data = json.loads(amber("export", "broken", "--db", recorded.db).output)
+        for name, header in (("null", {**data, "session_id": None}), ("missing", {})):
+            if not header:
+                header = {k: v for k, v in data.items() if k != "session_id"}
+            file = tmp_path / f"{name}.json"
+            file.write_text(json.dumps(header))
+            db = tmp_path / f"{name}.db"
+            plain = amber("import", file, "--db", db)
+            assert plain.exit_code == ExitCode.USAGE, plain.output
+            assert plain.stderr == (
+                f"amber: '{file}' names no session (its \"session_id\" is "
+                f"{'null' if name == 'null' else 'missing'}); pass --as NEW to import it as "
+                "session NEW.\n"
+            )
+            assert not db.exists()
+            moved = amber("import", file, "--as", "copy", "--db", db)
+            assert moved.exit_code == 0, moved.output
+            with SQLiteStore(db) as store, SQLiteStore(recorded.db) as source:
+                copy = store.load_state("copy")
+                assert [m.id for m in copy.messages] == [
+                    m.id for m in source.load_state("broken").messages
+                ]
+                assert {m.session_id for m in copy.messages} == {"copy"}
+
+    @pytest.mark.parametrize(
+        ("edit", "problem"),
+        [
+            (lambda d: d["events"][0].update(seq="x"), "event [0] (seq 1) does not decode: "),
+            (lambda d: d["events"].insert(1, d["events"].pop(2)), "event [1] should be session"),
+            (lambda d: d.update(seq="3"), "seq is '3' but the export holds"),
+            (lambda d: d["events"].__setitem__(0, 5), "expected an object with a 'kind', got 5"),
+            (lambda d: d.update(events=d["events"][:1] + d["events"][2:]), "seq 2 "),
+        ],
+        ids=["type", "order", "seq", "event", "gap"],
+    )
+    def test_an_edited_export_is_damaged(
+        self, recorded: Recorded, tmp_path: Path, edit: Any, problem: str
+    ) -> None:
+        """An export edited by hand (a wrong type, events out of order, an event left out)
+        exits 4 with one line naming the file and what is wrong in it, and the store file
+        the import would have made is not left behind."""
+        data = json.loads(amber("export", "demo", "--db", recorded.db).output)
+        edit(data)
+        if len(data["events"]) < recorded.demo.events:  # renumbered: only the gap is wrong
+            for seq, event in enumerate(data["events"], 1):
+                event["seq"] = seq
+            data["seq"] = len(data["events"])
+        file = tmp_path / "edited.json"
+        file.write_text(json.dumps(data))
+        db = tmp_path / "new.db"
+        result = amber("import", file, "--db", db)
+        assert result.exit_code == ExitCode.BAD_STORE, result.output
+        assert result.stderr.startswith(f"amber: '{file}' is not a valid Amber export: ")
+        assert problem in result.stderr
+        assert "Traceback" not in result.output
+        assert "export_session()" not in result.stderr
+        assert result.stderr.count("\n") == 1
+        assert not db.exists()
+        assert list(tmp_path.glob("new.db*")) == []
+
+    def test_a_failed_import_leaves_an_existing_store(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """A failed import into a store that was there keeps that store as it was."""
+        db = recorded.copy(tmp_path)
+        before = db.read_bytes()
+        file = tmp_path / "bad.json"
+        data = json.loads(amber("export", "demo", "--db", recorded.db).output)
+        data["events"][3]["at"] = 12
+        file.write_text(json.dumps(data))
+        result = amber("import", file, "--as", "other", "--db", db)
+        assert result.exit_code == ExitCode.BAD_STORE
+        assert db.exists()
+        assert db.read_bytes() == before
 
 
 class TestRecover:

@@ -79,6 +79,62 @@ class TestDamagedRows:
         assert result.stderr.count("\n") == 1
         no_traceback(result.output)
 
+    @pytest.mark.parametrize("command", [["timeline", "demo"], ["export", "demo"]], ids=str)
+    def test_a_body_that_does_not_decode_says_restore(
+        self, recorded: Recorded, tmp_path: Path, command: list[str]
+    ) -> None:
+        """An event row that does not decode says, as one that fails its checksum does, how
+        far the log can be trusted and to restore the file from a backup (it said only what
+        the decoder found); 'amber check' gives that advice once, not twice."""
+        db = recorded.copy(tmp_path)
+        with raw(db) as conn:
+            conn.execute(
+                "UPDATE events SET body = CAST(X'7B2266FF22' AS TEXT) "
+                "WHERE session_id = 'demo' AND seq = 3"
+            )
+        result = amber(*command, "--db", db)
+        assert result.exit_code == ExitCode.BAD_STORE
+        assert result.stderr.endswith(
+            "The log cannot be trusted past seq 2; restore the file from a backup.\n"
+        )
+        checked = amber("check", "--db", db).output
+        (line,) = [line for line in checked.splitlines() if "seq 3" in line]
+        assert line.count("restore the file from a backup") == 1, line
+        assert line.endswith("restore the file from a backup. [the log itself is damaged]")
+
+    def test_timeline_piped_prints_the_lines_before_the_damage(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """Piped (into a file, not a terminal), timeline prints every event before the
+        damaged one, then fails; it printed only the first line (the rest were buffered)."""
+        db = recorded.copy(tmp_path)
+        with raw(db) as conn:
+            conn.execute(
+                "UPDATE events SET body = CAST(X'7B2266FF22' AS TEXT) "
+                "WHERE session_id = 'demo' AND seq = 20"
+            )
+        result = amber("timeline", "demo", "--db", db)
+        assert result.exit_code == ExitCode.BAD_STORE
+        assert result.stderr.startswith("amber: CorruptRow: Session 'demo' event seq 20 ")
+        seqs = [int(line.split()[0]) for line in result.stdout.splitlines()[1:]]
+        assert seqs == list(range(1, 20))
+
+    @pytest.mark.parametrize("command", [["sessions"], ["timeline", "demo"], ["check"]], ids=str)
+    def test_a_dropped_table(self, recorded: Recorded, tmp_path: Path, command: list[str]) -> None:
+        """'DROP TABLE events' by another program: exit 4 saying to restore the file from a
+        backup (it was exit 1, 'StoreError: Cannot read …: no such table: events')."""
+        db = recorded.copy(tmp_path)
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            conn.execute("DROP TABLE events")
+            conn.commit()
+        result = amber(*command, "--db", db)
+        assert result.exit_code == ExitCode.BAD_STORE
+        assert result.stderr == (
+            f"amber: CorruptRow: '{db}' is damaged: SQLite reports no such table: events. A "
+            "table of the store was dropped or changed by other software; restore the file "
+            "from a backup.\n"
+        )
+
 
 class TestDamagedSnapshot:
     """A damaged snapshot is derived data: reads go on from the log with one warning line
@@ -224,6 +280,44 @@ class TestArguments:
         result = amber("timeline", session, "--db", recorded.db)
         assert result.exit_code in (ExitCode.NOT_FOUND, ExitCode.USAGE)
         no_traceback(result.output)
+
+    @pytest.mark.parametrize(
+        "command",
+        [
+            ["timeline"],
+            ["show"],
+            ["diff", "{}", "1", "2"],
+            ["inspect"],
+            ["fork", "{}", "--at", "1"],
+            ["replay"],
+            ["export"],
+            ["resume"],
+        ],
+        ids=lambda c: c[0],
+    )
+    @pytest.mark.parametrize(
+        ("session", "problem"),
+        [
+            ("", "it must not be empty"),
+            ("de\x01mo", "it holds the control character '\\x01' at index 2"),
+        ],
+        ids=["empty", "control"],
+    )
+    def test_a_session_no_id_can_be_is_a_usage_error(
+        self, recorded: Recorded, command: list[str], session: str, problem: str
+    ) -> None:
+        """SESSION '' or with a control character exits 2 saying why no session can have
+        that id (it was looked up, and not found: exit 3)."""
+        args = (
+            [a.replace("{}", session) for a in command] if "{}" in command else [*command, session]
+        )
+        result = amber(*args, "--db", recorded.db)
+        assert result.exit_code == ExitCode.USAGE, result.output
+        name = "[SESSION]" if command == ["replay"] else "SESSION"  # replay --all takes none
+        assert result.stderr.splitlines()[-1] == (
+            f"Error: Invalid value for '{name}': {session!r} is no session's id: {problem}. "
+            "Pass the id of a stored session, as 'amber sessions' lists it."
+        )
 
     @pytest.mark.parametrize("seq", ["1e400", "9" * 5000, "--", "0x10"])
     def test_odd_seqs(self, recorded: Recorded, seq: str) -> None:

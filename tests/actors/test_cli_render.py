@@ -108,13 +108,13 @@ class TestDescribeEvent:
         )
         assert build.add(Category.NOTIFICATION, "n1", content="hi") == "+ n1 notification: hi"
         assert build(RolledBack, to_seq=9, reason="undo") == (
-            "⟲ rolled back to seq 9: 1 messages inactive (undo)"
+            "⟲ rolled back to seq 9: 1 message inactive (undo)"
         )
         fork = build.timeline.fork(3, "f", at=T0)
         event = fork.event(1)
         assert isinstance(event, BranchImported)
         assert describe_event(event, fork.base, fork.head).plain == (
-            "⑂ forked from s at seq 3: 2 messages, 1 turns"
+            "⑂ forked from s at seq 3: 2 messages, 1 turn"
         )
 
     def test_approval_lines_show_the_calls_arguments(self, build: Builder) -> None:
@@ -288,3 +288,29 @@ class TestArgumentsOrder:
         assert len(outputs) == 1, "\n---\n".join(outputs)
         first = outputs.pop().splitlines()[0]
         assert first.startswith('{"apple":{"b":[{"c":2,"q":1}],"y":1},"banana":')
+
+
+class TestCallsInCallOrder:
+    def state(self) -> Any:
+        """A session whose turn waits for approval of eight calls, in the order made."""
+        from runtime.testing import FakeTool, PlanModel, Simulation, TurnPlan, UseTools
+
+        sim = Simulation(model=PlanModel(), tools=[FakeTool("guarded", approval=True)])
+        calls = tuple(("guarded", {"text": str(n)}) for n in range(8))
+        sim.send("s", "go", plan=TurnPlan(UseTools(*calls)))
+        sim.settle()
+        return sim.head("s")
+
+    def test_the_header_lists_waiting_calls_in_call_order(self) -> None:
+        """'Awaiting approval:' listed the call ids in a hash map's order, which changes from
+        one run to the next; it lists them in the order the model made the calls."""
+        from actors._cli._tables import state_header
+
+        state = self.state()
+        turn = state.active_turn
+        assert len(turn.awaiting_approval) == 8
+        made = [m.tool_call.id for m in state.messages if m.tool_call is not None]
+        header = state_header(state, last_seq=state.seq, event=None).plain
+        (line,) = [line for line in header.splitlines() if line.startswith("Awaiting approval")]
+        assert line == "Awaiting approval: " + ", ".join(made)
+        assert header.split("open calls: ", 1)[1].startswith(", ".join(made) + ")")

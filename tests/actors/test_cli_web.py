@@ -82,6 +82,17 @@ class TestBeforeServing:
         assert result.exit_code == ExitCode.USAGE
         assert "Cannot serve on host 'no-such-host.invalid'" in result.output
 
+    @pytest.mark.parametrize("port", ["abc", "-1", "65536", "80.5", "", "9" * 5000])
+    def test_a_port_that_is_not_one(self, recorded: Recorded, port: str) -> None:
+        """--port abc said "'abc' is not a valid integer range"; every bad port says what a
+        port is."""
+        result = amber("web", "--db", recorded.db, "--port", port)
+        assert result.exit_code == ExitCode.USAGE
+        assert result.stderr.splitlines()[-1] == (
+            f"Error: Invalid value for '--port': {port!r} is not a port: pass a whole number "
+            "from 1 to 65535, or 0 for any free port."
+        )
+
     @pytest.mark.parametrize(
         ("host", "loopback"),
         [

@@ -238,8 +238,8 @@ class TestSession:
         with web(recorded.db) as (client, _):
             assert error(client, "/session?s=demo&at=99", 404) == (
                 f"Session 'demo' has no seq 99: it holds seq 0 (before the first event) to "
-                f"{last}. Pass at between 0 and {last}, or a negative number to count back "
-                "from the head (-1 is the head)."
+                f"{last}. Pass at between 0 and {last}, or between {-last - 1} and -1 to count "
+                f"back from the head (-1 is the head, {-last - 1} seq 0)."
             )
             shown = cli_error("show", "demo", "--at", "99", "--db", recorded.db)
             assert shown.replace("--at", "at") == error(client, "/session?s=demo&at=99", 404)

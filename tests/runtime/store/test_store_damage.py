@@ -352,6 +352,21 @@ class TestForeignFiles:
         with pytest.raises(SchemaVersionError, match=r"unknown schema version \('2\\udcff'"):
             open_store()
 
+    @pytest.mark.parametrize("table", ["events", "sessions", "snapshots"])
+    def test_a_dropped_table(self, stored: pathlib.Path, open_store: OpenStore, table: str) -> None:
+        """A store one of whose tables another program dropped is CorruptRow saying so and
+        to restore the file from a backup (it was a StoreError quoting SQLite)."""
+        with raw(stored, guards=False) as db:
+            db.execute(f"DROP TABLE {table}")
+        store = open_store()
+        with pytest.raises(CorruptRow) as caught:
+            store.load_state("s")
+        assert str(caught.value) == (
+            f"{str(stored)!r} is damaged: SQLite reports no such table: {table}. A table of "
+            "the store was dropped or changed by other software; restore the file from a "
+            "backup."
+        )
+
 
 class TestSessionIds:
     """Finding 7: odd session ids gave misleading errors ('' TypeError, NUL SeqConflict)."""

@@ -17,6 +17,7 @@ from psycopg import sql
 
 from runtime import InvalidArgument, replay
 from runtime.store import (
+    CorruptRow,
     NotAStore,
     PostgresStore,
     SchemaVersionError,
@@ -217,6 +218,20 @@ class TestGuards:
         fresh = open_pg(store.schema)
         report = fresh.check()
         assert [(p.session_id, p.seq, p.derived) for p in report.problems][:1] == [("s", 1, False)]
+
+    def test_a_dropped_table(self, open_pg: OpenPg, postgres_dsn: str) -> None:
+        """A table another program dropped is CorruptRow saying to restore from a backup
+        (it was a StoreError quoting the server)."""
+        store = open_pg()
+        store.append(conversation("s", 3))
+        with raw(postgres_dsn, store.schema) as conn:
+            conn.execute("DROP TABLE sessions CASCADE")
+        with pytest.raises(CorruptRow, match=r"relation \"sessions\" does not exist") as caught:
+            open_pg(store.schema).load_state("s")
+        assert str(caught.value).endswith(
+            ". A table of the store was dropped or changed by other software; restore it "
+            "from a backup."
+        )
 
 
 class TestSeveralWriters:

@@ -317,7 +317,7 @@ class TestCorruptEvents:
         store = open_store()
         with pytest.raises(
             CorruptRow,
-            match=r"^Session 's' event seq 11 is corrupt: Cannot decode Event: not valid JSON \(.*\)\.$",
+            match=r"^Session 's' event seq 11 is corrupt: Cannot decode Event: not valid JSON \(.*\)\. The log cannot be trusted past seq 10; restore the file from a backup\.$",
         ):
             store.load_state("s")
         with pytest.raises(CorruptRow, match=r"^Session 's' event seq 11 is corrupt"):
@@ -338,7 +338,7 @@ class TestCorruptEvents:
         )
         with pytest.raises(
             CorruptRow,
-            match=r"^Session 's' event seq 2 is corrupt: Cannot decode Event from JSON: unknown event kind 'bogus'; expected one of .* @ \$\.$",
+            match=r"^Session 's' event seq 2 is corrupt: Cannot decode Event from JSON: unknown event kind 'bogus'; expected one of .* @ \$\. The log cannot be trusted past seq 1; restore the file from a backup\.$",
         ):
             open_store().load_timeline("s")
 
@@ -385,7 +385,7 @@ class TestCorruptEvents:
         )
         with pytest.raises(
             CorruptRow,
-            match=r"^Session 's' event seq 3 is foreign: its body is an event of session 'x' seq 3\.$",
+            match=r"^Session 's' event seq 3 is foreign: its body is an event of session 'x' seq 3\. The log cannot be trusted past seq 2; restore the file from a backup\.$",
         ):
             open_store().events("s")
 
@@ -398,7 +398,7 @@ class TestCorruptEvents:
         )
         with pytest.raises(
             CorruptRow,
-            match=r"^Session 's' event seq 3 is foreign: its row says 'message_added' but its body is a 'message_added' event of session 's' seq 4\.$|^Session 's' event seq 3 is foreign: its body is an event of session 's' seq 4\.$",
+            match=r"^Session 's' event seq 3 is foreign: its row says 'message_added' but its body is a 'message_added' event of session 's' seq 4\. The log cannot be trusted past seq 2; restore the file from a backup\.$|^Session 's' event seq 3 is foreign: its body is an event of session 's' seq 4\. The log cannot be trusted past seq 2; restore the file from a backup\.$",
         ):
             open_store().load_timeline("s")
 
@@ -410,14 +410,14 @@ class TestCorruptEvents:
         )
         with pytest.raises(  # a compact body is read as the row's kind, and does not decode
             CorruptRow,
-            match=r"^Session 's' event seq 2 is corrupt: Cannot decode Event from JSON: required field missing @ \$\.to_seq; unknown field\(s\) \['turn_id'\] @ \$\.$",
+            match=r"^Session 's' event seq 2 is corrupt: Cannot decode Event from JSON: required field missing @ \$\.to_seq; unknown field\(s\) \['turn_id'\] @ \$\. The log cannot be trusted past seq 1; restore the file from a backup\.$",
         ):
             open_store().events("s")
         full = to_json(conversation("s", 2)[1]).decode()  # as an older Amber wrote it
         tamper(stored, ("UPDATE events SET body = ? WHERE session_id = 's' AND seq = 2", (full,)))
         with pytest.raises(
             CorruptRow,
-            match=r"^Session 's' event seq 2 is foreign: its row says 'rolled_back' but its body is a 'turn_started' event of session 's' seq 2\.$",
+            match=r"^Session 's' event seq 2 is foreign: its row says 'rolled_back' but its body is a 'turn_started' event of session 's' seq 2\. The log cannot be trusted past seq 1; restore the file from a backup\.$",
         ):
             open_store().events("s")
 
@@ -440,7 +440,7 @@ class TestCorruptEvents:
         )
         with pytest.raises(
             CorruptRow,
-            match=r"^Session 's' event seq 11 does not apply to the state before it: StatusChanged seq 11 names message 'nope', which session 's' does not have\. The log is damaged or was written by other software\.$",
+            match=r"^Session 's' event seq 11 does not apply to the state before it: StatusChanged seq 11 names message 'nope', which session 's' does not have\. The log is damaged or was written by other software: it cannot be trusted past seq 10; restore the file from a backup\.$",
         ):
             open_store().load_state("s")
 
