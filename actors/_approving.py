@@ -52,7 +52,8 @@ class Approving:
         runs the tool and goes on with the turn.
 
         Raises:
-            InvalidInput: ``call_id`` is not a non-empty str, or ``by`` not a str or None.
+            InvalidInput: ``session_id`` is not a session id, ``call_id`` not a non-empty
+                str, or ``by`` not a str or None.
             UnknownSession: the store has no such session.
             NotAwaitingApproval: no call of that id waits (it was decided, or its
                 turn ended), or a decision on it is stored already for its worker.
@@ -74,8 +75,8 @@ class Approving:
         answers the call and goes on with the turn.
 
         Raises:
-            InvalidInput: ``call_id`` is not a non-empty str, or ``reason`` or ``by``
-                not a str or None.
+            InvalidInput: ``session_id`` is not a session id, ``call_id`` not a non-empty
+                str, or ``reason`` or ``by`` not a str or None.
             UnknownSession: the store has no such session.
             NotAwaitingApproval: no call of that id waits, or a decision on it is stored
                 already for its worker.
@@ -85,7 +86,12 @@ class Approving:
 
     def pending_approvals(self, session_id: str) -> list[Message]:
         """The tool-call messages of ``session_id`` that wait for approval now, in the order
-        the model made the calls."""
+        the model made the calls.
+
+        Raises:
+            InvalidInput: ``session_id`` is not a session id.
+            UnknownSession: the store has no such session.
+        """
         return [message for _, message in calls_waiting(self.state(session_id))]
 
     def _decide(

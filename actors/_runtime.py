@@ -464,8 +464,10 @@ class Runtime(Asking, Approving, Waiting):
         """The session's head state (from its actor if live, else from the store).
 
         Raises:
+            InvalidInput: ``session_id`` is not a session id.
             UnknownSession: the store has no such session.
         """
+        session_id = session_id_of(session_id, stored=True)
         proxy = self.router.live(session_id)
         if proxy is not None:
             try:
@@ -482,6 +484,7 @@ class Runtime(Asking, Approving, Waiting):
         """The session's model calls (audit rows) in sequence order, running ones included.
 
         Raises:
+            InvalidInput: ``session_id`` is not a session id.
             UnknownSession: the store has no such session.
         """
         return self.state(session_id).model_calls(turn_id)
@@ -490,8 +493,10 @@ class Runtime(Asking, Approving, Waiting):
         """Every state of the session since its first event, read from the store.
 
         Raises:
+            InvalidInput: ``session_id`` is not a session id.
             UnknownSession: the store has no such session.
         """
+        session_id = session_id_of(session_id, stored=True)
         try:
             return self._call_store(lambda s: s.load_timeline(session_id))
         except UnknownSession:

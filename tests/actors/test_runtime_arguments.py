@@ -86,21 +86,29 @@ class TestSessionIds:
     @pytest.mark.parametrize(
         ("method", "session_id", "why"),
         [(method, session_id, why)
-         for method in ("wait_idle", "wait_passivated", "interrupt", "subscribe")
+         for method in ("wait_idle", "wait_passivated", "interrupt", "subscribe", "state",
+                        "timeline", "model_calls", "approve", "deny", "pending_approvals")
          for session_id, why in BAD_IDS
          if not (method == "subscribe" and session_id is None)],  # None: every session
     )  # fmt: skip
     def test_a_bad_session_id_is_invalid_input(
         self, rt: Runtime, method: str, session_id: Any, why: str
     ) -> None:
-        """wait_idle said the session had no stored input, interrupt returned False and
-        subscribe made a subscription that never hears anything; now InvalidInput, as
-        send and ask raise."""
+        """wait_idle said the session had no stored input, interrupt returned False,
+        subscribe made a subscription that never hears anything, and state, timeline,
+        model_calls and pending_approvals raised the store's InvalidArgument; now
+        InvalidInput, as send and ask raise, with the same message."""
         calls = {
             "wait_idle": lambda: rt.wait_idle(session_id, timeout=WAIT),
             "wait_passivated": lambda: rt.wait_passivated(session_id, timeout=WAIT),
             "interrupt": lambda: rt.interrupt(session_id),
             "subscribe": lambda: rt.subscribe(lambda update: None, session_id=session_id),
+            "state": lambda: rt.state(session_id),
+            "timeline": lambda: rt.timeline(session_id),
+            "model_calls": lambda: rt.model_calls(session_id),
+            "approve": lambda: rt.approve(session_id, "call_1"),
+            "deny": lambda: rt.deny(session_id, "call_1"),
+            "pending_approvals": lambda: rt.pending_approvals(session_id),
         }
         with pytest.raises(InvalidInput, match=rf"^Session id .* cannot be used: {why}\. "):
             calls[method]()
