@@ -11,7 +11,9 @@ import orjson
 import trio
 
 from runtime import ToolOutcome, ToolSpec, storable_text
+from runtime._article import article, type_named
 
+from ._errors import InvalidConfig
 from ._tool_text import bad_arguments, excerpt, first_line, storable
 from ._tools import InvalidTool, Tool, tool
 
@@ -25,23 +27,24 @@ class Toolbox:
         tools: Tools, or plain functions (made tools with ``tool()``).
 
     Raises:
-        InvalidTool: two tools have the same name, or a function is not a
-            usable tool.
+        InvalidConfig: an item is no tool nor function (a value, a name, a class); the
+            message names its position (``tools[2]``).
+        InvalidTool: two tools have the same name (or one is listed twice), or a
+            function is not a usable tool.
     """
 
     __slots__ = ("_tools",)
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
-        by_name: dict[str, Tool] = {}
-        for item in tools:
-            made = item if isinstance(item, Tool) else tool(item)
+        by_name: dict[str, tuple[int, Tool]] = {}
+        for index, item in enumerate(tools):
+            made = _made(index, item)
             if made.name in by_name:
-                raise InvalidTool(
-                    f"Two tools are named {made.name!r}: {by_name[made.name].function!r} and "
-                    f"{made.function!r}; give one another name with tool(fn, name=...)."
-                )
-            by_name[made.name] = made
-        self._tools: Mapping[str, Tool] = types.MappingProxyType(dict(sorted(by_name.items())))
+                raise _twice(by_name[made.name], (index, made))
+            by_name[made.name] = (index, made)
+        self._tools: Mapping[str, Tool] = types.MappingProxyType(
+            {name: made for name, (_, made) in sorted(by_name.items())}
+        )
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -103,6 +106,66 @@ class Toolbox:
             summary=first_line(storable_text(result.content)),
             duration_ms=(trio.current_time() - start) * 1000,
         )
+
+
+_EXPECTED = (
+    "tools takes functions (plain, or decorated with @tool) and Tools made with tool(fn, ...)"
+)
+
+
+def _made(index: int, item: object) -> Tool:
+    """``tools[index]`` as a ``Tool``: a Tool as it is, a function made one with ``tool()``.
+
+    Raises:
+        InvalidConfig: it is no function (a value, a name, a class).
+        InvalidTool: ``tool()`` cannot make a tool of the function (the message names
+            ``tools[index]``).
+    """
+    if isinstance(item, Tool):
+        return item
+    where = f"tools[{index}]"
+    if isinstance(item, type):
+        name = item.__name__
+        if issubclass(item, Tool):
+            raise InvalidConfig(
+                f"{where} is the class Tool itself, not a tool; {_EXPECTED}. Decorate a def "
+                "with @tool, or write tool(fn)."
+            )
+        raise InvalidConfig(
+            f"{where} is the class {name}, not a tool: calling it would make {article(name)}, "
+            f"not run a tool. {_EXPECTED}; pass a function, or a method of an instance: "
+            f"tools=[{name}().method]."
+        )
+    if isinstance(item, str):
+        shown = item if item.isidentifier() else "my_function"
+        raise InvalidConfig(
+            f"{where} is the str {excerpt(repr(item), 80)}, not a tool; {_EXPECTED}. Pass the "
+            f"function itself, not its name: tools=[{shown}]."
+        )
+    if not callable(item):
+        raise InvalidConfig(
+            f"{where} is {excerpt(repr(item), 80)} that is {type_named(item)}, not a tool; "
+            f"{_EXPECTED}. Pass the function itself: tools=[my_function], not "
+            "tools=[my_function()]."
+        )
+    try:
+        return tool(item)
+    except (InvalidTool, InvalidConfig) as exc:
+        raise type(exc)(f"{where}: {exc}") from None
+
+
+def _twice(first: tuple[int, Tool], second: tuple[int, Tool]) -> InvalidTool:
+    """Two entries of ``tools`` with one name: the same tool listed twice, or two tools."""
+    (i, one), (j, other) = first, second
+    if one is other or one.function is other.function:
+        return InvalidTool(
+            f"tools[{i}] and tools[{j}] are the same tool {one.name!r} (the function "
+            f"{one.function!r}), listed twice; list each tool once."
+        )
+    return InvalidTool(
+        f"Two tools are named {one.name!r}: tools[{i}] ({one.function!r}) and tools[{j}] "
+        f"({other.function!r}); give one another name with tool(fn, name=...)."
+    )
 
 
 def _parse(name: str, text: str) -> dict[str, Any] | ToolOutcome:

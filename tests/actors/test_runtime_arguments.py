@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from actors import InvalidConfig, Runtime, ScriptedModel, Settings, reply
+from actors import InvalidConfig, InvalidTool, Runtime, ScriptedModel, Settings, Tool, reply, tool
 from runtime import InvalidInput
 
 WAIT = 60.0
@@ -154,3 +154,123 @@ class TestCallStore:
         assert rt.call_store(lambda store: "s1" in store, timeout=WAIT) is True
         sessions = rt.call_store(lambda store: store.list_sessions())
         assert [info.session_id for info in sessions] == ["s1"]
+
+
+def greet(name: str) -> str:
+    """Greet someone."""
+    return f"hi {name}"
+
+
+def shout(text: str) -> str:
+    """Shout."""
+    return text.upper()
+
+
+class Greeter:
+    """A class with a tool-like method; the class itself is no tool."""
+
+    def __call__(self, name: str) -> str:
+        return f"hi {name}"
+
+    def greet(self, name: str) -> str:
+        """Greet someone."""
+        return f"hi {name}"
+
+
+EXPECTED_TOOLS = (
+    r"tools takes functions \(plain, or decorated with @tool\) and Tools made with "
+    r"tool\(fn, \.\.\.\)"
+)
+
+
+class TestToolList:
+    """A tools list holding something that is no tool names its position, what it is, what
+    was expected and how to write it (not a message about tool() or an AttributeError)."""
+
+    def make(self, tools: list[Any]) -> Runtime:
+        return Runtime(model=ScriptedModel([]), store=":memory:", tools=tools)
+
+    @pytest.mark.parametrize(
+        ("item", "got"),
+        [(5, r"5 that is an 'int'"),
+         (None, r"None that is a 'NoneType'"),
+         ({"name": "greet"}, r"\{'name': 'greet'\} that is a 'dict'")],
+        ids=["int", "None", "dict"],
+    )  # fmt: skip
+    def test_a_value_that_is_no_function(self, item: Any, got: str) -> None:
+        """tools=[5] said 'tool() takes a function', naming no position; tools=[None] raised
+        AttributeError: 'function' object has no attribute 'name'."""
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^tools\[1\] is {got}, not a tool; {EXPECTED_TOOLS}\. Pass the function "
+            r"itself: tools=\[my_function\], not tools=\[my_function\(\)\]\.$",
+        ):
+            self.make([greet, item])
+
+    def test_a_long_value_is_cut(self) -> None:
+        """A long repr is cut, so the message stays readable."""
+        with pytest.raises(InvalidConfig) as caught:
+            self.make([list(range(1000))])
+        assert len(str(caught.value)) < 400
+        assert "…" in str(caught.value)
+
+    def test_a_name(self) -> None:
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^tools\[0\] is the str 'greet', not a tool; {EXPECTED_TOOLS}\. Pass the "
+            r"function itself, not its name: tools=\[greet\]\.$",
+        ):
+            self.make(["greet"])
+
+    def test_a_class(self) -> None:
+        """A callable class was taken as a tool: the model's call would make a Greeter."""
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^tools\[0\] is the class Greeter, not a tool: calling it would make a "
+            rf"Greeter, not run a tool\. {EXPECTED_TOOLS}; pass a function, or a method of an "
+            r"instance: tools=\[Greeter\(\)\.method\]\.$",
+        ):
+            self.make([Greeter])
+
+    def test_the_tool_class(self) -> None:
+        """tools=[Tool] said its parameter 'signature' had no type annotation."""
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^tools\[0\] is the class Tool itself, not a tool; {EXPECTED_TOOLS}\. "
+            r"Decorate a def with @tool, or write tool\(fn\)\.$",
+        ):
+            self.make([Tool])
+
+    def test_an_instance_without_a_name(self) -> None:
+        """What tool() cannot make a tool of is named with its position."""
+        with pytest.raises(
+            InvalidTool,
+            match=r"^tools\[0\]: Cannot name a tool after <.*Greeter object at .*>, which has "
+            r"no __name__; pass one with tool\(fn, name=\.\.\.\)\.$",
+        ):
+            self.make([Greeter()])
+
+    def test_the_same_tool_twice(self) -> None:
+        """One tool listed twice said 'Two tools are named' and showed one function twice."""
+        made = tool(greet)
+        for tools in ([made, shout, made], [greet, shout, greet]):
+            with pytest.raises(
+                InvalidTool,
+                match=r"^tools\[0\] and tools\[2\] are the same tool 'greet' \(the function "
+                r"<function greet at .*>\), listed twice; list each tool once\.$",
+            ):
+                self.make(tools)
+
+    def test_two_tools_of_one_name(self) -> None:
+        with pytest.raises(
+            InvalidTool,
+            match=r"^Two tools are named 'greet': tools\[0\] \(<function greet at .*>\) and "
+            r"tools\[1\] \(<function shout at .*>\); give one another name with "
+            r"tool\(fn, name=\.\.\.\)\.$",
+        ):
+            self.make([greet, tool(shout, name="greet")])
+
+    def test_good_tools_still_work(self) -> None:
+        """Plain functions, @tool functions and bound methods are taken."""
+        rt = self.make([greet, tool(shout), tool(Greeter().greet, name="hello")])
+        assert rt.toolbox.names() == ("greet", "hello", "shout")

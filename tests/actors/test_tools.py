@@ -901,7 +901,7 @@ class TestToolbox:
         """Two tools with one name are refused, naming both."""
         with pytest.raises(
             InvalidTool,
-            match=r"^Two tools are named 'greet': <function greet at .*> and <function shout at .*>; give one another name with tool\(fn, name=\.\.\.\)\.$",
+            match=r"^Two tools are named 'greet': tools\[0\] \(<function greet at .*>\) and tools\[1\] \(<function shout at .*>\); give one another name with tool\(fn, name=\.\.\.\)\.$",
         ):
             Toolbox([greet, tool(shout, name="greet")])
 
