@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
 
 import trio
 
@@ -20,6 +21,11 @@ from ._errors import AlreadyStarted, EffectsStopped, InvalidConfig
 __all__ = ["EffectHandle", "Effects"]
 
 log = logging.getLogger("amber.effects")
+
+_TOOL_RUN: ContextVar[tuple[Effects, str, str] | None] = ContextVar("amber_tool_run", default=None)
+"""The loop, session and tool of the tool run this code is part of (None: none). A context
+variable: trio gives each task a context of its own and copies it into the worker thread
+of a sync tool, so the tool's code, and what it calls, sees it."""
 
 
 class EffectHandle:
@@ -98,6 +104,33 @@ class Effects:
                 "tool, or code it calls): it would block the loop that runs every turn, its "
                 f"own answer's too, until it timed out. {instead}"
             )
+
+    @contextlib.contextmanager
+    def running_tool(self, session_id: str, tool_name: str) -> Iterator[None]:
+        """Mark the code run inside as the tool ``tool_name``'s run in ``session_id``'s turn
+        (for ``refuse_own_wait``)."""
+        token = _TOOL_RUN.set((self, session_id, tool_name))
+        try:
+            yield
+        finally:
+            _TOOL_RUN.reset(token)
+
+    def refuse_own_wait(self, what: str, session_id: str, why: str, instead: str) -> None:
+        """Refuse a wait for ``session_id`` made by a tool running in that session's turn (a
+        sync tool, in its worker thread): the turn waits for the tool, so it could only time
+        out.
+
+        Raises:
+            InvalidConfig: called from a tool run of this loop in ``session_id``'s turn.
+        """
+        run = _TOOL_RUN.get()
+        if run is None or run[0] is not self or run[1] != session_id:
+            return
+        raise InvalidConfig(
+            f"Runtime.{what}({session_id!r}) was called from the tool {run[2]!r}, which runs "
+            f"in a turn of session {session_id!r}: {why}, so the wait could only time out. "
+            f"{instead}"
+        )
 
     def start(self, *, timeout: float = 10.0) -> None:
         """Start the loop; returns once it accepts effects.

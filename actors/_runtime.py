@@ -516,10 +516,19 @@ class Runtime(Asking, Approving, Waiting):
         Raises:
             InvalidInput: ``session_id`` is not a session id.
             InvalidConfig: ``timeout`` is not a positive number of seconds (at most 100
-                years) or None.
+                years) or None, or it was called from a tool running in this session's
+                turn (the session cannot passivate before the tool returns).
         """
         session_id = session_id_of(session_id, stored=True)
         limit = wait_limit(timeout, what="wait_passivated")
+        if self._effects is not None:
+            self._effects.refuse_own_wait(
+                "wait_passivated",
+                session_id,
+                "a session cannot passivate while its turn runs, and the turn waits for the tool",
+                "Return from the tool instead; wait for the session to passivate where its "
+                "input was sent.",
+            )
         return self.router.wait_passivated(session_id, limit)
 
     def subscribe(

@@ -457,6 +457,7 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
             tool_run = svc.effects.handle(f"tool {command.name} {command.call_id}")
             self._runs[command.call_id] = tool_run
             request = ToolRequest(
+                session_id=self.session_id,
                 call_id=command.call_id,
                 arguments=command.arguments,
                 reply_to=self.actor_ref,

@@ -32,6 +32,8 @@ log = logging.getLogger("amber.tools")
 class ToolRequest:
     """Run one tool call and tell ``reply_to`` a ``ToolDone``."""
 
+    session_id: str
+    """The session whose turn made the call."""
     call_id: str
     """The tool call id."""
     arguments: Mapping[str, Any]
@@ -86,7 +88,8 @@ class ToolActor(pykka.ThreadingActor):
         finished = False
         try:
             try:
-                outcome = await self.tool.invoke(request.arguments)
+                with self._effects.running_tool(request.session_id, self.tool.name):
+                    outcome = await self.tool.invoke(request.arguments)
             except BaseException as exc:  # a Tool of its own, whatever it raised but cancellation
                 if passes_through(exc):
                     raise

@@ -73,7 +73,8 @@ class Waiting:
             UnknownSession: the store has no such session.
             InvalidInput: ``session_id`` is not a session id.
             InvalidConfig: ``timeout`` is not a positive number of seconds (at most 100
-                years) or None, or it was called on the effects loop (from an async tool).
+                years) or None, or it was called on the effects loop (from an async tool),
+                or from a sync tool running in this session's turn (which waits for it).
         """
         session_id = session_id_of(session_id, stored=True)
         timeout = wait_limit(timeout, what="wait_idle")
@@ -82,6 +83,15 @@ class Waiting:
                 "wait_idle",
                 "An async tool cannot wait for a session; make it a sync tool (def), which "
                 "runs in a worker thread and may wait for another session.",
+            )
+            self._effects.refuse_own_wait(
+                "wait_idle",
+                session_id,
+                "the session is busy until the tool returns",
+                "Return from the tool instead: the turn goes on once it has. To act once the "
+                "turn is over, wait where the input was sent (ask, or send then wait_idle), "
+                "or subscribe(session_id=...) to its updates. A tool may wait for another "
+                "session.",
             )
         if self._watch is not None:
             return self._wait_idle_stored(session_id, timeout)

@@ -217,6 +217,65 @@ class TestOnTheEffectsLoop:
         assert [m.content for m in answer.messages if m.tool_call_id] == ["s2 said fine"]
 
 
+class TestFromASyncTool:
+    """A sync tool runs in a worker thread while its session's turn waits for it."""
+
+    @pytest.mark.parametrize("method", ["wait_idle", "wait_passivated"])
+    def test_waiting_on_its_own_session_is_refused(self, method: str) -> None:
+        """Its session is busy until the tool returns: ``wait_idle`` waited out its whole
+        timeout (and the tool's) and could never succeed, ``wait_passivated`` returned False
+        after it. ``InvalidConfig`` at once, saying why and what to do instead."""
+        seen: list[BaseException] = []
+        holder: list[Runtime] = []
+
+        @tool(timeout=10)
+        def waits() -> str:
+            """Wait for this session."""
+            rt = holder[0]
+            try:
+                if method == "wait_idle":
+                    rt.wait_idle("s1", timeout=WAIT)
+                else:
+                    rt.wait_passivated("s1", timeout=WAIT)
+            except Exception as exc:
+                seen.append(exc)
+            return "done"
+
+        with runtime(call("waits"), reply("ok"), tools=[waits]) as rt:
+            holder.append(rt)
+            answer = rt.ask("s1", "go", timeout=WAIT)
+        assert [m.content for m in answer.messages if m.tool_call_id] == ["done"]
+        assert len(seen) == 1, "the tool timed out waiting"
+        assert isinstance(seen[0], InvalidConfig)
+        assert re.match(
+            rf"^Runtime\.{method}\('s1'\) was called from the tool 'waits', which runs in "
+            r"a turn of session 's1': .+, so the wait could only time out\. Return from the "
+            r"tool instead",
+            str(seen[0]),
+        ), str(seen[0])
+
+    def test_waiting_on_another_session_is_answered(self) -> None:
+        """What the refusal says to do instead works: a sync tool waits for another
+        session."""
+        holder: list[Runtime] = []
+
+        @tool(timeout=WAIT)
+        def waits() -> str:
+            """Wait for session s2."""
+            rt = holder[0]
+            rt.send("s2", "hi")
+            state = rt.wait_idle("s2", timeout=WAIT)
+            return f"s2 has {len(state.messages)} messages"
+
+        model = ScriptedModel([call("waits"), reply("fine"), reply("done")])
+        settings = Settings(passivate_after=None)
+        with Runtime(model=model, store=":memory:", tools=[waits], settings=settings) as rt:
+            holder.append(rt)
+            answer = rt.ask("s1", "go", timeout=WAIT)
+        assert answer.text == "done"
+        assert [m.content for m in answer.messages if m.tool_call_id] == ["s2 has 2 messages"]
+
+
 class TestAsyncio:
     def test_two_sessions_answer_concurrently(self) -> None:
         """``ask_async`` from asyncio: two sessions at once, each its own reply."""
