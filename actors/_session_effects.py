@@ -16,6 +16,7 @@ import pykka
 import trio
 
 from runtime import ModelChunk, ModelEnded, ModelRequest, ModelRetry
+from runtime._notices import model_error_type
 
 from ._services import Services
 
@@ -59,7 +60,7 @@ def _model_effect(
                         await aclose()
         except Exception as exc:
             error = f"{type(exc).__name__}: {str(exc) or type(exc).__name__}"
-            error_type = type(exc).__name__
+            error_type = model_error_type(exc)
             retries = tuple(r for r in getattr(exc, "retries", ()) if isinstance(r, ModelRetry))
         _tell(
             ref,

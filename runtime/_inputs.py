@@ -141,7 +141,9 @@ class ModelEnded(Input):
     error: str | None = None
     """Why it failed (``ModelFailure: rate limited``); None when the stream finished."""
     error_type: str | None = None
-    """The failure's class name (``ModelStreamBroken``, ``ContextLengthError`` …), if known."""
+    """The failure's class name (``ModelStreamBroken``, ``ContextLengthError`` …), if known;
+    for a subclass of a classified model error, that error's (``model_error_type``). The
+    user's notice names it (``model_error_notice``)."""
     retries: tuple[ModelRetry, ...] = ()
     """Attempts the provider refused before the call failed (a ``ModelError``'s ``retries``)."""
 

@@ -23,6 +23,7 @@ from ._errors import StreamError
 from ._events import MessageAdded, ModelCallFinished, TurnEnded, TurnOutcome
 from ._inputs import ModelChunk, ModelEnded, ToolDone
 from ._message import Message, ToolCall
+from ._notices import model_error_notice
 from ._outcome import ToolOutcome
 from ._parts import ReasoningSegment, ResponseMetadata, TextSegment, response_metadata
 from ._replace import replace
@@ -131,7 +132,10 @@ def model_ended(s: Step, input: ModelEnded) -> None:
     duration = max(0.0, s.mono - run.model_started) * 1000
     s.run = run = replace(run, model_run=None)
     if input.error is not None:
-        model_failed(s, f"the model call failed: {input.error}", duration, retries=input.retries)
+        model_failed(
+            s, f"the model call failed: {input.error}", duration, retries=input.retries,
+            notice=model_error_notice(input.error_type),
+        )  # fmt: skip
         return
     assert run.assembly is not None
     try:

@@ -30,6 +30,7 @@ from ._events import (
 from ._json import thaw
 from ._machine import TurnRun, TurnSettings
 from ._message import Message
+from ._notices import NOTICES
 from ._parts import response_metadata
 from ._replace import replace
 from ._replay import request_record, stored_digests
@@ -266,9 +267,11 @@ def model_failed(
     *,
     retries: tuple[ModelRetry, ...] = (),
     cause: str = "model",
+    notice: str | None = None,
 ) -> None:
     """Close the current call's audit row as failed, then fail the turn (keeping, marked,
-    what the model streamed before it failed)."""
+    what the model streamed before it failed); the user is told ``notice``, by default
+    that of ``cause``."""
     run = s.run
     assert run is not None
     sent = run.assembly.request if run.assembly is not None else None
@@ -285,7 +288,7 @@ def model_failed(
         error=reason,
         retries=retries,
     )
-    fail(s, reason, cause=cause, model_error=reason)
+    fail(s, reason, cause=cause, model_error=reason, notice=notice)
 
 
 def cancel_runs(s: Step, run: TurnRun) -> None:
@@ -359,34 +362,24 @@ def turn_metrics(run: TurnRun, elapsed: float) -> dict[str, object]:
     return metrics
 
 
-NOTICES = {
-    "runtime": "Something went wrong on my side; please try again.",
-    "model": "The model call failed; please try again.",
-    "timeout": "The model took too long to answer; please try again.",
-    "empty": "The model gave no answer; please try again.",
-    "cut": "My reply was cut off: it reached the model's output token limit. Raise the model's "
-    "max tokens, or ask for less.",
-    "blocked": "My reply was blocked by the provider's safety filter; please rephrase your "
-    "request.",
-    "malformed_call": "The model wrote a tool call the provider could not read; please try again.",
-    "view": "I could not prepare the conversation for the model; please try again.",
-    "steps": "I could not finish this within the steps I am allowed; please try again, or ask "
-    "for less.",
-}
-"""What the user is told when a turn fails, by cause: short and human. The detail stays in
-the turn's recorded reason, the model-call audit row and the log."""
-
-
-def fail(s: Step, reason: str, *, cause: str = "runtime", model_error: str | None = None) -> None:
+def fail(
+    s: Step,
+    reason: str,
+    *,
+    cause: str = "runtime",
+    model_error: str | None = None,
+    notice: str | None = None,
+) -> None:
     """End the running turn as error with a crash notice; a waiting input starts the next.
 
     ``reason`` (the detail) is recorded with the turn and logged; the user
-    sees the short notice of ``cause`` (a key of ``NOTICES``). ``model_error`` marks
-    the partial output of a failed model call with why it failed.
+    sees ``notice``, by default the short notice of ``cause`` (a key of ``NOTICES``).
+    ``model_error`` marks the partial output of a failed model call with why it failed.
     """
     turn_id = s.state.active_turn_id
     s.command(Warn(text=f"session {s.session_id}: turn failed: {reason}", turn_id=turn_id))
-    end_turn(s, TurnOutcome.ERROR, reason, notice=NOTICES[cause], model_error=model_error)
+    told = NOTICES[cause] if notice is None else notice
+    end_turn(s, TurnOutcome.ERROR, reason, notice=told, model_error=model_error)
     # A failed turn does not retry by itself; new input starts the next one.
     maybe_start_turn(s)
 

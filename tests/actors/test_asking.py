@@ -70,7 +70,7 @@ class TestAsk:
             answer = rt.ask("s1", "hi")
         assert answer.outcome is TurnOutcome.ERROR
         assert answer.text == ""
-        assert answer.reason == "The model call failed; please try again."
+        assert answer.reason == "The model call failed (ModelFailure); please try again."
         assert "the provider is down" in (answer.detail or "")
 
     def test_an_interrupted_turn_says_so(self) -> None:

@@ -96,7 +96,7 @@ class TestATurnOnAProvider:
         self, make_runtime: RuntimeFactory
     ) -> None:
         """A 400: the turn fails; its reason and audit row say what the provider said, the
-        user sees the short crash notice."""
+        user sees the short crash notice of its kind (the conversation is too long)."""
         with StubServer() as server:
             server.queue(*replies("anthropic", "context_length"))
             rt = make_runtime(model=model_for("anthropic", server), settings=settings())
@@ -111,7 +111,7 @@ class TestATurnOnAProvider:
         assert "ContextLengthError" in (turn.reason or "")
         assert "Settings.window" in (turn.reason or "")
         notice = next(m for m in state.messages if category_of(m) is Category.CRASH_NOTICE)
-        assert notice.content == NOTICES["model"]
+        assert notice.content == NOTICES["context"]
 
     def test_a_broken_stream_keeps_what_arrived_marked(self, make_runtime: RuntimeFactory) -> None:
         """A dropped connection: the partial reply is kept, marked, with the error."""

@@ -45,6 +45,7 @@ from runtime import (
     InvalidInput,
     MessageAdded,
     MessageType,
+    ModelRateLimited,
     Presentation,
     Role,
     Status,
@@ -77,6 +78,19 @@ SEED_OUTPUT = (
 def stub_shell(command: str) -> str:
     """Run a shell command (a stub that answers like seed 000's example)."""
     return SEED_OUTPUT
+
+
+class RaisingModel:
+    """A custom model whose every call raises ``failure``."""
+
+    name = "raising"
+
+    def __init__(self, failure: BaseException) -> None:
+        self.failure = failure
+
+    async def stream(self, request: Any) -> Any:
+        raise self.failure
+        yield  # an async generator, as a Model's stream is
 
 
 def initial_statuses(runtime: Runtime, session_id: str) -> dict[str, Status]:
@@ -396,12 +410,42 @@ class TestFailures:
         notice = list(state)[-1]
         assert notice.metadata["is_crash_notice"] is True
         assert notice.status is Status.PENDING
-        assert notice.content == "The model call failed; please try again."
+        assert notice.content == "The model call failed (ModelFailure); please try again."
         (turn,) = state.turn_list()
         assert turn.status is TurnStatus.ERROR
         assert "ModelFailure: provider is down" in (turn.reason or "")
         (row,) = state.model_calls()
         assert "provider is down" in (row.error or "")
+
+    def test_an_unclassified_error_is_told_by_its_kind_only(
+        self, make_runtime: RuntimeFactory
+    ) -> None:
+        """Any exception a model raises told the user "The model call failed; please try
+        again."; the notice names its class now, but never its message (a key, a URL, a
+        long body), which stays in the turn's reason for developers."""
+        secret = "sk-" + "x" * 40
+        failure = ConnectionResetError(f"reset by https://u:{secret}@host " + "body " * 1000)
+        rt = make_runtime(model=RaisingModel(failure))
+        rt.send("s", "hi")
+        state = rt.wait_idle("s", timeout=WAIT)
+        notice = list(state)[-1]
+        assert notice.metadata["is_crash_notice"] is True
+        assert notice.content == "The model call failed (ConnectionResetError); please try again."
+        (turn,) = state.turn_list()
+        assert secret in (turn.reason or "")
+
+    def test_a_custom_models_rate_limit_is_told_as_one(self, make_runtime: RuntimeFactory) -> None:
+        """A model's own subclass of a classified error gets that kind's notice."""
+
+        class QuotaSpent(ModelRateLimited):
+            """A custom model's rate-limit error."""
+
+        rt = make_runtime(model=RaisingModel(QuotaSpent("429 from my gateway")))
+        rt.send("s", "hi")
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert list(state)[-1].content == (
+            "The model provider is rate-limiting me right now; please try again in a minute."
+        )
 
     def test_empty_response_is_nudged_and_retried(self, make_runtime: RuntimeFactory) -> None:
         """An empty answer adds a nudge and calls the model again."""
