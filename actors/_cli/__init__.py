@@ -74,7 +74,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "import_command",
         "Store a session from an export file (FILE, or - for stdin).",
     ),
-    "recover": ("._admin", "recover", "Give inputs of dead runners' turns back (orphan recovery)."),
+    "recover": (
+        "._recover",
+        "recover",
+        "Give inputs of dead runners' turns back (orphan recovery).",
+    ),
     "check": (
         "._check",
         "check_command",
