@@ -53,11 +53,23 @@ __all__ = ["not_repaired", "recover", "sessions_and_damage"]
     "damage that 'amber check' found in derived rows).",
 )
 @click.option("--dry-run", is_flag=True, help="Only list what would be recovered.")
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="Read the summary rows only, not every log: fast on a large store, but damage "
+    "in the events goes unseen ('amber check' finds it).",
+)
 @db_option()
 @json_option
 @click.pass_context
 def recover(
-    ctx: click.Context, older_than: float, rebuild: bool, dry_run: bool, db: str, as_json: bool
+    ctx: click.Context,
+    older_than: float,
+    rebuild: bool,
+    dry_run: bool,
+    quick: bool,
+    db: str,
+    as_json: bool,
 ) -> None:
     """Give inputs of dead runners' turns back (orphan recovery).
 
@@ -65,9 +77,9 @@ def recover(
     seconds gets an orphan_recovered event: its inputs go back to
     pending_agent, and the next runtime on this store answers them. A turn
     that only waits for a person to approve tool calls is no orphan: it is
-    left alone and listed. Every log is read as 'amber check' reads it: a
-    session whose rows are damaged is left alone and listed with what mends
-    it (exit 1).
+    left alone and listed. Every log is read as 'amber check' reads it
+    (--quick: only the summary rows): a session whose rows are damaged is
+    left alone and listed with what mends it (exit 1).
 
     A turn a live runtime runs is left alone and listed, however long it
     has been idle: on SQLite one started by the runtime that holds the
@@ -83,10 +95,11 @@ def recover(
     rebuilt: RebuildReport | None = None
     report: CheckReport | None = None
     with open_store(db) as store:
+        problems: list[Problem] = []
         if rebuild:
             rebuilt = _rebuild(store, db, dry_run=dry_run, as_json=as_json)
             problems = list(rebuilt.skipped)
-        else:
+        elif not quick:
             # Every log read: an edited event row shows in no summary row.
             report = store.check()
             problems = list(report.problems)

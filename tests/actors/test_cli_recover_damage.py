@@ -132,3 +132,12 @@ class TestRecoverFindsLogDamage:
         result = amber("recover", "--db", recorded.db)
         assert result.exit_code == ExitCode.OK, result.output
         assert result.stdout == "No orphaned turns: none idle for more than 300 s.\n"
+
+    def test_quick_reads_only_the_summaries(self, recorded: Recorded, tmp_path: Path) -> None:
+        """--quick skips the scan (as recover did before): a large store's cron job pays only
+        for the summary rows, and the edited row goes unseen, as documented."""
+        db = recorded.copy(tmp_path)
+        edit(db, "demo", 1, "body")
+        result = amber("recover", "--quick", "--db", db)
+        assert result.exit_code == ExitCode.OK, result.output
+        assert result.stdout == "No orphaned turns: none idle for more than 300 s.\n"
