@@ -6,6 +6,8 @@ an edited event row leaves the summary row and the latest snapshot sound, so
 only reading the log finds it. A damaged session is left alone (a recovery
 event would chain onto rows that cannot be trusted), listed with what mends
 it, and the command ends saying what it did not repair and exits 1.
+``--quick`` reads only the summary rows (the scan costs about 1 s per 20,000
+events).
 """
 
 from __future__ import annotations
