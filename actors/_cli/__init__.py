@@ -12,7 +12,8 @@ Modules: ``_app`` (exit codes, errors, options, the store), ``_hints`` (the
 commands printed for the user to run next, shell-quoted), ``_render``
 (how values look), ``_text``, ``_render``, ``_tables`` (how values look), ``_travel`` and
 ``_diff`` (read-only commands), ``_views`` (``show
---view``), ``_replay`` (replay and verify), ``_admin`` (commands that write), ``_chat``,
+--view``), ``_replay`` (replay and verify), ``_admin`` (commands that write),
+``_recover`` (``recover``), ``_chat``,
 ``_web`` (``amber web``, the viewer in ``actors._web``), ``_run`` (``demo``,
 ``inspect``), and this one (the group and ``main``).
 
@@ -74,7 +75,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "import_command",
         "Store a session from an export file (FILE, or - for stdin).",
     ),
-    "recover": ("._admin", "recover", "Give inputs of dead runners' turns back (orphan recovery)."),
+    "recover": (
+        "._recover",
+        "recover",
+        "Give inputs of dead runners' turns back (orphan recovery).",
+    ),
     "check": (
         "._check",
         "check_command",

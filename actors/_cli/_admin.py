@@ -1,11 +1,9 @@
-"""Commands that write or move sessions: ``fork``, ``export``, ``recover`` (``import`` is
+"""Commands that write or move sessions: ``fork`` and ``export`` (``recover`` is ``_recover``,
 ``_import``)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import click
 import orjson
@@ -13,28 +11,20 @@ from rich.text import Text
 
 from runtime import (
     EVENT_TYPES,
-    CorruptRow,
-    InvalidInput,
     SeqConflict,
     SessionState,
     Timeline,
 )
 from runtime._article import counted
 from runtime.store import (
-    RebuildReport,
-    SessionInfo,
     SqlStore,
     Store,
-    recover_orphans,
-    waits_for_approval,
 )
 
 from .._ids import utc_now
-from .._ownership import running_turns
 from ._app import (
     CliError,
     ExitCode,
-    Seconds,
     db_option,
     emit_json,
     json_option,
@@ -48,8 +38,7 @@ from ._app import (
     session_id_option,
     stdout_console,
 )
-from ._check import describe_problem
-from ._hints import command_line, name_store
+from ._hints import command_line
 
 __all__ = [
     "FORK_TRIES",
@@ -58,8 +47,6 @@ __all__ = [
     "fork",
     "fork_session",
     "free_id",
-    "recover",
-    "sessions_and_damage",
 ]
 
 
@@ -255,213 +242,6 @@ def export(session: str, output: Path | None, force: bool, db: str) -> None:
             ExitCode.FAILED,
         ) from None
     stdout_console().print(f"Exported {session} ({counted(data['seq'], 'event')}) to {output}.")
-
-
-@click.command()
-@click.option(
-    "--older-than",
-    type=Seconds(),
-    default=300.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="Only turns idle for longer than this (a live runner keeps writing).",
-)
-@click.option(
-    "--rebuild",
-    is_flag=True,
-    help="First write every summary row and snapshot again from the events (after "
-    "damage that 'amber check' found in derived rows).",
-)
-@click.option("--dry-run", is_flag=True, help="Only list what would be recovered.")
-@db_option()
-@json_option
-@click.pass_context
-def recover(
-    ctx: click.Context, older_than: float, rebuild: bool, dry_run: bool, db: str, as_json: bool
-) -> None:
-    """Give inputs of dead runners' turns back (orphan recovery).
-
-    A session whose active turn has been idle for more than --older-than
-    seconds gets an orphan_recovered event: its inputs go back to
-    pending_agent, and the next runtime on this store answers them. A turn
-    that only waits for a person to approve tool calls is no orphan: it is
-    left alone and listed. A session whose rows are damaged is left alone
-    and listed (exit 1).
-
-    A turn a live runtime runs is left alone and listed, however long it
-    has been idle: on SQLite one started by the runtime that holds the
-    store's runner lock, on PostgreSQL one whose session's lease is held
-    and unexpired.
-
-    With --rebuild, the derived rows (summaries, snapshots) are first
-    written again from the events, which are the truth; a session whose
-    events are damaged is left as it is and listed (exit 1).
-    """
-    now = utc_now()
-    cutoff = now - timedelta(seconds=older_than)
-    rebuilt: RebuildReport | None = None
-    with open_store(db) as store:
-        if rebuild:
-            rebuilt = _rebuild(store, db, dry_run=dry_run, as_json=as_json)
-        listed, damaged = sessions_and_damage(store)
-        if rebuilt is not None:
-            # --rebuild listed what it left alone (or, with --dry-run, what it would mend).
-            left = {p.session_id for p in rebuilt.skipped}
-            damaged = [] if dry_run else [e for e in damaged if e.session_id not in left]
-        active = [info for info in listed if info.active_turn_id is not None]
-        young = [info for info in active if info.updated_at > cutoff]
-        # A turn a live runtime runs is not an orphan, however long it has been quiet.
-        running = running_turns(store, [i for i in active if i.updated_at <= cutoff], now=now)
-        listed = [info for info in listed if info.session_id not in running]
-        stale = [info for info in active if info.updated_at <= cutoff and info in listed]
-        # A turn that only waits for a person logs nothing while it waits: no orphan.
-        waiting = [info for info in stale if waits_for_approval(store, info)]
-        if dry_run:
-            recovered = [(i.session_id, i.active_turn_id, i.seq + 1) for i in stale
-                         if i not in waiting]  # fmt: skip
-        else:
-            events = recover_orphans(
-                store,
-                now=now,
-                older_than=timedelta(seconds=older_than),
-                sessions=listed,
-                by="amber recover",
-            )
-            recovered = [(e.session_id, e.turn_id, e.seq) for e in events]
-    if as_json:
-        data: dict[str, Any] = {
-            "dry_run": dry_run,
-            "recovered": [{"session_id": s, "turn_id": t, "seq": q} for s, t, q in recovered],
-            "left_alone": [i.session_id for i in young],
-            "waiting_for_approval": [i.session_id for i in waiting],
-        }
-        if running:
-            data["running"] = [{"session_id": s, "by": by} for s, by in running.items()]
-        if rebuilt is not None:
-            data["rebuilt"] = list(rebuilt.rebuilt)
-            data["removed"] = list(rebuilt.removed)
-            data["skipped"] = [str(p) for p in rebuilt.skipped]
-        if damaged:
-            data["damaged"] = [
-                {"session_id": e.session_id, "seq": e.seq, "error": str(e)} for e in damaged
-            ]
-        emit_json(data)
-        if damaged or (rebuilt is not None and rebuilt.skipped):
-            ctx.exit(ExitCode.FAILED)
-        return
-    console = stdout_console()
-    verb, then = ("Would recover", "would be") if dry_run else ("Recovered", "are")
-    for session, turn, seq in recovered:
-        console.print(
-            Text.assemble(
-                f"{verb} ",
-                (session, "bold"),
-                f": {turn} (seq {seq}); its inputs {then} pending again.",
-            )
-        )
-    if not recovered:
-        if waiting:  # idle, but only for a person
-            console.print("No orphaned turns.")
-        else:
-            console.print(f"No orphaned turns: none idle for more than {older_than:g} s.")
-    if young:
-        names = ", ".join(i.session_id for i in young)
-        # At 0 s only a session written to after ``now`` was read is young.
-        why = (
-            f"active less than {older_than:g} s ago"
-            if older_than > 0
-            else "written to after recover started"
-        )
-        console.print(Text(f"Left alone ({why}, maybe still running): {names}", style="dim"))
-    by_runner: dict[str, list[str]] = {}
-    for session, by in running.items():
-        by_runner.setdefault(by, []).append(session)
-    for by, sessions in by_runner.items():
-        console.print(Text(f"Left alone, running in {by}: {', '.join(sessions)}.", style="dim"))
-    if running:
-        console.print(
-            Text(
-                "A running turn is no orphan: it ends on its own, and a runtime that stops "
-                "gives its turns' inputs back (a worker that died loses its leases after "
-                "their ttl; recover then takes its turns).",
-                style="dim",
-            )
-        )
-    if waiting:
-        names = ", ".join(i.session_id for i in waiting)
-        console.print(
-            Text(
-                f"Left alone (waits for a person to approve tool calls, not a runner): {names}",
-                style="dim",
-            )
-        )
-    for error in damaged:
-        console.print(Text(f"Left alone: {name_store(str(error), db)}", style="bold red"))
-    if damaged or (rebuilt is not None and rebuilt.skipped):
-        ctx.exit(ExitCode.FAILED)
-
-
-def sessions_and_damage(store: Store) -> tuple[list[SessionInfo], list[CorruptRow]]:
-    """The sound sessions' summaries, most recently active first, and the damaged ones'
-    errors: one damaged session does not stop recovery of the others, nor hide them from
-    ``amber sessions`` and the web viewer's list.
-
-    Raises:
-        CorruptRow: damage that is no one session's (the store as a whole).
-    """
-    try:
-        return store.list_sessions(), []
-    except CorruptRow as exc:
-        error = exc
-    report = store.check()  # a full scan, only once a listing found damage: every session id
-    ids = set(report.heads) | {p.session_id for p in report.problems if p.session_id is not None}
-    listed: list[SessionInfo] = []
-    damaged: list[CorruptRow] = []
-    for session_id in sorted(ids):
-        try:
-            listed.append(store.session(session_id))
-        except CorruptRow as exc:
-            damaged.append(exc)
-        except InvalidInput:
-            pass  # a summary row keyed by no valid id: the listing's error below says so
-    if not damaged:
-        raise error  # damage that is no one session's: the store as a whole (exit 4)
-    listed.sort(key=lambda info: (info.updated_at, info.session_id), reverse=True)
-    return listed, damaged
-
-
-def _rebuild(store: Store, db: str, *, dry_run: bool, as_json: bool) -> RebuildReport:
-    """Rebuild the derived rows (or, with ``dry_run``, list what a check finds in them)."""
-    if dry_run:
-        report = store.check()
-        derived = [p for p in report.problems if p.derived]
-        skipped = tuple(p for p in report.problems if not p.derived)
-        if not as_json:
-            console = stdout_console()
-            for problem in derived:
-                console.print(f"Would rebuild: {problem}")
-            if not derived:
-                console.print("Derived rows are sound: nothing to rebuild.")
-            for problem in skipped:
-                console.print(
-                    Text(f"Would leave alone: {describe_problem(problem, db)}", style="red")
-                )
-        ids = tuple(sorted({p.session_id for p in derived if p.session_id is not None}))
-        return RebuildReport(rebuilt=ids, removed=(), skipped=skipped)
-    report_ = store.rebuild()
-    if not as_json:
-        console = stdout_console()
-        console.print(
-            f"Rebuilt the summary rows and snapshots of {len(report_.rebuilt)} session(s) from "
-            "their events."
-        )
-        if report_.removed:
-            console.print(
-                "Dropped derived rows of session(s) with no events: " + ", ".join(report_.removed)
-            )
-        for problem in report_.skipped:
-            console.print(Text(f"Left alone: {describe_problem(problem, db)}", style="bold red"))
-    return report_
 
 
 @click.command()

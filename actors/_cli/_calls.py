@@ -17,7 +17,6 @@ bytes, its digest left unchecked, and a note says how to rebuild it exactly
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 import click
@@ -41,6 +40,7 @@ from runtime import (
 from ._app import CliError, ExitCode, emit_json, stdout_console
 from ._hints import command_line
 from ._text import json_text, json_view, money
+from ._viewdata import StandIn, stand_ins_replaced
 
 __all__ = ["call_note", "call_number", "print_call", "rebuild_shown", "rebuilt_call"]
 
@@ -50,21 +50,6 @@ def call_number(call: str) -> int | str:
     anything else (a source key, an operation id) as it is."""
     text = call.strip().lstrip("#")
     return int(text) if text.isascii() and text.isdigit() else call
-
-
-_STAND_IN = b"amber: image bytes not here: "
-
-
-class _StandIn:
-    """Stands in for the application's artifact store: marker bytes for each image read."""
-
-    def __init__(self) -> None:
-        self.seen: list[Attachment] = []
-
-    def read(self, attachment: Attachment) -> bytes:
-        if attachment not in self.seen:
-            self.seen.append(attachment)
-        return _STAND_IN + attachment.id.encode()
 
 
 def rebuild_shown(line: Timeline, row: AuditRow) -> tuple[RebuiltRequest, tuple[Attachment, ...]]:
@@ -78,7 +63,7 @@ def rebuild_shown(line: Timeline, row: AuditRow) -> tuple[RebuiltRequest, tuple[
     try:
         return rebuild_request(line, row), ()
     except MissingArtifact:
-        stand_in = _StandIn()
+        stand_in = StandIn()
         return rebuild_request(line, row, artifacts=stand_in), tuple(stand_in.seen)
 
 
@@ -115,34 +100,6 @@ def _python_hint(session_id: str, sequence: int) -> str:
     )
 
 
-def _placeholder(attachment: Attachment) -> str:
-    return (
-        f"<image {attachment.name} ({attachment.media_type}, artifact {attachment.id}): bytes "
-        "not shown, they are in the application's artifact store>"
-    )
-
-
-def _stand_ins_replaced(value: Any, images: tuple[Attachment, ...]) -> Any:
-    """``value`` with each image's stand-in bytes (base64, as the body spells them, or raw)
-    replaced by a readable placeholder."""
-    if isinstance(value, dict):
-        return {k: _stand_ins_replaced(v, images) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_stand_ins_replaced(v, images) for v in value]
-    if isinstance(value, bytes):
-        for image in images:
-            if value == _STAND_IN + image.id.encode():
-                return _placeholder(image)
-        return value
-    if isinstance(value, str):
-        for image in images:
-            data = _STAND_IN + image.id.encode()
-            for spelled in (base64.b64encode(data), base64.urlsafe_b64encode(data)):
-                value = value.replace(spelled.decode("ascii"), _placeholder(image))
-        return value
-    return value
-
-
 def _wire(rebuilt: RebuiltRequest) -> tuple[dict[str, Any], str | None]:
     """The HTTP request, or the SDK arguments with a note when the wire form is unknown here."""
     from ..providers import wire_request
@@ -164,7 +121,7 @@ def call_data(
     wire, note = _wire(rebuilt)
     exact: bool | None = rebuilt.exact
     if images:
-        wire = dict(wire, body=_stand_ins_replaced(wire["body"], images))
+        wire = dict(wire, body=stand_ins_replaced(wire["body"], images))
         exact = None
         names = ", ".join(f"{i.name!r} (artifact {i.id!r})" for i in images)
         shown = (

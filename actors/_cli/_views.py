@@ -21,7 +21,8 @@ from runtime import Event, Message, SessionState
 from runtime._article import counted
 
 from ._text import excerpt, json_text, json_view
-from ._viewdata import PROVIDERS, VIEWS, message_view_data, view_data
+from ._viewdata import PROVIDERS, VIEWS, image_label, message_view_data, view_data
+from ._viewdata import model_view as shown_view
 
 if typing.TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -223,9 +224,7 @@ def view_parts(
             return [note, *_messages(shown, full=True, title=title, state=state)]
         return [Text(title, style="bold"), note, *_messages(shown, full=False, state=state)]
     if view == "clean":
-        from runtime import clean_history
-
-        model_view = clean_history(state)
+        model_view = shown_view(state)
         truncated = ", truncated" if model_view.truncated else ""
         rows, left_out = _window(model_view.messages, window)
         clean: list[RenderableType] = [
@@ -331,7 +330,7 @@ def _part_text(part: object, full: bool) -> Text:
         body = part.text if full else excerpt(part.text, limit)
         return Text(head + body, style="red" if part.is_error else "magenta")
     if isinstance(part, ImagePart):
-        return Text(f"🖼 {part.attachment.name} ({len(part.data)} bytes)", style="dim")
+        return Text(f"🖼 {image_label(part.attachment, part.data)}", style="dim")
     return Text(repr(part))
 
 

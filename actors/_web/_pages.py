@@ -36,7 +36,6 @@ from runtime import (
     TurnStarted,
     added_seq,
     canonical,
-    clean_history,
     diff,
     session_history,
 )
@@ -44,7 +43,8 @@ from runtime._article import counted
 
 from .._cli._render import describe_event, diff_view, is_error_event
 from .._cli._text import category_label, excerpt, message_summary, safe
-from .._cli._views import view_data
+from .._cli._viewdata import image_label, view_data
+from .._cli._viewdata import model_view as shown_view
 from ._html import rich_html, rich_lines
 
 __all__ = [
@@ -433,7 +433,7 @@ def view_pane(view: str, state: SessionState, *, show_all: bool) -> Pane:
             total=len(history),
         )
     if view == "clean":
-        model_view = clean_history(state)
+        model_view = shown_view(state)
         items = model_view.messages[-limit:] if limit else model_view.messages
         return Pane(
             view=view,
@@ -500,8 +500,8 @@ def _parts(parts: Sequence[object]) -> Markup:
             )
         elif isinstance(part, ImagePart):
             out.append(
-                Markup('<span class="d">🖼 {} ({} bytes)</span>').format(
-                    part.attachment.name, len(part.data)
+                Markup('<span class="d">🖼 {}</span>').format(
+                    image_label(part.attachment, part.data)
                 )
             )
         else:

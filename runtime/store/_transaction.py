@@ -58,8 +58,10 @@ class Transaction:
             ) from exc
         if isinstance(exc, sqlite3.OperationalError) and _altered(exc):
             raise CorruptRow(
-                f"{path!r} is damaged: SQLite reports {exc}. A table of the store was dropped "
-                "or changed by other software; restore the file from a backup."
+                f"{path!r} is damaged: SQLite reports {exc}. {_expected(self._db, exc)}: "
+                "other software dropped or changed it. Restore the file from a backup, or "
+                "import exports of its sessions made before the damage into a new store ('amber "
+                "import FILE --db NEW.db' for each)."
             ) from exc
         if isinstance(exc, sqlite3.Error):
             if self._write:
@@ -72,6 +74,38 @@ class Transaction:
 def _damaged(exc: sqlite3.DatabaseError) -> bool:
     text = str(exc).lower()
     return "malformed" in text or "not a database" in text or "corrupt" in text
+
+
+_ROLES = {
+    "amber_meta": "the store's application and schema version",
+    "events": "every session's event log",
+    "sessions": "the sessions' summary rows",
+    "snapshots": "the sessions' latest snapshots",
+    "snapshot_chunks": "the snapshots' messages and turns",
+    "snapshot_history": "the older snapshots kept for time travel",
+    "chunk_versions": "the older snapshots' chunks",
+}
+"""What each table of a store holds, for the error that says one is missing."""
+
+
+def _expected(db: sqlite3.Connection, exc: sqlite3.OperationalError) -> str:
+    """What an Amber store has that SQLite did not find (``exc``), and what the file has."""
+    kind, _, name = str(exc).partition(": ")
+    if kind != "no such table":
+        return f"An Amber store has a column {name!r}, but a table of this file lacks it"
+    try:
+        found = sorted(
+            str(name)
+            for (name,) in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        )
+    except sqlite3.Error:
+        found = []
+    tables = f"this file's tables are {', '.join(found)}" if found else "this file has no table"
+    role = _ROLES.get(name)
+    held = f" ({role})" if role else ""
+    return f"An Amber store has the table {name!r}{held}, but {tables}"
 
 
 def _altered(exc: sqlite3.OperationalError) -> bool:

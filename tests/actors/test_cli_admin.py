@@ -562,10 +562,10 @@ class TestRecover:
     ) -> None:
         """With --older-than 0 only a session written to after recover read the clock is
         left alone: said so, not 'active less than 0 s ago'."""
-        import actors._cli._admin
+        import actors._cli._recover
 
         earlier = utc_now() - timedelta(hours=1)  # the session looks written after "now"
-        monkeypatch.setattr(actors._cli._admin, "utc_now", lambda: earlier)
+        monkeypatch.setattr(actors._cli._recover, "utc_now", lambda: earlier)
         result = amber("recover", "--older-than", "0", "--db", orphan)
         assert result.exit_code == 0, result.output
         assert "less than 0 s" not in result.output

@@ -130,9 +130,12 @@ class TestDamagedRows:
         result = amber(*command, "--db", db)
         assert result.exit_code == ExitCode.BAD_STORE
         assert result.stderr == (
-            f"amber: CorruptRow: '{db}' is damaged: SQLite reports no such table: events. A "
-            "table of the store was dropped or changed by other software; restore the file "
-            "from a backup.\n"
+            f"amber: CorruptRow: '{db}' is damaged: SQLite reports no such table: events. An "
+            "Amber store has the table 'events' (every session's event log), but this file's "
+            "tables are amber_meta, chunk_versions, sessions, snapshot_chunks, "
+            "snapshot_history, snapshots: other software dropped or changed it. Restore the "
+            "file from a backup, or import exports of its sessions made before the damage into "
+            "a new store ('amber import FILE --db NEW.db' for each).\n"
         )
 
 
@@ -436,7 +439,9 @@ class TestUserTrial:
         assert result.stderr == ""
         data = json.loads(amber("recover", "--older-than", "0", "--json", "--db", cut).output)
         assert data["recovered"] == []
-        assert [d["session_id"] for d in data["damaged"]] == ["demo"]
+        # The guard the fixture dropped is damage too (derived: --rebuild creates it again).
+        assert [d["session_id"] for d in data["damaged"]] == ["demo", None]
+        assert "Found: store: the trigger events_no_delete " in result.output
 
 
 class TestStoreHintsNameTheStore:

@@ -361,10 +361,19 @@ class TestForeignFiles:
         store = open_store()
         with pytest.raises(CorruptRow) as caught:
             store.load_state("s")
+        role = {
+            "events": "every session's event log",
+            "sessions": "the sessions' summary rows",
+            "snapshots": "the sessions' latest snapshots",
+        }[table]
+        every = ("amber_meta", "chunk_versions", "events", "sessions", "snapshot_chunks")
+        tables = ", ".join(sorted({*every, "snapshot_history", "snapshots"} - {table}))
         assert str(caught.value) == (
-            f"{str(stored)!r} is damaged: SQLite reports no such table: {table}. A table of "
-            "the store was dropped or changed by other software; restore the file from a "
-            "backup."
+            f"{str(stored)!r} is damaged: SQLite reports no such table: {table}. An Amber "
+            f"store has the table {table!r} ({role}), but this file's tables are {tables}: "
+            "other software dropped or changed it. Restore the file from a backup, or import "
+            "exports of its sessions made before the damage into a new store ('amber import "
+            "FILE --db NEW.db' for each)."
         )
 
 
