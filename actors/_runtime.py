@@ -318,30 +318,32 @@ class Runtime(Asking, Approving, Waiting):
             self._stopped.wait()
             return
         why = not_running("stopped", self.failed)
-        if self._keeper is not None:
-            self._keeper.close_intake()  # no session is claimed while the others shut down
-        if self._watch is not None:
-            self._watch.stop(why)
-        # The drain: a reply an adapter is sending now is recorded delivered before the
-        # sessions stop, so that a restart does not send it again.
-        self.router.close(why, timeout=timeout, drain=self.gateway.drain)
-        if self._keeper is not None:
-            self._keeper.stop()  # gives the leases back while the store still runs
-        for ref in self._tool_refs.values():
-            _stop(ref, timeout)
-        for ref in self._adapter_refs:
-            _stop(ref, timeout)
-        self.gateway.close_subscriptions()
-        if self._effects is not None:
-            self._close_model(min(timeout, 5.0))
-            self._effects.stop(timeout=timeout)
-        if self._store is not None:
-            self._store.stop(timeout=timeout)
-        if self._hold is not None:
-            self._hold.release()
-        with self._lock:
-            self._state = "stopped"
-        self._stopped.set()
+        try:
+            if self._keeper is not None:
+                self._keeper.close_intake()  # no session is claimed while the others shut down
+            if self._watch is not None:
+                self._watch.stop(why)
+            # The drain: a reply an adapter is sending now is recorded delivered before the
+            # sessions stop, so that a restart does not send it again.
+            self.router.close(why, timeout=timeout, drain=self.gateway.drain)
+            if self._keeper is not None:
+                self._keeper.stop()  # gives the leases back while the store still runs
+            for ref in self._tool_refs.values():
+                _stop(ref, timeout)
+            for ref in self._adapter_refs:
+                _stop(ref, timeout)
+            self.gateway.close_subscriptions()
+            if self._effects is not None:
+                self._close_model(min(timeout, 5.0))
+                self._effects.stop(timeout=timeout)
+            if self._store is not None:
+                self._store.stop(timeout=timeout)
+            if self._hold is not None:
+                self._hold.release()
+            with self._lock:
+                self._state = "stopped"
+        finally:  # a stop waiting on this one returns, whatever happened here
+            self._stopped.set()
 
     def _name_lost(self, error: StoreBusy) -> None:
         """Another runtime took this one's name while its connection was down: stop, on a
