@@ -111,8 +111,11 @@ def unknown_session(session_id: str) -> UnknownSession:
     )
 
 
-def not_running(state: str) -> str:
-    """``RuntimeStopped``'s message for a runtime that is ``state`` (not running)."""
+def not_running(state: str, cause: object = None) -> str:
+    """``RuntimeStopped``'s message for a runtime that is ``state`` (not running); ``cause``:
+    why it stopped on its own (``Runtime.failed``), if it did."""
+    if cause is not None:
+        return f"The runtime is {state}: {cause}"
     if state == "new":
         return "The runtime is not started; call start() or use it in a with block."
     return f"The runtime is {state}; make a new Runtime to go on."

@@ -121,6 +121,10 @@ class LeaseKeeper:
             work is output not delivered yet is left for a runtime with adapters.
             Output no adapter here delivers is no work for this runtime.
         monotonic: seconds for when to renew and poll (``time.monotonic``).
+        on_name_lost: called (on the keeper's thread) with a ``StoreBusy`` when another
+            runtime took this one's name while its listening connection was down: the
+            keeper has taken its last lease and stopped listening, and the runtime should
+            stop (it must not return before the keeper's thread may be joined).
     """
 
     def __init__(
@@ -136,8 +140,10 @@ class LeaseKeeper:
         wake: bool = False,
         delivers: Callable[[Message], bool] | None = awaits_delivery,
         monotonic: Callable[[], float] = time.monotonic,
+        on_name_lost: Callable[[StoreBusy], None] | None = None,
     ) -> None:
         self._store = store
+        self._on_name_lost = on_name_lost
         # What the adapters here deliver: work for this runtime.
         self._delivers = delivers if delivers is not None else delivers_nothing
         self._delivers_any = delivers is not None
@@ -304,6 +310,8 @@ class LeaseKeeper:
                 log.warning("lost the notification connection; reconnecting")
                 notified = set()
                 self._reconnect()
+                if self._stop.is_set():  # stopping, or another runtime took the name
+                    break
             try:
                 if notified:
                     self._woken(notified)
@@ -327,17 +335,37 @@ class LeaseKeeper:
             self._renewing.release()
 
     def _reconnect(self) -> None:
+        """A new listening connection that holds this runtime's name again: the name's lock
+        went with the old connection. If another runtime took the name meanwhile, this one
+        stands down (``_name_taken``): two of one name take each other's leases."""
         try:
             self._listener.close()
             self._listener = self._call(lambda s: s.listener(others_only=True))
+            held = self._listener.hold(self._owner)
         except Exception:
+            # Not connected, or not holding the name: no wait goes on without it.
+            self._listener.close()  # the next wait fails, and this is tried again
             self._stop.wait(1.0)
             return
-        with contextlib.suppress(StoreError):  # a broken one: the next wait reconnects
-            if not self._listener.hold(self._owner):
-                log.error("another runtime took the name %r while this one was disconnected; "
-                          "the two take each other's leases: stop one, or give it another "
-                          "name", self._owner)  # fmt: skip
+        if not held:
+            self._name_taken()
+
+    def _name_taken(self) -> None:
+        where = None
+        with contextlib.suppress(Exception):  # only for the message
+            where = self._call(lambda s: getattr(s, "schema", None))
+        error = StoreBusy(
+            f"Another runtime took the name {self._owner!r} on this store"
+            f"{f' (schema {where!r})' if where else ''} while this one's connection to it was "
+            "down; this one stopped, since two of one name would take each other's leases "
+            "over and over. Give each worker its own --name (a Runtime its own runner=), or "
+            "leave it out for a new one."
+        )
+        log.error("%s", error)
+        self.close_intake()
+        self._stop.set()  # the loop ends; ``stop`` gives the leases back
+        if self._on_name_lost is not None:
+            self._on_name_lost(error)
 
     def _woken(self, session_ids: set[str]) -> None:
         live = set(self._router.live_sessions())

@@ -73,7 +73,11 @@ class Router:
 
         Args:
             why: the ``RuntimeStopped`` message of calls from now on.
-            timeout: seconds each session, and the drain, may take.
+            timeout: seconds each step may take: a session's shutdown and then its
+                actor's stop (so up to twice this for a session that hangs), the drain,
+                and the wait for a session being dropped meanwhile (twice this: it too
+                shuts down, then its actor stops). Each wait ends as soon as what it
+                waits for is done; only a session that hangs uses its bound.
             drain: called with ``timeout`` once every session has shut down (so none
                 publishes any more); returns when the adapters have handled what was
                 published (the gateway's ``drain``). Until then the sessions' actors still

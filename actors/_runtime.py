@@ -57,7 +57,7 @@ from ._gateway import Gateway, Subscription
 from ._ids import Clock, utc_now
 from ._leasing import LeaseKeeper
 from ._model import Model
-from ._ownership import Resume, new_runner_id, resume_policy
+from ._ownership import Resume, StoreBusy, new_runner_id, resume_policy
 from ._router import Router
 from ._runtime_args import (
     _adapter_list,
@@ -161,6 +161,9 @@ class Runtime(Asking, Approving, Waiting):
         self._store_arg = store
         self._lock = threading.Lock()
         self._state = "new"
+        self._stopped = threading.Event()
+        self.failed: StoreBusy | None = None
+        """Why the runtime stopped on its own (another runtime took its name); None if not."""
         self._store: StoreThread | None = None
         self._keeper: LeaseKeeper | None = None
         self.run_sessions: bool = run_sessions
@@ -271,6 +274,7 @@ class Runtime(Asking, Approving, Waiting):
                     turn_settings=services.turn_settings, ttl=settings.lease_ttl,
                     poll=settings.lease_poll, wake=resume == "all",
                     delivers=self.gateway.expects_delivery if self._adapter_refs else None,
+                    on_name_lost=self._name_lost,
                 )  # fmt: skip
                 if self.run_sessions:
                     self._keeper.start()  # the router claims each session's lease from now on
@@ -303,37 +307,49 @@ class Runtime(Asking, Approving, Waiting):
         left running.
         """
         with self._lock:
-            if self._state == "stopped":
-                return
-            if self._state == "new":  # never started: only the adapters handed over run
+            was = self._state
+            if was == "new":  # never started: only the adapters handed over run
                 self._state = "stopped"
                 for ref in self._adapter_refs:
                     _stop(ref, timeout)
                 return
-            self._state = "stopping"
-        if self._keeper is not None:
-            self._keeper.close_intake()  # no session is claimed while the others shut down
-        if self._watch is not None:
-            self._watch.stop(not_running("stopped"))
-        # The drain: a reply an adapter is sending now is recorded delivered before the
-        # sessions stop, so that a restart does not send it again.
-        self.router.close(not_running("stopped"), timeout=timeout, drain=self.gateway.drain)
-        if self._keeper is not None:
-            self._keeper.stop()  # gives the leases back while the store still runs
-        for ref in self._tool_refs.values():
-            _stop(ref, timeout)
-        for ref in self._adapter_refs:
-            _stop(ref, timeout)
-        self.gateway.close_subscriptions()
-        if self._effects is not None:
-            self._close_model(min(timeout, 5.0))
-            self._effects.stop(timeout=timeout)
-        if self._store is not None:
-            self._store.stop(timeout=timeout)
-        if self._hold is not None:
-            self._hold.release()
-        with self._lock:
-            self._state = "stopped"
+            self._state = "stopped" if was == "stopped" else "stopping"
+        if was in ("stopping", "stopped"):  # by another thread (say, on losing its name)
+            self._stopped.wait()
+            return
+        why = not_running("stopped", self.failed)
+        try:
+            if self._keeper is not None:
+                self._keeper.close_intake()  # no session is claimed while the others shut down
+            if self._watch is not None:
+                self._watch.stop(why)
+            # The drain: a reply an adapter is sending now is recorded delivered before the
+            # sessions stop, so that a restart does not send it again.
+            self.router.close(why, timeout=timeout, drain=self.gateway.drain)
+            if self._keeper is not None:
+                self._keeper.stop()  # gives the leases back while the store still runs
+            for ref in self._tool_refs.values():
+                _stop(ref, timeout)
+            for ref in self._adapter_refs:
+                _stop(ref, timeout)
+            self.gateway.close_subscriptions()
+            if self._effects is not None:
+                self._close_model(min(timeout, 5.0))
+                self._effects.stop(timeout=timeout)
+            if self._store is not None:
+                self._store.stop(timeout=timeout)
+            if self._hold is not None:
+                self._hold.release()
+            with self._lock:
+                self._state = "stopped"
+        finally:  # a stop waiting on this one returns, whatever happened here
+            self._stopped.set()
+
+    def _name_lost(self, error: StoreBusy) -> None:
+        """Another runtime took this one's name while its connection was down: stop, on a
+        thread of its own (``stop`` joins the lease keeper's thread, which calls this)."""
+        self.failed = error
+        threading.Thread(target=self.stop, name="amber-stop", daemon=True).start()
 
     def _close_model(self, timeout: float) -> None:
         """Let a provider model close its HTTP client on the effects loop it ran on."""
@@ -568,7 +584,7 @@ class Runtime(Asking, Approving, Waiting):
 
     def _call_store(self, fn: Callable[[Store], T], *, timeout: float | None = None) -> T:
         if self._store is None or self._state not in ("running", "starting"):
-            raise RuntimeStopped(not_running(self._state))
+            raise RuntimeStopped(not_running(self._state, self.failed))
         return call_told(self._store, fn, timeout or self.settings.store_timeout)
 
     def _limits(self) -> InputLimits:
@@ -579,11 +595,11 @@ class Runtime(Asking, Approving, Waiting):
 
     def _check_running(self) -> None:
         if self._state != "running":
-            raise RuntimeStopped(not_running(self._state))
+            raise RuntimeStopped(not_running(self._state, self.failed))
 
     def _route_input(self, session_id: str, draft: Draft) -> Message:
         if self._state != "running":
-            raise RuntimeStopped(not_running(self._state))
+            raise RuntimeStopped(not_running(self._state, self.failed))
         keeper = self._keeper
         if keeper and not self.run_sessions:
             return keeper.store_input(session_id, draft)  # a worker, woken, answers it

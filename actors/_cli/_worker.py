@@ -7,7 +7,9 @@ store, as a worker: it takes the leases of sessions with work that nobody
 runs, is woken by ``NOTIFY`` when input arrives, renews its leases, and takes
 over the sessions of a worker that died once their leases expire
 (docs/scaling.md). It runs until SIGTERM or Ctrl-C, then stops its sessions
-(their running turns give their input back) and gives its leases back.
+(their running turns give their input back) and gives its leases back. It
+stops the same way, and exits with code 1 saying why (``StoreBusy``), when
+another worker took its name while its connection to the store was down.
 
 Its options can come from a TOML file (``--config worker.toml``), keys as the
 options' names in a ``[worker]`` table::
@@ -214,8 +216,11 @@ def worker(
         signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
     try:
         click.echo(f"amber worker {runtime.runner} running on {db}", err=True)
-        while not stop.wait(1.0):
+        # A runtime stops on its own when another took its name while it was disconnected.
+        while runtime.running and not stop.wait(1.0):
             pass
         click.echo(f"amber worker {runtime.runner} stopping", err=True)
     finally:
         runtime.stop()
+    if runtime.failed is not None:
+        raise runtime.failed  # exit code 1, saying why

@@ -55,7 +55,7 @@ from ._pg_schema import (
     PG_TRIGGERS,
     lock_space,
     migrate,
-    name_space,
+    name_key,
     present_guards,
     recreate_guards,
 )
@@ -389,7 +389,7 @@ class PostgresStore(SqlStore):
             self._channel,
             self._where,
             skip=self._writer if others_only else None,
-            names=name_space(self._schema),
+            schema=self._schema,
         )
 
     def __repr__(self) -> str:
@@ -406,11 +406,11 @@ class Listener:
     """
 
     def __init__(
-        self, dsn: str, channel: str, where: str, *, skip: str | None = None, names: int = 0
+        self, dsn: str, channel: str, where: str, *, skip: str | None = None, schema: str = ""
     ) -> None:
         self._where = where
         self._skip = skip
-        self._names = names
+        self._schema = schema
         try:
             self._conn: psycopg.Connection[Any] = psycopg.Connection.connect(dsn, autocommit=True)
             self._conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
@@ -443,16 +443,16 @@ class Listener:
 
     def hold(self, name: str) -> bool:
         """Take the store's lock on a runner's ``name`` for as long as this connection
-        lives (a session-level advisory lock: a process that dies lets it go with its
-        connection); False when another connection holds it. Taking it again here is
-        fine.
+        lives (a session-level advisory lock keyed by a 64-bit digest of the schema and
+        the name, ``name_key``: a process that dies lets it go with its connection);
+        False when another connection holds it. Taking it again here is fine.
 
         Raises:
             StoreError: the connection broke.
         """
         try:
             row = self._conn.execute(
-                "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (self._names, name)
+                "SELECT pg_try_advisory_lock(%s::bigint)", (name_key(self._schema, name),)
             ).fetchone()
         except psycopg.Error as exc:
             raise StoreError(

@@ -55,6 +55,7 @@ from runtime import (
     reply,
 )
 from runtime.store import PostgresStore
+from tests.runtime.store.test_store_leases import colliding_names
 
 SETTINGS = Settings(lease_ttl=30.0, lease_poll=3600.0, passivate_after=None)
 
@@ -263,6 +264,23 @@ class TestOneRunnerPerName:
         first.stop()
         again = open_rt(ScriptedModel([]), runner="worker-1")
         assert again._keeper is not None
+
+    def test_names_whose_old_32_bit_hashes_collide_both_run(
+        self, open_rt: Callable[..., Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """Two names ``hashtext`` (the old key of a name's lock) maps to one value: both
+        runtimes start and each answers its own session (the second was refused with
+        ``StoreBusy``, as if the name were taken)."""
+        with PostgresStore(postgres_dsn, schema=schema) as store:
+            one, other = colliding_names(store)
+        first = open_rt(ScriptedModel([reply("one")]), runner=one)
+        second = open_rt(ScriptedModel([reply("other")]), runner=other)
+        first.send("s1", "hi", sender="Chii")
+        second.send("s2", "hi", sender="Chii")
+        first.wait_idle("s1", timeout=60)
+        second.wait_idle("s2", timeout=60)
+        assert replies(postgres_dsn, schema, "s1") == ["one"]
+        assert replies(postgres_dsn, schema, "s2") == ["other"]
 
     def test_a_front_end_takes_no_name(self, open_rt: Callable[..., Runtime]) -> None:
         """A front end (run_sessions=False) takes no lease, so it holds no name: one may share

@@ -456,3 +456,35 @@ class TestRunnerNames:
             assert a.load_state("s").seq == 4
         finally:
             listener.close()
+
+    def test_names_whose_old_32_bit_hashes_collide_both_hold(
+        self, pair: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        """Two names that ``hashtext`` (the lock key names had) maps to one value are two
+        names: each holds its own, and each is still refused to another holder."""
+        a, b = pair
+        one, other = colliding_names(a)
+        first, second, third = a.listener(), b.listener(), b.listener()
+        try:
+            assert first.hold(one)
+            assert second.hold(other)
+            assert not third.hold(one)
+            assert not third.hold(other)
+        finally:
+            first.close()
+            second.close()
+            third.close()
+
+
+def colliding_names(store: PostgresStore) -> tuple[str, str]:
+    """Two runner names to which PostgreSQL's 32-bit ``hashtext`` gives one value, found
+    by search on the server (a birthday search: a few hundred thousand names suffice)."""
+    with store._pool_or_closed().connection() as conn:
+        row = conn.execute(
+            "SELECT array_agg(n ORDER BY n) FROM (SELECT 'w' || i AS n FROM "
+            "generate_series(1, 1000000) AS i) AS t GROUP BY hashtext(n) "
+            "HAVING count(*) > 1 LIMIT 1"
+        ).fetchone()
+    assert row is not None, "no two names collide in hashtext among a million"
+    one, other = row[0][:2]
+    return one, other

@@ -1,0 +1,127 @@
+"""A runtime whose name is taken while its listening connection is down stops itself.
+
+The name of a runtime that runs sessions of a PostgreSQL store is held by an
+advisory lock on its listening connection. When that connection drops, the lock
+goes with it; a namesake that starts meanwhile gets the name, and the two would
+take each other's leases over and over. The test stands in for the namesake
+with a connection that waits for the name's lock: PostgreSQL grants it the
+moment the listener's backend ends, before the runtime can reconnect.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import psycopg
+import pytest
+from worker_procs import GUARD, Worker
+
+from actors import Runtime, RuntimeStopped, ScriptedModel, Settings, StoreBusy
+from runtime import hang
+from runtime.store import PostgresStore
+from runtime.store._pg_schema import name_key
+
+SETTINGS = Settings(lease_ttl=30.0, lease_poll=3600.0, passivate_after=None)
+
+
+@pytest.fixture
+def schema(postgres_dsn: str, pg_schema: Callable[[], str]) -> str:
+    return pg_schema()
+
+
+def wait_for(what: Callable[[], bool], why: str) -> None:
+    deadline = time.monotonic() + 60  # a hang guard
+    while not what():
+        assert time.monotonic() < deadline, f"not within 60 s: {why}"
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def namesake(postgres_dsn: str, schema: str) -> Iterator[Callable[[str], None]]:
+    """``take(name)``: end the listening connection that holds ``name`` and hold the name
+    before its runtime reconnects (a connection queued on the name's lock gets it as the
+    backend ends)."""
+    holders: list[psycopg.Connection[object]] = []
+
+    def take(name: str) -> None:
+        key = name_key(schema, name)
+        holder: psycopg.Connection[object] = psycopg.connect(postgres_dsn, autocommit=True)
+        holders.append(holder)
+        with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+            row = admin.execute(
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 "
+                "AND classid = %s::oid AND objid = %s::oid AND granted",
+                ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF),
+            ).fetchone()
+            assert row is not None, f"nobody holds the name {name!r}"
+            waiter = threading.Thread(
+                target=holder.execute, args=("SELECT pg_advisory_lock(%s::bigint)", (key,))
+            )
+            waiter.start()
+            waiting = "SELECT 1 FROM pg_locks WHERE pid = %s AND NOT granted"
+            wait_for(
+                lambda: admin.execute(waiting, (holder.info.backend_pid,)).fetchone() is not None,
+                "the namesake waits for the name",
+            )
+            admin.execute("SELECT pg_terminate_backend(%s)", (row[0],))
+        waiter.join(60)
+        assert not waiter.is_alive(), "the namesake did not get the name"
+
+    yield take
+    for holder in holders:
+        holder.close()
+
+
+def test_a_runtime_whose_name_was_taken_while_disconnected_stops(
+    postgres_dsn: str, schema: str, namesake: Callable[[str], None]
+) -> None:
+    """It reconnects, finds its name held by another, and stops: its running turn gives
+    its input back, its lease is given back, ``failed`` says why, and calls raise
+    ``RuntimeStopped`` naming the cause (it used to log an error and run on beside its
+    namesake, the two taking each other's leases)."""
+    store = PostgresStore(postgres_dsn, schema=schema)
+    rt = Runtime(model=ScriptedModel([hang()]), store=store, runner="w1", settings=SETTINGS)
+    rt.start()
+    try:
+        rt.send("s", "question", sender="Chii")
+        wait_for(lambda: rt.state("s").active_turn is not None, "the turn starts")
+        namesake("w1")
+        wait_for(lambda: not rt.running, "the runtime stops itself")
+        assert isinstance(rt.failed, StoreBusy)
+        assert str(rt.failed).startswith(
+            f"Another runtime took the name 'w1' on this store (schema {schema!r}) while this "
+            "one's connection to it was down; this one stopped, since two of one name would "
+            "take each other's leases over and over."
+        )
+        with pytest.raises(RuntimeStopped) as refused:
+            rt.send("s", "again", sender="Chii")
+        assert "Another runtime took the name 'w1'" in str(refused.value)
+    finally:
+        rt.stop()
+    with PostgresStore(postgres_dsn, schema=schema) as check:
+        state = check.load_state("s")
+        lease = check.lease("s")
+    assert state.active_turn is None
+    assert [m.status.value for m in state.messages] == ["pending_agent"]
+    assert lease is not None
+    assert lease.expires_at.year < 2000  # given back
+
+
+def test_a_worker_whose_name_was_taken_while_disconnected_exits(
+    postgres_dsn: str, schema: str, namesake: Callable[[str], None]
+) -> None:
+    """``amber worker`` stops its sessions, gives its leases back and exits with code 1,
+    saying why on stderr."""
+    worker = Worker(postgres_dsn, schema, "w1", "fast")
+    try:
+        namesake("w1")
+        code = worker.proc.wait(GUARD)
+    finally:
+        worker.stop(signal.SIGKILL)
+    said = " ".join(worker.text.split())
+    assert code == 1, worker.text
+    assert "amber: StoreBusy: Another runtime took the name 'w1' on this store" in said
+    assert "Give each worker its own --name" in said
