@@ -247,6 +247,7 @@ class Runtime(Asking, Approving, Waiting):
                 publisher=self.gateway,
                 model=self.model,
                 tool_refs=self._tool_refs,
+                drained_tools=frozenset(t.name for t in self.toolbox if not t.cancellable),
                 settings=settings,
                 turn_settings=settings.turn_settings(
                     tools=self.toolbox.specs(),
