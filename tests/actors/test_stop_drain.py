@@ -124,3 +124,36 @@ class TestStopDrainsSyncToolCalls:
         assert [m.content for m in state][-1] == "Done."
         (recovered,) = [e for e in timeline.events() if isinstance(e, OrphanRecovered)]
         assert recovered.seq > timeline.head.message(result.id).event_seq
+
+    def test_a_call_still_running_after_the_stop_timeout_says_it_may_have_run(
+        self, tmp_path: Path
+    ) -> None:
+        """A sync call that outlives the stop's timeout is recorded interrupted, and the
+        recovered turn's reason names it and says it may have run."""
+        db = tmp_path / "amber.db"
+        started, release = threading.Event(), threading.Event()
+
+        @tool
+        def deploy() -> str:
+            """Deploy."""
+            started.set()
+            assert release.wait(WAIT)
+            return "deployed"
+
+        rt = Runtime(model=ScriptedModel([call("deploy")]), store=db, tools=[deploy]).start()
+        try:
+            rt.send("s", "deploy")
+            assert started.wait(WAIT)
+            rt.stop(timeout=1.0)  # the call outlives it
+        finally:
+            release.set()
+            rt.stop()
+        with Runtime(model=ScriptedModel([reply("ok")]), store=db) as second:
+            second.wait_idle("s", timeout=WAIT)
+            timeline = second.timeline("s")
+        (recovered,) = [e for e in timeline.events() if isinstance(e, OrphanRecovered)]
+        assert recovered.reason is not None
+        assert recovered.reason.startswith("the runtime stopped while tool call ")
+        assert "(deploy) still ran; it may have run, so check before" in recovered.reason
+        (cut,) = [m for m in timeline.head if m.tool_call is not None]
+        assert cut.status is Status.INTERRUPTED
