@@ -6,14 +6,16 @@ person is left waiting. Tool runs the shell cannot cancel (sync tools, in
 their threads) are drained first (``Stopping.draining``): the turn waits for
 their results, records them as any result, and only then gives its input back,
 so that a call that ended is never run again after the restart. A call still
-running when the wait ends, or cancelled by the stop, is interrupted, and the
-turn's reason says it may have run.
+running when the wait ends, or cancelled by the stop, is interrupted: it is marked
+(``MAY_HAVE_RUN``, so the result the model's view makes up for it says it may
+have run), and the turn's reason says so too.
 """
 
 from __future__ import annotations
 
+from ._clean import MAY_HAVE_RUN
 from ._commands import CancelRun, ClearTimer
-from ._events import OrphanRecovered
+from ._events import MetadataUpdated, OrphanRecovered
 from ._inputs import Stopping
 from ._machine import SessionMachine
 from ._replace import replace
@@ -63,6 +65,10 @@ def _stop(s: Step) -> None:
     ran = sorted({*run.tools, *(run.stopping or ())})
     open_cut_call(s)
     cancel_runs(s, run)
+    for call_id in ran:  # the view's interrupted result says it may have run
+        message_id = s.state.tool_calls.get(call_id)
+        if message_id is not None and call_id not in s.state.tool_results:
+            s.emit(MetadataUpdated, message_id=message_id, metadata={MAY_HAVE_RUN: True})
     s.emit(
         OrphanRecovered,
         turn_id=run.turn_id,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,8 +129,9 @@ class TestStopDrainsSyncToolCalls:
     def test_a_call_still_running_after_the_stop_timeout_says_it_may_have_run(
         self, tmp_path: Path
     ) -> None:
-        """A sync call that outlives the stop's timeout is recorded interrupted, and the
-        recovered turn's reason names it and says it may have run."""
+        """A sync call that outlives the stop's timeout is recorded interrupted; the
+        recovered turn's reason names it and says it may have run, and so does the result
+        the next model reads for it."""
         db = tmp_path / "amber.db"
         started, release = threading.Event(), threading.Event()
 
@@ -148,7 +150,18 @@ class TestStopDrainsSyncToolCalls:
         finally:
             release.set()
             rt.stop()
-        with Runtime(model=ScriptedModel([reply("ok")]), store=db) as second:
+        seen: list[str] = []
+
+        def answer(request: ModelRequest) -> Any:
+            seen.extend(
+                part.text
+                for message in request.view.messages
+                for part in message.parts
+                if isinstance(part, ToolResultPart)
+            )
+            return reply("ok")
+
+        with Runtime(model=ScriptedModel(answer), store=db) as second:
             second.wait_idle("s", timeout=WAIT)
             timeline = second.timeline("s")
         (recovered,) = [e for e in timeline.events() if isinstance(e, OrphanRecovered)]
@@ -157,3 +170,8 @@ class TestStopDrainsSyncToolCalls:
         assert "(deploy) still ran; it may have run, so check before" in recovered.reason
         (cut,) = [m for m in timeline.head if m.tool_call is not None]
         assert cut.status is Status.INTERRUPTED
+        assert seen == [  # what the next runtime's model reads for it
+            "[Interrupted: the call to deploy was still running when the runtime stopped, and "
+            "its result was lost; it may have run, in part or in full. Check before calling "
+            "it again.]"
+        ]

@@ -52,6 +52,7 @@ from runtime import (
     ToolCallDelta,
     ToolDone,
     ToolOutcome,
+    ToolResultPart,
     ToolSpec,
     TurnEnded,
     TurnOutcome,
@@ -59,6 +60,7 @@ from runtime import (
     TurnStarted,
     TurnStatus,
     category_of,
+    clean_history,
     from_json,
     step,
     to_json,
@@ -657,7 +659,8 @@ class TestRecovery:
         (c0,) = self._calling(d, "lookup")
         d(Stopping, draining={c0})
         ended = d(Stopping)
-        (recovered,) = ended.events
+        assert kinds(ended) == ["MetadataUpdated", "OrphanRecovered"]
+        recovered = ended.events[1]
         assert isinstance(recovered, OrphanRecovered)
         assert recovered.calls_interrupted
         assert recovered.reason == (
@@ -668,6 +671,18 @@ class TestRecovery:
         state = d.machine.state
         assert state.message(state.tool_calls[c0]).status is Status.INTERRUPTED
         assert d(ToolDone, call_id=c0, outcome=ToolOutcome(content="late")).events == ()
+        (result,) = [
+            part
+            for message in clean_history(state).messages
+            for part in message.parts
+            if isinstance(part, ToolResultPart)
+        ]
+        assert (result.call_id, result.synthesized) == (c0, True)
+        assert result.text == (
+            "[Interrupted: the call to lookup was still running when the runtime stopped, and "
+            "its result was lost; it may have run, in part or in full. Check before calling "
+            "it again.]"
+        )
 
     def test_runs_not_drained_are_cancelled_at_once_and_named(self) -> None:
         """Only the runs in ``draining`` are waited for: the others are cancelled when the stop
@@ -689,7 +704,7 @@ class TestRecovery:
         """``draining`` naming no running call: the stop is as without it."""
         d = Driver()
         self._calling(d, "lookup")
-        assert kinds(d(Stopping, draining={"elsewhere"})) == ["OrphanRecovered"]
+        assert kinds(d(Stopping, draining={"elsewhere"})) == ["MetadataUpdated", "OrphanRecovered"]
 
     def test_a_runner_failure_fails_the_turn(self) -> None:
         """``RunnerFailed`` (the store could not write): the turn ends as error."""
