@@ -55,8 +55,12 @@ def stopping(s: Step, input: Stopping) -> None:
 def drained(s: Step) -> None:
     """A result came in while a stop waits: once the last is in, the turn ends."""
     run = s.run
-    if run is not None and run.stopping is not None and not run.tools:
-        _stop(s)
+    if run is None or run.stopping is None or run.tools:
+        return
+    if not run.stopping and SessionMachine(state=s.state, run=run).is_quiet:
+        s.run = None  # only a person's approval is left: it waits on, for the next runner
+        return
+    _stop(s)
 
 
 def _stop(s: Step) -> None:

@@ -621,14 +621,16 @@ class TestRecovery:
 
     @staticmethod
     def _calling(d: Driver, *names: str) -> list[str]:
-        """A turn whose model called ``names`` (ids c0, c1, …), all running now."""
+        """A turn whose model called ``names`` (ids c0, c1, …), all running now but
+        ``guarded`` (it waits for a person)."""
         call = d.started()
         deltas = [
             ToolCallDelta(index=i, id=f"c{i}", name=name, arguments="{}")
             for i, name in enumerate(names)
         ]
         d.stream(call.run_id, MessageStart(), *deltas, MessageFinish())
-        assert len(commands(d(ModelEnded, run_id=call.run_id), RunTool)) == len(names)
+        ran = commands(d(ModelEnded, run_id=call.run_id), RunTool)
+        assert [c.name for c in ran] == [name for name in names if name != "guarded"]
         return [f"c{i}" for i in range(len(names))]
 
     def test_a_draining_stop_waits_for_the_call_and_records_its_result(self) -> None:
@@ -699,6 +701,22 @@ class TestRecovery:
         state = d.machine.state
         assert state.message(state.tool_calls[c1]).status is Status.INTERRUPTED
         assert state.message(state.tool_calls[c0]).status is not Status.INTERRUPTED
+
+    def test_a_turn_left_waiting_for_approval_by_the_drain_waits_on(self) -> None:
+        """A call ran beside one that waits for a person: once the drain has its result, the
+        turn only waits for the approval, so it waits on for the next runner (as a stop
+        leaves such a turn) instead of being recovered and losing the wait."""
+        guarded = attrs.evolve(TOOL, name="guarded", needs_approval=True)
+        d = Driver(attrs.evolve(SETTINGS, tools=(TOOL, guarded)))
+        c0, c1 = self._calling(d, "lookup", "guarded")
+        assert d(Stopping, draining={c0}).events == ()
+        done = d(ToolDone, call_id=c0, outcome=ToolOutcome(content="42"))
+        assert kinds(done) == ["MessageAdded"]
+        assert d.machine.run is None
+        turn = d.machine.state.active_turn
+        assert turn is not None
+        assert list(turn.awaiting_approval) == [c1]
+        assert d.machine.state.waits_for_approval
 
     def test_a_stop_with_nothing_to_drain_ends_the_turn_at_once(self) -> None:
         """``draining`` naming no running call: the stop is as without it."""
