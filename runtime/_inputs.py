@@ -225,8 +225,9 @@ class Stopping(Input):
     With ``draining``, the turn's tool runs of those ids run on (the shell cannot
     cancel them: sync tools, in their threads) while every other run is cancelled; their
     results are recorded as they come, and once the last is in the turn gives its input
-    back. A later ``Stopping`` without ``draining`` ends the wait: what still runs is
-    recorded interrupted, and the turn's reason says it may have run.
+    back (or, if it then only waits for a person's approval, waits on). A later
+    ``Stopping`` without ``draining`` ends the wait: what still runs is recorded
+    interrupted, and the turn's reason says it may have run.
     """
 
     draining: frozenset[str] = attrs.field(default=frozenset(), converter=_ids)

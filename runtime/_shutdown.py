@@ -4,8 +4,9 @@ A stop ends the running turn with ``OrphanRecovered``: its input goes back to
 pending, and the next runtime starts it again. A turn that only waits for a
 person is left waiting. Tool runs the shell cannot cancel (sync tools, in
 their threads) are drained first (``Stopping.draining``): the turn waits for
-their results, records them as any result, and only then gives its input back,
-so that a call that ended is never run again after the restart. A call still
+their results, records them as any result, and only then gives its input back
+(or waits on, if all that is left is a person's approval), so that a call that
+ended is never run again after the restart. A call still
 running when the wait ends, or cancelled by the stop, is interrupted: it is marked
 (``MAY_HAVE_RUN``, so the result the model's view makes up for it says it may
 have run), and the turn's reason says so too.
