@@ -342,15 +342,15 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
                 called = state.message(state.tool_calls[call_id]).tool_call
                 if called is not None and called.name in drained:
                     running.append(call_id)
-            if running:
+            if running:  # else nothing to wait for: shutdown records the stop, as ever
                 log.info(
                     "session %s: the stop waits for tool calls %s (sync tools, which cannot "
                     "be cancelled)", self.session_id, ", ".join(sorted(running)),
                 )  # fmt: skip
-            try:
-                self._step(Stopping(draining=frozenset(running), **self._svc.stamp()))
-            except Exception:
-                log.exception("session %s: could not begin the stop", self.session_id)
+                try:  # stores nothing: the runs go on, the others are cancelled
+                    self._step(Stopping(draining=frozenset(running), **self._svc.stamp()))
+                except Exception:
+                    log.exception("session %s: could not begin the stop", self.session_id)
         self._check_drained()
         return future
 
