@@ -24,7 +24,8 @@ WAIT = 60.0
 
 
 class _Said(logging.Handler):
-    """Sets ``event`` when a record whose message contains ``text`` is logged."""
+    """Sets ``event`` when a record whose message contains ``text`` is logged (or someone
+    else sets it)."""
 
     def __init__(self, text: str) -> None:
         super().__init__()
@@ -90,18 +91,16 @@ class TestStopDrainsSyncToolCalls:
         caplog.set_level(logging.INFO, logger="amber")
         said = _Said("waits for tool calls")
         logging.getLogger("amber").addHandler(said)
-        stopped = threading.Event()
 
         def stop() -> None:
             first.stop(timeout=WAIT)
-            stopped.set()
+            said.event.set()
 
         stopper = threading.Thread(target=stop)
         try:
             stopper.start()
             # The stop is draining (or, without the drain, it has returned already).
-            while not (said.event.wait(0.05) or stopped.is_set()):
-                pass
+            assert said.event.wait(WAIT)
             release.set()
             assert finished.wait(WAIT)
             stopper.join(WAIT)
