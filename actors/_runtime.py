@@ -300,10 +300,8 @@ class Runtime(Asking, Approving, Waiting):
     def stop(self, *, timeout: float = 30.0) -> None:
         """Stop everything; a running turn's input goes back to pending (idempotent).
 
-        No work is taken from the start; running sync tool calls (which cannot be
-        cancelled) are waited for, up to ``timeout`` seconds in all: one that ends then has
-        its result stored, never run again after a restart. Every event stored before
-        ``stop`` returns is on disk; no thread is left running.
+        Running sync tool calls are waited for (``timeout`` s), their results stored.
+        Every event stored before ``stop`` returns is on disk; no thread is left running.
         """
         with self._lock:
             if self._state == "stopped":
