@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -88,6 +89,7 @@ class Router:
             self._why_closed = why
             self._closing = True
             live = list(self._live.items())
+        self._drain_tools(live, timeout)
         for session_id, entry in live:
             try:
                 entry.proxy.shutdown().get(timeout=timeout)
@@ -117,6 +119,26 @@ class Router:
                 # actor, and the effects and store threads, running (pykka's actor threads
                 # are not daemon threads: the process could not exit).
                 log.warning("session %s did not stop within %s s", session_id, timeout)
+
+    def _drain_tools(self, live: list[tuple[str, _Live]], timeout: float) -> None:
+        """Wait, ``timeout`` seconds in all, for the sessions' running sync tool calls: a
+        call that ends meanwhile has its result stored (never run again after a restart);
+        one still running after it is recorded interrupted by the shutdown."""
+        deadline = time.monotonic() + timeout
+        waits = []
+        for session_id, entry in live:
+            try:
+                waits.append((session_id, entry.proxy.drain().get(timeout=timeout)))
+            except Exception:
+                log.exception("session %s could not begin its stop", session_id)
+        for session_id, drained in waits:
+            try:
+                drained.get(timeout=max(0.0, deadline - time.monotonic()))
+            except pykka.Timeout:
+                log.warning(
+                    "session %s: tool calls still ran %s s into the stop; they are recorded "
+                    "interrupted (they may have run)", session_id, timeout,
+                )  # fmt: skip
 
     # -- routing ------------------------------------------------------------------------
 

@@ -250,6 +250,7 @@ class Runtime(Asking, Approving, Waiting):
                 publisher=self.gateway,
                 model=self.model,
                 tool_refs=self._tool_refs,
+                drained_tools=frozenset(t.name for t in self.toolbox if not t.cancellable),
                 settings=settings,
                 turn_settings=settings.turn_settings(
                     tools=self.toolbox.specs(),
@@ -303,8 +304,8 @@ class Runtime(Asking, Approving, Waiting):
     def stop(self, *, timeout: float = 30.0) -> None:
         """Stop everything; a running turn's input goes back to pending (idempotent).
 
-        Every event stored before ``stop`` returns is on disk; no thread is
-        left running.
+        Running sync tool calls are waited for (``timeout`` s), their results stored.
+        Every event stored before ``stop`` returns is on disk; no thread is left running.
         """
         with self._lock:
             was = self._state

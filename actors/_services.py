@@ -54,6 +54,8 @@ class Services:
     publisher: Publisher
     model: Model
     tool_refs: dict[str, pykka.ActorRef[Any]]
+    drained_tools: frozenset[str] = frozenset()
+    """Tools whose runs a runtime stop waits for (they cannot be cancelled: sync tools)."""
     settings: Settings
     turn_settings: TurnSettings
     clock: Clock

@@ -55,6 +55,7 @@ from runtime import (
     Stopping,
     StreamDelta,
     TimerFired,
+    ToolDone,
     Update,
     Warn,
     awaits_delivery,
@@ -99,6 +100,8 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
         self._redeliveries: dict[str, _Redelivery] = {}  # retry timer name -> failed send
         self._closed = False
         self._stopping = False  # shut down for a runtime stop: adapters' reports still apply
+        self._halting = False  # a stop began: only tool results and delivery reports apply
+        self._draining: ThreadingFuture[None] | None = None  # set once no drained run is left
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -317,6 +320,46 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
             return True
         return False
 
+    def drain(self) -> ThreadingFuture[None]:
+        """Begin a runtime stop: the session takes no new work (timers, resumes), and the
+        running turn's tool runs that cannot be cancelled (sync tools) run on while every
+        other run is cancelled (``Stopping.draining``). Their results are stored as they
+        come; then the turn gives its input back.
+
+        Returns:
+            A future set once no such run remains; ``shutdown`` ends the wait either way.
+        """
+        future: ThreadingFuture[None] = ThreadingFuture()
+        self._halting, self._draining = True, future
+        for _, handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        run, state = self._machine.run, self._machine.state
+        if run is not None and not self._closed:
+            drained = self._svc.drained_tools
+            running = []
+            for call_id in run.tools:
+                called = state.message(state.tool_calls[call_id]).tool_call
+                if called is not None and called.name in drained:
+                    running.append(call_id)
+            if running:  # else nothing to wait for: shutdown records the stop, as ever
+                log.info(
+                    "session %s: the stop waits for tool calls %s (sync tools, which cannot "
+                    "be cancelled)", self.session_id, ", ".join(sorted(running)),
+                )  # fmt: skip
+                try:  # stores nothing: the runs go on, the others are cancelled
+                    self._step(Stopping(draining=frozenset(running), **self._svc.stamp()))
+                except Exception:
+                    log.exception("session %s: could not begin the stop", self.session_id)
+        self._check_drained()
+        return future
+
+    def _check_drained(self) -> None:
+        future, run = self._draining, self._machine.run
+        if future is not None and (run is None or run.stopping is None or not run.tools):
+            self._draining = None
+            future.set(None)
+
     def shutdown(self, *, lost: bool = False) -> None:
         """Stop for a runtime shutdown: a running turn gives its input back to pending.
 
@@ -350,6 +393,12 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
             # they sent meanwhile is stored here, or a restart would send it again.
             self._pass_on(message)
             return None  # a report for a session that has shut down or passivated
+        if self._halting and not isinstance(message, ToolDone | Delivered):
+            # A stop waits for tool runs: their results and delivery reports still apply,
+            # no other work starts (a resume would start the next turn).
+            if not self._pass_on(message):
+                log.debug("session %s is stopping: %s dropped", self.session_id, message)
+            return None
         if isinstance(message, AskInput):
             return self._ask(message)
         if isinstance(message, CancelAsk):
@@ -409,6 +458,8 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
             # says the call waits for a person (ApprovalNeeded).
             self._asks.decided(decision.events, self._machine.state)
         self._notify()
+        if self._draining is not None:
+            self._check_drained()
         return decision
 
     def _ask(self, ask: AskInput) -> None:

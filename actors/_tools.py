@@ -138,6 +138,13 @@ class Tool:
         """Call the underlying function directly (no validation, no limits)."""
         return self.function(*args, **kwargs)
 
+    @property
+    def cancellable(self) -> bool:
+        """False for a sync function: it runs in a worker thread, which cancelling a run
+        abandons (the function runs on until it returns), so ``Runtime.stop`` waits for
+        its runs instead (``docs/reliability.md``)."""
+        return self._signature.is_async
+
     def spec(self) -> ToolSpec:
         """What the model is told about this tool (a fresh copy of the schema)."""
         return ToolSpec(

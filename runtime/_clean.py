@@ -160,10 +160,21 @@ def result_text(message: Message, limit: int | None) -> tuple[str, bool]:
     return text, excerpted
 
 
+MAY_HAVE_RUN = "may_have_run"
+"""Metadata key set on a tool call that was running when a runtime stop cut it
+(``runtime/_shutdown.py``): its interrupted result says it may have run."""
+
+
 def synthesized_text(call: Message, name: str, current: str | None) -> str:
     """The text of the result the view makes up for a call that has none."""
     if call.turn_id is not None and call.turn_id == current:
         return f"[No result yet: the call to {name} is still running.]"
+    if call.metadata.get(MAY_HAVE_RUN) is True:
+        return (
+            f"[Interrupted: the call to {name} was still running when the runtime stopped, "
+            "and its result was lost; it may have run, in part or in full. Check before "
+            "calling it again.]"
+        )
     return f"[Interrupted: the call to {name} ended before it returned a result.]"
 
 

@@ -46,6 +46,10 @@ def _attachments(value: Iterable[Attachment]) -> PVector[Attachment]:
     return pvector(value)
 
 
+def _ids(value: Iterable[str]) -> frozenset[str]:
+    return frozenset(value)
+
+
 def _elements(value: Iterable[BrowserElement]) -> PVector[BrowserElement]:
     return pvector(value)
 
@@ -216,7 +220,18 @@ class Loaded(Input):
 
 @attrs.frozen(kw_only=True)
 class Stopping(Input):
-    """The runtime stops: a running turn gives its input back to pending."""
+    """The runtime stops: a running turn gives its input back to pending.
+
+    With ``draining``, the turn's tool runs of those ids run on (the shell cannot
+    cancel them: sync tools, in their threads) while every other run is cancelled; their
+    results are recorded as they come, and once the last is in the turn gives its input
+    back (or, if it then only waits for a person's approval, waits on). A later
+    ``Stopping`` without ``draining`` ends the wait: what still runs is recorded
+    interrupted, and the turn's reason says it may have run.
+    """
+
+    draining: frozenset[str] = attrs.field(default=frozenset(), converter=_ids)
+    """Tool call ids whose runs the stop waits for."""
 
 
 @attrs.frozen(kw_only=True)

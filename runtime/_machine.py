@@ -139,6 +139,10 @@ class TurnRun:
     priced: bool = True
     """False once a call of the turn had usage but no known price (``cost_usd`` is then a
     lower bound)."""
+    stopping: frozenset[str] | None = None
+    """Set while a stop waits for the turn's tool runs (``Stopping.draining``): the runs it
+    cancelled (they may have run in part). A result is recorded, and the last one ends the
+    turn for the stop instead of calling the model."""
 
 
 @attrs.frozen(kw_only=True)

@@ -27,6 +27,7 @@ from ._notices import model_error_notice
 from ._outcome import ToolOutcome
 from ._parts import ReasoningSegment, ResponseMetadata, TextSegment, response_metadata
 from ._replace import replace
+from ._shutdown import drained
 from ._step import Step
 from ._stops import stopped_short
 from ._stream import (
@@ -376,7 +377,10 @@ def tool_done(s: Step, input: ToolDone) -> None:
     call = s.state.message(s.state.tool_calls[input.call_id])
     duration = max(0.0, s.mono - started) * 1000
     s.emit(MessageAdded, message=_result_message(s, call, input.outcome, duration))
-    continue_after_tools(s)
+    if run.stopping is not None:
+        drained(s)  # a stop waits for the turn's runs: no model call after them
+    else:
+        continue_after_tools(s)
 
 
 def _finish(s: Step, response: ModelResponse, finished: dict[str, Any]) -> None:

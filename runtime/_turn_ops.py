@@ -523,6 +523,8 @@ def continue_after_tools(s: Step) -> None:
     run, turn = s.run, s.state.active_turn
     if run is None or run.tools or (turn is not None and turn.awaiting_approval):
         return
+    if run.stopping is not None:  # a stop drained the runs: it calls no model
+        return
     call_model(s)
 
 

@@ -23,7 +23,7 @@ from ._article import type_named
 from ._category import new_message
 from ._commands import Announce, Decision, Passivate
 from ._errors import EventRejected
-from ._events import MessageAdded, OrphanRecovered, StatusChanged, TurnOutcome
+from ._events import MessageAdded, StatusChanged, TurnOutcome
 from ._inputs import (
     ApprovalGiven,
     Delivered,
@@ -44,18 +44,17 @@ from ._inputs import (
 from ._machine import SessionMachine, TurnSettings
 from ._message import Message, Status
 from ._responses import model_chunk, model_ended, tool_done
+from ._shutdown import stopping
 from ._state import as_own
 from ._step import IDLE_TIMER, Step
 from ._turn_ops import (
     APPROVAL_TIMER,
     ORPHAN_TIMER,
-    cancel_runs,
     decide,
     end_turn,
     fail,
     maybe_start_turn,
     model_failed,
-    open_cut_call,
     orphaned,
     resume_soon,
 )
@@ -216,24 +215,6 @@ def _loaded(s: Step, input: Loaded) -> None:
         maybe_start_turn(s)
 
 
-def _stopping(s: Step, input: Stopping) -> None:
-    run = s.run
-    if run is None:
-        return
-    if _quiet(s):  # it only waits for a person: it waits on, for the next runner
-        s.run = None
-        return
-    open_cut_call(s)
-    cancel_runs(s, run)
-    s.emit(
-        OrphanRecovered,
-        turn_id=run.turn_id,
-        reason="the runtime stopped during the turn; it restarts on next load",
-        calls_interrupted=True,
-    )
-    s.run = None
-
-
 def _runner_failed(s: Step, input: RunnerFailed) -> None:
     if s.run is not None:
         fail(s, f"the runtime failed: {input.reason}")
@@ -251,6 +232,6 @@ _HANDLERS: dict[type[Input], Callable[[Step, Any], None]] = {
     Delivered: _delivered,
     ApprovalGiven: _approval_given,
     Loaded: _loaded,
-    Stopping: _stopping,
+    Stopping: stopping,
     RunnerFailed: _runner_failed,
 }

@@ -308,10 +308,11 @@ class SimulationMachine(RuleBasedStateMachine):
         self.sim.crash()
 
     @precondition(lambda self: self.sim.steps > 0)
-    @rule()
-    def stop(self) -> None:
-        """The runtime stops cleanly (running turns give their input back) and restarts."""
-        self.sim.stop()
+    @rule(drain=st.booleans())
+    def stop(self, drain: bool) -> None:
+        """The runtime stops cleanly (running turns give their input back, after the tool
+        calls running, with ``drain``) and restarts."""
+        self.sim.stop(drain=drain)
 
     @invariant()
     def amber_invariants(self) -> None:

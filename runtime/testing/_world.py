@@ -174,9 +174,22 @@ class Simulation(SimShell):
         self.running_tools.clear()
         self._restart()
 
-    def stop(self) -> None:
-        """A clean stop (running turns give their input back), then a new runner starts."""
+    def stop(self, *, drain: bool = False) -> None:
+        """A clean stop (running turns give their input back), then a new runner starts.
+
+        With ``drain`` (``Runtime.stop`` for tools that cannot be cancelled) the tool calls
+        running go on, and each result on its way comes in before the turn gives its input
+        back; a call that never returns is cut when the drain ends.
+        """
         for session_id in sorted(self.machines):
+            if drain:
+                running = {call for sid, call in self.running_tools if sid == session_id}
+                results = sorted(k for k in self._sources if k[:2] == ("tool", session_id))
+                running.update(key[2] for key in results)
+                self._step(session_id, Stopping(draining=running, **self._stamp()))
+                for key in results:
+                    while key in self._sources:
+                        self._deliver(key)
             self._step(session_id, Stopping(**self._stamp()))
         self.crash()
 

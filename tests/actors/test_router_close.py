@@ -29,7 +29,15 @@ class _Done:
         return None
 
 
+class _Drained:
+    def get(self, timeout: float | None = None) -> _Done:
+        return _Done()
+
+
 class _Proxy:
+    def drain(self) -> _Drained:
+        return _Drained()
+
     def shutdown(self) -> _Done:
         return _Done()
 

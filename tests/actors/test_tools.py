@@ -260,6 +260,18 @@ class TestSchema:
 
 
 class TestDecoration:
+    def test_cancellable(self) -> None:
+        """An async tool can be cancelled; a sync one (in a worker thread) cannot, so a
+        runtime stop waits for its runs."""
+
+        @tool
+        def sync() -> None: ...
+
+        @tool
+        async def asynchronous() -> None: ...
+
+        assert (sync.cancellable, asynchronous.cancellable) == (False, True)
+
     def test_forms(self) -> None:
         """@tool, @tool(...) and tool(fn, ...) all make a Tool; calling it calls the function."""
 

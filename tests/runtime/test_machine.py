@@ -52,12 +52,15 @@ from runtime import (
     ToolCallDelta,
     ToolDone,
     ToolOutcome,
+    ToolResultPart,
     ToolSpec,
     TurnEnded,
     TurnOutcome,
     TurnSettings,
     TurnStarted,
+    TurnStatus,
     category_of,
+    clean_history,
     from_json,
     step,
     to_json,
@@ -615,6 +618,111 @@ class TestRecovery:
         state = d.machine.state
         assert state.message(message_id).status is Status.INTERRUPTED
         assert dict(state.turns[turn_id].open_calls) == {}
+
+    @staticmethod
+    def _calling(d: Driver, *names: str) -> list[str]:
+        """A turn whose model called ``names`` (ids c0, c1, …), all running now but
+        ``guarded`` (it waits for a person)."""
+        call = d.started()
+        deltas = [
+            ToolCallDelta(index=i, id=f"c{i}", name=name, arguments="{}")
+            for i, name in enumerate(names)
+        ]
+        d.stream(call.run_id, MessageStart(), *deltas, MessageFinish())
+        ran = commands(d(ModelEnded, run_id=call.run_id), RunTool)
+        assert [c.name for c in ran] == [name for name in names if name != "guarded"]
+        return [f"c{i}" for i in range(len(names))]
+
+    def test_a_draining_stop_waits_for_the_call_and_records_its_result(self) -> None:
+        """``Stopping(draining=…)`` lets those runs go on (nothing stored, nothing cancelled);
+        the last result is stored as any result, then the turn is recovered, with no model
+        call after it, and the call is not interrupted."""
+        d = Driver()
+        (c0,) = self._calling(d, "lookup")
+        turn_id = d.machine.state.active_turn_id
+        waiting = d(Stopping, draining={c0})
+        assert (waiting.events, commands(waiting, CancelRun)) == ((), [])
+        done = d(ToolDone, call_id=c0, outcome=ToolOutcome(content="42"))
+        assert kinds(done) == ["MessageAdded", "OrphanRecovered"]
+        assert commands(done, CallModel) == []
+        recovered = done.events[1]
+        assert isinstance(recovered, OrphanRecovered)
+        assert recovered.reason == "the runtime stopped during the turn; it restarts on next load"
+        state = d.machine.state
+        assert state.message(state.tool_calls[c0]).status is not Status.INTERRUPTED
+        assert state.turns[turn_id].status is TurnStatus.RECOVERED
+        assert d.machine.run is None
+        assert d(Stopping).events == ()  # the stop's end finds nothing left to do
+
+    def test_a_call_still_running_when_the_drain_ends_may_have_run(self) -> None:
+        """The stop's end (``Stopping`` without ``draining``) interrupts what still runs, and
+        the turn's reason names the call and says it may have run."""
+        d = Driver()
+        (c0,) = self._calling(d, "lookup")
+        d(Stopping, draining={c0})
+        ended = d(Stopping)
+        assert kinds(ended) == ["MetadataUpdated", "OrphanRecovered"]
+        recovered = ended.events[1]
+        assert isinstance(recovered, OrphanRecovered)
+        assert recovered.calls_interrupted
+        assert recovered.reason == (
+            "the runtime stopped while tool call c0 (lookup) still ran; it may have run, so "
+            "check before running it again; the turn restarts on next load"
+        )
+        assert CancelRun(run_id=c0) in ended.commands
+        state = d.machine.state
+        assert state.message(state.tool_calls[c0]).status is Status.INTERRUPTED
+        assert d(ToolDone, call_id=c0, outcome=ToolOutcome(content="late")).events == ()
+        (result,) = [
+            part
+            for message in clean_history(state).messages
+            for part in message.parts
+            if isinstance(part, ToolResultPart)
+        ]
+        assert (result.call_id, result.synthesized) == (c0, True)
+        assert result.text == (
+            "[Interrupted: the call to lookup was still running when the runtime stopped, and "
+            "its result was lost; it may have run, in part or in full. Check before calling "
+            "it again.]"
+        )
+
+    def test_runs_not_drained_are_cancelled_at_once_and_named(self) -> None:
+        """Only the runs in ``draining`` are waited for: the others are cancelled when the stop
+        begins, and the reason names them as calls that may have run."""
+        d = Driver(attrs.evolve(SETTINGS, tools=(TOOL, attrs.evolve(TOOL, name="fetch"))))
+        c0, c1 = self._calling(d, "lookup", "fetch")
+        waiting = d(Stopping, draining={c0})
+        assert commands(waiting, CancelRun) == [CancelRun(run_id=c1)]
+        done = d(ToolDone, call_id=c0, outcome=ToolOutcome(content="42"))
+        recovered = done.events[-1]
+        assert isinstance(recovered, OrphanRecovered)
+        assert recovered.reason is not None
+        assert recovered.reason.startswith("the runtime stopped while tool call c1 (fetch)")
+        state = d.machine.state
+        assert state.message(state.tool_calls[c1]).status is Status.INTERRUPTED
+        assert state.message(state.tool_calls[c0]).status is not Status.INTERRUPTED
+
+    def test_a_turn_left_waiting_for_approval_by_the_drain_waits_on(self) -> None:
+        """A call ran beside one that waits for a person: once the drain has its result, the
+        turn only waits for the approval, so it waits on for the next runner (as a stop
+        leaves such a turn) instead of being recovered and losing the wait."""
+        guarded = attrs.evolve(TOOL, name="guarded", needs_approval=True)
+        d = Driver(attrs.evolve(SETTINGS, tools=(TOOL, guarded)))
+        c0, c1 = self._calling(d, "lookup", "guarded")
+        assert d(Stopping, draining={c0}).events == ()
+        done = d(ToolDone, call_id=c0, outcome=ToolOutcome(content="42"))
+        assert kinds(done) == ["MessageAdded"]
+        assert d.machine.run is None
+        turn = d.machine.state.active_turn
+        assert turn is not None
+        assert list(turn.awaiting_approval) == [c1]
+        assert d.machine.state.waits_for_approval
+
+    def test_a_stop_with_nothing_to_drain_ends_the_turn_at_once(self) -> None:
+        """``draining`` naming no running call: the stop is as without it."""
+        d = Driver()
+        self._calling(d, "lookup")
+        assert kinds(d(Stopping, draining={"elsewhere"})) == ["MetadataUpdated", "OrphanRecovered"]
 
     def test_a_runner_failure_fails_the_turn(self) -> None:
         """``RunnerFailed`` (the store could not write): the turn ends as error."""

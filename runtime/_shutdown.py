@@ -1,0 +1,97 @@
+"""A runtime stop in the turn machine: the running turn gives its input back (DESIGN §7).
+
+A stop ends the running turn with ``OrphanRecovered``: its input goes back to
+pending, and the next runtime starts it again. A turn that only waits for a
+person is left waiting. Tool runs the shell cannot cancel (sync tools, in
+their threads) are drained first (``Stopping.draining``): the turn waits for
+their results, records them as any result, and only then gives its input back
+(or waits on, if all that is left is a person's approval), so that a call that
+ended is never run again after the restart. A call still
+running when the wait ends, or cancelled by the stop, is interrupted: it is marked
+(``MAY_HAVE_RUN``, so the result the model's view makes up for it says it may
+have run), and the turn's reason says so too.
+"""
+
+from __future__ import annotations
+
+from ._clean import MAY_HAVE_RUN
+from ._commands import CancelRun, ClearTimer
+from ._events import MetadataUpdated, OrphanRecovered
+from ._inputs import Stopping
+from ._machine import SessionMachine
+from ._replace import replace
+from ._step import Step
+from ._turn_ops import cancel_runs, model_timer, open_cut_call
+
+__all__ = ["drained", "stopping"]
+
+RESTARTS = "the runtime stopped during the turn; it restarts on next load"
+"""The reason of a turn a stop cut with no tool call running."""
+
+
+def stopping(s: Step, input: Stopping) -> None:
+    """The runtime stops: drain the runs in ``input.draining``, or end the turn now."""
+    run = s.run
+    if run is None:
+        return
+    if SessionMachine(state=s.state, run=run).is_quiet:
+        s.run = None  # it only waits for a person: it waits on, for the next runner
+        return
+    keep = {call_id for call_id in run.tools if call_id in input.draining}
+    if run.stopping is not None or not keep:
+        _stop(s)
+        return
+    if run.model_run is not None:  # not while tools run, but a stop ends it anyway
+        s.command(CancelRun(run_id=run.model_run))
+        s.command(ClearTimer(name=model_timer(run.model_run)))
+    cut = frozenset(call_id for call_id in run.tools if call_id not in keep)
+    for call_id in sorted(cut):
+        s.command(CancelRun(run_id=call_id))
+    tools = run.tools
+    for call_id in cut:
+        tools = tools.remove(call_id)
+    s.run = replace(run, tools=tools, stopping=cut, model_run=None)
+
+
+def drained(s: Step) -> None:
+    """A result came in while a stop waits: once the last is in, the turn ends."""
+    run = s.run
+    if run is None or run.stopping is None or run.tools:
+        return
+    if not run.stopping and SessionMachine(state=s.state, run=run).is_quiet:
+        s.run = None  # only a person's approval is left: it waits on, for the next runner
+        return
+    _stop(s)
+
+
+def _stop(s: Step) -> None:
+    run = s.run
+    assert run is not None
+    ran = sorted({*run.tools, *(run.stopping or ())})
+    open_cut_call(s)
+    cancel_runs(s, run)
+    for call_id in ran:  # the view's interrupted result says it may have run
+        message_id = s.state.tool_calls.get(call_id)
+        if message_id is not None and call_id not in s.state.tool_results:
+            s.emit(MetadataUpdated, message_id=message_id, metadata={MAY_HAVE_RUN: True})
+    s.emit(
+        OrphanRecovered,
+        turn_id=run.turn_id,
+        reason=_reason(s, ran) if ran else RESTARTS,
+        calls_interrupted=True,
+    )
+    s.run = None
+
+
+def _reason(s: Step, running: list[str]) -> str:
+    calls = []
+    for call_id in running:
+        message_id = s.state.tool_calls.get(call_id)
+        called = s.state.message(message_id).tool_call if message_id is not None else None
+        calls.append(f"{call_id} ({called.name})" if called is not None else call_id)
+    one = len(calls) == 1
+    return (
+        f"the runtime stopped while tool call{'' if one else 's'} {', '.join(calls)} still "
+        f"ran; {'it' if one else 'they'} may have run, so check before running "
+        f"{'it' if one else 'them'} again; the turn restarts on next load"
+    )
