@@ -70,6 +70,7 @@ from ._runtime_args import (
 from ._seconds import wait_limit
 from ._services import Monotonic, Services
 from ._settings import Settings
+from ._sharing import join_shared_store
 from ._storage import StoreThread
 from ._stores import StoreHold, check_front_end_store, check_store, hold_store, is_shared
 from ._tool_actor import ToolActor, ToolStats
@@ -270,27 +271,13 @@ class Runtime(Asking, Approving, Waiting):
                 self._state = "running"
             resume = self.resume
             if shared:  # sessions are owned through leases (DESIGN §10)
-                self._keeper = LeaseKeeper(
-                    store=store, router=self.router, owner=self.runner, clock=self.clock,
-                    turn_settings=services.turn_settings, ttl=settings.lease_ttl,
-                    poll=settings.lease_poll, wake=resume == "all",
+                self._keeper, self._watch = join_shared_store(
+                    opened, store, self.router, owner=self.runner, clock=self.clock,
+                    turn_settings=services.turn_settings, settings=settings,
+                    wake=resume == "all", run_sessions=self.run_sessions,
                     delivers=self.gateway.expects_delivery if self._adapter_refs else None,
                     on_name_lost=self._name_lost,
                 )  # fmt: skip
-                if self.run_sessions:
-                    self._keeper.start()  # the router claims each session's lease from now on
-                else:
-                    self.router.claim = runs_no_sessions  # no session is loaded here
-                    self._watch = AnswerWatch(store, poll=settings.lease_poll)
-                    if getattr(opened, "made", False):  # a new schema: no worker reads it yet
-                        log.warning(
-                            "Runtime(run_sessions=False): schema %r held no Amber store, so an "
-                            "empty one was made; input sent here is answered only by workers "
-                            "on that same schema. Check the schema name ($AMBER_PG_SCHEMA, or "
-                            "the store's schema=) if the workers run already.",
-                            getattr(opened, "_schema", None),
-                        )
-                    self._watch.start()
             if resume != "none" and (not shared or resume != "all"):
                 for info in self._call_store(lambda s: s.list_sessions()):
                     if info.needs_runner and (resume == "all" or info.session_id in resume):

@@ -1,0 +1,70 @@
+"""How a runtime takes part in a shared (PostgreSQL) store: by leases, or as a front end.
+
+A runtime that runs sessions on a shared store owns each of them through a
+lease (DESIGN §10): its ``LeaseKeeper`` claims, renews and gives back leases
+and wakes it for sessions with work waiting. A front end
+(``Runtime(run_sessions=False)``) runs no session and takes no lease: its
+router refuses to load any, and an ``AnswerWatch`` reads the answers the
+workers store.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from runtime import Message, TurnSettings
+
+from ._frontend import AnswerWatch, runs_no_sessions
+from ._ids import Clock
+from ._leasing import LeaseKeeper
+from ._ownership import StoreBusy
+from ._router import Router
+from ._settings import Settings
+from ._storage import StoreThread
+
+__all__ = ["join_shared_store"]
+
+log = logging.getLogger("amber.runtime")
+
+
+def join_shared_store(
+    opened: object,
+    store: StoreThread,
+    router: Router,
+    *,
+    owner: str,
+    clock: Clock,
+    turn_settings: TurnSettings,
+    settings: Settings,
+    wake: bool,
+    run_sessions: bool,
+    delivers: Callable[[Message], bool] | None,
+    on_name_lost: Callable[[StoreBusy], None],
+) -> tuple[LeaseKeeper, AnswerWatch | None]:
+    """Start taking part in the shared store ``opened`` (run by ``store``).
+
+    A runner of sessions starts its lease keeper, and the router claims each
+    session's lease from then on. A front end (``run_sessions`` False) keeps the
+    keeper unstarted (its name stays held), loads no session, and starts an
+    ``AnswerWatch``, which it returns.
+    """
+    keeper = LeaseKeeper(
+        store=store, router=router, owner=owner, clock=clock, turn_settings=turn_settings,
+        ttl=settings.lease_ttl, poll=settings.lease_poll, wake=wake, delivers=delivers,
+        on_name_lost=on_name_lost,
+    )  # fmt: skip
+    if run_sessions:
+        keeper.start()  # the router claims each session's lease from now on
+        return keeper, None
+    router.claim = runs_no_sessions  # no session is loaded here
+    watch = AnswerWatch(store, poll=settings.lease_poll)
+    if getattr(opened, "made", False):  # a new schema: no worker reads it yet
+        log.warning(
+            "Runtime(run_sessions=False): schema %r held no Amber store, so an empty one was "
+            "made; input sent here is answered only by workers on that same schema. Check the "
+            "schema name ($AMBER_PG_SCHEMA, or the store's schema=) if the workers run already.",
+            getattr(opened, "_schema", None),
+        )
+    watch.start()
+    return keeper, watch
