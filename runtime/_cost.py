@@ -230,14 +230,17 @@ class SessionCost:
 
 
 def session_cost(rows: Any) -> SessionCost:
-    """The cost of ``rows`` (``state.model_calls()``, or one turn's) as recorded in them."""
-    usd = 0.0
-    priced = unpriced = 0
+    """The cost of ``rows`` (``state.model_calls()``, or one turn's) as recorded in them.
+
+    The sum is exact, then rounded once (``math.fsum``): the same in any order, so a
+    summary that adds each call's cost as it finishes agrees with it to the last bit.
+    """
+    costs: list[float] = []
+    unpriced = 0
     for row in rows:
         cost = getattr(row, "cost_usd", None)
         if cost is not None:
-            usd += cost
-            priced += 1
+            costs.append(cost)
         elif getattr(row, "usage", None) is not None:
             unpriced += 1
-    return SessionCost(usd=usd, priced=priced, unpriced=unpriced)
+    return SessionCost(usd=math.fsum(costs), priced=len(costs), unpriced=unpriced)

@@ -60,6 +60,7 @@ from ._rows import (
 )
 from ._snapshot import plan_snapshot
 from ._summaries import all_summaries, missing_summary, read_summaries, write_summary
+from ._tally import Tally
 from ._transfer import export_data, parse_export
 from ._travel import TimeTravel, bulk
 
@@ -209,6 +210,7 @@ class SqlStore(TimeTravel, ABC):
         entries: dict[str, _Entry] = {}
         for session_id, head in heads.items():
             previous = old.get(session_id)
+            tally = previous.tally_of(head) if previous else Tally.of(head)
             entry = _Entry(
                 head=head,
                 created_at=previous.created_at if previous else first_at[session_id],
@@ -216,8 +218,9 @@ class SqlStore(TimeTravel, ABC):
                 refs=previous.refs if previous else None,
                 record_digest=previous.record_digest if previous else None,
                 chain=chains[session_id],
+                tally=tally,
             )
-            write_summary(db, head, entry.created_at)
+            write_summary(db, head, entry.created_at, tally)
             # A fork's first event carries its whole state: snapshot it at once, or every
             # load replays that one event through the general codec (4 times a snapshot's time).
             entries[session_id] = self._snapshot_entry(db, entry, force=session_id in imported)
