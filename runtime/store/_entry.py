@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -13,7 +14,9 @@ from .._state import SessionState
 from ._db import Db
 from ._rows import read_snapshot, replay_rows
 from ._snapshot import Refs
-from ._tally import Tally
+
+if TYPE_CHECKING:
+    from ._tally import Tally
 
 __all__ = ["Entry", "load_entry", "positive"]
 
@@ -45,6 +48,8 @@ class Entry:
 
     def tally_of(self, head: SessionState) -> Tally:
         """The tally of ``head``, a later state of this session."""
+        from ._tally import Tally  # Fraction: only for writes
+
         if self.tally is None:
             return Tally.of(head)
         return self.tally.after(self.head, head)

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 import attrs
 from immutables import Map
 
-from .._cost import SessionCost, session_cost
 from .._events import Event
 from .._message import Status
 from .._repr import value_repr
+from .._session_cost import SessionCost, session_cost
 from .._state import SessionState
 from .._timeline import Timeline
 

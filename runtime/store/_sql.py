@@ -60,17 +60,24 @@ from ._rows import (
 )
 from ._snapshot import plan_snapshot
 from ._summaries import all_summaries, missing_summary, read_summaries, write_summary
-from ._tally import Tally
 from ._transfer import export_data, parse_export
 from ._travel import TimeTravel, bulk
 
 if TYPE_CHECKING:
     from ._check import CheckReport, Problem, RebuildReport
+    from ._tally import Tally
 
 # The checker (``_check``, ``_scan``) is imported by ``check`` and ``rebuild``: a store that
 # only reads and writes sessions (``amber show``) does not define its report classes.
 
 __all__ = ["SqlStore"]
+
+
+def _tally_of(head: SessionState) -> Tally:
+    """The tally of every audit row of a new session's head."""
+    from ._tally import Tally  # Fraction: only for writes
+
+    return Tally.of(head)
 
 
 class SqlStore(TimeTravel, ABC):
@@ -210,7 +217,7 @@ class SqlStore(TimeTravel, ABC):
         entries: dict[str, _Entry] = {}
         for session_id, head in heads.items():
             previous = old.get(session_id)
-            tally = previous.tally_of(head) if previous else Tally.of(head)
+            tally = previous.tally_of(head) if previous else _tally_of(head)
             entry = _Entry(
                 head=head,
                 created_at=previous.created_at if previous else first_at[session_id],

@@ -9,24 +9,28 @@ silently left out), and ``rebuild()`` writes it again from the events.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from immutables import Map
 
 from .._errors import CorruptRow
 from .._message import Status
+from .._session_cost import SessionCost
 from .._state import SessionState
 from .._storable import session_id_problem, text_problem
 from ._chain import digest
 from ._db import Db
 from ._protocol import SessionInfo
-from ._tally import Tally
+
+if TYPE_CHECKING:
+    from ._tally import Tally
 
 __all__ = [
     "SUMMARY_COLUMNS",
     "all_summaries",
     "missing_summary",
+    "parse_cost",
     "read_summaries",
     "sessions_without_summary",
     "shown",
@@ -199,6 +203,35 @@ def sessions_without_summary(db: Db) -> list[tuple[str, int]]:
     return [(session_id, seq) for session_id, seq in rows]
 
 
+def parse_cost(text: object) -> tuple[int, int, int, int]:
+    """A summary row's ``cost`` column (``Tally.to_text``): the exact sum's numerator and
+    denominator, the priced and the unpriced calls.
+
+    Raises:
+        ValueError: the text is not one.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"its cost is {text!r}, not text")
+    data = orjson.loads(text)
+    if (
+        type(data) is not list
+        or len(data) != 3
+        or type(data[0]) is not str
+        or any(type(n) is not int or n < 0 for n in data[1:])
+    ):
+        raise ValueError(f"its cost {text[:80]!r} is not [sum, priced, unpriced]")
+    numerator, slash, denominator = data[0].partition("/")
+    if not slash or not numerator.isdigit() or not denominator.isdigit() or not int(denominator):
+        raise ValueError(f"its cost sum {data[0][:80]!r} is not a fraction")
+    return int(numerator), int(denominator), data[1], data[2]
+
+
+def _cost(text: object) -> SessionCost:
+    numerator, denominator, priced, unpriced = parse_cost(text)
+    # An int division rounds once, as Fraction's float() and session_cost's fsum do.
+    return SessionCost(usd=numerator / denominator, priced=priced, unpriced=unpriced)
+
+
 def _summary(row: tuple[Any, ...]) -> SessionInfo:
     (session_id, seq, created, updated, messages, counts, turn_id, started, cost, waits,
      snapshot_seq, stored_digest, last) = row  # fmt: skip
@@ -258,7 +291,7 @@ def _summary(row: tuple[Any, ...]) -> SessionInfo:
             active_turn_id=turn_id,
             active_turn_started_at=turn_started_at,
             snapshot_seq=snapshot_seq,
-            cost=None if cost is None else Tally.from_text(cost).cost(),
+            cost=None if cost is None else _cost(cost),
             waits_for_approval=bool(waits),
         )
     except (TypeError, ValueError, KeyError, AttributeError, orjson.JSONDecodeError) as exc:

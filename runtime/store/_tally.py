@@ -22,8 +22,9 @@ import attrs
 import orjson
 
 from .._audit import AuditRow
-from .._cost import SessionCost
+from .._session_cost import SessionCost
 from .._state import SessionState
+from ._summaries import parse_cost
 
 __all__ = ["Tally"]
 
@@ -88,23 +89,5 @@ class Tally:
         Raises:
             ValueError: the text is not a tally.
         """
-        if not isinstance(text, str):
-            raise ValueError(f"its cost is {text!r}, not text")
-        data = orjson.loads(text)
-        if (
-            type(data) is not list
-            or len(data) != 3
-            or type(data[0]) is not str
-            or any(type(n) is not int or n < 0 for n in data[1:])
-        ):
-            raise ValueError(f"its cost {text[:80]!r} is not [sum, priced, unpriced]")
-        numerator, slash, denominator = data[0].partition("/")
-        if (
-            not slash
-            or not numerator.isdigit()
-            or not denominator.isdigit()
-            or not int(denominator)
-        ):
-            raise ValueError(f"its cost sum {data[0][:80]!r} is not a fraction")
-        usd = Fraction(int(numerator), int(denominator))
-        return cls(usd, data[1], data[2])
+        numerator, denominator, priced, unpriced = parse_cost(text)
+        return cls(Fraction(numerator, denominator), priced, unpriced)
