@@ -19,6 +19,7 @@ import pytest
 
 from runtime import (
     AuditStatus,
+    CorruptRow,
     ModelCallFinished,
     ModelCallStarted,
     Usage,
@@ -27,6 +28,7 @@ from runtime import (
     session_cost,
 )
 from runtime.store import SCHEMA_VERSION, MemoryStore, SessionInfo, SQLiteStore, Store
+from runtime.store._summaries import SUMMARY_COLUMNS, summary_row_digest
 from runtime.store._tally import Tally
 from tests.runtime.store.costed import T0, costed_session
 
@@ -220,3 +222,35 @@ def test_tally_reads_back() -> None:
     ):
         with pytest.raises(ValueError, match=problem):
             Tally.from_text(bad)
+
+
+class TestDamage:
+    @pytest.mark.parametrize(
+        ("cost", "sealed", "problem"),
+        [
+            ('["1/3", 1, 0]', False, r"does not match its digest"),
+            ('["1/0", 1, 0]', True, r"does not decode \(.*is not a fraction"),
+            ('"0.3"', True, r"does not decode \(.*is not \[sum, priced, unpriced\]"),
+        ],
+    )
+    def test_an_edited_cost_is_named(
+        self, tmp_path: pathlib.Path, cost: str, sealed: bool, problem: str
+    ) -> None:
+        """A cost column edited (or resealed by software that knows the digest, but not a
+        cost) is a CorruptRow naming the session; a rebuild writes it again."""
+        path = tmp_path / "s.db"
+        with SQLiteStore(path) as store:
+            store.append(costed_session("s", [0.1])[0])
+            want = listed(store)
+        with sqlite3.connect(path) as db:
+            db.execute("UPDATE sessions SET cost = ?", (cost,))
+            if sealed:
+                row = db.execute(f"SELECT {SUMMARY_COLUMNS} FROM sessions").fetchone()
+                db.execute("UPDATE sessions SET digest = ?", (summary_row_digest(tuple(row)),))
+        db.close()
+        with SQLiteStore(path) as store:
+            with pytest.raises(CorruptRow, match=rf"^Session 's' seq 6: its summary row {problem}"):
+                store.list_sessions()
+            assert not store.check().ok
+            store.rebuild()
+            assert listed(store) == want
