@@ -177,6 +177,27 @@ class TestMigration:
             assert db.execute("SELECT count(*) FROM sessions WHERE cost IS NULL").fetchone() == (0,)
         db.close()
 
+    def test_a_damaged_row_is_left_unfilled(self, old_store: pathlib.Path) -> None:
+        """A summary row that fails its digest is left as it was (reads name it, as before);
+        the other rows are filled; a rebuild writes it whole."""
+        with sqlite3.connect(old_store) as db:
+            db.execute("UPDATE sessions SET messages = 99 WHERE session_id = 'priced'")
+        db.close()
+        with SQLiteStore(old_store) as store:
+            with pytest.raises(CorruptRow, match=r"^Session 'priced' seq 12: .* its digest"):
+                store.session("priced")
+            assert store.session("waiting").cost is not None
+            with sqlite3.connect(old_store) as db:
+                unfilled = db.execute("SELECT session_id FROM sessions WHERE cost IS NULL")
+                assert unfilled.fetchall() == [("priced",)]
+            db.close()
+            store.rebuild()
+            found = listed(store)
+            assert found == {sid: expected(store, sid) for sid in found}
+        with sqlite3.connect(old_store) as db:
+            assert db.execute("SELECT count(*) FROM sessions WHERE cost IS NULL").fetchone() == (0,)
+        db.close()
+
     def test_a_version_1_postgres_store_gets_them(
         self, open_pg: Callable[..., Store], pg_schema: Callable[[], str], postgres_dsn: str
     ) -> None:
