@@ -28,11 +28,12 @@ Every figure is measured with the cyclic GC on. Findings in
 4. the command line on that file: ``amber show S --at 10``, ``--at`` the
    middle seq and ``--at -1``, with ``--json`` (the whole state: ``show_at_*``)
    and as text (the last 100 messages and turns: ``show_text_at_*``), and the
-   first line of ``amber timeline S``, each against the interpreter's start-up
-   (``python -c pass``) and against importing the CLI (``python -c "import
-   actors._cli"``), with the bytecode cached as in an installed Amber (issue 16
-   asks 150 ms above start-up; checked for ``show --at 10 --json`` and the
-   first line of ``timeline``; ``--at`` the middle and the head decode a
+   first line of ``amber timeline S``, and ``amber sessions``, each against the
+   interpreter's start-up (``python -c pass``) and against importing the CLI
+   (``python -c "import actors._cli"``), with the bytecode cached as in an
+   installed Amber (issue 16 asks 150 ms above start-up; checked for ``show
+   --at 10 --json``, the first line of ``timeline`` and ``sessions``, which
+   reads summary rows only; ``--at`` the middle and the head decode a
    checkpoint or the snapshot whole, and with ``--json`` print 18 and 36 MB:
    reported, not checked; see docs/performance-long.md).
 """
@@ -300,6 +301,7 @@ def bench_cli(path: Path, repeats: int, middle: int) -> dict[str, Any]:
         "show_text_at_middle": (_amber("show", SESSION, "--at", str(middle), *db), False),
         "show_text_at_head": (_amber("show", SESSION, "--at", "-1", *db), False),
         "timeline_first_line": (_amber("timeline", SESSION, *db), True),
+        "sessions": (_amber("sessions", *db), False),
     }
     times: dict[str, list[float]] = {name: [] for name in cases}
     for args, first in cases.values():
@@ -384,6 +386,7 @@ def main() -> int:
         "first line of timeline <= 150 ms above python -c pass": (
             cli["timeline_first_line"]["above_python_s"] <= 0.15
         ),
+        "sessions <= 150 ms above python -c pass": cli["sessions"]["above_python_s"] <= 0.15,
     }
     print()
     for name, met in limits.items():

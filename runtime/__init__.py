@@ -56,9 +56,7 @@ if _typing.TYPE_CHECKING:
     from ._commands import Warn as Warn
     from ._cost import Price as Price
     from ._cost import PriceTable as PriceTable
-    from ._cost import SessionCost as SessionCost
     from ._cost import call_cost as call_cost
-    from ._cost import session_cost as session_cost
     from ._diff import AuditChange as AuditChange
     from ._diff import FieldChange as FieldChange
     from ._diff import StateDiff as StateDiff
@@ -206,6 +204,8 @@ if _typing.TYPE_CHECKING:
     from ._segments import SegmentKind as SegmentKind
     from ._segments import ToolState as ToolState
     from ._segments import ui_segments as ui_segments
+    from ._session_cost import SessionCost as SessionCost
+    from ._session_cost import session_cost as session_cost
     from ._state import STATUS_ORDER as STATUS_ORDER
     from ._state import SessionState as SessionState
     from ._state import added_seq as added_seq
@@ -269,7 +269,7 @@ _EXPORTS: dict[str, str] = {
         "Announce CallModel CancelRun ClearTimer Command Decision Passivate ResumeSoon "
         "RunTool SetTimer StreamDelta Warn"
     ),
-    "_cost": "Price PriceTable SessionCost call_cost session_cost",
+    "_cost": "Price PriceTable call_cost",
     "_diff": "AuditChange FieldChange StateDiff TurnChange diff",
     "_errors": (
         "AmberError AuditConflict ContextLengthError CorruptRow DecodeError "
@@ -311,6 +311,7 @@ _EXPORTS: dict[str, str] = {
     "_retry": "ModelRetry",
     "_script": "Delay Fail Hang Response Script ScriptStep call calls empty error hang reply",
     "_segments": "Segment SegmentKind ToolState ui_segments",
+    "_session_cost": "SessionCost session_cost",
     "_state": "STATUS_ORDER SessionState added_seq inherited",
     "_storable": (
         "INT_MAX INT_MIN MAX_DEPTH MAX_EVENT_BYTES MAX_SEQ MAX_SESSION_ID_CHARS "

@@ -23,6 +23,7 @@ from immutables import Map
 
 from ._errors import PriceError
 from ._message import Usage
+from ._session_cost import SessionCost, session_cost
 
 __all__ = ["Price", "PriceTable", "SessionCost", "call_cost", "session_cost"]
 
@@ -210,34 +211,3 @@ class PriceTable:
 
     def __len__(self) -> int:
         return len(self.prices)
-
-
-@attrs.frozen(kw_only=True)
-class SessionCost:
-    """What a session's model calls cost, from their audit rows."""
-
-    usd: float
-    """The sum of the calls' recorded costs, in US dollars."""
-    priced: int
-    """Calls with a recorded cost."""
-    unpriced: int
-    """Calls with usage but no recorded cost (the sum is then a lower bound)."""
-
-    @property
-    def complete(self) -> bool:
-        """True when every call that used tokens has a cost."""
-        return self.unpriced == 0
-
-
-def session_cost(rows: Any) -> SessionCost:
-    """The cost of ``rows`` (``state.model_calls()``, or one turn's) as recorded in them."""
-    usd = 0.0
-    priced = unpriced = 0
-    for row in rows:
-        cost = getattr(row, "cost_usd", None)
-        if cost is not None:
-            usd += cost
-            priced += 1
-        elif getattr(row, "usage", None) is not None:
-            unpriced += 1
-    return SessionCost(usd=usd, priced=priced, unpriced=unpriced)

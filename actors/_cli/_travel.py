@@ -113,7 +113,7 @@ def sessions(ctx: click.Context, db: str, as_json: bool) -> None:
 
     with open_store(db) as store:
         infos, damaged = sessions_and_damage(store)
-        heads = {info.session_id: _session_head(store, info.session_id) for info in infos}
+        heads = {info.session_id: _session_head(store, info) for info in infos}
     costs = {session: cost for session, (cost, _) in heads.items()}
     waiting = {session for session, (_, waits) in heads.items() if waits}
     if as_json:
@@ -202,13 +202,16 @@ def _turn_text(info: SessionInfo, waits: bool) -> Text:
     return text
 
 
-def _session_head(store: Any, session_id: str) -> tuple[SessionCost | None, bool]:
+def _session_head(store: Any, info: SessionInfo) -> tuple[SessionCost | None, bool]:
     """The session's cost from its audit rows, and whether its active turn only waits for
-    a person to approve tool calls (its head is loaded from the snapshot)."""
-    from runtime import session_cost  # the price tables (not for show or timeline)
+    a person to approve tool calls: as its summary row holds them; from its head (loaded
+    from the snapshot) for a row that does not (an older Amber's, left unfilled)."""
+    if info.cost is not None:
+        return info.cost, info.waits_for_approval
+    from runtime import session_cost
 
     try:
-        head = store.load_state(session_id)
+        head = store.load_state(info.session_id)
     except AmberError:
         return None, False  # a damaged session is reported by the commands that read it
     return session_cost(head.model_calls()), head.waits_for_approval

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -13,6 +14,9 @@ from .._state import SessionState
 from ._db import Db
 from ._rows import read_snapshot, replay_rows
 from ._snapshot import Refs
+
+if TYPE_CHECKING:
+    from ._tally import Tally
 
 __all__ = ["Entry", "load_entry", "positive"]
 
@@ -38,6 +42,17 @@ class Entry:
     without changing the session's seq, which is all the cache is checked by."""
     chain: str
     """The hash of the head's event: the next event chains from it."""
+    tally: Tally | None = None
+    """The exact cost of the head's model calls, as its summary row holds it (None: not
+    counted yet; the next append counts every row once, then only the rows it changes)."""
+
+    def tally_of(self, head: SessionState) -> Tally:
+        """The tally of ``head``, a later state of this session."""
+        from ._tally import Tally  # Fraction: only for writes
+
+        if self.tally is None:
+            return Tally.of(head)
+        return self.tally.after(self.head, head)
 
 
 def load_entry(db: Db, session_id: str, row: tuple[int, datetime], chunk_size: int) -> Entry:

@@ -12,7 +12,8 @@ Tables (version 1), the SQLite store's tables with PostgreSQL's types, plus
 ``leases``::
 
     amber_meta       key -> value ('schema_version', 'application')
-    sessions         one summary row per session (seq, times, counts, active turn, digest)
+    sessions         one summary row per session (seq, times, counts, active turn, cost,
+                     whether it waits for approval (version 2), digest)
     events           (session_id, seq) -> kind, canonical JSON text, hash (chained, see _chain)
     snapshots        session_id -> the latest snapshot's seq, record and its digest
     snapshot_chunks  (session_id, part, chunk) -> version seq, chunk (zlib JSON), its digest
@@ -49,7 +50,7 @@ __all__ = [
     "stores_there",
 ]
 
-PG_SCHEMA_VERSION = 1
+PG_SCHEMA_VERSION = 2
 """The PostgreSQL schema this Amber writes, and the newest it reads."""
 PG_TRIGGERS = ("events_append_only", "events_gapless")
 """The triggers that guard the log; ``check()`` reports one that is missing."""
@@ -157,7 +158,14 @@ _GUARDS = (
     "FOR EACH ROW EXECUTE FUNCTION {schema}.amber_events_append_only()",
 )
 
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _TABLES + _GUARDS}
+_SUMMARY_COST = (
+    "ALTER TABLE {schema}.sessions ADD COLUMN IF NOT EXISTS cost text",
+    "ALTER TABLE {schema}.sessions ADD COLUMN IF NOT EXISTS waits integer",
+)
+"""Version 2: summary rows hold the session's cost and whether it waits for approval (the
+rows stored are filled by ``_fill``, in the same transaction)."""
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _TABLES + _GUARDS, 2: _SUMMARY_COST}
 """Statements that take a store from version ``n - 1`` to ``n``; each is idempotent."""
 
 
@@ -310,4 +318,10 @@ def migrate(conn: psycopg.Connection[Any], schema: str, name: str, *, create: bo
                     ).format(sql.Identifier(schema)),
                     (str(target),),
                 )
+            if version >= 1:  # summary rows an older Amber wrote: fill their new columns
+                from ._fill import fill_summaries
+                from ._pg_db import PgDb
+
+                conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(schema)))
+                fill_summaries(PgDb(conn))
     return version

@@ -13,6 +13,7 @@ from immutables import Map
 from .._events import Event
 from .._message import Status
 from .._repr import value_repr
+from .._session_cost import SessionCost, session_cost
 from .._state import SessionState
 from .._timeline import Timeline
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from ._check import CheckReport, RebuildReport
 
 __all__ = ["SessionInfo", "Store"]
+
+_NO_CALLS = SessionCost(usd=0.0, priced=0, unpriced=0)
 
 
 @attrs.frozen(kw_only=True)
@@ -46,6 +49,13 @@ class SessionInfo:
     """When that turn started."""
     snapshot_seq: int
     """Seq of its latest snapshot (0: none yet)."""
+    cost: SessionCost | None = _NO_CALLS
+    """What its model calls cost, as recorded in their audit rows (``session_cost`` of its
+    head's; the default: no call); None when the summary does not hold it (a row an older
+    Amber wrote that could not be filled: ``amber recover --rebuild`` writes it)."""
+    waits_for_approval: bool = False
+    """True when its active turn only waits for a person to approve tool calls
+    (``SessionState.waits_for_approval`` of its head)."""
 
     @property
     def needs_runner(self) -> bool:
@@ -78,6 +88,8 @@ class SessionInfo:
             active_turn_id=None if turn is None else turn.id,
             active_turn_started_at=None if turn is None else turn.started_at,
             snapshot_seq=snapshot_seq,
+            cost=session_cost(state.audit.values()),
+            waits_for_approval=state.waits_for_approval,
         )
 
 

@@ -32,7 +32,8 @@ from ._rows import (
 )
 from ._schema import TRIGGERS
 from ._snapshot import plan_snapshot
-from ._summaries import read_summaries, summary_digest, write_summary
+from ._summaries import SUMMARY_COLUMNS, read_summaries, summary_row_digest, write_summary
+from ._tally import Tally
 
 __all__ = [
     "CHECKPOINT_BUDGET",
@@ -174,12 +175,10 @@ def _lost_events(db: Db, session_id: str, upto: int) -> Problem | None:
     shorter log would make the loss look sound.
     """
     row = db.execute(
-        "SELECT session_id, seq, created_at, updated_at, messages, counts, active_turn_id, "
-        "turn_started_at, digest FROM sessions WHERE session_id = ?",
-        (session_id,),
+        f"SELECT {SUMMARY_COLUMNS}, digest FROM sessions WHERE session_id = ?", (session_id,)
     ).fetchone()
     recorded = []
-    if row is not None and row[8] == summary_digest(row[:8]) and type(row[1]) is int:
+    if row is not None and row[10] == summary_row_digest(tuple(row[:10])) and type(row[1]) is int:
         recorded.append(row[1])
     snapshot = db.execute(
         "SELECT seq, CAST(record AS BLOB), digest FROM snapshots WHERE session_id = ?",
@@ -310,7 +309,7 @@ def rebuild_rows(
             skipped.append(lost)
             continue
         head = timeline.head
-        write_summary(db, head, timeline.event(1).at)
+        write_summary(db, head, timeline.event(1).at, Tally.of(head))
         delete_snapshot(db, sid)
         if head.seq >= snapshot_every:
             plan = plan_snapshot(head, previous=None, refs=None, chunk_size=chunk_size, chain=chain)

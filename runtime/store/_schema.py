@@ -54,7 +54,7 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "TRIGGERS", "connect", "migrate",
 
 APPLICATION_ID = 0x416D6272
 """SQLite header application id of an Amber store (``'Ambr'``)."""
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema this Amber writes, and the newest it reads."""
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -208,7 +208,23 @@ def _v3_audit_part(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: dict[int, tuple[Step, ...]] = {1: _V1, 2: (_v2_checksums,), 3: (_v3_audit_part,)}
+def _v4_summary_cost(db: sqlite3.Connection) -> None:
+    """Let summary rows hold the session's cost and whether it waits for approval
+    (``amber sessions`` lists them without loading states); fill the rows stored."""
+    from ._fill import fill_summaries  # the row code (states, snapshots): only to migrate
+
+    for column, kind in (("cost", "TEXT"), ("waits", "INTEGER")):
+        if column not in _columns(db, "sessions"):
+            db.execute(f"ALTER TABLE sessions ADD COLUMN {column} {kind}")
+    fill_summaries(db)
+
+
+MIGRATIONS: dict[int, tuple[Step, ...]] = {
+    1: _V1,
+    2: (_v2_checksums,),
+    3: (_v3_audit_part,),
+    4: (_v4_summary_cost,),
+}
 """Steps that take a store from version ``n - 1`` to ``n``; each is idempotent."""
 
 TRIGGERS = ("events_gapless", "events_hash_required", "events_no_delete", "events_no_update")

@@ -65,11 +65,19 @@ from ._travel import TimeTravel, bulk
 
 if TYPE_CHECKING:
     from ._check import CheckReport, Problem, RebuildReport
+    from ._tally import Tally
 
 # The checker (``_check``, ``_scan``) is imported by ``check`` and ``rebuild``: a store that
 # only reads and writes sessions (``amber show``) does not define its report classes.
 
 __all__ = ["SqlStore"]
+
+
+def _tally_of(head: SessionState) -> Tally:
+    """The tally of every audit row of a new session's head."""
+    from ._tally import Tally  # Fraction: only for writes
+
+    return Tally.of(head)
 
 
 class SqlStore(TimeTravel, ABC):
@@ -209,6 +217,7 @@ class SqlStore(TimeTravel, ABC):
         entries: dict[str, _Entry] = {}
         for session_id, head in heads.items():
             previous = old.get(session_id)
+            tally = previous.tally_of(head) if previous else _tally_of(head)
             entry = _Entry(
                 head=head,
                 created_at=previous.created_at if previous else first_at[session_id],
@@ -216,8 +225,9 @@ class SqlStore(TimeTravel, ABC):
                 refs=previous.refs if previous else None,
                 record_digest=previous.record_digest if previous else None,
                 chain=chains[session_id],
+                tally=tally,
             )
-            write_summary(db, head, entry.created_at)
+            write_summary(db, head, entry.created_at, tally)
             # A fork's first event carries its whole state: snapshot it at once, or every
             # load replays that one event through the general codec (4 times a snapshot's time).
             entries[session_id] = self._snapshot_entry(db, entry, force=session_id in imported)

@@ -9,26 +9,33 @@ silently left out), and ``rebuild()`` writes it again from the events.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from immutables import Map
 
 from .._errors import CorruptRow
 from .._message import Status
+from .._session_cost import SessionCost
 from .._state import SessionState
 from .._storable import session_id_problem, text_problem
 from ._chain import digest
 from ._db import Db
 from ._protocol import SessionInfo
 
+if TYPE_CHECKING:
+    from ._tally import Tally
+
 __all__ = [
+    "SUMMARY_COLUMNS",
     "all_summaries",
     "missing_summary",
+    "parse_cost",
     "read_summaries",
     "sessions_without_summary",
     "shown",
     "summary_digest",
+    "summary_row_digest",
     "timestamp",
     "write_summary",
 ]
@@ -78,18 +85,23 @@ def lost_events(session_id: str, recorded: int, last: int) -> CorruptRow:
     )
 
 
+SUMMARY_COLUMNS = (
+    "session_id, seq, created_at, updated_at, messages, counts, active_turn_id, "
+    "turn_started_at, cost, waits"
+)
+"""The columns of a summary row its digest covers, in order (``summary_row_digest``)."""
+
+
 def summary_intact(db: Db, session_id: str) -> bool:
     """Whether the session's summary row exists and matches its digest."""
     row = db.execute(
-        "SELECT session_id, seq, created_at, updated_at, messages, counts, active_turn_id, "
-        "turn_started_at, digest FROM sessions WHERE session_id = ?",
-        (session_id,),
+        f"SELECT {SUMMARY_COLUMNS}, digest FROM sessions WHERE session_id = ?", (session_id,)
     ).fetchone()
-    return row is not None and row[8] == summary_digest(tuple(row[:8]))
+    return row is not None and row[10] == summary_row_digest(tuple(row[:10]))
 
 
-def write_summary(db: Db, head: SessionState, created_at: datetime) -> None:
-    """Insert or update the session's summary row from its head."""
+def write_summary(db: Db, head: SessionState, created_at: datetime, tally: Tally) -> None:
+    """Insert or update the session's summary row from its head (``tally``: its cost)."""
     assert head.updated_at is not None
     turn = head.active_turn
     counts = {str(status): n for status, n in head.status_counts().items()}
@@ -102,17 +114,28 @@ def write_summary(db: Db, head: SessionState, created_at: datetime) -> None:
         orjson.dumps(counts).decode(),
         None if turn is None else turn.id,
         None if turn is None else turn.started_at.isoformat(),
+        tally.to_text(),
+        int(head.waits_for_approval),
     )
     db.execute(
-        "INSERT INTO sessions (session_id, seq, created_at, updated_at, messages, counts, "
-        "active_turn_id, turn_started_at, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        f"INSERT INTO sessions ({SUMMARY_COLUMNS}, digest) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, "
         "created_at = excluded.created_at, "
         "updated_at = excluded.updated_at, messages = excluded.messages, "
         "counts = excluded.counts, active_turn_id = excluded.active_turn_id, "
-        "turn_started_at = excluded.turn_started_at, digest = excluded.digest",
-        (*values, summary_digest(values)),
+        "turn_started_at = excluded.turn_started_at, cost = excluded.cost, "
+        "waits = excluded.waits, digest = excluded.digest",
+        (*values, summary_row_digest(values)),
     )
+
+
+def summary_row_digest(values: tuple[object, ...]) -> str:
+    """The digest of a summary row's ``SUMMARY_COLUMNS``: of the first eight alone while
+    ``cost`` and ``waits`` are NULL (a row an older Amber wrote, not filled yet)."""
+    if len(values) == 10 and values[8] is None and values[9] is None:
+        values = values[:8]
+    return summary_digest(values)
 
 
 def summary_digest(values: tuple[object, ...]) -> str:
@@ -132,7 +155,7 @@ def read_summaries(db: Db, where: str, params: tuple[Any, ...]) -> list[SessionI
     """
     rows = db.execute(
         "SELECT s.session_id, s.seq, s.created_at, s.updated_at, s.messages, s.counts, "
-        "s.active_turn_id, s.turn_started_at, coalesce(p.seq, 0), s.digest, "
+        "s.active_turn_id, s.turn_started_at, s.cost, s.waits, coalesce(p.seq, 0), s.digest, "
         "(SELECT max(e.seq) FROM events AS e WHERE e.session_id = s.session_id) "
         f"FROM sessions AS s LEFT JOIN snapshots AS p ON p.session_id = s.session_id {where}",
         params,
@@ -180,9 +203,38 @@ def sessions_without_summary(db: Db) -> list[tuple[str, int]]:
     return [(session_id, seq) for session_id, seq in rows]
 
 
+def parse_cost(text: object) -> tuple[int, int, int, int]:
+    """A summary row's ``cost`` column (``Tally.to_text``): the exact sum's numerator and
+    denominator, the priced and the unpriced calls.
+
+    Raises:
+        ValueError: the text is not one.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"its cost is {text!r}, not text")
+    data = orjson.loads(text)
+    if (
+        type(data) is not list
+        or len(data) != 3
+        or type(data[0]) is not str
+        or any(type(n) is not int or n < 0 for n in data[1:])
+    ):
+        raise ValueError(f"its cost {text[:80]!r} is not [sum, priced, unpriced]")
+    numerator, slash, denominator = data[0].partition("/")
+    if not slash or not numerator.isdigit() or not denominator.isdigit() or not int(denominator):
+        raise ValueError(f"its cost sum {data[0][:80]!r} is not a fraction")
+    return int(numerator), int(denominator), data[1], data[2]
+
+
+def _cost(text: object) -> SessionCost:
+    numerator, denominator, priced, unpriced = parse_cost(text)
+    # An int division rounds once, as Fraction's float() and session_cost's fsum do.
+    return SessionCost(usd=numerator / denominator, priced=priced, unpriced=unpriced)
+
+
 def _summary(row: tuple[Any, ...]) -> SessionInfo:
-    (session_id, seq, created, updated, messages, counts, turn_id, started, snapshot_seq,
-     stored_digest, last) = row  # fmt: skip
+    (session_id, seq, created, updated, messages, counts, turn_id, started, cost, waits,
+     snapshot_seq, stored_digest, last) = row  # fmt: skip
     where = f"Session {shown(session_id)} seq {seq}: its summary row"
     fix = "Rebuild the summary with 'amber recover --rebuild'."
     problem = session_id_problem(session_id)
@@ -191,7 +243,7 @@ def _summary(row: tuple[Any, ...]) -> SessionInfo:
             f"A summary row has the session id {shown(session_id)}, which is not one ({problem}). "
             "The row was damaged or written by other software.",
         )
-    if stored_digest != summary_digest(row[:8]):
+    if stored_digest != summary_row_digest(row[:10]):
         raise CorruptRow(
             f"{where} does not match its digest: it was changed after it was written. {fix}",
             session_id=session_id,
@@ -227,6 +279,8 @@ def _summary(row: tuple[Any, ...]) -> SessionInfo:
             raise ValueError(f"its message count is {messages!r}")
         if turn_id is not None and (type(turn_id) is not str or text_problem(turn_id)):
             raise ValueError(f"its active turn id is {turn_id!r}")
+        if waits not in (None, 0, 1) or type(waits) is bool:
+            raise ValueError(f"its approval flag is {waits!r}")
         return SessionInfo(
             session_id=session_id,
             seq=seq,
@@ -237,6 +291,8 @@ def _summary(row: tuple[Any, ...]) -> SessionInfo:
             active_turn_id=turn_id,
             active_turn_started_at=turn_started_at,
             snapshot_seq=snapshot_seq,
+            cost=None if cost is None else _cost(cost),
+            waits_for_approval=bool(waits),
         )
     except (TypeError, ValueError, KeyError, AttributeError, orjson.JSONDecodeError) as exc:
         raise CorruptRow(

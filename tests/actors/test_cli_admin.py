@@ -27,7 +27,7 @@ from actors._cli._admin import FORK_TRIES
 from actors._ids import utc_now
 from runtime import Event, SessionState, Status, TurnStatus, hang
 from runtime.store import SQLiteStore
-from runtime.store._summaries import summary_digest
+from runtime.store._summaries import SUMMARY_COLUMNS, summary_row_digest
 
 __all__ = ["recorded"]
 
@@ -314,12 +314,11 @@ class TestReplay:
         if sealed:
             with contextlib.closing(sqlite3.connect(db)) as conn, conn:
                 row = conn.execute(
-                    "SELECT session_id, seq, created_at, updated_at, messages, counts, "
-                    "active_turn_id, turn_started_at FROM sessions WHERE session_id = 'demo'"
+                    f"SELECT {SUMMARY_COLUMNS} FROM sessions WHERE session_id = 'demo'"
                 ).fetchone()
                 conn.execute(
                     "UPDATE sessions SET digest = ? WHERE session_id = 'demo'",
-                    (summary_digest(row),),
+                    (summary_row_digest(row),),
                 )
         result = amber("replay", "--all", "--verify", "--db", db)
         assert result.exit_code == ExitCode.FAILED

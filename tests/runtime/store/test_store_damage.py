@@ -30,7 +30,7 @@ from runtime.store import (
 from runtime.store._chain import digest, genesis, link
 from runtime.store._compact import encode_body
 from runtime.store._schema import MIGRATIONS, recreate_guards, run_step
-from runtime.store._summaries import summary_digest
+from runtime.store._summaries import SUMMARY_COLUMNS, summary_row_digest
 
 from .conftest import OpenStore
 from .scenario import conversation
@@ -307,14 +307,15 @@ class TestDamagedSummaries:
         with raw(stored) as db:
             db.execute(
                 "INSERT INTO sessions SELECT 'ghost', seq, created_at, updated_at, messages, "
-                "counts, active_turn_id, turn_started_at, NULL FROM sessions WHERE session_id = 'x'"
+                "counts, active_turn_id, turn_started_at, cost, waits, NULL FROM sessions "
+                "WHERE session_id = 'x'"
             )
             row = db.execute(
-                "SELECT session_id, seq, created_at, updated_at, messages, counts, "
-                "active_turn_id, turn_started_at FROM sessions WHERE session_id = 'ghost'"
+                f"SELECT {SUMMARY_COLUMNS} FROM sessions WHERE session_id = 'ghost'"
             ).fetchone()
             db.execute(
-                "UPDATE sessions SET digest = ? WHERE session_id = 'ghost'", (summary_digest(row),)
+                "UPDATE sessions SET digest = ? WHERE session_id = 'ghost'",
+                (summary_row_digest(row),),
             )
         store = open_store()
         with pytest.raises(CorruptRow, match=r"^Session 'ghost' seq 4: its summary row lists a "):

@@ -60,10 +60,10 @@ class TestRecordedVersion:
     def test_newer_version_is_refused(self, open_store: OpenStore, db_path: pathlib.Path) -> None:
         """A store written by a newer Amber fails with a message saying to upgrade."""
         open_store().close()
-        raw(db_path).execute("UPDATE amber_meta SET value = '4' WHERE key = 'schema_version'")
+        raw(db_path).execute("UPDATE amber_meta SET value = '5' WHERE key = 'schema_version'")
         with pytest.raises(
             SchemaVersionError,
-            match=r"^'.*amber\.db' has schema version 4, newer than this Amber reads \(up to 3\); upgrade amber to open it\.$",
+            match=r"^'.*amber\.db' has schema version 5, newer than this Amber reads \(up to 4\); upgrade amber to open it\.$",
         ):
             open_store()
 
@@ -78,7 +78,7 @@ class TestRecordedVersion:
         )
         with pytest.raises(
             SchemaVersionError,
-            match=rf"^'.*amber\.db' is an Amber store with an unknown schema version \('{value}'; expected a number from 1 to 3\)\. It may be damaged; restore it from a backup\.$",
+            match=rf"^'.*amber\.db' is an Amber store with an unknown schema version \('{value}'; expected a number from 1 to 4\)\. It may be damaged; restore it from a backup\.$",
         ):
             open_store()
 

@@ -19,7 +19,7 @@ from runtime.store import CorruptRow, NotAStore, SeqConflict, SQLiteStore, Store
 from runtime.store._chain import digest as row_digest
 from runtime.store._chain import genesis, link
 from runtime.store._pg_names import url_problem
-from runtime.store._summaries import summary_digest
+from runtime.store._summaries import SUMMARY_COLUMNS, summary_row_digest
 
 from .conftest import passed_over
 from .scenario import continue_session, conversation
@@ -94,12 +94,9 @@ def reseal_checksums(db: sqlite3.Connection) -> None:
             "UPDATE snapshots SET record = ?, digest = ? WHERE session_id = ?",
             (record.decode(errors="surrogateescape"), row_digest(record), session_id),
         )
-    for row in db.execute(
-        "SELECT session_id, seq, created_at, updated_at, messages, counts, active_turn_id, "
-        "turn_started_at FROM sessions"
-    ).fetchall():
+    for row in db.execute(f"SELECT {SUMMARY_COLUMNS} FROM sessions").fetchall():
         db.execute(
-            "UPDATE sessions SET digest = ? WHERE session_id = ?", (summary_digest(row), row[0])
+            "UPDATE sessions SET digest = ? WHERE session_id = ?", (summary_row_digest(row), row[0])
         )
     for session_id, part, chunk, text in db.execute(
         "SELECT session_id, part, chunk, CAST(body AS BLOB) FROM snapshot_chunks"
