@@ -60,6 +60,7 @@ from .. import (
 )
 from .._article import type_named
 from .._chunks import describe_chunk
+from .._notices import model_error_type
 from .._script import check_response
 from .._storable import shown
 from ..store import MemoryStore, Store
@@ -299,23 +300,22 @@ class SimShell:
         try:
             response = self.model.respond(command.request)
         except Exception as exc:
-            items.append((t, ("end", f"{type(exc).__name__}: {exc}")))
+            items.append((t, ("end", (f"{type(exc).__name__}: {exc}", model_error_type(exc)))))
         else:
             self._check_response(response, session_id, number, command.request)
             for part in response.steps:
                 if isinstance(part, Delay):
                     t += part.seconds
                 elif isinstance(part, Fail):
-                    items.append(
-                        (t, ("end", f"{part.error_type}: {part.message or part.error_type}"))
-                    )
+                    error = f"{part.error_type}: {part.message or part.error_type}"
+                    items.append((t, ("end", (error, part.error_type))))
                     break
                 elif isinstance(part, Hang):
                     break
                 else:
                     items.append((t, ("chunk", part)))
             else:
-                items.append((t, ("end", None)))
+                items.append((t, ("end", (None, None))))
         self._add(("model", session_id, command.run_id), session_id, items)
 
     def _check_response(
@@ -401,7 +401,11 @@ class SimShell:
             if what == "chunk":
                 self._step(session_id, ModelChunk(run_id=run_id, chunk=value, **stamp))
             else:
-                self._step(session_id, ModelEnded(run_id=run_id, error=value, **stamp))
+                error, error_type = value
+                self._step(
+                    session_id,
+                    ModelEnded(run_id=run_id, error=error, error_type=error_type, **stamp),
+                )
         elif kind in ("tool", "stale-tool"):
             self._step(session_id, ToolDone(call_id=key[2], outcome=item, **stamp))
         elif kind == "timer":

@@ -216,7 +216,7 @@ class TestChatModel:
                 input="Weather?\n/exit\n",
             )  # fmt: skip
         assert result.exit_code == 0, result.output
-        assert "The model call failed" in result.output
+        assert "The model provider refused my request" in result.output  # its own notice
         assert "ModelRequestError" in result.output
 
     def test_a_failed_call_is_not_logged_raw_on_the_terminal(self, tmp_path: Path) -> None:
@@ -230,7 +230,7 @@ class TestChatModel:
                 input="Weather?\n/exit\n", capture_output=True, text=True, timeout=120,
             )  # fmt: skip
         assert process.returncode == 0, process.stderr
-        assert "The model call failed" in process.stdout
+        assert "The model provider refused my request" in process.stdout
         assert "ModelRequestError" in process.stdout
         assert "turn failed:" not in process.stdout + process.stderr
 
