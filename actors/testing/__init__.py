@@ -38,7 +38,7 @@ from ._instrument import ModelFault as ModelFault
 from ._instrument import ObservedModel as ObservedModel
 from ._instrument import ToolFault as ToolFault
 from ._machine import LifecycleMachine as LifecycleMachine
-from ._machine import lifecycle_machine as lifecycle_machine
+from ._machine_factory import lifecycle_machine as lifecycle_machine
 from ._observe import ObservedRuntime as ObservedRuntime
 from ._plans import PlannedModel as PlannedModel
 from ._tool_contract import ToolContract as ToolContract
