@@ -181,13 +181,15 @@ def test_read_commands_import_nothing_heavy(argv: list[str], small_db: str) -> N
     "argv", [["show", "s", "--at", "3"], ["show", "s"], ["show", "s", "--at", "0", "--all"]]
 )
 def test_show_piped_does_not_import_the_rich_console(argv: list[str], small_db: str) -> None:
-    """Piped, show's state view prints its texts without rich's console (``PlainConsole``);
-    with FORCE_COLOR set it goes through rich as before (styled)."""
+    """Piped, show's state view prints its texts without rich's console (``PlainConsole``),
+    nor rich.table for a view without tables; with FORCE_COLOR set it goes through rich as
+    before (styled)."""
     code = (
         "import sys\n"
         "from actors._cli import main\n"
         f"code = main({[*argv, '--db', small_db]!r})\n"
         "print('CONSOLE=' + str('rich.console' in sys.modules))\n"
+        "print('TABLE=' + str('rich.table' in sys.modules))\n"
         "raise SystemExit(code)\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
@@ -203,8 +205,8 @@ def test_show_piped_does_not_import_the_rich_console(argv: list[str], small_db: 
         for extra in (env, {**env, "FORCE_COLOR": "1"})
     ]
     plain, styled = (run.stdout.rsplit("CONSOLE=", 1) for run in runs)
-    assert plain[1].strip() == "False"
-    assert styled[1].strip() == "True"
+    assert plain[1].split() == ["False", "TABLE=False"]  # no table: rich.table not imported
+    assert styled[1].split()[0] == "True"
     assert "\x1b[" not in plain[0]
     assert "\x1b[" in styled[0]
     assert plain[0].startswith("s at seq ")
