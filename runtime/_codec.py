@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from ._article import type_named
+from ._audit import AuditRow
 from ._errors import DecodeError, InvalidArgument
 from ._events import Event
-from ._fast_data import event_data, message_data, turn_data
+from ._fast_data import audit_data, event_data, message_data, turn_data
 from ._message import Message
 from ._state import SessionState
 from ._turn import Turn
@@ -59,8 +60,13 @@ def _turn_data(t: Turn) -> dict[str, Any]:
     return fast if fast is not None else _general().unstructure(t)
 
 
+def _audit_data(row: AuditRow) -> dict[str, Any]:
+    fast = audit_data(row)
+    return fast if fast is not None else _general().unstructure(row)
+
+
 def _state_data(state: SessionState) -> dict[str, Any]:
-    """``to_data(state)``: messages and turns from their slots, audit rows through cattrs."""
+    """``to_data(state)``: messages, turns and audit rows from their slots (``_fast_data``)."""
     calls = state.model_calls()
     return {
         "session_id": state.session_id,
@@ -68,7 +74,7 @@ def _state_data(state: SessionState) -> dict[str, Any]:
         "updated_at": None if state.updated_at is None else state.updated_at.isoformat(),
         "messages": [_message_data(m) for m in state.messages],
         "turns": [_turn_data(t) for t in state.turn_list()],
-        "audit": [_general().unstructure(r) for r in calls] if calls else [],
+        "audit": [_audit_data(r) for r in calls] if calls else [],
     }
 
 

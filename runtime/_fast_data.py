@@ -1,8 +1,9 @@
 """The codec's data of the values a state holds many of, built from their slots.
 
-Events too, when each field is of a type this module knows (by its declared
-type: text, numbers, enums, times, maps, messages); the others (audit rows,
-turns of a fork, model calls) go through cattrs.
+Events and a state's audit rows too, when each field is of a type this module
+knows (by its declared type: text, numbers, enums, times, maps, messages, a
+model call's usage and tool calls); the others (a fork's imported branch, a
+call's request record or retries) go through cattrs.
 
 A state holds tens of thousands of messages and thousands of turns, and
 cattrs' generated hooks take ~40 µs for each message. A ``Message``, ``Turn``
@@ -23,12 +24,13 @@ from typing import Any
 
 import attrs
 
-from ._events import Event
+from ._audit import AuditCall, AuditRow
+from ._events import EVENT_TYPES, Event
 from ._json import canonical
-from ._message import Message, ToolCall
+from ._message import Message, ToolCall, Usage
 from ._turn import Turn
 
-__all__ = ["FAST_DATA", "event_data", "message_data", "turn_data"]
+__all__ = ["FAST_DATA", "audit_data", "event_data", "message_data", "turn_data"]
 
 _KNOWN = {
     Message: (
@@ -42,6 +44,11 @@ _KNOWN = {
         "id", "status", "started_at", "started_seq", "input_ids", "open_calls", "ended_at",
         "ended_seq", "reason", "metrics", "duration_ms", "runner", "awaiting_approval",
     ),
+    Usage: (
+        "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+        "reasoning_tokens",
+    ),
+    AuditCall: ("id", "name", "arguments_json"),
 }  # fmt: skip
 FAST_DATA = all(tuple(f.name for f in attrs.fields(cls)) == known for cls, known in _KNOWN.items())
 """False when a class's fields changed and this module was not taught them."""
@@ -110,6 +117,32 @@ def _messages(value: Any) -> list[dict[str, Any]]:
     return [_message(m) for m in value]
 
 
+def _optional_time(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _usage(value: Usage | None) -> dict[str, int] | None:
+    if value is None:
+        return None
+    return {
+        "input_tokens": value.input_tokens, "output_tokens": value.output_tokens,
+        "cache_read_tokens": value.cache_read_tokens,
+        "cache_write_tokens": value.cache_write_tokens,
+        "reasoning_tokens": value.reasoning_tokens,
+    }  # fmt: skip
+
+
+def _calls(value: Any) -> list[dict[str, str]]:
+    return [{"id": c.id, "name": c.name, "arguments_json": c.arguments_json} for c in value]
+
+
+def _none_else_cattrs(value: Any) -> Any:
+    """A field left to cattrs unless it is empty (a call's request record, its retries)."""
+    if value:
+        raise _ForCattrs
+    return None if value is None else []
+
+
 class _ForCattrs(Exception):
     """A value of the event is for cattrs (a message with attachments)."""
 
@@ -118,29 +151,39 @@ _BY_TYPE: dict[str, Callable[[Any], Any]] = {
     "str": _same, "int": _same, "bool": _same, "str | None": _same, "float | None": _same,
     "Status": _same, "TurnOutcome": _same, "datetime": _time,
     "PMap[str, FrozenJSON]": _map, "Message": _message, "PVector[Message]": _messages,
-    "Message | None": _optional_message,
+    "Message | None": _optional_message, "AuditStatus": _same, "int | None": _same,
+    "datetime | None": _optional_time, "Usage | None": _usage, "PVector[AuditCall]": _calls,
+    "RequestRecord | None": _none_else_cattrs, "PVector[ModelRetry]": _none_else_cattrs,
 }  # fmt: skip
 """How each declared field type is written (as cattrs writes it: enums kept, they are str)."""
 
 
 _Plan = tuple[tuple[str, Callable[[Any], Any]], ...] | None
-_PLANS: dict[type[Event], _Plan] = {}
 
 
-def _event_plan(cls: type[Event]) -> _Plan:
+def _plan_of(cls: type) -> _Plan:
     """Each field of ``cls`` with its writer, or ``None`` if a field's type is not known."""
-    if cls in _PLANS:
-        return _PLANS[cls]
     fields = []
     for field in attrs.fields(cls):
         write = _BY_TYPE.get(field.type) if isinstance(field.type, str) else None
         if write is None:
-            _PLANS[cls] = None
             return None
         fields.append((field.name, write))
-    plan: _Plan = tuple(fields)
-    _PLANS[cls] = plan
-    return plan
+    return tuple(fields)
+
+
+# Made on import, while each field's type is the text it was declared as: cattrs, once it
+# has made a class's hooks, leaves the types resolved (classes, not text), and a plan made
+# then would be None (every value of the class through cattrs, in a process that ever used
+# it, such as the runtime's or a test run's).
+_PLANS: dict[type, _Plan] = {cls: _plan_of(cls) for cls in (*EVENT_TYPES.values(), AuditRow)}
+
+
+def _event_plan(cls: type) -> _Plan:
+    """The plan of ``cls`` (an event class or ``AuditRow``; any other is planned now)."""
+    if cls not in _PLANS:
+        _PLANS[cls] = _plan_of(cls)
+    return _PLANS[cls]
 
 
 def event_data(event: Event) -> dict[str, Any] | None:
@@ -155,3 +198,14 @@ def event_data(event: Event) -> dict[str, Any] | None:
     except _ForCattrs:
         return None
     return data
+
+
+def audit_data(row: AuditRow) -> dict[str, Any] | None:
+    """``to_data(row)`` for a state's audit row, or ``None`` when it is for cattrs."""
+    plan = _event_plan(AuditRow) if FAST_DATA else None
+    if plan is None:
+        return None
+    try:
+        return {name: write(getattr(row, name)) for name, write in plan}
+    except _ForCattrs:
+        return None

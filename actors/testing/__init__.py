@@ -24,15 +24,13 @@ from runtime.testing import model_responses as model_responses
 from runtime.testing import tool_uses as tool_uses
 from runtime.testing import turn_plans as turn_plans
 
+from ._adapter_contract import AdapterContract as AdapterContract
+from ._adapter_contract import check_adapter_updates as check_adapter_updates
+from ._adapter_contract import updates_of as updates_of
 from ._bridge import sim_adapter as sim_adapter
 from ._bridge import sim_model as sim_model
 from ._bridge import sim_tool as sim_tool
 from ._bridge import simulation_machine as simulation_machine
-from ._contracts import AdapterContract as AdapterContract
-from ._contracts import ToolContract as ToolContract
-from ._contracts import check_adapter_updates as check_adapter_updates
-from ._contracts import check_tool_call as check_tool_call
-from ._contracts import updates_of as updates_of
 from ._instrument import CallLedger as CallLedger
 from ._instrument import CallRecord as CallRecord
 from ._instrument import InstrumentedTool as InstrumentedTool
@@ -40,9 +38,11 @@ from ._instrument import ModelFault as ModelFault
 from ._instrument import ObservedModel as ObservedModel
 from ._instrument import ToolFault as ToolFault
 from ._machine import LifecycleMachine as LifecycleMachine
-from ._machine import lifecycle_machine as lifecycle_machine
+from ._machine_factory import lifecycle_machine as lifecycle_machine
 from ._observe import ObservedRuntime as ObservedRuntime
 from ._plans import PlannedModel as PlannedModel
+from ._tool_contract import ToolContract as ToolContract
+from ._tool_contract import check_tool_call as check_tool_call
 
 __all__ = [
     "FAILURES_ENV",

@@ -41,10 +41,20 @@ from typing import Any
 import attrs
 import orjson
 
+from .._audit import AuditCall
 from .._codec import from_data, to_data
 from .._errors import DecodeError
-from .._events import EVENT_TYPES, Event, MessageAdded, StatusChanged, TurnEnded, TurnStarted
-from .._message import Message
+from .._events import (
+    EVENT_TYPES,
+    Event,
+    MessageAdded,
+    ModelCallFinished,
+    ModelCallStarted,
+    StatusChanged,
+    TurnEnded,
+    TurnStarted,
+)
+from .._message import Message, Usage
 from .._turn import Turn
 from ._fast import MESSAGE_FIELDS, decode_message_row
 from ._rowcodec import message_values
@@ -272,6 +282,10 @@ def decode_body(kind: str, session_id: str, seq: int, body: bytes) -> Event:
             return TurnEnded(session_id=session_id, seq=seq, at=stamp, **_without_at(data))
         except (TypeError, ValueError):
             pass  # the codec names the problem (InvalidArgument is both)
+    if kind in _MODEL_CALLS:
+        made = _model_call(kind, session_id, seq, stamp, data)
+        if made is not None:
+            return made
     full: dict[str, Any] = {"kind": kind, "session_id": session_id, "seq": seq}
     full.update(data)
     full["at"] = text
@@ -307,6 +321,62 @@ def _plain_turn_end(data: dict[str, Any]) -> bool:
     return True
 
 
+def _model_call(
+    kind: str, session_id: str, seq: int, stamp: datetime, data: dict[str, Any]
+) -> Event | None:
+    """A model call's body of plain fields built by its constructor, which checks them as the
+    codec does: text, a ``sequence`` int, finite floats, a ``usage`` of counts and
+    ``tool_calls`` of text (what the runtime stores for every call). None for anything else
+    (a request, a start time, retries, a null, a value of another type): the codec decodes
+    it, or names the problem."""
+    fields: dict[str, Any] = {}
+    started = kind == "model_call_started"
+    for name, value in data.items():
+        if name == "at":
+            continue
+        if name in (_STARTED_TEXT if started else _FINISHED_TEXT):
+            if type(value) is not str:
+                return None
+        elif started and name == "sequence":
+            if type(value) is not int:
+                return None
+        elif started:
+            return None
+        elif name in ("duration_ms", "cost_usd"):
+            if type(value) is not float:
+                return None
+        elif name == "usage":
+            if type(value) is not dict or not value.keys() <= _USAGE_KEYS:
+                return None
+            if not all(type(count) is int for count in value.values()):
+                return None
+        elif name == "tool_calls":
+            if type(value) is not list or not all(map(_plain_call, value)):
+                return None
+        else:
+            return None
+        fields[name] = value
+    try:
+        if started:
+            return ModelCallStarted(session_id=session_id, seq=seq, at=stamp, **fields)
+        if "usage" in fields:
+            fields["usage"] = Usage(**fields["usage"])
+        if "tool_calls" in fields:
+            fields["tool_calls"] = [AuditCall(**call) for call in fields["tool_calls"]]
+        return ModelCallFinished(session_id=session_id, seq=seq, at=stamp, **fields)
+    except (TypeError, ValueError):
+        return None  # the codec names the problem (InvalidEvent and InvalidMessage are both)
+
+
+def _plain_call(call: object) -> bool:
+    """A tool call of a model call's body: an object of text fields of ``AuditCall``."""
+    return (
+        type(call) is dict
+        and call.keys() <= _CALL_KEYS
+        and all(type(value) is str for value in call.values())
+    )
+
+
 def _message_data(row: object, session_id: str, at: str) -> dict[str, Any]:
     return dict(zip(MESSAGE_FIELDS, _message_values(row, session_id, at), strict=True))
 
@@ -320,3 +390,11 @@ _SIMPLE: dict[str, tuple[Any, frozenset[str]]] = {
 }
 """Kinds whose fields are all text checked by their constructor (``runner`` is ``str | None``:
 only a text one takes this path)."""
+_MODEL_CALLS = frozenset({"model_call_started", "model_call_finished"})
+_STARTED_TEXT = frozenset({"operation_id", "source_key", "turn_id", "role", "model"})
+_FINISHED_TEXT = frozenset(
+    {"operation_id", "status", "content", "reasoning", "stop_reason", "error", "source_key",
+     "response_model"}
+)  # fmt: skip
+_USAGE_KEYS = frozenset(attrs.fields_dict(Usage))
+_CALL_KEYS = frozenset(attrs.fields_dict(AuditCall))

@@ -177,17 +177,105 @@ def test_read_commands_import_nothing_heavy(argv: list[str], small_db: str) -> N
         assert "actors._cli._views" not in loaded
 
 
+@pytest.fixture(scope="module")
+def calls_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A store with one session ``s`` whose turn calls the model (seqs 3 and 4), as every
+    real session does."""
+    from datetime import UTC, datetime
+
+    from runtime import (
+        AuditStatus,
+        Category,
+        MessageAdded,
+        ModelCallFinished,
+        ModelCallStarted,
+        SessionState,
+        TurnEnded,
+        TurnOutcome,
+        TurnStarted,
+        Usage,
+        apply,
+        new_message,
+    )
+    from runtime._audit import AuditCall
+    from runtime.store import SQLiteStore
+
+    at = datetime(2026, 5, 27, 12, 50, tzinfo=UTC)
+    base = {"session_id": "s", "at": at}
+    question = new_message(Category.USER_QUESTION, id="u1", session_id="s", created_at=at,
+                           sender="Chii", content="Hi?")  # fmt: skip
+    reply = new_message(Category.REPLY, id="a1", session_id="s", created_at=at, turn_id="t1",
+                        parent_id="u1", content="Hello.")  # fmt: skip
+    events = [
+        MessageAdded(seq=1, message=question, **base),
+        TurnStarted(seq=2, turn_id="t1", **base),
+        ModelCallStarted(seq=3, operation_id="run_1", source_key="t1#0", turn_id="t1",
+                         sequence=1, model="scripted", **base),
+        ModelCallFinished(seq=4, operation_id="run_1", status=AuditStatus.COMPLETED,
+                          duration_ms=3.5, usage=Usage(output_tokens=2), content="Hello.",
+                          tool_calls=[AuditCall(id="c1", name="echo", arguments_json="{}")],
+                          stop_reason="end_turn", source_key="t1#0", **base),
+        MessageAdded(seq=5, message=reply, **base),
+        TurnEnded(seq=6, turn_id="t1", outcome=TurnOutcome.PROCESSED, **base),
+    ]  # fmt: skip
+    state = SessionState.empty("s")
+    for event in events:
+        state = apply(state, event)
+    path = tmp_path_factory.mktemp("startup") / "calls.db"
+    with SQLiteStore(path) as store:
+        store.append(events)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["show", "s", "--at", "3"],
+        ["show", "s", "--at", "5"],
+        ["show", "s"],
+        ["timeline", "s"],
+        ["show", "s", "--at", "4", "--json"],
+        ["show", "s", "--json"],
+        ["timeline", "s", "--json"],
+    ],
+)
+def test_reading_model_calls_does_not_import_cattrs(argv: list[str], calls_db: str) -> None:
+    """A session's model calls are read and written without the codec's general path
+    (cattrs): the stored start and end of a call decode by their constructors, and their
+    data (``--json``: the events, the state's audit rows) comes from their slots; a piped
+    show imports no rich.table for its texts."""
+    code = (
+        "import sys\n"
+        "from actors._cli import main\n"
+        f"code = main({[*argv, '--db', calls_db]!r})\n"
+        "print('LOADED=' + ' '.join(sorted(sys.modules)))\n"
+        "raise SystemExit(code)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    out, loaded = result.stdout.rsplit("LOADED=", 1)
+    assert "run_1" in out, out
+    modules = set(loaded.split())
+    assert not {"cattrs", "runtime._converter", "rich.table"} & modules
+
+
 @pytest.mark.parametrize(
     "argv", [["show", "s", "--at", "3"], ["show", "s"], ["show", "s", "--at", "0", "--all"]]
 )
 def test_show_piped_does_not_import_the_rich_console(argv: list[str], small_db: str) -> None:
-    """Piped, show's state view prints its texts without rich's console (``PlainConsole``);
-    with FORCE_COLOR set it goes through rich as before (styled)."""
+    """Piped, show's state view prints its texts without rich's console (``PlainConsole``),
+    nor rich.table for a view without tables; with FORCE_COLOR set it goes through rich as
+    before (styled)."""
     code = (
         "import sys\n"
         "from actors._cli import main\n"
         f"code = main({[*argv, '--db', small_db]!r})\n"
         "print('CONSOLE=' + str('rich.console' in sys.modules))\n"
+        "print('TABLE=' + str('rich.table' in sys.modules))\n"
         "raise SystemExit(code)\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
@@ -203,8 +291,8 @@ def test_show_piped_does_not_import_the_rich_console(argv: list[str], small_db: 
         for extra in (env, {**env, "FORCE_COLOR": "1"})
     ]
     plain, styled = (run.stdout.rsplit("CONSOLE=", 1) for run in runs)
-    assert plain[1].strip() == "False"
-    assert styled[1].strip() == "True"
+    assert plain[1].split() == ["False", "TABLE=False"]  # no table: rich.table not imported
+    assert styled[1].split()[0] == "True"
     assert "\x1b[" not in plain[0]
     assert "\x1b[" in styled[0]
     assert plain[0].startswith("s at seq ")

@@ -196,7 +196,7 @@ def test_a_call_blocking_real_time_on_the_mock_clock_is_named(
     (a sync wait in an async tool), a margin past its limit, and says so."""
     import threading
 
-    from actors.testing import _contracts
+    from actors.testing import _tool_contract
 
     release = threading.Event()
 
@@ -207,7 +207,7 @@ def test_a_call_blocking_real_time_on_the_mock_clock_is_named(
         return "late"
 
     # Keep the test short: the margin's size is not its point.
-    monkeypatch.setattr(_contracts, "_MOCK_BACKSTOP", 0.2)
+    monkeypatch.setattr(_tool_contract, "_MOCK_BACKSTOP", 0.2)
     try:
         with pytest.raises(InvariantViolation, match=r"real time: it blocks its thread"):
             check_tool_call(blocks, {}, grace=0.1, clock="mock")
