@@ -201,9 +201,10 @@ def cli() -> None:
     Start with 'amber demo'; then travel in what it stored with 'amber
     timeline demo', 'amber show demo --at SEQ' or 'amber inspect demo'.
 
-    Exit codes: 0 ok, 1 a check failed (replay --verify, check), 2 usage, 3
-    not found (store file, session, seq, message), 4 not an Amber store or
-    export, or damaged, 5 the target session exists already, 130 Ctrl-C.
+    Exit codes: 0 ok, 1 a check failed (replay --verify, check; recover left a
+    damaged session alone) or an operation could not finish, 2 usage, 3 not
+    found (store file, session, seq, message), 4 not an Amber store or export,
+    or damaged, 5 the target exists already, 130 Ctrl-C.
     """
 
 

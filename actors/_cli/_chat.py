@@ -289,7 +289,8 @@ def chat(
     Ctrl-C interrupts the running turn; a second Ctrl-C leaves cleanly.
     Without --model the model is a scripted stand-in (type 'help'); with
     --model PROVIDER:MODEL it is a real one, its key read from the provider's
-    environment variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY).
+    environment variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or
+    GOOGLE_API_KEY).
     """
     require_sqlite_file(db, "chat")
     if base_url is not None and model_spec is None:

@@ -149,11 +149,13 @@ def _config(ctx: click.Context, _param: click.Parameter, value: str | None) -> N
 )  # fmt: skip
 @click.option(
     "--db", required=True, envvar="AMBER_DB", metavar="URL",
-    help="The PostgreSQL store (postgresql://…; schema $AMBER_PG_SCHEMA, default amber).",
+    help="The PostgreSQL store (postgresql://…; schema $AMBER_PG_SCHEMA, default amber): "
+    "here, in $AMBER_DB or as db in --config.",
 )  # fmt: skip
 @click.option(
     "--app", "app_ref", required=True, metavar="MODULE:FACTORY",
-    help="A function returning the model, tools and settings (see docs/scaling.md).",
+    help="A function returning the model, tools and settings (see docs/scaling.md): "
+    "here or as app in --config.",
 )  # fmt: skip
 @click.option(
     "--lease-ttl", type=Seconds(1, maximum=MAX_LEASE_TTL), default=None,
