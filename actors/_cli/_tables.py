@@ -93,7 +93,7 @@ def state_header(state: SessionState, *, last_seq: int, event: Event | None) -> 
         spent = money(cost.usd) if cost.priced else "cost unknown"
         if cost.priced and not cost.complete:
             spent += f" ({cost.unpriced} call(s) unpriced)"
-        line.append(f" · {len(calls)} model calls, {spent}", style="dim")
+        line.append(f" · {counted(len(calls), 'model call')}, {spent}", style="dim")
     return line
 
 

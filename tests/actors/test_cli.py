@@ -486,6 +486,15 @@ class TestShow:
         assert "crash notice" in result.output
         assert "the provider is down" in amber("timeline", "broken", "--db", recorded.db).output
 
+    def test_one_model_call_is_singular(self, recorded: Recorded) -> None:
+        """The header counts one model call as "1 model call" (it read "1 model calls")."""
+        with SQLiteStore(recorded.db) as store:
+            first = next(e for e in store.events("demo") if isinstance(e, ModelCallStarted))
+        out = amber("show", "demo", "--at", first.seq, "--db", recorded.db).output
+        assert " · 1 model call, cost unknown\n" in out
+        head = amber("show", "demo", "--db", recorded.db).output
+        assert " · 6 model calls, cost unknown\n" in head
+
     def test_model_calls(self, recorded: Recorded) -> None:
         """The audit rows are listed: one per model call, in order, with status and cost."""
         out = amber("show", "demo", "--db", recorded.db).output
