@@ -20,6 +20,7 @@ import click
 from rich.text import Text
 
 from runtime import CorruptRow, InvalidInput
+from runtime._handed import handed_calls, marked_messages
 from runtime.store import (
     CheckReport,
     Problem,
@@ -126,8 +127,9 @@ def recover(
         # A turn that only waits for a person logs nothing while it waits: no orphan.
         waiting = [info for info in stale if waits_for_approval(store, info)]
         if dry_run:
-            recovered = [(i.session_id, i.active_turn_id, i.seq + 1) for i in stale
-                         if i not in waiting]  # fmt: skip
+            # Each call handed to its tool is marked (it may have run) before the recovery.
+            recovered = [(i.session_id, i.active_turn_id, i.seq + 1 + _handed(store, i))
+                         for i in stale if i not in waiting]  # fmt: skip
         else:
             events = recover_orphans(
                 store,
@@ -242,6 +244,12 @@ def not_repaired(problems: Sequence[Problem], db: str) -> str | None:
         parts.append("the store as a whole is damaged: restore the file from a backup")
     check = command_line("check", options=("--db", db))
     return f"Not repaired: {'; '.join(parts)}; {check} lists every problem."
+
+
+def _handed(store: Store, info: SessionInfo) -> int:
+    """How many calls of the session's active turn recovery marks as ones that may have run."""
+    state = store.load_state(info.session_id)
+    return len(marked_messages(state, handed_calls(state)))
 
 
 def sessions_and_damage(
