@@ -1,5 +1,6 @@
 """What a runtime tells the callers of a session it cannot load because a derived row is
-damaged (its snapshot, its summary row).
+damaged (its snapshot, its summary row), and the sound sessions of a store some of whose
+sessions are damaged (``sessions_and_damage``: a runtime's resume, ``amber recover``).
 
 A damaged row is an error, never skipped (DESIGN §9, docs/reliability.md): the
 session fails until its derived rows are written again from its event log, which
@@ -12,17 +13,23 @@ naming the store, and start it again.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from runtime import CorruptRow
-from runtime.store import SQLiteStore, Store
+from runtime import CorruptRow, InvalidInput
+from runtime.store import SessionInfo, SQLiteStore, Store
 
 from ._storage import StoreThread
 
-__all__ = ["call_told", "load_error"]
+if TYPE_CHECKING:
+    from runtime.store import CheckReport
+
+__all__ = ["call_told", "load_error", "resumable", "sessions_and_damage"]
+
+log = logging.getLogger("amber.runtime")
 
 T = TypeVar("T")
 
@@ -75,6 +82,58 @@ def call_told(thread: StoreThread, fn: Callable[[Store], T], timeout: float) -> 
         if error is exc:
             raise
         raise error from exc
+
+
+def sessions_and_damage(
+    store: Store, report: CheckReport | None = None
+) -> tuple[list[SessionInfo], list[CorruptRow]]:
+    """The sound sessions' summaries, most recently active first, and the damaged ones'
+    errors: one damaged session does not stop recovery of the others, nor hide them from
+    ``amber sessions`` and the web viewer's list. Only the summary rows are read, unless
+    they are damaged: then ``report`` (``store.check()``'s, made now when None) gives every
+    session id.
+
+    Raises:
+        CorruptRow: damage that is no one session's (the store as a whole).
+    """
+    try:
+        return store.list_sessions(), []
+    except CorruptRow as exc:
+        error = exc
+    if report is None:
+        report = store.check()  # a full scan, only once a listing found damage
+    ids = set(report.heads) | {p.session_id for p in report.problems if p.session_id is not None}
+    listed: list[SessionInfo] = []
+    damaged: list[CorruptRow] = []
+    for session_id in sorted(ids):
+        try:
+            listed.append(store.session(session_id))
+        except CorruptRow as exc:
+            damaged.append(exc)
+        except InvalidInput:
+            pass  # a summary row keyed by no valid id: the listing's error below says so
+    if not damaged:
+        raise error  # damage that is no one session's: the store as a whole (exit 4)
+    listed.sort(key=lambda info: (info.updated_at, info.session_id), reverse=True)
+    return listed, damaged
+
+
+def resumable(store: Store) -> list[SessionInfo]:
+    """The sessions a starting runtime may resume: every sound one, most recently active
+    first. A damaged session is left out and logged (a warning naming it, with what is
+    damaged and how to mend it), so that one damaged session does not keep the runtime
+    from starting; a call for it is refused with the same error when its load fails.
+
+    Raises:
+        CorruptRow: damage that is no one session's (the store as a whole).
+    """
+    listed, damaged = sessions_and_damage(store)
+    for exc in damaged:
+        log.warning(
+            "session %s is not resumed: %s", exc.session_id, load_error(exc, store),
+            extra={"amber_damage": exc},
+        )  # fmt: skip
+    return listed
 
 
 def _rebuild(store: Store) -> tuple[str, str, str]:
