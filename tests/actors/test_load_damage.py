@@ -124,6 +124,26 @@ class TestDamageAfterTheSnapshot:
         assert any("session s could not be loaded" in r.getMessage() for r in caplog.records)
 
 
+class TestTheHashOfTheSnapshotsEvent:
+    def test_names_the_event_not_the_snapshot(self, tmp_path: Path) -> None:
+        """The hash stored with the event the snapshot was built at, edited: the call is
+        told that event row fails its checksum (it was once told the snapshot was built
+        from another log, the log was intact, and to rebuild: which mends nothing)."""
+        db = tmp_path / "amber.db"
+        snapshot, _ = _store(db)
+        _damage(db, snapshot, "hash")
+        before = _rows(db)
+        with Runtime(model=ScriptedModel([], fallback=reply("ok")), store=db, resume="all") as rt:
+            with pytest.raises(CorruptRow) as raised:
+                rt.send("s", "again")
+            assert rt.ask("t", "still there?", timeout=WAIT).text == "ok"
+        assert (raised.value.session_id, raised.value.seq) == ("s", snapshot)
+        told = str(raised.value)
+        assert told.startswith(f"Session 's' event seq {snapshot} fails its checksum: "), told
+        assert "intact" not in told, told
+        assert _rows(db) == before
+
+
 class TestDamageBehindTheSnapshot:
     @pytest.mark.parametrize("how", ["body", "delete"])
     def test_a_load_does_not_read_it_and_the_session_runs_on(
