@@ -47,10 +47,23 @@ _SNAPSHOT_MEND = re.compile(
 def load_error(exc: Exception, store: Store) -> Exception:
     """The error a session's failed load gives its callers: ``exc``, or for a damaged
     derived row a ``CorruptRow`` (same session and seq) that says the log is intact and
-    how to mend the row on this store."""
+    how to mend the row on this store; for damaged events, one that adds that nothing is
+    written to the session and the command that lists every damaged row of this store."""
     text = str(exc)
-    if not isinstance(exc, CorruptRow) or _HINT not in text:
+    if not isinstance(exc, CorruptRow):
         return exc
+    if _HINT not in text:  # the log itself: no rebuild mends it
+        check = _command(store, "check")
+        if exc.session_id is None or check is None:
+            return exc
+        text += (
+            f" This runtime writes nothing to session {exc.session_id!r} (every call for it "
+            f"fails with this error) and runs its other sessions; {check} lists every damaged "
+            "row of the store."
+        )
+        error = CorruptRow(text, session_id=exc.session_id, seq=exc.seq)
+        error.__cause__ = exc
+        return error
     command, runtime, them = _rebuild(store)
     if _SNAPSHOT_MEND.search(text):
         mend = (
@@ -139,21 +152,24 @@ def resumable(store: Store) -> list[SessionInfo]:
 def _rebuild(store: Store) -> tuple[str, str, str]:
     """The rebuild command for ``store`` (set in quotes as the CLI's hints are), who must
     be stopped before it runs, and the pronoun for them."""
+    command = _command(store, "recover", "--rebuild")
+    if command is None:
+        return _HINT, "the runtime", "it"
+    if isinstance(store, SQLiteStore):
+        return command, "the runtime", "it"
+    return command, "the workers and runtimes on this store", "them"
+
+
+def _command(store: Store, *words: str) -> str | None:
+    """``amber WORDS --db …`` naming ``store`` (set in quotes as the CLI's hints are): its
+    file, or a shared PostgreSQL store's schema; None for a store no command opens."""
     from ._cli._hints import command_line, quoted, shell_word  # the CLI's, on demand
 
     if isinstance(store, SQLiteStore):
         path = os.path.abspath(store.path)
-        return (
-            quoted(command_line("recover", options=("--rebuild", "--db", path))),
-            "the runtime",
-            "it",
-        )
+        return quoted(command_line(words[0], options=(*words[1:], "--db", path)))
     schema = getattr(store, "schema", None)
     if getattr(store, "shared", False) and isinstance(schema, str):
-        command = f"AMBER_PG_SCHEMA={shell_word(schema)} amber recover --rebuild --db URL"
-        return (
-            f"{quoted(command)} with the workers' postgresql:// URL",
-            "the workers and runtimes on this store",
-            "them",
-        )
-    return _HINT, "the runtime", "it"
+        command = f"AMBER_PG_SCHEMA={shell_word(schema)} amber {' '.join(words)} --db URL"
+        return f"{quoted(command)} with the workers' postgresql:// URL"
+    return None
