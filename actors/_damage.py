@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from runtime import CorruptRow, InvalidInput
-from runtime.store import SessionInfo, SQLiteStore, Store
+from runtime.store import SessionInfo, SQLiteStore, SqlStore, Store
 
 from ._storage import StoreThread
 
@@ -131,17 +131,31 @@ def sessions_and_damage(
     return listed, damaged
 
 
-def resumable(store: Store) -> list[SessionInfo]:
-    """The sessions a starting runtime may resume: every sound one, most recently active
-    first. A damaged session is left out and logged (a warning naming it, with what is
-    damaged and how to mend it), so that one damaged session does not keep the runtime
-    from starting; a call for it is refused with the same error when its load fails.
+def resumable(store: Store, *, warned: set[str] | None = None) -> list[SessionInfo]:
+    """The sessions a runtime may resume or pick up: every sound one, most recently active
+    first. A session whose summary row is damaged (or disagrees with its log) is left out
+    and logged, a warning naming it, what is damaged and how to mend it, so that one
+    damaged session does not keep the runtime from starting (nor a worker's poll from
+    picking up the others); a call for it is refused with the same error. Reads only the
+    summary rows, as ``list_sessions`` does.
+
+    Args:
+        store: the store (on its thread).
+        warned: the sessions already logged, not logged again (a worker's polls); the ones
+            logged now are added.
 
     Raises:
         CorruptRow: damage that is no one session's (the store as a whole).
     """
-    listed, damaged = sessions_and_damage(store)
+    if isinstance(store, SqlStore):
+        listed, damaged = store.sound_sessions()
+    else:
+        listed, damaged = store.list_sessions(), []
     for exc in damaged:
+        if warned is not None:
+            if exc.session_id in warned:
+                continue
+            warned.add(str(exc.session_id))
         log.warning(
             "session %s is not resumed: %s", exc.session_id, load_error(exc, store),
             extra={"amber_damage": exc},

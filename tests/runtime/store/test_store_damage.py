@@ -343,6 +343,24 @@ class TestDamagedSummaries:
         assert store.rebuild().removed == ("ghost",)
         assert store.check().ok
 
+    def test_sound_sessions_lists_the_others(
+        self, stored: pathlib.Path, open_store: OpenStore
+    ) -> None:
+        """``sound_sessions`` (a runtime's resume) gives the sound sessions and the damaged
+        ones' errors, where ``list_sessions`` raises the first; a log without a summary row
+        is named too."""
+        with raw(stored) as db:
+            db.execute("UPDATE sessions SET messages = messages + 1 WHERE session_id = 's'")
+            db.execute("DELETE FROM sessions WHERE session_id = 'x'")
+            db.execute("DELETE FROM snapshots WHERE session_id = 'x'")
+        store = open_store()
+        store.append(conversation("y", 2))
+        with pytest.raises(CorruptRow):
+            store.list_sessions()
+        listed, damaged = store.sound_sessions()
+        assert [info.session_id for info in listed] == ["y"]
+        assert sorted((e.session_id, e.seq) for e in damaged) == [("s", 24), ("x", 4)]
+
 
 class TestForeignFiles:
     """Findings 6 and 7: bad UTF-8 in the schema raised non-Amber errors."""
