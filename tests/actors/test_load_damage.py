@@ -107,8 +107,8 @@ class TestDamageAfterTheSnapshot:
         self, tmp_path: Path, how: str, resume: str, caplog: pytest.LogCaptureFixture
     ) -> None:
         """The load reads the rows after the snapshot and checks their chain: a send to
-        the session (and, with resume='all', its load at start) fails with the row's
-        CorruptRow, naming the seq and what to do; nothing is appended to it (its waiting
+        the session (an ask, wait_idle, state too; with resume='all', its load at start)
+        fails with the row's CorruptRow, naming the seq and what to do; nothing is appended to it (its waiting
         inputs are not answered onto a broken chain, the refused send is not stored), and
         the other session answers."""
         db = tmp_path / "amber.db"
@@ -124,6 +124,14 @@ class TestDamageAfterTheSnapshot:
             with pytest.raises(CorruptRow) as raised:
                 rt.send("s", "again")
             assert rt.ask("t", "still there?", timeout=WAIT).text == "ok"
+            for call in (
+                lambda: rt.ask("s", "again?", timeout=WAIT),
+                lambda: rt.wait_idle("s", timeout=WAIT),
+                lambda: rt.state("s"),
+            ):
+                with pytest.raises(CorruptRow) as also:
+                    call()
+                assert str(also.value) == str(raised.value)  # every call is told the same
         assert (raised.value.session_id, raised.value.seq) == ("s", seq)
         told = _TOLD[how].format(seq=seq, before=seq - 1, after=seq + 1)
         told += _ADVICE.format(db=re.escape(str(db)))
@@ -224,3 +232,33 @@ class TestALogCutShort:
             (told,) = [r.getMessage() for r in caplog.records if "not resumed" in r.getMessage()]
             assert told.startswith(f"session s is not resumed: Session 's' seq {last}: "), told
             assert re.search(advice + "$", told), told
+
+
+class TestAnOrphanedTurn:
+    @pytest.mark.parametrize("damaged", [False, True])
+    def test_is_recovered_only_on_a_sound_log(self, tmp_path: Path, damaged: bool) -> None:
+        """A turn left active by a runner that died, in a log damaged after the snapshot:
+        a runtime that resumes it appends no recovery (it would chain onto rows that cannot
+        be trusted, as ``amber recover`` leaves them); on a sound log it recovers the turn
+        and answers the inputs the turn had claimed."""
+        from runtime import TurnStarted
+
+        db = tmp_path / "amber.db"
+        _, last = _store(db)
+        with SQLiteStore(db) as store:
+            at = datetime.now(UTC)
+            store.append([TurnStarted(session_id="s", seq=last + 1, at=at, turn_id="turn_dead",
+                                      runner="a runner that died")])  # fmt: skip
+            assert store.session("s").active_turn_id == "turn_dead"
+        if damaged:
+            _damage(db, last - 1, "body")
+        before = _rows(db)
+        with Runtime(model=ScriptedModel([], fallback=reply("ok")), store=db, resume="all") as rt:
+            if damaged:
+                with pytest.raises(CorruptRow, match=rf"^Session 's' event seq {last - 1} "):
+                    rt.wait_idle("s", timeout=WAIT)
+            else:
+                state = rt.wait_idle("s", timeout=WAIT)
+                assert state.active_turn is None
+            assert rt.ask("t", "still there?", timeout=WAIT).text == "ok"
+        assert (_rows(db) == before) is damaged
