@@ -19,7 +19,6 @@ from typing import Any
 import click
 from rich.text import Text
 
-from runtime import CorruptRow, InvalidInput
 from runtime._handed import handed_calls, marked_messages
 from runtime.store import (
     CheckReport,
@@ -31,6 +30,7 @@ from runtime.store import (
     waits_for_approval,
 )
 
+from .._damage import sessions_and_damage
 from .._ids import utc_now
 from .._ownership import running_turns
 from ._app import ExitCode, Seconds, db_option, emit_json, json_option, open_store, stdout_console
@@ -250,40 +250,6 @@ def _handed(store: Store, info: SessionInfo) -> int:
     """How many calls of the session's active turn recovery marks as ones that may have run."""
     state = store.load_state(info.session_id)
     return len(marked_messages(state, handed_calls(state)))
-
-
-def sessions_and_damage(
-    store: Store, report: CheckReport | None = None
-) -> tuple[list[SessionInfo], list[CorruptRow]]:
-    """The sound sessions' summaries, most recently active first, and the damaged ones'
-    errors: one damaged session does not stop recovery of the others, nor hide them from
-    ``amber sessions`` and the web viewer's list. Only the summary rows are read, unless
-    they are damaged: then ``report`` (``store.check()``'s, made now when None) gives every
-    session id.
-
-    Raises:
-        CorruptRow: damage that is no one session's (the store as a whole).
-    """
-    try:
-        return store.list_sessions(), []
-    except CorruptRow as exc:
-        error = exc
-    if report is None:
-        report = store.check()  # a full scan, only once a listing found damage
-    ids = set(report.heads) | {p.session_id for p in report.problems if p.session_id is not None}
-    listed: list[SessionInfo] = []
-    damaged: list[CorruptRow] = []
-    for session_id in sorted(ids):
-        try:
-            listed.append(store.session(session_id))
-        except CorruptRow as exc:
-            damaged.append(exc)
-        except InvalidInput:
-            pass  # a summary row keyed by no valid id: the listing's error below says so
-    if not damaged:
-        raise error  # damage that is no one session's: the store as a whole (exit 4)
-    listed.sort(key=lambda info: (info.updated_at, info.session_id), reverse=True)
-    return listed, damaged
 
 
 def _rebuild(store: Store, db: str, *, dry_run: bool, as_json: bool) -> RebuildReport:
