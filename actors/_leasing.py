@@ -73,6 +73,7 @@ from runtime import (
     awaits_delivery,
 )
 
+from ._damage import resumable
 from ._elsewhere import (
     delivers_nothing,
     stop_listening,
@@ -161,6 +162,7 @@ class LeaseKeeper:
         self._claims = threading.Lock()  # one claim at a time; none once stopping
         self._closed = False
         self._lost: set[str] = set()  # held leases that renewal found lost (writes refused)
+        self._warned: set[str] = set()  # damaged sessions a poll logged (on the store thread)
         self._thread = threading.Thread(target=self._loop, name="amber-leases", daemon=True)
         self._listener: Any = None
         self.taken = 0
@@ -386,7 +388,8 @@ class LeaseKeeper:
                 self._router.unless_live(session_id, functools.partial(self._let_go, lease))
         if not self._wake:
             return
-        for info in self._call(lambda s: s.list_sessions()):
+        # A damaged session is left out (logged once): it does not stop the others' pickup.
+        for info in self._call(functools.partial(resumable, warned=self._warned)):
             if info.needs_runner and info.session_id not in live:
                 self._pick_up(info.session_id)
                 self._renew_if_due()

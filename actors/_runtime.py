@@ -40,7 +40,7 @@ from runtime.store import SessionInfo, Store
 from ._answers import ReplyWaiter, StreamEvent
 from ._approving import Approving
 from ._asking import Asking
-from ._damage import call_told
+from ._damage import call_told, resumable
 from ._drafts import post_draft, session_id_of, user_draft
 from ._effects import Effects
 from ._errors import (
@@ -279,7 +279,7 @@ class Runtime(Asking, Approving, Waiting):
                     on_name_lost=self._name_lost,
                 )  # fmt: skip
             if resume != "none" and (not shared or resume != "all"):
-                for info in self._call_store(lambda s: s.list_sessions()):
+                for info in self._call_store(resumable):  # a damaged one is logged, left out
                     if info.needs_runner and (resume == "all" or info.session_id in resume):
                         with contextlib.suppress(OwnedElsewhere):  # run by another worker
                             self.router.load(info.session_id)

@@ -162,7 +162,8 @@ def result_text(message: Message, limit: int | None) -> tuple[str, bool]:
 
 MAY_HAVE_RUN = "may_have_run"
 """Metadata key set on a tool call that was running when a runtime stop cut it
-(``runtime/_shutdown.py``): its interrupted result says it may have run."""
+(``runtime/_shutdown.py``), or that a runner which died had handed to its tool
+(orphan recovery, ``runtime/_handed.py``): its interrupted result says it may have run."""
 
 
 def synthesized_text(call: Message, name: str, current: str | None) -> str:

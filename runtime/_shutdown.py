@@ -14,9 +14,9 @@ have run), and the turn's reason says so too.
 
 from __future__ import annotations
 
-from ._clean import MAY_HAVE_RUN
 from ._commands import CancelRun, ClearTimer
-from ._events import MetadataUpdated, OrphanRecovered
+from ._events import OrphanRecovered
+from ._handed import mark_may_have_run, named_calls
 from ._inputs import Stopping
 from ._machine import SessionMachine
 from ._replace import replace
@@ -70,10 +70,7 @@ def _stop(s: Step) -> None:
     ran = sorted({*run.tools, *(run.stopping or ())})
     open_cut_call(s)
     cancel_runs(s, run)
-    for call_id in ran:  # the view's interrupted result says it may have run
-        message_id = s.state.tool_calls.get(call_id)
-        if message_id is not None and call_id not in s.state.tool_results:
-            s.emit(MetadataUpdated, message_id=message_id, metadata={MAY_HAVE_RUN: True})
+    mark_may_have_run(s, ran)
     s.emit(
         OrphanRecovered,
         turn_id=run.turn_id,
@@ -84,14 +81,10 @@ def _stop(s: Step) -> None:
 
 
 def _reason(s: Step, running: list[str]) -> str:
-    calls = []
-    for call_id in running:
-        message_id = s.state.tool_calls.get(call_id)
-        called = s.state.message(message_id).tool_call if message_id is not None else None
-        calls.append(f"{call_id} ({called.name})" if called is not None else call_id)
-    one = len(calls) == 1
+    one = len(running) == 1
     return (
-        f"the runtime stopped while tool call{'' if one else 's'} {', '.join(calls)} still "
-        f"ran; {'it' if one else 'they'} may have run, so check before running "
-        f"{'it' if one else 'them'} again; the turn restarts on next load"
+        f"the runtime stopped while tool call{'' if one else 's'} "
+        f"{named_calls(s.state, running)} still ran; {'it' if one else 'they'} may have run, "
+        f"so check before running {'it' if one else 'them'} again; the turn restarts on next "
+        "load"
     )

@@ -27,6 +27,7 @@ from ._events import (
     TurnOutcome,
     TurnStarted,
 )
+from ._handed import handed_calls, mark_may_have_run, started_text
 from ._json import thaw
 from ._machine import TurnRun, TurnSettings
 from ._message import Message
@@ -422,6 +423,10 @@ def orphaned(s: Step, *, runner_gone: bool = False, foreign_write: bool = False)
         reason = (
             f"no activity for {age:.0f} s when the session was loaded; its runner is presumed dead"
         )
+    handed = handed_calls(state)  # they may have run; a call waiting for approval never did
+    if handed:
+        reason = f"{reason}; {started_text(state, handed)}"
+    mark_may_have_run(s, handed)
     s.emit(OrphanRecovered, turn_id=turn.id, reason=reason, calls_interrupted=True)
     maybe_start_turn(s)
 

@@ -19,7 +19,7 @@ from typing import Any
 import click
 from rich.text import Text
 
-from runtime import CorruptRow, InvalidInput
+from runtime._handed import handed_calls, marked_messages
 from runtime.store import (
     CheckReport,
     Problem,
@@ -30,6 +30,7 @@ from runtime.store import (
     waits_for_approval,
 )
 
+from .._damage import sessions_and_damage
 from .._ids import utc_now
 from .._ownership import running_turns
 from ._app import ExitCode, Seconds, db_option, emit_json, json_option, open_store, stdout_console
@@ -126,8 +127,9 @@ def recover(
         # A turn that only waits for a person logs nothing while it waits: no orphan.
         waiting = [info for info in stale if waits_for_approval(store, info)]
         if dry_run:
-            recovered = [(i.session_id, i.active_turn_id, i.seq + 1) for i in stale
-                         if i not in waiting]  # fmt: skip
+            # Each call handed to its tool is marked (it may have run) before the recovery.
+            recovered = [(i.session_id, i.active_turn_id, i.seq + 1 + _handed(store, i))
+                         for i in stale if i not in waiting]  # fmt: skip
         else:
             events = recover_orphans(
                 store,
@@ -244,38 +246,10 @@ def not_repaired(problems: Sequence[Problem], db: str) -> str | None:
     return f"Not repaired: {'; '.join(parts)}; {check} lists every problem."
 
 
-def sessions_and_damage(
-    store: Store, report: CheckReport | None = None
-) -> tuple[list[SessionInfo], list[CorruptRow]]:
-    """The sound sessions' summaries, most recently active first, and the damaged ones'
-    errors: one damaged session does not stop recovery of the others, nor hide them from
-    ``amber sessions`` and the web viewer's list. Only the summary rows are read, unless
-    they are damaged: then ``report`` (``store.check()``'s, made now when None) gives every
-    session id.
-
-    Raises:
-        CorruptRow: damage that is no one session's (the store as a whole).
-    """
-    try:
-        return store.list_sessions(), []
-    except CorruptRow as exc:
-        error = exc
-    if report is None:
-        report = store.check()  # a full scan, only once a listing found damage
-    ids = set(report.heads) | {p.session_id for p in report.problems if p.session_id is not None}
-    listed: list[SessionInfo] = []
-    damaged: list[CorruptRow] = []
-    for session_id in sorted(ids):
-        try:
-            listed.append(store.session(session_id))
-        except CorruptRow as exc:
-            damaged.append(exc)
-        except InvalidInput:
-            pass  # a summary row keyed by no valid id: the listing's error below says so
-    if not damaged:
-        raise error  # damage that is no one session's: the store as a whole (exit 4)
-    listed.sort(key=lambda info: (info.updated_at, info.session_id), reverse=True)
-    return listed, damaged
+def _handed(store: Store, info: SessionInfo) -> int:
+    """How many calls of the session's active turn recovery marks as ones that may have run."""
+    state = store.load_state(info.session_id)
+    return len(marked_messages(state, handed_calls(state)))
 
 
 def _rebuild(store: Store, db: str, *, dry_run: bool, as_json: bool) -> RebuildReport:

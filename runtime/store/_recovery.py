@@ -9,6 +9,8 @@ process running it dies, the turn stays active in the log and its inputs stay
 
 Tool calls left without a result are not given an invented stored result:
 the model's view synthesises an interrupted result for them (projections).
+Those the dead runner had handed to their tools (``runtime/_handed.py``) are
+marked ``may_have_run`` first, so that result says they may have run.
 
 A turn that only waits for a person to approve its tool calls logs nothing
 while it waits, however long the person takes: it is no orphan, and is left
@@ -20,8 +22,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
+from .._clean import MAY_HAVE_RUN
 from .._errors import InvalidArgument
-from .._events import OrphanRecovered
+from .._events import Event, MetadataUpdated, OrphanRecovered
+from .._handed import handed_calls, marked_messages, started_text
 from ._protocol import SessionInfo, Store
 
 __all__ = ["DEFAULT_ORPHAN_AGE", "recover_orphans", "waits_for_approval"]
@@ -61,7 +65,9 @@ def recover_orphans(
     ``older_than``: a turn that is still making progress in another process
     is left alone, and so is a turn that only waits for a person to approve
     its tool calls (``waits_for_approval``), which logs nothing while it
-    waits. All recoveries are stored in one batch.
+    waits. Each call of the turn that was handed to its tool and has no result
+    is marked ``may_have_run`` (a ``MetadataUpdated`` before the recovery: it
+    may have run, and the reason names it). All are stored in one batch.
 
     Args:
         store: the store to recover.
@@ -73,7 +79,8 @@ def recover_orphans(
         by: who recovers, named in each event's reason (``amber recover``).
 
     Returns:
-        The ``OrphanRecovered`` events appended (one per recovered session).
+        The ``OrphanRecovered`` events appended (one per recovered session; the markings
+        stored before each are not listed).
 
     Raises:
         ValueError: ``now`` is naive, or ``older_than`` is negative.
@@ -95,25 +102,44 @@ def recover_orphans(
             f"older_than {older_than!r} reaches before the year 1; pass a shorter age."
         ) from None
     recovered: list[OrphanRecovered] = []
+    batch: list[Event] = []
     for info in store.list_sessions() if sessions is None else sessions:
         if info.active_turn_id is None or info.updated_at > cutoff:
             continue
-        if waits_for_approval(store, info):
+        state = store.load_state(info.session_id)
+        if state.waits_for_approval:
             continue  # a person is slow, no runner died
         idle = now - info.updated_at
-        recovered.append(
-            OrphanRecovered(
-                session_id=info.session_id,
-                seq=info.seq + 1,
-                at=now,
-                turn_id=info.active_turn_id,
-                reason=(
-                    f"no activity for {_seconds(idle)} (more than {_seconds(older_than)}) when "
-                    f"{by} ran; its runner is presumed dead"
-                ),
-                calls_interrupted=True,
-            )
+        reason = (
+            f"no activity for {_seconds(idle)} (more than {_seconds(older_than)}) when "
+            f"{by} ran; its runner is presumed dead"
         )
-    if recovered:
-        store.append(recovered)
+        # The calls handed to their tools may have run; one waiting for approval never did.
+        handed = handed_calls(state)
+        if handed:
+            reason = f"{reason}; {started_text(state, handed)}"
+        seq = info.seq
+        for message_id in marked_messages(state, handed):
+            seq += 1
+            batch.append(
+                MetadataUpdated(
+                    session_id=info.session_id,
+                    seq=seq,
+                    at=now,
+                    message_id=message_id,
+                    metadata={MAY_HAVE_RUN: True},
+                )
+            )
+        event = OrphanRecovered(
+            session_id=info.session_id,
+            seq=seq + 1,
+            at=now,
+            turn_id=info.active_turn_id,
+            reason=reason,
+            calls_interrupted=True,
+        )
+        batch.append(event)
+        recovered.append(event)
+    if batch:
+        store.append(batch)
     return recovered

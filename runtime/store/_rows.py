@@ -350,16 +350,31 @@ def read_snapshot(
     event_hash = None
     if last is not None and seq <= last:
         event_hash = chain_at(db, session_id, seq)
-    state, refs, written_with, chain = decode_snapshot(
-        session_id,
-        seq,
-        record,
-        lambda part, number: chunks.get((part, number)),
-        digest=record_digest,
-        event_hash=event_hash,
-        lazy=lazy,
-    )
+    try:
+        state, refs, written_with, chain = decode_snapshot(
+            session_id,
+            seq,
+            record,
+            lambda part, number: chunks.get((part, number)),
+            digest=record_digest,
+            event_hash=event_hash,
+            lazy=lazy,
+        )
+    except CorruptRow:
+        if event_hash is not None:
+            _check_event(db, session_id, seq)  # the event row, not the snapshot, may be edited
+        raise
     return state, (refs if written_with == chunk_size else None), chain, record_digest
+
+
+def _check_event(db: Db, session_id: str, seq: int) -> None:
+    """Raise the ``CorruptRow`` of the event at ``seq`` if its row does not chain from the one
+    before: a snapshot that disagrees with its event's stored hash is sound when that hash
+    was edited, and a rebuild (the snapshot's mend) would not mend the log. Only read once a
+    snapshot failed."""
+    check = ChainCheck(session_id, chain_at(db, session_id, seq - 1))
+    for _ in read_events(db, check, seq - 1, seq):
+        pass
 
 
 def snapshot_digest(db: Db, session_id: str) -> object:

@@ -59,7 +59,13 @@ from ._rows import (
     write_snapshot,
 )
 from ._snapshot import plan_snapshot
-from ._summaries import all_summaries, missing_summary, read_summaries, write_summary
+from ._summaries import (
+    all_summaries,
+    missing_summary,
+    read_summaries,
+    sound_summaries,
+    write_summary,
+)
 from ._transfer import export_data, parse_export
 from ._travel import TimeTravel, bulk
 
@@ -373,6 +379,19 @@ class SqlStore(TimeTravel, ABC):
         with self._read() as db:
             infos = all_summaries(db)
         return sorted(infos, key=lambda info: (info.updated_at, info.session_id), reverse=True)
+
+    def sound_sessions(self) -> tuple[list[SessionInfo], list[CorruptRow]]:
+        """The sound sessions, most recently active first, and the errors of the damaged
+        ones (their summary rows: ``list_sessions`` raises the first), for a runtime that
+        resumes the others.
+
+        Raises:
+            CorruptRow: damage that is no one session's (a summary row keyed by no id).
+        """
+        with self._read() as db:
+            infos, damaged = sound_summaries(db)
+        infos.sort(key=lambda info: (info.updated_at, info.session_id), reverse=True)
+        return infos, damaged
 
     def snapshot(self, session_id: str, *, rebuild: bool = False) -> int:
         """Snapshot the session's head now (if its latest snapshot is older).

@@ -153,14 +153,17 @@ def read_summaries(db: Db, where: str, params: tuple[Any, ...]) -> list[SessionI
         CorruptRow: a summary row does not decode, or says the log ends at
             another seq than it does.
     """
-    rows = db.execute(
-        "SELECT s.session_id, s.seq, s.created_at, s.updated_at, s.messages, s.counts, "
-        "s.active_turn_id, s.turn_started_at, s.cost, s.waits, coalesce(p.seq, 0), s.digest, "
-        "(SELECT max(e.seq) FROM events AS e WHERE e.session_id = s.session_id) "
-        f"FROM sessions AS s LEFT JOIN snapshots AS p ON p.session_id = s.session_id {where}",
-        params,
-    )
+    rows = db.execute(f"{_SUMMARY_SELECT} {where}", params)
     return [_summary(row) for row in rows]
+
+
+_SUMMARY_SELECT = (
+    "SELECT s.session_id, s.seq, s.created_at, s.updated_at, s.messages, s.counts, "
+    "s.active_turn_id, s.turn_started_at, s.cost, s.waits, coalesce(p.seq, 0), s.digest, "
+    "(SELECT max(e.seq) FROM events AS e WHERE e.session_id = s.session_id) "
+    "FROM sessions AS s LEFT JOIN snapshots AS p ON p.session_id = s.session_id"
+)
+"""The columns ``_summary`` reads, of every summary row (a ``WHERE`` may follow)."""
 
 
 def all_summaries(db: Db) -> list[SessionInfo]:
@@ -182,6 +185,29 @@ def all_summaries(db: Db) -> list[SessionInfo]:
             )
         raise error
     return infos
+
+
+def sound_summaries(db: Db) -> tuple[list[SessionInfo], list[CorruptRow]]:
+    """The summaries of the sound sessions and the errors of the damaged ones (a summary row
+    damaged or disagreeing with its log, a log without a summary row), at the cost of
+    ``all_summaries``: one damaged session does not hide the others.
+
+    Raises:
+        CorruptRow: damage that is no one session's (a summary row keyed by no valid id).
+    """
+    infos: list[SessionInfo] = []
+    damaged: list[CorruptRow] = []
+    for row in db.execute(_SUMMARY_SELECT, ()):
+        try:
+            infos.append(_summary(row))
+        except CorruptRow as exc:
+            if exc.session_id is None:
+                raise
+            damaged.append(exc)
+    damaged.extend(
+        missing_summary(session_id, seq) for session_id, seq in sessions_without_summary(db)
+    )
+    return infos, damaged
 
 
 def sessions_without_summary(db: Db) -> list[tuple[str, int]]:

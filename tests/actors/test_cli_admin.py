@@ -574,10 +574,11 @@ class TestRecover:
         )
 
     def test_dry_run_then_recover(self, orphan: Path) -> None:
-        """--dry-run lists without writing; then the inputs go back to pending_agent."""
+        """--dry-run lists without writing (the seq the recovery then takes, after the
+        marking of the call that may have run); then the inputs go back to pending_agent."""
         dry = amber("recover", "--older-than", "0", "--dry-run", "--db", orphan)
         assert (
-            "Would recover orphan: turn_5be1ef79_000032 (seq 2); its inputs would be pending again."
+            "Would recover orphan: turn_5be1ef79_000032 (seq 3); its inputs would be pending again."
             in (dry.output)
         )
         with SQLiteStore(orphan) as store:
@@ -585,7 +586,7 @@ class TestRecover:
         done = amber("recover", "--older-than", "0", "--json", "--db", orphan)
         assert json.loads(done.output) == {
             "dry_run": False,
-            "recovered": [{"session_id": "orphan", "turn_id": "turn_5be1ef79_000032", "seq": 2}],
+            "recovered": [{"session_id": "orphan", "turn_id": "turn_5be1ef79_000032", "seq": 3}],
             "left_alone": [],
             "waiting_for_approval": [],
         }
@@ -594,6 +595,10 @@ class TestRecover:
             assert state.active_turn is None
             assert state.message("msg_5be1ef79_000031").status is Status.PENDING_AGENT
             assert state.turn("turn_5be1ef79_000032").status is TurnStatus.RECOVERED  # type: ignore[union-attr]
+            # seq 2 marked the tool call the dead runner had started: it may have run.
+            assert "(write_report) had started; it may have run" in str(
+                state.turn("turn_5be1ef79_000032").reason  # type: ignore[union-attr]
+            )
         shown = amber("timeline", "orphan", "--kind", "orphan_recovered", "--db", orphan)
         assert "↺ turn_5be1ef79_000032 recovered" in shown.output
 
@@ -613,7 +618,7 @@ class TestRecover:
             done = amber("recover", "--older-than", "0", "--json", "--db", orphan)
             data = json.loads(done.output)
             assert data["recovered"] == [
-                {"session_id": "orphan", "turn_id": "turn_5be1ef79_000032", "seq": 2}
+                {"session_id": "orphan", "turn_id": "turn_5be1ef79_000032", "seq": 3}
             ]
             (running,) = data["running"]
             assert running["session_id"] == "live"

@@ -195,3 +195,34 @@ class TestADamagedSnapshot:
         assert mended.exit_code == 0, mended.output
         rt = _start(runtimes, PostgresStore(postgres_dsn, schema=schema), "ok")
         assert rt.ask("s", "again", sender="Chii", timeout=60).text == "ok"
+
+
+class TestADamagedSummaryRow:
+    def test_a_worker_starts_and_runs_the_other_sessions(
+        self, runtimes: list[Runtime], postgres_dsn: str, schema: str
+    ) -> None:
+        """One session's summary row edited by another program: a worker (resume='all')
+        once refused to start (its listing of the sessions to pick up raised that session's
+        CorruptRow, and so did every poll after). It starts and runs the session with input
+        waiting; the damaged one is left out of its pickup (a summary row is derived: the
+        session's next write, on a call for it, writes the row again from its log)."""
+        _store_input(postgres_dsn, schema, "s", "damaged")
+        _store_input(postgres_dsn, schema, "t", "waiting")
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+            assert conn.execute(
+                "UPDATE sessions SET messages = messages + 5 WHERE session_id = 's'"
+            ).rowcount
+        worker = _start(runtimes, PostgresStore(postgres_dsn, schema=schema), "answered",
+                        resume="all")  # fmt: skip
+        state = worker.wait_idle("t", timeout=60)
+        assert [m.content for m in state if m.role.value == "assistant"] == ["answered"]
+        assert worker._keeper is not None
+        worker._keeper.poll_now()  # a poll lists the sessions again: it once raised too
+        assert _held_by(postgres_dsn, schema, "s") is None
+        assert "s" not in worker.live_sessions()
+        worker.send("s", "again", sender="Chii")
+        state = worker.wait_idle("s", timeout=60)
+        assert [m.content for m in state if m.role.value == "user"] == ["damaged", "again"]
+        with PostgresStore(postgres_dsn, schema=schema) as store:
+            assert store.session("s").messages == len(state.messages)

@@ -52,6 +52,7 @@ from runtime import (
     StatusChanged,
     StoreError,
     ToolCall,
+    ToolResultPart,
     TurnStarted,
     TurnStatus,
     UnknownSession,
@@ -724,6 +725,50 @@ class TestSessions:
         lines = platform.transcript("g")
         assert lines[0] == "⏹ 🛠️ slow({}) (interrupted)"
         assert lines[-1].endswith("\nsecond")
+
+    def test_a_crash_mid_tool_tells_the_next_model_the_call_may_have_run(
+        self, tmp_path: Path
+    ) -> None:
+        """A runner that died while its tool call ran: the restart's recovery marks the call
+        as one that may have run, and the first model call after it reads so (before, it
+        read "ended before it returned a result", and models called the tool again)."""
+        db = tmp_path / "amber.db"
+        at = datetime.now(UTC)
+        question = new_message(
+            Category.USER_QUESTION, id="u1", content="pay", sender="Chii", session_id="s",
+            created_at=at,
+        )  # fmt: skip
+        cut = new_message(
+            Category.TOOL_CALL, id="c1", turn_id="t1", parent_id="u1", session_id="s",
+            created_at=at, tool_call=ToolCall(id="call_1", name="pay"),
+        )  # fmt: skip
+        with SQLiteStore(db) as store:
+            store.append([
+                MessageAdded(session_id="s", seq=1, at=at, message=question),
+                TurnStarted(session_id="s", seq=2, at=at, turn_id="t1", runner="dead"),
+                MessageAdded(session_id="s", seq=3, at=at, message=cut),
+            ])  # fmt: skip
+        seen: list[str] = []
+
+        def model(request: Any) -> Any:
+            seen.extend(
+                part.text
+                for message in request.view.messages
+                for part in message.parts
+                if isinstance(part, ToolResultPart) and part.call_id == "call_1"
+            )
+            return reply("checked first")
+
+        with Runtime(model=ScriptedModel(model), store=db, resume="all") as rt:
+            state = rt.wait_idle("s", timeout=WAIT)
+        assert state.message("c1").metadata["may_have_run"] is True
+        assert seen == [
+            "[Interrupted: the call to pay was still running when the runtime stopped, and its "
+            "result was lost; it may have run, in part or in full. Check before calling it "
+            "again.]"
+        ]
+        (recovered,) = [t for t in state.turn_list() if t.status is TurnStatus.RECOVERED]
+        assert "tool call call_1 (pay) had started; it may have run" in str(recovered.reason)
 
     def test_stop_leaves_no_threads(self, tmp_path: Path) -> None:
         """After stop(), no actor, effects or store thread is left running."""

@@ -899,11 +899,15 @@ class TestApprovals:
         assert (decided.call_id, decided.approved, decided.by) == (call_id, True, "admin")
         assert [c.call_id for c in commands(loaded, RunTool)] == [call_id]
         assert not d.machine.is_waiting
-        # Loaded again (the tool's result never came: its runner died): not run again.
+        # Loaded again (the tool's result never came: its runner died): not run again,
+        # and marked as a call that may have run (it was handed to its tool).
         d.machine = SessionMachine.load(d.machine.state)
         again = d(Loaded)
         assert commands(again, RunTool) == []
-        assert kinds(again)[0] == "OrphanRecovered"
+        assert kinds(again)[:2] == ["MetadataUpdated", "OrphanRecovered"]
+        recovered = again.events[1]
+        assert isinstance(recovered, OrphanRecovered)
+        assert f"tool call {call_id} (guarded) had started" in str(recovered.reason)
 
     def test_a_stored_denial_that_ends_the_turn_on_load(self) -> None:
         """A stored denial taken on load when the turn may call the model no more: the

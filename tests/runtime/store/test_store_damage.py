@@ -265,6 +265,24 @@ class TestSnapshots:
         ):
             open_store().load_state("s")
 
+    def test_the_hash_of_the_event_the_snapshot_was_built_at(
+        self, stored: pathlib.Path, open_store: OpenStore
+    ) -> None:
+        """The snapshot is sound but the hash stored with its event was edited: the event
+        row is named (it once named the snapshot, "built from another log", whose advice,
+        a rebuild, mends nothing: the rebuild leaves a damaged log alone)."""
+        with raw(stored) as db:
+            db.execute(
+                "UPDATE events SET hash = ? WHERE session_id = 's' AND seq = 20", ("0" * 64,)
+            )
+        store = open_store(snapshot_every=10)
+        with pytest.raises(
+            CorruptRow, match=r"^Session 's' event seq 20 fails its checksum: "
+        ) as caught:
+            store.load_state("s")
+        assert (caught.value.session_id, caught.value.seq) == ("s", 20)
+        assert store.load_state("x").seq == 4
+
     def test_a_sealed_snapshot_that_differs(
         self, stored: pathlib.Path, open_store: OpenStore
     ) -> None:
@@ -324,6 +342,24 @@ class TestDamagedSummaries:
         assert [(p.session_id, p.derived) for p in problems] == [("ghost", True)]
         assert store.rebuild().removed == ("ghost",)
         assert store.check().ok
+
+    def test_sound_sessions_lists_the_others(
+        self, stored: pathlib.Path, open_store: OpenStore
+    ) -> None:
+        """``sound_sessions`` (a runtime's resume) gives the sound sessions and the damaged
+        ones' errors, where ``list_sessions`` raises the first; a log without a summary row
+        is named too."""
+        with raw(stored) as db:
+            db.execute("UPDATE sessions SET messages = messages + 1 WHERE session_id = 's'")
+            db.execute("DELETE FROM sessions WHERE session_id = 'x'")
+            db.execute("DELETE FROM snapshots WHERE session_id = 'x'")
+        store = open_store()
+        store.append(conversation("y", 2))
+        with pytest.raises(CorruptRow):
+            store.list_sessions()
+        listed, damaged = store.sound_sessions()
+        assert [info.session_id for info in listed] == ["y"]
+        assert sorted((e.session_id, e.seq) for e in damaged) == [("s", 24), ("x", 4)]
 
 
 class TestForeignFiles:

@@ -13,11 +13,14 @@ from runtime import (
     ApprovalDecided,
     ApprovalRequested,
     MessageType,
-    OrphanRecovered,
+    MetadataUpdated,
     SessionState,
     Status,
+    ToolResultPart,
     TurnStatus,
+    clean_history,
 )
+from runtime._clean import MAY_HAVE_RUN
 from runtime.store import (
     DEFAULT_ORPHAN_AGE,
     SQLiteStore,
@@ -94,11 +97,13 @@ class TestRecoverOrphans:
         head = mid_tool_call(store)
         now = head.updated_at + timedelta(seconds=301)
         (event,) = recover_orphans(store, now=now)
-        assert event == OrphanRecovered(
-            session_id="s", seq=5, at=now, turn_id="t2",
-            reason="no activity for 301 s (more than 300 s) when recover_orphans() ran; its runner is presumed dead",
-            calls_interrupted=True,
-        )  # fmt: skip
+        assert (event.session_id, event.seq, event.at) == ("s", 6, now)  # after the marking
+        assert (event.turn_id, event.calls_interrupted) == ("t2", True)
+        assert event.reason is not None
+        assert event.reason.startswith(
+            "no activity for 301 s (more than 300 s) when recover_orphans() ran; its runner "
+            "is presumed dead; tool call "
+        )
         state = store.load_state("s")
         assert state.message("m1").status is Status.PENDING_AGENT
         assert state.message("m1").turn_id is None
@@ -112,22 +117,54 @@ class TestRecoverOrphans:
         head = mid_tool_call(store)
         now = head.updated_at + timedelta(seconds=301)
         (event,) = recover_orphans(store, now=now, by="amber recover")
-        assert event.reason == (
+        assert event.reason is not None
+        assert event.reason.startswith(
             "no activity for 301 s (more than 300 s) when amber recover ran; its runner is "
-            "presumed dead"
+            "presumed dead;"
         )
 
     def test_no_invented_tool_results(self, store: Store) -> None:
         """A tool call left without a result gets no stored result; it becomes interrupted,
-        as an interrupted turn's unanswered call does, and the turn lists no open call."""
+        as an interrupted turn's unanswered call does (marked as one that may have run),
+        and the turn lists no open call."""
         head = mid_tool_call(store)
         call = next(m for m in head.messages if m.type is MessageType.TOOL_CALL)
         (event,) = recover_orphans(store, now=head.updated_at + timedelta(hours=1))
         state = store.load_state("s")
         assert [m for m in state.messages if m.type is MessageType.TOOL_RESULT] == []
-        assert state.message(call.id) == attrs.evolve(call, status=Status.INTERRUPTED)
+        assert state.message(call.id) == attrs.evolve(
+            call, status=Status.INTERRUPTED, metadata={**call.metadata, MAY_HAVE_RUN: True}
+        )
         assert dict(state.turns[event.turn_id].open_calls) == {}
         assert len(state.messages) == len(head.messages)
+
+    def test_a_call_handed_to_its_tool_may_have_run(self, store: Store) -> None:
+        """The call had been handed to its tool (it waited for no approval): it is marked
+        ``may_have_run`` (stored before the recovery, in its batch), so the model's view
+        says it may have run, and the reason names it."""
+        head = mid_tool_call(store)
+        call = next(m for m in head.messages if m.type is MessageType.TOOL_CALL)
+        assert call.tool_call is not None
+        now = head.updated_at + timedelta(hours=1)
+        (event,) = recover_orphans(store, now=now, older_than=timedelta(seconds=300))
+        assert event.seq == head.seq + 2
+        assert event.reason == (
+            "no activity for 3600 s (more than 300 s) when recover_orphans() ran; its runner "
+            f"is presumed dead; tool call {call.tool_call.id} ({call.tool_call.name}) had "
+            "started; it may have run, so check before running it again"
+        )
+        marked = store.events("s")[-2]
+        assert marked == MetadataUpdated(
+            session_id="s", seq=head.seq + 1, at=now, message_id=call.id,
+            metadata={MAY_HAVE_RUN: True},
+        )  # fmt: skip
+        (result,) = [
+            part
+            for message in clean_history(store.load_state("s")).messages
+            for part in message.parts
+            if isinstance(part, ToolResultPart)
+        ]
+        assert "it may have run, in part or in full. Check before calling it again" in (result.text)
 
     def test_recent_activity_is_left_alone(self, store: Store) -> None:
         """A turn whose session had an event within the threshold is not recovered."""
