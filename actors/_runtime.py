@@ -163,6 +163,8 @@ class Runtime(Asking, Approving, Waiting):
         self._lock = threading.Lock()
         self._state = "new"
         self._stopped = threading.Event()
+        self._started = threading.Event()  # set when a start() under way returns
+        self._starter: int | None = None  # the thread running start(), while it runs
         self.failed: StoreBusy | None = None
         """Why the runtime stopped on its own (another runtime took its name); None if not."""
         self._store: StoreThread | None = None
@@ -223,6 +225,17 @@ class Runtime(Asking, Approving, Waiting):
                     "make a new one to start again."
                 )
             self._state = "starting"
+            self._starter = threading.get_ident()
+            self._started.clear()
+        try:
+            self._start()
+        finally:  # a stop called meanwhile on another thread goes on from here
+            with self._lock:
+                self._starter = None
+            self._started.set()
+        return self
+
+    def _start(self) -> None:
         try:
             opened, self._hold = hold_store(self._store_arg, self.runner)
         except BaseException:
@@ -286,7 +299,6 @@ class Runtime(Asking, Approving, Waiting):
         except BaseException:
             self.stop()
             raise
-        return self
 
     def stop(self, *, timeout: float = 30.0) -> None:
         """Stop everything; a running turn's input goes back to pending (idempotent).
@@ -294,6 +306,10 @@ class Runtime(Asking, Approving, Waiting):
         Running sync tool calls are waited for (``timeout`` s), their results stored.
         Every event stored before ``stop`` returns is on disk; no thread is left running.
         """
+        with self._lock:
+            starting = self._starter not in (None, threading.get_ident())
+        if starting:  # start() runs on another thread: stop what it started, once it returns
+            self._started.wait()
         with self._lock:
             was = self._state
             if was == "new":  # never started: only the adapters handed over run
