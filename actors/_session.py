@@ -321,11 +321,13 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
             return True
         return False
 
-    def drain(self) -> ThreadingFuture[None]:
+    def drain(self, skip: str | None = None) -> ThreadingFuture[None]:
         """Begin a runtime stop: the session takes no new work (timers, resumes), and the
         running turn's tool runs that cannot be cancelled (sync tools) run on while every
         other run is cancelled (``Stopping.draining``). Their results are stored as they
         come; then the turn gives its input back (at once, if none runs).
+
+        ``skip``: a call not waited for (the sync tool that stops the runtime).
 
         Returns:
             A future set once no such run remains; ``shutdown`` ends the wait either way.
@@ -341,7 +343,7 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
             running = []
             for call_id in run.tools:
                 called = state.message(state.tool_calls[call_id]).tool_call
-                if called is not None and called.name in drained:
+                if called is not None and called.name in drained and call_id != skip:
                     running.append(call_id)
             if running:
                 log.info(

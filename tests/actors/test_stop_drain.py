@@ -249,3 +249,36 @@ class TestTheDrainCutsTheOtherRuns:
             rt.stop()
         assert b_calls == [0]  # the model was not called again for b
         assert b_cancelled.is_set()
+
+    def test_a_sync_tool_that_stops_the_runtime_is_not_waited_for(self, tmp_path: Path) -> None:
+        """stop() called by a sync tool (a "quit" tool) does not wait for that very call,
+        which can only end once the stop returns: the stop goes on at once (it waited out its
+        whole timeout for it, 30 s by default), and the call is recorded cut, may have run."""
+        db = tmp_path / "amber.db"
+        done = threading.Event()
+        warned = _Said("tool calls still ran")
+        box: dict[str, Runtime] = {}
+
+        @tool
+        def quit_bot() -> str:
+            """Quit."""
+            box["rt"].stop(timeout=WAIT)
+            done.set()
+            return "bye"
+
+        rt = Runtime(model=ScriptedModel([call("quit_bot")]), store=db, tools=[quit_bot])
+        box["rt"] = rt
+        logging.getLogger("amber").addHandler(warned)
+        try:
+            rt.start()
+            rt.send("s", "quit")
+            assert done.wait(WAIT)
+        finally:
+            logging.getLogger("amber").removeHandler(warned)
+            rt.stop()
+        assert not warned.event.is_set()  # the drain did not run out its time for it
+        with Runtime(model=ScriptedModel([reply("ok")]), store=db) as second:
+            timeline = second.timeline("s")
+        (recovered,) = [e for e in timeline.events() if isinstance(e, OrphanRecovered)]
+        assert recovered.reason is not None
+        assert "(quit_bot) still ran; it may have run" in recovered.reason
