@@ -22,8 +22,11 @@ __all__ = ["EffectHandle", "Effects"]
 
 log = logging.getLogger("amber.effects")
 
-_TOOL_RUN: ContextVar[tuple[Effects, str, str] | None] = ContextVar("amber_tool_run", default=None)
-"""The loop, session and tool of the tool run this code is part of (None: none). A context
+_TOOL_RUN: ContextVar[tuple[Effects, str, str, str] | None] = ContextVar(
+    "amber_tool_run", default=None
+)
+"""The loop, session, tool and call id of the tool run this code is part of (None: none). A
+context
 variable: trio gives each task a context of its own and copies it into the worker thread
 of a sync tool, so the tool's code, and what it calls, sees it."""
 
@@ -106,14 +109,20 @@ class Effects:
             )
 
     @contextlib.contextmanager
-    def running_tool(self, session_id: str, tool_name: str) -> Iterator[None]:
-        """Mark the code run inside as the tool ``tool_name``'s run in ``session_id``'s turn
-        (for ``refuse_own_wait``)."""
-        token = _TOOL_RUN.set((self, session_id, tool_name))
+    def running_tool(self, session_id: str, tool_name: str, call_id: str = "") -> Iterator[None]:
+        """Mark the code run inside as the tool ``tool_name``'s run ``call_id`` in
+        ``session_id``'s turn (for ``refuse_own_wait`` and ``own_tool_call``)."""
+        token = _TOOL_RUN.set((self, session_id, tool_name, call_id))
         try:
             yield
         finally:
             _TOOL_RUN.reset(token)
+
+    def own_tool_call(self) -> tuple[str, str] | None:
+        """The session and call id of this loop's tool run the calling code is part of (a
+        sync tool that stops the runtime: the stop must not wait for it), else None."""
+        run = _TOOL_RUN.get()
+        return None if run is None or run[0] is not self else (run[1], run[3])
 
     def refuse_own_wait(self, what: str, session_id: str, why: str, instead: str) -> None:
         """Refuse a wait for ``session_id`` made by a tool running in that session's turn (a

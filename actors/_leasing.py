@@ -296,7 +296,9 @@ class LeaseKeeper:
         From now on no claim is taken: a claim racing this either finished before (and
         its lease is given back here) or is refused."""
         self.close_intake()
-        stop_listening(self._stop, self._thread, self._listener, self._call)
+        stop_listening(self._stop, self._thread, None, self._call)
+        if self._listener is not None:  # read once the thread ended: a reconnect replaces it
+            self._listener.close()
         try:
             self._call(lambda s: [s.release(lease) for lease in list(s.held.values())])
         except Exception:

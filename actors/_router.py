@@ -125,10 +125,14 @@ class Router:
         call that ends meanwhile has its result stored (never run again after a restart);
         one still running after it is recorded interrupted by the shutdown."""
         deadline = time.monotonic() + timeout
+        services = self._services
+        # A sync tool that stops the runtime: its own call ends only once the stop returns.
+        own = services.effects.own_tool_call() if services is not None else None
         waits = []
         for session_id, entry in live:
+            skip = own[1] if own is not None and own[0] == session_id else None
             try:
-                waits.append((session_id, entry.proxy.drain().get(timeout=timeout)))
+                waits.append((session_id, entry.proxy.drain(skip).get(timeout=timeout)))
             except Exception:
                 log.exception("session %s could not begin its stop", session_id)
         for session_id, drained in waits:

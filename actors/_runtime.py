@@ -45,7 +45,6 @@ from ._drafts import post_draft, session_id_of, user_draft
 from ._effects import Effects
 from ._errors import (
     AlreadyStarted,
-    EffectsStopped,
     InvalidConfig,
     OwnedElsewhere,
     RuntimeStopped,
@@ -73,6 +72,7 @@ from ._settings import Settings
 from ._sharing import join_shared_store
 from ._storage import StoreThread
 from ._stores import StoreHold, check_front_end_store, check_store, hold_store, is_shared
+from ._teardown import stop_all
 from ._tool_actor import ToolActor, ToolStats
 from ._toolbox import Toolbox
 from ._tools import Tool
@@ -163,6 +163,8 @@ class Runtime(Asking, Approving, Waiting):
         self._lock = threading.Lock()
         self._state = "new"
         self._stopped = threading.Event()
+        self._started = threading.Event()  # set when a start() under way returns
+        self._starter: int | None = None  # the thread running start(), while it runs
         self.failed: StoreBusy | None = None
         """Why the runtime stopped on its own (another runtime took its name); None if not."""
         self._store: StoreThread | None = None
@@ -223,6 +225,17 @@ class Runtime(Asking, Approving, Waiting):
                     "make a new one to start again."
                 )
             self._state = "starting"
+            self._starter = threading.get_ident()
+            self._started.clear()
+        try:
+            self._start()
+        finally:  # a stop called meanwhile on another thread goes on from here
+            with self._lock:
+                self._starter = None
+            self._started.set()
+        return self
+
+    def _start(self) -> None:
         try:
             opened, self._hold = hold_store(self._store_arg, self.runner)
         except BaseException:
@@ -286,7 +299,6 @@ class Runtime(Asking, Approving, Waiting):
         except BaseException:
             self.stop()
             raise
-        return self
 
     def stop(self, *, timeout: float = 30.0) -> None:
         """Stop everything; a running turn's input goes back to pending (idempotent).
@@ -294,6 +306,10 @@ class Runtime(Asking, Approving, Waiting):
         Running sync tool calls are waited for (``timeout`` s), their results stored.
         Every event stored before ``stop`` returns is on disk; no thread is left running.
         """
+        with self._lock:
+            starting = self._starter not in (None, threading.get_ident())
+        if starting:  # start() runs on another thread: stop what it started, once it returns
+            self._started.wait()
         with self._lock:
             was = self._state
             if was == "new":  # never started: only the adapters handed over run
@@ -305,32 +321,11 @@ class Runtime(Asking, Approving, Waiting):
         if was in ("stopping", "stopped"):  # by another thread (say, on losing its name)
             self._stopped.wait()
             return
-        why = not_running("stopped", self.failed)
         try:
-            if self._keeper is not None:
-                self._keeper.close_intake()  # no session is claimed while the others shut down
-            if self._watch is not None:
-                self._watch.stop(why)
-            # The drain: a reply an adapter is sending now is recorded delivered before the
-            # sessions stop, so that a restart does not send it again.
-            self.router.close(why, timeout=timeout, drain=self.gateway.drain)
-            if self._keeper is not None:
-                self._keeper.stop()  # gives the leases back while the store still runs
-            for ref in self._tool_refs.values():
-                _stop(ref, timeout)
-            for ref in self._adapter_refs:
-                _stop(ref, timeout)
-            self.gateway.close_subscriptions()
-            if self._effects is not None:
-                self._close_model(min(timeout, 5.0))
-                self._effects.stop(timeout=timeout)
-            if self._store is not None:
-                self._store.stop(timeout=timeout)
-            if self._hold is not None:
-                self._hold.release()
+            stop_all(self, not_running("stopped", self.failed), timeout)
+        finally:  # every step was tried: a stop waiting on this one returns
             with self._lock:
                 self._state = "stopped"
-        finally:  # a stop waiting on this one returns, whatever happened here
             self._stopped.set()
 
     def _name_lost(self, error: StoreBusy) -> None:
@@ -338,18 +333,6 @@ class Runtime(Asking, Approving, Waiting):
         thread of its own (``stop`` joins the lease keeper's thread, which calls this)."""
         self.failed = error
         threading.Thread(target=self.stop, name="amber-stop", daemon=True).start()
-
-    def _close_model(self, timeout: float) -> None:
-        """Let a provider model close its HTTP client on the effects loop it ran on."""
-        aclose = getattr(self.model, "aclose", None)
-        effects = self._effects
-        if aclose is None or effects is None or not effects.alive:
-            return
-        try:
-            handle = effects.submit(aclose, name="close the model's client")
-        except EffectsStopped:
-            return
-        handle.done.wait(timeout)
 
     def __enter__(self) -> Self:
         try:

@@ -102,6 +102,7 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
         self._stopping = False  # shut down for a runtime stop: adapters' reports still apply
         self._halting = False  # a stop began: only tool results and delivery reports apply
         self._draining: ThreadingFuture[None] | None = None  # set once no drained run is left
+        self._refused = False  # the store refused the stop's record (the lease was lost)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -320,11 +321,13 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
             return True
         return False
 
-    def drain(self) -> ThreadingFuture[None]:
+    def drain(self, skip: str | None = None) -> ThreadingFuture[None]:
         """Begin a runtime stop: the session takes no new work (timers, resumes), and the
         running turn's tool runs that cannot be cancelled (sync tools) run on while every
         other run is cancelled (``Stopping.draining``). Their results are stored as they
-        come; then the turn gives its input back.
+        come; then the turn gives its input back (at once, if none runs).
+
+        ``skip``: a call not waited for (the sync tool that stops the runtime).
 
         Returns:
             A future set once no such run remains; ``shutdown`` ends the wait either way.
@@ -340,17 +343,16 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
             running = []
             for call_id in run.tools:
                 called = state.message(state.tool_calls[call_id]).tool_call
-                if called is not None and called.name in drained:
+                if called is not None and called.name in drained and call_id != skip:
                     running.append(call_id)
-            if running:  # else nothing to wait for: shutdown records the stop, as ever
+            if running:
                 log.info(
                     "session %s: the stop waits for tool calls %s (sync tools, which cannot "
                     "be cancelled)", self.session_id, ", ".join(sorted(running)),
                 )  # fmt: skip
-                try:  # stores nothing: the runs go on, the others are cancelled
-                    self._step(Stopping(draining=frozenset(running), **self._svc.stamp()))
-                except Exception:
-                    log.exception("session %s: could not begin the stop", self.session_id)
+            # Every other run is cancelled now (with nothing to wait for, the stop is recorded
+            # now): run on through the drain, an async call's result would call the model.
+            self._record_stop(Stopping(draining=frozenset(running), **self._svc.stamp()))
         self._check_drained()
         return future
 
@@ -366,18 +368,24 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
         ``lost``: the session's lease was taken over (whoever stops it said so in the
         log): the store refuses the write, and the new owner recovers the turn.
         """
+        self._record_stop(Stopping(**self._svc.stamp()), lost=lost)
+        self._close()
+        self._stopping = True
+        self._fail_waiters(RuntimeStopped("The runtime stopped before the session was idle."))
+        self._asks.fail_all(RuntimeStopped("The runtime stopped before the turn answered."))
+
+    def _record_stop(self, stopping: Stopping, *, lost: bool = False) -> None:
+        if self._refused:  # the lease was lost: said once
+            return
         try:
-            self._step(Stopping(**self._svc.stamp()))
+            self._step(stopping)
         except LeaseLost as exc:
+            self._refused = True
             if not lost:  # found out here: one line, no traceback (it is no bug)
                 log.warning("session %s: stopped without recording it here: %s",
                             self.session_id, exc)  # fmt: skip
         except Exception:
             log.exception("session %s: could not record the stopped turn", self.session_id)
-        self._close()
-        self._stopping = True
-        self._fail_waiters(RuntimeStopped("The runtime stopped before the session was idle."))
-        self._asks.fail_all(RuntimeStopped("The runtime stopped before the turn answered."))
 
     # -- told by effects, tools, adapters and timers ---------------------------------------
 

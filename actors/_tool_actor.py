@@ -88,7 +88,9 @@ class ToolActor(pykka.ThreadingActor):
         finished = False
         try:
             try:
-                with self._effects.running_tool(request.session_id, self.tool.name):
+                with self._effects.running_tool(
+                    request.session_id, self.tool.name, request.call_id
+                ):
                     outcome = await self.tool.invoke(request.arguments)
             except BaseException as exc:  # a Tool of its own, whatever it raised but cancellation
                 if passes_through(exc):

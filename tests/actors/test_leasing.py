@@ -14,6 +14,7 @@ from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import psycopg
 import pytest
 
 from actors import RuntimeStopped, Settings
@@ -23,6 +24,7 @@ from actors._router import Router
 from actors._storage import StoreThread
 from runtime import StoreError
 from runtime.store import PostgresStore
+from runtime.store._pg_schema import name_key
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 TTL = timedelta(seconds=30)
@@ -387,3 +389,76 @@ class TestRenewal:
         assert (lease.token, lease.expires_at) == (1, now[0] + TTL)
         assert store.call(lambda s: s.held["s"]).result(60) == lease
         assert dropped == []
+
+
+class _Asked(Exception):
+    """What a store call asked for (``_asks``)."""
+
+
+class _Probe:
+    def __getattr__(self, name: str) -> Any:
+        raise _Asked(name)
+
+
+def _asks(fn: Callable[[Any], Any]) -> str | None:
+    """The first store attribute ``fn`` uses (it is not run against the store)."""
+    try:
+        fn(_Probe())
+    except _Asked as asked:
+        return str(asked)
+    except Exception:
+        return None
+    return None
+
+
+class ListenerGate:
+    """A ``StoreThread`` whose calls for a new listener wait at a gate (on the caller's
+    thread: the keeper's, reconnecting), and which tells when the listeners are woken (a
+    stop began)."""
+
+    def __init__(self, inner: StoreThread) -> None:
+        self.inner = inner
+        self.reconnecting, self.release, self.waking = (threading.Event() for _ in range(3))
+        self.gated = False
+
+    def call(self, fn: Callable[[Any], Any]) -> Future[Any]:
+        asked = _asks(fn)
+        if asked == "listener" and self.gated:
+            self.reconnecting.set()
+            assert self.release.wait(60)
+        elif asked == "wake_listeners":
+            self.waking.set()
+        return self.inner.call(fn)
+
+
+class TestStopRacingAReconnect:
+    def test_the_listener_made_meanwhile_is_closed_and_the_name_let_go(
+        self, store: StoreThread, postgres_dsn: str, schema: str
+    ) -> None:
+        """stop() while the keeper's thread reconnects its listening connection: the new
+        connection is closed too, so the runner's name is free once stop returns. stop
+        closed the listener it read before the thread ended, the old one: the new one stayed
+        open, holding the name (a runtime of that name starting in this process was refused,
+        or stopped itself on finding its name taken)."""
+        gate = ListenerGate(store)
+        keeper = keeper_on(gate)
+        keeper.start()
+        stopper = threading.Thread(target=keeper.stop)
+        try:
+            gate.gated = True
+            with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+                pid = keeper._listener._conn.info.backend_pid
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                assert gate.reconnecting.wait(60)
+                stopper.start()
+                assert gate.waking.wait(60)  # the stop read the listener, and joins the thread
+                gate.release.set()
+                stopper.join(60)
+                assert not stopper.is_alive()
+                key = name_key(schema, "w1")
+                row = admin.execute("SELECT pg_try_advisory_lock(%s::bigint)", (key,)).fetchone()
+                assert row == (True,), "the runner's name is still held"
+        finally:
+            gate.release.set()
+            if stopper.is_alive() or not stopper.ident:
+                keeper.stop()

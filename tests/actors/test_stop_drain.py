@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from actors import Runtime, ScriptedModel, Settings, call, reply, tool
 from runtime import ModelRequest, OrphanRecovered, Status, ToolResultPart
@@ -174,3 +175,110 @@ class TestStopDrainsSyncToolCalls:
             "its result was lost; it may have run, in part or in full. Check before calling "
             "it again.]"
         ]
+
+
+class TestTheDrainCutsTheOtherRuns:
+    def test_an_async_call_of_another_session_is_cancelled_at_once_and_no_model_is_called(
+        self, tmp_path: Path
+    ) -> None:
+        """While the stop waits for session a's sync call, session b (no sync call running)
+        has its async call cancelled at once, as for a in the same stop (docs/runtime.md).
+        It ran on through the drain: its result came in, and b called the model again while
+        the runtime stopped."""
+        db = tmp_path / "amber.db"
+        draining = threading.Event()  # the stop waits for a's call
+        decided = threading.Event()  # b's call was cancelled, or b called the model again
+        a_started, b_started, b_cancelled = threading.Event(), threading.Event(), threading.Event()
+        b_calls: list[int] = []
+
+        @tool
+        def deploy() -> str:
+            """Deploy."""
+            a_started.set()
+            assert decided.wait(WAIT)
+            return "deployed"
+
+        @tool
+        async def fetch() -> str:
+            """Fetch."""
+            b_started.set()
+            done = False
+            try:
+                await trio.to_thread.run_sync(draining.wait, WAIT, abandon_on_cancel=True)
+                done = True
+            finally:
+                if not done:
+                    b_cancelled.set()
+                    decided.set()
+            return "fetched"
+
+        def answer(request: ModelRequest) -> Any:
+            if request.session_id == "a":
+                return reply("Done.") if _results(request) else call("deploy")
+            b_calls.append(len(_results(request)))
+            if _results(request):
+                decided.set()
+                return reply("Done.")
+            return call("fetch")
+
+        settings = Settings(passivate_after=None)
+        rt = Runtime(
+            model=ScriptedModel(answer), store=db, tools=[deploy, fetch], settings=settings
+        )
+        rt.start()
+        said = _Said("waits for tool calls")
+        logging.getLogger("amber").addHandler(said)
+        try:
+            rt.send("b", "fetch")
+            rt.send("a", "deploy")
+            # Both calls run: a's thread waits for the decision, b's for the drain.
+            assert a_started.wait(WAIT)
+            assert b_started.wait(WAIT)
+            logging.getLogger("amber").setLevel(logging.INFO)
+            stopper = threading.Thread(target=rt.stop, kwargs={"timeout": WAIT})
+            stopper.start()
+            assert said.event.wait(WAIT)
+            draining.set()
+            stopper.join(WAIT)
+            assert not stopper.is_alive()
+        finally:
+            decided.set()
+            draining.set()
+            logging.getLogger("amber").removeHandler(said)
+            logging.getLogger("amber").setLevel(logging.NOTSET)
+            rt.stop()
+        assert b_calls == [0]  # the model was not called again for b
+        assert b_cancelled.is_set()
+
+    def test_a_sync_tool_that_stops_the_runtime_is_not_waited_for(self, tmp_path: Path) -> None:
+        """stop() called by a sync tool (a "quit" tool) does not wait for that very call,
+        which can only end once the stop returns: the stop goes on at once (it waited out its
+        whole timeout for it, 30 s by default), and the call is recorded cut, may have run."""
+        db = tmp_path / "amber.db"
+        done = threading.Event()
+        warned = _Said("tool calls still ran")
+        box: dict[str, Runtime] = {}
+
+        @tool
+        def quit_bot() -> str:
+            """Quit."""
+            box["rt"].stop(timeout=WAIT)
+            done.set()
+            return "bye"
+
+        rt = Runtime(model=ScriptedModel([call("quit_bot")]), store=db, tools=[quit_bot])
+        box["rt"] = rt
+        logging.getLogger("amber").addHandler(warned)
+        try:
+            rt.start()
+            rt.send("s", "quit")
+            assert done.wait(WAIT)
+        finally:
+            logging.getLogger("amber").removeHandler(warned)
+            rt.stop()
+        assert not warned.event.is_set()  # the drain did not run out its time for it
+        with Runtime(model=ScriptedModel([reply("ok")]), store=db) as second:
+            timeline = second.timeline("s")
+        (recovered,) = [e for e in timeline.events() if isinstance(e, OrphanRecovered)]
+        assert recovered.reason is not None
+        assert "(quit_bot) still ran; it may have run" in recovered.reason

@@ -1,0 +1,79 @@
+"""What ``Runtime.stop`` stops, in order, and how: every step is tried.
+
+A step that fails (a store whose close raises, say) is logged and the stop goes
+on: the steps after it still stop their threads and let the store go (a lock
+kept would refuse every later runtime on the file in this process). The first
+error is raised once all are done.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from ._effects import Effects
+from ._errors import EffectsStopped
+from ._runtime_args import _stop
+
+if TYPE_CHECKING:
+    from ._runtime import Runtime
+
+__all__ = ["stop_all"]
+
+log = logging.getLogger("amber.runtime")
+
+Step = tuple[str, Callable[[], object]]
+
+
+def stop_all(rt: Runtime, why: str, timeout: float) -> None:
+    """Stop what ``rt`` started, every step tried (``why``: ``RuntimeStopped``'s message).
+
+    Raises:
+        Exception: the first step's error, once every step was tried.
+    """
+    first: Exception | None = None
+    for name, step in _steps(rt, why, timeout):
+        try:
+            step()
+        except Exception as exc:
+            log.exception("the runtime's stop could not %s; it goes on", name)
+            first = first or exc
+    if first is not None:
+        raise first
+
+
+def _steps(rt: Runtime, why: str, timeout: float) -> Iterable[Step]:
+    keeper, watch, effects, store, hold = rt._keeper, rt._watch, rt._effects, rt._store, rt._hold
+    if keeper is not None:  # no session is claimed while the others shut down
+        yield "close the lease keeper's intake", keeper.close_intake
+    if watch is not None:
+        yield "stop the answer watch", lambda: watch.stop(why)
+    # The drain: a reply an adapter is sending now is recorded delivered before the
+    # sessions stop, so that a restart does not send it again.
+    yield "close the router", lambda: rt.router.close(why, timeout=timeout, drain=rt.gateway.drain)
+    if keeper is not None:  # gives the leases back while the store still runs
+        yield "stop the lease keeper", keeper.stop
+    for ref in [*rt._tool_refs.values(), *rt._adapter_refs]:
+        yield f"stop {ref}", functools.partial(_stop, ref, timeout)
+    yield "close the subscriptions", rt.gateway.close_subscriptions
+    if effects is not None:
+        yield "close the model", lambda: _close_model(rt.model, effects, min(timeout, 5.0))
+        yield "stop the effects loop", lambda: effects.stop(timeout=timeout)
+    if store is not None:
+        yield "stop the store", lambda: store.stop(timeout=timeout)
+    if hold is not None:
+        yield "let the store go", hold.release
+
+
+def _close_model(model: Any, effects: Effects, timeout: float) -> None:
+    """Let a provider model close its HTTP client on the effects loop it ran on."""
+    aclose = getattr(model, "aclose", None)
+    if aclose is None or not effects.alive:
+        return
+    try:
+        handle = effects.submit(aclose, name="close the model's client")
+    except EffectsStopped:
+        return
+    handle.done.wait(timeout)
