@@ -20,6 +20,7 @@ from runtime import (
     ModelEnded,
     RunTool,
     Status,
+    Stopping,
     ToolCallDelta,
     ToolDone,
     ToolOutcome,
@@ -123,3 +124,19 @@ class TestInterruptMidTool:
         d = Driver()
         d.started()
         assert kinds(d(Interrupt)) == ["TurnEnded"]
+
+    def test_an_interrupt_during_a_draining_stop_marks_what_the_stop_cut_too(self) -> None:
+        """A stop waits for ``c0`` and cancelled ``c1``; an interrupt then ends the turn: both
+        were handed to their tools, and both are marked."""
+        d = Driver(attrs.evolve(SETTINGS, tools=(TOOL, attrs.evolve(TOOL, name="fetch"))))
+        c0, c1 = _calling(d, "lookup", "fetch")
+        d(Stopping, draining={c0})
+        ended = d(Interrupt)
+        assert kinds(ended) == ["MetadataUpdated", "MetadataUpdated", "TurnEnded"]
+        turn_end = ended.events[-1]
+        assert isinstance(turn_end, TurnEnded)
+        assert turn_end.reason == (
+            "interrupted by the user; tool calls c0 (lookup), c1 (fetch) had started; they "
+            "may have run, so check before running them again"
+        )
+        assert set(_results(d)) == {c0, c1}
