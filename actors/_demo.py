@@ -31,7 +31,17 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.text import Text
 
-from runtime import Delta, SessionState, Status, TurnEnded, TurnOutcome, Update, call, reply
+from runtime import (
+    Delta,
+    MessageAdded,
+    SessionState,
+    Status,
+    TurnEnded,
+    TurnOutcome,
+    Update,
+    call,
+    reply,
+)
 from runtime.store import SQLiteStore
 
 from ._cli_adapter import CliAdapter
@@ -76,6 +86,9 @@ class DemoResult:
     """Events stored."""
     interrupt_seq: int
     """Seq of the ``TurnEnded`` that recorded the interrupt."""
+    input_seq: int
+    """Seq of the ``MessageAdded`` of the question that interrupted it (the state just before
+    the interrupt: the same batch then marks the cut tool call as one that may have run)."""
 
 
 def demo_session_id(store: SQLiteStore, wanted: str | None = None) -> str:
@@ -213,8 +226,14 @@ def run_demo(
     interrupt = next(
         e for e in events if isinstance(e, TurnEnded) and e.outcome is TurnOutcome.INTERRUPTED
     )
+    asked = max(e.seq for e in events if isinstance(e, MessageAdded) and e.seq < interrupt.seq)
     return DemoResult(
-        session_id=session, db=db, state=state, events=len(events), interrupt_seq=interrupt.seq
+        session_id=session,
+        db=db,
+        state=state,
+        events=len(events),
+        interrupt_seq=interrupt.seq,
+        input_seq=asked,
     )
 
 
@@ -255,7 +274,7 @@ def print_summary(result: DemoResult, console: Console, *, db_arg: str) -> None:
     ]
     for label, value in lines:
         console.print(Text.assemble((label, "bold"), value), soft_wrap=True)
-    seq = result.interrupt_seq
+    seq, before = result.interrupt_seq, result.input_seq
     console.print()
     console.print(
         Text.assemble(("Inspect it: ", "bold"), command_line("inspect", session, options=db)),
@@ -264,10 +283,10 @@ def print_summary(result: DemoResult, console: Console, *, db_arg: str) -> None:
     hints = [
         (command_line("timeline", session, options=db), "one line per event"),
         (
-            command_line("show", session, options=("--at", seq - 1, *db)),
+            command_line("show", session, options=("--at", before, *db)),
             "the state just before the interrupt",
         ),
-        (command_line("diff", session, seq - 1, seq, options=db), "what the interrupt changed"),
+        (command_line("diff", session, before, seq, options=db), "what the interrupt changed"),
         (
             command_line("replay", session, options=("--verify", *db)),
             "rebuild it from the log and check",

@@ -197,15 +197,7 @@ class Tool:
             with trio.move_on_after(math.inf if self.timeout is None else self.timeout) as scope:
                 value = await self._call(kwargs)
             if scope.cancelled_caught:
-                return ToolOutcome(
-                    content=(
-                        f"Tool {self.name!r} did not finish within its time limit of "
-                        f"{self.timeout:g} s and was stopped. Try a smaller or simpler request; "
-                        "the limit is set where the tool is defined (tool(timeout=...))."
-                    ),
-                    is_error=True,
-                    error_type="timeout",
-                )
+                return ToolOutcome(content=self._timed_out(), is_error=True, error_type="timeout")
             return value if isinstance(value, ToolOutcome) else ToolOutcome(content=text_of(value))
         except (Exception, SystemExit) as exc:  # a tool never takes the session down
             return ToolOutcome(
@@ -219,6 +211,22 @@ class Tool:
             return ToolOutcome(
                 content=describe_exception(exc), is_error=True, error_type="exception"
             )
+
+    def _timed_out(self) -> str:
+        """What the model reads for a run past its timeout: it may have run (a cancelled
+        async tool in part; a sync one's thread runs on and may still finish)."""
+        if self.cancellable:
+            ended = "was stopped; it may have run in part, so check before calling it again"
+        else:
+            ended = (
+                "was left running in its thread (a sync tool cannot be stopped): it may have "
+                "run, in part or in full, and may still finish, so check before calling it again"
+            )
+        return (
+            f"Tool {self.name!r} did not finish within its time limit of {self.timeout:g} s and "
+            f"{ended}. Try a smaller or simpler request; the limit is set where the tool is "
+            "defined (tool(timeout=...))."
+        )
 
     async def _call(self, kwargs: dict[str, Any]) -> Any:
         if self._signature.is_async:

@@ -162,8 +162,9 @@ def result_text(message: Message, limit: int | None) -> tuple[str, bool]:
 
 MAY_HAVE_RUN = "may_have_run"
 """Metadata key set on a tool call that was running when a runtime stop cut it
-(``runtime/_shutdown.py``), or that a runner which died had handed to its tool
-(orphan recovery, ``runtime/_handed.py``): its interrupted result says it may have run."""
+(``runtime/_shutdown.py``), when an interrupt (or any other end) cut its turn
+(``_turn_ops.end_turn``), or that a runner which died had handed to its tool (orphan
+recovery, ``runtime/_handed.py``): its interrupted result says it may have run."""
 
 
 def synthesized_text(call: Message, name: str, current: str | None) -> str:
@@ -172,7 +173,7 @@ def synthesized_text(call: Message, name: str, current: str | None) -> str:
         return f"[No result yet: the call to {name} is still running.]"
     if call.metadata.get(MAY_HAVE_RUN) is True:
         return (
-            f"[Interrupted: the call to {name} was still running when the runtime stopped, "
+            f"[Interrupted: the call to {name} was still running when its turn was cut off, "
             "and its result was lost; it may have run, in part or in full. Check before "
             "calling it again.]"
         )

@@ -12,7 +12,10 @@ When a turn is given back with such calls (a stop cut them, ``_shutdown.py``;
 or its runner died and recovery takes it back, ``_turn_ops.orphaned`` and
 ``store.recover_orphans``), each is marked ``MAY_HAVE_RUN`` before the
 ``OrphanRecovered``, so the result the model's view makes up for it says it may
-have run, and the turn's reason names them.
+have run, and the turn's reason names them. So is a call still running when its
+turn ends otherwise (an interrupt, new input, a failure: ``_turn_ops.end_turn``),
+before the ``TurnEnded``: a sync tool's abandoned thread runs on to the end, and a
+cancelled async tool may have done part of its work.
 """
 
 from __future__ import annotations

@@ -18,7 +18,10 @@ ERROR_TYPES: Mapping[str, str] = types.MappingProxyType(
     {
         "invalid_arguments": "the arguments are not a JSON object that fits the tool's schema",
         "unknown_tool": "the model called a tool the toolbox does not have",
-        "timeout": "the tool did not finish within its time limit and was cancelled",
+        "timeout": (
+            "the tool did not finish within its time limit and was stopped (an async tool) or "
+            "left running in its thread (a sync tool): it may have run, in part or in full"
+        ),
         "exception": "the tool raised an exception",
         "exit_status": "a shell command exited with a non-zero status",
         "denied": "a person denied the call (its tool needs approval), or no one answered in time",

@@ -312,12 +312,18 @@ def end_turn(
     """End the running turn (interrupted or error): cancel its runs, keep partial output.
 
     Partial output keeps the provider data of what streamed (``model_parts``);
-    when the model failed, ``model_error`` says why on it.
+    when the model failed, ``model_error`` says why on it. A tool call still running
+    was handed to its tool and may have run (a sync tool's thread runs on): it is
+    marked ``MAY_HAVE_RUN`` before the ``TurnEnded``, whose reason names it.
     """
     open_cut_call(s)
     run = s.run
     assert run is not None
     cancel_runs(s, run)
+    handed = sorted({*run.tools, *(run.stopping or ())} - set(s.state.tool_results))
+    if handed:
+        reason = f"{reason}; {started_text(s.state, handed)}"
+    mark_may_have_run(s, handed)
     elapsed = max(0.0, s.mono - run.started_mono)
     partial: list[Message] = []
     assembly = run.assembly

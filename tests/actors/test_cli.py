@@ -21,6 +21,13 @@ from runtime.store import SQLiteStore
 __all__ = ["recorded"]
 
 
+WRITE_REPORT_MAY_HAVE_RUN = (
+    "[Interrupted: the call to write_report was still running when its turn was cut off, and "
+    "its result was lost; it may have run, in part or in full. Check before calling it again.]"
+)
+"""What the model reads for the demo's write_report call, which the interrupt cut."""
+
+
 class TestMain:
     def test_events_lists_every_kind(self, capsys: pytest.CaptureFixture[str]) -> None:
         """`amber events` prints one line per event kind; main() returns the exit code."""
@@ -238,7 +245,7 @@ class TestSessionAndSeqErrors:
         assert result.exit_code == ExitCode.NOT_FOUND
         assert "it holds 2 session(s); list them with: amber sessions --db" in result.stderr
 
-    @pytest.mark.parametrize("seq", ["99", "-100", "47", "-48"])
+    @pytest.mark.parametrize("seq", ["99", "-100", "48", "-49"])
     def test_seq_out_of_range(self, recorded: Recorded, seq: str) -> None:
         """A seq the session does not hold exits 3 and says which seqs it holds, positive
         and negative (just past the lowest negative one, it named only -1)."""
@@ -279,7 +286,7 @@ class TestSessionAndSeqErrors:
             # User trial: the advice named --from, though --to is the problem.
             assert empty.stderr == (
                 "amber: --to 0 is seq 0, the empty state before the first event: no event lies "
-                "up to it. Pass --to between 1 and 46 (session 'demo' holds seq 1 to 46), or a "
+                "up to it. Pass --to between 1 and 47 (session 'demo' holds seq 1 to 47), or a "
                 "negative number to count back from the head.\n"
             )
         same = amber("timeline", "demo", "--from", "5", "--to", "5", "--db", recorded.db)
@@ -381,9 +388,12 @@ class TestTimeline:
         interrupt = events[recorded.demo.interrupt_seq - 1]
         assert "turn_ended" in interrupt
         assert (
-            "turn_5be1ef79_000032 ends interrupted (interrupted by msg_5be1ef79_000039)"
+            "turn_5be1ef79_000032 ends interrupted (interrupted by msg_5be1ef79_000039; tool call"
             in interrupt
         )
+        # The write_report call was running: the interrupt's batch marks it first.
+        marked = events[recorded.demo.interrupt_seq - 2]
+        assert "msg_5be1ef79_000036 metadata: may_have_run=true" in marked
         assert "1 unanswered call(s) interrupted" in interrupt
 
     def test_filters(self, recorded: Recorded) -> None:
@@ -397,7 +407,8 @@ class TestTimeline:
         assert [line.split()[0] for line in window.output.splitlines()[1:]] == ["2", "3"]
         call = amber("timeline", "demo", "--message", "msg_5be1ef79_000036", "--db", recorded.db)
         kinds = [line.split()[2] for line in call.output.splitlines()[1:]]
-        assert kinds == ["message_added", "status_changed", "turn_ended"]  # shown, interrupted
+        # shown, marked as a call that may have run, interrupted
+        assert kinds == ["message_added", "status_changed", "metadata_updated", "turn_ended"]
 
     def test_model_call_events(self, recorded: Recorded) -> None:
         """Model calls read as numbered calls: started, then completed with cost and outcome."""
@@ -455,7 +466,7 @@ class TestTimeline:
 class TestShow:
     def test_state_before_the_interrupt(self, recorded: Recorded) -> None:
         """The header, the event, every message with its status, the active turn."""
-        seq = recorded.demo.interrupt_seq - 1
+        seq = recorded.demo.input_seq
         result = amber("show", "demo", "--at", seq, "--db", recorded.db)
         assert result.exit_code == 0
         out = result.output
@@ -521,7 +532,7 @@ class TestShow:
         assert result.exit_code == 0
         text = result.output
         json.loads(text)
-        assert "[Interrupted: the call to write_report ended before it returned a result.]" in text
+        assert WRITE_REPORT_MAY_HAVE_RUN in text
 
     def test_provider_view_text(self, recorded: Recorded) -> None:
         """Without --json the request is printed as JSON under the header."""
@@ -805,7 +816,7 @@ class TestShowMessageView:
         text = result.stdout
         json.loads(text)
         assert "write_report" in text
-        assert "[Interrupted: the call to write_report ended before it returned a result.]" in text
+        assert WRITE_REPORT_MAY_HAVE_RUN in text
         assert "Write me a long report" not in text  # only what this message made
 
     def test_text_names_the_message_view_and_call(self, recorded: Recorded) -> None:

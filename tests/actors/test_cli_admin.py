@@ -36,7 +36,7 @@ class TestFork:
     def test_fork_mid_turn(self, recorded: Recorded, tmp_path: Path) -> None:
         """A fork before the interrupt keeps the active turn and says how to recover it."""
         db = recorded.copy(tmp_path)
-        seq = recorded.demo.interrupt_seq - 1
+        seq = recorded.demo.input_seq
         result = amber("fork", "demo", "--at", seq, "--db", db)
         assert result.exit_code == 0
         new = f"demo-fork-{seq}"
@@ -95,7 +95,7 @@ class TestFork:
     def test_diff_against_the_source(self, recorded: Recorded, tmp_path: Path) -> None:
         """A fork equals its source at the fork's seq; later, the diff shows what the source did."""
         db = recorded.copy(tmp_path)
-        seq = recorded.demo.interrupt_seq - 1
+        seq = recorded.demo.input_seq
         amber("fork", "demo", "--at", seq, "--as", "f", "--db", db)
         same = amber("diff", "demo", seq, "1", "--other", "f", "--db", db)
         assert same.exit_code == 0
@@ -105,7 +105,7 @@ class TestFork:
         data = json.loads(later.output)
         assert data["other_session_id"] == "f"
         assert [m["id"] for m in data["removed"]] == [
-            "msg_5be1ef79_000044"
+            "msg_5be1ef79_000045"
         ]  # the reply the fork lacks
         assert data["model_calls"] == []
 
@@ -115,7 +115,7 @@ class TestFork:
         """A fork's message table shows seq 1 (its branch_imported) for the messages it
         inherited, not the source's seq; one message in full names where it came from."""
         db = recorded.copy(tmp_path)
-        seq = recorded.demo.interrupt_seq - 1
+        seq = recorded.demo.input_seq
         amber("fork", "demo", "--at", seq, "--as", "f", "--db", db)
         with SQLiteStore(db) as store:
             source = store.load_state("demo").messages
@@ -292,7 +292,7 @@ class TestReplay:
         if not sealed:
             assert result.exit_code == ExitCode.FAILED
             assert (
-                "✗ snapshot: Session 'demo' snapshot at seq 46 is corrupt: messages chunk 0 does "
+                "✗ snapshot: Session 'demo' snapshot at seq 47 is corrupt: messages chunk 0 does "
                 "not match its digest" in result.output
             )
             return
@@ -326,7 +326,7 @@ class TestReplay:
             assert "✗ summary: the session row says" in result.output
         else:
             assert (
-                "✗ summary: Session 'demo' seq 46: its summary row does not match its digest"
+                "✗ summary: Session 'demo' seq 47: its summary row does not match its digest"
                 in (result.output)
             )
         assert "Diverged: 1 of 2 session(s)." in result.output
@@ -544,7 +544,7 @@ class TestRecover:
     def orphan(self, recorded: Recorded, tmp_path: Path) -> Path:
         """A store with a fork taken mid-turn: its active turn has no runner."""
         db = recorded.copy(tmp_path)
-        amber("fork", "demo", "--at", recorded.demo.interrupt_seq - 1, "--as", "orphan", "--db", db)
+        amber("fork", "demo", "--at", recorded.demo.input_seq, "--as", "orphan", "--db", db)
         return db
 
     def test_young_turns_are_left_alone(self, orphan: Path) -> None:

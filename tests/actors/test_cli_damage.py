@@ -184,10 +184,10 @@ class TestSummaries:
             conn.execute("DELETE FROM sessions WHERE session_id = 'demo'")
         listed = amber("sessions", "--db", db)
         assert listed.exit_code == ExitCode.BAD_STORE
-        assert "Session 'demo' has events up to seq 46 but no summary row" in listed.stderr
+        assert "Session 'demo' has events up to seq 47 but no summary row" in listed.stderr
         checked = amber("check", "--db", db)
         assert checked.exit_code == ExitCode.FAILED
-        assert "✗ session 'demo' seq 46: its events are stored but its summary row is missing" in (
+        assert "✗ session 'demo' seq 47: its events are stored but its summary row is missing" in (
             checked.output
         )
         assert f"amber recover --rebuild --db {db} mends it" in checked.output
@@ -213,9 +213,9 @@ class TestCheck:
     def test_a_sound_store(self, recorded: Recorded) -> None:
         result = amber("check", "--db", recorded.db)
         assert result.exit_code == ExitCode.OK, result.output
-        assert "2 session(s), 51 event(s)" in result.output
+        assert "2 session(s), 52 event(s)" in result.output
         assert result.output.splitlines()[-1] == (
-            "Sound: 2 session(s) checked, 51 event(s), no problem found: every row decodes, "
+            "Sound: 2 session(s) checked, 52 event(s), no problem found: every row decodes, "
             "chains and replays."
         )
         data = json.loads(amber("check", "--json", "--db", recorded.db).output)
@@ -257,7 +257,7 @@ class TestCheck:
                 "WHERE session_id = 'demo' AND seq = 21"
             )
         checked = json.loads(amber("check", "--json", "--db", db).output)
-        assert checked["events"] == 51 - recorded.demo.events + 20
+        assert checked["events"] == 52 - recorded.demo.events + 20
         header = amber("check", "--db", db).output.splitlines()[0]
         assert header.startswith(f"Checked {db}: 2 session(s), {checked['events']} event(s) in ")
         assert header.endswith(" s (of a damaged log, the events before the damaged row).")
@@ -352,7 +352,7 @@ class TestUserTrial:
             conn.execute("DELETE FROM sessions WHERE session_id = 'broken'")
         result = amber("replay", "--all", "--verify", "--db", db)
         assert result.exit_code == ExitCode.FAILED, result.output
-        assert "Replayed demo: 46 events" in result.output
+        assert "Replayed demo: 47 events" in result.output
         assert "✗ summary: Session 'broken' has events up to seq " in result.output
         assert "Diverged: 1 of 2 session(s)." in result.output
         no_traceback(result.output)
@@ -400,10 +400,10 @@ class TestUserTrial:
     def cut(self, recorded: Recorded, tmp_path: Path) -> Path:
         """demo's last event deleted (its summary row intact), and a session left orphaned."""
         db = recorded.copy(tmp_path)
-        amber("fork", "demo", "--at", recorded.demo.interrupt_seq - 1, "--as", "orphan", "--db", db)
+        amber("fork", "demo", "--at", recorded.demo.input_seq, "--as", "orphan", "--db", db)
         with raw(db) as conn:
             conn.execute("DROP TRIGGER events_no_delete")
-            conn.execute("DELETE FROM events WHERE session_id = 'demo' AND seq = 46")
+            conn.execute("DELETE FROM events WHERE session_id = 'demo' AND seq = 47")
         return db
 
     def test_cut_log_says_restore(self, cut: Path) -> None:
@@ -411,31 +411,31 @@ class TestUserTrial:
         listed = amber("sessions", "--db", cut)
         assert listed.exit_code == ExitCode.BAD_STORE
         assert listed.stderr == (
-            "amber: CorruptRow: Session 'demo' seq 46: its summary row says the log ends at seq "
-            "46, but it ends at seq 45: events 46 to 46 were lost. Restore the file from a backup "
+            "amber: CorruptRow: Session 'demo' seq 47: its summary row says the log ends at seq "
+            "47, but it ends at seq 46: events 47 to 47 were lost. Restore the file from a backup "
             "(rebuilding would make the shorter log look sound).\n"
         )
         shown = amber("timeline", "demo", "--db", cut)
         assert shown.exit_code == ExitCode.BAD_STORE
-        assert "events 46 to 46 were lost. Restore the file from a backup" in shown.stderr
+        assert "events 47 to 47 were lost. Restore the file from a backup" in shown.stderr
         assert "recover --rebuild" not in shown.stderr
 
     def test_rebuild_leaves_the_cut_log_and_exits_1(self, cut: Path) -> None:
         rebuilt = amber("recover", "--rebuild", "--db", cut)
         assert rebuilt.exit_code == ExitCode.FAILED, rebuilt.output
-        assert "Left alone: session 'demo' seq 46:" in rebuilt.output
+        assert "Left alone: session 'demo' seq 47:" in rebuilt.output
         assert rebuilt.stderr == ""
         checked = amber("check", "--json", "--db", cut)
         assert checked.exit_code == ExitCode.FAILED
         (problem,) = json.loads(checked.output)["problems"]
-        assert (problem["session_id"], problem["seq"], problem["derived"]) == ("demo", 46, False)
+        assert (problem["session_id"], problem["seq"], problem["derived"]) == ("demo", 47, False)
 
     def test_recover_the_other_sessions(self, cut: Path) -> None:
         """Orphan recovery goes on for the sound sessions and reports the damaged one."""
         result = amber("recover", "--older-than", "0", "--db", cut)
         assert result.exit_code == ExitCode.FAILED, result.output
-        assert "Recovered orphan: turn_5be1ef79_000032 (seq 2)" in result.output
-        assert "Left alone: Session 'demo' seq 46: " in result.output
+        assert "Recovered orphan: turn_5be1ef79_000032 (seq 3)" in result.output
+        assert "Left alone: Session 'demo' seq 47: " in result.output
         assert result.stderr == ""
         data = json.loads(amber("recover", "--older-than", "0", "--json", "--db", cut).output)
         assert data["recovered"] == []

@@ -87,7 +87,7 @@ class TestRecoverFindsLogDamage:
         """An orphaned turn in a damaged log is not recovered: its event would chain onto
         rows that cannot be trusted. The sound orphan beside it is."""
         db = recorded.copy(tmp_path)
-        seq = recorded.demo.interrupt_seq - 1
+        seq = recorded.demo.input_seq
         for name in ("orphan", "damaged"):
             forked = amber("fork", "demo", "--at", seq, "--as", name, "--db", db)
             assert forked.exit_code == ExitCode.OK, forked.output

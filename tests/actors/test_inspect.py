@@ -122,6 +122,8 @@ class TestInspect:
                 and line.split()[2].startswith("msg_")
             }
             assert rows == {"msg_5be1ef79_000031": "~", "msg_5be1ef79_000036": "~"}
+            await pilot.press("k")  # the interrupt's batch marked the running call first
+            assert "~ msg_5be1ef79_000036" in pane(app)
             await pilot.press("k")
             text = pane(app)
             assert "+ msg_5be1ef79_000039 user question pending_agent" in text

@@ -58,7 +58,7 @@ class TestPolish:
 
     def test_o_opens_one_message_whole(self, demo: Timeline, recorded: Recorded) -> None:
         """o lists the event's messages first, then the newest; Enter shows one whole."""
-        seq = recorded.demo.interrupt_seq - 1  # the interrupting question is added here
+        seq = recorded.demo.input_seq  # the interrupting question is added here
         ids = Ids(recorded.demo.state)
 
         async def scenario(app: InspectApp, pilot: Pilot[None]) -> None:

@@ -271,7 +271,7 @@ class TestAppOnAStore:
             assert app.seq == 2
             assert table.cursor_row == 2
             await pilot.press("end")
-            assert app.seq == 46
+            assert app.seq == 47
             assert table.cursor_row == 7
 
         try:

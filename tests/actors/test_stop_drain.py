@@ -171,7 +171,7 @@ class TestStopDrainsSyncToolCalls:
         (cut,) = [m for m in timeline.head if m.tool_call is not None]
         assert cut.status is Status.INTERRUPTED
         assert seen == [  # what the next runtime's model reads for it
-            "[Interrupted: the call to deploy was still running when the runtime stopped, and "
+            "[Interrupted: the call to deploy was still running when its turn was cut off, and "
             "its result was lost; it may have run, in part or in full. Check before calling "
             "it again.]"
         ]

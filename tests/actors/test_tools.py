@@ -729,19 +729,11 @@ class TestInvoke:
 
         outcome = invoke(slow, {}, autojump=True)
         assert outcome.duration_ms == pytest.approx(200.0)
-        assert attrs.evolve(outcome, duration_ms=0.0) == ToolOutcome(
-            content=(
-                "Tool 'slow' did not finish within its time limit of 0.2 s and was stopped. "
-                "Try a smaller or simpler request; the limit is set where the tool is defined "
-                "(tool(timeout=...))."
-            ),
-            is_error=True,
-            error_type="timeout",
-            summary=(
-                "Tool 'slow' did not finish within its time limit of 0.2 s and was stopped. "
-                "Try a smaller or simpler request; the limit is set where the tool is defined "
-                "(tool(timeout=...))."
-            ),
+        assert (outcome.is_error, outcome.error_type) == (True, "timeout")
+        assert outcome.content == (
+            "Tool 'slow' did not finish within its time limit of 0.2 s and was stopped; it may "
+            "have run in part, so check before calling it again. Try a smaller or simpler "
+            "request; the limit is set where the tool is defined (tool(timeout=...))."
         )
         assert cancelled == [pytest.approx(0.2)]
 
@@ -761,6 +753,13 @@ class TestInvoke:
             release.set()
         assert outcome.error_type == "timeout"
         assert time.monotonic() - started < BOUND
+        # Its thread runs on (it cannot be stopped): the model is told it may have run.
+        assert outcome.content == (
+            "Tool 'blocked' did not finish within its time limit of 0.2 s and was left running "
+            "in its thread (a sync tool cannot be stopped): it may have run, in part or in "
+            "full, and may still finish, so check before calling it again. Try a smaller or "
+            "simpler request; the limit is set where the tool is defined (tool(timeout=...))."
+        )
 
     def test_no_timeout(self) -> None:
         """timeout=None lets a tool run as long as it takes."""
@@ -1075,6 +1074,13 @@ class TestGeneratorTools:
             release.set()
         assert outcome.error_type == "timeout"
         assert time.monotonic() - started < BOUND
+        # Its thread runs on (it cannot be stopped): the model is told it may have run.
+        assert outcome.content == (
+            "Tool 'slow' did not finish within its time limit of 0.2 s and was left running "
+            "in its thread (a sync tool cannot be stopped): it may have run, in part or in "
+            "full, and may still finish, so check before calling it again. Try a smaller or "
+            "simpler request; the limit is set where the tool is defined (tool(timeout=...))."
+        )
 
     def test_async_generator_is_drawn(self) -> None:
         """An async generator's items become a JSON list (not its repr)."""

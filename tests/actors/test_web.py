@@ -200,7 +200,7 @@ class TestSession:
 
     def test_views_beside_the_state(self, recorded: Recorded) -> None:
         """Each provider view is the request rebuilt from that state, as amber show prints it."""
-        seq = recorded.demo.interrupt_seq - 1
+        seq = recorded.demo.input_seq
         with SQLiteStore(recorded.db) as store:
             state = store.load_timeline("demo").at(seq)
         with web(recorded.db) as (client, _):
@@ -440,7 +440,7 @@ class TestFork:
     ) -> None:
         """POST /fork stores a fork as amber fork does and redirects to it."""
         db = recorded.copy(tmp_path)
-        seq = recorded.demo.interrupt_seq - 1
+        seq = recorded.demo.input_seq
         with web(db) as (client, _):
             posted = client.post(
                 "/fork", data={"s": "demo", "at": str(seq), "as": "", "token": TOKEN}

@@ -681,7 +681,7 @@ class TestRecovery:
         ]
         assert (result.call_id, result.synthesized) == (c0, True)
         assert result.text == (
-            "[Interrupted: the call to lookup was still running when the runtime stopped, and "
+            "[Interrupted: the call to lookup was still running when its turn was cut off, and "
             "its result was lost; it may have run, in part or in full. Check before calling "
             "it again.]"
         )

@@ -10,7 +10,7 @@ HANG = FakeTool("hang", ToolBehaviour.HANG)
 GUARDED = FakeTool("guarded", approval=True)
 
 MAY_HAVE_RUN = (
-    "[Interrupted: the call to hang was still running when the runtime stopped, and its "
+    "[Interrupted: the call to hang was still running when its turn was cut off, and its "
     "result was lost; it may have run, in part or in full. Check before calling it again.]"
 )
 NEVER_STARTED = "[Interrupted: the call to guarded ended before it returned a result.]"
