@@ -11,14 +11,15 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+import pykka
 
 from ._effects import Effects
 from ._errors import EffectsStopped
+from ._gateway import Gateway
+from ._router import Router
 from ._runtime_args import _stop
-
-if TYPE_CHECKING:
-    from ._runtime import Runtime
 
 __all__ = ["stop_all"]
 
@@ -27,7 +28,23 @@ log = logging.getLogger("amber.runtime")
 Step = tuple[str, Callable[[], object]]
 
 
-def stop_all(rt: Runtime, why: str, timeout: float) -> None:
+class Stoppable(Protocol):
+    """What ``stop_all`` stops: the parts a ``Runtime`` started (``Runtime`` is one; this
+    module does not import it, which imports this)."""
+
+    router: Router
+    gateway: Gateway
+    model: Any
+    _keeper: Any
+    _watch: Any
+    _effects: Effects | None
+    _store: Any
+    _hold: Any
+    _tool_refs: dict[str, pykka.ActorRef[Any]]
+    _adapter_refs: list[pykka.ActorRef[Any]]
+
+
+def stop_all(rt: Stoppable, why: str, timeout: float) -> None:
     """Stop what ``rt`` started, every step tried (``why``: ``RuntimeStopped``'s message).
 
     Raises:
@@ -44,7 +61,7 @@ def stop_all(rt: Runtime, why: str, timeout: float) -> None:
         raise first
 
 
-def _steps(rt: Runtime, why: str, timeout: float) -> Iterable[Step]:
+def _steps(rt: Stoppable, why: str, timeout: float) -> Iterable[Step]:
     keeper, watch, effects, store, hold = rt._keeper, rt._watch, rt._effects, rt._store, rt._hold
     if keeper is not None:  # no session is claimed while the others shut down
         yield "close the lease keeper's intake", keeper.close_intake
