@@ -217,7 +217,8 @@ class Runtime(Asking, Approving, Waiting):
 
         Raises:
             AlreadyStarted: the runtime was started before.
-            StoreBusy: another runtime runs this SQLite file, or this ``Store`` object.
+            StoreBusy: another runtime runs this SQLite file, or this ``Store`` object, or
+                took this runtime's name while it started (PostgreSQL).
             StoreError: the store cannot be opened, or (a SQLite file) cannot be written.
         """
         with self._lock:
@@ -298,8 +299,10 @@ class Runtime(Asking, Approving, Waiting):
                     if info.needs_runner and (resume == "all" or info.session_id in resume):
                         with contextlib.suppress(OwnedElsewhere):  # run by another worker
                             self.router.load(info.session_id)
-        except BaseException:
+        except BaseException as exc:
             self.stop()
+            if isinstance(exc, RuntimeStopped) and self.failed is not None:
+                raise self.failed from exc  # why it stopped (its name lost meanwhile)
             raise
 
     def stop(self, *, timeout: float = 30.0) -> None:

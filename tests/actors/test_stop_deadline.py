@@ -18,7 +18,14 @@ from typing import Any
 
 import pytest
 
-from actors import Runtime, ScriptedModel, Settings, StopTimeout, call, tool
+from actors import (
+    Runtime,
+    ScriptedModel,
+    Settings,
+    StopTimeout,
+    call,
+    tool,
+)
 from actors._deadline import RESERVE, STORE_FLOOR
 from actors._effects import Effects
 from actors._storage import StoreThread
