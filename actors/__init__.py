@@ -76,6 +76,7 @@ if _typing.TYPE_CHECKING:
     from ._errors import RuntimeStopped as RuntimeStopped
     from ._errors import ScriptExhausted as ScriptExhausted
     from ._errors import SessionGone as SessionGone
+    from ._errors import StopTimeout as StopTimeout
     from ._gateway import Gateway as Gateway
     from ._gateway import Subscription as Subscription
     from ._ids import Clock as Clock
@@ -165,6 +166,7 @@ _SOURCES: dict[str, str] = {
     "RuntimeStopped": "._errors",
     "ScriptExhausted": "._errors",
     "SessionGone": "._errors",
+    "StopTimeout": "._errors",
     "Gateway": "._gateway",
     "Subscription": "._gateway",
     "Clock": "._ids",
@@ -263,6 +265,7 @@ __all__ = [
     "SessionGone",
     "Settings",
     "SilentChannelAdapter",
+    "StopTimeout",
     "StoreBusy",
     "StoreError",
     "StreamAssembler",

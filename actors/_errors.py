@@ -86,6 +86,11 @@ class IdleTimeout(AmberError, TimeoutError):
     """A session did not become idle (or settled) within the time given."""
 
 
+class StopTimeout(AmberError, TimeoutError):
+    """``Runtime.stop`` waited its whole timeout for a stop another thread began, which
+    still runs (the runtime is not yet stopped)."""
+
+
 class AskTimeout(AmberError, TimeoutError):
     """An input sent with ``ask`` was not answered within the time given (its turn goes on)."""
 

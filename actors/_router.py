@@ -23,6 +23,7 @@ import trio
 
 from runtime import Delivered, Status
 
+from ._deadline import Deadline
 from ._errors import OwnedElsewhere, RuntimeStopped, SessionGone
 from ._services import Services
 from ._session import SendFailed, SessionActor, describe_error
@@ -67,37 +68,43 @@ class Router:
             self._closing = False
 
     def close(
-        self, why: str, *, timeout: float, drain: Callable[[float], None] | None = None
+        self,
+        why: str,
+        *,
+        timeout: float | Deadline,
+        drain: Callable[[float], None] | None = None,
     ) -> None:
         """Stop routing; every live session shuts down (a running turn's input goes back to
         pending) and its actor stops.
 
         Args:
             why: the ``RuntimeStopped`` message of calls from now on.
-            timeout: seconds each step may take: a session's shutdown and then its
-                actor's stop (so up to twice this for a session that hangs), the drain,
-                and the wait for a session being dropped meanwhile (twice this: it too
-                shuts down, then its actor stops). Each wait ends as soon as what it
-                waits for is done; only a session that hangs uses its bound.
-            drain: called with ``timeout`` once every session has shut down (so none
+            timeout: the close's deadline (seconds from now, or the stop's ``Deadline``):
+                every wait shares it. The sessions' running sync tool calls are waited for
+                until ``RESERVE`` s before it; then each session's shutdown, the drain,
+                the wait for a session being dropped meanwhile and each actor's stop get
+                what is left. Each wait ends as soon as what it waits for is done; only
+                something that hangs uses the time left.
+            drain: called with the seconds left once every session has shut down (so none
                 publishes any more); returns when the adapters have handled what was
                 published (the gateway's ``drain``). Until then the sessions' actors still
                 store the adapters' delivery reports: a reply being sent when the runtime
                 stopped is recorded delivered, and not sent again after a restart.
         """
+        deadline = timeout if isinstance(timeout, Deadline) else Deadline(timeout, time.monotonic)
         with self._lock:
             self._why_closed = why
             self._closing = True
             live = list(self._live.items())
-        self._drain_tools(live, timeout)
+        self._drain_tools(live, deadline)
         for session_id, entry in live:
             try:
-                entry.proxy.shutdown().get(timeout=timeout)
+                entry.proxy.shutdown().get(timeout=deadline.left())
             except Exception:
                 log.exception("session %s did not shut down cleanly", session_id)
         if drain is not None:
             try:
-                drain(timeout)
+                drain(deadline.left())
             except Exception:
                 log.exception("the adapters could not be drained")
         with self._lock:
@@ -106,25 +113,26 @@ class Router:
             self._changed.notify_all()
             # A session being dropped (its lease lost, a reload) was out of the table when
             # the close began: wait for its actor to stop too, or it would run on after.
-            if not self._changed.wait_for(lambda: self._dropping == 0, 2 * timeout):
-                log.warning("a session being stopped did not stop within %s s", 2 * timeout)
+            if not self._changed.wait_for(lambda: self._dropping == 0, deadline.left()):
+                log.warning("a session being stopped did not stop by the stop's deadline "
+                            "(%s s)", deadline.timeout)  # fmt: skip
         # Each actor's stop is queued behind the delivery reports told to it in the drain.
         for session_id, entry in live:
             try:
-                entry.ref.stop(block=True, timeout=timeout)
+                entry.ref.stop(block=True, timeout=deadline.left())
             except pykka.ActorDeadError:
                 pass
             except pykka.Timeout:
                 # Go on stopping the others: a Timeout escaping here left every later
                 # actor, and the effects and store threads, running (pykka's actor threads
                 # are not daemon threads: the process could not exit).
-                log.warning("session %s did not stop within %s s", session_id, timeout)
+                log.warning("session %s did not stop by the stop's deadline (%s s)",
+                            session_id, deadline.timeout)  # fmt: skip
 
-    def _drain_tools(self, live: list[tuple[str, _Live]], timeout: float) -> None:
-        """Wait, ``timeout`` seconds in all, for the sessions' running sync tool calls: a
-        call that ends meanwhile has its result stored (never run again after a restart);
-        one still running after it is recorded interrupted by the shutdown."""
-        deadline = time.monotonic() + timeout
+    def _drain_tools(self, live: list[tuple[str, _Live]], deadline: Deadline) -> None:
+        """Wait, until ``RESERVE`` s before the deadline, for the sessions' running sync tool
+        calls: a call that ends meanwhile has its result stored (never run again after a
+        restart); one still running after it is recorded interrupted by the shutdown."""
         services = self._services
         # A sync tool that stops the runtime: its own call ends only once the stop returns.
         own = services.effects.own_tool_call() if services is not None else None
@@ -132,16 +140,17 @@ class Router:
         for session_id, entry in live:
             skip = own[1] if own is not None and own[0] == session_id else None
             try:
-                waits.append((session_id, entry.proxy.drain(skip).get(timeout=timeout)))
+                waits.append((session_id, entry.proxy.drain(skip).get(timeout=deadline.left())))
             except Exception:
                 log.exception("session %s could not begin its stop", session_id)
         for session_id, drained in waits:
             try:
-                drained.get(timeout=max(0.0, deadline - time.monotonic()))
+                drained.get(timeout=deadline.drain_left())
             except pykka.Timeout:
                 log.warning(
-                    "session %s: tool calls still ran %s s into the stop; they are recorded "
-                    "interrupted (they may have run)", session_id, timeout,
+                    "session %s: tool calls still ran when the stop's time for them was out "
+                    "(its timeout, %s s, less what the steps after need); they are recorded "
+                    "interrupted (they may have run)", session_id, deadline.timeout,
                 )  # fmt: skip
 
     # -- routing ------------------------------------------------------------------------

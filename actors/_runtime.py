@@ -41,6 +41,7 @@ from ._answers import ReplyWaiter, StreamEvent
 from ._approving import Approving
 from ._asking import Asking
 from ._damage import call_told, resumable
+from ._deadline import Deadline
 from ._drafts import post_draft, session_id_of, user_draft
 from ._effects import Effects
 from ._errors import (
@@ -48,6 +49,7 @@ from ._errors import (
     InvalidConfig,
     OwnedElsewhere,
     RuntimeStopped,
+    StopTimeout,
     not_running,
     unknown_session,
 )
@@ -215,7 +217,8 @@ class Runtime(Asking, Approving, Waiting):
 
         Raises:
             AlreadyStarted: the runtime was started before.
-            StoreBusy: another runtime runs this SQLite file, or this ``Store`` object.
+            StoreBusy: another runtime runs this SQLite file, or this ``Store`` object, or
+                took this runtime's name while it started (PostgreSQL).
             StoreError: the store cannot be opened, or (a SQLite file) cannot be written.
         """
         with self._lock:
@@ -296,16 +299,25 @@ class Runtime(Asking, Approving, Waiting):
                     if info.needs_runner and (resume == "all" or info.session_id in resume):
                         with contextlib.suppress(OwnedElsewhere):  # run by another worker
                             self.router.load(info.session_id)
-        except BaseException:
+        except BaseException as exc:
             self.stop()
+            if isinstance(exc, RuntimeStopped) and self.failed is not None:
+                raise self.failed from exc  # why it stopped (its name lost meanwhile)
             raise
 
     def stop(self, *, timeout: float = 30.0) -> None:
         """Stop everything; a running turn's input goes back to pending (idempotent).
 
-        Running sync tool calls are waited for (``timeout`` s), their results stored.
-        Every event stored before ``stop`` returns is on disk; no thread is left running.
+        ``timeout`` bounds the whole stop: running sync tool calls are waited for (their
+        results stored) until ``RESERVE`` (1 s, at most half the timeout) before it, every
+        later step gets what is left, and the store's close at least ``STORE_FLOOR`` (1 s):
+        the stop returns within ``timeout`` + 1 s, plus the lease keeper's own bounded
+        waits (PostgreSQL). Every event stored before ``stop`` returns is on disk.
+
+        Raises:
+            StopTimeout: a stop begun by another thread still ran after ``timeout``.
         """
+        deadline = Deadline(timeout, self.monotonic)
         with self._lock:
             starting = self._starter not in (None, threading.get_ident())
         if starting:  # start() runs on another thread: stop what it started, once it returns
@@ -315,14 +327,19 @@ class Runtime(Asking, Approving, Waiting):
             if was == "new":  # never started: only the adapters handed over run
                 self._state = "stopped"
                 for ref in self._adapter_refs:
-                    _stop(ref, timeout)
+                    _stop(ref, deadline.left())
                 return
             self._state = "stopped" if was == "stopped" else "stopping"
         if was in ("stopping", "stopped"):  # by another thread (say, on losing its name)
-            self._stopped.wait()
+            if not self._stopped.wait(deadline.left()):
+                raise StopTimeout(
+                    f"Runtime.stop(timeout={timeout!r}) waited {timeout!r} s for the stop "
+                    "another thread began, and it still runs (it waits for a sync tool call, "
+                    "say); call stop() again, with a longer timeout, to wait for it."
+                )
             return
         try:
-            stop_all(self, not_running("stopped", self.failed), timeout)
+            stop_all(self, not_running("stopped", self.failed), deadline)
         finally:  # every step was tried: a stop waiting on this one returns
             with self._lock:
                 self._state = "stopped"

@@ -72,6 +72,7 @@ from ._services import Services
 from ._session_effects import _model_effect, _tell, _Wake
 from ._session_sync import StoreSync
 from ._tool_actor import ToolRequest
+from ._waiting import busy_reasons
 
 __all__ = ["SendFailed", "SessionActor", "describe_error"]
 
@@ -207,15 +208,29 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
 
         Returns:
             The message as stored.
+
+        Raises:
+            RuntimeStopped: the runtime stops (nothing is stored).
         """
+        self._refuse_if_halting("the input was not stored")
         return self._added(self._step(InputArrived(draft=draft, **self._svc.stamp())))
 
     def add_output(self, draft: Draft) -> Message:
-        """Store a notification (or other output that needs no turn) for the user."""
+        """Store a notification (or other output that needs no turn) for the user.
+
+        Raises:
+            RuntimeStopped: the runtime stops (nothing is stored).
+        """
+        self._refuse_if_halting("the notification was not stored")
         return self._added(self._step(OutputPosted(draft=draft, **self._svc.stamp())))
 
     def interrupt(self, reason: str = "interrupted by the user") -> bool:
-        """Interrupt the running turn, if any; True if one was interrupted."""
+        """Interrupt the running turn, if any; True if one was interrupted.
+
+        Raises:
+            RuntimeStopped: the runtime stops (the stop ends the turn).
+        """
+        self._refuse_if_halting("the turn was not interrupted; the stop ends it")
         if self._machine.run is None:
             return False
         self._step(Interrupt(reason=reason, **self._svc.stamp()))
@@ -251,34 +266,7 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
         """What keeps ``when_idle(settled)`` from answering, in words (for ``IdleTimeout``):
         ``turn`` (a turn runs or waits to be recovered), ``inputs`` (inputs wait for a turn),
         ``delivery`` (output waits for an adapter's report)."""
-        machine, state = self._machine, self._machine.state
-        why: dict[str, str] = {}
-        turn, run = state.active_turn, machine.run
-        if turn is not None and run is None:
-            why["turn"] = (
-                f"turn {turn.id} was left active by a runner that stopped and waits to be "
-                "recovered (Settings.recover_after)"
-            )
-        elif turn is not None and run is not None and not machine.is_waiting:
-            doing = []
-            if run.model_run is not None:
-                doing.append("waiting for the model")
-            if run.tools:
-                doing.append(f"running tool calls {', '.join(sorted(run.tools))}")
-            if turn.awaiting_approval:
-                waiting = ", ".join(sorted(turn.awaiting_approval))
-                doing.append(f"tool calls {waiting} wait for approval")
-            why["turn"] = f"turn {turn.id} is active" + (f" ({'; '.join(doing)})" if doing else "")
-        if state.queued:
-            ids = list(state.queued)
-            why["inputs"] = f"{_count(len(ids), 'input waits', 'inputs wait')} ({', '.join(ids)})"
-        if settled and self._awaiting and machine.is_quiet:
-            ids = sorted(self._awaiting)
-            why["delivery"] = (
-                f"{_count(len(ids), 'message waits', 'messages wait')} for an adapter to report "
-                f"{'it' if len(ids) == 1 else 'them'} delivered ({', '.join(ids)})"
-            )
-        return why
+        return busy_reasons(self._machine, self._awaiting, settled=settled)
 
     def is_idle(self) -> bool:
         """True when nothing runs: no turn, or one that only waits for approval."""
@@ -290,7 +278,9 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
         Raises:
             InvalidConfig: the call approved is of a tool this runtime does not have (the
                 session was loaded by a runtime other than its workers); nothing is stored.
+            RuntimeStopped: the runtime stops: nothing is stored, no tool run starts.
         """
+        self._refuse_if_halting("the decision was not stored; the call waits on")
         turn = self._machine.state.active_turn
         message_id = turn.awaiting_approval.get(call_id) if turn is not None else None
         if approved and message_id is not None:
@@ -304,6 +294,16 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
         stamp = self._svc.stamp()
         given = ApprovalGiven(call_id=call_id, approved=approved, reason=reason, by=by, **stamp)
         return any(isinstance(e, ApprovalDecided) for e in self._step(given).events)
+
+    def _refuse_if_halting(self, what: str) -> None:
+        """A call queued behind the stop's drain (its caller looked the actor up before the
+        router closed) must not step: an input would interrupt the drained turn, an
+        approval start a tool run during the stop."""
+        if self._halting:
+            raise RuntimeStopped(
+                f"The runtime stopped while this call to session {self.session_id!r} waited "
+                f"for it; {what}. Call again once a runtime runs the session."
+            )
 
     def close_if_idle(self, seq: int) -> bool:
         """Agree to passivate if nothing happened since ``seq`` and nothing is pending (no
@@ -591,7 +591,3 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
             else:
                 future.set(state)
         self._waiters = keep
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import pykka
 
+from ._deadline import STORE_FLOOR, Deadline
 from ._effects import Effects
 from ._errors import EffectsStopped
 from ._gateway import Gateway
@@ -44,14 +45,16 @@ class Stoppable(Protocol):
     _adapter_refs: list[pykka.ActorRef[Any]]
 
 
-def stop_all(rt: Stoppable, why: str, timeout: float) -> None:
-    """Stop what ``rt`` started, every step tried (``why``: ``RuntimeStopped``'s message).
+def stop_all(rt: Stoppable, why: str, deadline: Deadline) -> None:
+    """Stop what ``rt`` started, every step tried (``why``: ``RuntimeStopped``'s message),
+    each waiting for what is left of ``deadline`` (the store's close at least
+    ``STORE_FLOOR`` s).
 
     Raises:
         Exception: the first step's error, once every step was tried.
     """
     first: Exception | None = None
-    for name, step in _steps(rt, why, timeout):
+    for name, step in _steps(rt, why, deadline):
         try:
             step()
         except Exception as exc:
@@ -61,7 +64,8 @@ def stop_all(rt: Stoppable, why: str, timeout: float) -> None:
         raise first
 
 
-def _steps(rt: Stoppable, why: str, timeout: float) -> Iterable[Step]:
+def _steps(rt: Stoppable, why: str, deadline: Deadline) -> Iterable[Step]:
+    left = deadline.left
     keeper, watch, effects, store, hold = rt._keeper, rt._watch, rt._effects, rt._store, rt._hold
     if keeper is not None:  # no session is claimed while the others shut down
         yield "close the lease keeper's intake", keeper.close_intake
@@ -69,19 +73,23 @@ def _steps(rt: Stoppable, why: str, timeout: float) -> Iterable[Step]:
         yield "stop the answer watch", lambda: watch.stop(why)
     # The drain: a reply an adapter is sending now is recorded delivered before the
     # sessions stop, so that a restart does not send it again.
-    yield "close the router", lambda: rt.router.close(why, timeout=timeout, drain=rt.gateway.drain)
+    yield "close the router", lambda: rt.router.close(why, timeout=deadline, drain=rt.gateway.drain)
     if keeper is not None:  # gives the leases back while the store still runs
         yield "stop the lease keeper", keeper.stop
     for ref in [*rt._tool_refs.values(), *rt._adapter_refs]:
-        yield f"stop {ref}", functools.partial(_stop, ref, timeout)
+        yield f"stop {ref}", functools.partial(_stop_by, ref, deadline)
     yield "close the subscriptions", rt.gateway.close_subscriptions
     if effects is not None:
-        yield "close the model", lambda: _close_model(rt.model, effects, min(timeout, 5.0))
-        yield "stop the effects loop", lambda: effects.stop(timeout=timeout)
+        yield "close the model", lambda: _close_model(rt.model, effects, min(left(), 5.0))
+        yield "stop the effects loop", lambda: effects.stop(timeout=left())
     if store is not None:
-        yield "stop the store", lambda: store.stop(timeout=timeout)
+        yield "stop the store", lambda: store.stop(timeout=left(STORE_FLOOR))
     if hold is not None:
         yield "let the store go", hold.release
+
+
+def _stop_by(ref: Any, deadline: Deadline) -> None:
+    _stop(ref, deadline.left())
 
 
 def _close_model(model: Any, effects: Effects, timeout: float) -> None:

@@ -14,12 +14,13 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
 from worker_procs import GUARD, Worker
 
-from actors import Runtime, RuntimeStopped, ScriptedModel, Settings, StoreBusy
+from actors import Runtime, RuntimeStopped, ScriptedModel, Settings, StoreBusy, reply
 from runtime import hang
 from runtime.store import PostgresStore
 from runtime.store._pg_schema import name_key
@@ -125,3 +126,31 @@ def test_a_worker_whose_name_was_taken_while_disconnected_exits(
     assert code == 1, worker.text
     assert "amber: StoreBusy: Another runtime took the name 'w1' on this store" in said
     assert "Give each worker its own --name" in said
+
+
+class TestNameLostDuringStart:
+    def test_start_raises_the_store_busy_that_stopped_it(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The runner's name is lost while start() resumes sessions: the lease keeper says
+        so (``failed``) and refuses the claim with RuntimeStopped. start() raised that
+        RuntimeStopped; it raises the StoreBusy that caused it (the stop chained)."""
+        db = tmp_path / "amber.db"
+        with Runtime(model=ScriptedModel([hang()]), store=db) as first:
+            first.send("s", "question")  # pending for the next runtime, whatever the stop finds
+        rt = Runtime(model=ScriptedModel([reply("ok")]), store=db, resume="all")
+        taken = StoreBusy("Another runtime took the name 'w1' on this store …")
+        loads: list[str] = []
+
+        def load(session_id: str) -> None:
+            loads.append(session_id)
+            rt._name_lost(taken)  # what the lease keeper's thread does, then its claim fails
+            raise RuntimeStopped(f"The runtime stopped: {taken}")
+
+        monkeypatch.setattr(rt.router, "load", load)
+        with pytest.raises(StoreBusy) as raised:
+            rt.start()
+        assert loads  # the resume loop ran into it
+        assert raised.value is taken
+        assert isinstance(raised.value.__cause__, RuntimeStopped)
+        assert not rt.running
