@@ -64,6 +64,7 @@ from runtime import (
 
 from ._answers import AskInput, CancelAsk, ReplyWaiter
 from ._asks import AskBook
+from ._busy import busy_reasons
 from ._damage import load_error
 from ._effects import EffectHandle
 from ._errors import EffectsStopped, InvalidConfig, RuntimeStopped, SessionGone
@@ -72,7 +73,6 @@ from ._services import Services
 from ._session_effects import _model_effect, _tell, _Wake
 from ._session_sync import StoreSync
 from ._tool_actor import ToolRequest
-from ._waiting import busy_reasons
 
 __all__ = ["SendFailed", "SessionActor", "describe_error"]
 

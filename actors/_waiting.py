@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pykka
 
-from runtime import SessionMachine, SessionState, Status, UnknownSession
+from runtime import SessionState, Status, UnknownSession
 
 from ._drafts import session_id_of
 from ._errors import IdleTimeout, OwnedElsewhere
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ._router import Router
     from ._settings import Settings
 
-__all__ = ["Waiting", "busy_reasons"]
+__all__ = ["Waiting"]
 
 log = logging.getLogger("amber.runtime")
 
@@ -198,40 +198,3 @@ class Waiting:
                 "wait_idle(settled=False) does not wait for delivery."
             )
         return f"{head}: {'; '.join(why.values())}. {' '.join(hints)}"
-
-
-def busy_reasons(machine: SessionMachine, awaiting: set[str], *, settled: bool) -> dict[str, str]:
-    """What keeps a session actor's ``when_idle(settled)`` from answering, in words (its
-    ``waiting_for``; ``awaiting``: the messages an adapter will report delivered)."""
-    state = machine.state
-    why: dict[str, str] = {}
-    turn, run = state.active_turn, machine.run
-    if turn is not None and run is None:
-        why["turn"] = (
-            f"turn {turn.id} was left active by a runner that stopped and waits to be "
-            "recovered (Settings.recover_after)"
-        )
-    elif turn is not None and run is not None and not machine.is_waiting:
-        doing = []
-        if run.model_run is not None:
-            doing.append("waiting for the model")
-        if run.tools:
-            doing.append(f"running tool calls {', '.join(sorted(run.tools))}")
-        if turn.awaiting_approval:
-            waiting = ", ".join(sorted(turn.awaiting_approval))
-            doing.append(f"tool calls {waiting} wait for approval")
-        why["turn"] = f"turn {turn.id} is active" + (f" ({'; '.join(doing)})" if doing else "")
-    if state.queued:
-        ids = list(state.queued)
-        why["inputs"] = f"{_count(len(ids), 'input waits', 'inputs wait')} ({', '.join(ids)})"
-    if settled and awaiting and machine.is_quiet:
-        ids = sorted(awaiting)
-        why["delivery"] = (
-            f"{_count(len(ids), 'message waits', 'messages wait')} for an adapter to report "
-            f"{'it' if len(ids) == 1 else 'them'} delivered ({', '.join(ids)})"
-        )
-    return why
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
