@@ -119,10 +119,14 @@ def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: obje
 def _non_negative_cost(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 <= value < float("inf")
+    ):
         raise InvalidEvent(
-            f"{type(instance).__name__}.{attribute.name} must be a non-negative number of US "
-            f"dollars or None (got {shown(value)}); compute it with call_cost()."
+            f"{type(instance).__name__}.{attribute.name} must be a finite, non-negative number "
+            f"of US dollars or None (got {shown(value)}); compute it with call_cost()."
         )
 
 

@@ -91,10 +91,15 @@ def _duration(instance: object, attribute: attrs.Attribute[Any], value: object) 
 def _dollars(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+    # Finite: JSON holds no infinity (it was stored as null, and read back as no cost).
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 <= value < float("inf")
+    ):
         raise InvalidEvent(
-            f"{type(instance).__name__}.{attribute.name} must be a non-negative number of US "
-            f"dollars or None (got {shown(value)})."
+            f"{type(instance).__name__}.{attribute.name} must be a finite, non-negative number "
+            f"of US dollars or None (got {shown(value)})."
         )
 
 

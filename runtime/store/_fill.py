@@ -42,7 +42,7 @@ def fill_summaries(db: Db) -> int:
         ).fetchone()
         values = (*stored[:8], Tally.of(head).to_text(), int(head.waits_for_approval))
         db.execute(
-            "UPDATE sessions SET cost = ?, waits = ?, digest = ? WHERE session_id = ?",
+            "UPDATE sessions SET cost = ?, waits = ?, row_digest = ? WHERE session_id = ?",
             (values[8], values[9], summary_row_digest(values), session_id),
         )
         filled += 1

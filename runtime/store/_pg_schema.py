@@ -13,7 +13,7 @@ Tables (version 1), the SQLite store's tables with PostgreSQL's types, plus
 
     amber_meta       key -> value ('schema_version', 'application')
     sessions         one summary row per session (seq, times, counts, active turn, cost,
-                     whether it waits for approval (version 2), digest)
+                     whether it waits for approval, row_digest (version 2))
     events           (session_id, seq) -> kind, canonical JSON text, hash (chained, see _chain)
     snapshots        session_id -> the latest snapshot's seq, record and its digest
     snapshot_chunks  (session_id, part, chunk) -> version seq, chunk (zlib JSON), its digest
@@ -40,6 +40,7 @@ import psycopg
 from psycopg import sql
 
 from .._errors import NotAStore, SchemaVersionError
+from ._summaries import OLDER_WRITER
 
 __all__ = [
     "PG_SCHEMA_VERSION",
@@ -161,9 +162,24 @@ _GUARDS = (
 _SUMMARY_COST = (
     "ALTER TABLE {schema}.sessions ADD COLUMN IF NOT EXISTS cost text",
     "ALTER TABLE {schema}.sessions ADD COLUMN IF NOT EXISTS waits integer",
+    # The row's digest moves to row_digest; digest stays for an older Amber's writes to
+    # name (a worker still running one writes rows without the cost).
+    "DO $$ BEGIN ALTER TABLE {schema}.sessions RENAME COLUMN digest TO row_digest; "
+    "EXCEPTION WHEN duplicate_column THEN NULL; END $$",
+    "ALTER TABLE {schema}.sessions ADD COLUMN IF NOT EXISTS digest text",
+    "CREATE OR REPLACE FUNCTION {schema}.amber_sessions_older_writer() RETURNS trigger "
+    "LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION '"
+    + OLDER_WRITER
+    + "' USING ERRCODE = 'integrity_constraint_violation'; END $$",
+    "DROP TRIGGER IF EXISTS sessions_older_writer ON {schema}.sessions",
+    "CREATE TRIGGER sessions_older_writer BEFORE INSERT OR UPDATE OF digest "
+    "ON {schema}.sessions FOR EACH ROW WHEN (NEW.digest IS NOT NULL) "
+    "EXECUTE FUNCTION {schema}.amber_sessions_older_writer()",
 )
 """Version 2: summary rows hold the session's cost and whether it waits for approval (the
-rows stored are filled by ``_fill``, in the same transaction)."""
+rows stored are filled by ``_fill``, in the same transaction), and their digest is
+``row_digest``: the ``digest`` column an older Amber writes is refused, saying to upgrade
+it (it would leave the cost stale, and the row damaged to every newer reader)."""
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {1: _TABLES + _GUARDS, 2: _SUMMARY_COST}
 """Statements that take a store from version ``n - 1`` to ``n``; each is idempotent."""

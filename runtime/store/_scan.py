@@ -175,7 +175,7 @@ def _lost_events(db: Db, session_id: str, upto: int) -> Problem | None:
     shorter log would make the loss look sound.
     """
     row = db.execute(
-        f"SELECT {SUMMARY_COLUMNS}, digest FROM sessions WHERE session_id = ?", (session_id,)
+        f"SELECT {SUMMARY_COLUMNS}, row_digest FROM sessions WHERE session_id = ?", (session_id,)
     ).fetchone()
     recorded = []
     if row is not None and row[10] == summary_row_digest(tuple(row[:10])) and type(row[1]) is int:

@@ -10,7 +10,8 @@ running it again changes nothing.
 Tables (version 3)::
 
     amber_meta       key -> value ('schema_version', 'application')
-    sessions         one summary row per session (seq, times, counts, active turn)
+    sessions         one summary row per session (seq, times, counts, active turn, cost,
+                     whether it waits for approval, row_digest (version 4))
     events           (session_id, seq) -> kind, JSON body (compact or full), hash (chained)
     snapshots        session_id -> the latest snapshot's seq, record and its digest
     snapshot_chunks  (session_id, part, chunk) -> version seq, chunk (zlib JSON), its digest
@@ -48,7 +49,7 @@ from .._errors import NotAStore, SchemaVersionError, StoreError
 from .._storable import storable_text
 from ._chain import genesis, link
 from ._checkpoints import TABLES as CHECKPOINT_TABLES
-from ._summaries import summary_digest
+from ._summaries import OLDER_WRITER, summary_digest
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "TRIGGERS", "connect", "migrate", "run_step"]
 
@@ -138,9 +139,12 @@ def _v2_checksums(db: sqlite3.Connection) -> None:
     for table, column in added:
         if column not in _columns(db, table):
             db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+    # Once version 4 moved the digest to row_digest, the rows carry theirs there.
+    digested = "row_digest" in _columns(db, "sessions")
     for row in db.execute(
         "SELECT session_id, seq, created_at, updated_at, messages, counts, active_turn_id, "
-        "turn_started_at FROM sessions WHERE digest IS NULL"
+        "turn_started_at FROM sessions WHERE digest IS NULL AND NOT ?",
+        (digested,),
     ).fetchall():
         db.execute(
             "UPDATE sessions SET digest = ? WHERE session_id = ?", (summary_digest(row), row[0])
@@ -213,9 +217,20 @@ def _v4_summary_cost(db: sqlite3.Connection) -> None:
     (``amber sessions`` lists them without loading states); fill the rows stored."""
     from ._fill import fill_summaries  # the row code (states, snapshots): only to migrate
 
-    for column, kind in (("cost", "TEXT"), ("waits", "INTEGER")):
+    # The row's digest moves to row_digest, and digest stays for an older Amber's writes
+    # to name: one still running on this file would write rows without the cost (a row
+    # every newer reader calls damaged), and the triggers refuse them, saying to upgrade.
+    if "row_digest" not in _columns(db, "sessions"):
+        db.execute("ALTER TABLE sessions RENAME COLUMN digest TO row_digest")
+    for column, kind in (("cost", "TEXT"), ("waits", "INTEGER"), ("digest", "TEXT")):
         if column not in _columns(db, "sessions"):
             db.execute(f"ALTER TABLE sessions ADD COLUMN {column} {kind}")
+    for trigger, when in (("insert", "INSERT"), ("update", "UPDATE OF digest")):
+        db.execute(
+            f"CREATE TRIGGER IF NOT EXISTS sessions_older_writer_{trigger} BEFORE {when} "
+            f"ON sessions WHEN NEW.digest IS NOT NULL BEGIN SELECT RAISE(ABORT, '{OLDER_WRITER}'); "
+            "END"
+        )
     fill_summaries(db)
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._tally import Tally
 
 __all__ = [
+    "OLDER_WRITER",
     "SUMMARY_COLUMNS",
     "all_summaries",
     "missing_summary",
@@ -85,6 +86,16 @@ def lost_events(session_id: str, recorded: int, last: int) -> CorruptRow:
     )
 
 
+OLDER_WRITER = (
+    "amber: this store was migrated by a newer Amber (SQLite schema 4, PostgreSQL schema 2) "
+    "whose summary rows keep each session cost, and this process runs an older one that "
+    "writes them without it (every newer reader would call the row damaged). Upgrade amber "
+    "in this process, as in every process sharing the store, and start it again"
+)
+"""What the store says to a summary write of an Amber older than the cost columns (a process
+that opened the store before a newer one migrated it): the triggers on the ``digest`` column,
+which only such a writer sets (this Amber writes ``row_digest``), raise it."""
+
 SUMMARY_COLUMNS = (
     "session_id, seq, created_at, updated_at, messages, counts, active_turn_id, "
     "turn_started_at, cost, waits"
@@ -95,7 +106,7 @@ SUMMARY_COLUMNS = (
 def summary_intact(db: Db, session_id: str) -> bool:
     """Whether the session's summary row exists and matches its digest."""
     row = db.execute(
-        f"SELECT {SUMMARY_COLUMNS}, digest FROM sessions WHERE session_id = ?", (session_id,)
+        f"SELECT {SUMMARY_COLUMNS}, row_digest FROM sessions WHERE session_id = ?", (session_id,)
     ).fetchone()
     return row is not None and row[10] == summary_row_digest(tuple(row[:10]))
 
@@ -118,14 +129,14 @@ def write_summary(db: Db, head: SessionState, created_at: datetime, tally: Tally
         int(head.waits_for_approval),
     )
     db.execute(
-        f"INSERT INTO sessions ({SUMMARY_COLUMNS}, digest) "
+        f"INSERT INTO sessions ({SUMMARY_COLUMNS}, row_digest) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, "
         "created_at = excluded.created_at, "
         "updated_at = excluded.updated_at, messages = excluded.messages, "
         "counts = excluded.counts, active_turn_id = excluded.active_turn_id, "
         "turn_started_at = excluded.turn_started_at, cost = excluded.cost, "
-        "waits = excluded.waits, digest = excluded.digest",
+        "waits = excluded.waits, row_digest = excluded.row_digest",
         (*values, summary_row_digest(values)),
     )
 
@@ -159,7 +170,7 @@ def read_summaries(db: Db, where: str, params: tuple[Any, ...]) -> list[SessionI
 
 _SUMMARY_SELECT = (
     "SELECT s.session_id, s.seq, s.created_at, s.updated_at, s.messages, s.counts, "
-    "s.active_turn_id, s.turn_started_at, s.cost, s.waits, coalesce(p.seq, 0), s.digest, "
+    "s.active_turn_id, s.turn_started_at, s.cost, s.waits, coalesce(p.seq, 0), s.row_digest, "
     "(SELECT max(e.seq) FROM events AS e WHERE e.session_id = s.session_id) "
     "FROM sessions AS s LEFT JOIN snapshots AS p ON p.session_id = s.session_id"
 )

@@ -317,7 +317,7 @@ class TestReplay:
                     f"SELECT {SUMMARY_COLUMNS} FROM sessions WHERE session_id = 'demo'"
                 ).fetchone()
                 conn.execute(
-                    "UPDATE sessions SET digest = ? WHERE session_id = 'demo'",
+                    "UPDATE sessions SET row_digest = ? WHERE session_id = 'demo'",
                     (summary_row_digest(row),),
                 )
         result = amber("replay", "--all", "--verify", "--db", db)

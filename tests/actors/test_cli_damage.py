@@ -434,6 +434,8 @@ class TestUserTrial:
         """Orphan recovery goes on for the sound sessions and reports the damaged one."""
         result = amber("recover", "--older-than", "0", "--db", cut)
         assert result.exit_code == ExitCode.FAILED, result.output
+        # The fork took the turn with its tool call handed to the tool: seq 2 marks it as
+        # one that may have run, and the recovery takes seq 3.
         assert "Recovered orphan: turn_5be1ef79_000032 (seq 3)" in result.output
         assert "Left alone: Session 'demo' seq 47: " in result.output
         assert result.stderr == ""

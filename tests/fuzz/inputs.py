@@ -415,7 +415,7 @@ def damage(rng: random.Random) -> Any:
         elif kind == 6:
             column = local.choice(
                 ["seq", "created_at", "updated_at", "messages", "counts", "active_turn_id",
-                 "turn_started_at", "digest"]
+                 "turn_started_at", "cost", "waits", "row_digest"]
             )  # fmt: skip
             value = local.choice([None, 0, -1, 99, "", "x", "2026-05-27T12:50:00", "{}",
                                   '{"processed": 1}', 2**62, 1.5])  # fmt: skip

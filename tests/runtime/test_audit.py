@@ -225,6 +225,17 @@ class TestStartAndFinish:
                 status=AuditStatus.INTERRUPTED,
             )  # fmt: skip
 
+    @pytest.mark.parametrize("cost", [float("inf"), float("nan"), -0.5])
+    def test_a_cost_is_a_finite_number_of_dollars(self, cost: float) -> None:
+        """A cost JSON cannot hold (infinity: stored as null, it read back as no cost; the
+        summary row's exact sum cannot hold it either: SQLiteStore.append raised
+        OverflowError) is refused when the event is made, naming the field."""
+        with pytest.raises(InvalidEvent, match=r"^ModelCallFinished.cost_usd must be a finite"):
+            ModelCallFinished(
+                session_id="s", seq=1, at=Session().at(), operation_id="op",
+                status=AuditStatus.COMPLETED, cost_usd=cost,
+            )  # fmt: skip
+
 
 class TestTerminalReconcile:
     @pytest.mark.parametrize(

@@ -324,7 +324,7 @@ class TestDamagedSummaries:
     ) -> None:
         with raw(stored) as db:
             db.execute(
-                "INSERT INTO sessions SELECT 'ghost', seq, created_at, updated_at, messages, "
+                f"INSERT INTO sessions ({SUMMARY_COLUMNS}, row_digest) SELECT 'ghost', seq, created_at, updated_at, messages, "
                 "counts, active_turn_id, turn_started_at, cost, waits, NULL FROM sessions "
                 "WHERE session_id = 'x'"
             )
@@ -332,7 +332,7 @@ class TestDamagedSummaries:
                 f"SELECT {SUMMARY_COLUMNS} FROM sessions WHERE session_id = 'ghost'"
             ).fetchone()
             db.execute(
-                "UPDATE sessions SET digest = ? WHERE session_id = 'ghost'",
+                "UPDATE sessions SET row_digest = ? WHERE session_id = 'ghost'",
                 (summary_row_digest(row),),
             )
         store = open_store()

@@ -96,7 +96,8 @@ def reseal_checksums(db: sqlite3.Connection) -> None:
         )
     for row in db.execute(f"SELECT {SUMMARY_COLUMNS} FROM sessions").fetchall():
         db.execute(
-            "UPDATE sessions SET digest = ? WHERE session_id = ?", (summary_row_digest(row), row[0])
+            "UPDATE sessions SET row_digest = ? WHERE session_id = ?",
+            (summary_row_digest(row), row[0]),
         )
     for session_id, part, chunk, text in db.execute(
         "SELECT session_id, part, chunk, CAST(body AS BLOB) FROM snapshot_chunks"

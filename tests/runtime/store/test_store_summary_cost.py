@@ -214,7 +214,11 @@ class TestMigration:
             want = listed(store)
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
-            conn.execute("ALTER TABLE sessions DROP COLUMN cost, DROP COLUMN waits")
+            conn.execute(
+                "DROP TRIGGER sessions_older_writer ON sessions; ALTER TABLE sessions "
+                "DROP COLUMN cost, DROP COLUMN waits, DROP COLUMN digest; "
+                "ALTER TABLE sessions RENAME COLUMN row_digest TO digest"
+            )
             row = conn.execute(
                 "SELECT session_id, seq, created_at, updated_at, messages, counts, "
                 "active_turn_id, turn_started_at FROM sessions"
@@ -267,7 +271,7 @@ class TestDamage:
             db.execute("UPDATE sessions SET cost = ?", (cost,))
             if sealed:
                 row = db.execute(f"SELECT {SUMMARY_COLUMNS} FROM sessions").fetchone()
-                db.execute("UPDATE sessions SET digest = ?", (summary_row_digest(tuple(row)),))
+                db.execute("UPDATE sessions SET row_digest = ?", (summary_row_digest(tuple(row)),))
         db.close()
         with SQLiteStore(path) as store:
             with pytest.raises(CorruptRow, match=rf"^Session 's' seq 6: its summary row {problem}"):
@@ -275,3 +279,76 @@ class TestDamage:
             assert not store.check().ok
             store.rebuild()
             assert listed(store) == want
+
+
+_OLD_WRITE = (
+    "INSERT INTO sessions (session_id, seq, created_at, updated_at, messages, counts, "
+    "active_turn_id, turn_started_at, digest) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}) "
+    "ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, "
+    "created_at = excluded.created_at, updated_at = excluded.updated_at, "
+    "messages = excluded.messages, counts = excluded.counts, "
+    "active_turn_id = excluded.active_turn_id, turn_started_at = excluded.turn_started_at, "
+    "digest = excluded.digest"
+)
+"""The summary write of an Amber older than these columns (SQLite 3, PostgreSQL 1), verbatim:
+a worker still running it on a store a newer one migrated."""
+
+
+def _old_values(session_id: str, seq: int) -> tuple[object, ...]:
+    from runtime.store._summaries import summary_digest
+
+    values = (session_id, seq, T0.isoformat(), T0.isoformat(), 2, '{"done": 2}', None, None)
+    return (*values, summary_digest(values))
+
+
+class TestAnOlderWriter:
+    """A process of an older Amber that opened the store before a newer one migrated it
+    (a rolling upgrade) writes summary rows without the cost: the store refuses them,
+    saying to upgrade it, instead of keeping a row every newer reader calls damaged
+    (or a stale cost)."""
+
+    @pytest.mark.parametrize("session_id", ["s", "new"])
+    def test_sqlite_refuses_its_summary_write(
+        self, tmp_path: pathlib.Path, session_id: str
+    ) -> None:
+        path = tmp_path / "s.db"
+        with SQLiteStore(path) as store:
+            store.append(costed_session("s", [0.1])[0])
+            want = listed(store)
+        db = sqlite3.connect(path)
+        try:
+            with pytest.raises(
+                sqlite3.IntegrityError, match=r"runs an older one.*Upgrade amber in this process"
+            ):
+                db.execute(_OLD_WRITE.format(p="?"), _old_values(session_id, 9))
+        finally:
+            db.close()
+        with SQLiteStore(path) as store:
+            assert listed(store) == want
+            assert store.check().ok
+
+    @pytest.mark.parametrize("session_id", ["s", "new"])
+    def test_postgres_refuses_its_summary_write(
+        self,
+        open_pg: Callable[..., Store],
+        pg_schema: Callable[[], str],
+        postgres_dsn: str,
+        session_id: str,
+    ) -> None:
+        import psycopg
+        from psycopg import sql
+
+        schema = pg_schema()
+        with open_pg(schema=schema) as store:
+            store.append(costed_session("s", [0.1])[0])
+            want = listed(store)
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+            with pytest.raises(
+                psycopg.errors.IntegrityError,
+                match=r"runs an older one.*Upgrade amber in this process",
+            ):
+                conn.execute(_OLD_WRITE.format(p="%s"), _old_values(session_id, 9))
+        with open_pg(schema=schema) as store:
+            assert listed(store) == want
+            assert store.check().ok
