@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import enum
 import gc
-import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -52,6 +51,7 @@ from runtime import (
     storable_text,
 )
 from runtime._article import article
+from runtime._log import before_first_record
 from runtime.store import DEFAULT_SCHEMA, SQLiteStore, SqlStore, Store, is_postgres_url
 from runtime.store._pg_names import schema_problem, url_problem
 
@@ -63,6 +63,8 @@ from ._params import session_argument as session_argument
 from ._params import session_id_option as session_id_option
 
 if TYPE_CHECKING:
+    import logging
+
     from rich.console import Console
 
     from ._plain import PlainConsole
@@ -303,36 +305,34 @@ def open_store(db: str, *, create: bool = False) -> Iterator[SqlStore]:
 
     While it is open, the store's warnings (``amber.store``: a damaged snapshot or
     checkpoint passed over for an older stored state) are printed on stderr, each once, as
-    one ``amber: warning:`` line naming this store in the command that mends it.
+    one ``amber: warning:`` line naming this store in the command that mends it. The
+    handler that prints them is attached when the first record is logged (or at once if
+    ``logging`` is loaded already), so a read of a sound store does not import ``logging``.
     """
     store = open_any_store(db, create=create)
-    logger = logging.getLogger("amber.store")
-    handler = _StoreWarnings(db)
-    logger.addHandler(handler)
+    attached: list[logging.Handler] = []
+
+    def attach() -> None:
+        import logging
+
+        from ._store_warnings import StoreWarnings
+
+        attached.append(StoreWarnings(db))
+        logging.getLogger("amber.store").addHandler(attached[0])
+
+    cancel = before_first_record(attach)
+    if "logging" in sys.modules:
+        cancel()
+        attach()
     try:
         yield store
     finally:
-        logger.removeHandler(handler)
+        cancel()
+        if attached:
+            import logging
+
+            logging.getLogger("amber.store").removeHandler(attached[0])
         store.close()
-
-
-class _StoreWarnings(logging.Handler):
-    """Print the store's warnings on stderr, each once (``open_store``)."""
-
-    def __init__(self, db: str) -> None:
-        super().__init__(logging.WARNING)
-        self._db = db
-        self._said: set[str] = set()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            text = name_store(record.getMessage(), self._db)
-        except Exception:  # a broken log call must not break the command
-            self.handleError(record)
-            return
-        if text not in self._said:
-            self._said.add(text)
-            click.echo(f"amber: warning: {storable_text(text)}", err=True)
 
 
 def require_folder(path: Path, what: str) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import logging
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import TypeVar
 
@@ -29,6 +28,7 @@ import orjson
 
 from .._errors import CorruptRow, EventRejected, InvalidArgument
 from .._events import Event
+from .._log import LazyLogger
 from .._reducer import apply
 from .._state import STATUS_ORDER, SessionState
 from .._timeline import Timeline
@@ -42,7 +42,7 @@ __all__ = ["FREEZE_AFTER", "TimeTravel", "bulk", "check_span", "load_span", "wal
 
 _Row = TypeVar("_Row")
 
-log = logging.getLogger("amber.store")
+log = LazyLogger("amber.store")  # logging imported when a damaged state is met
 
 
 FREEZE_AFTER = 50_000

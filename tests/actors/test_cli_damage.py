@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -139,22 +141,31 @@ class TestDamagedRows:
         )
 
 
+def damaged_snapshot(recorded: Recorded, folder: Path) -> Path:
+    """A copy of the recorded store whose ``demo`` snapshot (at its head, seq 47) has a
+    damaged messages chunk."""
+    from runtime.store import SQLiteStore
+
+    db = recorded.copy(folder)
+    with SQLiteStore(db, snapshot_every=5) as store:
+        store.rebuild("demo")  # a snapshot (and checkpoint) at its head
+    with raw(db) as conn:
+        (seq,) = conn.execute("SELECT seq FROM snapshots WHERE session_id = 'demo'").fetchone()
+        assert seq == 47
+        conn.execute(
+            "UPDATE snapshot_chunks SET body = X'7B7D' "
+            "WHERE session_id = 'demo' AND part = 'messages'"
+        )
+    return db
+
+
 class TestDamagedSnapshot:
     """A damaged snapshot is derived data: reads go on from the log with one warning line
     naming the mend (before the fix ``show`` and ``timeline`` exited 4 on it)."""
 
     def test_reads_warn_once_and_go_on(self, recorded: Recorded, tmp_path: Path) -> None:
-        from runtime.store import SQLiteStore
-
-        db = recorded.copy(tmp_path)
-        with SQLiteStore(db, snapshot_every=5) as store:
-            store.rebuild("demo")  # a snapshot (and checkpoint) at its head
-        with raw(db) as conn:
-            (seq,) = conn.execute("SELECT seq FROM snapshots WHERE session_id = 'demo'").fetchone()
-            conn.execute(
-                "UPDATE snapshot_chunks SET body = X'7B7D' "
-                "WHERE session_id = 'demo' AND part = 'messages'"
-            )
+        db = damaged_snapshot(recorded, tmp_path)
+        seq = 47
         for command in (
             ["show", "demo"],
             ["show", "demo", "--at", seq],
@@ -172,6 +183,26 @@ class TestDamagedSnapshot:
         checked = amber("check", "--db", db)
         assert checked.exit_code == ExitCode.FAILED
         assert "amber recover --rebuild" in checked.stdout
+
+    def test_a_fresh_command_prints_the_warning(self, recorded: Recorded, tmp_path: Path) -> None:
+        """Run as the console script runs it (a fresh interpreter, no logging set up), show
+        prints the store's warning as this exact line on stderr, once, and its view."""
+        db = damaged_snapshot(recorded, tmp_path)
+        for argv in (["show", "demo"], ["show", "demo", "--at", "47"]):
+            result = subprocess.run(
+                [sys.executable, "-c", "import sys, actors._cli as cli; "
+                 "sys.exit(cli.console_main())", *argv, "--db", str(db)],
+                capture_output=True, text=True, timeout=120, check=False,
+            )  # fmt: skip
+            assert result.returncode == 0, result.stderr
+            assert result.stdout.startswith("demo at seq 47 of 47")
+            assert result.stderr == (
+                "amber: warning: Session 'demo' snapshot at seq 47 is corrupt: messages chunk 0 "
+                "does not match its digest: it was changed after it was written. Snapshots are "
+                f"rebuilt from the event log by 'amber recover --rebuild --db {db}' "
+                "(store.rebuild()). Read from the session's start instead: the event log is the "
+                "truth.\n"
+            )
 
 
 class TestSummaries:

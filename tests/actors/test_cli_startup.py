@@ -147,8 +147,8 @@ def small_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     ],
 )
 def test_read_commands_import_nothing_heavy(argv: list[str], small_db: str) -> None:
-    """show and timeline (and their --help) load none of READ_HEAVY, nor cattrs when they
-    read; timeline (piped) and timeline --json not rich's console, show --json not even rich."""
+    """show and timeline (and their --help) load none of READ_HEAVY, nor cattrs nor logging
+    when they read; timeline (piped) and timeline --json not rich's console, show --json not even rich."""
     if "--help" not in argv:
         argv = [*argv, "--db", small_db]
     code = (
@@ -166,6 +166,7 @@ def test_read_commands_import_nothing_heavy(argv: list[str], small_db: str) -> N
     heavy = {m for m in loaded if m in READ_HEAVY or m.split(".")[0] in READ_HEAVY}
     assert not heavy, sorted(heavy)
     if "--help" not in argv:
+        assert "logging" not in loaded  # a sound store warns of nothing (runtime._log)
         assert "cattrs" not in loaded  # the codec's general path: not for the common rows
         assert "runtime._converter" not in loaded
     if "--json" in argv or (argv[0] == "timeline" and "--help" not in argv):
@@ -243,7 +244,7 @@ def test_reading_model_calls_does_not_import_cattrs(argv: list[str], calls_db: s
     """A session's model calls are read and written without the codec's general path
     (cattrs): the stored start and end of a call decode by their constructors, and their
     data (``--json``: the events, the state's audit rows) comes from their slots; a piped
-    show imports no rich.table for its texts."""
+    show imports no rich.table for its texts, and none of them logging."""
     code = (
         "import sys\n"
         "from actors._cli import main\n"
@@ -260,7 +261,7 @@ def test_reading_model_calls_does_not_import_cattrs(argv: list[str], calls_db: s
     out, loaded = result.stdout.rsplit("LOADED=", 1)
     assert "run_1" in out, out
     modules = set(loaded.split())
-    assert not {"cattrs", "runtime._converter", "rich.table"} & modules
+    assert not {"cattrs", "runtime._converter", "rich.table", "logging"} & modules
 
 
 @pytest.mark.parametrize(

@@ -693,4 +693,10 @@ class TestDamagedCheckpoints:
             assert [after for _, _, after in store.walk("s", head - 3)] == [
                 full.at(seq) for seq in range(head - 3, head + 1)
             ]
-        assert any("snapshot at seq" in r.getMessage() for r in caplog.records)
+        warned = [r for r in caplog.records if "snapshot at seq" in r.getMessage()]
+        assert warned
+        # as logging.getLogger("amber.store").warning in _warn wrote it (runtime._log)
+        assert {(r.name, r.levelname, r.filename, r.funcName) for r in warned} == {
+            ("amber.store", "WARNING", "_travel.py", "_warn")
+        }
+        assert all(isinstance(getattr(r, "amber_damage", None), CorruptRow) for r in warned)
