@@ -12,7 +12,8 @@ variable.
 
 Ctrl-C while a turn runs interrupts it; a second Ctrl-C (or Ctrl-C at the
 prompt twice, or Ctrl-D, or ``/exit``) leaves cleanly: the runtime stops and
-every event is on disk.
+every event is on disk. SIGTERM or SIGHUP (the terminal closing) stops the runtime
+the same way and exits 0, saying so (``_signals``); so does ``amber resume``.
 """
 
 from __future__ import annotations
