@@ -25,10 +25,12 @@ import signal
 import threading
 from collections.abc import Iterator
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import click
 
-from .._runtime import Runtime
+if TYPE_CHECKING:
+    from .._runtime import Runtime
 
 __all__ = ["STOP_SIGNALS", "StopSignal", "StopSignals", "say_stopped", "stop_signals"]
 
