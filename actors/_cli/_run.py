@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -22,6 +26,9 @@ from ._app import (
 )
 from ._logs import warnings_on
 from ._travel import head_seq
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 __all__ = ["demo", "inspect"]
 
@@ -89,6 +96,20 @@ def inspect(session: str, at_seq: int, db: str) -> None:
             )
         from .._inspect import InspectApp
 
-        InspectApp(source, seq=seq, db=db).run()
+        app = InspectApp(source, seq=seq, db=db)
+        # SIGTERM quits as q does, so Textual gives the terminal back (a process killed in
+        # the app left it on the alternate screen, in raw mode). SIGHUP still ends it: its
+        # terminal is gone, and an app writing to it could hang.
+        previous = signal.signal(signal.SIGTERM, lambda *_: _quit(app))
+        try:
+            app.run()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     finally:
         source.close()
+
+
+def _quit(app: App[None]) -> None:
+    """Have ``app`` exit from its event loop, as its q key does (safe in a signal handler)."""
+    with contextlib.suppress(RuntimeError):  # no loop yet, or none any more: it is ending
+        asyncio.get_running_loop().call_soon_threadsafe(app.exit)

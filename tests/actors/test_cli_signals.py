@@ -8,10 +8,17 @@ saying it stopped and why, and a store whose turn gave its input back.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
+import re
+import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +33,9 @@ AMBER = [sys.executable, "-c", "from actors._cli import main; raise SystemExit(m
 
 GUARD = 120.0
 """Seconds a process may take to exit (a hang guard, never a verdict)."""
+
+_ESCAPES = re.compile(rb"\x1b\[[0-9;?<>=]*[A-Za-z]")
+"""A terminal's control sequences (colors, cursor moves), to find the text drawn."""
 
 
 class Amber:
@@ -159,3 +169,47 @@ def test_nohup_keeps_sighup_ignored(tmp_path: Path, processes: list[Amber]) -> N
     chat.out.wait_for("You said: hello")
     assert chat.stop(signal.SIGTERM) == 0, chat.out.text
     assert "amber chat: stopped by SIGTERM" in chat.out.text
+
+
+def test_inspect_gives_the_terminal_back_on_sigterm(tmp_path: Path, processes: list[Amber]) -> None:
+    """amber inspect (no sessions run) quits on SIGTERM as on q: exit 0, and the terminal
+    is back off the alternate screen (killed, it was left there, in raw mode)."""
+    db = tmp_path / "chat.db"
+    chat = run(processes, "chat", "--no-stream", "--db", str(db))
+    chat.type("hello")
+    chat.type("/exit")
+    assert chat.proc.wait(GUARD) == 0, chat.out.text
+    main, tty = pty.openpty()
+    fcntl.ioctl(tty, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color"}
+    proc = subprocess.Popen(
+        [*AMBER, "inspect", "chat", "--db", str(db)],
+        stdin=tty, stdout=tty, stderr=tty, env=env, start_new_session=True,
+    )  # fmt: skip
+    os.close(tty)
+    seen = b""
+    try:
+        deadline = time.monotonic() + GUARD
+        while b"Active turn:" not in _ESCAPES.sub(b"", seen):  # the app drew the state
+            assert time.monotonic() < deadline, seen[-2000:]
+            if select.select([main], [], [], 0.5)[0]:
+                seen += os.read(main, 65536)
+        drawn = len(seen)
+        proc.send_signal(signal.SIGTERM)
+        while select.select([main], [], [], GUARD)[0]:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # EIO: the process closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+        assert proc.wait(GUARD) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(GUARD)
+        os.close(main)
+    after = seen[drawn:]
+    assert b"\x1b[?1049l" in after  # off the alternate screen
+    assert b"Traceback" not in after
