@@ -348,8 +348,7 @@ def chat(
             # A second Ctrl-C while the first is being handled: leave all the same.
             with (
                 warnings_on(console),
-                stop.running(runtime) as rt,
-                stop.raising(),
+                stop.guarded(runtime) as rt,
                 contextlib.suppress(KeyboardInterrupt),
             ):
                 loop = ChatLoop(rt, session_id, console, console.input)
@@ -446,7 +445,7 @@ def resume(
             settings=settings,
             resume=[session],
         )
-        with warnings_on(console), stop.running(runtime) as rt, stop.raising():
+        with warnings_on(console), stop.guarded(runtime) as rt:
             loop = ChatLoop(rt, session, console, console.input)
             state = rt.wait_idle(session, timeout=timeout)
             # A turn that waits for approval is idle to the runtime: ask the person here, as

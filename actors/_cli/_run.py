@@ -24,7 +24,9 @@ from ._app import (
     session_argument,
     session_id_option,
 )
+from ._hints import command_line
 from ._logs import warnings_on
+from ._signals import say_stopped, stop_signals
 from ._travel import head_seq
 
 if TYPE_CHECKING:
@@ -54,8 +56,12 @@ def demo(session_id: str | None, db: str) -> None:
     console = Console(highlight=False)
     with open_store(db, create=True):
         pass  # a file that is not a store fails here, before the runtime starts
-    with warnings_on(console):
-        result = run_demo(Path(db), console=console, session_id=session_id)
+    with warnings_on(console), stop_signals() as stop:
+        result = run_demo(Path(db), console=console, session_id=session_id, running=stop.guarded)
+    if stop.received is not None:
+        again = command_line("demo", options=("--db", db))
+        say_stopped("demo", stop, f"The demo session is cut short; run it again: {again}")
+        return
     print_summary(result, console, db_arg=db)
 
 

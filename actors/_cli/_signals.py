@@ -97,6 +97,13 @@ class StopSignals:
             runtime.stop()
 
     @contextlib.contextmanager
+    def guarded(self, runtime: Runtime) -> Iterator[Runtime]:
+        """:meth:`running` the runtime with :meth:`raising` on inside: a stop signal leaves
+        the block, and the runtime then stops."""
+        with self.running(runtime) as started, self.raising():
+            yield started
+
+    @contextlib.contextmanager
     def raising(self) -> Iterator[None]:
         """In the block, a stop signal raises :class:`StopSignal` in the main thread (at
         once on entry if one came before); after it, signals are only noted."""

@@ -213,3 +213,20 @@ def test_inspect_gives_the_terminal_back_on_sigterm(tmp_path: Path, processes: l
     after = seen[drawn:]
     assert b"\x1b[?1049l" in after  # off the alternate screen
     assert b"Traceback" not in after
+
+
+def test_demo_stops_cleanly(tmp_path: Path, processes: list[Amber]) -> None:
+    """amber demo runs real tools too: SIGTERM mid-demo stops its runtime, exit 0, no
+    turn left active."""
+    db = tmp_path / "demo.db"
+    demo = run(processes, "demo", "--db", str(db))
+    demo.out.wait_for("🛠️ run_shell_command")
+    assert demo.stop(signal.SIGTERM) == 0, demo.out.text
+    assert (
+        "amber demo: stopped by SIGTERM; the runtime stopped cleanly (every event is on disk). "
+        f"The demo session is cut short; run it again: amber demo --db {db}\n"
+    ) in demo.out.text
+    assert "Traceback" not in demo.out.text
+    with SQLiteStore(db) as store:
+        assert store.load_state("demo").active_turn is None
+        store.verify("demo")
