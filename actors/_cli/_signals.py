@@ -1,11 +1,15 @@
 """Stopping a command that runs a ``Runtime`` cleanly on SIGTERM and SIGHUP.
 
-``amber worker``, ``amber chat`` and ``amber resume`` run sessions: killed by a
-signal's default action, the process would leave the running turn active (an
-orphan the next start recovers) and a sync tool call in flight marked "may have
-run". Under :func:`stop_signals` the signals are caught instead: the command
-stops its runtime (``Runtime.stop()`` drains the running sync calls), says in
-one line that it stopped and why, and exits 0, as ``amber worker`` always did.
+``amber worker``, ``amber chat``, ``amber resume`` and ``amber demo`` run
+sessions: killed by a signal's default action, the process would leave the
+running turn active (an orphan the next start recovers) and a sync tool call in
+flight marked "may have run". Under :func:`stop_signals` the signals are caught
+instead: the command stops its runtime (``Runtime.stop()`` drains the running
+sync calls), says in one line that it stopped and why (:func:`say_stopped`), and
+exits 0, as ``amber worker`` always did. The worker waits on ``event``; the
+others wait in a prompt or ``wait_idle``, which :meth:`StopSignals.guarded`
+leaves by raising :class:`StopSignal` there. ``amber web`` uses the handler to
+shut its server down.
 
 The kernel may deliver a process's signal to any thread that does not block it.
 A handler always runs in the main thread, but the syscall of the thread that got
