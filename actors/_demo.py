@@ -23,6 +23,8 @@ import shutil
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import attrs
@@ -172,9 +174,16 @@ def _model(python: str) -> ScriptedModel:
 
 
 def run_demo(
-    db: Path, *, console: Console | None = None, session_id: str | None = None
+    db: Path,
+    *,
+    console: Console | None = None,
+    session_id: str | None = None,
+    running: Callable[[Runtime], AbstractContextManager[Runtime]] = lambda runtime: runtime,
 ) -> DemoResult:
     """Run the demo session into the store at ``db`` and print it on ``console``.
+
+    ``running`` runs the runtime for the demo's length (``amber demo`` starts it with
+    the stop signals handled, ``StopSignals.guarded``): by default, ``with runtime``.
 
     Raises:
         NotAStore: ``db`` is not an Amber store.
@@ -201,14 +210,15 @@ def run_demo(
     # Started last: the runtime stops it, also when it cannot be made.
     adapter = CliAdapter.start(console=console, sessions=[session])
     person = {"sender": _PERSON, "chatbot_id": "cli", "channel_id": "terminal"}
-    with Runtime(
+    runtime = Runtime(
         model=model,
         store=db,
         tools=tools,
         adapters=[adapter],
         settings=settings,
         resume="none",  # the demo touches its own session only, never a stored fork
-    ) as rt:
+    )
+    with running(runtime) as rt:
         for number, question in enumerate(QUESTIONS[:2], start=1):
             console.print(Rule(Text(f"turn {number}", style="dim"), style="dim"))
             rt.send(session, question, **person)

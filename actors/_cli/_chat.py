@@ -12,7 +12,8 @@ variable.
 
 Ctrl-C while a turn runs interrupts it; a second Ctrl-C (or Ctrl-C at the
 prompt twice, or Ctrl-D, or ``/exit``) leaves cleanly: the runtime stops and
-every event is on disk.
+every event is on disk. SIGTERM or SIGHUP (the terminal closing) stops the runtime
+the same way and exits 0, saying so (``_signals``); so does ``amber resume``.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from ._app import (
 )
 from ._hints import command_line, quoted
 from ._logs import warnings_on
+from ._signals import say_stopped, stop_signals
 from ._text import in_call_order
 
 __all__ = ["ChatLoop", "chat", "chat_model", "chat_tools", "resume"]
@@ -313,26 +315,27 @@ def chat(
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401  (line editing and history for input())
     console = Console(highlight=False, markup=False)
-    # Only this session is drawn and resumed: other sessions in the store (a pending
-    # fork, say) are never answered by a chat that did not ask for them.
-    adapter = CliAdapter.start(
-        console=console, echo_inputs=False, stream=stream, sessions=[session_id]
-    )
-    note = f"continuing, {counted(existing, 'message')}" if existing else "new"
-    about = (
-        f"model {getattr(model, 'name', model_spec)}"
-        if model_spec
-        else "'help' for what the scripted model does"
-    )
-    console.print(
-        Text.assemble(
-            ("amber chat", "bold"),
-            f" · session {session_id} ({note}) in {db} · {about}",
-            style="dim",
-        ),
-        soft_wrap=True,
-    )
-    try:
+    with stop_signals() as stop:
+        # Only this session is drawn and resumed: other sessions in the store (a pending
+        # fork, say) are never answered by a chat that did not ask for them.
+        with stop.sparing_threads():
+            adapter = CliAdapter.start(
+                console=console, echo_inputs=False, stream=stream, sessions=[session_id]
+            )
+        note = f"continuing, {counted(existing, 'message')}" if existing else "new"
+        about = (
+            f"model {getattr(model, 'name', model_spec)}"
+            if model_spec
+            else "'help' for what the scripted model does"
+        )
+        console.print(
+            Text.assemble(
+                ("amber chat", "bold"),
+                f" · session {session_id} ({note}) in {db} · {about}",
+                style="dim",
+            ),
+            soft_wrap=True,
+        )
         runtime = Runtime(
             model=model,
             store=Path(db),
@@ -341,13 +344,27 @@ def chat(
             settings=settings,
             resume=[session_id],
         )
-        # A second Ctrl-C while the first is being handled: leave all the same.
-        with warnings_on(console), runtime as rt, contextlib.suppress(KeyboardInterrupt):
-            loop = ChatLoop(rt, session_id, console, console.input)
-            loop.busy = waiting
-            loop.run()
-    except KeyboardInterrupt:
-        raise CliError("Interrupted while stopping the runtime.", ExitCode.INTERRUPTED) from None
+        try:
+            # A second Ctrl-C while the first is being handled: leave all the same.
+            with (
+                warnings_on(console),
+                stop.guarded(runtime) as rt,
+                contextlib.suppress(KeyboardInterrupt),
+            ):
+                loop = ChatLoop(rt, session_id, console, console.input)
+                loop.busy = waiting
+                loop.run()
+        except KeyboardInterrupt:
+            raise CliError(
+                "Interrupted while stopping the runtime.", ExitCode.INTERRUPTED
+            ) from None
+    if stop.received is not None:
+        again = command_line(
+            "chat",
+            options=("--session", session_id, *_same(model_spec, base_url, shell), "--db", db),
+        )
+        say_stopped("chat", stop, f"Continue: {again}")
+        return
     timeline = command_line("timeline", session_id, options=("--db", db))
     bye = Text(f"Bye. Stored in {db}: {timeline}", style="dim")
     console.print(bye, soft_wrap=True)
@@ -417,34 +434,52 @@ def resume(
     console.print(Text(f"Resuming {session}: {', '.join(what)}.", style="dim"), soft_wrap=True)
     for message in waiting:
         console.print(Text(f"  {message.sender}> {message.content}"), soft_wrap=True)
-    adapter = CliAdapter.start(console=console, echo_inputs=False, sessions=[session])
-    with (
-        warnings_on(console),
-        Runtime(
+    with stop_signals() as stop:
+        with stop.sparing_threads():
+            adapter = CliAdapter.start(console=console, echo_inputs=False, sessions=[session])
+        runtime = Runtime(
             model=model,
             store=Path(db),
             tools=tools,
             adapters=[adapter],
             settings=settings,
             resume=[session],
-        ) as rt,
-    ):
-        loop = ChatLoop(rt, session, console, console.input)
-        state = rt.wait_idle(session, timeout=timeout)
-        # A turn that waits for approval is idle to the runtime: ask the person here, as
-        # the chat does, until the session is idle with nothing left to approve.
-        while (turn := state.active_turn) is not None and turn.awaiting_approval:
-            try:
-                for call_id, message in calls_waiting(state):
-                    loop.ask_approval(call_id, message)
-            except EOFError:
-                raise CliError(_unanswered(state, session, shell, db), ExitCode.FAILED) from None
+        )
+        with warnings_on(console), stop.guarded(runtime) as rt:
+            loop = ChatLoop(rt, session, console, console.input)
             state = rt.wait_idle(session, timeout=timeout)
+            # A turn that waits for approval is idle to the runtime: ask the person here, as
+            # the chat does, until the session is idle with nothing left to approve.
+            while (turn := state.active_turn) is not None and turn.awaiting_approval:
+                try:
+                    for call_id, message in calls_waiting(state):
+                        loop.ask_approval(call_id, message)
+                except EOFError:
+                    raise CliError(
+                        _unanswered(state, session, shell, db), ExitCode.FAILED
+                    ) from None
+                state = rt.wait_idle(session, timeout=timeout)
+    if stop.received is not None:
+        again = command_line(
+            "resume", session, options=(*_same(model_spec, base_url, shell), "--db", db)
+        )
+        say_stopped("resume", stop, f"{session} may have input left: {again} goes on.")
+        return
     console.print(
         Text(f"{session} is idle at seq {state.seq}: "
              + command_line("timeline", session, options=("--db", db)), style="dim"),
         soft_wrap=True,
     )  # fmt: skip
+
+
+def _same(model_spec: str | None, base_url: str | None, shell: bool) -> list[str]:
+    """The options that run a session again with the same model and tools."""
+    model = ["--model", model_spec] if model_spec else []
+    return [
+        *model,
+        *(["--base-url", base_url] if base_url else []),
+        *(["--shell"] if shell else []),
+    ]
 
 
 def _awaiting_calls(state: SessionState) -> list[ToolCall]:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -20,8 +24,13 @@ from ._app import (
     session_argument,
     session_id_option,
 )
+from ._hints import command_line
 from ._logs import warnings_on
+from ._signals import say_stopped, stop_signals
 from ._travel import head_seq
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 __all__ = ["demo", "inspect"]
 
@@ -47,8 +56,12 @@ def demo(session_id: str | None, db: str) -> None:
     console = Console(highlight=False)
     with open_store(db, create=True):
         pass  # a file that is not a store fails here, before the runtime starts
-    with warnings_on(console):
-        result = run_demo(Path(db), console=console, session_id=session_id)
+    with warnings_on(console), stop_signals() as stop:
+        result = run_demo(Path(db), console=console, session_id=session_id, running=stop.guarded)
+    if stop.received is not None:
+        again = command_line("demo", options=("--db", db))
+        say_stopped("demo", stop, f"The demo session is cut short; run it again: {again}")
+        return
     print_summary(result, console, db_arg=db)
 
 
@@ -89,6 +102,20 @@ def inspect(session: str, at_seq: int, db: str) -> None:
             )
         from .._inspect import InspectApp
 
-        InspectApp(source, seq=seq, db=db).run()
+        app = InspectApp(source, seq=seq, db=db)
+        # SIGTERM quits as q does, so Textual gives the terminal back (a process killed in
+        # the app left it on the alternate screen, in raw mode). SIGHUP still ends it: its
+        # terminal is gone, and an app writing to it could hang.
+        previous = signal.signal(signal.SIGTERM, lambda *_: _quit(app))
+        try:
+            app.run()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     finally:
         source.close()
+
+
+def _quit(app: App[None]) -> None:
+    """Have ``app`` exit from its event loop, as its q key does (safe in a signal handler)."""
+    with contextlib.suppress(RuntimeError):  # no loop yet, or none any more: it is ending
+        asyncio.get_running_loop().call_soon_threadsafe(app.exit)

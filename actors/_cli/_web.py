@@ -8,16 +8,20 @@ private conversations and the viewer has no login. Ctrl-C stops it (exit 0).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import ipaddress
+import signal
 import socket
 import sys
 from importlib.util import find_spec
+from types import FrameType
 
 import click
 
 from ._app import CliError, ExitCode, db_option
 from ._params import Port
+from ._signals import stop_signals
 
 __all__ = ["WEB_EXTRA", "is_loopback", "web"]
 
@@ -124,10 +128,20 @@ def web(db: str, port: int, host: str) -> None:
     sys.stdout.flush()
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
-    try:
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn shut down cleanly, then raises the signal again
-        pass
-    finally:
-        sock.close()
-    click.echo("Stopped.")
+    with stop_signals() as stop:
+        # SIGTERM and SIGHUP shut the server down as Ctrl-C does (uvicorn takes SIGTERM
+        # while it serves, then raises it again: here it is only noted), never kill it.
+        def shut_down(signum: int, frame: FrameType | None) -> None:
+            stop.handle(signum, frame)
+            server.should_exit = True
+
+        for signum in stop.signals:
+            signal.signal(signum, shut_down)
+        try:
+            server.run(sockets=[sock])
+        except KeyboardInterrupt:  # uvicorn shut down cleanly, then raises the signal again
+            pass
+        finally:
+            sock.close()
+    with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
+        click.echo("Stopped.")

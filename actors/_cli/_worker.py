@@ -6,7 +6,7 @@ with ``model`` and optionally ``tools``, ``settings`` and ``adapters``) on the
 store, as a worker: it takes the leases of sessions with work that nobody
 runs, is woken by ``NOTIFY`` when input arrives, renews its leases, and takes
 over the sessions of a worker that died once their leases expire
-(docs/scaling.md). It runs until SIGTERM or Ctrl-C, then stops its sessions
+(docs/scaling.md). It runs until SIGTERM, SIGHUP or Ctrl-C, then stops its sessions
 (their running turns give their input back) and gives its leases back. It
 stops the same way, and exits with code 1 saying why (``StoreBusy``), when
 another worker took its name while its connection to the store was down.
@@ -31,7 +31,6 @@ import importlib
 import logging
 import signal
 import sys
-import threading
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -47,6 +46,7 @@ from .._runtime import Runtime
 from .._seconds import MAX_SECONDS, time_limit
 from .._settings import MAX_LEASE_TTL, Settings
 from ._app import CliError, ExitCode, Seconds, no_pg_store, open_any_store, pg_schema
+from ._signals import stop_signals
 
 __all__ = ["load_app", "read_config", "worker"]
 
@@ -192,37 +192,26 @@ def worker(
     amber_log = logging.getLogger("amber")
     amber_log.addHandler(handler)
     amber_log.setLevel(logging.INFO)
-    stop = threading.Event()
-    signals = {signal.SIGTERM, signal.SIGINT}
-    for signum in signals:
-        signal.signal(signum, lambda *_: stop.set())
-    # Every thread but this one blocks the stop signals (threads inherit the mask): the
-    # kernel delivers them here, where the handler runs, never into a thread waiting on a
-    # socket (an interrupted database call there hung the worker).
-    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
-    # A worker makes its store when the schema has none (a new deployment); a mistyped
-    # $AMBER_PG_SCHEMA would then leave it idle on an empty store: say so where it logs.
-    empty = no_pg_store(db, schema)
-    try:
-        store = open_any_store(db, create=True)
-        # Workers started together all found no store; only the one that made it says so.
-        if empty is not None and getattr(store, "made", False):
-            click.echo(
-                f"amber worker: warning: {empty} The worker made an empty store in {schema!r} "
-                "and runs the input posted to it.",
-                err=True,
-            )
-        runtime = Runtime(store=store, settings=settings, resume="all", runner=name, **app)
-        runtime.start()
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
-    try:
-        click.echo(f"amber worker {runtime.runner} running on {db}", err=True)
-        # A runtime stops on its own when another took its name while it was disconnected.
-        while runtime.running and not stop.wait(1.0):
-            pass
-        click.echo(f"amber worker {runtime.runner} stopping", err=True)
-    finally:
-        runtime.stop()
+    with stop_signals(signal.SIGINT) as stop:
+        # A worker makes its store when the schema has none (a new deployment); a mistyped
+        # $AMBER_PG_SCHEMA would then leave it idle on an empty store: say so where it logs.
+        empty = no_pg_store(db, schema)
+        with stop.sparing_threads():
+            store = open_any_store(db, create=True)
+            # Workers started together all found no store; only the one that made it says so.
+            if empty is not None and getattr(store, "made", False):
+                click.echo(
+                    f"amber worker: warning: {empty} The worker made an empty store in "
+                    f"{schema!r} and runs the input posted to it.",
+                    err=True,
+                )
+            runtime = Runtime(store=store, settings=settings, resume="all", runner=name, **app)
+        with stop.running(runtime):
+            click.echo(f"amber worker {runtime.runner} running on {db}", err=True)
+            # A runtime stops on its own when another took its name while it was disconnected.
+            while runtime.running and not stop.event.wait(1.0):
+                pass
+            why = f" ({stop.name})" if stop.name else ""
+            click.echo(f"amber worker {runtime.runner} stopping{why}", err=True)
     if runtime.failed is not None:
         raise runtime.failed  # exit code 1, saying why

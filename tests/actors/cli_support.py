@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import threading
 from pathlib import Path
 
 import attrs
@@ -62,3 +63,28 @@ def amber(*args: str | int | Path, input: str | bytes | None = None) -> Result:
     """Run ``amber ARGS`` through click's test runner (150 columns, no colors)."""
     runner = CliRunner(env={"COLUMNS": "150", "AMBER_DB": None})
     return runner.invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
+
+
+class Output:
+    """Reads a process's stdout in a thread; ``wait_for`` blocks until a text shows up."""
+
+    def __init__(self, stream: object) -> None:
+        self.text = ""
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: object) -> None:
+        for chunk in iter(lambda: stream.read1(4096), b""):  # type: ignore[attr-defined]
+            with self._changed:
+                self.text += chunk.decode("utf-8", "replace")
+                self._changed.notify_all()
+
+    def join(self) -> None:
+        """Wait for the reader to see the end of the output."""
+        self._thread.join(timeout=10)
+
+    def wait_for(self, text: str, timeout: float = 120, *, count: int = 1) -> None:
+        with self._changed:
+            found = self._changed.wait_for(lambda: self.text.count(text) >= count, timeout)
+        assert found, f"{text!r} not printed within {timeout} s; output so far:\n{self.text}"

@@ -11,12 +11,11 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import amber
+from cli_support import Output, amber
 from rich.console import Console
 
 from actors._cli import ExitCode
@@ -181,33 +180,8 @@ class TestChat:
         assert presses == ["you> ", "you> "]
 
 
-class _Output:
-    """Reads a process's stdout in a thread; ``wait_for`` blocks until a text shows up."""
-
-    def __init__(self, stream: object) -> None:
-        self.text = ""
-        self._changed = threading.Condition()
-        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
-        self._thread.start()
-
-    def _read(self, stream: object) -> None:
-        for chunk in iter(lambda: stream.read1(4096), b""):  # type: ignore[attr-defined]
-            with self._changed:
-                self.text += chunk.decode("utf-8", "replace")
-                self._changed.notify_all()
-
-    def join(self) -> None:
-        """Wait for the reader to see the end of the output."""
-        self._thread.join(timeout=10)
-
-    def wait_for(self, text: str, timeout: float = 120, *, count: int = 1) -> None:
-        with self._changed:
-            found = self._changed.wait_for(lambda: self.text.count(text) >= count, timeout)
-        assert found, f"{text!r} not printed within {timeout} s; output so far:\n{self.text}"
-
-
 @pytest.fixture
-def chat_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], _Output, Path]]:
+def chat_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Output, Path]]:
     """`amber chat` as a process with piped stdin and stdout."""
     db = tmp_path / "chat.db"
     env = {**os.environ, "COLUMNS": "100", "PYTHONIOENCODING": "utf-8"}
@@ -218,7 +192,7 @@ def chat_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], _Out
         stderr=subprocess.STDOUT,
         env=env,
     )
-    output = _Output(proc.stdout)
+    output = Output(proc.stdout)
     try:
         yield proc, output, db
     finally:
@@ -233,7 +207,7 @@ def chat_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], _Out
 
 class TestChatCtrlC:
     def test_first_interrupts_the_turn_second_leaves(
-        self, chat_process: tuple[subprocess.Popen[bytes], _Output, Path]
+        self, chat_process: tuple[subprocess.Popen[bytes], Output, Path]
     ) -> None:
         """SIGINT while a tool runs interrupts the turn; a second one exits 0 cleanly."""
         proc, out, db = chat_process

@@ -112,8 +112,10 @@ class TestBeforeServing:
         assert web_command.is_loopback(host) is loopback
 
 
-def test_serves_the_viewer(recorded: Recorded) -> None:
-    """amber web --port 0 prints its address and serves the sessions list there."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=str)
+def test_serves_the_viewer(recorded: Recorded, signum: signal.Signals) -> None:
+    """amber web --port 0 prints its address and serves the sessions list there; Ctrl-C,
+    SIGTERM or SIGHUP stops it (exit 0, "Stopped.": SIGTERM and SIGHUP killed it)."""
     with subprocess.Popen(
         [*AMBER, "web", "--db", str(recorded.db), "--port", "0"],
         stdout=subprocess.PIPE,
@@ -135,6 +137,8 @@ def test_serves_the_viewer(recorded: Recorded) -> None:
             assert "demo" in text
             assert "broken" in text
         finally:
-            process.send_signal(signal.SIGINT)
-            _, err = process.communicate(timeout=30)
+            process.send_signal(signum)
+            rest, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
+    assert rest == "Stopped.\n"
+    assert err == ""

@@ -71,6 +71,18 @@ def test_a_worker_answers_input_stored_elsewhere(
         store.verify("s")
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_is_named(
+    postgres_dsn: str, schema: str, workers: list[Worker], signum: signal.Signals
+) -> None:
+    """SIGTERM, and SIGHUP (the terminal closing), stop the worker cleanly (exit 0); its log
+    says which signal stopped it."""
+    worker = Worker(postgres_dsn, schema, "w1", "fast")
+    workers.append(worker)
+    assert worker.stop(signum) == 0, worker.text
+    assert f"amber worker w1 stopping ({signum.name})\n" in worker.text
+
+
 def test_a_second_worker_of_one_name_is_refused(
     postgres_dsn: str, schema: str, workers: list[Worker]
 ) -> None:
