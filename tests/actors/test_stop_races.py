@@ -111,11 +111,17 @@ class TestAStepOfTheStopFails:
         def close() -> Any:
             raise OSError("the disk went away")
 
+        real_close = store._store.close
         monkeypatch.setattr(store._store, "close", close)
-        with pytest.raises(OSError, match="the disk went away"):
+        try:
+            with pytest.raises(OSError, match="the disk went away"):
+                rt.stop(timeout=WAIT)
             rt.stop(timeout=WAIT)
-        rt.stop(timeout=WAIT)
-        assert not rt.running
-        assert _threads_of(rt) == {"effects": False, "store": False}
-        with Runtime(model=ScriptedModel([reply("Hi!")]), store=db) as again:
-            assert again.running
+            assert not rt.running
+            assert _threads_of(rt) == {"effects": False, "store": False}
+            with Runtime(model=ScriptedModel([reply("Hi!")]), store=db) as again:
+                assert again.running
+        finally:
+            # The connection its close did not close: left to the GC, Python 3.13 warns
+            # (ResourceWarning, an unraisable error in whichever later test collects it).
+            real_close()
