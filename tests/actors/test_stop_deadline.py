@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stop_support import WAIT, Said
 
 from actors import (
     Runtime,
@@ -30,27 +31,11 @@ from actors._deadline import RESERVE, STORE_FLOOR
 from actors._effects import Effects
 from actors._storage import StoreThread
 
-WAIT = 60.0
-"""Seconds an actor answer may take before the test fails (a hang guard, not a judge)."""
-
-
-class _Said(logging.Handler):
-    """Sets ``event`` when a record whose message contains ``text`` is logged."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-        self.event = threading.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.text in record.getMessage():
-            self.event.set()
-
 
 @pytest.fixture
-def draining() -> Iterator[_Said]:
+def draining() -> Iterator[Said]:
     """Set once a session's drain waits for a sync tool call."""
-    said = _Said("waits for tool calls")
+    said = Said("waits for tool calls")
     amber = logging.getLogger("amber")
     amber.addHandler(said)
     amber.setLevel(logging.INFO)
@@ -85,7 +70,7 @@ class _Held:
 
 class TestOneDeadline:
     def test_the_steps_after_the_drain_get_what_is_left_and_the_store_its_floor(
-        self, tmp_path: Path, draining: _Said, monkeypatch: pytest.MonkeyPatch
+        self, tmp_path: Path, draining: Said, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """The drain used most of stop(timeout=10) (the fake clock moved 9.5 s while it
         waited): the effects loop gets the 0.5 s left, the store its floor. Each got 10 s."""
@@ -119,7 +104,7 @@ class TestOneDeadline:
         assert given["store"] == STORE_FLOOR
 
     def test_a_second_stop_waits_at_most_its_own_timeout(
-        self, tmp_path: Path, draining: _Said
+        self, tmp_path: Path, draining: Said
     ) -> None:
         """A stop(timeout=0.01) while another stop drains raises StopTimeout without
         waiting for the drain (it waited until the first stop ended)."""

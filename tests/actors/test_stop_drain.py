@@ -16,41 +16,16 @@ from typing import Any
 
 import pytest
 import trio
+from stop_support import WAIT, Said, tool_results
 
 from actors import Runtime, ScriptedModel, Settings, call, reply, tool
 from runtime import ModelRequest, OrphanRecovered, Status, ToolResultPart
-
-WAIT = 60.0
-"""Seconds an actor answer may take before the test fails (a hang guard, not a judge)."""
-
-
-class _Said(logging.Handler):
-    """Sets ``event`` when a record whose message contains ``text`` is logged (or someone
-    else sets it)."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-        self.event = threading.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.text in record.getMessage():
-            self.event.set()
-
-
-def _results(request: ModelRequest) -> list[str]:
-    return [
-        part.text
-        for message in request.view.messages
-        for part in message.parts
-        if isinstance(part, ToolResultPart) and not part.synthesized
-    ]
 
 
 def _model() -> ScriptedModel:
     """Deletes the file unless the view shows the deletion's result already."""
     return ScriptedModel(
-        lambda r: reply("Done.") if _results(r) else call("delete_file", {"path": "/tmp/x"})
+        lambda r: reply("Done.") if tool_results(r) else call("delete_file", {"path": "/tmp/x"})
     )
 
 
@@ -90,7 +65,7 @@ class TestStopDrainsSyncToolCalls:
         assert started.wait(WAIT)
 
         caplog.set_level(logging.INFO, logger="amber")
-        said = _Said("waits for tool calls")
+        said = Said("waits for tool calls")
         logging.getLogger("amber").addHandler(said)
 
         def stop() -> None:
@@ -214,9 +189,9 @@ class TestTheDrainCutsTheOtherRuns:
 
         def answer(request: ModelRequest) -> Any:
             if request.session_id == "a":
-                return reply("Done.") if _results(request) else call("deploy")
-            b_calls.append(len(_results(request)))
-            if _results(request):
+                return reply("Done.") if tool_results(request) else call("deploy")
+            b_calls.append(len(tool_results(request)))
+            if tool_results(request):
                 decided.set()
                 return reply("Done.")
             return call("fetch")
@@ -226,7 +201,7 @@ class TestTheDrainCutsTheOtherRuns:
             model=ScriptedModel(answer), store=db, tools=[deploy, fetch], settings=settings
         )
         rt.start()
-        said = _Said("waits for tool calls")
+        said = Said("waits for tool calls")
         logging.getLogger("amber").addHandler(said)
         try:
             rt.send("b", "fetch")
@@ -256,7 +231,7 @@ class TestTheDrainCutsTheOtherRuns:
         whole timeout for it, 30 s by default), and the call is recorded cut, may have run."""
         db = tmp_path / "amber.db"
         done = threading.Event()
-        warned = _Said("tool calls still ran")
+        warned = Said("tool calls still ran")
         box: dict[str, Runtime] = {}
 
         @tool

@@ -18,42 +18,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stop_support import WAIT, Said
 
 from actors import Runtime, RuntimeStopped, ScriptedModel, Settings, call, calls, reply, tool
 from actors._drafts import user_draft
-from runtime import InputLimits, ModelRequest, OrphanRecovered, Status, ToolResultPart
-
-WAIT = 60.0
-"""Seconds an actor answer may take before the test fails (a hang guard, not a judge)."""
-
-
-class _Said(logging.Handler):
-    """Sets ``event`` when a record whose message contains ``text`` is logged."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-        self.event = threading.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.text in record.getMessage():
-            self.event.set()
-
-
-def _results(request: ModelRequest) -> list[str]:
-    return [
-        part.text
-        for message in request.view.messages
-        for part in message.parts
-        if isinstance(part, ToolResultPart) and not part.synthesized
-    ]
+from runtime import InputLimits, OrphanRecovered, Status
 
 
 @pytest.fixture
-def draining() -> Iterator[_Said]:
+def draining() -> Iterator[Said]:
     """Set once a session's drain waits for a sync tool call (its actor is in the drain:
     a call queued to it now is handled during the stop)."""
-    said = _Said("waits for tool calls")
+    said = Said("waits for tool calls")
     amber = logging.getLogger("amber")
     amber.addHandler(said)
     amber.setLevel(logging.INFO)
@@ -62,9 +38,7 @@ def draining() -> Iterator[_Said]:
     amber.setLevel(logging.NOTSET)
 
 
-def _during_drain(
-    rt: Runtime, said: _Said, release: threading.Event, act: Callable[[], Any]
-) -> Any:
+def _during_drain(rt: Runtime, said: Said, release: threading.Event, act: Callable[[], Any]) -> Any:
     """Stop ``rt`` on a thread; once its drain waits, call ``act`` (the racing call), then
     release the tool; returns what ``act`` returned or raised."""
     stopper = threading.Thread(target=rt.stop, kwargs={"timeout": WAIT})
@@ -84,7 +58,7 @@ def _during_drain(
 
 class TestInputDuringTheDrain:
     def test_a_send_queued_behind_the_drain_is_refused_and_the_call_keeps_its_result(
-        self, tmp_path: Path, draining: _Said
+        self, tmp_path: Path, draining: Said
     ) -> None:
         db = tmp_path / "amber.db"
         started, release = threading.Event(), threading.Event()
@@ -124,7 +98,7 @@ class TestInputDuringTheDrain:
         assert recovered.reason == "the runtime stopped during the turn; it restarts on next load"
 
     def test_an_approval_queued_behind_the_drain_starts_no_tool_run(
-        self, tmp_path: Path, draining: _Said
+        self, tmp_path: Path, draining: Said
     ) -> None:
         db = tmp_path / "amber.db"
         started, release = threading.Event(), threading.Event()

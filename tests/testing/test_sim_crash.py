@@ -3,30 +3,10 @@ handed to its tool (it may have run) from one that never started (it waited for 
 
 from __future__ import annotations
 
-from runtime import ModelRequest, Response, SessionState, Status, ToolResultPart, TurnStatus
-from runtime.testing import FakeTool, PlanModel, Simulation, ToolBehaviour, TurnPlan, UseTools
+from handed_support import GUARDED, HANG, MAY_HAVE_RUN, NEVER_STARTED, Recording, results_by_call
 
-HANG = FakeTool("hang", ToolBehaviour.HANG)
-GUARDED = FakeTool("guarded", approval=True)
-
-MAY_HAVE_RUN = (
-    "[Interrupted: the call to hang was still running when its turn was cut off, and its "
-    "result was lost; it may have run, in part or in full. Check before calling it again.]"
-)
-NEVER_STARTED = "[Interrupted: the call to guarded ended before it returned a result.]"
-
-
-class Recording(PlanModel):
-    """A ``PlanModel`` that keeps every request it answers."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.requests: list[ModelRequest] = []
-
-    def respond(self, request: ModelRequest) -> Response:
-        """Keep the request, answer by the plan."""
-        self.requests.append(request)
-        return super().respond(request)
+from runtime import ModelRequest, SessionState, Status, TurnStatus
+from runtime.testing import Simulation, TurnPlan, UseTools
 
 
 def _crashed(*tools: str) -> tuple[SessionState, ModelRequest]:
@@ -45,16 +25,6 @@ def _crashed(*tools: str) -> tuple[SessionState, ModelRequest]:
     return sim.head("s"), model.requests[before]
 
 
-def _results(request: ModelRequest) -> dict[str, str]:
-    """The tool results the model reads in ``request``: call id -> text."""
-    return {
-        part.call_id: part.text
-        for message in request.view.messages
-        for part in message.parts
-        if isinstance(part, ToolResultPart)
-    }
-
-
 class TestCrashMidCall:
     def test_a_call_handed_to_its_tool_may_have_run(self) -> None:
         """The call was running when the process died: the recovered turn's reason names it
@@ -69,14 +39,14 @@ class TestCrashMidCall:
         assert call.tool_call is not None
         assert f"tool call {call.tool_call.id} (hang) had started" in recovered.reason
         assert "it may have run, so check before running it again" in recovered.reason
-        assert _results(request) == {call.tool_call.id: MAY_HAVE_RUN}
+        assert results_by_call(request) == {call.tool_call.id: MAY_HAVE_RUN}
 
     def test_a_call_that_waited_for_approval_never_started(self) -> None:
         """Beside a running call, one that waited for a person's approval when the process
         died had not run: its result says so as before, without the warning."""
         state, request = _crashed("hang", "guarded")
         ids = {m.tool_call.name: m.tool_call.id for m in state if m.tool_call is not None}
-        assert _results(request) == {
+        assert results_by_call(request) == {
             ids["hang"]: MAY_HAVE_RUN,
             ids["guarded"]: NEVER_STARTED,
         }

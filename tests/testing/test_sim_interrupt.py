@@ -4,37 +4,15 @@ interrupt), while one that waited for approval never started and reads as before
 
 from __future__ import annotations
 
+from handed_support import GUARDED, HANG, MAY_HAVE_RUN, NEVER_STARTED, Recording, results_by_call
+
 from runtime import (
     ModelRequest,
-    Response,
     SessionState,
     Status,
-    ToolResultPart,
     TurnStatus,
 )
-from runtime.testing import FakeTool, PlanModel, Simulation, ToolBehaviour, TurnPlan, UseTools
-
-HANG = FakeTool("hang", ToolBehaviour.HANG)
-GUARDED = FakeTool("guarded", approval=True)
-
-MAY_HAVE_RUN = (
-    "[Interrupted: the call to hang was still running when its turn was cut off, and its "
-    "result was lost; it may have run, in part or in full. Check before calling it again.]"
-)
-NEVER_STARTED = "[Interrupted: the call to guarded ended before it returned a result.]"
-
-
-class Recording(PlanModel):
-    """A ``PlanModel`` that keeps every request it answers."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.requests: list[ModelRequest] = []
-
-    def respond(self, request: ModelRequest) -> Response:
-        """Keep the request, answer by the plan."""
-        self.requests.append(request)
-        return super().respond(request)
+from runtime.testing import Simulation, TurnPlan, UseTools
 
 
 def _interrupted(*tools: str) -> tuple[SessionState, ModelRequest]:
@@ -52,15 +30,6 @@ def _interrupted(*tools: str) -> tuple[SessionState, ModelRequest]:
     return sim.head("s"), model.requests[before]
 
 
-def _results(request: ModelRequest) -> dict[str, str]:
-    return {
-        part.call_id: part.text
-        for message in request.view.messages
-        for part in message.parts
-        if isinstance(part, ToolResultPart)
-    }
-
-
 class TestInterruptMidCall:
     def test_a_running_call_may_have_run(self) -> None:
         """The interrupted turn's reason names the call and says it may have run; the next
@@ -75,10 +44,13 @@ class TestInterruptMidCall:
             f"interrupted by the user; tool call {call.tool_call.id} (hang) had started; it "
             "may have run, so check before running it again"
         )
-        assert _results(request) == {call.tool_call.id: MAY_HAVE_RUN}
+        assert results_by_call(request) == {call.tool_call.id: MAY_HAVE_RUN}
 
     def test_a_call_that_waited_for_approval_never_started(self) -> None:
         """Beside the running call, one that waited for approval reads as before."""
         state, request = _interrupted("hang", "guarded")
         ids = {m.tool_call.name: m.tool_call.id for m in state if m.tool_call is not None}
-        assert _results(request) == {ids["hang"]: MAY_HAVE_RUN, ids["guarded"]: NEVER_STARTED}
+        assert results_by_call(request) == {
+            ids["hang"]: MAY_HAVE_RUN,
+            ids["guarded"]: NEVER_STARTED,
+        }
