@@ -171,6 +171,9 @@ class TestTheDrainCutsTheOtherRuns:
             """Deploy."""
             a_started.set()
             assert decided.wait(WAIT)
+            # And a's drain waits for this call: b's cancel must not end it before the stop
+            # reached a (b may be drained first, and a's result would then beat a's drain).
+            assert draining.wait(WAIT)
             return "deployed"
 
         @tool
