@@ -71,7 +71,7 @@ from ._runtime_args import (
 from ._seconds import wait_limit
 from ._services import Monotonic, Services
 from ._settings import Settings
-from ._sharing import join_shared_store
+from ._sharing import join_shared_store, route_input
 from ._storage import StoreThread
 from ._stores import StoreHold, check_front_end_store, check_store, hold_store, is_shared
 from ._teardown import stop_all
@@ -588,12 +588,7 @@ class Runtime(Asking, Approving, Waiting):
     def _route_input(self, session_id: str, draft: Draft) -> Message:
         if self._state != "running":
             raise RuntimeStopped(not_running(self._state, self.failed))
-        keeper = self._keeper
-        if keeper and not self.run_sessions:
-            return keeper.store_input(session_id, draft)  # a worker, woken, answers it
-        if keeper and not self.router.live(session_id) and not keeper.ensure(session_id):
-            return keeper.store_input(session_id, draft)  # its owner, elsewhere, is woken
-        added: Message = self.router.call(
-            session_id, lambda p: p.add_input(draft), timeout=self.settings.ask_timeout
-        )
-        return added
+        return route_input(
+            self.router, self._keeper, session_id, draft, run_sessions=self.run_sessions,
+            timeout=self.settings.ask_timeout,
+        )  # fmt: skip

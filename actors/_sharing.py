@@ -5,7 +5,8 @@ lease (DESIGN §10): its ``LeaseKeeper`` claims, renews and gives back leases
 and wakes it for sessions with work waiting. A front end
 (``Runtime(run_sessions=False)``) runs no session and takes no lease: its
 router refuses to load any, and an ``AnswerWatch`` reads the answers the
-workers store.
+workers store. ``route_input`` takes an input to the session wherever it runs: to its
+actor here, or stored for its owner elsewhere.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from runtime import Message, TurnSettings
+from runtime import Draft, Message, TurnSettings
 
+from ._errors import OwnedElsewhere
 from ._frontend import AnswerWatch, runs_no_sessions
 from ._ids import Clock
 from ._leasing import LeaseKeeper
@@ -23,7 +25,7 @@ from ._router import Router
 from ._settings import Settings
 from ._storage import StoreThread
 
-__all__ = ["join_shared_store"]
+__all__ = ["join_shared_store", "route_input"]
 
 log = logging.getLogger("amber.runtime")
 
@@ -68,3 +70,40 @@ def join_shared_store(
         )
     watch.start()
     return keeper, watch
+
+
+def route_input(
+    router: Router,
+    keeper: LeaseKeeper | None,
+    session_id: str,
+    draft: Draft,
+    *,
+    run_sessions: bool,
+    timeout: float,
+) -> Message:
+    """Store the input ``draft`` of ``session_id`` where the session runs, and return it as
+    stored: by its actor here (loaded, and its lease claimed, if need be), or, on a shared
+    store, for its owner elsewhere (``LeaseKeeper.store_input``: the owner is woken).
+
+    The session may passivate here (its lease given back) and another worker take it
+    between the claim, or the look at the live table, and the call reaching its actor: the
+    router then finds it owned elsewhere, before any actor took the input, and the input
+    is stored for that owner, once, as if it had been owned elsewhere from the start.
+
+    Raises:
+        RuntimeStopped: the runtime (or its lease keeper) is stopping.
+        SeqConflict: input stored for another owner met the owner's writes at every try.
+    """
+    if keeper is not None and not run_sessions:
+        return keeper.store_input(session_id, draft)  # a worker, woken, answers it
+    if keeper is not None and not router.live(session_id) and not keeper.ensure(session_id):
+        return keeper.store_input(session_id, draft)  # its owner, elsewhere, is woken
+    try:
+        added: Message = router.call(session_id, lambda p: p.add_input(draft), timeout=timeout)
+    except OwnedElsewhere:
+        if keeper is None:
+            raise
+        # Taken over after the claim: no actor here took the input (the router refuses
+        # before routing it), so its new owner gets it.
+        return keeper.store_input(session_id, draft)
+    return added
