@@ -71,7 +71,7 @@ from ._runtime_args import (
 from ._seconds import wait_limit
 from ._services import Monotonic, Services
 from ._settings import Settings
-from ._sharing import join_shared_store, route_input
+from ._sharing import add_notification, join_shared_store, route_input
 from ._storage import StoreThread
 from ._stores import StoreHold, check_front_end_store, check_store, hold_store, is_shared
 from ._teardown import stop_all
@@ -400,7 +400,8 @@ class Runtime(Asking, Approving, Waiting):
             InvalidInput: ``category`` cannot be posted from outside a turn, a field
                 is wrong, or it is over ``Settings.input_limits``; nothing was stored.
             OwnedElsewhere: a notification, on a runtime that runs no sessions
-                (``run_sessions=False``): it needs the session's actor.
+                (``run_sessions=False``) or for a session another worker runs: it needs
+                the session's actor.
         """
         session_id = session_id_of(session_id)
         draft = post_draft(
@@ -410,10 +411,9 @@ class Runtime(Asking, Approving, Waiting):
         if category is Category.NOTIFICATION:
             if not self.run_sessions:
                 runs_no_sessions(session_id, "posting a notification")
-            added: Message = self.router.call(
-                session_id, lambda p: p.add_output(draft), timeout=self.settings.ask_timeout
+            return add_notification(
+                self.router, session_id, draft, timeout=self.settings.ask_timeout
             )
-            return added
         return self._route_input(session_id, draft)
 
     def interrupt(self, session_id: str, reason: str = "interrupted by the user") -> bool:

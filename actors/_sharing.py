@@ -6,7 +6,7 @@ and wakes it for sessions with work waiting. A front end
 (``Runtime(run_sessions=False)``) runs no session and takes no lease: its
 router refuses to load any, and an ``AnswerWatch`` reads the answers the
 workers store. ``route_input`` takes an input to the session wherever it runs: to its
-actor here, or stored for its owner elsewhere.
+actor here, or stored for its owner elsewhere; ``add_notification`` needs its actor here.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ._router import Router
 from ._settings import Settings
 from ._storage import StoreThread
 
-__all__ = ["join_shared_store", "route_input"]
+__all__ = ["add_notification", "join_shared_store", "route_input"]
 
 log = logging.getLogger("amber.runtime")
 
@@ -106,4 +106,24 @@ def route_input(
         # Taken over after the claim: no actor here took the input (the router refuses
         # before routing it), so its new owner gets it.
         return keeper.store_input(session_id, draft)
+    return added
+
+
+def add_notification(router: Router, session_id: str, draft: Draft, *, timeout: float) -> Message:
+    """Deliver the notification ``draft`` through the session's actor here (loaded, and its
+    lease claimed, if need be) and return it as stored.
+
+    Raises:
+        OwnedElsewhere: another worker runs the session (a notification is not stored for
+            an owner elsewhere: it is delivered by the actor that runs the session).
+    """
+    try:
+        added: Message = router.call(session_id, lambda p: p.add_output(draft), timeout=timeout)
+    except OwnedElsewhere as exc:
+        raise OwnedElsewhere(
+            f"Session {session_id!r} is run by another worker (it holds the session's lease): "
+            "posting a notification needs the session's actor, and a notification is not "
+            "stored for another owner. Post it on the worker that runs the session; send and "
+            "post of any other category store the input for the owner from here."
+        ) from exc
     return added

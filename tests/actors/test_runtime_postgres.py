@@ -125,6 +125,13 @@ def test_input_from_another_process_wakes_the_owner(
     with pytest.raises(OwnedElsewhere, match="is run by another worker"):
         b.ask("s", "three?", sender="Chii", timeout=60)
     assert b.live_sessions() == []
+    # A notification needs the actor too; the refusal does not advise posting it here.
+    with pytest.raises(OwnedElsewhere, match="is run by another worker") as refused:
+        b.post("s", Category.NOTIFICATION, "note")
+    assert "posting a notification needs the session's actor" in str(refused.value)
+    assert "Post it on the worker that runs the session" in str(refused.value)
+    assert "stored for its owner" not in str(refused.value)
+    assert b.live_sessions() == []
 
 
 def test_a_worker_picks_up_waiting_input(
