@@ -27,6 +27,7 @@ from actors.testing import sim_tool
 from runtime import (
     Response,
     call,
+    calls,
     empty,
     error,
     hang,
@@ -148,6 +149,25 @@ def blocking_tools(started: dict[str, threading.Event]) -> list[Tool]:
     return [wait_forever]
 
 
+def guarded_tools(started: dict[str, threading.Event]) -> list[Tool]:
+    """A tool that blocks until cancelled, and one whose calls wait for a person."""
+
+    @tool(approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file (each call waits for a person's approval).
+
+        Args:
+            path: The file.
+        """
+        return f"deleted {path}"
+
+    return [*blocking_tools(started), delete_file]
+
+
+BOTH = calls([("wait_forever", {}), ("delete_file", {"path": "a.txt"})], reasoning="both")
+"""A response calling the blocking tool and the guarded one at once."""
+
+
 SCENARIOS = [
     Scenario(
         "seed 000 §6.1",
@@ -214,6 +234,20 @@ SCENARIOS = [
         [call("wait_forever"), reply("answered after the restart")],
         [Send("s", "hi"), ToolStarted("wait_forever"), Restart(), Idle("s")],
         blocking_tools,
+    ),
+    # The running call was handed to its tool (marked may_have_run); the one waiting for
+    # approval never started (not marked), whatever ends the turn.
+    Scenario(
+        "interrupt mid-tool beside a call waiting for approval",
+        [BOTH, reply("second answer")],
+        [Send("s", "first"), ToolStarted("wait_forever"), Send("s", "second"), Idle("s")],
+        guarded_tools,
+    ),
+    Scenario(
+        "restart mid-tool beside a call waiting for approval",
+        [BOTH, reply("answered after the restart")],
+        [Send("s", "hi"), ToolStarted("wait_forever"), Restart(), Idle("s")],
+        guarded_tools,
     ),
 ]
 
@@ -348,6 +382,6 @@ def test_simulator_and_runtime_store_the_same_events(scenario: Scenario, tmp_pat
 
 def test_equal_logs_mean_something() -> None:
     """A scenario with another script makes another log (the comparison can fail)."""
-    base = SCENARIOS[-3]  # model failure
+    (base,) = [s for s in SCENARIOS if s.name == "model failure"]
     other = attrs.evolve(base, script=[reply("no failure"), reply("back")])
     assert simulated(base) != simulated(other)
