@@ -12,6 +12,7 @@ and the model's view answers every call: a marked one with the "may have run" te
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from hypothesis import settings
@@ -66,6 +67,15 @@ class HandedMachine(SimulationMachine):
                         f"{where} was handed to its tool, its turn is over with no result, "
                         "and it is not marked may_have_run"
                     )
+
+    def teardown(self) -> None:
+        """Settle (a person gives up on turns stuck on ``hang``), then check once more: the
+        interrupts of the end cut calls too."""
+        failed = sys.exc_info()[1] is not None
+        super().teardown()
+        if not failed:
+            self.marked_exactly_when_handed_and_cut()
+            self.the_view_says_so()
 
     @invariant()
     def the_view_says_so(self) -> None:
