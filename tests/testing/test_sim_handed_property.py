@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import attrs
 from hypothesis import settings
 from hypothesis.stateful import invariant
 
@@ -32,6 +33,8 @@ class HandedMachine(SimulationMachine):
 
     tools = tuple(t for t in fake_tools(hang=True) if t.name in _TOOLS)
     interrupt_stuck = True
+    # Calls wait for a person until one decides (or the turn ends): no timer denies them.
+    settings = attrs.evolve(SimulationMachine.settings, approval_timeout=None)
 
     def __init__(self) -> None:
         super().__init__()
