@@ -12,6 +12,7 @@ machine for the simulation.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -81,7 +82,14 @@ class Restart:
     """Stop the runtime cleanly (a running turn gives its input back) and start another."""
 
 
-Step = Send | Idle | ToolStarted | Streamed | Restart
+@attrs.frozen
+class Crash:
+    """The process dies: the next one starts on the store as it was (the runtime's copy is
+    taken with SQLite's backup, then the old runtime is stopped, writing only to its own
+    file); the turn it left is recovered."""
+
+
+Step = Send | Idle | ToolStarted | Streamed | Restart | Crash
 
 
 @attrs.frozen
@@ -249,6 +257,12 @@ SCENARIOS = [
         [Send("s", "hi"), ToolStarted("wait_forever"), Restart(), Idle("s")],
         guarded_tools,
     ),
+    Scenario(
+        "crash mid-tool beside a call waiting for approval",
+        [BOTH, reply("answered after the crash")],
+        [Send("s", "hi"), ToolStarted("wait_forever"), Crash(), Idle("s")],
+        guarded_tools,
+    ),
 ]
 
 
@@ -272,6 +286,8 @@ def simulated(scenario: Scenario) -> list[bytes]:
             sim.run_until(lambda s, name=step.name: _tool_running(s, name))
         elif isinstance(step, Streamed):
             sim.run_until(lambda s, st=step: _streamed(s, st))
+        elif isinstance(step, Crash):
+            sim.crash()
         else:
             sim.stop()
     return _log(lambda sid: sim.store.events(sid), sessions)
@@ -319,6 +335,11 @@ def real(scenario: Scenario, tmp_path: Path) -> list[bytes]:
                 with seen:
                     assert seen.wait_for(lambda n=step.pieces: max(pieces.values(), default=0) >= n,
                                          WAIT)  # fmt: skip
+            elif isinstance(step, Crash):
+                db = _crashed(db, tmp_path / f"crash{generation}.db")
+                rt.stop()  # it writes to its own file only: the copy is the store as it died
+                generation += 1
+                rt = make(generation)
             else:
                 rt.stop()
                 generation += 1
@@ -326,6 +347,17 @@ def real(scenario: Scenario, tmp_path: Path) -> list[bytes]:
         return _log(lambda sid: rt.call_store(lambda s: s.events(sid)), sessions)
     finally:
         rt.stop()
+
+
+def _crashed(db: Path, copy: Path) -> Path:
+    """A consistent copy of the SQLite store ``db`` as it is now (a running runtime's)."""
+    source, target = sqlite3.connect(db), sqlite3.connect(copy)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
+    return copy
 
 
 def _turn_settings(settings: Settings) -> Any:
@@ -341,6 +373,7 @@ def _turn_settings(settings: Settings) -> Any:
         recover_after=settings.recover_after,
         model_name="scripted",
         runner=RUNNER,
+        exclusive=True,  # one runner on a SQLite file: a turn a crash left is recovered at once
     )
 
 
