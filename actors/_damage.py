@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from runtime import CorruptRow, InvalidInput
+from runtime import CorruptRow, InvalidInput, SessionState
 from runtime.store import SessionInfo, SQLiteStore, SqlStore, Store
 
 from ._storage import StoreThread
@@ -27,7 +27,7 @@ from ._storage import StoreThread
 if TYPE_CHECKING:
     from runtime.store import CheckReport
 
-__all__ = ["call_told", "load_error", "resumable", "sessions_and_damage"]
+__all__ = ["call_told", "head_to_run", "load_error", "resumable", "sessions_and_damage"]
 
 log = logging.getLogger("amber.runtime")
 
@@ -82,6 +82,16 @@ def load_error(exc: Exception, store: Store) -> Exception:
     error = CorruptRow(text, session_id=exc.session_id, seq=exc.seq)
     error.__cause__ = exc
     return error
+
+
+def head_to_run(store: Store, session_id: str) -> SessionState:
+    """The head of a session a runtime is to run: its summary row is read first (checked
+    against its digest and the log), so a damaged one fails the session, as a damaged
+    snapshot does (``CorruptRow``), and as the warning of a resuming runtime that left the
+    session out says. Once the runtime's next write put the row right unseen: a call went
+    through, and ``amber check`` no longer named the damage."""
+    store.session(session_id)
+    return store.load_state(session_id)
 
 
 def call_told(thread: StoreThread, fn: Callable[[Store], T], timeout: float) -> T:

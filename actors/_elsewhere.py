@@ -33,6 +33,7 @@ from runtime import (
 )
 from runtime._decisions import decision_metadata, stored_decision
 
+from ._damage import head_to_run
 from ._errors import NotAwaitingApproval
 
 __all__ = [
@@ -54,7 +55,7 @@ def store_input(
     Raises:
         SeqConflict: the session changed meanwhile (try again).
     """
-    head = store.load_state(session_id) if session_id in store else SessionState.empty(session_id)
+    head = head_to_run(store, session_id) if session_id in store else SessionState.empty(session_id)
     arrived = InputArrived(draft=draft, at=at, mono=time.monotonic())
     decision = step(SessionMachine.load(head), settings, arrived)
     added = [event for event in decision.events if isinstance(event, MessageAdded)]
@@ -82,7 +83,7 @@ def store_decision(
         InvalidEvent: ``approved`` is not a bool, or ``reason`` or ``by`` not a str or None.
         SeqConflict: the session changed meanwhile (try again).
     """
-    state = store.load_state(session_id) if session_id in store else None
+    state = head_to_run(store, session_id) if session_id in store else None
     turn = state.active_turn if state is not None else None
     message_id = turn.awaiting_approval.get(call_id) if turn is not None else None
     if state is None or message_id is None:

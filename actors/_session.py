@@ -65,7 +65,7 @@ from runtime import (
 from ._answers import AskInput, CancelAsk, ReplyWaiter
 from ._asks import AskBook
 from ._busy import busy_reasons
-from ._damage import load_error
+from ._damage import head_to_run, load_error
 from ._effects import EffectHandle
 from ._errors import EffectsStopped, InvalidConfig, RuntimeStopped, SessionGone
 from ._redelivery import _REDELIVER, Redelivering, SendFailed, _Redelivery, describe_error
@@ -119,7 +119,7 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
         timeout = self._svc.settings.store_timeout
         try:
             if self._svc.store.call(lambda s: sid in s).result(timeout):
-                state = self._svc.store.call(lambda s: s.load_state(sid)).result(timeout)
+                state = self._svc.store.call(lambda s: head_to_run(s, sid)).result(timeout)
                 self._machine = SessionMachine.load(state)
             self._step(Loaded(**self._svc.stamp()))
         except Exception as exc:

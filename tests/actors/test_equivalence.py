@@ -12,6 +12,7 @@ machine for the simulation.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -27,6 +28,7 @@ from actors.testing import sim_tool
 from runtime import (
     Response,
     call,
+    calls,
     empty,
     error,
     hang,
@@ -80,7 +82,14 @@ class Restart:
     """Stop the runtime cleanly (a running turn gives its input back) and start another."""
 
 
-Step = Send | Idle | ToolStarted | Streamed | Restart
+@attrs.frozen
+class Crash:
+    """The process dies: the next one starts on the store as it was (the runtime's copy is
+    taken with SQLite's backup, then the old runtime is stopped, writing only to its own
+    file); the turn it left is recovered."""
+
+
+Step = Send | Idle | ToolStarted | Streamed | Restart | Crash
 
 
 @attrs.frozen
@@ -146,6 +155,25 @@ def blocking_tools(started: dict[str, threading.Event]) -> list[Tool]:
         return "never"
 
     return [wait_forever]
+
+
+def guarded_tools(started: dict[str, threading.Event]) -> list[Tool]:
+    """A tool that blocks until cancelled, and one whose calls wait for a person."""
+
+    @tool(approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file (each call waits for a person's approval).
+
+        Args:
+            path: The file.
+        """
+        return f"deleted {path}"
+
+    return [*blocking_tools(started), delete_file]
+
+
+BOTH = calls([("wait_forever", {}), ("delete_file", {"path": "a.txt"})], reasoning="both")
+"""A response calling the blocking tool and the guarded one at once."""
 
 
 SCENARIOS = [
@@ -215,6 +243,26 @@ SCENARIOS = [
         [Send("s", "hi"), ToolStarted("wait_forever"), Restart(), Idle("s")],
         blocking_tools,
     ),
+    # The running call was handed to its tool (marked may_have_run); the one waiting for
+    # approval never started (not marked), whatever ends the turn.
+    Scenario(
+        "interrupt mid-tool beside a call waiting for approval",
+        [BOTH, reply("second answer")],
+        [Send("s", "first"), ToolStarted("wait_forever"), Send("s", "second"), Idle("s")],
+        guarded_tools,
+    ),
+    Scenario(
+        "restart mid-tool beside a call waiting for approval",
+        [BOTH, reply("answered after the restart")],
+        [Send("s", "hi"), ToolStarted("wait_forever"), Restart(), Idle("s")],
+        guarded_tools,
+    ),
+    Scenario(
+        "crash mid-tool beside a call waiting for approval",
+        [BOTH, reply("answered after the crash")],
+        [Send("s", "hi"), ToolStarted("wait_forever"), Crash(), Idle("s")],
+        guarded_tools,
+    ),
 ]
 
 
@@ -238,6 +286,8 @@ def simulated(scenario: Scenario) -> list[bytes]:
             sim.run_until(lambda s, name=step.name: _tool_running(s, name))
         elif isinstance(step, Streamed):
             sim.run_until(lambda s, st=step: _streamed(s, st))
+        elif isinstance(step, Crash):
+            sim.crash()
         else:
             sim.stop()
     return _log(lambda sid: sim.store.events(sid), sessions)
@@ -285,6 +335,11 @@ def real(scenario: Scenario, tmp_path: Path) -> list[bytes]:
                 with seen:
                     assert seen.wait_for(lambda n=step.pieces: max(pieces.values(), default=0) >= n,
                                          WAIT)  # fmt: skip
+            elif isinstance(step, Crash):
+                db = _crashed(db, tmp_path / f"crash{generation}.db")
+                rt.stop()  # it writes to its own file only: the copy is the store as it died
+                generation += 1
+                rt = make(generation)
             else:
                 rt.stop()
                 generation += 1
@@ -292,6 +347,17 @@ def real(scenario: Scenario, tmp_path: Path) -> list[bytes]:
         return _log(lambda sid: rt.call_store(lambda s: s.events(sid)), sessions)
     finally:
         rt.stop()
+
+
+def _crashed(db: Path, copy: Path) -> Path:
+    """A consistent copy of the SQLite store ``db`` as it is now (a running runtime's)."""
+    source, target = sqlite3.connect(db), sqlite3.connect(copy)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
+    return copy
 
 
 def _turn_settings(settings: Settings) -> Any:
@@ -307,6 +373,7 @@ def _turn_settings(settings: Settings) -> Any:
         recover_after=settings.recover_after,
         model_name="scripted",
         runner=RUNNER,
+        exclusive=True,  # one runner on a SQLite file: a turn a crash left is recovered at once
     )
 
 
@@ -348,6 +415,6 @@ def test_simulator_and_runtime_store_the_same_events(scenario: Scenario, tmp_pat
 
 def test_equal_logs_mean_something() -> None:
     """A scenario with another script makes another log (the comparison can fail)."""
-    base = SCENARIOS[-3]  # model failure
+    (base,) = [s for s in SCENARIOS if s.name == "model failure"]
     other = attrs.evolve(base, script=[reply("no failure"), reply("back")])
     assert simulated(base) != simulated(other)

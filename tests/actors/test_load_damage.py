@@ -262,3 +262,45 @@ class TestAnOrphanedTurn:
                 assert state.active_turn is None
             assert rt.ask("t", "still there?", timeout=WAIT).text == "ok"
         assert (_rows(db) == before) is damaged
+
+
+class TestADamagedSummaryRow:
+    @pytest.mark.parametrize("resume", ["all", "none"])
+    def test_every_call_is_refused_and_the_damage_stays_for_check(
+        self, tmp_path: Path, resume: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A summary row edited by another program (its digest no longer matches): the
+        warning of a resuming runtime says the session is not resumed and to rebuild it,
+        and, as docs/reliability.md says, every call for it raises that ``CorruptRow``.
+        A send once went through and wrote the row again: the warning's advice was false,
+        and ``amber check`` no longer saw the damage. Nothing is appended to it; the other
+        session answers; ``store.check()`` still names the row."""
+        db = tmp_path / "amber.db"
+        _, last = _store(db)
+        conn = sqlite3.connect(db, isolation_level=None)
+        conn.execute("UPDATE sessions SET messages = messages + 5 WHERE session_id = 's'")
+        conn.close()
+        before = _rows(db)
+        with (
+            caplog.at_level(logging.WARNING, "amber"),
+            Runtime(model=ScriptedModel([], fallback=reply("ok")), store=db, resume=resume) as rt,
+        ):
+            assert rt.ask("t", "still there?", timeout=WAIT).text == "ok"
+            with pytest.raises(CorruptRow) as raised:
+                rt.send("s", "again")
+            with pytest.raises(CorruptRow) as also:
+                rt.ask("s", "again?", timeout=WAIT)
+            assert str(also.value) == str(raised.value)
+        told = str(raised.value)
+        assert raised.value.session_id == "s"
+        assert told.startswith(
+            f"Session 's' seq {last}: its summary row does not match its digest: it was changed "
+            "after it was written. Rebuild the summary with 'amber recover --rebuild --db "
+        ), told
+        assert _rows(db) == before
+        if resume == "all":
+            (warned,) = [r.getMessage() for r in caplog.records if "not resumed" in r.getMessage()]
+            assert warned == f"session s is not resumed: {told}"
+        with SQLiteStore(db) as store:
+            problems = store.check().problems
+        assert [(p.session_id, p.derived) for p in problems] == [("s", True)], problems

@@ -204,8 +204,9 @@ class TestADamagedSummaryRow:
         """One session's summary row edited by another program: a worker (resume='all')
         once refused to start (its listing of the sessions to pick up raised that session's
         CorruptRow, and so did every poll after). It starts and runs the session with input
-        waiting; the damaged one is left out of its pickup (a summary row is derived: the
-        session's next write, on a call for it, writes the row again from its log)."""
+        waiting; the damaged one is left out of its pickup, and a call for it raises the
+        CorruptRow (it once went through, writing the row again unseen: the damage was gone
+        from 'amber check'), until a rebuild writes the row again from its log."""
         _store_input(postgres_dsn, schema, "s", "damaged")
         _store_input(postgres_dsn, schema, "t", "waiting")
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
@@ -221,6 +222,17 @@ class TestADamagedSummaryRow:
         worker._keeper.poll_now()  # a poll lists the sessions again: it once raised too
         assert _held_by(postgres_dsn, schema, "s") is None
         assert "s" not in worker.live_sessions()
+        with pytest.raises(CorruptRow, match=r"^Session 's' seq 1: its summary row does not "):
+            worker.send("s", "again", sender="Chii")
+        front = Runtime(store=PostgresStore(postgres_dsn, schema=schema), settings=SETTINGS,
+                        run_sessions=False)  # fmt: skip
+        runtimes.append(front)
+        front.start()
+        with pytest.raises(CorruptRow, match=r"^Session 's' seq 1: its summary row does not "):
+            front.send("s", "from a front end", sender="Chii")  # it once wrote the row again
+        with PostgresStore(postgres_dsn, schema=schema) as store:
+            assert [p.session_id for p in store.check().problems] == ["s"]
+            store.rebuild()
         worker.send("s", "again", sender="Chii")
         state = worker.wait_idle("s", timeout=60)
         assert [m.content for m in state if m.role.value == "user"] == ["damaged", "again"]
