@@ -96,19 +96,22 @@ class StoreSync:
             raise pykka.ActorDeadError(f"Session actor {self.session_id!r} is closing.")
         if isinstance(input, ToolDone):
             self._say_if_dropped(input)
+        held = self._held(input)  # before a reload forgets the run it answers
         for reloads in range(_RELOADS):
             try:
-                return self._reload_and_decide(input, reload=reload or reloads > 0)
+                return self._reload_and_decide(input, reload=reload or reloads > 0, held=held)
             except SeqConflict:
                 log.info("session %s was written by another process; reloading it", self.session_id)
-        return self._reload_and_decide(input, reload=True)
+        return self._reload_and_decide(input, reload=True, held=held)
 
-    def _reload_and_decide(self, input: Input, *, reload: bool) -> Decision:
+    def _reload_and_decide(
+        self, input: Input, *, reload: bool, held: tuple[tuple[ToolDone, float], ...]
+    ) -> Decision:
         if reload and not (isinstance(input, Loaded | Stopping)) and self._adopt():
             return self._decide(input)  # only metadata changed: what runs goes on
         if reload:
             # Stopping: only adopt the head (a turn is not started to be stopped).
-            loaded = self._reload(resume=not isinstance(input, Stopping), held=self._held(input))
+            loaded = self._reload(resume=not isinstance(input, Stopping), held=held)
             if isinstance(input, Loaded) and loaded is not None:
                 return loaded  # the reload stepped it
         return self._decide(input)
