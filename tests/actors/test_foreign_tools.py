@@ -1,5 +1,5 @@
 """Tool calls of a turn whose owner meets a foreign write (input another process stored
-for the session) while they run here, on PostgreSQL (DESIGN §10).
+for the session) while they run here, on PostgreSQL (DESIGN §10) and on a SQLite file.
 
 The owner adopts a foreign input as it adopts a local one: the running turn is given
 back and the next turn answers both inputs. A call whose result the owner already holds
@@ -12,15 +12,30 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from stop_support import WAIT, Said, tool_results
 
 from actors import Runtime, ScriptedModel, tool
-from runtime import ModelRequest, OrphanRecovered, Status, ToolResultPart, call, reply
+from actors._drafts import user_draft
+from actors._ids import utc_now
+from actors._leasing import store_input
+from actors._session_sync import StoreSync
+from runtime import (
+    ModelRequest,
+    OrphanRecovered,
+    Status,
+    ToolDone,
+    ToolOutcome,
+    ToolResultPart,
+    TurnSettings,
+    call,
+    reply,
+)
 from runtime._clean import MAY_HAVE_RUN
-from runtime.store import PostgresStore
+from runtime.store import PostgresStore, SQLiteStore
 from tests.actors.test_runtime_postgres import (
     SETTINGS,
     deaf,
@@ -29,6 +44,7 @@ from tests.actors.test_runtime_postgres import (
     user_statuses,
     wait_for,
 )
+from tests.runtime import test_machine
 
 
 @pytest.fixture
@@ -103,6 +119,35 @@ class TestAResultInHand:
         assert "may have run" not in recovered.reason
         assert recovered.seq > result.event_seq
 
+    def test_is_recorded_on_a_sqlite_file_written_from_elsewhere(self, tmp_path: Path) -> None:
+        """The same on SQLite, where the runtime meets input stored in its file by another
+        process only at its next write."""
+        db = tmp_path / "amber.db"
+        ran: list[str] = []
+
+        @tool
+        def deploy() -> str:
+            """Deploy."""
+            ran.append("deploy")
+            if len(ran) == 1:
+                draft = user_draft("send", "s", "and then?", {"sender": "Chii"}, utc_now,
+                                   SETTINGS.input_limits)  # fmt: skip
+                with SQLiteStore(db) as store:
+                    store_input(store, "s", draft, settings=TurnSettings(), at=utc_now())
+            return "deployed"
+
+        with Runtime(model=_model(), store=db, tools=[deploy], settings=SETTINGS) as rt:
+            rt.send("s", "deploy", sender="Chii")
+            state = rt.wait_idle("s", timeout=WAIT)
+        assert ran == ["deploy"]
+        (called,) = [m for m in state if m.tool_call is not None]
+        assert called.tool_call is not None
+        assert MAY_HAVE_RUN not in called.metadata
+        (result,) = [m for m in state if m.tool_call_id == called.tool_call.id]
+        assert result.content == "deployed"
+        assert [m.content for m in state if m.role.value == "user"] == ["deploy", "and then?"]
+        assert [m.content for m in state][-1] == "Done."
+
 
 def _answers_any_result() -> ScriptedModel:
     """Deploys unless the view shows a result for the deployment, made up or not."""
@@ -168,4 +213,25 @@ class TestACallStillRunning:
         assert user_statuses(postgres_dsn, schema, "s") == [
             ("deploy", Status.PROCESSED),
             ("and then?", Status.PROCESSED),
+        ]
+
+
+class TestALateResult:
+    def test_that_no_turn_waits_for_is_logged(self, caplog: pytest.LogCaptureFixture) -> None:
+        """A result that reaches the session after its turn stopped waiting for it (the
+        cancel raced the tool's end) is not recorded, and a warning says so; one the turn
+        waits for is not logged."""
+        d = test_machine.Driver()
+        test_machine.TestReloadAfterAForeignWrite()._calling(d)  # c1 and c2 run
+        sync = StoreSync()
+        sync.session_id, sync._machine = "s", d.machine
+        caplog.set_level(logging.INFO, logger="amber")
+        sync._say_if_dropped(ToolDone(call_id="c1", outcome=ToolOutcome(content="42"), **d.stamp()))
+        assert caplog.records == []
+        d.send("stop")  # interrupts the turn: c1 and c2 are marked may-have-run
+        sync._machine = d.machine
+        sync._say_if_dropped(ToolDone(call_id="c1", outcome=ToolOutcome(content="42"), **d.stamp()))
+        assert [r.getMessage() for r in caplog.records] == [
+            "session s: tool call c1 (lookup) ended after its turn stopped waiting for it; its "
+            "result is not recorded: '42'"
         ]
