@@ -150,12 +150,14 @@ class TestAResultInHand:
 
 
 def _answers_any_result() -> ScriptedModel:
-    """Deploys unless the view shows a result for the deployment, made up or not."""
+    """Rolls out unless the view shows a result for the deployment, made up or not."""
 
     def answer(request: ModelRequest) -> Any:
         parts = [p for m in request.view.messages for p in m.parts]
         return (
-            reply("Done.") if any(isinstance(p, ToolResultPart) for p in parts) else call("deploy")
+            reply("Done.")
+            if any(isinstance(p, ToolResultPart) for p in parts)
+            else call("roll_out")
         )
 
     return ScriptedModel(answer)
@@ -176,18 +178,18 @@ class TestACallStillRunning:
         ran: list[str] = []
 
         @tool
-        def deploy() -> str:
-            """Deploy."""
-            ran.append("deploy")
+        def roll_out() -> str:
+            """Roll out."""
+            ran.append("roll_out")
             started.set()
             assert release.wait(WAIT)
             return "deployed"
 
-        dropped = Said("its result is not recorded")
+        dropped = Said("tool roll_out: ")
         logging.getLogger("amber").addHandler(dropped)
         try:
-            rt = open_rt(_answers_any_result(), tools=[deploy])
-            rt.send("s", "deploy", sender="Chii")
+            rt = open_rt(_answers_any_result(), tools=[roll_out])
+            rt.send("s", "roll_out", sender="Chii")
             assert started.wait(WAIT)
             foreign_input(postgres_dsn, schema, "s", "and then?")
             wait_for(lambda: replies(postgres_dsn, schema, "s") == ["Done."], "the owner answers")
@@ -197,7 +199,7 @@ class TestACallStillRunning:
             release.set()
             logging.getLogger("amber").removeHandler(dropped)
         state = rt.wait_idle("s", timeout=WAIT)
-        assert ran == ["deploy"]
+        assert ran == ["roll_out"]
         (called,) = [m for m in state if m.tool_call is not None]
         assert called.tool_call is not None
         assert called.metadata[MAY_HAVE_RUN] is True
@@ -206,12 +208,12 @@ class TestACallStillRunning:
         recovered = _recovered(postgres_dsn, schema)
         assert "another process wrote to the session" in recovered.reason
         assert recovered.reason.endswith(
-            f"tool call {called.tool_call.id} (deploy) had no result when the session was "
+            f"tool call {called.tool_call.id} (roll_out) had no result when the session was "
             "reloaded: it may have run or still run here, and a result that comes is not "
             "recorded, so check before running it again"
         )
         assert user_statuses(postgres_dsn, schema, "s") == [
-            ("deploy", Status.PROCESSED),
+            ("roll_out", Status.PROCESSED),
             ("and then?", Status.PROCESSED),
         ]
 

@@ -770,22 +770,23 @@ class TestInvoke:
         release = threading.Event()
 
         @tool(timeout=0.2)
-        def blocked() -> str:
+        def abandoned_deploy() -> str:
             assert release.wait(600)  # until the run was abandoned
             return "deployed"
 
-        dropped = Said("its result is not recorded")
+        dropped = Said("tool abandoned_deploy: ")
         logging.getLogger("amber.tools").addHandler(dropped)
         try:
-            assert invoke(blocked, {}).error_type == "timeout"
+            assert invoke(abandoned_deploy, {}).error_type == "timeout"
             release.set()
             assert dropped.event.wait(BOUND)
         finally:
             release.set()
             logging.getLogger("amber.tools").removeHandler(dropped)
         assert dropped.said == [
-            "tool blocked: a call cancelled while it ran in its thread (its turn stopped waiting "
-            "for it, or its time limit passed) has ended; its result is not recorded: 'deployed'"
+            "tool abandoned_deploy: a call cancelled while it ran in its thread (its turn stopped "
+            "waiting for it, or its time limit passed) has ended; its result is not recorded: "
+            "'deployed'"
         ]
 
     def test_no_timeout(self) -> None:
