@@ -6,7 +6,10 @@ store input (or an approval's decision) for the session's owner; the owner's nex
 append then fails with ``SeqConflict``. ``_step`` reloads the head and decides the
 input again on it (up to ``_RELOADS`` times); ``resync`` does the same when told
 that the store is ahead. A write of metadata alone (a stored decision) is adopted
-without a reload (``_adopt``), so a running turn goes on.
+without a reload (``_adopt``), so a running turn goes on. A tool's result whose write
+met the conflict answers its call before the reload recovers the turn
+(``Loaded.results``), so a call that ran is not marked as one that may have run; a
+result that comes once no turn waits for it is logged, not recorded.
 """
 
 from __future__ import annotations
