@@ -74,7 +74,7 @@ from ._settings import Settings
 from ._sharing import add_notification, join_shared_store, route_input
 from ._storage import StoreThread
 from ._stores import StoreHold, check_front_end_store, check_store, hold_store, is_shared
-from ._teardown import stop_all
+from ._teardown import stop_all, stop_in_background
 from ._tool_actor import ToolActor, ToolStats
 from ._toolbox import Toolbox
 from ._tools import Tool
@@ -349,7 +349,7 @@ class Runtime(Asking, Approving, Waiting):
         """Another runtime took this one's name while its connection was down: stop, on a
         thread of its own (``stop`` joins the lease keeper's thread, which calls this)."""
         self.failed = error
-        threading.Thread(target=self.stop, name="amber-stop", daemon=True).start()
+        stop_in_background(self)
 
     def __enter__(self) -> Self:
         try:

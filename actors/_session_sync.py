@@ -6,7 +6,10 @@ store input (or an approval's decision) for the session's owner; the owner's nex
 append then fails with ``SeqConflict``. ``_step`` reloads the head and decides the
 input again on it (up to ``_RELOADS`` times); ``resync`` does the same when told
 that the store is ahead. A write of metadata alone (a stored decision) is adopted
-without a reload (``_adopt``), so a running turn goes on.
+without a reload (``_adopt``), so a running turn goes on. A tool's result whose write
+met the conflict answers its call before the reload recovers the turn
+(``Loaded.results``), so a call that ran is not marked as one that may have run; a
+result that comes once no turn waits for it is logged, not recorded.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from runtime import (
     SeqConflict,
     SessionMachine,
     Stopping,
+    ToolDone,
     apply,
 )
 from runtime._decisions import stored_decision
@@ -93,19 +97,24 @@ class StoreSync:
             isinstance(input, Stopping) or (self._stopping and isinstance(input, Delivered))
         ):
             raise pykka.ActorDeadError(f"Session actor {self.session_id!r} is closing.")
+        if isinstance(input, ToolDone):
+            self._say_if_dropped(input)
+        held = self._held(input)  # before a reload forgets the run it answers
         for reloads in range(_RELOADS):
             try:
-                return self._reload_and_decide(input, reload=reload or reloads > 0)
+                return self._reload_and_decide(input, reload=reload or reloads > 0, held=held)
             except SeqConflict:
                 log.info("session %s was written by another process; reloading it", self.session_id)
-        return self._reload_and_decide(input, reload=True)
+        return self._reload_and_decide(input, reload=True, held=held)
 
-    def _reload_and_decide(self, input: Input, *, reload: bool) -> Decision:
+    def _reload_and_decide(
+        self, input: Input, *, reload: bool, held: tuple[tuple[ToolDone, float], ...]
+    ) -> Decision:
         if reload and not (isinstance(input, Loaded | Stopping)) and self._adopt():
             return self._decide(input)  # only metadata changed: what runs goes on
         if reload:
             # Stopping: only adopt the head (a turn is not started to be stopped).
-            loaded = self._reload(resume=not isinstance(input, Stopping))
+            loaded = self._reload(resume=not isinstance(input, Stopping), held=held)
             if isinstance(input, Loaded) and loaded is not None:
                 return loaded  # the reload stepped it
         return self._decide(input)
@@ -146,10 +155,36 @@ class StoreSync:
                 self._decide(given)
         return True
 
-    def _reload(self, *, resume: bool = True) -> Decision | None:
+    def _say_if_dropped(self, done: ToolDone) -> None:
+        """Log a result that no turn here waits for (its turn ended or was given back while
+        the tool ran: the call is marked may-have-run), which is not recorded."""
+        run, state = self._machine.run, self._machine.state
+        if run is not None and done.call_id in run.tools:
+            return
+        message_id = state.tool_calls.get(done.call_id)
+        called = state.message(message_id).tool_call if message_id is not None else None
+        if called is None or done.call_id in state.tool_results:
+            return  # not a call of this session's, or reported twice
+        log.warning(
+            "session %s: tool call %s (%s) ended after its turn stopped waiting for it; its "
+            "result is not recorded: %.200r", self.session_id, done.call_id, called.name,
+            done.outcome.content,
+        )  # fmt: skip
+
+    def _held(self, input: Input) -> tuple[tuple[ToolDone, float], ...]:
+        """``input`` with the start of its run, if it is the result of a tool run of the
+        turn that runs here (it answers its call before a reload recovers the turn)."""
+        run = self._machine.run
+        if isinstance(input, ToolDone) and run is not None and input.call_id in run.tools:
+            return ((input, run.tools[input.call_id]),)
+        return ()
+
+    def _reload(
+        self, *, resume: bool = True, held: tuple[tuple[ToolDone, float], ...] = ()
+    ) -> Decision | None:
         """Adopt the head the store holds, as a new actor would: what ran here is cancelled
         and (with ``resume``) ``Loaded`` recovers the turn it left (this runner's own: at
-        once)."""
+        once), after recording the results ``held`` (``Loaded.results``)."""
         for handle in self._runs.values():
             handle.cancel()
         self._runs.clear()
@@ -160,5 +195,5 @@ class StoreSync:
         sid = self.session_id
         state = self._svc.store.call(lambda s: s.load_state(sid))
         self._machine = SessionMachine.load(state.result(self._svc.settings.store_timeout))
-        loaded = Loaded(foreign_write=True, **self._svc.stamp())  # another process wrote
+        loaded = Loaded(foreign_write=True, results=held, **self._svc.stamp())  # written elsewhere
         return self._decide(loaded) if resume else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
@@ -17,12 +18,12 @@ import pykka
 
 from ._deadline import STORE_FLOOR, Deadline
 from ._effects import Effects
-from ._errors import EffectsStopped
+from ._errors import EffectsStopped, StopTimeout
 from ._gateway import Gateway
 from ._router import Router
 from ._runtime_args import _stop
 
-__all__ = ["stop_all"]
+__all__ = ["stop_all", "stop_in_background"]
 
 log = logging.getLogger("amber.runtime")
 
@@ -62,6 +63,28 @@ def stop_all(rt: Stoppable, why: str, deadline: Deadline) -> None:
             first = first or exc
     if first is not None:
         raise first
+
+
+def stop_in_background(rt: Any) -> None:
+    """Stop ``rt``, a ``Runtime`` that lost its name, on a thread of its own."""
+    threading.Thread(target=_stop_unless_begun, args=(rt,), name="amber-stop", daemon=True).start()
+
+
+def _stop_unless_begun(rt: Any) -> None:
+    """Stop ``rt`` unless a stop already runs (the user's, say): that one stops it, however
+    long it takes. One log line either way, never a traceback: the lease keeper logged why,
+    and ``rt.failed`` holds it."""
+    with rt._lock:
+        begun = rt._state in ("stopping", "stopped")
+    if begun:
+        log.info("the runtime lost its name; the stop already under way stops it")
+        return
+    try:
+        rt.stop()
+    except StopTimeout:  # a stop began meanwhile, and outlived this one's timeout
+        log.info("the runtime lost its name; the stop already under way stops it")
+    except Exception as exc:  # its steps logged their errors
+        log.error("the runtime lost its name and its stop failed: %s", exc)
 
 
 def _steps(rt: Stoppable, why: str, deadline: Deadline) -> Iterable[Step]:

@@ -20,9 +20,11 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import logging
 import math
 import re
 import sys
+import threading
 import typing
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, overload
@@ -50,6 +52,8 @@ from ._tool_text import (
 )
 
 __all__ = ["ERROR_TYPES", "InvalidTool", "Tool", "ToolOutcome", "tool"]
+
+log = logging.getLogger("amber.tools")
 
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -232,9 +236,12 @@ class Tool:
         if self._signature.is_async:
             value = await self.function(**kwargs)
         else:
-            value = await trio.to_thread.run_sync(
-                functools.partial(_drawn, self.function, kwargs), abandon_on_cancel=True
-            )
+            run = _Abandonable(self.name, functools.partial(_drawn, self.function, kwargs))
+            try:
+                value = await trio.to_thread.run_sync(run, abandon_on_cancel=True)
+            except trio.Cancelled:
+                run.abandon()
+                raise
             # A sync wrapper around an async function hands back the coroutine.
             if inspect.isawaitable(value):
                 value = await value
@@ -245,6 +252,43 @@ class Tool:
         if isinstance(value, Iterator) and not isinstance(value, ToolOutcome):
             return await trio.to_thread.run_sync(list, value, abandon_on_cancel=True)
         return value
+
+
+class _Abandonable:
+    """A sync tool's call in its worker thread, which a cancel abandons: it runs on, and
+    what it returns then is recorded nowhere (its turn stopped waiting for it: an
+    interrupt, a stop, a reload, a timeout), so it says so in the log once it ends."""
+
+    def __init__(self, name: str, call: Callable[[], Any]) -> None:
+        self._name = name
+        self._call = call
+        self._lock = threading.Lock()
+        self._abandoned = self._ended = False
+        self._said = ""
+
+    def __call__(self) -> Any:
+        value = self._call()
+        with self._lock:
+            self._ended, self._said = True, excerpt(repr(value))
+            abandoned = self._abandoned
+        if abandoned:
+            self._log()
+        return value
+
+    def abandon(self) -> None:
+        """The call was cancelled: what it returns (or returned meanwhile) is dropped."""
+        with self._lock:
+            self._abandoned = True
+            ended = self._ended
+        if ended:
+            self._log()
+
+    def _log(self) -> None:
+        log.warning(
+            "tool %s: a call cancelled while it ran in its thread (its turn stopped waiting for "
+            "it, or its time limit passed) has ended; its result is not recorded: %s",
+            self._name, self._said,
+        )  # fmt: skip
 
 
 def _drawn(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:

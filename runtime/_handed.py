@@ -12,7 +12,9 @@ When a turn is given back with such calls (a stop cut them, ``_shutdown.py``;
 or its runner died and recovery takes it back, ``_turn_ops.orphaned`` and
 ``store.recover_orphans``), each is marked ``MAY_HAVE_RUN`` before the
 ``OrphanRecovered``, so the result the model's view makes up for it says it may
-have run, and the turn's reason names them. So is a call still running when its
+have run, and the turn's reason names them. (A runner that reloads its session
+because another process wrote to it records first the results it held,
+``Loaded.results``: only the calls still running are marked.) So is a call still running when its
 turn ends otherwise (an interrupt, new input, a failure: ``_turn_ops.end_turn``),
 before the ``TurnEnded``: a sync tool's abandoned thread runs on to the end, and a
 cancelled async tool may have done part of its work.
@@ -27,7 +29,14 @@ from ._events import MetadataUpdated
 from ._state import SessionState
 from ._step import Step
 
-__all__ = ["handed_calls", "mark_may_have_run", "marked_messages", "named_calls", "started_text"]
+__all__ = [
+    "handed_calls",
+    "mark_may_have_run",
+    "marked_messages",
+    "named_calls",
+    "reloaded_text",
+    "started_text",
+]
 
 
 def handed_calls(state: SessionState) -> list[str]:
@@ -77,5 +86,18 @@ def started_text(state: SessionState, call_ids: list[str]) -> str:
     return (
         f"tool call{'' if one else 's'} {named_calls(state, call_ids)} had started; "
         f"{'it' if one else 'they'} may have run, so check before running "
+        f"{'it' if one else 'them'} again"
+    )
+
+
+def reloaded_text(state: SessionState, call_ids: list[str]) -> str:
+    """What the reason of a turn its own runner recovered on reloading the session (another
+    process wrote to it) adds for the calls it had handed to their tools: they may still
+    run in that runner, and a result they give is dropped, so check before running them."""
+    one = len(call_ids) == 1
+    return (
+        f"tool call{'' if one else 's'} {named_calls(state, call_ids)} had no result when the "
+        f"session was reloaded: {'it' if one else 'they'} may have run or still run here, and "
+        f"a result that comes is not recorded, so check before running "
         f"{'it' if one else 'them'} again"
     )

@@ -205,6 +205,10 @@ class Delivered(Input):
     """The status the adapter saw (the change is a compare-and-set on it)."""
 
 
+def _results(value: Iterable[tuple[ToolDone, float]]) -> tuple[tuple[ToolDone, float], ...]:
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class Loaded(Input):
     """The session was (re)loaded from the store: recover what a dead runner left."""
@@ -216,6 +220,10 @@ class Loaded(Input):
     """True when this runner reloads the session because another process wrote to it
     (input, or a decision stored for it) while its turn ran: the turn it ran is recovered
     at once, and its reason says so."""
+    results: tuple[tuple[ToolDone, float], ...] = attrs.field(default=(), converter=_results)
+    """Tool results this runner held when it reloaded (the write of one met another
+    process's), each with the monotonic start of its run: each answers its call before
+    the turn is recovered, so a call that ran is not marked as one that may have run."""
 
 
 @attrs.frozen(kw_only=True)

@@ -11,12 +11,13 @@ is in.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
 
 from ._audit import AuditCall, AuditStatus
-from ._category import Category
+from ._category import Category, new_message
 from ._chunks import ModelRetry, RequestSent
 from ._commands import ClearTimer, RunTool, StreamDelta
 from ._errors import StreamError
@@ -53,7 +54,7 @@ from ._turn_ops import (
 from ._updates import Delta, DeltaKind
 from ._view_cache import approx_view_tokens
 
-__all__ = ["model_chunk", "model_ended", "tool_done"]
+__all__ = ["model_chunk", "model_ended", "record_held", "tool_done"]
 
 _NUDGE = (
     "[Empty response] Your last response was empty. Continue the task: answer the user or "
@@ -343,15 +344,28 @@ def _result_message(s: Step, call: Message, outcome: ToolOutcome, duration_ms: f
         metadata["tool_result"] = outcome.summary
     if outcome.truncated:
         metadata["truncated"] = True
-    return s.output(
+    fields: dict[str, Any] = {
+        "parent_id": call.id,
+        "sender": call.tool_call.name,
+        "tool_call_id": call.tool_call.id,
+        "is_error": outcome.is_error,
+        "error_type": outcome.error_type if outcome.is_error else None,
+        "metadata": metadata,
+    }
+    if s.run is not None:
+        return s.output(Category.TOOL_RESULT, outcome.content, **fields)
+    # A result held over a reload (``record_held``): no turn runs here, the call's says
+    # where it belongs.
+    return new_message(
         Category.TOOL_RESULT,
-        outcome.content,
-        parent_id=call.id,
-        sender=call.tool_call.name,
-        tool_call_id=call.tool_call.id,
-        is_error=outcome.is_error,
-        error_type=outcome.error_type if outcome.is_error else None,
-        metadata=metadata,
+        id=s.message_id(),
+        session_id=s.state.session_id,
+        created_at=s.at,
+        content=outcome.content,
+        turn_id=call.turn_id,
+        chatbot_id=call.chatbot_id,
+        channel_id=call.channel_id,
+        **fields,
     )
 
 
@@ -365,6 +379,22 @@ def _unknown_tool(s: Step, name: str) -> ToolOutcome:
         is_error=True,
         error_type="unknown_tool",
     )
+
+
+def record_held(s: Step, results: Iterable[tuple[ToolDone, float]]) -> None:
+    """Record the results a runner held when it reloaded its session (``Loaded.results``):
+    each answers its call, if the active turn still waits for it, before the turn is
+    recovered."""
+    state = s.state
+    turn = state.active_turn
+    for done, started in results:
+        call_id = done.call_id
+        if turn is None or call_id not in turn.open_calls or call_id in state.tool_results:
+            continue  # the reloaded head answered it, or its turn ended meanwhile
+        call = state.message(state.tool_calls[call_id])
+        duration = max(0.0, done.mono - started) * 1000
+        s.emit(MessageAdded, message=_result_message(s, call, done.outcome, duration))
+        state = s.state
 
 
 def tool_done(s: Step, input: ToolDone) -> None:

@@ -27,7 +27,7 @@ from ._events import (
     TurnOutcome,
     TurnStarted,
 )
-from ._handed import handed_calls, mark_may_have_run, started_text
+from ._handed import handed_calls, mark_may_have_run, reloaded_text, started_text
 from ._json import thaw
 from ._machine import TurnRun, TurnSettings
 from ._message import Message
@@ -431,7 +431,8 @@ def orphaned(s: Step, *, runner_gone: bool = False, foreign_write: bool = False)
         )
     handed = handed_calls(state)  # they may have run; a call waiting for approval never did
     if handed:
-        reason = f"{reason}; {started_text(state, handed)}"
+        told = reloaded_text if own and foreign_write else started_text
+        reason = f"{reason}; {told(state, handed)}"
     mark_may_have_run(s, handed)
     s.emit(OrphanRecovered, turn_id=turn.id, reason=reason, calls_interrupted=True)
     maybe_start_turn(s)

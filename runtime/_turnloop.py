@@ -43,7 +43,7 @@ from ._inputs import (
 )
 from ._machine import SessionMachine, TurnSettings
 from ._message import Message, Status
-from ._responses import model_chunk, model_ended, tool_done
+from ._responses import model_chunk, model_ended, record_held, tool_done
 from ._shutdown import stopping
 from ._state import as_own
 from ._step import IDLE_TIMER, Step
@@ -210,6 +210,7 @@ def _loaded(s: Step, input: Loaded) -> None:
             )
             s.command(Announce(update=update))
     if state.active_turn is not None and s.run is None:
+        record_held(s, input.results)
         orphaned(s, runner_gone=input.runner_gone, foreign_write=input.foreign_write)
     else:
         maybe_start_turn(s)

@@ -20,9 +20,12 @@ class Said(logging.Handler):
         super().__init__()
         self.text = text
         self.event = threading.Event()
+        self.said: list[str] = []
+        """The messages that contained ``text``."""
 
     def emit(self, record: logging.LogRecord) -> None:
         if self.text in record.getMessage():
+            self.said.append(record.getMessage())
             self.event.set()
 
 

@@ -10,6 +10,7 @@ moment the listener's backend ends, before the runtime can reconnect.
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 import time
@@ -18,9 +19,20 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from stop_support import WAIT, Said
 from worker_procs import GUARD, Worker
 
-from actors import Runtime, RuntimeStopped, ScriptedModel, Settings, StoreBusy, reply
+from actors import (
+    Runtime,
+    RuntimeStopped,
+    ScriptedModel,
+    Settings,
+    StoreBusy,
+    _teardown,
+    call,
+    reply,
+    tool,
+)
 from runtime import hang
 from runtime.store import PostgresStore
 from runtime.store._pg_schema import name_key
@@ -154,3 +166,59 @@ class TestNameLostDuringStart:
         assert raised.value is taken
         assert isinstance(raised.value.__cause__, RuntimeStopped)
         assert not rt.running
+
+
+class TestNameLostDuringAStop:
+    def test_the_background_stop_defers_to_a_stop_already_running(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """The name is lost while the user's own stop waits for a sync tool call: the stop
+        the runtime starts in the background leaves the work to it, and returns at once
+        with one log line. It used to wait its default 30 s for that stop and then die
+        with a ``StopTimeout`` traceback on its thread."""
+        started, release = threading.Event(), threading.Event()
+
+        @tool
+        def deploy() -> str:
+            """Deploy."""
+            started.set()
+            assert release.wait(WAIT)
+            return "deployed"
+
+        background = threading.Event()  # the background stop returned
+        stop = _teardown._stop_unless_begun
+
+        def stop_and_say(rt: Runtime) -> None:
+            try:
+                stop(rt)
+            finally:
+                background.set()
+
+        monkeypatch.setattr(_teardown, "_stop_unless_begun", stop_and_say)
+        died: list[BaseException | None] = []
+        monkeypatch.setattr(threading, "excepthook", lambda args: died.append(args.exc_value))
+        caplog.set_level(logging.INFO, logger="amber")
+        said = Said("waits for tool calls")
+        logging.getLogger("amber").addHandler(said)
+        rt = Runtime(model=ScriptedModel([call("deploy")]), store=tmp_path / "amber.db",
+                     tools=[deploy]).start()  # fmt: skip
+        user = threading.Thread(target=rt.stop, kwargs={"timeout": 2 * WAIT})
+        try:
+            rt.send("s", "deploy")
+            assert started.wait(WAIT)
+            user.start()
+            assert said.event.wait(WAIT)  # the user's stop drains the call
+            rt._name_lost(StoreBusy("Another runtime took the name 'w1' on this store …"))
+            assert background.wait(2 * WAIT)  # a hang guard: it returns at once
+            assert user.is_alive()  # the user's stop still waits for the call
+        finally:
+            release.set()
+            user.join(WAIT)
+            logging.getLogger("amber").removeHandler(said)
+        assert not user.is_alive()
+        assert died == []
+        lines = [r.getMessage() for r in caplog.records if r.name == "amber.runtime"]
+        assert [line for line in lines if "name" in line] == [
+            "the runtime lost its name; the stop already under way stops it"
+        ]
+        assert all(r.exc_info is None for r in caplog.records)

@@ -1109,7 +1109,7 @@ class TestDeliveryRetries:
         with caplog.at_level(logging.DEBUG, logger="amber"):
             proxy.actor_ref.tell(failed)  # the actor handles its messages in order: told first
             assert proxy.retrying().get(timeout=WAIT) == []
-        (record,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        (record,) = [r for r in caplog.records if r.levelno >= logging.WARNING and not tools(r)]
         assert record.levelno == logging.ERROR
         assert "PlatformError: refused); the session has stopped" in record.getMessage()
 
@@ -1127,7 +1127,7 @@ class TestDeliveryRetries:
             refused = exc
         with caplog.at_level(logging.DEBUG, logger="amber"):
             rt.router.failed("gone", "msg_1", adapter, refused)
-        (record,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        (record,) = [r for r in caplog.records if r.levelno >= logging.WARNING and not tools(r)]
         assert (record.name, record.levelno) == ("amber.router", logging.ERROR)
         assert record.getMessage() == (
             "session gone: SilentChannelAdapter could not send message msg_1 (PlatformError: "
@@ -1431,3 +1431,9 @@ class TestIdsAcrossProcesses:
         new_turns = {t.id for t in fork.turn_list()} - {t.id for t in at_fork.turn_list()}
         assert new_turns
         assert not new_turns & {t.id for t in source.turn_list()}
+
+
+def tools(record: logging.LogRecord) -> bool:
+    """A line of ``amber.tools``: an earlier test's abandoned sync call may end (and say
+    so) during a later test."""
+    return record.name == "amber.tools"

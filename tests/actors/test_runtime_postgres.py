@@ -240,11 +240,10 @@ def test_a_lease_lost_unnoticed_until_the_stop_is_one_log_line(
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="amber"):
         a.stop()
-    said = [
-        (r.name, r.exc_info is not None) for r in caplog.records if r.levelno >= logging.WARNING
-    ]
-    assert said == [("amber.session", False)]
-    (warning,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    # An earlier test's abandoned sync call may end (and say so on amber.tools) meanwhile.
+    warned = [r for r in caplog.records if r.levelno >= logging.WARNING and r.name != "amber.tools"]
+    assert [(r.name, r.exc_info is not None) for r in warned] == [("amber.session", False)]
+    (warning,) = [r.getMessage() for r in warned]
     assert warning.startswith("session s: stopped without recording it here: Cannot append")
 
 

@@ -6,6 +6,7 @@ import dataclasses
 import datetime
 import enum
 import functools
+import logging
 import sys
 import threading
 import time
@@ -20,6 +21,7 @@ import trio
 import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from stop_support import Said
 from typing_extensions import TypedDict
 
 from actors._toolbox import Toolbox
@@ -760,6 +762,32 @@ class TestInvoke:
             "full, and may still finish, so check before calling it again. Try a smaller or "
             "simpler request; the limit is set where the tool is defined (tool(timeout=...))."
         )
+
+    def test_an_abandoned_sync_call_says_its_result_is_dropped_when_it_ends(self) -> None:
+        """A sync call cancelled while its thread runs (here, its time limit) logs, once its
+        function returns, that what it returned is not recorded: it used to be dropped
+        without a word."""
+        release = threading.Event()
+
+        @tool(timeout=0.2)
+        def abandoned_deploy() -> str:
+            assert release.wait(600)  # until the run was abandoned
+            return "deployed"
+
+        dropped = Said("tool abandoned_deploy: ")
+        logging.getLogger("amber.tools").addHandler(dropped)
+        try:
+            assert invoke(abandoned_deploy, {}).error_type == "timeout"
+            release.set()
+            assert dropped.event.wait(BOUND)
+        finally:
+            release.set()
+            logging.getLogger("amber.tools").removeHandler(dropped)
+        assert dropped.said == [
+            "tool abandoned_deploy: a call cancelled while it ran in its thread (its turn stopped "
+            "waiting for it, or its time limit passed) has ended; its result is not recorded: "
+            "'deployed'"
+        ]
 
     def test_no_timeout(self) -> None:
         """timeout=None lets a tool run as long as it takes."""

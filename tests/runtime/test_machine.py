@@ -29,6 +29,7 @@ from runtime import (
     MessageAdded,
     MessageFinish,
     MessageStart,
+    MetadataUpdated,
     ModelCallFinished,
     ModelCallStarted,
     ModelChunk,
@@ -277,6 +278,56 @@ class TestReloadAfterAForeignWrite:
         assert isinstance(recovered, OrphanRecovered)
         assert "another process wrote to the session" in recovered.reason
         assert "is gone" not in recovered.reason
+
+    def _calling(self, d: Driver) -> None:
+        """The turn runs two calls, c1 and c2, of the tool ``lookup``."""
+        call = d.started()
+        d.stream(
+            call.run_id,
+            MessageStart(),
+            ToolCallDelta(index=0, id="c1", name="lookup", arguments="{}"),
+            ToolCallDelta(index=1, id="c2", name="lookup", arguments="{}"),
+            MessageFinish(),
+        )
+        d(ModelEnded, run_id=call.run_id)
+
+    def test_a_result_held_answers_its_call_before_the_turn_is_recovered(self) -> None:
+        """The write of c1's result met another process's: the runner reloads with the
+        result it holds (``Loaded.results``), which answers c1 before the turn is
+        recovered; c2, still running, is the only call marked may-have-run. Before, the
+        reload dropped c1's result and marked both."""
+        d = Driver(SHARED)
+        self._calling(d)
+        d.now = 2.0
+        done = ToolDone(call_id="c1", outcome=ToolOutcome(content="42"), **d.stamp())
+        d.machine = SessionMachine.load(d.machine.state)
+        d.now = 3.0
+        decision = d(Loaded, foreign_write=True, results=[(done, 0.5)])
+        assert kinds(decision) == ["MessageAdded", "MetadataUpdated", "OrphanRecovered",
+                                   "TurnStarted"]  # fmt: skip
+        added, marked, recovered, _ = decision.events
+        assert isinstance(added, MessageAdded)
+        result = added.message
+        assert (result.tool_call_id, result.content) == ("c1", "42")
+        assert result.metadata["duration_ms"] == 1500.0
+        state = d.machine.state
+        assert isinstance(recovered, OrphanRecovered)
+        assert (result.turn_id, result.parent_id) == (recovered.turn_id, state.tool_calls["c1"])
+        assert isinstance(marked, MetadataUpdated)
+        assert marked.message_id == state.tool_calls["c2"]
+        assert "c2 (lookup)" in recovered.reason
+        assert "c1" not in recovered.reason
+
+    def test_a_result_the_head_answered_already_is_not_recorded_twice(self) -> None:
+        """A held result whose call the reloaded head answers (or whose turn ended) adds
+        nothing."""
+        d = Driver(SHARED)
+        self._calling(d)
+        done = ToolDone(call_id="c1", outcome=ToolOutcome(content="42"), **d.stamp())
+        d(ToolDone, call_id="c1", outcome=ToolOutcome(content="42"))
+        d.machine = SessionMachine.load(d.machine.state)
+        decision = d(Loaded, foreign_write=True, results=[(done, 0.0)])
+        assert [e for e in decision.events if isinstance(e, MessageAdded)] == []
 
 
 class TestModelCalls:
