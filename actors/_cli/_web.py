@@ -3,7 +3,8 @@
 The viewer needs the ``web`` extra (Starlette, Jinja2, uvicorn); without it
 the command says how to install it and exits 1. It binds 127.0.0.1 unless
 ``--host`` names another address, which prints a warning: sessions hold
-private conversations and the viewer has no login. Ctrl-C stops it (exit 0).
+private conversations and the viewer has no login. Ctrl-C, SIGTERM or SIGHUP
+stops it at any moment, the store opening included ("Stopped.", exit 0).
 """
 
 from __future__ import annotations
@@ -16,12 +17,16 @@ import socket
 import sys
 from importlib.util import find_spec
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import click
 
 from ._app import CliError, ExitCode, db_option
 from ._params import Port
 from ._signals import stop_signals
+
+if TYPE_CHECKING:
+    import uvicorn
 
 __all__ = ["WEB_EXTRA", "is_loopback", "web"]
 
@@ -94,6 +99,32 @@ def web(db: str, port: int, host: str) -> None:
     the diff from the seq before, model calls, projections, charts; fork,
     export and verify. Reads never change the store. Ctrl-C stops it.
     """
+    with stop_signals(signal.SIGINT) as stop, contextlib.ExitStack() as serving:
+        # Ctrl-C, SIGTERM and SIGHUP are the way to stop the viewer at any moment: before
+        # it serves (the store opening, the app being built) they end the setup (a
+        # ``StopSignal``, which ``stop_signals`` swallows); while it serves, the server.
+        with stop.raising():
+            server, sock = _set_up(db, port, host, serving)
+
+        # SIGTERM and SIGHUP shut the server down as Ctrl-C does (uvicorn takes SIGINT and
+        # SIGTERM while it serves, then raises them again: here they are only noted).
+        def shut_down(signum: int, frame: FrameType | None) -> None:
+            stop.handle(signum, frame)
+            server.should_exit = True
+
+        for signum in stop.signals:
+            signal.signal(signum, shut_down)
+        if stop.received is None:  # a signal between the setup and the handlers: no serving
+            server.run(sockets=[sock])
+    with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
+        click.echo("Stopped.")
+
+
+def _set_up(
+    db: str, port: int, host: str, serving: contextlib.ExitStack
+) -> tuple[uvicorn.Server, socket.socket]:
+    """The server of the viewer of ``db`` and its bound socket (closed when ``serving``
+    ends), once the store is checked; says where it serves."""
     missing = _missing()
     if missing:
         raise CliError(
@@ -109,7 +140,7 @@ def web(db: str, port: int, host: str) -> None:
     source = Source(db, freeze_gc=True)
     count = source.check()  # no store, or not a store: the CLI's error and exit code
     local = is_loopback(host)
-    sock = _bind(host, port)
+    sock = serving.enter_context(_bind(host, port))
     bound = sock.getsockname()[1]  # the port the OS picked, for --port 0
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     if not local:
@@ -127,21 +158,4 @@ def web(db: str, port: int, host: str) -> None:
     )
     sys.stdout.flush()
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-    server = uvicorn.Server(config)
-    with stop_signals() as stop:
-        # SIGTERM and SIGHUP shut the server down as Ctrl-C does (uvicorn takes SIGTERM
-        # while it serves, then raises it again: here it is only noted), never kill it.
-        def shut_down(signum: int, frame: FrameType | None) -> None:
-            stop.handle(signum, frame)
-            server.should_exit = True
-
-        for signum in stop.signals:
-            signal.signal(signum, shut_down)
-        try:
-            server.run(sockets=[sock])
-        except KeyboardInterrupt:  # uvicorn shut down cleanly, then raises the signal again
-            pass
-        finally:
-            sock.close()
-    with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
-        click.echo("Stopped.")
+    return uvicorn.Server(config), sock

@@ -82,6 +82,38 @@ class TestBeforeServing:
         assert result.exit_code == ExitCode.USAGE
         assert "Cannot serve on host 'no-such-host.invalid'" in result.output
 
+    @pytest.mark.parametrize(
+        "signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name
+    )
+    @pytest.mark.parametrize("where", ["store", "app"])
+    def test_a_stop_before_serving_stops_it(
+        self,
+        recorded: Recorded,
+        monkeypatch: pytest.MonkeyPatch,
+        signum: signal.Signals,
+        where: str,
+    ) -> None:
+        """Ctrl-C, SIGTERM or SIGHUP while the store opens or the app is built stops the
+        command as it does once it serves: "Stopped.", exit 0 (Ctrl-C there exited 130,
+        "amber: Interrupted."; SIGTERM and SIGHUP killed it), and nothing is served."""
+        import actors._web as viewer
+
+        def stopped_here(*args: object, **kwargs: object) -> object:
+            signal.raise_signal(signum)  # its handler runs before raise_signal returns
+            raise AssertionError("the signal did not stop the command where it came")
+
+        if where == "store":
+            monkeypatch.setattr(viewer.Source, "check", stopped_here)
+        else:
+            monkeypatch.setattr(viewer, "create_app", stopped_here)
+        served: list[object] = []
+        import uvicorn
+
+        monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: served.append(1))
+        result = amber("web", "--db", recorded.db, "--port", 0)
+        assert (result.exit_code, result.stdout, result.stderr) == (0, "Stopped.\n", "")
+        assert served == []
+
     @pytest.mark.parametrize("port", ["abc", "-1", "65536", "80.5", "", "9" * 5000])
     def test_a_port_that_is_not_one(self, recorded: Recorded, port: str) -> None:
         """--port abc said "'abc' is not a valid integer range"; every bad port says what a
