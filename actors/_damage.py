@@ -13,23 +13,24 @@ naming the store, and start it again.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from runtime import CorruptRow, InvalidInput, SessionState
+from runtime._log import LazyLogger
 from runtime.store import SessionInfo, SQLiteStore, SqlStore, Store
-
-from ._storage import StoreThread
 
 if TYPE_CHECKING:
     from runtime.store import CheckReport
 
+    from ._storage import StoreThread
+
 __all__ = ["call_told", "head_to_run", "load_error", "resumable", "sessions_and_damage"]
 
-log = logging.getLogger("amber.runtime")
+log = LazyLogger("amber.runtime")  # logging imported on the first record: ``amber sessions``
+# lists the sound sessions of a store (``sessions_and_damage``) and logs nothing
 
 T = TypeVar("T")
 

@@ -109,7 +109,7 @@ def sessions(ctx: click.Context, db: str, as_json: bool) -> None:
     is damaged is marked, its error printed on stderr, and the command exits
     4 once the sound ones are listed.
     """
-    from ._recover import sessions_and_damage
+    from .._damage import sessions_and_damage  # not ._recover's planner of recoveries
 
     with open_store(db) as store:
         infos, damaged = sessions_and_damage(store)

@@ -61,9 +61,9 @@ from runtime.store import SessionInfo, Store
 
 from .._cli._admin import fork_session, free_id
 from .._cli._app import open_store, require_session
-from .._cli._recover import sessions_and_damage
 from .._cli._render import touched_ids
 from .._cli._replay import Check, verify_session
+from .._damage import sessions_and_damage
 from ._loading import Loading, _Entry
 from ._params import WebError
 from ._results import Damaged, Forked, KindSeqs, Loaded, MessageHistory, SessionRow

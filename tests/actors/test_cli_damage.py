@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -663,3 +665,78 @@ class TestGapBeforeTheStoredState:
             "amber: CorruptRow: Session 'demo' event seq 3 is missing: the next stored event "
             "has seq 4."
         )
+
+
+def unfilled(db: Path, session_id: str) -> None:
+    """Make ``session_id``'s summary row one an older Amber wrote and no migration filled
+    (no cost, no approval flag; its digest then covers the other columns): ``amber
+    sessions`` loads that session's head for them."""
+    from runtime.store._summaries import SUMMARY_COLUMNS, summary_row_digest
+
+    with raw(db) as conn:
+        row = conn.execute(
+            f"SELECT {SUMMARY_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        values = (*row[:8], None, None)
+        conn.execute(
+            "UPDATE sessions SET cost = NULL, waits = NULL, row_digest = ? WHERE session_id = ?",
+            (summary_row_digest(values), session_id),
+        )
+
+
+def _rows(text: str) -> list[str]:
+    """``text``'s lines with their runs of spaces as one and the ages as ``AGO`` (a table's
+    column widths follow the ages, which follow the clock)."""
+    aged = re.sub(r"\b\d+ (?:s|min|h) ago\b", "AGO", text)
+    return [" ".join(line.split()) for line in aged.splitlines()]
+
+
+class TestSessionsFresh:
+    """``amber sessions`` run as the console script runs it (a fresh interpreter, no
+    logging set up) on damaged stores: what it prints, pinned before the command stopped
+    importing ``logging``."""
+
+    @staticmethod
+    def run(db: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", "import sys, actors._cli as cli; "
+             "sys.exit(cli.console_main())", "sessions", "--db", str(db)],
+            capture_output=True, text=True, timeout=120, check=False,
+            env={**os.environ, "COLUMNS": "150"},
+        )  # fmt: skip
+
+    def test_a_damaged_summary_row(self, recorded: Recorded, tmp_path: Path) -> None:
+        """The sound session listed, the damaged one marked, its error on stderr, exit 4."""
+        db = recorded.copy(tmp_path)
+        with raw(db) as conn:
+            conn.execute("UPDATE sessions SET messages = 99 WHERE session_id = 'broken'")
+        result = self.run(db)
+        assert result.returncode == ExitCode.BAD_STORE
+        assert _rows(result.stdout) == [
+            "session events messages active turn last active cost statuses",
+            "demo 47 15 - AGO - 3 processed · 2 interrupted · 10 delivered",
+            "broken - - - - - damaged: its rows cannot be read (the error is on stderr)",
+            f"1 sound and 1 damaged session(s) in {db}",
+        ]
+        assert result.stderr == (
+            "amber: CorruptRow: Session 'broken' seq 5: its summary row does not match its "
+            "digest: it was changed after it was written. Rebuild the summary with 'amber "
+            f"recover --rebuild --db {db}'.\n"
+        )
+
+    def test_a_damaged_snapshot_under_an_unfilled_row(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """A row without the cost makes the command load the session's head, from a damaged
+        snapshot: the same listing, and nothing on stderr."""
+        db = damaged_snapshot(recorded, tmp_path)
+        unfilled(db, "demo")
+        result = self.run(db)
+        assert result.returncode == 0, result.stderr
+        assert _rows(result.stdout) == [
+            "session events messages active turn last active cost statuses",
+            "broken 5 2 - AGO - 1 error · 1 pending",
+            "demo 47 15 - AGO - 3 processed · 2 interrupted · 10 delivered",
+            f"2 session(s) in {db}",
+        ]
+        assert result.stderr == ""

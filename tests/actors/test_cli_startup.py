@@ -144,11 +144,15 @@ def small_db(tmp_path_factory: pytest.TempPathFactory) -> str:
         ["timeline", "s"],
         ["timeline", "s", "--json"],
         ["show", "s", "--at", "4", "--json"],
+        ["sessions"],
+        ["sessions", "--json"],
     ],
 )
 def test_read_commands_import_nothing_heavy(argv: list[str], small_db: str) -> None:
-    """show and timeline (and their --help) load none of READ_HEAVY, nor cattrs nor logging
-    when they read; timeline (piped) and timeline --json not rich's console, show --json not even rich."""
+    """show, timeline and sessions (and their --help) load none of READ_HEAVY, nor cattrs
+    nor logging when they read (sessions imported logging, and the recovery's planner, for
+    its listing of the damaged sessions); timeline (piped) and timeline --json not rich's
+    console, show --json not even rich."""
     if "--help" not in argv:
         argv = [*argv, "--db", small_db]
     code = (

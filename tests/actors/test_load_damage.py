@@ -229,7 +229,12 @@ class TestALogCutShort:
         assert re.search(advice + "$", str(raised.value)), str(raised.value)
         assert _rows(db) == before
         if resume == "all":
-            (told,) = [r.getMessage() for r in caplog.records if "not resumed" in r.getMessage()]
+            (record,) = [r for r in caplog.records if "not resumed" in r.getMessage()]
+            # Logged as before ``logging`` was imported on the first record (runtime._log).
+            where = (record.name, record.levelname, record.funcName, Path(record.pathname).name)
+            assert where == ("amber.runtime", "WARNING", "resumable", "_damage.py")
+            assert record.amber_damage.session_id == "s"  # type: ignore[attr-defined]
+            told = record.getMessage()
             assert told.startswith(f"session s is not resumed: Session 's' seq {last}: "), told
             assert re.search(advice + "$", told), told
 
