@@ -55,7 +55,9 @@ class SessionInfo:
     Amber wrote that could not be filled: ``amber recover --rebuild`` writes it)."""
     waits_for_approval: bool = False
     """True when its active turn only waits for a person to approve tool calls
-    (``SessionState.waits_for_approval`` of its head)."""
+    (``SessionState.waits_for_approval`` of its head); False as well when the summary does
+    not hold it (``cost`` is None then): ``waits_for_approval(store, info)`` loads the head
+    for such a row."""
 
     @property
     def needs_runner(self) -> bool:

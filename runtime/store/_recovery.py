@@ -42,11 +42,22 @@ def waits_for_approval(store: Store, info: SessionInfo) -> bool:
     """True when the session's active turn only waits for a person to approve tool calls
     (``SessionState.waits_for_approval``): no orphan, however long it has been idle.
 
-    Loads the session's head (from its latest snapshot); False when no turn is active.
+    Read from the summary row (``info.waits_for_approval``), which holds the head's flag;
+    a row without it (an older Amber's that no migration filled: ``info.cost`` is None)
+    loads the session's head (from its latest snapshot) instead. False when no turn is
+    active.
     """
     if info.active_turn_id is None:
         return False
+    if _holds_flag(info):
+        return info.waits_for_approval
     return store.load_state(info.session_id).waits_for_approval
+
+
+def _holds_flag(info: SessionInfo) -> bool:
+    """Whether the summary row holds the approval flag: the cost and the flag are written
+    together (schema 4, PostgreSQL 2), and a row without them has no cost (None)."""
+    return info.cost is not None
 
 
 def recover_orphans(
@@ -106,6 +117,8 @@ def recover_orphans(
     for info in store.list_sessions() if sessions is None else sessions:
         if info.active_turn_id is None or info.updated_at > cutoff:
             continue
+        if _holds_flag(info) and info.waits_for_approval:
+            continue  # a person is slow, no runner died (the summary row says so)
         state = store.load_state(info.session_id)
         if state.waits_for_approval:
             continue  # a person is slow, no runner died

@@ -6,7 +6,9 @@ summary row, which an append updates by the audit rows its batch started or fini
 something by the settings' prices, tools waiting for approval, decisions, timeouts,
 interrupts, crashes with their recovery, stops that drain) goes to a durable store
 whose every append is checked: each session it wrote lists the cost and the flag its
-head has (``SessionInfo.of``). On a memory store and SQLite; a few examples on PostgreSQL.
+head has (``SessionInfo.of``), and ``waits_for_approval`` (what recovery asks) answers
+the head's flag from the row alone. On a memory store and SQLite; a few examples on
+PostgreSQL.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pathlib
 import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import attrs
 import pytest
@@ -23,7 +26,7 @@ from hypothesis.stateful import initialize, invariant, run_state_machine_as_test
 
 from runtime import Event, SessionState, session_cost
 from runtime._cost import Price, PriceTable
-from runtime.store import MemoryStore, SQLiteStore, Store
+from runtime.store import MemoryStore, SQLiteStore, Store, waits_for_approval
 from runtime.testing import SimulationMachine
 
 PRICED = attrs.evolve(
@@ -42,6 +45,16 @@ def summaries_match(store: Store, session_ids: Iterable[str]) -> None:
         info = listed[session_id]
         want = (session_cost(head.audit.values()), head.waits_for_approval)
         assert (info.cost, info.waits_for_approval) == want, (session_id, head.seq)
+        # What recovery asks, answered from the row alone: a load would raise.
+        unloadable: Any = Unloadable()
+        assert waits_for_approval(unloadable, info) == head.waits_for_approval, session_id
+
+
+class Unloadable:
+    """A store whose sessions cannot be loaded."""
+
+    def load_state(self, session_id: str) -> SessionState:
+        raise AssertionError(f"load_state({session_id!r}): the summary row held the answer")
 
 
 class CheckedSQLite(SQLiteStore):

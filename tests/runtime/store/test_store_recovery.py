@@ -91,6 +91,60 @@ class TestApprovalIsNoOrphan:
         assert not waits_for_approval(store, store.session("a"))
 
 
+class Unloadable:
+    """A store whose sessions cannot be loaded: what is answered through it came from the
+    summary rows alone."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def load_state(self, session_id: str) -> SessionState:
+        raise AssertionError(f"load_state({session_id!r}): the summary row held the answer")
+
+
+class TestWaitsForApprovalFromTheRow:
+    """``waits_for_approval`` reads the flag the summary row holds (schema 4, PostgreSQL 2)
+    instead of loading the session's head (it loaded the head of every stale session
+    ``amber recover`` looked at); a row without it (an older Amber's, not filled) loads the
+    head as before."""
+
+    @pytest.mark.parametrize("waiting", [True, False])
+    def test_a_row_with_the_flag_is_not_loaded(self, store: Store, waiting: bool) -> None:
+        head = waiting_for_approval(store) if waiting else mid_tool_call(store)
+        assert head.waits_for_approval is waiting
+        info = store.session("s")
+        assert waits_for_approval(Unloadable(store), info) is waiting  # type: ignore[arg-type]
+
+    def test_a_row_without_it_loads_the_head(self, store: Store) -> None:
+        head = waiting_for_approval(store)
+        older = attrs.evolve(store.session("s"), cost=None, waits_for_approval=False)
+        assert waits_for_approval(store, older) is True
+        with pytest.raises(AssertionError, match=r"^load_state\('s'\)"):
+            waits_for_approval(Unloadable(store), older)  # type: ignore[arg-type]
+        assert head.waits_for_approval
+
+    def test_an_unfilled_sqlite_row(self, tmp_path: pathlib.Path) -> None:
+        """As an older Amber wrote it: no cost, no flag (NULL), its digest over the rest."""
+        import sqlite3
+
+        from runtime.store._summaries import SUMMARY_COLUMNS, summary_row_digest
+
+        path = tmp_path / "old.db"
+        with SQLiteStore(path) as store:
+            waiting_for_approval(store)
+        with sqlite3.connect(path) as db:
+            row = db.execute(f"SELECT {SUMMARY_COLUMNS} FROM sessions").fetchone()
+            db.execute(
+                "UPDATE sessions SET cost = NULL, waits = NULL, row_digest = ?",
+                (summary_row_digest((*row[:8], None, None)),),
+            )
+        db.close()
+        with SQLiteStore(path) as store:
+            info = store.session("s")
+            assert (info.cost, info.waits_for_approval) == (None, False)
+            assert waits_for_approval(store, info) is True
+
+
 class TestRecoverOrphans:
     def test_idle_turn_gives_its_inputs_back(self, store: Store) -> None:
         """An active turn idle for longer than the threshold is recovered: inputs go back to pending_agent."""
