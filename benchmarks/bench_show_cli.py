@@ -7,6 +7,7 @@ Run from the repository root::
     python benchmarks/bench_show_cli.py --check              # exit 1 if a seq is over 150 ms
     python benchmarks/bench_show_cli.py --baseline /work/main --at 50000 --at -1
     python benchmarks/bench_show_cli.py --baseline /work/main --cpu   # and CPU time
+    python benchmarks/bench_show_cli.py --baseline /work/main --cpu --sessions --at 10
 
 The store is the 100,000-event session of ``bench_long.py`` (written by its
 ``bench_appends`` if ``--db`` does not exist yet, ~1-2 min; the same file as
@@ -19,6 +20,8 @@ most 150 ms above start-up at any seq (``--check``). ``--json`` times
 session). ``--baseline DIR`` times another checkout beside this one. ``--cpu``
 also prints the CPU time each command used (user + system, medians, above
 ``python -c pass``'s): on a busy machine it moves less than the wall time.
+``--sessions`` times ``amber sessions`` and ``amber sessions --json`` as well
+(reported only; ``bench_long.py`` checks it).
 
 Bytecode is cached as an installed Amber has it (under a
 ``PYTHONPYCACHEPREFIX`` per checkout, written by a warm-up run, so that
@@ -114,6 +117,9 @@ def main() -> int:
     parser.add_argument(
         "--cpu", action="store_true", help="also the CPU time (steadier on a busy machine)"
     )
+    parser.add_argument(
+        "--sessions", action="store_true", help="time amber sessions (and --json) as well"
+    )
     args = parser.parse_args()
     args.db = args.db.resolve()
     _ensure(args.db)
@@ -131,6 +137,10 @@ def main() -> int:
                 extra = ["--json"] if output == "json" else []
                 command = [sys.executable, "-c", _MAIN, "show", SESSION, "--at", str(seq)]
                 cases[(name, f"{output} --at {seq}")] = [*command, *extra, "--db", str(args.db)]
+        if args.sessions:
+            for extra in ([], ["--json"]):
+                command = [sys.executable, "-c", _MAIN, "sessions", *extra, "--db", str(args.db)]
+                cases[(name, " ".join(["sessions", *extra]))] = command
     python = [sys.executable, "-c", "pass"]
     for (name, _), command in cases.items():
         _wall(command, envs[name])  # warm-up: writes the bytecode caches
@@ -142,7 +152,8 @@ def main() -> int:
             times[key].append(_wall(command, envs[key[0]]))
     start = statistics.median(bare) * 1e3
     print(
-        f"amber show {SESSION} --at SEQ on {args.db} (head {head:,}): medians of {repeats} "
+        f"amber show {SESSION} --at SEQ{' and amber sessions' * args.sessions} on {args.db} "
+        f"(head {head:,}): medians of {repeats} "
         f"interleaved rounds, ms above `python -c pass` ({start:.0f} ms)"
     )
     over = []
