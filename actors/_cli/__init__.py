@@ -146,12 +146,20 @@ class AmberGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Parse the group's options, noting the command's name first (``_interrupted``)."""
+        # The group's options are flags, so the command is the first word not an option.
+        ctx.meta[_COMMAND_KEY] = next((word for word in args if not word.startswith("-")), None)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command; map ``AmberError`` and ``KeyboardInterrupt`` to ``CliError``."""
-        from runtime import AmberError
+        try:
+            from runtime import AmberError
 
-        from ._app import DB_KEY, CliError, ExitCode, fail, translate
-
+            from ._app import DB_KEY, CliError, ExitCode, fail, translate
+        except KeyboardInterrupt:  # Ctrl-C while they load (~60 ms): click said "Aborted!"
+            _interrupted(ctx)
         try:
             return super().invoke(ctx)
         except CliError as exc:
@@ -159,7 +167,7 @@ class AmberGroup(click.Group):
         except AmberError as exc:
             fail(translate(exc, ctx.meta.get(DB_KEY)))
         except KeyboardInterrupt:
-            fail(CliError("Interrupted.", ExitCode.INTERRUPTED))
+            _interrupted(ctx)
         except OSError as exc:
             if exc.errno == errno.EPIPE:
                 raise  # click handles a closed pipe (amber timeline | head)
@@ -177,6 +185,25 @@ class AmberGroup(click.Group):
                     ExitCode.FAILED,
                 )
             )
+
+
+STOPPED_BY_CTRL_C = frozenset({"web"})
+"""The commands whose way to stop is Ctrl-C: one that comes before the command handles it
+(while its module loads) ends it as a later one does, "Stopped." and exit 0."""
+
+_COMMAND_KEY = "amber.command"
+"""``ctx.meta`` key of the command's name, as the group's arguments give it."""
+
+
+def _interrupted(ctx: click.Context) -> NoReturn:
+    """Ctrl-C before the command handled it: "amber: Interrupted." and exit 130 (``fail``'s
+    line, without importing ``_app``, which may be what was loading), or for a command of
+    ``STOPPED_BY_CTRL_C`` what it prints when it stops, and exit 0."""
+    if ctx.meta.get(_COMMAND_KEY) in STOPPED_BY_CTRL_C:
+        click.echo("Stopped.")
+        raise click.exceptions.Exit(0)
+    click.echo("amber: Interrupted.", err=True)
+    raise click.exceptions.Exit(130)  # ExitCode.INTERRUPTED
 
 
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.abc
 import os
 import re
 import signal
 import socket
 import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -174,3 +176,50 @@ def test_serves_the_viewer(recorded: Recorded, signum: signal.Signals) -> None:
     assert process.returncode == 0, err
     assert rest == "Stopped.\n"
     assert err == ""
+
+
+class _Interrupting(importlib.abc.MetaPathFinder):
+    """A finder that raises ``KeyboardInterrupt`` when ``name`` is imported: Ctrl-C while
+    that module loads."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def find_spec(self, fullname: str, path: object, target: object = None) -> None:
+        if fullname == self.name:
+            raise KeyboardInterrupt
+
+
+class TestCtrlCBeforeTheCommandRuns:
+    """A Ctrl-C while the group loads what it runs the command with (``_app``: ~60 ms of
+    imports) fell outside the group's handler: click printed "Aborted!" and exited 1 for
+    every command. It is the documented 130 ("amber: Interrupted."), and for ``amber web``,
+    whose way to stop is Ctrl-C, "Stopped." and 0 as later on."""
+
+    @pytest.mark.parametrize(
+        ("argv", "code", "out", "err"),
+        [
+            (["web"], 0, "Stopped.\n", ""),
+            (["sessions"], ExitCode.INTERRUPTED, "", "amber: Interrupted.\n"),
+        ],
+        ids=["web", "sessions"],
+    )
+    @pytest.mark.parametrize("loading", ["the group's helpers", "the command's module"])
+    def test_while_the_command_loads(
+        self,
+        recorded: Recorded,
+        monkeypatch: pytest.MonkeyPatch,
+        argv: list[str],
+        code: int,
+        out: str,
+        err: str,
+        loading: str,
+    ) -> None:
+        own = {"web": "actors._cli._web", "sessions": "actors._cli._travel"}[argv[0]]
+        module = "actors._cli._app" if loading == "the group's helpers" else own
+        monkeypatch.delitem(sys.modules, module, raising=False)
+        monkeypatch.setattr(sys, "meta_path", [_Interrupting(module), *sys.meta_path])
+        cli_group = sys.modules["actors._cli"].cli
+        monkeypatch.setattr(cli_group, "commands", {})  # each command's module loads again
+        result = amber(*argv, "--db", recorded.db)
+        assert (result.exit_code, result.stdout, result.stderr) == (code, out, err)
