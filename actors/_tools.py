@@ -264,12 +264,12 @@ class _Abandonable:
         self._call = call
         self._lock = threading.Lock()
         self._abandoned = self._ended = False
-        self._said = ""
+        self._value: Any = None  # what it returned, shown (bounded) only if abandoned
 
     def __call__(self) -> Any:
         value = self._call()
         with self._lock:
-            self._ended, self._said = True, excerpt(repr(value))
+            self._ended, self._value = True, value
             abandoned = self._abandoned
         if abandoned:
             self._log()
@@ -284,10 +284,14 @@ class _Abandonable:
             self._log()
 
     def _log(self) -> None:
+        try:
+            said = excerpt(repr(self._value))
+        except Exception as exc:  # a repr that fails (nested too deep, a broken __repr__)
+            said = f"(a {type(self._value).__name__} whose repr failed: {type(exc).__name__})"
         log.warning(
             "tool %s: a call cancelled while it ran in its thread (its turn stopped waiting for "
             "it, or its time limit passed) has ended; its result is not recorded: %s",
-            self._name, self._said,
+            self._name, said,
         )  # fmt: skip
 
 

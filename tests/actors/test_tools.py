@@ -789,6 +789,34 @@ class TestInvoke:
             "'deployed'"
         ]
 
+    def test_an_abandoned_call_whose_result_has_no_repr_still_says_it_ended(self) -> None:
+        """The line shows what the call returned only once it was abandoned (a call's
+        result is not repr'd on every run: a result nested too deep failed its call), and a
+        repr that fails is named instead."""
+        release = threading.Event()
+        nested: list[object] = []
+        for _ in range(100_000):
+            nested = [nested]
+
+        @tool(timeout=0.2)
+        def deep_deploy() -> object:
+            assert release.wait(600)  # until the run was abandoned
+            return nested
+
+        dropped = Said("tool deep_deploy: ")
+        logging.getLogger("amber.tools").addHandler(dropped)
+        try:
+            assert invoke(deep_deploy, {}).error_type == "timeout"
+            release.set()
+            assert dropped.event.wait(BOUND)
+        finally:
+            release.set()
+            logging.getLogger("amber.tools").removeHandler(dropped)
+        (said,) = dropped.said
+        assert said.endswith(
+            "its result is not recorded: (a list whose repr failed: RecursionError)"
+        )
+
     def test_no_timeout(self) -> None:
         """timeout=None lets a tool run as long as it takes."""
 
