@@ -456,8 +456,14 @@ class TestStopRacingAReconnect:
                 stopper.join(60)
                 assert not stopper.is_alive()
                 key = name_key(schema, "w1")
-                row = admin.execute("SELECT pg_try_advisory_lock(%s::bigint)", (key,)).fetchone()
-                assert row == (True,), "the runner's name is still held"
+                # The server lets a closed connection's locks go when its backend exits, a
+                # moment after the close: wait for it (a connection left open holds it on).
+                deadline = time.monotonic() + 60
+                while admin.execute(
+                    "SELECT pg_try_advisory_lock(%s::bigint)", (key,)
+                ).fetchone() != (True,):
+                    assert time.monotonic() < deadline, "the runner's name is still held"
+                    time.sleep(0.01)
         finally:
             gate.release.set()
             if stopper.is_alive() or not stopper.ident:
