@@ -68,6 +68,7 @@ from ._busy import busy_reasons
 from ._damage import head_to_run, load_error
 from ._effects import EffectHandle
 from ._errors import EffectsStopped, InvalidConfig, RuntimeStopped, SessionGone
+from ._inbox import Inbox, answer_dead
 from ._redelivery import _REDELIVER, Redelivering, SendFailed, _Redelivery, describe_error
 from ._services import Services
 from ._session_effects import _model_effect, _tell, _Wake
@@ -86,6 +87,12 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
         services: what the runtime shares with its sessions.
         session_id: the session.
     """
+
+    actor_inbox: Inbox
+
+    @staticmethod
+    def _create_actor_inbox() -> Inbox:
+        return Inbox()  # closed when the actor stops: a later put is refused, not lost
 
     def __init__(self, services: Services, session_id: str) -> None:
         super().__init__()
@@ -138,8 +145,7 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
         self._svc.forget(self.session_id, self.actor_ref)
         pykka.ActorRegistry.unregister(self.actor_ref)
         self.actor_stopped.set()  # from now on a tell or call raises ActorDeadError
-        while not self.actor_inbox.empty():  # only this thread takes from it
-            envelope = self.actor_inbox.get()
+        for envelope in self.actor_inbox.close(f"Session actor {self.session_id!r}"):
             message, reply_to = envelope.message, envelope.reply_to
             if isinstance(message, AskInput):
                 message.waiter.fail(exc)
@@ -167,19 +173,17 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
         actor's do), a send failure is logged (the adapters left the logging to the
         session).
 
-        pykka refuses a tell once the actor is stopped, which it is before this runs, so
-        what is in the inbox now is what was told (but for a tell that passed pykka's
-        liveness check in the instant before the stop: that one is still dropped).
+        The inbox is closed as it is emptied: a message put after (its sender found the
+        actor alive in the instant before the stop) is refused, and its sender goes on to
+        the session's next actor (``Inbox``). A call queued is answered as pykka answers
+        it (``ActorDeadError``), another message dropped as pykka drops it.
         """
         with contextlib.suppress(EffectsStopped):  # the effects loop may be gone already
             self._close()  # arms no retry: nothing would cancel it
-        kept = []
-        while not self.actor_inbox.empty():  # only this thread takes from it
-            envelope = self.actor_inbox.get()
+        owner = f"Session actor {self.session_id!r}"
+        for envelope in self.actor_inbox.close(owner):
             if envelope.reply_to is not None or not self._pass_on(envelope.message):
-                kept.append(envelope)
-        for envelope in kept:  # pykka answers the calls among them (ActorDeadError)
-            self.actor_inbox.put(envelope)
+                answer_dead(envelope, owner)
 
     def _pass_on(self, message: object) -> bool:
         """What a closed actor does with a told message that must not be lost: a person's

@@ -6,7 +6,10 @@ session's next actor), never stored by the old actor and left pending.
 Two guards hold it: a closed actor's ``_step`` refuses every input before storing it
 (``ActorDeadError``), and pykka refuses a call to a stopped one (or answers it with
 ``ActorDeadError`` from its inbox); ``Router.call`` then forgets the old actor and makes
-the session's next one, which stores the input and answers it.
+the session's next one, which stores the input and answers it. An ``ask`` or ``stream`` is
+told, not called: the closed actor hands it to the session's next actor (``reroute``), and
+a tell to a stopped actor raises ``ActorDeadError``, on which ``Router.tell`` tells the
+next actor; if the runtime stopped meanwhile, the ask fails with ``RuntimeStopped``.
 
 Each window is opened from events: the router's lookup for the call is held while the
 session passivates or is dropped (and, for the closed window, while the old actor's stop
@@ -21,16 +24,21 @@ from typing import Any
 
 import pykka
 import pytest
+import trio
 
-from actors import Runtime, ScriptedModel, Settings, call, reply, tool
+from actors import Reply, Runtime, RuntimeStopped, ScriptedModel, Settings, call, reply, tool
 from runtime import Category, Status
 
 WAIT = 60.0
 """Seconds a call may take before the test fails (a hang guard, not a judge)."""
 
-WINDOWS = ["passivated-closed", "passivated-stopped", "dropped-closed", "dropped-stopped"]
-"""How the old actor gets the call: it passivated or was dropped, and it is closed but
-not yet stopped (its stop held back), or stopped (after ``on_stop``)."""
+WINDOWS = [
+    "passivated-closed", "passivated-stopped", "dropped-closed", "dropped-stopped",
+    "reloaded-closed", "reloaded-stopped",
+]  # fmt: skip
+"""How the old actor gets the call: it passivated, was dropped, or was reloaded (the router
+put the session's next actor in its place), and it is closed but not yet stopped (its
+stop held back), or stopped (after ``on_stop``)."""
 
 
 @pytest.fixture
@@ -72,9 +80,15 @@ def open_window(rt: Runtime, session_id: str, window: str, monkeypatch: Any) -> 
         if window.startswith("passivated"):
             seq = got.proxy.state_now().get(timeout=WAIT).seq
             router._passivate(session_id, got.ref, seq)
-        else:
+        elif window.startswith("dropped"):
             router.drop(session_id, timeout=WAIT)
-        assert router.live(session_id) is None, "the session did not leave the table"
+        elif window.startswith("reloaded"):
+            router.reload(session_id)
+        else:
+            rt.stop(timeout=WAIT)
+        replaced = window.startswith("reloaded")
+        assert (router.live(session_id) is not None) is replaced, "the table was not changed"
+        assert router.live(session_id) is not got.proxy
         if window.endswith("stopped"):
             assert got.ref.actor_stopped.wait(WAIT)
         else:
@@ -100,6 +114,45 @@ def release(rt: Runtime, old: list[Any], monkeypatch: Any) -> None:
 
 @pytest.mark.parametrize("window", WINDOWS)
 class TestInputInTheWindow:
+    def test_an_ask_is_answered(
+        self, runtime: Callable[..., Runtime], window: str, monkeypatch: Any
+    ) -> None:
+        """An ask is told, not called: the closed actor, or the stopped one's ``on_stop``,
+        hands it to the session's next actor (a tell to a dead actor goes there at once),
+        which stores it once and answers it."""
+        model = ScriptedModel([reply("hi"), reply("again")])
+        rt = runtime(model=model)
+        rt.send("s", "first")
+        rt.wait_idle("s", timeout=WAIT)
+        old = open_window(rt, "s", window, monkeypatch)
+        answer = rt.ask("s", "second", timeout=WAIT)
+        release(rt, old, monkeypatch)
+        assert answer.text == "again"
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert [m.status for m in state if m.content == "second"] == [Status.PROCESSED]
+        assert model.calls_made == 2
+
+    def test_a_stream_is_answered(
+        self, runtime: Callable[..., Runtime], window: str, monkeypatch: Any
+    ) -> None:
+        """``stream`` tells its input as ``ask`` does: it too ends with the reply."""
+        model = ScriptedModel([reply("hi"), reply("again")])
+        rt = runtime(model=model)
+        rt.send("s", "first")
+        rt.wait_idle("s", timeout=WAIT)
+        old = open_window(rt, "s", window, monkeypatch)
+
+        async def main() -> list[Any]:
+            with trio.fail_after(WAIT):  # a hang guard, not a judge
+                return [event async for event in rt.stream("s", "second")]
+
+        events = trio.run(main)
+        release(rt, old, monkeypatch)
+        assert isinstance(events[-1], Reply)
+        assert events[-1].text == "again"
+        state = rt.wait_idle("s", timeout=WAIT)
+        assert [m.status for m in state if m.content == "second"] == [Status.PROCESSED]
+
     def test_a_send_is_answered(
         self, runtime: Callable[..., Runtime], window: str, monkeypatch: Any
     ) -> None:
@@ -170,3 +223,20 @@ class TestInputInTheWindow:
         assert state.active_turn is None
         assert state.message(sent.id).status is Status.PROCESSED
         assert [m.content for m in state][-1] == "Done."
+
+
+@pytest.mark.parametrize("window", ["runtime-closed", "runtime-stopped"])
+def test_an_ask_fails_at_once_when_the_runtime_stops(
+    runtime: Callable[..., Runtime], window: str, monkeypatch: Any
+) -> None:
+    """The runtime stops between the ask's lookup and its tell: the closed actor hands the
+    ask on, or the tell finds the actor dead, and the router, closed, fails it with
+    ``RuntimeStopped`` (not a wait for the ask's timeout)."""
+    rt = runtime(model=ScriptedModel([reply("hi")]))
+    rt.send("s", "first")
+    rt.wait_idle("s", timeout=WAIT)
+    old = open_window(rt, "s", window, monkeypatch)
+    with pytest.raises(RuntimeStopped, match=r"^The runtime is stopped; make a new Runtime"):
+        rt.ask("s", "second", timeout=WAIT)
+    monkeypatch.undo()
+    old[0].ref.stop(block=True, timeout=WAIT)
