@@ -336,6 +336,68 @@ class TestAsyncio:
         assert turn.status.value == "interrupted"
         assert "the caller stopped waiting" in (turn.reason or "")
 
+    def test_one_caller_giving_up_leaves_a_turn_another_still_waits_for(self) -> None:
+        """Two people ask one session (a channel) and one turn claims both inputs: the one
+        whose task is cancelled does not interrupt the turn the other still waits for (it was
+        interrupted, and the other got "the caller stopped waiting"); once every caller gave
+        up, it is interrupted."""
+        started, release = threading.Event(), threading.Event()
+        store_held, store_free = threading.Event(), threading.Event()
+
+        @tool(timeout=None)
+        def lookup() -> str:
+            """Waits for the test."""
+            started.set()
+            release.wait(WAIT)
+            return "found"
+
+        def hold_store(_: object) -> None:
+            store_held.set()
+            store_free.wait(WAIT)
+
+        script = (reply("first"), call("lookup"), reply("both answered"), call("lookup"))
+        with runtime(*script, tools=[lookup]) as rt:
+            assert rt.ask("chan", "hello").text == "first"  # the session's actor is live
+
+            async def ask_two() -> tuple[Reply, int]:
+                loop = asyncio.get_running_loop()
+                holder = loop.run_in_executor(None, lambda: rt.call_store(hold_store, timeout=WAIT))
+                await loop.run_in_executor(None, store_held.wait, WAIT)
+                # Both inputs reach the actor before it can store the first: one turn claims both.
+                ana = asyncio.create_task(rt.ask_async("chan", "ana asks", sender="Ana"))
+                ben = asyncio.create_task(rt.ask_async("chan", "ben asks", sender="Ben"))
+                await asyncio.sleep(0)
+                store_free.set()
+                await holder
+                await loop.run_in_executor(None, started.wait, WAIT)
+                turn = rt.state("chan").active_turn
+                assert turn is not None
+                claimed = len(turn.input_ids)
+                ana.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await ana
+                release.set()  # its result is told after Ana's cancel
+                return await ben, claimed
+
+            answer, claimed = asyncio.run(ask_two())
+            assert claimed == 2
+            assert (answer.outcome, answer.text) == (TurnOutcome.PROCESSED, "both answered")
+            started.clear()
+            release.clear()
+
+            async def both_give_up() -> None:
+                loop = asyncio.get_running_loop()
+                task = asyncio.create_task(rt.ask_async("chan", "again", sender="Ana"))
+                await loop.run_in_executor(None, started.wait, WAIT)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+
+            asyncio.run(both_give_up())
+            state = rt.wait_idle("chan", timeout=WAIT)
+            release.set()
+        assert state.turn_list()[-1].status.value == "interrupted"
+
 
 class TestTrio:
     def test_ask_and_stream_from_trio(self) -> None:
