@@ -549,6 +549,8 @@ class Runtime(Asking, Approving, Waiting):
 
         Raises:
             InvalidInput: ``session_id`` is neither a session id nor None.
+            InvalidConfig: neither callback given, or one is not callable or is an async
+                function (its coroutine would never run).
         """
         session_id = None if session_id is None else session_id_of(session_id, stored=True)
         return self.gateway.subscribe(on_update, on_delta=on_delta, session_id=session_id)

@@ -498,3 +498,22 @@ class TestSubscriptions:
         """Neither callback: a clear error."""
         with runtime() as rt, pytest.raises(InvalidConfig, match=r"needs on_update"):
             rt.subscribe()
+
+    @pytest.mark.parametrize("name", ["on_update", "on_delta"])
+    def test_an_async_callback_is_refused(self, name: str) -> None:
+        """An ``async def`` callback (what an asyncio program writes first) is refused with
+        how to hand items to a loop: it was accepted, and each call made a coroutine nobody
+        awaited, so the program saw nothing but a RuntimeWarning."""
+
+        async def on_item(item: object) -> None:
+            raise AssertionError("never awaited")
+
+        pattern = (
+            rf"^subscribe\(\) calls {name} in a thread of the runtime's, where the coroutine "
+            r"of an async function would never run \(got the async function 'on_item'\)\. "
+            r"Pass a plain function that hands the item to your loop: "
+            r"loop\.call_soon_threadsafe\(queue\.put_nowait, item\) \(asyncio\) or "
+            r"token\.run_sync_soon\(send\.send_nowait, item\) \(trio\)\.$"
+        )
+        with runtime() as rt, pytest.raises(InvalidConfig, match=pattern):
+            rt.subscribe(**{name: on_item})
