@@ -21,7 +21,9 @@ from actors import (
     IdleTimeout,
     InvalidConfig,
     LiveChannelAdapter,
+    ModelRequest,
     PlatformError,
+    Response,
     Runtime,
     ScriptedModel,
     SessionGone,
@@ -823,6 +825,23 @@ class TestScriptedModelArguments:
             ScriptedModel([], fallback=lambda request: reply("hi"))  # type: ignore[arg-type]
         with pytest.raises(InvalidConfig, match=r"^ScriptedModel fallback must be a Response"):
             ScriptedModel([], fallback="hi")  # type: ignore[arg-type]
+
+
+    def test_an_async_script_function_is_refused(self) -> None:
+        """``async def respond(request)`` was taken, then every turn failed ("must return a
+        Response; got <coroutine …>") with a never-awaited-coroutine warning."""
+
+        async def respond(request: ModelRequest) -> Response:
+            return reply("hi")
+
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^ScriptedModel takes a plain function of the request that returns a "
+            r"Response \(got the async function 'respond'\)\. Drop the async: a pause is a "
+            r"step of the Response \(reply\(\.\.\., delay=\), response\.after\(seconds\)\); "
+            r"a model that awaits is a Model with async def stream\(request\)\.$",
+        ):
+            ScriptedModel(respond)  # type: ignore[arg-type]
 
 
 class TestStoreArgument:
