@@ -826,7 +826,6 @@ class TestScriptedModelArguments:
         with pytest.raises(InvalidConfig, match=r"^ScriptedModel fallback must be a Response"):
             ScriptedModel([], fallback="hi")  # type: ignore[arg-type]
 
-
     def test_an_async_script_function_is_refused(self) -> None:
         """``async def respond(request)`` was taken, then every turn failed ("must return a
         Response; got <coroutine …>") with a never-awaited-coroutine warning."""
