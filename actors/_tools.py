@@ -204,9 +204,18 @@ class Tool:
                 return ToolOutcome(content=self._timed_out(), is_error=True, error_type="timeout")
             return value if isinstance(value, ToolOutcome) else ToolOutcome(content=text_of(value))
         except (Exception, SystemExit) as exc:  # a tool never takes the session down
-            return ToolOutcome(
-                content=describe_exception(exc), is_error=True, error_type="exception"
-            )
+            content = describe_exception(exc)
+            if self._signature.is_async and _used_asyncio(exc):
+                log.warning(
+                    "tool %r is an async function that used asyncio (%s), but async tools run "
+                    "on Amber's own trio loop, where no asyncio loop runs. To use your "
+                    "program's asyncio clients, make it a sync tool (def, not async def) that "
+                    "runs the coroutine on your loop and waits: "
+                    "asyncio.run_coroutine_threadsafe(coro, loop).result() (docs/asyncio.md).",
+                    self.name,
+                    content.splitlines()[0],
+                )
+            return ToolOutcome(content=content, is_error=True, error_type="exception")
         except BaseException as exc:
             # Nor any other BaseException (asyncio's CancelledError from a wrapped client, a
             # library's own): only trio's cancellation of this call, and Ctrl-C, go up.
@@ -300,6 +309,25 @@ def _drawn(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     returns is drawn there too, since its body runs only as it is drawn."""
     value = function(**kwargs)
     return list(value) if isinstance(value, Iterator) else value
+
+
+_ASYNCIO_ERRORS = ("no running event loop", "no current event loop", "unrecognized yield message")
+"""What asyncio code says when it runs on trio (``asyncio.get_running_loop`` and the like,
+or a bare ``yield`` trio does not know)."""
+
+
+def _used_asyncio(exc: BaseException) -> bool:
+    """Whether ``exc`` (or one it came from) is asyncio code finding no asyncio loop."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, RuntimeError | TypeError) and any(
+            text in str(cause) for text in _ASYNCIO_ERRORS
+        ):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def passes_through(exc: BaseException) -> bool:
