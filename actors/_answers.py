@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import math
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -200,22 +201,56 @@ class CancelAsk:
     """The abandoned ask."""
 
 
-def async_library() -> str:
-    """``asyncio`` or ``trio``: the event loop running in this thread.
-
-    Raises:
-        InvalidConfig: no event loop runs here (use the sync ``ask``).
-    """
+def running_library() -> str | None:
+    """``asyncio`` or ``trio``: the event loop running in this thread, or None."""
     with contextlib.suppress(RuntimeError):
         asyncio.get_running_loop()
         return "asyncio"
     with contextlib.suppress(RuntimeError):
         trio.lowlevel.current_trio_token()
         return "trio"
-    raise InvalidConfig(
-        "ask_async() and stream() are awaited from asyncio or trio; no event loop runs in this "
-        "thread. Call Runtime.ask() from plain threads."
-    )
+    return None
+
+
+def async_library() -> str:
+    """``asyncio`` or ``trio``: the event loop running in this thread.
+
+    Raises:
+        InvalidConfig: no event loop runs here (use the sync ``ask``).
+    """
+    library = running_library()
+    if library is None:
+        raise InvalidConfig(
+            "ask_async() and stream() are awaited from asyncio or trio; no event loop runs in "
+            "this thread. Call Runtime.ask() from plain threads."
+        )
+    return library
+
+
+def in_a_thread(what: str) -> Callable[[str], str]:
+    """For ``warn_blocking``: run the blocking ``Runtime.{what}()`` in a worker thread."""
+
+    def instead(library: str) -> str:
+        if library == "asyncio":
+            return f"Run it in a thread: await asyncio.to_thread(rt.{what}, ...)."
+        return f"Run it in a thread: await trio.to_thread.run_sync(lambda: rt.{what}(...))."
+
+    return instead
+
+
+def warn_blocking(what: str, until: str, instead: Callable[[str], str]) -> None:
+    """Warn that the blocking ``Runtime.{what}()`` was called on a running asyncio or trio
+    loop (the program's: the effects loop refuses it): it blocks that loop until ``until``.
+    ``instead(library)`` says what to write; the warning points at the caller's caller."""
+    library = running_library()
+    if library is not None:
+        warnings.warn(
+            f"Runtime.{what}() was called on a running {library} loop: it blocks the loop "
+            f"until {until}, so the loop's other tasks (and a sync tool that waits on the "
+            f"loop) stall meanwhile. {instead(library)}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 async def await_waiter(waiter: ReplyWaiter, timeout: float | None) -> bool:

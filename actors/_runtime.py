@@ -37,7 +37,7 @@ from runtime import (
 )
 from runtime.store import SessionInfo, Store
 
-from ._answers import ReplyWaiter, StreamEvent
+from ._answers import ReplyWaiter, StreamEvent, in_a_thread, warn_blocking
 from ._approving import Approving
 from ._asking import Asking
 from ._damage import call_told, resumable
@@ -522,6 +522,10 @@ class Runtime(Asking, Approving, Waiting):
             InvalidConfig: ``timeout`` is not a positive number of seconds (at most 100
                 years) or None, or it was called from a tool running in this session's
                 turn (the session cannot passivate before the tool returns).
+
+        Warns:
+            RuntimeWarning: called on a running asyncio or trio loop, which it blocks
+                (run it in a worker thread there).
         """
         session_id = session_id_of(session_id, stored=True)
         limit = wait_limit(timeout, what="wait_passivated")
@@ -533,6 +537,7 @@ class Runtime(Asking, Approving, Waiting):
                 "Return from the tool instead; wait for the session to passivate where its "
                 "input was sent.",
             )
+        warn_blocking("wait_passivated", "the session passivates", in_a_thread("wait_passivated"))
         return self.router.wait_passivated(session_id, limit)
 
     def subscribe(

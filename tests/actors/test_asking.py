@@ -399,6 +399,64 @@ class TestAsyncio:
         assert state.turn_list()[-1].status.value == "interrupted"
 
 
+class TestOnTheCallersLoop:
+    """The blocking calls made on a running asyncio or trio loop (a handler that forgot the
+    async API) warn: they block the program's loop until they return, so its other tasks,
+    and a sync tool that waits on that loop, stall meanwhile; nothing said so."""
+
+    @pytest.mark.parametrize("library", ["asyncio", "trio"])
+    @pytest.mark.parametrize(
+        ("method", "until", "instead"),
+        [
+            ("ask", "the turn answers", "Await rt.ask_async(...) instead."),
+            ("wait_idle", "the session is idle", "Run it in a thread: "),
+            ("wait_passivated", "the session passivates", "Run it in a thread: "),
+        ],
+    )
+    def test_a_blocking_call_on_the_loop_warns(
+        self, method: str, until: str, instead: str, library: str
+    ) -> None:
+        if instead.startswith("Run it"):
+            instead += (
+                f"await asyncio.to_thread(rt.{method}, ...)."
+                if library == "asyncio"
+                else f"await trio.to_thread.run_sync(lambda: rt.{method}(...))."
+            )
+        message = (
+            f"Runtime.{method}() was called on a running {library} loop: it blocks the loop "
+            f"until {until}, so the loop's other tasks (and a sync tool that waits on the "
+            f"loop) stall meanwhile. {instead}"
+        )
+        with runtime(reply("hi")) as rt:
+            rt.send("s1", "hello")
+            call = {
+                "ask": lambda: rt.ask("s2", "hi", timeout=WAIT).ok,  # it still answers
+                "wait_idle": lambda: rt.wait_idle("s1", timeout=WAIT) is not None,
+                "wait_passivated": lambda: rt.wait_passivated("never-loaded", timeout=WAIT),
+            }[method]
+
+            async def main() -> None:
+                with pytest.warns(RuntimeWarning, match=f"^{re.escape(message)}$") as caught:
+                    assert call()
+                assert caught[0].filename == __file__  # the caller's line
+
+            if library == "asyncio":
+                asyncio.run(main())
+            else:
+                trio.run(main)
+
+    def test_a_blocking_call_in_a_worker_thread_does_not_warn(self) -> None:
+        """``asyncio.to_thread(rt.wait_idle, ...)``, what the warning advises, is quiet
+        (warnings are errors here)."""
+        with runtime(reply("hi")) as rt:
+            rt.send("s1", "hello")
+
+            async def main() -> None:
+                await asyncio.to_thread(rt.wait_idle, "s1", timeout=WAIT)
+
+            asyncio.run(main())
+
+
 class TestTrio:
     def test_ask_and_stream_from_trio(self) -> None:
         """The same calls from trio, with no glue: a nursery asks two sessions."""
