@@ -618,6 +618,28 @@ class _EditsOnly:
         pass
 
 
+class TestAsyncHooksRefused:
+    """A custom adapter whose hook is an ``async def`` (what an asyncio program writes
+    first) is refused when made: the adapter calls its hooks in its own thread, where the
+    coroutine never ran, and ``render``'s message was reported delivered though nothing was
+    shown."""
+
+    @pytest.mark.parametrize("name", ["render", "changed", "on_delta"])
+    def test_an_async_hook_is_refused(self, name: str) -> None:
+        async def hook(self: object, update: object, presentation: object = None) -> None:
+            pass
+
+        AsyncAdapter = type("AsyncAdapter", (Adapter,), {name: hook})
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^AsyncAdapter\.{name} is an async method, but an adapter calls it in its own "
+            r"thread, where its coroutine would never run\. Make it a plain method; to use an "
+            r"asyncio client there, run the coroutine on your loop and wait: "
+            r"asyncio\.run_coroutine_threadsafe\(coro, loop\)\.result\(\)\.$",
+        ):
+            AsyncAdapter(platform="discord")
+
+
 class TestChatClientChecked:
     """A chat adapter refuses, when started, a client without the methods it calls (it
     started, and every message it was to send failed in render and stayed pending)."""
