@@ -66,6 +66,7 @@ from ._runtime_args import (
     _front_end_model,
     _stop,
     _tool_list,
+    check_settings,
     check_store_function,
 )
 from ._seconds import wait_limit
@@ -194,9 +195,7 @@ class Runtime(Asking, Approving, Waiting):
                 f"model must have an async stream(request) method (a ScriptedModel or a "
                 f"provider model); got {model!r}."
             )
-        if settings is not None and not isinstance(settings, Settings):
-            raise InvalidConfig(f"settings must be a Settings (got {settings!r}).")
-        self.settings = settings or Settings()
+        self.settings = check_settings(settings)
         self.model = model
         self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(_tool_list(tools))
         self.resume = resume_policy(resume)
@@ -524,8 +523,7 @@ class Runtime(Asking, Approving, Waiting):
                 turn (the session cannot passivate before the tool returns).
 
         Warns:
-            RuntimeWarning: called on a running asyncio or trio loop, which it blocks
-                (run it in a worker thread there).
+            RuntimeWarning: called on a running asyncio or trio loop (it blocks it).
         """
         session_id = session_id_of(session_id, stored=True)
         limit = wait_limit(timeout, what="wait_passivated")

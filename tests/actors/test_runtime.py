@@ -878,6 +878,22 @@ class TestMisusedArguments:
         ):
             Runtime(model=ScriptedModel([]), store=5)  # type: ignore[arg-type]
 
+    @pytest.mark.parametrize(
+        ("settings", "got", "fix"),
+        [
+            ({"passivate_after": 1}, r"\{'passivate_after': 1\} that is a 'dict'",
+             r"settings=Settings\(passivate_after=1\)"),
+            (30, r"30 that is an 'int'", r"settings=Settings\(passivate_after=600, \.\.\.\)"),
+        ],
+    )  # fmt: skip
+    def test_settings_of_the_wrong_type(self, settings: Any, got: str, fix: str) -> None:
+        """settings={...} was refused without saying how to make one."""
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^settings must be a Settings \(got {got}\); make one by name: {fix}\.$",
+        ):
+            Runtime(model=ScriptedModel([]), store=":memory:", settings=settings)
+
     def test_a_mistyped_postgres_url_when_made(self) -> None:
         with pytest.raises(InvalidConfig, match=r"did you mean 'postgresql://host/db'\?$"):
             Runtime(model=ScriptedModel([]), store="postgresql:/host/db")
