@@ -42,7 +42,7 @@ from ._approving import Approving
 from ._asking import Asking
 from ._damage import call_told, resumable
 from ._deadline import Deadline
-from ._drafts import post_draft, session_id_of, user_draft
+from ._drafts import interrupt_reason, post_draft, session_id_of, user_draft
 from ._effects import Effects
 from ._errors import (
     AlreadyStarted,
@@ -419,10 +419,10 @@ class Runtime(Asking, Approving, Waiting):
         """Interrupt the session's running turn; True if there was one.
 
         Raises:
-            InvalidInput: ``session_id`` is not a session id.
+            InvalidInput: ``session_id`` is not a session id, or ``reason`` not a str.
             OwnedElsewhere: this runtime runs no sessions (``run_sessions=False``).
         """
-        session_id = session_id_of(session_id, stored=True)
+        session_id, reason = session_id_of(session_id, stored=True), interrupt_reason(reason)
         if not self.run_sessions:
             runs_no_sessions(session_id, "interrupt")
         proxy = self.router.live(session_id)

@@ -894,6 +894,17 @@ class TestMisusedArguments:
         ):
             Runtime(model=ScriptedModel([]), store=":memory:", settings=settings)
 
+    def test_an_interrupt_reason_that_is_no_str(self, make_runtime: RuntimeFactory) -> None:
+        """reason=5 raised the core's "InvalidEvent: TurnEnded.reason must be a str" from the
+        session's actor, or (once a tool call had started) was stored as "5; tool call …"."""
+        rt = make_runtime(model=ScriptedModel([]))
+        with pytest.raises(
+            InvalidInput,
+            match=r"^interrupt\(\) takes reason= as a str \(got 5 that is an 'int'\); it is "
+            r"recorded as why the turn ended\.$",
+        ):
+            rt.interrupt("s1", reason=5)  # type: ignore[arg-type]
+
     def test_a_mistyped_postgres_url_when_made(self) -> None:
         with pytest.raises(InvalidConfig, match=r"did you mean 'postgresql://host/db'\?$"):
             Runtime(model=ScriptedModel([]), store="postgresql:/host/db")
