@@ -78,6 +78,12 @@ __all__ = ["SendFailed", "SessionActor", "describe_error"]
 
 log = logging.getLogger("amber.session")
 
+_STOPPED_ASK = (  # what an ask waiting when its session shuts down raises
+    "The runtime stopped before the turn answered; the input is kept (pending_agent) and "
+    "answered when the session next runs: on its next input, or at the start of a runtime "
+    "with resume='all'."
+)
+
 
 class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
     """Owns one session: runs its turn machine, stores what it decides, runs its commands.
@@ -372,7 +378,7 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
         self._close()
         self._stopping = True
         self._fail_waiters(RuntimeStopped("The runtime stopped before the session was idle."))
-        self._asks.fail_all(RuntimeStopped("The runtime stopped before the turn answered."))
+        self._asks.fail_all(RuntimeStopped(_STOPPED_ASK))
 
     def _record_stop(self, stopping: Stopping, *, lost: bool = False) -> None:
         if self._refused:  # the lease was lost: said once

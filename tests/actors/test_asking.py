@@ -17,6 +17,7 @@ from actors import (
     ReasoningPiece,
     Reply,
     Runtime,
+    RuntimeStopped,
     ScriptedModel,
     Settings,
     TextPiece,
@@ -397,6 +398,36 @@ class TestAsyncio:
             state = rt.wait_idle("chan", timeout=WAIT)
             release.set()
         assert state.turn_list()[-1].status.value == "interrupted"
+
+
+class TestStopWhileAwaited:
+    def test_an_awaited_ask_says_its_input_is_kept(self) -> None:
+        """``stop()`` while a task awaits ``ask_async``: ``RuntimeStopped`` says the input is
+        kept and when it is answered (it said only that the runtime stopped)."""
+        started = threading.Event()
+
+        @tool(timeout=None)
+        async def slow() -> str:
+            """Waits."""
+            started.set()
+            await trio.sleep_forever()
+            return "never"
+
+        rt = runtime(call("slow"), tools=[slow]).start()
+
+        async def main() -> None:
+            task = asyncio.create_task(rt.ask_async("s1", "hi"))
+            await asyncio.to_thread(started.wait, WAIT)
+            await asyncio.to_thread(rt.stop)
+            with pytest.raises(
+                RuntimeStopped,
+                match=r"^The runtime stopped before the turn answered; the input is kept "
+                r"\(pending_agent\) and answered when the session next runs: on its next "
+                r"input, or at the start of a runtime with resume='all'\.$",
+            ):
+                await task
+
+        asyncio.run(main())
 
 
 class TestOnTheCallersLoop:
