@@ -125,6 +125,9 @@ class ReplyWaiter:
         """True once the caller stopped waiting (its turn is interrupted)."""
         self.abandoned = False
         """True once the caller's wait timed out (the turn goes on, nobody waits for it)."""
+        self.approvals: dict[str, str] = {}
+        """The tool calls of its turn that wait for a person, id to tool name (for the
+        message of an ``AskTimeout``); replaced whole by the actor, read by the caller."""
 
     @property
     def done(self) -> bool:

@@ -196,6 +196,15 @@ def _timeout(
             "loading, or the store is slow); the input is stored and answered once the session "
             "gets to it (raise the timeout)."
         )
+    approvals = waiter.approvals
+    if approvals:
+        calls = " and ".join(f"{call_id!r} ({name})" for call_id, name in approvals.items())
+        return AskTimeout(
+            f"Session {session_id!r} did not answer within {timeout:g} s: its turn waits for a "
+            f"person to approve tool call{'s' if len(approvals) > 1 else ''} {calls}. Decide "
+            "it with Runtime.approve or Runtime.deny (Runtime.pending_approvals lists what "
+            "waits), or stop the turn with Runtime.interrupt; the turn goes on."
+        )
     return AskTimeout(
         f"Session {session_id!r} did not answer within {timeout} s; its turn goes on (raise the "
         "timeout, or stop the turn with Runtime.interrupt)."

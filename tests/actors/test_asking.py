@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from actors import (
     AskTimeout,
@@ -111,6 +112,52 @@ class TestAsk:
                 rt.ask("s1", "hi", timeout=0.05)
             release.set()
             assert [m.content for m in rt.wait_idle("s1", timeout=WAIT)][-1] == "late"
+
+    def test_a_timeout_while_the_turn_waits_for_approval_says_so(self) -> None:
+        """An ask that times out while its turn waits for a person names the call and how to
+        decide it (it said only that the turn goes on). On trio's mock clock, the wait times
+        out only once the call is known to wait."""
+
+        @tool(approval=True)
+        def ban(user: str) -> str:
+            """Ban a user.
+
+            Args:
+                user: Who.
+            """
+            return f"banned {user}"
+
+        called = threading.Event()
+        clock = trio.testing.MockClock()
+        with runtime(call("ban", {"user": "spammer"}), tools=[ban]) as rt:
+            rt.subscribe(lambda u: called.set() if u.message.tool_call is not None else None)
+            errors: list[BaseException] = []
+            waiting: list[str] = []
+
+            async def main() -> None:
+                async def ask() -> None:
+                    try:
+                        await rt.ask_async("s1", "ban the spammer", timeout=10)
+                    except AskTimeout as exc:
+                        errors.append(exc)
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(ask)
+                    await trio.to_thread.run_sync(called.wait, WAIT)
+                    # The actor's answer comes after the step that made the call has ended.
+                    state = await trio.to_thread.run_sync(lambda: rt.state("s1"))
+                    assert state.active_turn is not None
+                    waiting.extend(state.active_turn.awaiting_approval)
+                    clock.jump(11)
+
+            trio.run(main, clock=clock)
+        (error,), (call_id,) = errors, waiting
+        assert str(error) == (
+            f"Session 's1' did not answer within 10 s: its turn waits for a person to approve "
+            f"tool call {call_id!r} (ban). Decide it with Runtime.approve or Runtime.deny "
+            "(Runtime.pending_approvals lists what waits), or stop the turn with "
+            "Runtime.interrupt; the turn goes on."
+        )
 
     def test_invalid_input_is_refused_and_nothing_is_stored(self) -> None:
         """Blank input: ``InvalidInput`` at once; the session was never made."""
