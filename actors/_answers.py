@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import sys
 import threading
 import warnings
 from collections.abc import Callable
@@ -284,9 +285,33 @@ async def await_waiter(waiter: ReplyWaiter, timeout: float | None) -> bool:
             token.run_sync_soon(event.set)
 
     waiter.add_callback(wake_trio)
+    if timeout is not None and _autojump_clock():
+        # The runtime's threads take real time: on a mock clock that jumps when every task
+        # waits (pytest-trio's autojump_clock), a deadline would run out at once. (A mock
+        # clock moved only by hand keeps the deadline: the test moves time on purpose.)
+        timer = threading.Timer(timeout, wake_trio)
+        timer.daemon = True
+        timer.start()
+        try:
+            await event.wait()
+        finally:
+            timer.cancel()
+        return waiter.done
     with trio.move_on_after(math.inf if timeout is None else timeout):
         await event.wait()
     return event.is_set()
+
+
+def _autojump_clock() -> bool:
+    """Whether this trio run keeps time on a ``trio.testing.MockClock`` that jumps by itself
+    (``trio.testing`` is imported then)."""
+    testing = sys.modules.get("trio.testing")
+    clock = trio.lowlevel.current_clock()
+    return (
+        testing is not None
+        and isinstance(clock, testing.MockClock)
+        and clock.autojump_threshold != math.inf
+    )
 
 
 def _set_future(future: asyncio.Future[None]) -> None:

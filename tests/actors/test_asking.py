@@ -555,6 +555,20 @@ class TestTrio:
         assert "".join(e.text for e in streamed if isinstance(e, TextPiece)) == "two, streamed"
         assert streamed[-1].text == "two, streamed"
 
+    def test_a_timeout_is_real_time_under_a_mock_clock(self) -> None:
+        """Under trio's autojump clock (pytest-trio's ``autojump_clock``) the ask's timeout
+        ran out at once, on virtual time, while the runtime's threads took real time: it
+        raised AskTimeout ("did not store the input within 30.0 s") before the answer came.
+        The answer comes now."""
+        with runtime(reply("one")) as rt:
+            answers: list[Reply] = []
+
+            async def main() -> None:
+                answers.append(await rt.ask_async("s1", "hi", timeout=WAIT))
+
+            trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+        assert [a.text for a in answers] == ["one"]
+
     def test_leaving_a_stream_early_interrupts_the_turn(self) -> None:
         """Breaking out of ``async for`` stops the turn it streams."""
         with runtime(reply("a long answer, streamed slowly", piece=2, delay=0.05)) as rt:
