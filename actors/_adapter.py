@@ -101,6 +101,8 @@ class Adapter(pykka.ThreadingActor):
 
     kind: ChannelKind = ChannelKind.CLI
     """How the channel renders; see ``runtime.CHANNEL_RULES``."""
+    use_daemon_thread = True
+    """A runtime never stopped (a program that crashed) must not keep the process alive."""
 
     def __init__(
         self,

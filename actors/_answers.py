@@ -108,6 +108,14 @@ StreamEvent = TextPiece | ReasoningPiece | ToolCallStarted | ToolResult | Approv
 """What ``Runtime.stream`` yields before the ``Reply``."""
 
 
+STOPPED_ASK = (
+    "The runtime stopped before the turn answered; the input is kept (pending_agent) and "
+    "answered when the session next runs: on its next input, or at the start of a runtime "
+    "with resume='all'."
+)
+"""What an ask waiting when its session shuts down raises (``RuntimeStopped``)."""
+
+
 class ReplyWaiter:
     """One input's answer, resolved by its session actor (any thread may wait on it)."""
 

@@ -55,6 +55,8 @@ class _AdapterEntry:
 class _Subscriber(pykka.ThreadingActor):
     """Runs a subscriber's callbacks in its own thread, so they never slow a session."""
 
+    use_daemon_thread = True  # a runtime never stopped must not keep the process alive
+
     def __init__(
         self,
         on_update: Callable[[Update], object] | None,

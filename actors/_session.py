@@ -62,7 +62,7 @@ from runtime import (
     step,
 )
 
-from ._answers import AskInput, CancelAsk, ReplyWaiter
+from ._answers import STOPPED_ASK, AskInput, CancelAsk, ReplyWaiter
 from ._asks import AskBook
 from ._busy import busy_reasons
 from ._damage import head_to_run, load_error
@@ -78,12 +78,6 @@ __all__ = ["SendFailed", "SessionActor", "describe_error"]
 
 log = logging.getLogger("amber.session")
 
-_STOPPED_ASK = (  # what an ask waiting when its session shuts down raises
-    "The runtime stopped before the turn answered; the input is kept (pending_agent) and "
-    "answered when the session next runs: on its next input, or at the start of a runtime "
-    "with resume='all'."
-)
-
 
 class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
     """Owns one session: runs its turn machine, stores what it decides, runs its commands.
@@ -92,6 +86,8 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
         services: what the runtime shares with its sessions.
         session_id: the session.
     """
+
+    use_daemon_thread = True  # a runtime never stopped must not keep the process alive
 
     def __init__(self, services: Services, session_id: str) -> None:
         super().__init__()
@@ -378,7 +374,7 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
         self._close()
         self._stopping = True
         self._fail_waiters(RuntimeStopped("The runtime stopped before the session was idle."))
-        self._asks.fail_all(RuntimeStopped(_STOPPED_ASK))
+        self._asks.fail_all(RuntimeStopped(STOPPED_ASK))
 
     def _record_stop(self, stopping: Stopping, *, lost: bool = False) -> None:
         if self._refused:  # the lease was lost: said once
