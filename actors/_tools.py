@@ -49,6 +49,7 @@ from ._tool_text import (
     required_line,
     storable,
     text_of,
+    used_asyncio,
 )
 
 __all__ = ["ERROR_TYPES", "InvalidTool", "Tool", "ToolOutcome", "tool"]
@@ -205,7 +206,7 @@ class Tool:
             return value if isinstance(value, ToolOutcome) else ToolOutcome(content=text_of(value))
         except (Exception, SystemExit) as exc:  # a tool never takes the session down
             content = describe_exception(exc)
-            if self._signature.is_async and _used_asyncio(exc):
+            if self._signature.is_async and used_asyncio(exc):
                 log.warning(
                     "tool %r is an async function that used asyncio (%s), but async tools run "
                     "on Amber's own trio loop, where no asyncio loop runs. To use your "
@@ -309,25 +310,6 @@ def _drawn(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     returns is drawn there too, since its body runs only as it is drawn."""
     value = function(**kwargs)
     return list(value) if isinstance(value, Iterator) else value
-
-
-_ASYNCIO_ERRORS = ("no running event loop", "no current event loop", "unrecognized yield message")
-"""What asyncio code says when it runs on trio (``asyncio.get_running_loop`` and the like,
-or a bare ``yield`` trio does not know)."""
-
-
-def _used_asyncio(exc: BaseException) -> bool:
-    """Whether ``exc`` (or one it came from) is asyncio code finding no asyncio loop."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if isinstance(cause, RuntimeError | TypeError) and any(
-            text in str(cause) for text in _ASYNCIO_ERRORS
-        ):
-            return True
-        cause = cause.__cause__ or cause.__context__
-    return False
 
 
 def passes_through(exc: BaseException) -> bool:
