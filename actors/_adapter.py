@@ -12,6 +12,7 @@ Subclasses override ``render`` (and, for live output, ``on_delta``).
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Iterable
 from typing import Protocol
@@ -82,6 +83,10 @@ class DeliverySink(Protocol):
         ...
 
 
+_HOOKS = ("wants", "on_update", "render", "changed", "on_delta", "deliver")
+"""The methods an adapter calls in its own thread (a subclass may override them)."""
+
+
 class Adapter(pykka.ThreadingActor):
     """Base of adapter actors: visibility rules and delivery reports.
 
@@ -96,6 +101,8 @@ class Adapter(pykka.ThreadingActor):
 
     kind: ChannelKind = ChannelKind.CLI
     """How the channel renders; see ``runtime.CHANNEL_RULES``."""
+    use_daemon_thread = True
+    """A runtime never stopped (a program that crashed) must not keep the process alive."""
 
     def __init__(
         self,
@@ -105,6 +112,14 @@ class Adapter(pykka.ThreadingActor):
         channels: Iterable[str] | None = None,
     ) -> None:
         super().__init__()
+        for hook in _HOOKS:
+            if inspect.iscoroutinefunction(getattr(type(self), hook)):
+                raise InvalidConfig(
+                    f"{type(self).__name__}.{hook} is an async method, but an adapter calls it "
+                    "in its own thread, where its coroutine would never run. Make it a plain "
+                    "method; to use an asyncio client there, run the coroutine on your loop "
+                    "and wait: asyncio.run_coroutine_threadsafe(coro, loop).result()."
+                )
         if not isinstance(platform, str) or not platform:
             raise InvalidConfig(
                 f"platform must be a non-empty str naming the chatbot_id it serves "

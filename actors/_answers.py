@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import sys
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -106,6 +108,14 @@ StreamEvent = TextPiece | ReasoningPiece | ToolCallStarted | ToolResult | Approv
 """What ``Runtime.stream`` yields before the ``Reply``."""
 
 
+STOPPED_ASK = (
+    "The runtime stopped before the turn answered; the input is kept (pending_agent) and "
+    "answered when the session next runs: on its next input, or at the start of a runtime "
+    "with resume='all'."
+)
+"""What an ask waiting when its session shuts down raises (``RuntimeStopped``)."""
+
+
 class ReplyWaiter:
     """One input's answer, resolved by its session actor (any thread may wait on it)."""
 
@@ -124,6 +134,9 @@ class ReplyWaiter:
         """True once the caller stopped waiting (its turn is interrupted)."""
         self.abandoned = False
         """True once the caller's wait timed out (the turn goes on, nobody waits for it)."""
+        self.approvals: dict[str, str] = {}
+        """The tool calls of its turn that wait for a person, id to tool name (for the
+        message of an ``AskTimeout``); replaced whole by the actor, read by the caller."""
 
     @property
     def done(self) -> bool:
@@ -200,22 +213,56 @@ class CancelAsk:
     """The abandoned ask."""
 
 
-def async_library() -> str:
-    """``asyncio`` or ``trio``: the event loop running in this thread.
-
-    Raises:
-        InvalidConfig: no event loop runs here (use the sync ``ask``).
-    """
+def running_library() -> str | None:
+    """``asyncio`` or ``trio``: the event loop running in this thread, or None."""
     with contextlib.suppress(RuntimeError):
         asyncio.get_running_loop()
         return "asyncio"
     with contextlib.suppress(RuntimeError):
         trio.lowlevel.current_trio_token()
         return "trio"
-    raise InvalidConfig(
-        "ask_async() and stream() are awaited from asyncio or trio; no event loop runs in this "
-        "thread. Call Runtime.ask() from plain threads."
-    )
+    return None
+
+
+def async_library() -> str:
+    """``asyncio`` or ``trio``: the event loop running in this thread.
+
+    Raises:
+        InvalidConfig: no event loop runs here (use the sync ``ask``).
+    """
+    library = running_library()
+    if library is None:
+        raise InvalidConfig(
+            "ask_async() and stream() are awaited from asyncio or trio; no event loop runs in "
+            "this thread. Call Runtime.ask() from plain threads."
+        )
+    return library
+
+
+def in_a_thread(what: str) -> Callable[[str], str]:
+    """For ``warn_blocking``: run the blocking ``Runtime.{what}()`` in a worker thread."""
+
+    def instead(library: str) -> str:
+        if library == "asyncio":
+            return f"Run it in a thread: await asyncio.to_thread(rt.{what}, ...)."
+        return f"Run it in a thread: await trio.to_thread.run_sync(lambda: rt.{what}(...))."
+
+    return instead
+
+
+def warn_blocking(what: str, until: str, instead: Callable[[str], str]) -> None:
+    """Warn that the blocking ``Runtime.{what}()`` was called on a running asyncio or trio
+    loop (the program's: the effects loop refuses it): it blocks that loop until ``until``.
+    ``instead(library)`` says what to write; the warning points at the caller's caller."""
+    library = running_library()
+    if library is not None:
+        warnings.warn(
+            f"Runtime.{what}() was called on a running {library} loop: it blocks the loop "
+            f"until {until}, so the loop's other tasks (and a sync tool that waits on the "
+            f"loop) stall meanwhile. {instead(library)}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 async def await_waiter(waiter: ReplyWaiter, timeout: float | None) -> bool:
@@ -246,9 +293,33 @@ async def await_waiter(waiter: ReplyWaiter, timeout: float | None) -> bool:
             token.run_sync_soon(event.set)
 
     waiter.add_callback(wake_trio)
+    if timeout is not None and _autojump_clock():
+        # The runtime's threads take real time: on a mock clock that jumps when every task
+        # waits (pytest-trio's autojump_clock), a deadline would run out at once. (A mock
+        # clock moved only by hand keeps the deadline: the test moves time on purpose.)
+        timer = threading.Timer(timeout, wake_trio)
+        timer.daemon = True
+        timer.start()
+        try:
+            await event.wait()
+        finally:
+            timer.cancel()
+        return waiter.done
     with trio.move_on_after(math.inf if timeout is None else timeout):
         await event.wait()
     return event.is_set()
+
+
+def _autojump_clock() -> bool:
+    """Whether this trio run keeps time on a ``trio.testing.MockClock`` that jumps by itself
+    (``trio.testing`` is imported then)."""
+    testing = sys.modules.get("trio.testing")
+    clock = trio.lowlevel.current_clock()
+    return (
+        testing is not None
+        and isinstance(clock, testing.MockClock)
+        and clock.autojump_threshold != math.inf
+    )
 
 
 def _set_future(future: asyncio.Future[None]) -> None:

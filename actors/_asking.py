@@ -22,6 +22,7 @@ from ._answers import (
     ReplyWaiter,
     StreamEvent,
     await_waiter,
+    warn_blocking,
 )
 from ._drafts import session_id_of, user_draft
 from ._errors import AskTimeout
@@ -73,6 +74,10 @@ class Asking:
             AskTimeout: no answer within ``timeout`` seconds (the turn goes on;
                 ``interrupt`` stops it).
             RuntimeStopped: the runtime is not running, or stopped before the answer.
+
+        Warns:
+            RuntimeWarning: called on a running asyncio or trio loop, which it blocks
+                (await ``ask_async`` there).
         """
         timeout = wait_limit(timeout, what="ask", nothing_done=True)
         if self._effects is not None:
@@ -81,6 +86,7 @@ class Asking:
                 "In an async tool, await rt.ask_async(...) instead, or rt.send(...) without "
                 "waiting for the answer.",
             )
+        warn_blocking("ask", "the turn answers", lambda _: "Await rt.ask_async(...) instead.")
         waiter = self._start_ask(session_id, text, fields, None, what="ask")
         if not waiter.wait(timeout):
             _abandon(waiter, session_id, timeout, front_end=not self.run_sessions)
@@ -189,6 +195,15 @@ def _timeout(
             f"Session {session_id!r} did not store the input within {timeout} s (it is still "
             "loading, or the store is slow); the input is stored and answered once the session "
             "gets to it (raise the timeout)."
+        )
+    approvals = waiter.approvals
+    if approvals:
+        calls = " and ".join(f"{call_id!r} ({name})" for call_id, name in approvals.items())
+        return AskTimeout(
+            f"Session {session_id!r} did not answer within {timeout:g} s: its turn waits for a "
+            f"person to approve tool call{'s' if len(approvals) > 1 else ''} {calls}. Decide "
+            "it with Runtime.approve or Runtime.deny (Runtime.pending_approvals lists what "
+            "waits), or stop the turn with Runtime.interrupt; the turn goes on."
         )
     return AskTimeout(
         f"Session {session_id!r} did not answer within {timeout} s; its turn goes on (raise the "

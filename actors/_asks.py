@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from runtime import (
     FINAL_INPUT,
+    ApprovalDecided,
     ApprovalRequested,
     Delta,
     DeltaKind,
@@ -88,15 +89,25 @@ class AskBook:
                                        message=message))  # fmt: skip
 
     def decided(self, events: Sequence[Event], state: SessionState) -> None:
-        """A decision was stored: tell streams of their turn's calls that wait for approval."""
+        """A decision was stored: note on the waiters of their turn's calls that wait for
+        approval (or no longer do), and tell streams of those that start waiting."""
         for event in events:
+            if isinstance(event, ApprovalDecided):
+                for waiter, _ in self._asks.values():
+                    if event.call_id in waiter.approvals:
+                        waiter.approvals = {
+                            k: v for k, v in waiter.approvals.items() if k != event.call_id
+                        }
             if not isinstance(event, ApprovalRequested):
                 continue
             message = state.message(state.tool_calls[event.call_id])
             call = message.tool_call
             assert call is not None
             for waiter, turn in self._asks.values():
-                if waiter.sink is not None and turn[0] == event.turn_id:
+                if turn[0] != event.turn_id:
+                    continue
+                waiter.approvals = {**waiter.approvals, call.id: call.name}
+                if waiter.sink is not None:
                     waiter.sink(ApprovalNeeded(call_id=call.id, name=call.name,
                                                arguments=call.arguments))  # fmt: skip
 

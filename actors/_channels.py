@@ -160,6 +160,14 @@ def _check_client(adapter: type[_ChatAdapter], client: object) -> ChatPlatform:
                 f"{adapter.__name__} needs a client with {methods} (a ChatPlatform); got "
                 f"{client!r} that is {type_named(client)}, which has no {name} method."
             )
+        if inspect.iscoroutinefunction(getattr(client, name)):
+            raise InvalidConfig(
+                f"{adapter.__name__} calls the client's {name} in its own thread, where the "
+                f"coroutine of an async method would never run (got "
+                f"{type(client).__name__}.{name}, an async method). Give it a plain method "
+                "that runs the coroutine on your loop and waits: "
+                "asyncio.run_coroutine_threadsafe(coro, loop).result()."
+            )
     return client  # type: ignore[return-value]
 
 

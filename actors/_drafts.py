@@ -27,7 +27,21 @@ from runtime import (
 from runtime._article import type_named
 from runtime._storable import session_id_problem
 
-__all__ = ["post_draft", "session_id_of", "user_draft"]
+__all__ = ["interrupt_reason", "post_draft", "session_id_of", "user_draft"]
+
+
+def interrupt_reason(reason: object) -> str:
+    """``reason`` for ``Runtime.interrupt``.
+
+    Raises:
+        InvalidInput: it is not a str.
+    """
+    if not isinstance(reason, str):
+        raise InvalidInput(
+            f"interrupt() takes reason= as a str (got {reason!r} that is {type_named(reason)}); "
+            "it is recorded as why the turn ended."
+        )
+    return reason
 
 
 def session_id_of(value: object, *, stored: bool = False) -> str:

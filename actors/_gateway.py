@@ -10,6 +10,7 @@ the ``DeliverySink`` the gateway attaches them to (the router).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import threading
 import time
@@ -53,6 +54,8 @@ class _AdapterEntry:
 
 class _Subscriber(pykka.ThreadingActor):
     """Runs a subscriber's callbacks in its own thread, so they never slow a session."""
+
+    use_daemon_thread = True  # a runtime never stopped must not keep the process alive
 
     def __init__(
         self,
@@ -214,11 +217,20 @@ class Gateway:
         holds up a session. Returns a ``Subscription`` to ``close()``.
 
         Raises:
-            InvalidConfig: neither callback given, or one is not callable.
+            InvalidConfig: neither callback given, or one is not callable or is async.
         """
         for name, callback in (("on_update", on_update), ("on_delta", on_delta)):
             if callback is not None and not callable(callback):
                 raise InvalidConfig(f"subscribe() takes a callable {name}; got {callback!r}.")
+            if callback is not None and _is_async(callback):
+                label = getattr(callback, "__name__", None) or type(callback).__name__
+                raise InvalidConfig(
+                    f"subscribe() calls {name} in a thread of the runtime's, where the "
+                    f"coroutine of an async function would never run (got the async function "
+                    f"{label!r}). Pass a plain function that hands the item to your loop: "
+                    "loop.call_soon_threadsafe(queue.put_nowait, item) (asyncio) or "
+                    "token.run_sync_soon(send.send_nowait, item) (trio)."
+                )
         if on_update is None and on_delta is None:
             raise InvalidConfig(
                 "subscribe() needs on_update (new and changed messages), on_delta (live "
@@ -238,6 +250,13 @@ class Gateway:
     def _unsubscribe(self, sub: Subscription) -> None:
         with self._lock:
             self._subscribers = tuple(s for s in self._subscribers if s is not sub)
+
+
+def _is_async(callback: Callable[..., object]) -> bool:
+    """An ``async def`` function, a partial of one, or an object whose ``__call__`` is one."""
+    return inspect.iscoroutinefunction(callback) or inspect.iscoroutinefunction(
+        type(callback).__call__
+    )
 
 
 def _tell(ref: pykka.ActorRef[Any], message: Any) -> None:

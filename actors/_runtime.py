@@ -37,12 +37,12 @@ from runtime import (
 )
 from runtime.store import SessionInfo, Store
 
-from ._answers import ReplyWaiter, StreamEvent
+from ._answers import ReplyWaiter, StreamEvent, in_a_thread, warn_blocking
 from ._approving import Approving
 from ._asking import Asking
 from ._damage import call_told, resumable
 from ._deadline import Deadline
-from ._drafts import post_draft, session_id_of, user_draft
+from ._drafts import interrupt_reason, post_draft, session_id_of, user_draft
 from ._effects import Effects
 from ._errors import (
     AlreadyStarted,
@@ -66,6 +66,7 @@ from ._runtime_args import (
     _front_end_model,
     _stop,
     _tool_list,
+    check_settings,
     check_store_function,
 )
 from ._seconds import wait_limit
@@ -194,9 +195,7 @@ class Runtime(Asking, Approving, Waiting):
                 f"model must have an async stream(request) method (a ScriptedModel or a "
                 f"provider model); got {model!r}."
             )
-        if settings is not None and not isinstance(settings, Settings):
-            raise InvalidConfig(f"settings must be a Settings (got {settings!r}).")
-        self.settings = settings or Settings()
+        self.settings = check_settings(settings)
         self.model = model
         self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(_tool_list(tools))
         self.resume = resume_policy(resume)
@@ -420,10 +419,10 @@ class Runtime(Asking, Approving, Waiting):
         """Interrupt the session's running turn; True if there was one.
 
         Raises:
-            InvalidInput: ``session_id`` is not a session id.
+            InvalidInput: ``session_id`` is not a session id, or ``reason`` not a str.
             OwnedElsewhere: this runtime runs no sessions (``run_sessions=False``).
         """
-        session_id = session_id_of(session_id, stored=True)
+        session_id, reason = session_id_of(session_id, stored=True), interrupt_reason(reason)
         if not self.run_sessions:
             runs_no_sessions(session_id, "interrupt")
         proxy = self.router.live(session_id)
@@ -522,6 +521,9 @@ class Runtime(Asking, Approving, Waiting):
             InvalidConfig: ``timeout`` is not a positive number of seconds (at most 100
                 years) or None, or it was called from a tool running in this session's
                 turn (the session cannot passivate before the tool returns).
+
+        Warns:
+            RuntimeWarning: called on a running asyncio or trio loop (it blocks it).
         """
         session_id = session_id_of(session_id, stored=True)
         limit = wait_limit(timeout, what="wait_passivated")
@@ -533,6 +535,7 @@ class Runtime(Asking, Approving, Waiting):
                 "Return from the tool instead; wait for the session to passivate where its "
                 "input was sent.",
             )
+        warn_blocking("wait_passivated", "the session passivates", in_a_thread("wait_passivated"))
         return self.router.wait_passivated(session_id, limit)
 
     def subscribe(
@@ -549,6 +552,8 @@ class Runtime(Asking, Approving, Waiting):
 
         Raises:
             InvalidInput: ``session_id`` is neither a session id nor None.
+            InvalidConfig: neither callback given, or one is not callable or is an async
+                function (its coroutine would never run).
         """
         session_id = None if session_id is None else session_id_of(session_id, stored=True)
         return self.gateway.subscribe(on_update, on_delta=on_delta, session_id=session_id)

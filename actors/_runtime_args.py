@@ -19,8 +19,29 @@ from runtime._article import article, type_named
 from ._adapter import Adapter
 from ._errors import InvalidConfig
 from ._model import Model
+from ._settings import Settings
 
 log = logging.getLogger("amber.runtime")
+
+
+def check_settings(settings: object) -> Settings:
+    """``settings``, or the defaults for None.
+
+    Raises:
+        InvalidConfig: it is no ``Settings`` (a dict of its fields, say).
+    """
+    if settings is None:
+        return Settings()
+    if isinstance(settings, Settings):
+        return settings
+    if isinstance(settings, dict) and all(isinstance(key, str) for key in settings):
+        fix = "Settings(" + ", ".join(f"{k}={v!r}" for k, v in settings.items()) + ")"
+    else:
+        fix = "Settings(passivate_after=600, ...)"
+    raise InvalidConfig(
+        f"settings must be a Settings (got {settings!r} that is {type_named(settings)}); "
+        f"make one by name: settings={fix}."
+    )
 
 
 def _front_end_model(model: Model | None, run_sessions: object, resume: object) -> Model:

@@ -16,6 +16,7 @@ function of the request, for models that must react to what they see.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections import deque
 from collections.abc import AsyncIterator
@@ -33,8 +34,8 @@ class ScriptedModel:
     """A deterministic ``Model`` that streams scripted responses.
 
     Args:
-        script: the responses, one per model call in order, or a function
-            that picks the response for each request.
+        script: the responses, one per model call in order, or a (plain, not
+            async) function that picks the response for each request.
         fallback: what to answer once a list script is used up; None raises
             ``ScriptExhausted`` in the stream (the turn ends as error).
         keep_requests: how many of the latest requests ``requests`` keeps
@@ -52,6 +53,14 @@ class ScriptedModel:
     def __init__(
         self, script: Script, *, fallback: Response | None = None, keep_requests: int | None = 1000
     ) -> None:
+        if inspect.iscoroutinefunction(script):
+            raise InvalidConfig(
+                "ScriptedModel takes a plain function of the request that returns a Response "
+                f"(got the async function {getattr(script, '__name__', script)!r}). Drop the "
+                "async: a pause is a step of the Response (reply(..., delay=), "
+                "response.after(seconds)); a model that awaits is a Model with async def "
+                "stream(request)."
+            )
         if not callable(script):
             script = list(script)
             for position, item in enumerate(script):

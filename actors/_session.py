@@ -62,7 +62,7 @@ from runtime import (
     step,
 )
 
-from ._answers import AskInput, CancelAsk, ReplyWaiter
+from ._answers import STOPPED_ASK, AskInput, CancelAsk, ReplyWaiter
 from ._asks import AskBook
 from ._busy import busy_reasons
 from ._damage import head_to_run, load_error
@@ -88,6 +88,7 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
         session_id: the session.
     """
 
+    use_daemon_thread = True  # a runtime never stopped must not keep the process alive
     actor_inbox: Inbox
 
     @staticmethod
@@ -376,7 +377,7 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
         self._close()
         self._stopping = True
         self._fail_waiters(RuntimeStopped("The runtime stopped before the session was idle."))
-        self._asks.fail_all(RuntimeStopped("The runtime stopped before the turn answered."))
+        self._asks.fail_all(RuntimeStopped(STOPPED_ASK))
 
     def _record_stop(self, stopping: Stopping, *, lost: bool = False) -> None:
         if self._refused:  # the lease was lost: said once

@@ -65,6 +65,8 @@ class ToolStats:
 class ToolActor(pykka.ThreadingActor):
     """Runs the calls of one tool on the effects loop."""
 
+    use_daemon_thread = True  # a runtime never stopped must not keep the process alive
+
     def __init__(self, tool: Tool, effects: Effects) -> None:
         super().__init__()
         self.tool = tool

@@ -32,6 +32,7 @@ __all__ = [
     "required_line",
     "storable",
     "text_of",
+    "used_asyncio",
 ]
 
 _SUMMARY_CHARS = 200
@@ -236,3 +237,22 @@ def _frame(frame: traceback.FrameSummary) -> str:
     where = f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}\n'
     line = (frame.line or "").strip()
     return where + (f"    {line}\n" if line else "")
+
+
+_ASYNCIO_ERRORS = ("no running event loop", "no current event loop", "unrecognized yield message")
+"""What asyncio code says when it runs on trio (``asyncio.get_running_loop`` and the like,
+or a bare ``yield`` trio does not know)."""
+
+
+def used_asyncio(exc: BaseException) -> bool:
+    """Whether ``exc`` (or one it came from) is asyncio code finding no asyncio loop."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, RuntimeError | TypeError) and any(
+            text in str(cause) for text in _ASYNCIO_ERRORS
+        ):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False

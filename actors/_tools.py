@@ -49,6 +49,7 @@ from ._tool_text import (
     required_line,
     storable,
     text_of,
+    used_asyncio,
 )
 
 __all__ = ["ERROR_TYPES", "InvalidTool", "Tool", "ToolOutcome", "tool"]
@@ -204,9 +205,18 @@ class Tool:
                 return ToolOutcome(content=self._timed_out(), is_error=True, error_type="timeout")
             return value if isinstance(value, ToolOutcome) else ToolOutcome(content=text_of(value))
         except (Exception, SystemExit) as exc:  # a tool never takes the session down
-            return ToolOutcome(
-                content=describe_exception(exc), is_error=True, error_type="exception"
-            )
+            content = describe_exception(exc)
+            if self._signature.is_async and used_asyncio(exc):
+                log.warning(
+                    "tool %r is an async function that used asyncio (%s), but async tools run "
+                    "on Amber's own trio loop, where no asyncio loop runs. To use your "
+                    "program's asyncio clients, make it a sync tool (def, not async def) that "
+                    "runs the coroutine on your loop and waits: "
+                    "asyncio.run_coroutine_threadsafe(coro, loop).result() (docs/asyncio.md).",
+                    self.name,
+                    content.splitlines()[0],
+                )
+            return ToolOutcome(content=content, is_error=True, error_type="exception")
         except BaseException as exc:
             # Nor any other BaseException (asyncio's CancelledError from a wrapped client, a
             # library's own): only trio's cancellation of this call, and Ctrl-C, go up.

@@ -19,6 +19,7 @@ import pykka
 
 from runtime import SessionState, Status, UnknownSession
 
+from ._answers import in_a_thread, warn_blocking
 from ._drafts import session_id_of
 from ._errors import IdleTimeout, OwnedElsewhere
 from ._frontend import AnswerWatch, StateWait, is_idle
@@ -75,6 +76,10 @@ class Waiting:
             InvalidConfig: ``timeout`` is not a positive number of seconds (at most 100
                 years) or None, or it was called on the effects loop (from an async tool),
                 or from a sync tool running in this session's turn (which waits for it).
+
+        Warns:
+            RuntimeWarning: called on a running asyncio or trio loop, which it blocks
+                (run it in a worker thread there).
         """
         session_id = session_id_of(session_id, stored=True)
         timeout = wait_limit(timeout, what="wait_idle")
@@ -93,6 +98,7 @@ class Waiting:
                 "or subscribe(session_id=...) to its updates. A tool may wait for another "
                 "session.",
             )
+        warn_blocking("wait_idle", "the session is idle", in_a_thread("wait_idle"))
         if self._watch is not None:
             return self._wait_idle_stored(session_id, timeout)
         stored: SessionState | None = None  # quiet in the store, loaded only to deliver

@@ -170,7 +170,8 @@ class Interrupt(Input):
     """Why, for people."""
     input_id: str | None = None
     """Only the turn that claims this input (a caller that stopped waiting for its
-    answer); one not claimed yet ends interrupted as soon as a turn claims it alone."""
+    answer), once no other input it claims is wanted (each one's caller gave up too); one
+    not claimed yet ends interrupted as soon as a turn claims it alone."""
 
 
 @attrs.frozen(kw_only=True)

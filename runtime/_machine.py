@@ -156,8 +156,8 @@ class SessionMachine:
     idle_armed: int | None = None
     """The seq the idle (passivation) timer was armed at."""
     cancelled: frozenset[str] = frozenset()
-    """Inputs whose caller gave up before a turn claimed them: a turn that claims only such
-    inputs ends interrupted at once, without calling the model."""
+    """Inputs whose caller gave up: a turn that claims only such inputs ends interrupted at
+    once, without calling the model, and a running one once every input it claims is here."""
     views: ViewCache | None = attrs.field(default=None, eq=False, repr=False)
     """The model's view of the settled history, kept between model calls (a cache: two
     machines that differ only here are equal)."""

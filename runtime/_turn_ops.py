@@ -99,7 +99,8 @@ def maybe_start_turn(s: Step) -> None:
     claimed = set(turn.input_ids)
     if s.cancelled:
         withdrawn = claimed <= s.cancelled
-        s.cancelled = s.cancelled - claimed
+        # A turn claims every waiting input, so what else is noted belonged to an ended turn.
+        s.cancelled = frozenset()
         if withdrawn:  # every caller gave up: no model call for nobody
             end_turn(s, TurnOutcome.INTERRUPTED, "cancelled by the caller")
             return

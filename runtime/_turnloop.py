@@ -139,6 +139,14 @@ def _interrupt(s: Step, input: Interrupt) -> None:
             if target in s.state.queued:
                 s.cancelled = s.cancelled | {target}
             return
+        assert turn is not None
+        inputs = set(turn.input_ids)
+        if not inputs <= s.cancelled | {target}:
+            # Another input of the turn is still wanted (asked by someone who still waits,
+            # or sent): it goes on for that one, as a turn about to start would.
+            s.cancelled = s.cancelled | {target}
+            return
+        s.cancelled = s.cancelled - inputs
     if s.run is None:
         return
     end_turn(s, TurnOutcome.INTERRUPTED, input.reason)

@@ -618,6 +618,28 @@ class _EditsOnly:
         pass
 
 
+class TestAsyncHooksRefused:
+    """A custom adapter whose hook is an ``async def`` (what an asyncio program writes
+    first) is refused when made: the adapter calls its hooks in its own thread, where the
+    coroutine never ran, and ``render``'s message was reported delivered though nothing was
+    shown."""
+
+    @pytest.mark.parametrize("name", ["render", "changed", "on_delta"])
+    def test_an_async_hook_is_refused(self, name: str) -> None:
+        async def hook(self: object, update: object, presentation: object = None) -> None:
+            pass
+
+        AsyncAdapter = type("AsyncAdapter", (Adapter,), {name: hook})
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^AsyncAdapter\.{name} is an async method, but an adapter calls it in its own "
+            r"thread, where its coroutine would never run\. Make it a plain method; to use an "
+            r"asyncio client there, run the coroutine on your loop and wait: "
+            r"asyncio\.run_coroutine_threadsafe\(coro, loop\)\.result\(\)\.$",
+        ):
+            AsyncAdapter(platform="discord")
+
+
 class TestChatClientChecked:
     """A chat adapter refuses, when started, a client without the methods it calls (it
     started, and every message it was to send failed in render and stayed pending)."""
@@ -646,6 +668,36 @@ class TestChatClientChecked:
 
         with pytest.raises(InvalidConfig, match=r"which has no send method\.$"):
             SilentChannelAdapter(Broken())  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize("adapter", [LiveChannelAdapter, SilentChannelAdapter])
+    @pytest.mark.parametrize("name", ["send", "edit"])
+    def test_an_async_method_is_refused(self, adapter: Any, name: str) -> None:
+        """An asyncio client's ``async def send`` (or ``edit``) was taken: called in the
+        adapter's thread it only made a coroutine nobody awaited, and the message was
+        reported delivered though nothing was posted."""
+
+        class AsyncClient:
+            def send(self, channel_id: str, text: str) -> str:
+                return "m1"
+
+            def edit(self, message_id: str, text: str) -> None:
+                pass
+
+        async def method(self: object, first: str, text: str) -> str:
+            return "m1"
+
+        setattr(AsyncClient, name, method)
+        if name not in adapter.needs:
+            adapter(AsyncClient())  # a method the adapter never calls may be anything
+            return
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^{adapter.__name__} calls the client's {name} in its own thread, where "
+            rf"the coroutine of an async method would never run \(got AsyncClient\.{name}, an "
+            r"async method\)\. Give it a plain method that runs the coroutine on your loop "
+            r"and waits: asyncio\.run_coroutine_threadsafe\(coro, loop\)\.result\(\)\.$",
+        ):
+            adapter(AsyncClient())
 
     def test_a_client_with_both_is_taken(self) -> None:
         SilentChannelAdapter(_SendsOnly())  # type: ignore[arg-type]

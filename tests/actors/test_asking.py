@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from actors import (
     AskTimeout,
@@ -17,6 +18,7 @@ from actors import (
     ReasoningPiece,
     Reply,
     Runtime,
+    RuntimeStopped,
     ScriptedModel,
     Settings,
     TextPiece,
@@ -110,6 +112,52 @@ class TestAsk:
                 rt.ask("s1", "hi", timeout=0.05)
             release.set()
             assert [m.content for m in rt.wait_idle("s1", timeout=WAIT)][-1] == "late"
+
+    def test_a_timeout_while_the_turn_waits_for_approval_says_so(self) -> None:
+        """An ask that times out while its turn waits for a person names the call and how to
+        decide it (it said only that the turn goes on). On trio's mock clock, the wait times
+        out only once the call is known to wait."""
+
+        @tool(approval=True)
+        def ban(user: str) -> str:
+            """Ban a user.
+
+            Args:
+                user: Who.
+            """
+            return f"banned {user}"
+
+        called = threading.Event()
+        clock = trio.testing.MockClock()
+        with runtime(call("ban", {"user": "spammer"}), tools=[ban]) as rt:
+            rt.subscribe(lambda u: called.set() if u.message.tool_call is not None else None)
+            errors: list[BaseException] = []
+            waiting: list[str] = []
+
+            async def main() -> None:
+                async def ask() -> None:
+                    try:
+                        await rt.ask_async("s1", "ban the spammer", timeout=10)
+                    except AskTimeout as exc:
+                        errors.append(exc)
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(ask)
+                    await trio.to_thread.run_sync(called.wait, WAIT)
+                    # The actor's answer comes after the step that made the call has ended.
+                    state = await trio.to_thread.run_sync(lambda: rt.state("s1"))
+                    assert state.active_turn is not None
+                    waiting.extend(state.active_turn.awaiting_approval)
+                    clock.jump(11)
+
+            trio.run(main, clock=clock)
+        (error,), (call_id,) = errors, waiting
+        assert str(error) == (
+            f"Session 's1' did not answer within 10 s: its turn waits for a person to approve "
+            f"tool call {call_id!r} (ban). Decide it with Runtime.approve or Runtime.deny "
+            "(Runtime.pending_approvals lists what waits), or stop the turn with "
+            "Runtime.interrupt; the turn goes on."
+        )
 
     def test_invalid_input_is_refused_and_nothing_is_stored(self) -> None:
         """Blank input: ``InvalidInput`` at once; the session was never made."""
@@ -336,6 +384,156 @@ class TestAsyncio:
         assert turn.status.value == "interrupted"
         assert "the caller stopped waiting" in (turn.reason or "")
 
+    def test_one_caller_giving_up_leaves_a_turn_another_still_waits_for(self) -> None:
+        """Two people ask one session (a channel) and one turn claims both inputs: the one
+        whose task is cancelled does not interrupt the turn the other still waits for (it was
+        interrupted, and the other got "the caller stopped waiting"); once every caller gave
+        up, it is interrupted."""
+        started, release = threading.Event(), threading.Event()
+        store_held, store_free = threading.Event(), threading.Event()
+
+        @tool(timeout=None)
+        def lookup() -> str:
+            """Waits for the test."""
+            started.set()
+            release.wait(WAIT)
+            return "found"
+
+        def hold_store(_: object) -> None:
+            store_held.set()
+            store_free.wait(WAIT)
+
+        script = (reply("first"), call("lookup"), reply("both answered"), call("lookup"))
+        with runtime(*script, tools=[lookup]) as rt:
+            assert rt.ask("chan", "hello").text == "first"  # the session's actor is live
+
+            async def ask_two() -> tuple[Reply, int]:
+                loop = asyncio.get_running_loop()
+                holder = loop.run_in_executor(None, lambda: rt.call_store(hold_store, timeout=WAIT))
+                await loop.run_in_executor(None, store_held.wait, WAIT)
+                # Both inputs reach the actor before it can store the first: one turn claims both.
+                ana = asyncio.create_task(rt.ask_async("chan", "ana asks", sender="Ana"))
+                ben = asyncio.create_task(rt.ask_async("chan", "ben asks", sender="Ben"))
+                await asyncio.sleep(0)
+                store_free.set()
+                await holder
+                await loop.run_in_executor(None, started.wait, WAIT)
+                turn = rt.state("chan").active_turn
+                assert turn is not None
+                claimed = len(turn.input_ids)
+                ana.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await ana
+                release.set()  # its result is told after Ana's cancel
+                return await ben, claimed
+
+            answer, claimed = asyncio.run(ask_two())
+            assert claimed == 2
+            assert (answer.outcome, answer.text) == (TurnOutcome.PROCESSED, "both answered")
+            started.clear()
+            release.clear()
+
+            async def both_give_up() -> None:
+                loop = asyncio.get_running_loop()
+                task = asyncio.create_task(rt.ask_async("chan", "again", sender="Ana"))
+                await loop.run_in_executor(None, started.wait, WAIT)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+
+            asyncio.run(both_give_up())
+            state = rt.wait_idle("chan", timeout=WAIT)
+            release.set()
+        assert state.turn_list()[-1].status.value == "interrupted"
+
+
+class TestStopWhileAwaited:
+    def test_an_awaited_ask_says_its_input_is_kept(self) -> None:
+        """``stop()`` while a task awaits ``ask_async``: ``RuntimeStopped`` says the input is
+        kept and when it is answered (it said only that the runtime stopped)."""
+        started = threading.Event()
+
+        @tool(timeout=None)
+        async def slow() -> str:
+            """Waits."""
+            started.set()
+            await trio.sleep_forever()
+            return "never"
+
+        rt = runtime(call("slow"), tools=[slow]).start()
+
+        async def main() -> None:
+            task = asyncio.create_task(rt.ask_async("s1", "hi"))
+            await asyncio.to_thread(started.wait, WAIT)
+            await asyncio.to_thread(rt.stop)
+            with pytest.raises(
+                RuntimeStopped,
+                match=r"^The runtime stopped before the turn answered; the input is kept "
+                r"\(pending_agent\) and answered when the session next runs: on its next "
+                r"input, or at the start of a runtime with resume='all'\.$",
+            ):
+                await task
+
+        asyncio.run(main())
+
+
+class TestOnTheCallersLoop:
+    """The blocking calls made on a running asyncio or trio loop (a handler that forgot the
+    async API) warn: they block the program's loop until they return, so its other tasks,
+    and a sync tool that waits on that loop, stall meanwhile; nothing said so."""
+
+    @pytest.mark.parametrize("library", ["asyncio", "trio"])
+    @pytest.mark.parametrize(
+        ("method", "until", "instead"),
+        [
+            ("ask", "the turn answers", "Await rt.ask_async(...) instead."),
+            ("wait_idle", "the session is idle", "Run it in a thread: "),
+            ("wait_passivated", "the session passivates", "Run it in a thread: "),
+        ],
+    )
+    def test_a_blocking_call_on_the_loop_warns(
+        self, method: str, until: str, instead: str, library: str
+    ) -> None:
+        if instead.startswith("Run it"):
+            instead += (
+                f"await asyncio.to_thread(rt.{method}, ...)."
+                if library == "asyncio"
+                else f"await trio.to_thread.run_sync(lambda: rt.{method}(...))."
+            )
+        message = (
+            f"Runtime.{method}() was called on a running {library} loop: it blocks the loop "
+            f"until {until}, so the loop's other tasks (and a sync tool that waits on the "
+            f"loop) stall meanwhile. {instead}"
+        )
+        with runtime(reply("hi")) as rt:
+            rt.send("s1", "hello")
+            call = {
+                "ask": lambda: rt.ask("s2", "hi", timeout=WAIT).ok,  # it still answers
+                "wait_idle": lambda: rt.wait_idle("s1", timeout=WAIT) is not None,
+                "wait_passivated": lambda: rt.wait_passivated("never-loaded", timeout=WAIT),
+            }[method]
+
+            async def main() -> None:
+                with pytest.warns(RuntimeWarning, match=f"^{re.escape(message)}$") as caught:
+                    assert call()
+                assert caught[0].filename == __file__  # the caller's line
+
+            if library == "asyncio":
+                asyncio.run(main())
+            else:
+                trio.run(main)
+
+    def test_a_blocking_call_in_a_worker_thread_does_not_warn(self) -> None:
+        """``asyncio.to_thread(rt.wait_idle, ...)``, what the warning advises, is quiet
+        (warnings are errors here)."""
+        with runtime(reply("hi")) as rt:
+            rt.send("s1", "hello")
+
+            async def main() -> None:
+                await asyncio.to_thread(rt.wait_idle, "s1", timeout=WAIT)
+
+            asyncio.run(main())
+
 
 class TestTrio:
     def test_ask_and_stream_from_trio(self) -> None:
@@ -356,6 +554,20 @@ class TestTrio:
         streamed = answers["stream"]
         assert "".join(e.text for e in streamed if isinstance(e, TextPiece)) == "two, streamed"
         assert streamed[-1].text == "two, streamed"
+
+    def test_a_timeout_is_real_time_under_a_mock_clock(self) -> None:
+        """Under trio's autojump clock (pytest-trio's ``autojump_clock``) the ask's timeout
+        ran out at once, on virtual time, while the runtime's threads took real time: it
+        raised AskTimeout ("did not store the input within 30.0 s") before the answer came.
+        The answer comes now."""
+        with runtime(reply("one")) as rt:
+            answers: list[Reply] = []
+
+            async def main() -> None:
+                answers.append(await rt.ask_async("s1", "hi", timeout=WAIT))
+
+            trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+        assert [a.text for a in answers] == ["one"]
 
     def test_leaving_a_stream_early_interrupts_the_turn(self) -> None:
         """Breaking out of ``async for`` stops the turn it streams."""
@@ -436,3 +648,22 @@ class TestSubscriptions:
         """Neither callback: a clear error."""
         with runtime() as rt, pytest.raises(InvalidConfig, match=r"needs on_update"):
             rt.subscribe()
+
+    @pytest.mark.parametrize("name", ["on_update", "on_delta"])
+    def test_an_async_callback_is_refused(self, name: str) -> None:
+        """An ``async def`` callback (what an asyncio program writes first) is refused with
+        how to hand items to a loop: it was accepted, and each call made a coroutine nobody
+        awaited, so the program saw nothing but a RuntimeWarning."""
+
+        async def on_item(item: object) -> None:
+            raise AssertionError("never awaited")
+
+        pattern = (
+            rf"^subscribe\(\) calls {name} in a thread of the runtime's, where the coroutine "
+            r"of an async function would never run \(got the async function 'on_item'\)\. "
+            r"Pass a plain function that hands the item to your loop: "
+            r"loop\.call_soon_threadsafe\(queue\.put_nowait, item\) \(asyncio\) or "
+            r"token\.run_sync_soon\(send\.send_nowait, item\) \(trio\)\.$"
+        )
+        with runtime() as rt, pytest.raises(InvalidConfig, match=pattern):
+            rt.subscribe(**{name: on_item})

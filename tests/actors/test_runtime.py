@@ -21,7 +21,9 @@ from actors import (
     IdleTimeout,
     InvalidConfig,
     LiveChannelAdapter,
+    ModelRequest,
     PlatformError,
+    Response,
     Runtime,
     ScriptedModel,
     SessionGone,
@@ -824,6 +826,22 @@ class TestScriptedModelArguments:
         with pytest.raises(InvalidConfig, match=r"^ScriptedModel fallback must be a Response"):
             ScriptedModel([], fallback="hi")  # type: ignore[arg-type]
 
+    def test_an_async_script_function_is_refused(self) -> None:
+        """``async def respond(request)`` was taken, then every turn failed ("must return a
+        Response; got <coroutine …>") with a never-awaited-coroutine warning."""
+
+        async def respond(request: ModelRequest) -> Response:
+            return reply("hi")
+
+        with pytest.raises(
+            InvalidConfig,
+            match=r"^ScriptedModel takes a plain function of the request that returns a "
+            r"Response \(got the async function 'respond'\)\. Drop the async: a pause is a "
+            r"step of the Response \(reply\(\.\.\., delay=\), response\.after\(seconds\)\); "
+            r"a model that awaits is a Model with async def stream\(request\)\.$",
+        ):
+            ScriptedModel(respond)  # type: ignore[arg-type]
+
 
 class TestStoreArgument:
     def test_a_mistyped_postgres_url_is_refused(
@@ -859,6 +877,33 @@ class TestMisusedArguments:
             r"':memory:' \(got 5 that is an 'int'\)\.$",
         ):
             Runtime(model=ScriptedModel([]), store=5)  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize(
+        ("settings", "got", "fix"),
+        [
+            ({"passivate_after": 1}, r"\{'passivate_after': 1\} that is a 'dict'",
+             r"settings=Settings\(passivate_after=1\)"),
+            (30, r"30 that is an 'int'", r"settings=Settings\(passivate_after=600, \.\.\.\)"),
+        ],
+    )  # fmt: skip
+    def test_settings_of_the_wrong_type(self, settings: Any, got: str, fix: str) -> None:
+        """settings={...} was refused without saying how to make one."""
+        with pytest.raises(
+            InvalidConfig,
+            match=rf"^settings must be a Settings \(got {got}\); make one by name: {fix}\.$",
+        ):
+            Runtime(model=ScriptedModel([]), store=":memory:", settings=settings)
+
+    def test_an_interrupt_reason_that_is_no_str(self, make_runtime: RuntimeFactory) -> None:
+        """reason=5 raised the core's "InvalidEvent: TurnEnded.reason must be a str" from the
+        session's actor, or (once a tool call had started) was stored as "5; tool call …"."""
+        rt = make_runtime(model=ScriptedModel([]))
+        with pytest.raises(
+            InvalidInput,
+            match=r"^interrupt\(\) takes reason= as a str \(got 5 that is an 'int'\); it is "
+            r"recorded as why the turn ended\.$",
+        ):
+            rt.interrupt("s1", reason=5)  # type: ignore[arg-type]
 
     def test_a_mistyped_postgres_url_when_made(self) -> None:
         with pytest.raises(InvalidConfig, match=r"did you mean 'postgresql://host/db'\?$"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import enum
@@ -487,6 +488,42 @@ class TestInvoke:
 
         assert invoke(sync, {}).content == "false"
         assert invoke(asyn, {}).content == "true"
+
+    @pytest.mark.parametrize(
+        ("seconds", "error"),
+        [
+            (0.01, "RuntimeError: no running event loop"),
+            (0, "TypeError: trio.run received unrecognized yield message None."),
+        ],
+    )
+    def test_an_async_tool_awaiting_asyncio_tells_how_to_use_the_programs_loop(
+        self, caplog: pytest.LogCaptureFixture, seconds: float, error: str
+    ) -> None:
+        """An async tool that awaits an asyncio client (a chat platform's, aiohttp) fails on
+        the trio loop: the model reads it as any exception, and a warning tells the developer
+        why and how to run it on their own loop (there was only the bare error in the tool
+        result)."""
+
+        @tool
+        async def post(text: str) -> str:
+            """Post it."""
+            await asyncio.sleep(seconds)
+            return "posted"
+
+        with caplog.at_level(logging.WARNING, logger="amber.tools"):
+            outcome = invoke(post, {"text": "hi"})
+        assert outcome.error_type == "exception"
+        assert outcome.content.startswith(error)
+        (record,) = caplog.records
+        assert record.getMessage().startswith(
+            f"tool 'post' is an async function that used asyncio ({error}"
+        )
+        assert record.getMessage().endswith(
+            "), but async tools run on Amber's own trio loop, where no asyncio loop runs. To "
+            "use your program's asyncio clients, make it a sync tool (def, not async def) that "
+            "runs the coroutine on your loop and waits: "
+            "asyncio.run_coroutine_threadsafe(coro, loop).result() (docs/asyncio.md)."
+        )
 
     def test_str_result(self) -> None:
         """A str result is the content as is; the summary is its first non-empty line."""

@@ -161,6 +161,43 @@ class TestInputs:
             step(SessionMachine.load(SessionState.empty("s")), SETTINGS, "hi")  # type: ignore[arg-type]
 
 
+class TestCallersThatGiveUp:
+    """``Interrupt(input_id=…)``: the caller of one input stopped waiting for its answer."""
+
+    def _claiming_two(self) -> tuple[Driver, CallModel, list[str]]:
+        d = Driver()
+        d.send("ana asks")
+        d.send("ben asks")
+        call = commands(d(Resume), CallModel)[0]
+        turn = d.machine.state.active_turn
+        assert turn is not None
+        return d, call, list(turn.input_ids)
+
+    def test_a_turn_another_input_still_wants_goes_on(self) -> None:
+        """One of two inputs a turn claims is given up: nothing changes, the turn runs on
+        for the other (it was interrupted: the other's caller got no answer)."""
+        d, call, (ana, _) = self._claiming_two()
+        decision = d(Interrupt, reason="the caller stopped waiting", input_id=ana)
+        assert decision.events == ()
+        assert CancelRun(run_id=call.run_id) not in decision.commands
+        assert d.machine.run is not None
+
+    def test_the_last_caller_giving_up_interrupts_it(self) -> None:
+        """Once every input it claims is given up, the turn ends interrupted."""
+        d, call, (ana, ben) = self._claiming_two()
+        d(Interrupt, reason="the caller stopped waiting", input_id=ana)
+        decision = d(Interrupt, reason="the caller stopped waiting", input_id=ben)
+        assert kinds(decision) == ["TurnEnded"]
+        assert decision.events[0].outcome is TurnOutcome.INTERRUPTED  # type: ignore[attr-defined]
+        assert CancelRun(run_id=call.run_id) in decision.commands
+        assert d.machine.cancelled == frozenset()
+
+    def test_a_plain_interrupt_ends_the_turn_whoever_waits(self) -> None:
+        """``Interrupt`` without an input (``Runtime.interrupt``) ends the turn at once."""
+        d, _, _ = self._claiming_two()
+        assert kinds(d(Interrupt, reason="interrupted by the user")) == ["TurnEnded"]
+
+
 class TestCutOffCalls:
     """A model call its turn's end cuts off before the stream's first chunk, once the model
     reported it sent (a trial: interrupted calls left no audit row though they may be billed)."""
