@@ -310,8 +310,9 @@ class SimulationMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.sim.steps > 0)
     @rule(drain=st.booleans())
     def stop(self, drain: bool) -> None:
-        """The runtime stops cleanly (running turns give their input back, after the tool
-        calls running, with ``drain``) and restarts."""
+        """The runtime stops cleanly (running turns give their input back; with ``drain``,
+        after the running calls of tools that cannot be cancelled, the others cut) and
+        restarts."""
         self.sim.stop(drain=drain)
 
     @invariant()
