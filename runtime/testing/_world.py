@@ -276,9 +276,14 @@ class Simulation(SimShell):
             invariant=9, name="every accepted user message reaches a final status",
         )  # fmt: skip
 
-    def wait(self, session_id: str) -> None:
+    def wait(self, session_id: str, until: Callable[[Simulation], bool] | None = None) -> None:
         """Deliver the completions of one session (``choose`` picking among them) until none
         is left: a person waits for the answer while the other sessions' work waits.
+
+        Args:
+            session_id: the session.
+            until: stop as soon as it holds, even with completions left (say, once the
+                session's turn runs tool calls).
 
         Raises:
             InvariantViolation: a check failed, or it did not settle within
@@ -286,7 +291,7 @@ class Simulation(SimShell):
         """
         for _ in range(self.max_events):
             mine = [c for c in self._candidates() if self._sources[c[2]].session_id == session_id]
-            if not mine:
+            if not mine or (until is not None and until(self)):
                 return
             self._deliver(mine[self.choose(len(mine)) % len(mine)][2])
         raise InvariantViolation(

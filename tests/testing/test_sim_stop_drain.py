@@ -8,7 +8,9 @@ from runtime import Status, TurnStatus
 from runtime.testing import (
     FakeTool,
     PlanModel,
+    Say,
     Simulation,
+    SimulationMachine,
     ToolBehaviour,
     TurnPlan,
     UseTools,
@@ -97,3 +99,26 @@ class TestStopDrainCancellable:
         """Without ``cancellable`` a ``FakeTool`` is drained, as before it had one."""
         assert FakeTool("t").cancellable is False
         assert [t.name for t in fake_tools() if t.cancellable] == ["slow_async"]
+
+
+class TestMachineReachesMixedStops:
+    def test_run_to_tools_then_a_draining_stop(self) -> None:
+        """The stateful machine's ``run_to_tools`` rule leaves the turn running its calls,
+        so the ``stop`` drawn next waits for the sync one and cuts the async one."""
+        machine = SimulationMachine()
+        plan = TurnPlan(UseTools(("slow", {"text": "a"}), ("slow_async", {"text": "b"})))
+        machine.send("s1", "hi", "discord", plan)
+        machine.run_to_tools("s1")
+        assert len(machine.sim.head("s1").tool_calls) == 2
+        machine.stop(drain=True)
+        assert _calls(machine.sim, "s1") == [(Status.RESPONDED, True), (Status.INTERRUPTED, False)]
+        machine.teardown()
+
+    def test_run_to_tools_ends_when_nothing_is_left(self) -> None:
+        """A turn that calls no tool: the rule lets it finish (and an idle session waits)."""
+        machine = SimulationMachine()
+        machine.run_to_tools("s2")
+        machine.send("s1", "hi", "discord", TurnPlan(Say("hello")))
+        machine.run_to_tools("s1")
+        assert machine.sim.head("s1").active_turn is None
+        machine.teardown()
