@@ -72,6 +72,12 @@ class _BridgedTool:
     def name(self) -> str:
         return self.tool.name
 
+    @property
+    def cancellable(self) -> bool:
+        """The tool's own (``Tool.cancellable``): a draining stop waits for a sync tool's
+        calls, and cuts an async tool's."""
+        return self.tool.cancellable
+
     def spec(self) -> ToolSpec:
         return self.tool.spec()
 

@@ -6,7 +6,8 @@ A part is a plain object with one method the simulator calls:
   ``Delay`` pauses, a ``Fail`` or a ``Hang``). ``actors.ScriptedModel`` is
   one; ``ScriptModel`` and ``PlanModel`` here need no ``actors``.
 - a tool ``run(arguments) -> ToolRun``: how long it takes and its outcome
-  (None: it never returns), plus ``name`` and ``spec()``.
+  (None: it never returns), plus ``name`` and ``spec()`` (and ``cancellable``,
+  False if it has none: a draining stop waits for its calls).
 - an adapter ``on_update(update) -> Sequence[Report]``: what it reports
   delivered (and after how long), plus ``platform``, ``kind`` and ``label``.
 
@@ -72,7 +73,12 @@ class ToolRun:
 
 
 class SimTool(Protocol):
-    """A tool the simulator can run."""
+    """A tool the simulator can run.
+
+    It may also have ``cancellable`` (a bool, False when missing): True, a stop cuts its
+    running calls at once, as an async tool's; False, ``Simulation.stop(drain=True)`` waits
+    for them, as ``Runtime.stop`` does for a sync tool's.
+    """
 
     @property
     def name(self) -> str:
@@ -232,6 +238,10 @@ class FakeTool:
     """How long a ``slow`` or ``timeout`` run takes."""
     approval: bool = False
     """Each call waits for a person's approval before it runs."""
+    cancellable: bool = False
+    """A stop cuts its running calls at once, as an async tool's (``Tool.cancellable``);
+    False, a draining stop (``Simulation.stop(drain=True)``) waits for them, as
+    ``Runtime.stop`` does for a sync tool's."""
 
     def spec(self) -> ToolSpec:
         """An object schema with one optional string ``text``."""
@@ -271,14 +281,20 @@ class FakeTool:
 
 
 def fake_tools(*, hang: bool = False) -> tuple[FakeTool, ...]:
-    """One tool of each behaviour, named after it (``ok``, ``error``, ``slow`` …), and
-    ``guarded``, an ``ok`` tool whose calls wait for approval.
+    """One tool of each behaviour, named after it (``ok``, ``error``, ``slow`` …),
+    ``guarded``, an ``ok`` tool whose calls wait for approval, and ``slow_async``, a
+    ``slow`` tool a stop cuts at once (``cancellable``, as an async tool): the others are
+    sync tools, whose calls a draining stop waits for.
 
     ``hang`` adds the tool that never returns: it breaks the tool contract, so
     a run with it settles only if something interrupts its turn.
     """
     tools = [FakeTool(str(b), b) for b in ToolBehaviour if hang or b is not ToolBehaviour.HANG]
-    return (*tools, FakeTool("guarded", ToolBehaviour.OK, approval=True))
+    return (
+        *tools,
+        FakeTool("guarded", ToolBehaviour.OK, approval=True),
+        FakeTool("slow_async", ToolBehaviour.SLOW, cancellable=True),
+    )
 
 
 class FakeChannel:

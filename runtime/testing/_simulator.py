@@ -292,6 +292,14 @@ class SimulationMachine(RuleBasedStateMachine):
             self.sim.raise_problem()
             self.sim.check_liveness(sessions=[session])
 
+    @rule(session=_of("_session_names"))
+    def run_to_tools(self, session: str) -> None:
+        """The session's completions arrive in the natural order until its turn runs tool
+        calls (or none is left): the stop, crash, interrupt or decision drawn next lands
+        while they run, which drawn orders of completions rarely reach (a model's answer
+        streams in many chunks)."""
+        self.sim.wait(session, until=lambda sim: _runs_tools(sim, session))
+
     @rule()
     def settle(self) -> None:
         """Everything in flight completes, in the natural order; then liveness holds (unless
@@ -310,8 +318,9 @@ class SimulationMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.sim.steps > 0)
     @rule(drain=st.booleans())
     def stop(self, drain: bool) -> None:
-        """The runtime stops cleanly (running turns give their input back, after the tool
-        calls running, with ``drain``) and restarts."""
+        """The runtime stops cleanly (running turns give their input back; with ``drain``,
+        after the running calls of tools that cannot be cancelled, the others cut) and
+        restarts."""
         self.sim.stop(drain=drain)
 
     @invariant()
@@ -359,6 +368,11 @@ class SimulationMachine(RuleBasedStateMachine):
         lines = [f"Amber saved the sessions of this example in {path}; time-travel with:"]
         lines += [f"    {command}" for command in inspect_commands(saved, path)]
         failure.add_note("\n".join(lines))
+
+
+def _runs_tools(sim: Simulation, session: str) -> bool:
+    machine = sim.machines.get(session)
+    return machine is not None and machine.run is not None and bool(machine.run.tools)
 
 
 def _test_name(machine: type) -> str:

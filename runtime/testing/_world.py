@@ -177,21 +177,36 @@ class Simulation(SimShell):
     def stop(self, *, drain: bool = False) -> None:
         """A clean stop (running turns give their input back), then a new runner starts.
 
-        With ``drain`` (``Runtime.stop`` for tools that cannot be cancelled) the tool calls
-        running go on, and each result on its way comes in before the turn gives its input
-        back; a call that never returns is cut when the drain ends.
+        With ``drain`` (what ``Runtime.stop`` does) the running calls of tools that cannot
+        be cancelled (a tool whose ``cancellable`` is False or missing: a sync tool) go on,
+        and each result on its way comes in before the turn gives its input back; a call
+        that never returns is cut when the drain ends. The calls of cancellable tools (an
+        async tool's) are cut at once, results on their way or not; a turn with no call
+        to wait for gives its input back at once.
         """
         for session_id in sorted(self.machines):
             if drain:
-                running = {call for sid, call in self.running_tools if sid == session_id}
+                running = self._undrainable(session_id)
                 results = sorted(k for k in self._sources if k[:2] == ("tool", session_id))
-                running.update(key[2] for key in results)
                 self._step(session_id, Stopping(draining=running, **self._stamp()))
                 for key in results:
-                    while key in self._sources:
+                    while key[2] in running and key in self._sources:
                         self._deliver(key)
             self._step(session_id, Stopping(**self._stamp()))
         self.crash()
+
+    def _undrainable(self, session_id: str) -> set[str]:
+        """The session's running tool calls a stop waits for: those of tools that cannot be
+        cancelled (as ``SessionActor.drain`` picks them)."""
+        machine = self.machines[session_id]
+        run, state = machine.run, machine.state
+        running: set[str] = set()
+        for call_id in run.tools if run is not None else ():
+            called = state.message(state.tool_calls[call_id]).tool_call
+            tool = self.tools.get(called.name) if called is not None else None
+            if tool is not None and not getattr(tool, "cancellable", False):
+                running.add(call_id)
+        return running
 
     # -- time ------------------------------------------------------------------------------
 
@@ -261,9 +276,14 @@ class Simulation(SimShell):
             invariant=9, name="every accepted user message reaches a final status",
         )  # fmt: skip
 
-    def wait(self, session_id: str) -> None:
+    def wait(self, session_id: str, until: Callable[[Simulation], bool] | None = None) -> None:
         """Deliver the completions of one session (``choose`` picking among them) until none
         is left: a person waits for the answer while the other sessions' work waits.
+
+        Args:
+            session_id: the session.
+            until: stop as soon as it holds, even with completions left (say, once the
+                session's turn runs tool calls).
 
         Raises:
             InvariantViolation: a check failed, or it did not settle within
@@ -271,7 +291,7 @@ class Simulation(SimShell):
         """
         for _ in range(self.max_events):
             mine = [c for c in self._candidates() if self._sources[c[2]].session_id == session_id]
-            if not mine:
+            if not mine or (until is not None and until(self)):
                 return
             self._deliver(mine[self.choose(len(mine)) % len(mine)][2])
         raise InvariantViolation(

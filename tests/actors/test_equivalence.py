@@ -12,6 +12,7 @@ machine for the simulation.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -22,6 +23,7 @@ from typing import Any
 import attrs
 import pytest
 import trio
+from stop_support import Said
 
 from actors import Delta, DeltaKind, Runtime, ScriptedModel, Settings, Tool, tool
 from actors.testing import sim_tool
@@ -79,7 +81,10 @@ class Streamed:
 
 @attrs.frozen
 class Restart:
-    """Stop the runtime cleanly (a running turn gives its input back) and start another."""
+    """Stop the runtime cleanly (a running turn gives its input back) and start another.
+
+    The stop drains, as ``Runtime.stop`` does: the sync tool calls running end first (a
+    sync tool of ``drain_tools`` ends once the stop waits for it), the others are cut."""
 
 
 @attrs.frozen
@@ -170,6 +175,44 @@ def guarded_tools(started: dict[str, threading.Event]) -> list[Tool]:
         return f"deleted {path}"
 
     return [*blocking_tools(started), delete_file]
+
+
+DRAINS = "the stop waits for tool calls"
+"""What the runtime logs when a stop waits for sync tool calls (``started[DRAINS]`` is set
+then: the simulator's is set from the start)."""
+
+
+def drain_tools(started: dict[str, threading.Event]) -> list[Tool]:
+    """A sync tool that ends only once a stop waits for it, and an async one that takes
+    30 s (a stop cuts it)."""
+
+    @tool
+    def sync_job(text: str) -> str:
+        """A job in a worker thread (a stop cannot cancel it: it waits for it).
+
+        Args:
+            text: What to do.
+        """
+        started.setdefault("sync_job", threading.Event()).set()
+        assert started.setdefault(DRAINS, threading.Event()).wait(WAIT), "no stop drained it"
+        return f"did {text}"
+
+    @tool(timeout=None)
+    async def async_job(text: str) -> str:
+        """A slow async job (a stop cancels it).
+
+        Args:
+            text: What to do.
+        """
+        started.setdefault("async_job", threading.Event()).set()
+        await trio.sleep(30)
+        return f"did {text} slowly"
+
+    return [sync_job, async_job]
+
+
+MIXED = calls([("sync_job", {"text": "a"}), ("async_job", {"text": "b"})], reasoning="both")
+"""A response calling the sync tool and the async one at once."""
 
 
 BOTH = calls([("wait_forever", {}), ("delete_file", {"path": "a.txt"})], reasoning="both")
@@ -263,12 +306,44 @@ SCENARIOS = [
         [Send("s", "hi"), ToolStarted("wait_forever"), Crash(), Idle("s")],
         guarded_tools,
     ),
+    # The stop waits for the sync call (its result is stored) and cuts the async one at once
+    # (interrupted, may have run), though its result is on its way.
+    Scenario(
+        "restart while a sync call and an async call run in one session",
+        [MIXED, reply("answered after the restart")],
+        [Send("s", "hi"), ToolStarted("sync_job"), ToolStarted("async_job"), Restart(), Idle("s")],
+        drain_tools,
+    ),
+    Scenario(
+        "restart while a sync call and an async call run in two sessions",
+        # After the restart both sessions call the model, in either order: the same answer.
+        # The sync call starts last: the simulator's would end before the stop if a wait
+        # delivered it (its run takes no simulated time).
+        [
+            call("async_job", {"text": "b"}),
+            call("sync_job", {"text": "a"}),
+            reply("answered after the restart"),
+            reply("answered after the restart"),
+        ],
+        [
+            Send("b", "hi"),
+            ToolStarted("async_job"),
+            Send("a", "hi"),
+            ToolStarted("sync_job"),
+            Restart(),
+            Idle("a"),
+            Idle("b"),
+        ],
+        drain_tools,
+    ),
 ]
 
 
 def simulated(scenario: Scenario) -> list[bytes]:
     """The scenario's events through the simulator."""
-    started: dict[str, threading.Event] = {}
+    drained = threading.Event()
+    drained.set()  # a stop drains at once here: a sync tool waiting for it ends
+    started: dict[str, threading.Event] = {DRAINS: drained}
     sim = Simulation(
         model=ScriptedModel(list(scenario.script)),
         tools=[sim_tool(t) for t in scenario.tools(started)],
@@ -289,7 +364,7 @@ def simulated(scenario: Scenario) -> list[bytes]:
         elif isinstance(step, Crash):
             sim.crash()
         else:
-            sim.stop()
+            sim.stop(drain=True)
     return _log(lambda sid: sim.store.events(sid), sessions)
 
 
@@ -299,6 +374,13 @@ def real(scenario: Scenario, tmp_path: Path) -> list[bytes]:
     tools = scenario.tools(started)
     for t in tools:
         started.setdefault(t.name, threading.Event())
+    # A sync tool of ``drain_tools`` ends once a stop waits for it (the stop logs it).
+    said = Said(DRAINS)
+    started[DRAINS] = said.event
+    amber = logging.getLogger("amber")
+    level = amber.level
+    amber.setLevel(logging.INFO)
+    amber.addHandler(said)
     db = tmp_path / "amber.db"
     model = ScriptedModel(list(scenario.script))
 
@@ -347,6 +429,8 @@ def real(scenario: Scenario, tmp_path: Path) -> list[bytes]:
         return _log(lambda sid: rt.call_store(lambda s: s.events(sid)), sessions)
     finally:
         rt.stop()
+        amber.removeHandler(said)
+        amber.setLevel(level)
 
 
 def _crashed(db: Path, copy: Path) -> Path:
@@ -418,3 +502,11 @@ def test_equal_logs_mean_something() -> None:
     (base,) = [s for s in SCENARIOS if s.name == "model failure"]
     other = attrs.evolve(base, script=[reply("no failure"), reply("back")])
     assert simulated(base) != simulated(other)
+
+
+def test_a_bridged_tool_is_cancellable_as_the_real_one() -> None:
+    """``sim_tool`` carries ``Tool.cancellable``: the simulator's draining stop waits for a
+    sync tool's calls and cuts an async tool's, as ``Runtime.stop`` does."""
+    sync_job, async_job = drain_tools({})
+    assert (sync_job.cancellable, async_job.cancellable) == (False, True)
+    assert [sim_tool(t).cancellable for t in (sync_job, async_job)] == [False, True]
