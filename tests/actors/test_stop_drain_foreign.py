@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,11 @@ from actors._ids import utc_now
 from actors._leasing import store_input
 from actors._session_sync import StoreSync
 from runtime import (
+    Event,
     Input,
     ModelRequest,
     OrphanRecovered,
+    SessionState,
     Status,
     Stopping,
     ToolDone,
@@ -37,7 +40,106 @@ from runtime import (
 )
 from runtime._clean import MAY_HAVE_RUN
 from runtime._shutdown import RESTARTS
-from runtime.store import SQLiteStore
+from runtime.store import PostgresStore, SQLiteStore
+from tests.actors.test_runtime_postgres import SETTINGS as PG_SETTINGS
+from tests.actors.test_runtime_postgres import deaf, foreign_input
+
+
+class _TwoCalls:
+    """A model that calls two sync tools, ``alpha`` and ``beta``, at once (then replies),
+    each held until released; and the stop that drains them while input is stored from
+    elsewhere."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.started = {"alpha": threading.Event(), "beta": threading.Event()}
+        self.release = {"alpha": threading.Event(), "beta": threading.Event()}
+        self.requests: list[ModelRequest] = []
+        self.stepped = threading.Event()  # the session stepped alpha's result
+        self._alpha: list[str] = []
+        step = StoreSync._step
+
+        def watched(actor: StoreSync, input: Input, **options: Any) -> Any:
+            try:
+                return step(actor, input, **options)
+            finally:
+                if isinstance(input, ToolDone) and input.call_id in self._alpha:
+                    self.stepped.set()
+
+        monkeypatch.setattr(StoreSync, "_step", watched)
+
+        @tool
+        def alpha() -> str:
+            """Alpha."""
+            self.started["alpha"].set()
+            assert self.release["alpha"].wait(WAIT)
+            return "alpha done"
+
+        @tool
+        def beta() -> str:
+            """Beta."""
+            self.started["beta"].set()
+            assert self.release["beta"].wait(WAIT)
+            return "beta done"
+
+        self.tools = [alpha, beta]
+
+    def model(self) -> ScriptedModel:
+        def answer(request: ModelRequest) -> Any:
+            self.requests.append(request)
+            first = len(self.requests) == 1
+            return calls([("alpha", {}), ("beta", {})]) if first else reply("ok")
+
+        return ScriptedModel(answer)
+
+    def stop(self, rt: Runtime, foreign: Callable[[], None]) -> None:
+        """Both calls run; ``stop`` drains them; ``foreign`` stores input from elsewhere;
+        alpha ends (its result is stepped), then beta; the stop returns."""
+        said = Said("waits for tool calls")
+        logging.getLogger("amber").addHandler(said)
+        stopper = threading.Thread(target=lambda: rt.stop(timeout=WAIT))
+        try:
+            rt.send("s", "run both", sender="Chii")
+            assert self.started["alpha"].wait(WAIT)
+            assert self.started["beta"].wait(WAIT)
+            self._alpha.extend(
+                m.tool_call.id
+                for m in rt.state("s")
+                if m.tool_call is not None and m.tool_call.name == "alpha"
+            )
+            stopper.start()
+            assert said.event.wait(WAIT)  # the stop waits for both calls
+            foreign()
+            self.release["alpha"].set()
+            assert self.stepped.wait(WAIT)
+            assert len(self.requests) == 1  # no model call (no new turn) during the stop
+            self.release["beta"].set()
+            stopper.join(WAIT)
+            assert not stopper.is_alive()
+        finally:
+            self.release["alpha"].set()
+            self.release["beta"].set()
+            logging.getLogger("amber").removeHandler(said)
+            rt.stop()
+
+    def check(self, events: list[Event], head: SessionState) -> None:
+        """What the stop stored: both results, no call marked, the turn given back as in a
+        drained stop, no second turn, both inputs pending."""
+        assert len(self.requests) == 1
+        assert len([e for e in events if isinstance(e, TurnStarted)]) == 1
+        called = {m.tool_call.name: m.tool_call.id for m in head if m.tool_call is not None}
+        assert sorted(called) == ["alpha", "beta"]
+        results = {
+            name: [r.content for r in head if r.tool_call_id == call_id]
+            for name, call_id in called.items()
+        }
+        assert results == {"alpha": ["alpha done"], "beta": ["beta done"]}
+        assert [m for m in head if MAY_HAVE_RUN in m.metadata] == []
+        (recovered,) = [e for e in events if isinstance(e, OrphanRecovered)]
+        assert recovered.reason == RESTARTS
+        assert [(m.content, m.status) for m in head if m.role.value == "user"] == [
+            ("run both", Status.PENDING_AGENT),
+            ("and then?", Status.PENDING_AGENT),
+        ]
 
 
 class TestAForeignWriteDuringTheDrain:
@@ -51,100 +153,57 @@ class TestAForeignWriteDuringTheDrain:
         call ends, and the write of its result meets that input. Its result is recorded,
         the model is not called, the second call is still waited for and its result is
         stored too, and the turn is given back with no call marked may-have-run; the
-        input stays pending for the next start. Before, the reload recovered the turn at
-        once (the second call marked may-have-run, its result dropped) and started a new
-        turn, calling the model, in the middle of the stop."""
+        input stays pending for the next start, which answers it. Before, the reload
+        recovered the turn at once (the second call marked may-have-run, its result
+        dropped) and started a new turn, calling the model, in the middle of the stop."""
         db = tmp_path / "amber.db"
-        started = {"alpha": threading.Event(), "beta": threading.Event()}
-        release = {"alpha": threading.Event(), "beta": threading.Event()}
-        stepped = threading.Event()  # the session stepped alpha's result
-        requests: list[ModelRequest] = []
-
-        def answer(request: ModelRequest) -> Any:
-            requests.append(request)
-            return calls([("alpha", {}), ("beta", {})]) if len(requests) == 1 else reply("ok")
-
-        @tool
-        def alpha() -> str:
-            """Alpha."""
-            started["alpha"].set()
-            assert release["alpha"].wait(WAIT)
-            return "alpha done"
-
-        @tool
-        def beta() -> str:
-            """Beta."""
-            started["beta"].set()
-            assert release["beta"].wait(WAIT)
-            return "beta done"
-
-        step = StoreSync._step
-        alpha_ids: list[str] = []
-
-        def watched(self: StoreSync, input: Input, **options: Any) -> Any:
-            try:
-                return step(self, input, **options)
-            finally:
-                if isinstance(input, ToolDone) and input.call_id in alpha_ids:
-                    stepped.set()
-
-        monkeypatch.setattr(StoreSync, "_step", watched)
-        settings = Settings(passivate_after=None)
-        rt = Runtime(model=ScriptedModel(answer), store=db, tools=[alpha, beta], settings=settings)
-        rt.start()
         caplog.set_level(logging.INFO, logger="amber")
-        said = Said("waits for tool calls")
-        logging.getLogger("amber").addHandler(said)
-        stopper = threading.Thread(target=lambda: rt.stop(timeout=WAIT))
-        try:
-            rt.send("s", "run both", sender="Chii")
-            assert started["alpha"].wait(WAIT)
-            assert started["beta"].wait(WAIT)
-            state = rt.state("s")
-            alpha_ids.extend(
-                m.tool_call.id
-                for m in state
-                if m.tool_call is not None and m.tool_call.name == "alpha"
-            )
-            stopper.start()
-            assert said.event.wait(WAIT)  # the stop waits for both calls
-            _store_input(db, settings)
-            release["alpha"].set()
-            assert stepped.wait(WAIT)
-            assert len(requests) == 1  # no model call (no new turn) during the stop
-            release["beta"].set()
-            stopper.join(WAIT)
-            assert not stopper.is_alive()
-        finally:
-            release["alpha"].set()
-            release["beta"].set()
-            logging.getLogger("amber").removeHandler(said)
-            rt.stop()
-        assert len(requests) == 1
+        two = _TwoCalls(monkeypatch)
+        settings = Settings(passivate_after=None)
+        rt = Runtime(model=two.model(), store=db, tools=two.tools, settings=settings)
+        two.stop(rt.start(), lambda: _store_input(db, settings))
         with SQLiteStore(db) as store:
-            events = list(store.events("s"))
-            head = store.load_state("s")
-        assert len([e for e in events if isinstance(e, TurnStarted)]) == 1
-        called = {m.tool_call.name: m for m in head if m.tool_call is not None}
-        assert sorted(called) == ["alpha", "beta"]
-        results = {
-            name: [r.content for r in head if r.tool_call_id == m.tool_call.id]  # type: ignore[union-attr]
-            for name, m in called.items()
-        }
-        assert results == {"alpha": ["alpha done"], "beta": ["beta done"]}
-        assert all(MAY_HAVE_RUN not in m.metadata for m in called.values())
-        (recovered,) = [e for e in events if isinstance(e, OrphanRecovered)]
-        assert recovered.reason == RESTARTS
-        inputs = [(m.content, m.status) for m in head if m.role.value == "user"]
-        assert inputs == [("run both", Status.PENDING_AGENT), ("and then?", Status.PENDING_AGENT)]
-        with Runtime(model=ScriptedModel(answer), store=db, tools=[alpha, beta]) as second:
+            two.check(list(store.events("s")), store.load_state("s"))
+        with Runtime(model=two.model(), store=db, tools=two.tools) as second:
             state = second.wait_idle("s", timeout=WAIT)
-        assert tool_results(requests[-1]) == ["alpha done", "beta done"]
+        assert tool_results(two.requests[-1]) == ["alpha done", "beta done"]
         assert [(m.content, m.status) for m in state if m.role.value == "user"] == [
             ("run both", Status.PROCESSED),
             ("and then?", Status.PROCESSED),
         ]
         assert [m.content for m in state][-1] == "ok"
+
+    @pytest.mark.parametrize("heard", [False, True], ids=["at-its-write", "notified"])
+    def test_on_postgresql(
+        self,
+        heard: bool,
+        postgres_dsn: str,
+        pg_schema: Callable[[], str],
+        monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture,
+    ) -> None:
+        """The same on PostgreSQL, for input a front end stores: the owner meets it at its
+        write of alpha's result, or (``notified``) adopts it first when told of it
+        (``resync``). Before, either recovered the turn and started a new one."""
+        schema = pg_schema()
+        caplog.set_level(logging.INFO, logger="amber")
+        two = _TwoCalls(monkeypatch)
+        store = PostgresStore(postgres_dsn, schema=schema)
+        rt = Runtime(model=two.model(), store=store, tools=two.tools, settings=PG_SETTINGS)
+        rt.start()
+        keeper = rt._keeper
+        assert keeper is not None
+        refresh = keeper._refresh
+        deaf(rt)  # told only when the test says so
+
+        def foreign() -> None:
+            foreign_input(postgres_dsn, schema, "s", "and then?")
+            if heard:
+                refresh("s")  # what the owner does on the NOTIFY
+
+        two.stop(rt, foreign)
+        with PostgresStore(postgres_dsn, schema=schema) as store:
+            two.check(list(store.events("s")), store.load_state("s"))
 
     def test_the_stops_end_still_gives_the_turn_back(self, tmp_path: Path) -> None:
         """A sync call outlives the drain; input is stored from elsewhere just before the
