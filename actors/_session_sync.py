@@ -100,21 +100,31 @@ class StoreSync:
         if isinstance(input, ToolDone):
             self._say_if_dropped(input)
         held = self._held(input)  # before a reload forgets the run it answers
+        draining = self._drained(held)  # and the runs a stop waits for
         for reloads in range(_RELOADS):
             try:
-                return self._reload_and_decide(input, reload=reload or reloads > 0, held=held)
+                return self._reload_and_decide(
+                    input, reload=reload or reloads > 0, held=held, draining=draining
+                )
             except SeqConflict:
                 log.info("session %s was written by another process; reloading it", self.session_id)
-        return self._reload_and_decide(input, reload=True, held=held)
+        return self._reload_and_decide(input, reload=True, held=held, draining=draining)
 
     def _reload_and_decide(
-        self, input: Input, *, reload: bool, held: tuple[tuple[ToolDone, float], ...]
+        self,
+        input: Input,
+        *,
+        reload: bool,
+        held: tuple[tuple[ToolDone, float], ...],
+        draining: tuple[tuple[str, float], ...] | None,
     ) -> Decision:
         if reload and not (isinstance(input, Loaded | Stopping)) and self._adopt():
             return self._decide(input)  # only metadata changed: what runs goes on
         if reload:
-            # Stopping: only adopt the head (a turn is not started to be stopped).
-            loaded = self._reload(resume=not isinstance(input, Stopping), held=held)
+            # Stopping: only adopt the head (a turn is not started to be stopped), unless a
+            # stop drains the turn's runs: the reload then waits on for them (no turn starts).
+            resume = draining is not None or not isinstance(input, Stopping)
+            loaded = self._reload(resume=resume, held=held, draining=draining)
             if isinstance(input, Loaded) and loaded is not None:
                 return loaded  # the reload stepped it
         return self._decide(input)
@@ -179,15 +189,34 @@ class StoreSync:
             return ((input, run.tools[input.call_id]),)
         return ()
 
+    def _drained(
+        self, held: tuple[tuple[ToolDone, float], ...]
+    ) -> tuple[tuple[str, float], ...] | None:
+        """The runs a stop waits for (``Stopping.draining``) but those ``held`` answers, each
+        with its start; None if no stop waits."""
+        run = self._machine.run
+        if run is None or run.stopping is None:
+            return None
+        answered = {done.call_id for done, _ in held}
+        return tuple(item for item in sorted(run.tools.items()) if item[0] not in answered)
+
     def _reload(
-        self, *, resume: bool = True, held: tuple[tuple[ToolDone, float], ...] = ()
+        self,
+        *,
+        resume: bool = True,
+        held: tuple[tuple[ToolDone, float], ...] = (),
+        draining: tuple[tuple[str, float], ...] | None = None,
     ) -> Decision | None:
         """Adopt the head the store holds, as a new actor would: what ran here is cancelled
         and (with ``resume``) ``Loaded`` recovers the turn it left (this runner's own: at
-        once), after recording the results ``held`` (``Loaded.results``)."""
-        for handle in self._runs.values():
-            handle.cancel()
-        self._runs.clear()
+        once), after recording the results ``held`` (``Loaded.results``). ``draining``: the
+        runs a stop waits for, which run on, and the turn waits on for them
+        (``Loaded.draining``)."""
+        kept = {call_id for call_id, _ in draining or ()}
+        for run_id, handle in list(self._runs.items()):
+            if run_id not in kept:
+                handle.cancel()
+                del self._runs[run_id]
         for _, handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
@@ -195,5 +224,7 @@ class StoreSync:
         sid = self.session_id
         state = self._svc.store.call(lambda s: s.load_state(sid))
         self._machine = SessionMachine.load(state.result(self._svc.settings.store_timeout))
-        loaded = Loaded(foreign_write=True, results=held, **self._svc.stamp())  # written elsewhere
+        loaded = Loaded(  # written elsewhere
+            foreign_write=True, results=held, draining=draining, **self._svc.stamp()
+        )
         return self._decide(loaded) if resume else None

@@ -210,6 +210,10 @@ def _results(value: Iterable[tuple[ToolDone, float]]) -> tuple[tuple[ToolDone, f
     return tuple(value)
 
 
+def _runs(value: Iterable[tuple[str, float]]) -> tuple[tuple[str, float], ...]:
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class Loaded(Input):
     """The session was (re)loaded from the store: recover what a dead runner left."""
@@ -225,6 +229,14 @@ class Loaded(Input):
     """Tool results this runner held when it reloaded (the write of one met another
     process's), each with the monotonic start of its run: each answers its call before
     the turn is recovered, so a call that ran is not marked as one that may have run."""
+    draining: tuple[tuple[str, float], ...] | None = attrs.field(
+        default=None, converter=attrs.converters.optional(_runs)
+    )
+    """Set when this runner reloads while a stop waits for its turn's tool runs
+    (``Stopping.draining``): the runs it still waits for, each with its monotonic start.
+    The reloaded turn waits on for them as the stop did (no turn starts, no model is
+    called, input stored meanwhile waits for the next start), records their results as
+    they come, and is given back once the last is in. None: no stop waits."""
 
 
 @attrs.frozen(kw_only=True)

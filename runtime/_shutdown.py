@@ -10,20 +10,28 @@ ended is never run again after the restart. A call still
 running when the wait ends, or cancelled by the stop, is interrupted: it is marked
 (``MAY_HAVE_RUN``, so the result the model's view makes up for it says it may
 have run), and the turn's reason says so too.
+
+A reload during the drain (another process wrote to the session, and the write of a
+result met it: ``Loaded.draining``) does not end it: the turn is rebuilt from the head
+and waits on for the runs still draining, as before the reload (``reloaded``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from pyrsistent import pmap
+
 from ._commands import CancelRun, ClearTimer
 from ._events import OrphanRecovered
-from ._handed import mark_may_have_run, named_calls
+from ._handed import handed_calls, mark_may_have_run, named_calls
 from ._inputs import Stopping
 from ._machine import SessionMachine
 from ._replace import replace
 from ._step import Step
-from ._turn_ops import cancel_runs, model_timer, open_cut_call
+from ._turn_ops import cancel_runs, model_timer, open_cut_call, stored_run
 
-__all__ = ["drained", "stopping"]
+__all__ = ["drained", "reloaded", "stopping"]
 
 RESTARTS = "the runtime stopped during the turn; it restarts on next load"
 """The reason of a turn a stop cut with no tool call running."""
@@ -62,6 +70,21 @@ def drained(s: Step) -> None:
         s.run = None  # only a person's approval is left: it waits on, for the next runner
         return
     _stop(s)
+
+
+def reloaded(s: Step, draining: Iterable[tuple[str, float]]) -> None:
+    """The session was reloaded while a stop waits for the turn's runs ``draining`` (call
+    id, monotonic start): the turn this runner ran waits on for those the head leaves
+    unanswered, and the stop's end gives it back as before the reload. The head's other
+    calls handed to their tools are the ones the stop cut. No turn starts, no model is
+    called: input stored meanwhile waits for the next start."""
+    turn = s.state.active_turn
+    if s.run is not None or turn is None or turn.runner != s.settings.runner:
+        return  # the turn ended meanwhile, or is another runner's: nothing of it runs here
+    handed = set(handed_calls(s.state))
+    tools = pmap({call_id: started for call_id, started in draining if call_id in handed})
+    s.run = replace(stored_run(s), tools=tools, stopping=frozenset(handed - set(tools)))
+    drained(s)  # none left: the turn is given back now
 
 
 def _stop(s: Step) -> None:

@@ -548,23 +548,10 @@ def resume_waiting(s: Step) -> bool:
 
     Decisions another process stored for its calls meanwhile are taken now (the
     approved calls run, the denied ones are answered)."""
-    turn = s.state.active_turn
-    if turn is None or not s.state.waits_for_approval:
+    if s.state.active_turn is None or not s.state.waits_for_approval:
         return False
     state = s.state
-    last = state.message(turn.input_ids[-1])
-    rows = state.model_calls(turn.id)
-    s.run = TurnRun(
-        turn_id=turn.id,
-        started_mono=s.mono,
-        parent_id=last.id,
-        chatbot_id=last.chatbot_id,
-        channel_id=last.channel_id,
-        calls=len(rows),
-        source_key=rows[-1].source_key if rows else "",
-        tool_calls=sum(len(row.tool_calls) for row in rows),
-        tokens=sum(r.usage.total_tokens for r in rows if r.usage is not None),
-    )
+    s.run = stored_run(s)
     take_stored_decisions(s)
     turn = s.state.active_turn
     if turn is None or s.run is None:
@@ -576,6 +563,27 @@ def resume_waiting(s: Step) -> bool:
             left = max(0.0, timeout - (s.at - asked).total_seconds())
             s.command(SetTimer(name=APPROVAL_TIMER + call_id, seconds=left))
     return True
+
+
+def stored_run(s: Step) -> TurnRun:
+    """The bookkeeping of the active turn rebuilt from the head (after a reload), with
+    nothing in flight."""
+    state = s.state
+    turn = state.active_turn
+    assert turn is not None
+    last = state.message(turn.input_ids[-1])
+    rows = state.model_calls(turn.id)
+    return TurnRun(
+        turn_id=turn.id,
+        started_mono=s.mono,
+        parent_id=last.id,
+        chatbot_id=last.chatbot_id,
+        channel_id=last.channel_id,
+        calls=len(rows),
+        source_key=rows[-1].source_key if rows else "",
+        tool_calls=sum(len(row.tool_calls) for row in rows),
+        tokens=sum(r.usage.total_tokens for r in rows if r.usage is not None),
+    )
 
 
 def resume_soon(s: Step) -> None:

@@ -44,7 +44,7 @@ from ._inputs import (
 from ._machine import SessionMachine, TurnSettings
 from ._message import Message, Status
 from ._responses import model_chunk, model_ended, record_held, tool_done
-from ._shutdown import stopping
+from ._shutdown import reloaded, stopping
 from ._state import as_own
 from ._step import IDLE_TIMER, Step
 from ._turn_ops import (
@@ -211,6 +211,11 @@ def _delivered(s: Step, input: Delivered) -> None:
 
 def _loaded(s: Step, input: Loaded) -> None:
     state = s.state
+    if input.draining is not None:  # a stop waits for the turn's runs: nothing starts
+        if state.active_turn is not None and s.run is None:
+            record_held(s, input.results)
+            reloaded(s, input.draining)
+        return
     for message in state:
         if message.active and awaits_delivery(message):
             update = Update(
