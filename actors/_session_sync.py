@@ -9,7 +9,9 @@ that the store is ahead. A write of metadata alone (a stored decision) is adopte
 without a reload (``_adopt``), so a running turn goes on. A tool's result whose write
 met the conflict answers its call before the reload recovers the turn
 (``Loaded.results``), so a call that ran is not marked as one that may have run; a
-result that comes once no turn waits for it is logged, not recorded.
+result that comes once no turn waits for it is logged, not recorded. A stop's record
+that met the conflict is decided again on the reloaded head (the turn given back as in
+any stop); a decision adopted during a stop's drain is left stored for the next start.
 """
 
 from __future__ import annotations
@@ -101,6 +103,8 @@ class StoreSync:
             self._say_if_dropped(input)
         held = self._held(input)  # before a reload forgets the run it answers
         draining = self._drained(held)  # and the runs a stop waits for
+        if draining is None and isinstance(input, Stopping) and self._machine.run is not None:
+            draining = ()  # a stop with none to wait for: a reload gives the turn back now
         for reloads in range(_RELOADS):
             try:
                 return self._reload_and_decide(
@@ -121,8 +125,9 @@ class StoreSync:
         if reload and not (isinstance(input, Loaded | Stopping)) and self._adopt():
             return self._decide(input)  # only metadata changed: what runs goes on
         if reload:
-            # Stopping: only adopt the head (a turn is not started to be stopped), unless a
-            # stop drains the turn's runs: the reload then waits on for them (no turn starts).
+            # Stopping of a turn that runs here: the reload waits on for the runs the stop
+            # drains (none: the turn is given back at once); no turn starts, no model is
+            # called. With no turn running here, the head is only adopted.
             resume = draining is not None or not isinstance(input, Stopping)
             loaded = self._reload(resume=resume, held=held, draining=draining)
             if isinstance(input, Loaded) and loaded is not None:

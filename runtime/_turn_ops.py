@@ -465,11 +465,17 @@ def decide(
 ) -> bool:
     """Approve (run it) or deny (answer it with an error) a call that waits; False if none.
 
+    A stop that waits for the turn's runs (``TurnRun.stopping``) takes no decision (one
+    another process stored meanwhile is adopted then): no tool run starts, no model is
+    called during a stop; the call waits on, and the next start takes the stored decision.
+
     ``timed_out``: no one answered within that many seconds (``approval_timeout``); the
     result says so instead of saying the user denied it.
     """
     run, turn = s.run, s.state.active_turn
     if run is None or turn is None or call_id not in turn.awaiting_approval:
+        return False
+    if run.stopping is not None:
         return False
     message = s.state.message(turn.awaiting_approval[call_id])
     call = message.tool_call
