@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from runtime import (
+    ApprovalDecided,
     ApprovalGiven,
     CallModel,
     Loaded,
@@ -63,3 +66,29 @@ class TestADecisionDuringTheDrain:
         d(Loaded)
         ran = d(ApprovalGiven, call_id=c1, approved=True, by="Chii")
         assert [c.call_id for c in commands(ran, RunTool)] == [c1]
+
+    @given(
+        decisions=st.lists(st.tuples(st.sampled_from(["c1", "c2"]), st.booleans()), max_size=6),
+        done_at=st.integers(min_value=0, max_value=6),
+    )
+    def test_no_decision_runs_anything_until_the_stop_ends(
+        self, decisions: list[tuple[str, bool]], done_at: int
+    ) -> None:
+        """Any decisions on the two waiting calls, before or after the drained result: none
+        is stored, no tool runs, no model is called; both calls still wait."""
+        d = Driver(attrs.evolve(SETTINGS, tools=(TOOL, GUARDED)))
+        c0, c1, c2 = test_machine.TestRecovery._calling(d, "lookup", "guarded", "guarded")
+        assert d(Stopping, draining={c0}).events == ()
+        steps = [(call_id, approved) for call_id, approved in decisions]
+        for i in range(len(steps) + 1):
+            if i == min(done_at, len(steps)):
+                d(ToolDone, call_id=c0, outcome=ToolOutcome(content="42"))
+            if i == len(steps):
+                break
+            call_id, approved = steps[i]
+            decision = d(ApprovalGiven, call_id=call_id, approved=approved, by="Chii")
+            assert not any(isinstance(e, ApprovalDecided) for e in decision.events)
+            assert commands(decision, RunTool) == commands(decision, CallModel) == []
+        turn = d.machine.state.active_turn
+        assert turn is not None
+        assert sorted(turn.awaiting_approval) == [c1, c2]
