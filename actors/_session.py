@@ -23,7 +23,6 @@ from typing import Any
 import pykka
 import trio
 from pykka import ThreadingFuture
-from pykka.messages import ProxyCall, ProxyGetAttr
 
 from runtime import (
     Announce,
@@ -67,11 +66,12 @@ from ._asks import AskBook
 from ._busy import busy_reasons
 from ._damage import head_to_run, load_error
 from ._effects import EffectHandle
-from ._errors import EffectsStopped, InvalidConfig, RuntimeStopped, SessionGone
-from ._inbox import Inbox, answer_dead
+from ._errors import EffectsStopped, InvalidConfig, RuntimeStopped
+from ._inbox import Inbox
 from ._redelivery import _REDELIVER, Redelivering, SendFailed, _Redelivery, describe_error
 from ._services import Services
 from ._session_effects import _model_effect, _tell, _Wake
+from ._session_end import SessionEnd
 from ._session_sync import StoreSync
 from ._tool_actor import ToolRequest
 
@@ -80,7 +80,7 @@ __all__ = ["SendFailed", "SessionActor", "describe_error"]
 log = logging.getLogger("amber.session")
 
 
-class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
+class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering, SessionEnd):
     """Owns one session: runs its turn machine, stores what it decides, runs its commands.
 
     Args:
@@ -136,38 +136,6 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
             log.debug("session %s: the load's failure", sid, exc_info=True)
             self._fail_load(error)
 
-    def _fail_load(self, exc: Exception) -> None:
-        """Stop without taking a message (pykka would drop the told ones, leaving an
-        ``ask`` waiting for ever): what waits in the inbox is failed with ``exc``."""
-        self._close()
-        # First out of the router's table (the next call loads the session again): that
-        # waits for the router to have made this actor's proxy, which a stopped actor
-        # refuses.
-        self._svc.forget(self.session_id, self.actor_ref)
-        pykka.ActorRegistry.unregister(self.actor_ref)
-        self.actor_stopped.set()  # from now on a tell or call raises ActorDeadError
-        for envelope in self.actor_inbox.close(f"Session actor {self.session_id!r}"):
-            message, reply_to = envelope.message, envelope.reply_to
-            if isinstance(message, AskInput):
-                message.waiter.fail(exc)
-            elif isinstance(message, Delivered):
-                log.warning(
-                    "session %s: the delivery of %s could not be recorded (%s)",
-                    self.session_id, message.message_id, exc,
-                )  # fmt: skip
-            elif isinstance(message, SendFailed):
-                self._send_failed(message)  # closed: logged (the adapter left it to us)
-            if reply_to is None:
-                continue
-            if isinstance(message, ProxyCall | ProxyGetAttr):
-                reply_to.set_exception((type(exc), exc, exc.__traceback__))
-            else:  # a stop: answered as pykka answers it for a stopped actor
-                dead = pykka.ActorDeadError(f"Session actor {self.session_id!r} stopped.")
-                reply_to.set_exception((pykka.ActorDeadError, dead, None))
-        # After the callers are told (giving the lease back is a store call, which may
-        # wait as long as the failed load did).
-        self._svc.load_failed(self.session_id)
-
     def on_stop(self) -> None:
         """Take what was told behind the stop, which pykka would drop with the inbox: a
         person's input and a delivery report go to the session's next actor (as a closed
@@ -181,26 +149,18 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
         """
         with contextlib.suppress(EffectsStopped):  # the effects loop may be gone already
             self._close()  # arms no retry: nothing would cancel it
-        owner = f"Session actor {self.session_id!r}"
-        for envelope in self.actor_inbox.close(owner):
-            if envelope.reply_to is not None or not self._pass_on(envelope.message):
-                answer_dead(envelope, owner)
+        self._hand_on_inbox()
 
-    def _pass_on(self, message: object) -> bool:
-        """What a closed actor does with a told message that must not be lost: a person's
-        input or a delivery report goes to the session's next actor, a send failure is
-        logged (no retry is armed on a closed actor). False for any other message."""
-        if isinstance(message, AskInput | Delivered):
-            self._svc.reroute(self.session_id, message)
-        elif isinstance(message, SendFailed):
-            self._send_failed(message)
-        else:
-            return False
-        return True
-
-    def on_failure(self, *args: Any) -> None:  # pragma: no cover - logged by pykka too
-        """Log an unexpected crash of the actor."""
-        log.error("session actor %s crashed", self.session_id)
+    def on_failure(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        """A told message's handling raised and pykka stopped the actor (without
+        ``on_stop``; it logged the traceback): whoever waits on the session is told, what
+        its inbox holds (and what is put after) goes on as on a stop, and the session's
+        next message loads it again from the store."""
+        log.error("session actor %s crashed; it is loaded again on its next message",
+                  self.session_id)  # fmt: skip
+        self._tell_gone(exc)
+        self._svc.forget(self.session_id, self.actor_ref)
+        self.on_stop()
 
     # -- asked through proxies ------------------------------------------------------------
 
@@ -446,16 +406,6 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering):
                 log.warning("session %s cannot start a turn; it stops and reloads", self.session_id)
                 self._give_up(exc)
         return None
-
-    def _give_up(self, exc: Exception) -> None:
-        """Stop after a failure the session cannot go on from: whoever waits on it is told,
-        and its next call loads it again from the store."""
-        gone = SessionGone(f"Session {self.session_id!r} failed: {str(exc).rstrip('.')}.")
-        self._asks.fail_all(gone)
-        self._fail_waiters(gone)
-        self._close()
-        self._svc.forget(self.session_id, self.actor_ref)
-        self.stop()
 
     # -- the shell ---------------------------------------------------------------------------
 

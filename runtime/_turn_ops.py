@@ -99,8 +99,9 @@ def maybe_start_turn(s: Step) -> None:
     claimed = set(turn.input_ids)
     if s.cancelled:
         withdrawn = claimed <= s.cancelled
-        # A turn claims every waiting input, so what else is noted belonged to an ended turn.
-        s.cancelled = frozenset()
+        # Kept for this turn: once the callers of its other inputs give up too, it ends. A
+        # turn claims every waiting input, so what else is noted belonged to an ended turn.
+        s.cancelled = frozenset() if withdrawn else s.cancelled & claimed
         if withdrawn:  # every caller gave up: no model call for nobody
             end_turn(s, TurnOutcome.INTERRUPTED, "cancelled by the caller")
             return
