@@ -147,8 +147,11 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering, SessionEnd):
         the session's next actor (``Inbox``). A call queued is answered as pykka answers
         it (``ActorDeadError``), another message dropped as pykka drops it.
         """
-        with contextlib.suppress(EffectsStopped):  # the effects loop may be gone already
-            self._close()  # arms no retry: nothing would cancel it
+        try:
+            with contextlib.suppress(EffectsStopped):  # the effects loop may be gone already
+                self._close()  # arms no retry: nothing would cancel it
+        except Exception:  # logged once; the inbox is handed on all the same
+            log.exception("session %s: closing the stopping actor failed", self.session_id)
         self._hand_on_inbox()
 
     def on_failure(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
@@ -158,9 +161,11 @@ class SessionActor(pykka.ThreadingActor, StoreSync, Redelivering, SessionEnd):
         next message loads it again from the store."""
         log.error("session actor %s crashed; it is loaded again on its next message",
                   self.session_id)  # fmt: skip
-        self._tell_gone(exc)
-        self._svc.forget(self.session_id, self.actor_ref)
-        self.on_stop()
+        try:
+            self._tell_gone(exc)
+            self._svc.forget(self.session_id, self.actor_ref)
+        finally:  # whatever raised, what the inbox holds is not lost
+            self.on_stop()
 
     # -- asked through proxies ------------------------------------------------------------
 

@@ -63,11 +63,15 @@ class SessionEnd:
     def _fail_load(self, exc: Exception) -> None:
         """Stop without taking a message (pykka would drop the told ones, leaving an
         ``ask`` waiting for ever): what waits in the inbox is failed with ``exc``."""
-        self._close()
-        # First out of the router's table (the next call loads the session again): that
-        # waits for the router to have made this actor's proxy, which a stopped actor
-        # refuses.
-        self._svc.forget(self.session_id, self.actor_ref)
+        try:
+            self._close()
+            # First out of the router's table (the next call loads the session again):
+            # that waits for the router to have made this actor's proxy, which a stopped
+            # actor refuses.
+            self._svc.forget(self.session_id, self.actor_ref)
+        except Exception:  # logged once; the inbox is emptied all the same
+            log.exception("session %s: the actor whose load failed could not be closed",
+                          self.session_id)  # fmt: skip
         pykka.ActorRegistry.unregister(self.actor_ref)
         self.actor_stopped.set()  # from now on a tell or call raises ActorDeadError
         for envelope in self.actor_inbox.close(f"Session actor {self.session_id!r}"):
@@ -128,5 +132,11 @@ class SessionEnd:
         (``_pass_on``), another dropped as pykka drops it. A put after is refused."""
         owner = f"Session actor {self.session_id!r}"
         for envelope in self.actor_inbox.close(owner):
-            if envelope.reply_to is not None or not self._pass_on(envelope.message):
-                answer_dead(envelope, owner)
+            try:
+                if envelope.reply_to is not None or not self._pass_on(envelope.message):
+                    answer_dead(envelope, owner)
+            except Exception as exc:  # the rest are handed on all the same
+                log.exception("session %s: a message left in the stopped actor's inbox "
+                              "could not be handed on", self.session_id)  # fmt: skip
+                if isinstance(envelope.message, AskInput):  # its caller need not wait
+                    envelope.message.waiter.fail(exc)
