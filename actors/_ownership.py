@@ -28,7 +28,7 @@ import secrets
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 from runtime import StoreError
 from runtime.store import SessionInfo, SQLiteStore
@@ -100,7 +100,7 @@ class RunnerLock:
     def __init__(self, db: str | os.PathLike[str], runner: str) -> None:
         self.path = Path(f"{os.path.realpath(os.fspath(db))}.runner")
         self.runner = runner
-        self._file: IO[str] | None = None
+        self._fd: int | None = None  # the lock file's descriptor while held
 
     def acquire(self) -> None:
         """Take the lock.
@@ -110,13 +110,15 @@ class RunnerLock:
         """
         if fcntl is None:  # pragma: no cover - Windows
             return
-        handle = self.path.open("a+", encoding="utf-8")
+        # A bare descriptor, not a file object: a runtime never stopped holds the lock until
+        # the process ends, and a file object left to the interpreter to close warns at
+        # exit (``ResourceWarning: unclosed file``).
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "an unknown process"
-            handle.close()
+            with os.fdopen(fd, encoding="utf-8") as handle:
+                holder = handle.read().strip() or "an unknown process"
             if holder.startswith(f"pid {os.getpid()},"):  # two Runtimes of this process
                 go_on = (
                     ", and that one runs in this process: stop it (rt.stop(), or leave its with "
@@ -132,25 +134,22 @@ class RunnerLock:
                 f"The store {str(self.path)[: -len('.runner')]!r} is run by another runtime "
                 f"({holder}); one runtime runs a SQLite store at a time{go_on}"
             ) from None
-        handle.seek(0)
-        handle.truncate()
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
-        handle.write(f"pid {os.getpid()}, {self.runner}, since {stamp}\n")
-        handle.flush()
-        self._file = handle
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}, {self.runner}, since {stamp}\n".encode())
+        self._fd = fd
 
     def release(self) -> None:
         """Let the lock go (idempotent)."""
-        handle, self._file = self._file, None
-        if handle is None:
+        fd, self._fd = self._fd, None
+        if fd is None:
             return
         with contextlib.suppress(OSError):
-            handle.seek(0)
-            handle.truncate()
+            os.ftruncate(fd, 0)
         if fcntl is not None:
             with contextlib.suppress(OSError):
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-        handle.close()
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 _HOLDER = re.compile(r"^pid (\d+), (.+), since (\S+)$")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 WAIT = 120.0
@@ -36,6 +37,24 @@ async def main() -> None:
 asyncio.run(main())
 """
 
+POSTGRES = """
+from runtime.store import PostgresStore
+STORE = PostgresStore({dsn!r}, schema={schema!r})
+"""
+
+
+def run_forgotten(store: str) -> subprocess.CompletedProcess[str]:
+    """Run ``SCRIPT`` in a child whose ``STORE`` is made by ``store`` (Python source), with
+    every warning shown (``-W default``: a file left open at exit says so on stderr)."""
+    return subprocess.run(
+        [sys.executable, "-W", "default", "-c", f"{store}\n{SCRIPT}"],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        check=False,
+    )
+
 
 class TestAForgottenRuntime:
     def test_the_process_exits_without_a_stop(self, tmp_path: Path) -> None:
@@ -43,13 +62,21 @@ class TestAForgottenRuntime:
         threads: a program that ended (or crashed) without ``Runtime.stop()`` hung at exit
         for good, so a supervisor never restarted the bot. They are daemon threads now, like
         the store and effects threads: the exit is a crash the next start recovers from."""
-        script = f"STORE = {str(tmp_path / 'bot.db')!r}\n{SCRIPT}"
-        result = subprocess.run(
-            [sys.executable, "-c", script],
-            capture_output=True,
-            text=True,
-            timeout=WAIT,
-            env={**os.environ, "PYTHONIOENCODING": "utf-8"},
-            check=False,
-        )
+        result = run_forgotten(f"STORE = {str(tmp_path / 'bot.db')!r}")
         assert (result.returncode, result.stdout) == (3, "done\n"), result.stderr
+
+    def test_its_exit_is_quiet_on_sqlite(self, tmp_path: Path) -> None:
+        """Nothing on stderr at exit (a daemon thread dying at shutdown may print
+        "Exception ignored in ..." or a fatal error): the runner lock's file, held until
+        the process ends, was left to the interpreter to close, which warned that it was
+        unclosed (``ResourceWarning``, shown under ``-W default`` or ``-X dev``)."""
+        result = run_forgotten(f"STORE = {str(tmp_path / 'bot.db')!r}")
+        assert (result.returncode, result.stdout, result.stderr) == (3, "done\n", "")
+
+    def test_its_exit_is_quiet_on_postgres(
+        self, postgres_dsn: str, pg_schema: Callable[[], str]
+    ) -> None:
+        """The same on PostgreSQL, where the runtime also runs its lease keeper and answer
+        watch (daemon threads): the process exits, and nothing is on stderr."""
+        result = run_forgotten(POSTGRES.format(dsn=postgres_dsn, schema=pg_schema()))
+        assert (result.returncode, result.stdout, result.stderr) == (3, "done\n", "")
