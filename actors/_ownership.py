@@ -113,7 +113,7 @@ class RunnerLock:
         # A bare descriptor, not a file object: a runtime never stopped holds the lock until
         # the process ends, and a file object left to the interpreter to close warns at
         # exit (``ResourceWarning: unclosed file``).
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)  # as open() makes it
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
