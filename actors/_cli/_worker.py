@@ -182,17 +182,14 @@ def worker(
             ExitCode.USAGE,
         )
     schema = pg_schema()
-    app = load_app(app_ref)
-    settings = app.pop("settings", None) or Settings()
-    changes = {"lease_ttl": lease_ttl, "lease_poll": poll}
-    settings = attrs.evolve(settings, **{k: v for k, v in changes.items() if v is not None})
-    # The worker's log: leases taken, lost and given back, sessions that failed (stderr).
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-    amber_log = logging.getLogger("amber")
-    amber_log.addHandler(handler)
-    amber_log.setLevel(logging.INFO)
+    runtime: Runtime | None = None
     with stop_signals(signal.SIGINT) as stop:
+        with stop.raising():  # a signal while --app loads ends the command: nothing runs yet
+            app = load_app(app_ref)
+        settings = app.pop("settings", None) or Settings()
+        changes = {"lease_ttl": lease_ttl, "lease_poll": poll}
+        settings = attrs.evolve(settings, **{k: v for k, v in changes.items() if v is not None})
+        _log_to_stderr()
         # A worker makes its store when the schema has none (a new deployment); a mistyped
         # $AMBER_PG_SCHEMA would then leave it idle on an empty store: say so where it logs.
         empty = no_pg_store(db, schema)
@@ -213,5 +210,20 @@ def worker(
                 pass
             why = f" ({stop.name})" if stop.name else ""
             click.echo(f"amber worker {runtime.runner} stopping{why}", err=True)
+    if runtime is None:
+        click.echo(
+            f"amber worker: stopped by {stop.name} while --app loaded; nothing had started.",
+            err=True,
+        )
+        return
     if runtime.failed is not None:
         raise runtime.failed  # exit code 1, saying why
+
+
+def _log_to_stderr() -> None:
+    """The worker's log on stderr: leases taken, lost and given back, sessions that failed."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    amber_log = logging.getLogger("amber")
+    amber_log.addHandler(handler)
+    amber_log.setLevel(logging.INFO)
