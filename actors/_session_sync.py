@@ -151,12 +151,11 @@ class StoreSync:
         for event in new:
             state = apply(state, event)
         self._machine = attrs.evolve(machine, state=state)
-        log.info("session %s: adopted %d metadata change(s) from elsewhere", sid, len(new))
         turn = state.active_turn
-        if turn is None:
-            return True
+        given: list[ApprovalGiven] = []
         for call_id, message_id in sorted(
-            turn.awaiting_approval.items(), key=lambda item: state.index[item[1]]
+            (turn.awaiting_approval if turn is not None else {}).items(),
+            key=lambda item: state.index[item[1]],
         ):
             message = state.message(message_id)
             decided = stored_decision(message)
@@ -164,10 +163,18 @@ class StoreSync:
                 self._svc.turn_settings, message, approved=decided[0]
             ):
                 approved, reason, by = decided
-                given = ApprovalGiven(
+                given.append(ApprovalGiven(
                     call_id=call_id, approved=approved, reason=reason, by=by, **self._svc.stamp()
-                )
-                self._decide(given)
+                ))  # fmt: skip
+        if given and machine.run.stopping is not None:
+            # A stop drains the turn: ``decide`` takes no decision, the calls wait on.
+            log.info("session %s: %d decision(s) stored from elsewhere left for the next "
+                     "start (a stop is draining the turn; the calls wait on)", sid,
+                     len(given))  # fmt: skip
+            return True
+        log.info("session %s: adopted %d metadata change(s) from elsewhere", sid, len(new))
+        for approval in given:
+            self._decide(approval)
         return True
 
     def _say_if_dropped(self, done: ToolDone) -> None:

@@ -135,6 +135,29 @@ class TestADecisionStoredDuringTheDrain:
             events = list(store.events("s"))
         app.check(events, lambda: Runtime(model=app.model(), store=db, tools=app.tools))
 
+    def test_the_log_says_it_was_left_for_the_next_start(
+        self, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """The owner reads the stored decision during the drain but takes none: its log
+        says the decision was left for the next start, not that it was adopted."""
+        db = tmp_path / "amber.db"
+        app = _Approved()
+
+        def decide(call_id: str) -> None:
+            with SQLiteStore(db) as store:
+                store_decision(store, "s", call_id, True, None, "Chii", at=utc_now())
+
+        rt = Runtime(model=app.model(), store=db, tools=app.tools,
+                     settings=Settings(passivate_after=None))  # fmt: skip
+        with caplog.at_level(logging.INFO, logger="amber.session"):
+            app.stop(rt.start(), decide)
+        said = [r.getMessage() for r in caplog.records if r.name == "amber.session"]
+        assert [line for line in said if "adopted" in line] == []
+        assert [line for line in said if "left for the next start" in line] == [
+            "session s: 1 decision(s) stored from elsewhere left for the next start (a stop "
+            "is draining the turn; the calls wait on)"
+        ]
+
     @pytest.mark.parametrize("heard", [False, True], ids=["at-its-write", "notified"])
     def test_on_postgresql(
         self, heard: bool, postgres_dsn: str, pg_schema: Callable[[], str]
