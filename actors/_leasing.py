@@ -62,6 +62,7 @@ from datetime import timedelta
 from typing import Any
 
 from runtime import (
+    CorruptRow,
     Draft,
     LeaseLost,
     Message,
@@ -72,6 +73,7 @@ from runtime import (
     TurnSettings,
     awaits_delivery,
 )
+from runtime.store import SessionInfo
 
 from ._damage import resumable
 from ._elsewhere import (
@@ -163,6 +165,10 @@ class LeaseKeeper:
         self._closed = False
         self._lost: set[str] = set()  # held leases that renewal found lost (writes refused)
         self._warned: set[str] = set()  # damaged sessions a poll logged (on the store thread)
+        # Sessions whose load failed for damage, with their head then: not picked up again
+        # while it is unchanged.
+        self._damaged: dict[str, SessionInfo] = {}
+        self._damage = threading.Lock()  # for ``_damaged`` (load failures come on actors' threads)
         self._thread = threading.Thread(target=self._loop, name="amber-leases", daemon=True)
         self._listener: Any = None
         self.taken = 0
@@ -408,14 +414,25 @@ class LeaseKeeper:
             log.warning("could not give back the lease of %s; the next poll does", session_id,
                         exc_info=True)  # fmt: skip
 
-    def _unloadable(self, session_id: str) -> None:
-        """A session's load failed (its callers got the error): give its lease back, so it
+    def _unloadable(self, session_id: str, error: Exception) -> None:
+        """A session's load failed (its callers got ``error``): give its lease back, so it
         is not held (and renewed) here until a poll while no other worker may try it.
 
         Not announced: workers that all fail to load it (a damaged row) would hand it to
         each other as fast as they could. The others (and this one) try it at their next
-        poll, or when input for it comes.
+        poll, or when input for it comes. A session damaged (``CorruptRow``) is
+        remembered with its head: this worker picks it up again only once the head
+        changed (input stored, a rebuild or a repair), not at every poll, each logging
+        the load's warning again.
         """
+        if isinstance(error, CorruptRow):
+            try:
+                head = self._call(lambda s: s.session(session_id) if session_id in s else None)
+            except Exception:
+                head = None  # unread: tried again at the next poll
+            if head is not None:
+                with self._damage:
+                    self._damaged[session_id] = head
         self._passivated(session_id, announce=False)
 
     def _let_go(self, lease: Any, *, announce: bool = True) -> None:
@@ -429,6 +446,10 @@ class LeaseKeeper:
         info = self._call(lambda s: s.session(session_id) if session_id in s else None)
         if info is None or not info.needs_runner:
             return
+        with self._damage:
+            if self._damaged.get(session_id) == info:
+                return  # its load failed for damage on this head: the warning was logged
+            self._damaged.pop(session_id, None)
         if (
             not self._delivers_any
             and info.active_turn_id is None

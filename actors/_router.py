@@ -57,9 +57,9 @@ class Router:
         another worker holds it, and the session is not loaded here)."""
         self.passivated: Callable[[str], None] | None = None
         """With a shared store: gives back the lease of a session that passivated."""
-        self.unloadable: Callable[[str], None] | None = None
+        self.unloadable: Callable[[str, Exception], None] | None = None
         """With a shared store: gives back, unannounced, the lease of a session whose load
-        failed."""
+        failed (with the error its callers got)."""
 
     def open(self, services: Services) -> None:
         """Start routing, with the services new session actors get."""
@@ -336,12 +336,13 @@ class Router:
                 del self._live[session_id]
                 self._changed.notify_all()
 
-    def load_failed(self, session_id: str) -> None:
-        """A session's actor could not load it and stopped (its callers were told): its
-        lease is given back (a shared store), unless the session is live again, so that
-        another worker may run it rather than this one holding it until a poll."""
+    def load_failed(self, session_id: str, error: Exception) -> None:
+        """A session's actor could not load it and stopped (its callers were told
+        ``error``): its lease is given back (a shared store), unless the session is live
+        again, so that another worker may run it rather than this one holding it until a
+        poll."""
         if self.unloadable is not None:
-            self.unloadable(session_id)
+            self.unloadable(session_id, error)
 
     def request_passivation(self, session_id: str, ref: pykka.ActorRef[Any], seq: int) -> None:
         """An idle actor asks to stop; decided off its thread (it must answer the ask)."""

@@ -64,7 +64,7 @@ class Services:
     """Called by an idle session actor: ``(session_id, its ref, its seq)``."""
     forget: Callable[[str, pykka.ActorRef[Any]], None]
     """Called by a session actor that stops on its own: ``(session_id, its ref)``."""
-    load_failed: Callable[[str], None]
+    load_failed: Callable[[str, Exception], None]
     """Called by a session actor whose load failed, once its callers were told: the
     router gives the session's lease back (a shared store), unless it is live again."""
     reroute: Callable[[str, Any], None]

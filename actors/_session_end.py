@@ -94,7 +94,7 @@ class SessionEnd:
                 reply_to.set_exception((pykka.ActorDeadError, dead, None))
         # After the callers are told (giving the lease back is a store call, which may
         # wait as long as the failed load did).
-        self._svc.load_failed(self.session_id)
+        self._svc.load_failed(self.session_id, exc)
 
     def _pass_on(self, message: object) -> bool:
         """What a closed actor does with a told message that must not be lost: a person's

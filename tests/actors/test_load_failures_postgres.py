@@ -8,6 +8,7 @@ is awaited is there; their 60 s bounds are hang guards, never a verdict.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -22,7 +23,7 @@ from psycopg import sql
 from actors import Runtime, ScriptedModel, Settings
 from actors._drafts import user_draft
 from actors._ids import utc_now
-from actors._leasing import store_input
+from actors._leasing import LeaseKeeper, store_input
 from runtime import CorruptRow, SessionState, StoreError, TurnSettings, reply
 from runtime.store import PostgresStore
 
@@ -238,3 +239,58 @@ class TestADamagedSummaryRow:
         assert [m.content for m in state if m.role.value == "user"] == ["damaged", "again"]
         with PostgresStore(postgres_dsn, schema=schema) as store:
             assert store.session("s").messages == len(state.messages)
+
+
+class DamagedStore(PostgresStore):
+    """A PostgreSQL store whose sessions' events after the snapshot are damaged: their load
+    raises ``CorruptRow`` (found only on load; the summary row is sound). ``tries``
+    counts the loads."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tries = 0
+
+    def load_state(self, session_id: str, *args: Any, **kwargs: Any) -> SessionState:
+        self.tries += 1
+        raise CorruptRow(f"Session {session_id!r} seq 2: event damaged (injected).",
+                         session_id=session_id, seq=2)  # fmt: skip
+
+
+class TestDamageFoundOnLoad:
+    def test_a_worker_tries_it_once_per_head_not_at_every_poll(
+        self,
+        runtimes: list[Runtime],
+        postgres_dsn: str,
+        schema: str,
+        caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """A worker that picked up a session whose load fails for damage took its lease,
+        failed, logged and gave the lease back at every poll. Now it remembers the session
+        with its head: its polls leave it alone (one warning) until the head changes, then
+        it tries again; a send for it still raises the CorruptRow."""
+        monkeypatch.setattr(LeaseKeeper, "_woken", lambda self, ids: None)  # polls only
+        _store_input(postgres_dsn, schema, "s", "waiting")
+        store = DamagedStore(postgres_dsn, schema=schema)
+        given_back = "the lease is given back"
+        with caplog.at_level(logging.WARNING, logger="amber"):
+            worker = _start(runtimes, store, "never", resume="all")  # its first poll
+            keeper = worker._keeper
+            assert keeper is not None
+            _wait_for(lambda: store.tries == 1 and _held_by(postgres_dsn, schema, "s") is None,
+                      given_back)  # fmt: skip
+            for _ in range(3):
+                keeper.poll_now()
+                _wait_for(lambda: _held_by(postgres_dsn, schema, "s") is None, given_back)
+            assert store.tries == 1
+            said = [r.getMessage() for r in caplog.records]
+            assert len([line for line in said if "could not be loaded" in line]) == 1, said
+            _store_input(postgres_dsn, schema, "s", "more")  # the head changes: tried again
+            keeper.poll_now()
+            _wait_for(lambda: store.tries == 2 and _held_by(postgres_dsn, schema, "s") is None,
+                      given_back)  # fmt: skip
+            keeper.poll_now()
+            _wait_for(lambda: _held_by(postgres_dsn, schema, "s") is None, given_back)
+            assert store.tries == 2
+            with pytest.raises(CorruptRow, match=r"event damaged \(injected\)"):
+                worker.send("s", "again", sender="Chii")
