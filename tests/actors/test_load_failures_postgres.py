@@ -294,3 +294,35 @@ class TestDamageFoundOnLoad:
             assert store.tries == 2
             with pytest.raises(CorruptRow, match=r"event damaged \(injected\)"):
                 worker.send("s", "again", sender="Chii")
+
+    def test_an_edited_event_is_logged_once_across_polls(
+        self,
+        runtimes: list[Runtime],
+        postgres_dsn: str,
+        schema: str,
+        caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """The same with real damage: an event row edited by another program (after the
+        snapshot: none is written here). Polls of a worker log its load's failure once."""
+        monkeypatch.setattr(LeaseKeeper, "_woken", lambda self, ids: None)  # polls only
+        _store_input(postgres_dsn, schema, "s", "q0")
+        _store_input(postgres_dsn, schema, "s", "waiting")
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+            conn.execute("ALTER TABLE events DISABLE TRIGGER events_append_only")
+            assert conn.execute(
+                "UPDATE events SET body = replace(body, 'q0', 'qX') WHERE session_id = 's'"
+            ).rowcount
+        with caplog.at_level(logging.WARNING, logger="amber"):
+            worker = _start(runtimes, PostgresStore(postgres_dsn, schema=schema), "never",
+                            resume="all")  # fmt: skip
+            keeper = worker._keeper
+            assert keeper is not None
+            for _ in range(3):
+                _wait_for(lambda: _held_by(postgres_dsn, schema, "s") is None, "given back")
+                keeper.poll_now()
+            _wait_for(lambda: _held_by(postgres_dsn, schema, "s") is None, "given back")
+        said = [r.getMessage() for r in caplog.records if "could not be loaded" in r.getMessage()]
+        assert len(said) == 1, said
+        assert "CorruptRow" in said[0], said
