@@ -35,8 +35,8 @@ from runtime import (
     ToolDone,
     apply,
 )
+from runtime._approval import takes_decision
 from runtime._decisions import stored_decision
-from runtime._turn_ops import takes_decision
 
 if TYPE_CHECKING:
     from ._effects import EffectHandle
