@@ -203,6 +203,10 @@ def _delivered(s: Step, input: Delivered) -> None:
 
 def _loaded(s: Step, input: Loaded) -> None:
     state = s.state
+    if input.cancelled:  # kept across the reload, for the inputs that still wait for a turn
+        turn = state.active_turn
+        live = set(state.queued) | set(turn.input_ids if turn is not None else ())
+        s.cancelled = s.cancelled | (input.cancelled & live)
     if input.draining is not None:  # a stop waits for the turn's runs: nothing starts
         if state.active_turn is not None and s.run is None:
             record_held(s, input.results)
