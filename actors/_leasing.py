@@ -39,7 +39,7 @@ With a ``PostgresStore`` several runtimes (workers) share one store. A
 - **Decisions for another owner.** ``store_decision`` stores the approval or
   denial of a tool call that waits in a session another worker owns (or that
   nobody runs): a ``MetadataUpdated`` of the call's message that asks for the
-  decision (``runtime._turn_ops.DECISION_KEY``). The owner, woken by its
+  decision (``runtime._decisions.DECISION_KEY``). The owner, woken by its
   ``NOTIFY``, reloads the session and takes it; a session nobody runs that has
   one is picked up by a worker, as one with input is. The decision itself
   (``ApprovalDecided``, the tool run) is the owner's: a call runs at most once,

@@ -35,8 +35,8 @@ from runtime import (
     ToolDone,
     apply,
 )
+from runtime._approval import takes_decision
 from runtime._decisions import stored_decision
-from runtime._turn_ops import takes_decision
 
 if TYPE_CHECKING:
     from ._effects import EffectHandle
@@ -235,8 +235,13 @@ class StoreSync:
         self._redeliveries.clear()  # a resumed load announces undelivered output again
         sid = self.session_id
         state = self._svc.store.call(lambda s: s.load_state(sid))
+        cancelled = self._machine.cancelled  # callers who gave up stay given up
         self._machine = SessionMachine.load(state.result(self._svc.settings.store_timeout))
         loaded = Loaded(  # written elsewhere
-            foreign_write=True, results=held, draining=draining, **self._svc.stamp()
+            foreign_write=True,
+            results=held,
+            draining=draining,
+            cancelled=cancelled,
+            **self._svc.stamp(),
         )
         return self._decide(loaded) if resume else None

@@ -9,7 +9,7 @@ tool, and may have run, in part or in full (or not at all: the runner may
 have died before the tool began); one that waits for approval never started.
 
 When a turn is given back with such calls (a stop cut them, ``_shutdown.py``;
-or its runner died and recovery takes it back, ``_turn_ops.orphaned`` and
+or its runner died and recovery takes it back, ``_orphans.orphaned`` and
 ``store.recover_orphans``), each is marked ``MAY_HAVE_RUN`` before the
 ``OrphanRecovered``, so the result the model's view makes up for it says it may
 have run, and the turn's reason names them. (A runner that reloads its session

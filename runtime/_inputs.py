@@ -237,6 +237,10 @@ class Loaded(Input):
     The reloaded turn waits on for them as the stop did (no turn starts, no model is
     called, input stored meanwhile waits for the next start), records their results as
     they come, and is given back once the last is in. None: no stop waits."""
+    cancelled: frozenset[str] = attrs.field(default=frozenset(), converter=_ids)
+    """Inputs whose caller gave up, as this runner's machine held them when it reloaded
+    (``SessionMachine.cancelled``): they stay given up. Ids no input waits for and the
+    active turn does not claim are dropped."""
 
 
 @attrs.frozen(kw_only=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from ._approval import request_approval
 from ._audit import AuditCall, AuditStatus
 from ._category import Category, new_message
 from ._chunks import ModelRetry, RequestSent
@@ -48,7 +49,6 @@ from ._turn_ops import (
     model_failed,
     model_timer,
     open_call,
-    request_approval,
     turn_metrics,
 )
 from ._updates import Delta, DeltaKind

@@ -2,34 +2,27 @@
 
 Each takes the ``Step`` being built and changes it: emits events, adds
 commands, replaces the running turn's bookkeeping. Handlers of inputs
-(``_turnloop``, ``_responses``) are made of these.
+(``_turnloop``, ``_responses``) are made of these, and of the moves of
+approvals (``_approval``) and of orphan recovery (``_orphans``).
 """
 
 from __future__ import annotations
-
-from typing import Any, cast
 
 from ._assembly import Assembly
 from ._audit import AuditStatus, operation_key
 from ._category import Category
 from ._chunks import ModelRetry, RequestSent
-from ._commands import CallModel, CancelRun, ClearTimer, ResumeSoon, RunTool, SetTimer, Warn
-from ._decisions import stored_decision
+from ._commands import CallModel, CancelRun, ClearTimer, ResumeSoon, SetTimer, Warn
 from ._errors import AmberError, AuditConflict
 from ._events import (
-    ApprovalDecided,
-    ApprovalRequested,
-    MessageAdded,
     ModelCallFinished,
     ModelCallStarted,
-    OrphanRecovered,
     TurnEnded,
     TurnOutcome,
     TurnStarted,
 )
-from ._handed import handed_calls, mark_may_have_run, reloaded_text, started_text
-from ._json import thaw
-from ._machine import TurnRun, TurnSettings
+from ._handed import mark_may_have_run, started_text
+from ._machine import TurnRun
 from ._message import Message
 from ._notices import NOTICES
 from ._parts import response_metadata
@@ -41,14 +34,11 @@ from ._stream import ModelRequest
 from ._view_cache import cached_view
 
 __all__ = [
-    "APPROVAL_TIMER",
     "MODEL_CALL_KEY",
     "NOTICES",
-    "ORPHAN_TIMER",
     "call_model",
     "cancel_runs",
     "continue_after_tools",
-    "decide",
     "end_turn",
     "fail",
     "maybe_start_turn",
@@ -56,15 +46,9 @@ __all__ = [
     "model_timer",
     "open_call",
     "open_cut_call",
-    "orphaned",
-    "request_approval",
-    "resume_waiting",
-    "takes_decision",
     "turn_metrics",
 ]
 
-ORPHAN_TIMER = "orphan"
-"""The timer that recovers a turn a runner left, once ``recover_after`` has passed."""
 MODEL_CALL_KEY = "model_call"
 """Metadata key on every message made from a model response: the call's audit source key
 (``<turn id>#<call index>``), so the model's view can keep one response together."""
@@ -393,151 +377,6 @@ def fail(
     maybe_start_turn(s)
 
 
-def orphaned(s: Step, *, runner_gone: bool = False, foreign_write: bool = False) -> None:
-    """A turn left active by a runner that is gone (or may be): give its input back now or later.
-
-    A turn that only waits for a person (its open calls all wait for approval,
-    no input came meanwhile) is no orphan, however long it has waited: it
-    waits on, with this runner, at once. Otherwise the runner is known to be
-    gone when this runner alone runs the store (``exclusive``), when the turn
-    is this runner's own (its run was lost with the session's actor), or when
-    the shell says so; then the turn is recovered at once. Otherwise (a shared
-    store) it waits ``recover_after`` from its last activity.
-    """
-    state = s.state
-    turn = state.active_turn
-    assert turn is not None
-    assert state.updated_at is not None
-    if resume_waiting(s):
-        return  # it only waits for a person (who may be slow): it waits on, with this runner
-    settings = s.settings
-    own = turn.runner is not None and turn.runner == settings.runner
-    gone = runner_gone or settings.exclusive or own
-    age = (s.at - state.updated_at).total_seconds()
-    wait = settings.recover_after - age
-    if not gone and wait > 0:
-        s.command(SetTimer(name=ORPHAN_TIMER, seconds=wait))
-        return
-    if gone and own and foreign_write:
-        reason = (
-            f"another process wrote to the session (input, or a decision stored for it) "
-            f"while its runner ({turn.runner}) ran the turn; the runner reloaded the session "
-            "and recovered the turn at once, to answer its input again with what came"
-        )
-    elif gone:
-        who = f"its runner ({turn.runner})" if turn.runner else "its runner"
-        reason = f"{who} is gone: the turn was left active; recovered at once"
-    else:
-        reason = (
-            f"no activity for {age:.0f} s when the session was loaded; its runner is presumed dead"
-        )
-    handed = handed_calls(state)  # they may have run; a call waiting for approval never did
-    if handed:
-        told = reloaded_text if own and foreign_write else started_text
-        reason = f"{reason}; {told(state, handed)}"
-    mark_may_have_run(s, handed)
-    s.emit(OrphanRecovered, turn_id=turn.id, reason=reason, calls_interrupted=True)
-    maybe_start_turn(s)
-
-
-APPROVAL_TIMER = "approval:"
-"""Prefix of the timers that deny a call left waiting for approval (``approval:<call id>``)."""
-DENIED = "The user denied this tool call"
-
-
-def request_approval(s: Step, call_id: str) -> None:
-    """Record that ``call_id`` waits for a person's approval (and set its time limit)."""
-    run = s.run
-    assert run is not None
-    s.emit(ApprovalRequested, turn_id=run.turn_id, call_id=call_id)
-    timeout = s.settings.approval_timeout
-    if timeout is not None:
-        s.command(SetTimer(name=APPROVAL_TIMER + call_id, seconds=timeout))
-
-
-def decide(
-    s: Step,
-    call_id: str,
-    approved: bool,
-    reason: str | None,
-    by: str | None,
-    *,
-    timed_out: float | None = None,
-) -> bool:
-    """Approve (run it) or deny (answer it with an error) a call that waits; False if none.
-
-    A stop that waits for the turn's runs (``TurnRun.stopping``) takes no decision (one
-    another process stored meanwhile is adopted then): no tool run starts, no model is
-    called during a stop; the call waits on, and the next start takes the stored decision.
-
-    ``timed_out``: no one answered within that many seconds (``approval_timeout``); the
-    result says so instead of saying the user denied it.
-    """
-    run, turn = s.run, s.state.active_turn
-    if run is None or turn is None or call_id not in turn.awaiting_approval:
-        return False
-    if run.stopping is not None:
-        return False
-    message = s.state.message(turn.awaiting_approval[call_id])
-    call = message.tool_call
-    assert call is not None
-    s.emit(ApprovalDecided, turn_id=turn.id, call_id=call_id, approved=approved, reason=reason,
-           by=by)  # fmt: skip
-    s.command(ClearTimer(name=APPROVAL_TIMER + call_id))
-    if approved:
-        arguments = cast(dict[str, Any], thaw(call.arguments))
-        s.command(RunTool(call_id=call_id, name=call.name, arguments=arguments))
-        s.run = replace(run, tools=run.tools.set(call_id, s.mono))
-        return True
-    if timed_out is not None:
-        why = (
-            f"No one approved this tool call within {timed_out:g} s "
-            "(Settings.approval_timeout), so it did not run."
-        )
-    else:
-        why = f"{DENIED}: {reason}." if reason else f"{DENIED}."
-    result = s.output(
-        Category.TOOL_RESULT,
-        f"{why} Do not call it again with these arguments unless the user asks; answer "
-        "without it, or ask the user what to do.",
-        parent_id=message.id,
-        sender=call.name,
-        tool_call_id=call_id,
-        is_error=True,
-        error_type="denied",
-        metadata={"tool_name": call.name, "denied_by": by or "user", "duration_ms": 0.0},
-    )
-    s.emit(MessageAdded, message=result)
-    continue_after_tools(s)
-    return True
-
-
-def take_stored_decisions(s: Step) -> None:
-    """Take the decisions another process stored for calls that wait (``DECISION_KEY``),
-    in the order of the calls: each is decided here as if it were given here."""
-    turn = s.state.active_turn
-    if turn is None or not turn.awaiting_approval:
-        return
-    index = s.state.index
-    for call_id, message_id in sorted(
-        turn.awaiting_approval.items(), key=lambda item: index[item[1]]
-    ):
-        message = s.state.message(message_id)
-        stored = stored_decision(message)
-        if stored is not None and takes_decision(s.settings, message, approved=stored[0]):
-            decide(s, call_id, *stored)
-
-
-def takes_decision(settings: TurnSettings, message: Message, *, approved: bool) -> bool:
-    """Whether a runner with ``settings`` takes a decision stored for the call ``message``:
-    a denial runs nothing, so any runner does; an approval runs the tool, so only a runner
-    that has it (the others leave it stored, for a worker that has the tool)."""
-    call = message.tool_call
-    if not approved or call is None:
-        return True
-    return any(spec.name == call.name for spec in settings.tools)
-
-
 def continue_after_tools(s: Step) -> None:
     """The last result of a tool step is in (nothing runs, nothing waits): call the model."""
     run, turn = s.run, s.state.active_turn
@@ -546,30 +385,6 @@ def continue_after_tools(s: Step) -> None:
     if run.stopping is not None:  # a stop drained the runs: it calls no model
         return
     call_model(s)
-
-
-def resume_waiting(s: Step) -> bool:
-    """After a (re)load: a turn that only waited for approval goes on waiting, as if the
-    runner had never left; False if the turn had work in flight, or input came meanwhile
-    (stored by another process, which interrupts it as input does): it is an orphan.
-
-    Decisions another process stored for its calls meanwhile are taken now (the
-    approved calls run, the denied ones are answered)."""
-    if s.state.active_turn is None or not s.state.waits_for_approval:
-        return False
-    state = s.state
-    s.run = stored_run(s)
-    take_stored_decisions(s)
-    turn = s.state.active_turn
-    if turn is None or s.run is None:
-        return True  # a denial taken, and the turn could not go on (max_model_calls): ended
-    timeout = s.settings.approval_timeout
-    if timeout is not None:
-        for call_id, message_id in turn.awaiting_approval.items():
-            asked = state.message(message_id).created_at
-            left = max(0.0, timeout - (s.at - asked).total_seconds())
-            s.command(SetTimer(name=APPROVAL_TIMER + call_id, seconds=left))
-    return True
 
 
 def stored_run(s: Step) -> TurnRun:

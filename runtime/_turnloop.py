@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._approval import APPROVAL_TIMER, decide
 from ._article import type_named
 from ._category import new_message
 from ._commands import Announce, Decision, Passivate
@@ -43,21 +44,12 @@ from ._inputs import (
 )
 from ._machine import SessionMachine, TurnSettings
 from ._message import Message, Status
+from ._orphans import ORPHAN_TIMER, orphaned
 from ._responses import model_chunk, model_ended, record_held, tool_done
 from ._shutdown import reloaded, stopping
 from ._state import as_own
 from ._step import IDLE_TIMER, Step
-from ._turn_ops import (
-    APPROVAL_TIMER,
-    ORPHAN_TIMER,
-    decide,
-    end_turn,
-    fail,
-    maybe_start_turn,
-    model_failed,
-    orphaned,
-    resume_soon,
-)
+from ._turn_ops import end_turn, fail, maybe_start_turn, model_failed, resume_soon
 from ._updates import Update, awaits_delivery
 
 __all__ = ["step"]
@@ -211,6 +203,10 @@ def _delivered(s: Step, input: Delivered) -> None:
 
 def _loaded(s: Step, input: Loaded) -> None:
     state = s.state
+    if input.cancelled:  # kept across the reload, for the inputs that still wait for a turn
+        turn = state.active_turn
+        live = set(state.queued) | set(turn.input_ids if turn is not None else ())
+        s.cancelled = s.cancelled | (input.cancelled & live)
     if input.draining is not None:  # a stop waits for the turn's runs: nothing starts
         if state.active_turn is not None and s.run is None:
             record_held(s, input.results)

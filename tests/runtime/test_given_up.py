@@ -18,6 +18,7 @@ from runtime import (
     Draft,
     InputArrived,
     Interrupt,
+    Loaded,
     MessageAdded,
     MessageFinish,
     MessageStart,
@@ -72,6 +73,13 @@ class Session:
         self.given_up.add(input_id)
         return self(Interrupt, reason=GAVE_UP, input_id=input_id)
 
+    def reload(self) -> Decision:
+        """Another process wrote to the session: the shell adopts the stored head and steps
+        ``Loaded`` (as ``SessionSync._reload`` does), passing on whose caller gave up."""
+        cancelled = self.machine.cancelled
+        self.machine = SessionMachine.load(self.machine.state)
+        return self(Loaded, foreign_write=True, cancelled=cancelled)
+
     def answer(self) -> None:
         if self.run_id is None:
             return
@@ -112,11 +120,57 @@ class TestATurnWhoseCallersAllGaveUp:
         s.check(decision)
 
 
+class TestAReloadKeepsWhoGaveUp:
+    def test_a_caller_gave_up_before_a_foreign_write_reload(self) -> None:
+        """An ask's input waits; its caller gives up; another process writes to the session
+        and it reloads before the turn starts: the turn ends at once, without calling the
+        model (the reload forgot who gave up, and the model was called for nobody)."""
+        s = Session()
+        s.send()
+        (asked,) = s.inputs
+        s.give_up(asked)
+        decision = s.reload()
+        assert not any(isinstance(c, CallModel) for c in decision.commands), (
+            "the model is called for a caller who gave up before the reload"
+        )
+        assert s.machine.run is None
+        s.check(decision)
+
+    def test_one_of_two_given_up_before_the_reload(self) -> None:
+        """Two inputs wait; the first's caller gives up; a reload starts a turn that claims
+        both (for the second). Once the second's caller gives up, it ends."""
+        s = Session()
+        s.send()
+        s.send()
+        first, second = s.inputs
+        s.give_up(first)
+        s.reload()
+        assert s.run_id is not None  # the second is still wanted
+        decision = s.give_up(second)
+        assert s.machine.run is None, "the turn calls the model though nobody waits"
+        s.check(decision)
+
+    def test_only_queued_or_claimed_ids_are_carried(self) -> None:
+        """Ids given back with ``Loaded.cancelled`` that no input waits for, and no running
+        turn claims, are dropped (they leak into no later turn)."""
+        s = Session()
+        s.send()
+        s.machine = SessionMachine.load(s.machine.state)
+        s(Loaded, foreign_write=True, cancelled=["gone", s.inputs[0]])
+        assert s.machine.cancelled == frozenset()  # the turn it claimed was ended
+        s.send()
+        s.machine = SessionMachine.load(s.machine.state)
+        s(Loaded, foreign_write=True, cancelled=["gone"])
+        assert s.machine.cancelled == frozenset()
+        assert s.run_id is not None
+
+
 _OPS = st.lists(
     st.one_of(
         st.just(("send", 0)),
         st.just(("resume", 0)),
         st.just(("answer", 0)),
+        st.just(("reload", 0)),
         st.tuples(st.just("give_up"), st.integers(0, 7)),
     ),
     max_size=25,
@@ -138,6 +192,8 @@ class TestCallersGivingUpAtAnyMoment:
                 decision = s.send()
             elif op == "resume":
                 decision = s(Resume)
+            elif op == "reload":
+                decision = s.reload()
             elif op == "answer":
                 s.answer()
                 decision = s(Resume)
