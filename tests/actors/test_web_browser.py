@@ -54,8 +54,9 @@ def _unavailable(reason: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """A headless chromium (the system's)."""
+def browser(recorded: Recorded) -> Iterator[Any]:
+    """A headless chromium (the system's). The demo is recorded first: playwright's sync
+    API runs an asyncio loop in this thread, on which ``Runtime.wait_idle`` warns."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
